@@ -1,0 +1,7 @@
+"""``python -m memspec.conformance`` runs the ``memspec`` command."""
+
+import sys
+
+from memspec.conformance.cli import main
+
+sys.exit(main())

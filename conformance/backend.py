@@ -1,0 +1,239 @@
+"""Backends as the harness sees them: something that opens sessions on a root (CONTRACT-*).
+
+Every part of the harness talks to a store through :class:`Session.request`, whose requests
+and answers are exactly the JSON Lines protocol's (``{"op": "add", "target": ..., ...}`` in,
+``{"ok": ..., "code": ..., ...}`` out), whatever the transport. The in-process transport maps
+them onto a Python store's methods; a store that raises, or answers with something that is not
+an Outcome, is reported as a :class:`BackendDefect` that records what was sent and received.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memspec.spec import codes
+from memspec.spec.targets import DEFAULT_LIMITS
+
+MUTATIONS = ("add", "replace", "remove", "batch")
+OPS = ("load", *MUTATIONS, "entries", "snapshot", "fence")
+OP_FEATURES = {"batch": "batch", "fence": "fence"}
+
+
+class UsageError(ValueError):
+    """The harness was asked for something impossible (a bad backend name, a bad flag value).
+
+    The message says what was given and what is expected; the CLI exits with status 2.
+    """
+
+
+class BackendDefect(Exception):
+    """The backend broke the contract at the transport level: it raised, hung, died, or answered
+    with something that is not a valid response. ``sent`` and ``received`` say exactly what."""
+
+    def __init__(self, message: str, sent: Any = None, received: Any = None) -> None:
+        super().__init__(message)
+        self.sent = sent
+        self.received = received
+
+
+class Session(Protocol):
+    """A Session is one store session on a root, behind either transport."""
+
+    features: frozenset[str]
+    name: str
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Sends one request and returns the validated answer (raises BackendDefect)."""
+        ...
+
+    def close(self) -> None:
+        """Ends the session."""
+        ...
+
+
+class Backend(Protocol):
+    """A Backend opens sessions on roots; ``label`` names it in reports."""
+
+    label: str
+
+    def open(self, root: Path, limits: Mapping[str, int] | None = None) -> Session:
+        """Opens a new session on ``root`` (raises BackendDefect when it cannot)."""
+        ...
+
+
+def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, Any]:
+    """Returns ``answer`` if it is a valid response to ``op``; raises BackendDefect otherwise."""
+    if not isinstance(answer, Mapping):
+        raise BackendDefect(
+            f"{op} answered with a {type(answer).__name__}, not a mapping", sent, answer
+        )
+    ok, code = answer.get("ok"), answer.get("code")
+    if not isinstance(ok, bool) or not codes.is_known_code(code):
+        raise BackendDefect(
+            f"{op} answered without a bool 'ok' and a contract 'code'", sent, answer
+        )
+    if ok != (code == codes.OK):
+        raise BackendDefect(f"{op} answered ok={ok} with code {code}", sent, answer)
+    if ok and op == "entries":
+        entries = answer.get("entries")
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise BackendDefect("entries must be a list of str", sent, answer)
+    if ok and op == "snapshot" and not isinstance(answer.get("snapshot", ...), str | None):
+        raise BackendDefect("snapshot must be a str or null", sent, answer)
+    if ok and op == "fence" and not isinstance(answer.get("block"), str):
+        raise BackendDefect("fence must return a str block", sent, answer)
+    return dict(answer)
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    """Returns the factory named ``MODULE:FACTORY`` (raises UsageError with the reason)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(
+            f"--backend must be MODULE:FACTORY, e.g. "
+            f"memspec.reference_impl:open_store; got {spec!r}"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise UsageError(
+            f"cannot import backend module {module_name!r}: {type(error).__name__}: {error}"
+        ) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UsageError(f"{module_name!r} has no callable {attr!r}")
+    return factory
+
+
+def call_with_timeout(function: Callable[[], Any], timeout: float | None) -> Any:
+    """Returns ``function()``, run in a daemon thread so that a hung backend cannot hang us.
+
+    Raises :class:`TimeoutError` after ``timeout`` seconds (the thread is abandoned) and
+    re-raises whatever ``function`` raised.
+    """
+    if timeout is None:
+        return function()
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(function())
+        except BaseException as error:
+            failure.append(error)
+
+    worker = threading.Thread(target=target, daemon=True, name="memspec-backend-call")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"did not return within {timeout:g} s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+@dataclass
+class InProcessSession:
+    """A session on a Python store object: requests become method calls (CONTRACT-*).
+
+    After a call times out the session is dead: the store may still be running in the
+    abandoned thread, so every later request is refused as a defect.
+    """
+
+    store: Any
+    name: str
+    features: frozenset[str] = field(default_factory=frozenset)
+    timeout: float | None = None
+    dead: bool = False
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Calls the store method for ``op`` and returns the answer as a protocol response."""
+        sent = {"op": op, **fields}
+        if op not in OPS:
+            raise UsageError(f"unknown op {op!r}")
+        feature = OP_FEATURES.get(op)
+        method = getattr(self.store, op, None)
+        if feature and (feature not in self.features or not callable(method)):
+            return {"ok": False, "code": codes.E_UNSUPPORTED}
+        if self.dead:
+            raise BackendDefect("the session is dead after an earlier timeout", sent)
+        try:
+            result = call_with_timeout(lambda: self._call(op, fields), self.timeout)
+        except TimeoutError as error:
+            self.dead = True
+            raise BackendDefect(
+                f"the backend {error}; raise --timeout if it is slow, not hung", sent
+            ) from None
+        except Exception as error:
+            raise BackendDefect(
+                f"the backend raised {type(error).__name__}: {error}",
+                sent,
+                "".join(traceback.format_exception(error)[-3:]),
+            ) from None
+        return check_answer(op, sent, result)
+
+    def _call(self, op: str, fields: dict[str, Any]) -> Any:
+        store = self.store
+        if op == "load":
+            store.load()
+            return {"ok": True, "code": codes.OK}
+        if op == "entries":
+            return {"ok": True, "code": codes.OK, "entries": store.entries(fields["target"])}
+        if op == "snapshot":
+            return {"ok": True, "code": codes.OK, "snapshot": store.snapshot(fields["target"])}
+        if op == "fence":
+            return {"ok": True, "code": codes.OK, "block": store.fence(fields["raw"])}
+        if op == "add":
+            return store.add(fields["target"], fields["content"])
+        if op == "replace":
+            return store.replace(fields["target"], fields["old_text"], fields["new_content"])
+        if op == "remove":
+            return store.remove(fields["target"], fields["old_text"])
+        return store.batch(fields["target"], fields["operations"])
+
+    def close(self) -> None:
+        """Calls the store's optional ``close``."""
+        close = getattr(self.store, "close", None)
+        if callable(close):
+            close()
+
+
+@dataclass
+class InProcessBackend:
+    """A Python backend named ``MODULE:FACTORY``, run in the harness's own process."""
+
+    spec: str
+    timeout: float | None = None
+    factory: Callable[..., Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.factory = load_factory(self.spec)
+
+    @property
+    def label(self) -> str:
+        """The name reports use."""
+        return self.spec
+
+    def open(self, root: Path, limits: Mapping[str, int] | None = None) -> InProcessSession:
+        """Calls the factory on ``root`` with the limits (raises BackendDefect if it fails)."""
+        limits = {**DEFAULT_LIMITS, **(limits or {})}
+        kwargs = {"memory_char_limit": limits["memory"], "user_char_limit": limits["user"]}
+        try:
+            store = call_with_timeout(lambda: self.factory(root, **kwargs), self.timeout)
+        except Exception as error:
+            raise BackendDefect(
+                f"the factory raised {type(error).__name__}: {error}",
+                {"op": "open", "root": str(root), **kwargs},
+            ) from None
+        claimed = getattr(store, "features", None) or ("core",)
+        if isinstance(claimed, str) or not all(isinstance(f, str) for f in claimed):
+            raise BackendDefect(
+                "the store's features must be an iterable of str", {"op": "open"}, repr(claimed)
+            )
+        return InProcessSession(store, self.spec, frozenset(claimed), self.timeout)

@@ -1,0 +1,223 @@
+"""The ``memspec`` command: the only part of memspec that prints.
+
+Subcommands:
+
+- ``memspec certify (--backend MODULE:FACTORY | --backend-cmd CMD)``: the whole harness
+  against one backend, with reports; the last line is ``N passed, N failed, N skipped``.
+- ``memspec serve --backend MODULE:FACTORY``: a Python backend over JSON Lines on stdio.
+- ``memspec spec --dump-json``: every example of SPEC.md as JSON, for runners in any language.
+- ``memspec spec --check``: SPEC.md is well formed, every example agrees with the model, every
+  cited id exists, and every MUST clause has an example or a named check.
+- ``memspec examples --backend MODULE:FACTORY``: runs every example against a backend.
+
+Exit status: 0 when nothing failed, 1 when something did, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
+from memspec.conformance.certify import CertifyRequest, certify, probe_backend
+from memspec.conformance.jsonlines import serve
+from memspec.conformance.profiles import PROFILES
+from memspec.conformance.examples import run_on_backend, run_on_model
+from memspec.conformance.registry import clauses_with_checks
+from memspec.spec.clauses import (
+    ClauseSyntaxError,
+    parse_clauses,
+    uncovered_must_clauses,
+    unknown_ids,
+)
+from memspec.spec.examples import ExampleSyntaxError, load_examples, parse_examples, spec_text
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"memspec: error: {message}\n")
+
+
+def _workers(value: str) -> str:
+    if value == "auto" or (value.isdigit() and int(value) >= 1):
+        return value
+    raise argparse.ArgumentTypeError(f"expected a positive int or 'auto', got {value!r}")
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected positive seconds, got {value!r}")
+    return number
+
+
+def _summary(passed: int, failed: int, skipped: int) -> str:
+    return f"{passed} passed, {failed} failed, {skipped} skipped"
+
+
+def spec_check() -> tuple[list[str], dict[str, int]]:
+    """Returns the problems of SPEC.md (empty when it is sound) and its counts."""
+    text = spec_text()
+    clauses = parse_clauses(text)
+    examples = parse_examples(text)
+    problems: list[str] = []
+    cited = [cid for example in examples for cid in example.clauses]
+    checks = clauses_with_checks()
+    for cid in unknown_ids(clauses, cited):
+        problems.append(f"an example cites {cid}, which SPEC.md does not state")
+    for cid in unknown_ids(clauses, checks):
+        problems.append(f"check {', '.join(checks[cid])} cites {cid}, which SPEC.md does not state")
+    for example in examples:
+        failure = run_on_model(example)
+        if failure is not None:
+            problems.append("BUG IN SPEC: the model disagrees with an example\n" + failure.render())
+    for clause in uncovered_must_clauses(clauses, [*cited, *checks]):
+        problems.append(
+            f"{clause.id} (MUST, SPEC.md line {clause.line}) has no example and no named check"
+        )
+    counts = {
+        "clauses": len(clauses),
+        "must": sum(c.level == "MUST" for c in clauses),
+        "examples": len(examples),
+        "checks": len({name for names in checks.values() for name in names}),
+    }
+    return problems, counts
+
+
+def _cmd_spec(args: argparse.Namespace) -> int:
+    try:
+        if args.dump_json:
+            records = [example.to_json() for example in load_examples()]
+            json.dump(records, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+            return 0
+        problems, counts = spec_check()
+    except (ExampleSyntaxError, ClauseSyntaxError) as error:
+        print(f"BUG IN SPEC: {error}", file=sys.stderr)
+        return 1
+    for problem in problems:
+        print(problem)
+    print(
+        f"SPEC.md: {counts['clauses']} clauses ({counts['must']} MUST), "
+        f"{counts['examples']} examples, {counts['checks']} named checks"
+    )
+    print(f"spec check failed: {len(problems)} problem(s)" if problems else "spec check passed")
+    return 1 if problems else 0
+
+
+def _cmd_examples(args: argparse.Namespace) -> int:
+    backend = InProcessBackend(args.backend)
+    examples = load_examples()
+    failed = 0
+    for example in examples:
+        failure = run_on_backend(example, backend)
+        if failure is not None:
+            failed += 1
+            print("FAIL " + failure.render(), flush=True)
+        elif args.verbose:
+            print(f"ok   {example.id}", flush=True)
+    print(_summary(len(examples) - failed, failed, 0))
+    return 1 if failed else 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    return serve(args.backend, sys.stdin, sys.stdout)
+
+
+def _cmd_certify(args: argparse.Namespace) -> int:
+    request = CertifyRequest(
+        backend=args.backend,
+        backend_cmd=args.backend_cmd,
+        profile=args.profile,
+        report=args.report,
+        expected_failures=args.expected_failures,
+        workers=args.workers,
+        timeout=args.timeout,
+        seed=args.seed,
+        coverage=args.coverage,
+        verbose=not args.quiet,
+    )
+    try:
+        probe_backend(request)
+    except BackendDefect as defect:
+        print(f"memspec: the backend could not be started: {defect}", file=sys.stderr)
+        return 2
+    result = certify(request)
+    for line in result.notes:
+        print(line)
+    print(_summary(result.counts["passed"], result.counts["failed"], result.counts["skipped"]))
+    return result.status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Returns the argument parser of the ``memspec`` command."""
+    parser = _Parser(prog="memspec", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    certify_cmd = commands.add_parser("certify", help="certify a backend against the whole harness")
+    which = certify_cmd.add_mutually_exclusive_group(required=True)
+    which.add_argument("--backend", metavar="MODULE:FACTORY", help="a Python backend factory")
+    which.add_argument("--backend-cmd", metavar="CMD", help="a command serving JSON Lines")
+    certify_cmd.add_argument("--profile", default="ci", choices=sorted(PROFILES),
+                             help="smoke (a quick look), ci (default) or thorough (bug hunting)")
+    certify_cmd.add_argument("--report", metavar="DIR",
+                             help="write report.json, report.md and junit.xml to DIR")
+    certify_cmd.add_argument("--expected-failures", metavar="FILE",
+                             help="check or clause ids known to fail; one that passes fails")
+    certify_cmd.add_argument("-n", "--workers", type=_workers, default=None, metavar="N",
+                             help="run checks in N parallel processes (pytest-xdist), or 'auto'")
+    certify_cmd.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
+                             help="longest wait for one backend call (default 10)")
+    certify_cmd.add_argument("--seed", type=int, default=None, metavar="N",
+                             help="seed of the randomised checks")
+    certify_cmd.add_argument("--coverage", action="store_true",
+                             help="for a Python backend, report which of its lines and branches "
+                             "the certification exercised")
+    certify_cmd.add_argument("-q", "--quiet", action="store_true", help="print less progress")
+    certify_cmd.set_defaults(run=_cmd_certify)
+    serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
+    serve_cmd.add_argument("--backend", required=True, metavar="MODULE:FACTORY",
+                           help="a Python backend factory, e.g. memspec.reference_impl:open_store")
+    serve_cmd.set_defaults(run=_cmd_serve)
+    spec = commands.add_parser("spec", help="check SPEC.md or dump its examples as JSON")
+    mode = spec.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--dump-json", action="store_true", help="print every example as JSON")
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="fail on any MUST clause without an "
+        "example or a named check, or an example the model disagrees with",
+    )
+    spec.set_defaults(run=_cmd_spec)
+    examples = commands.add_parser("examples", help="run every SPEC.md example against a backend")
+    examples.add_argument(
+        "--backend",
+        required=True,
+        metavar="MODULE:FACTORY",
+        help="a Python backend factory, e.g. memspec.reference_impl:open_store",
+    )
+    examples.add_argument("-v", "--verbose", action="store_true", help="list passing examples too")
+    examples.set_defaults(run=_cmd_examples)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the ``memspec`` command and returns its exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except UsageError as error:
+        print(f"memspec: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memspec: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,345 @@
+"""Running the examples of SPEC.md: against the pure model, or against a backend.
+
+One runner interprets the steps; a *driver* supplies the world. :class:`ModelDriver` steps the
+spec model (the spec checking itself: a disagreement there is a bug in SPEC.md, reported as an
+internal error). :class:`BackendDriver` opens sessions on a fresh root through the contract and
+reads the files from the disk, like any outside reader would.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memspec.conformance.backend import Backend, BackendDefect, Session
+from memspec.spec import model
+from memspec.spec.codec import decode, is_encodable, parse_text
+from memspec.spec.examples import Example, Step
+from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
+from memspec.spec.snapshot import snapshot_difference
+from memspec.spec.threats import find_threats
+from memspec.spec.targets import FILENAMES
+
+OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
+
+
+class Driver(Protocol):
+    """A Driver is the world an example runs in: sessions, the disk, the backups."""
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Another writer puts ``data`` in the file (``None`` deletes it)."""
+        ...
+
+    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Sends one contract request in ``session`` and returns the answer."""
+        ...
+
+    def disk(self, target: str) -> bytes | None:
+        """Returns the file's bytes (``None`` when absent)."""
+        ...
+
+    def backups(self, target: str) -> list[bytes]:
+        """Returns the contents of the target's backup files."""
+        ...
+
+
+@dataclass(frozen=True)
+class ExampleFailure:
+    """An ExampleFailure says which step of which example went wrong, and how.
+
+    ``sent`` is the request, ``received`` the answer, ``expected`` what the spec allows.
+    """
+
+    example: str
+    clauses: tuple[str, ...]
+    line: int
+    step: str
+    sent: Any
+    received: Any
+    expected: Any
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the failure as a JSON-ready record."""
+        return {
+            "example": self.example,
+            "clauses": list(self.clauses),
+            "line": self.line,
+            "step": self.step,
+            "sent": _plain(self.sent),
+            "received": _plain(self.received),
+            "expected": _plain(self.expected),
+            "reason": self.reason,
+        }
+
+    def render(self) -> str:
+        """Returns the failure as labelled blocks a person can act on."""
+        return "\n".join(
+            [
+                f"example {self.example} ({', '.join(self.clauses)}), SPEC.md line {self.line}",
+                f"  step:     {self.step}",
+                f"  sent:     {show(self.sent)}",
+                f"  received: {show(self.received)}",
+                f"  expected: {show(self.expected)}",
+                f"  why:      {self.reason}",
+            ]
+        )
+
+
+def show(value: Any) -> str:
+    """Returns ``value`` as readable JSON; characters that cannot be printed are escaped."""
+    text = json.dumps(_plain(value), ensure_ascii=False)
+    return text if is_encodable(text) else json.dumps(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", "replace")
+        return text if text.encode("utf-8") == value else {"hex": value.hex()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _fields(step: Step) -> dict[str, Any]:
+    names = {
+        "add": ("target", "content"),
+        "replace": ("target", "old_text", "new_content"),
+        "remove": ("target", "old_text"),
+        "batch": ("target", "operations"),
+        "entries": ("target",),
+        "snapshot": ("target",),
+    }.get(step.op, ())
+    return dict(zip(names, step.args, strict=False))
+
+
+def describe(step: Step) -> str:
+    """Returns a step as one readable line."""
+    prefix = "" if step.session == "a" else f"@{step.session} "
+    args = " ".join(show(a) for a in step.args)
+    return f"{prefix}{step.op} {args}".rstrip()
+
+
+def _outcome_problem(step: Step, answer: dict[str, Any]) -> str | None:
+    want = step.expect
+    if answer.get("code") != want["code"]:
+        return f"expected code {want['code']}, got {answer.get('code')}"
+    for name, value in want.items():
+        if name == "code" or name not in answer:
+            continue
+        if _plain(answer[name]) != value:
+            return f"expected {name} {value!r}, got {answer[name]!r}"
+    return None
+
+
+def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
+    """Runs every step of ``example`` in ``driver``; returns the first failure or ``None``.
+
+    A :class:`BackendDefect` (the backend raised or answered garbage) is a failure too.
+    """
+    opened: set[str] = set()
+    for step in example.steps:
+        fail = _failure_factory(example, step)
+        try:
+            if step.op == "put":
+                driver.put(step.args[0], step.args[1])
+                continue
+            if step.session not in opened:
+                opened.add(step.session)
+                driver.request(step.session, "load", {})
+            problem = _run_step(step, driver, fail)
+        except BackendDefect as defect:
+            return fail(defect.sent, defect.received, step.expect, str(defect))
+        if problem is not None:
+            return problem
+    return None
+
+
+Fail = Callable[[Any, Any, Any, str], ExampleFailure]
+
+
+def _failure_factory(example: Example, step: Step) -> Fail:
+    def fail(sent: Any, received: Any, expected: Any, reason: str) -> ExampleFailure:
+        return ExampleFailure(
+            example.id, example.clauses, step.line, describe(step), sent, received, expected, reason
+        )
+
+    return fail
+
+
+def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
+    if step.op == "load":
+        driver.request(step.session, "load", {})
+        return None
+    if step.op in ("add", "replace", "remove", "batch"):
+        fields = _fields(step)
+        answer = driver.request(step.session, step.op, fields)
+        problem = _outcome_problem(step, answer)
+        return fail({"op": step.op, **fields}, answer, step.expect, problem) if problem else None
+    target = step.args[0]
+    want = step.expect.get("value")
+    if step.op == "entries":
+        answer = driver.request(step.session, "entries", {"target": target})
+        got = answer.get("entries")
+        if got != want:
+            return fail({"op": "entries", "target": target}, got, want, "entries differ")
+        return None
+    if step.op == "snapshot":
+        answer = driver.request(step.session, "snapshot", {"target": target})
+        got = answer.get("snapshot")
+        hidden = [e for e in (model_entries(driver.disk(target)) or []) if find_threats(e)]
+        problem = snapshot_difference(want, got, target, hidden)
+        return fail({"op": "snapshot", "target": target}, got, want, problem) if problem else None
+    if step.op == "disk":
+        got = driver.disk(target)
+        if got != want:
+            return fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
+        return None
+    return _check_backups(step, driver.backups(target), fail)
+
+
+def model_entries(data: bytes | None) -> list[str] | None:
+    """Returns the entries a tolerant reader finds in ``data`` (``None`` if undecodable)."""
+    text = None if data is None else decode(data)
+    return None if text is None else parse_text(text)
+
+
+def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure | None:
+    exact = "==" in step.expect
+    wanted: list[bytes] = step.expect["==" if exact else "include"]
+    sent = {"read": f"{FILENAMES.get(step.args[0], step.args[0])}.bak.*"}
+    for content in wanted:
+        count = found.count(content)
+        if count != 1:
+            return fail(
+                sent,
+                found,
+                wanted,
+                f"expected exactly one backup holding {_plain(content)!r}, found {count}",
+            )
+    if exact and sorted(found) != sorted(wanted):
+        return fail(sent, found, wanted, "backups differ")
+    return None
+
+
+@dataclass
+class ModelDriver:
+    """The spec model as a driver: the spec's examples checked against the spec's own model."""
+
+    state: model.State
+
+    @classmethod
+    def for_example(cls, example: Example) -> ModelDriver:
+        """Returns a driver on an empty root with the example's limits."""
+        limits = example.limits
+        return cls(model.initial_state(limits.get("memory", 2200), limits.get("user", 1375)))
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Steps an external write."""
+        _, self.state = model.step(self.state, ExternalWrite(target, data))
+
+    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Steps the model and answers like a backend would."""
+        if op == "entries":
+            return {
+                "ok": True,
+                "code": "OK",
+                "entries": list(model.entries_on_disk(self.state, fields["target"]) or []),
+            }
+        if op == "snapshot":
+            return {
+                "ok": True,
+                "code": "OK",
+                "snapshot": model.snapshot_of(self.state, session, fields["target"]),
+            }
+        operation = {
+            "load": lambda: Load(session),
+            "add": lambda: Add(fields["target"], fields["content"], session),
+            "replace": lambda: Replace(
+                fields["target"], fields["old_text"], fields["new_content"], session
+            ),
+            "remove": lambda: Remove(fields["target"], fields["old_text"], session),
+            "batch": lambda: Batch(fields["target"], fields["operations"], session),
+        }[op]()
+        outcome, self.state = model.step(self.state, operation)
+        answer: dict[str, Any] = {"ok": outcome.ok, "code": outcome.code}
+        if outcome.matches:
+            answer["matches"] = list(outcome.matches)
+        if outcome.duplicate:
+            answer["duplicate"] = True
+        if outcome.usage is not None:
+            answer["usage"] = outcome.usage
+        return answer
+
+    def disk(self, target: str) -> bytes | None:
+        """Returns the model's file bytes."""
+        return model.disk(self.state, target)
+
+    def backups(self, target: str) -> list[bytes]:
+        """Returns the backups the model requires."""
+        return sorted(model.backups_of(self.state, target))
+
+
+@dataclass
+class BackendDriver:
+    """A backend as a driver: sessions opened lazily on one fresh root."""
+
+    backend: Backend
+    root: Path
+    limits: Mapping[str, int]
+    sessions: dict[str, Session] = field(default_factory=dict)
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Writes (or deletes) the file directly, as an editor would."""
+        path = self.root / FILENAMES[target]
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(data)
+
+    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Sends ``op`` in ``session``, opening the session first if needed."""
+        if session not in self.sessions:
+            self.sessions[session] = self.backend.open(self.root, self.limits)
+        return self.sessions[session].request(op, **fields)
+
+    def disk(self, target: str) -> bytes | None:
+        """Reads the file's bytes from the disk."""
+        path = self.root / FILENAMES.get(target, str(target))
+        return path.read_bytes() if path.is_file() else None
+
+    def backups(self, target: str) -> list[bytes]:
+        """Reads every ``NAME.bak.*`` file of the target (CONTRACT files clause)."""
+        name = FILENAMES.get(target, str(target))
+        return sorted(p.read_bytes() for p in self.root.glob(f"{name}.bak.*") if p.is_file())
+
+    def close(self) -> None:
+        """Closes every session (errors of a broken backend are ignored here)."""
+        for session in self.sessions.values():
+            try:
+                session.close()
+            except Exception:
+                pass
+
+
+def run_on_model(example: Example) -> ExampleFailure | None:
+    """Runs ``example`` against the spec model (a failure is a bug in SPEC.md)."""
+    return run_example(example, ModelDriver.for_example(example))
+
+
+def run_on_backend(
+    example: Example, backend: Backend, root: Path | None = None
+) -> ExampleFailure | None:
+    """Runs ``example`` against ``backend`` on a fresh root (a temporary one by default)."""
+    with tempfile.TemporaryDirectory(prefix="memspec-") as scratch:
+        driver = BackendDriver(backend, root or Path(scratch), dict(example.limits))
+        try:
+            return run_example(example, driver)
+        finally:
+            driver.close()

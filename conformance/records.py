@@ -1,0 +1,231 @@
+"""Certification records and the reports made from them (CONTRACT certify clauses).
+
+The library never prints: this module turns verdicts into ``report.json`` (run info and one
+record per check) and ``report.md`` (the clause-by-clause matrix); the CLI renders the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.backend import Backend, BackendDefect, UsageError
+from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.examples import spec_text
+
+STATUSES = ("passed", "failed", "skipped", "xfailed")
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """A CheckRecord is the verdict of one check: its id, clauses, status, message, duration.
+
+    ``status`` is ``passed``, ``failed``, ``skipped`` (with the reason) or ``xfailed`` (failed
+    and listed in the expected-failures file).
+    """
+
+    id: str
+    clauses: tuple[str, ...]
+    features: tuple[str, ...]
+    status: str
+    message: str
+    duration: float
+
+    @property
+    def area(self) -> str:
+        """The spec area the check belongs to (its id's prefix)."""
+        return self.id.split("/", 1)[0] if "/" in self.id else self.clauses[0].rsplit("-", 1)[0]
+
+    @classmethod
+    def from_report(cls, report: Any, properties: Mapping[str, str]) -> CheckRecord:
+        """Returns the record of a pytest report of a memspec check."""
+        check_id = report.nodeid.split("[", 1)[-1].rstrip("]") if "[" in report.nodeid else (
+            report.nodeid
+        )
+        if hasattr(report, "wasxfail"):
+            status = "failed" if report.passed or report.failed else "xfailed"
+            message = (
+                f"listed as an expected failure but passed ({report.wasxfail}): remove it "
+                "from the expected-failures file" if status == "failed" else report.wasxfail
+            )
+        elif report.skipped:
+            status = "skipped"
+            longrepr = report.longrepr
+            message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            message = message.removeprefix("Skipped: ")
+        else:
+            status = "failed" if report.failed else "passed"
+            message = _failure_text(report) if report.failed else ""
+        clauses = tuple(filter(None, properties.get("memspec_clauses", "").split(",")))
+        features = tuple(filter(None, properties.get("memspec_features", "").split(",")))
+        return cls(check_id, clauses, features, status, message, round(report.duration, 4))
+
+
+def _failure_text(report: Any) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = report.longreprtext if hasattr(report, "longreprtext") else str(report.longrepr)
+    if crash is not None and len(text) > 4000:
+        return crash.message
+    return text
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """RunInfo says what was certified, where and how."""
+
+    backend: str
+    name: str
+    version: str
+    features: tuple[str, ...]
+    profile: str
+    seed: int | None
+    platform: str
+    python: str
+    filesystem: str
+    memspec: str
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    @classmethod
+    def collect(cls, backend: Backend, profile: str, seed: int | None, where: Path) -> RunInfo:
+        """Returns the run info, opening one session on a scratch root to read the features."""
+        name, version, features = backend.label, "", ("?",)
+        with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
+            try:
+                session = backend.open(Path(scratch))
+            except (BackendDefect, UsageError) as error:
+                features = (f"could not open a session: {error}",)
+            else:
+                features = tuple(sorted(session.features))
+                name = getattr(session, "name", name) or name
+                version = str(getattr(session, "version", "") or "")
+                session.close()
+        from importlib.metadata import version as dist_version
+
+        return cls(
+            backend=backend.label,
+            name=name,
+            version=version,
+            features=features,
+            profile=profile,
+            seed=seed,
+            platform=platform.platform(),
+            python=sys.version.split()[0],
+            filesystem=filesystem_type(where),
+            memspec=dist_version("memspec"),
+        )
+
+
+def filesystem_type(path: Path) -> str:
+    """Returns the type of the file system holding ``path`` (``unknown`` when it cannot tell)."""
+    probe = path if path.exists() else Path(tempfile.gettempdir())
+    try:
+        result = subprocess.run(["stat", "-f", "-c", "%T", str(probe)], capture_output=True,
+                                text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return result.stdout.strip() or "unknown"
+
+
+def clause_matrix(clauses: Sequence[Clause], records: Iterable[CheckRecord]
+                  ) -> list[dict[str, Any]]:
+    """Returns one row per clause: its verdict over every check that cites it, and why.
+
+    A clause fails if any citing check failed, passes if one passed and none failed, and is
+    skipped (with the reasons) or unchecked otherwise.
+    """
+    by_clause: dict[str, list[CheckRecord]] = {}
+    for record in records:
+        for clause in record.clauses:
+            by_clause.setdefault(clause, []).append(record)
+    rows = []
+    for clause in clauses:
+        cited = by_clause.get(clause.id, [])
+        statuses = {record.status for record in cited}
+        if "failed" in statuses:
+            status = "fail"
+        elif "xfailed" in statuses:
+            status = "expected fail"
+        elif "passed" in statuses:
+            status = "pass"
+        elif cited:
+            status = "skip"
+        else:
+            status = "unchecked"
+        why = sorted({r.message.splitlines()[0] for r in cited
+                      if r.status in ("failed", "skipped", "xfailed") and r.message})
+        rows.append({
+            "clause": clause.id, "level": clause.level, "status": status,
+            "checks": [r.id for r in cited], "why": why[:3],
+        })
+    return rows
+
+
+def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
+    """Returns how many checks passed, failed, were skipped and failed as expected."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for record in records:
+        counts[record.status] += 1
+    return counts
+
+
+def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]]
+              ) -> str:
+    counts = summary_counts(records)
+    lines = [
+        f"# memspec certification: {info.backend}",
+        "",
+        f"- backend: `{info.backend}` ({info.name} {info.version}".rstrip() + ")",
+        f"- features: {', '.join(info.features)}",
+        f"- profile: {info.profile}; seed: {info.seed if info.seed is not None else 'derandomised'}",
+        f"- platform: {info.platform}, Python {info.python}, file system {info.filesystem}",
+        f"- memspec {info.memspec}, started {info.started}",
+        "",
+        f"**{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped**"
+        + (f" ({counts['xfailed']} expected failures)" if counts["xfailed"] else ""),
+        "",
+        "## Clauses",
+        "",
+        "| clause | level | verdict | checks | why |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        why = "<br>".join(text.replace("|", "\\|") for text in row["why"])
+        lines.append(f"| {row['clause']} | {row['level']} | {row['status']} | "
+                     f"{len(row['checks'])} | {why} |")
+    failures = [r for r in records if r.status == "failed"]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for record in failures:
+            lines += [f"### {record.id} ({', '.join(record.clauses)})", "", "```",
+                      record.message.strip()[:6000], "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(directory: Path, info: RunInfo, records: Sequence[CheckRecord]) -> None:
+    """Writes ``report.json`` and ``report.md`` into ``directory`` (created if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    clauses = parse_clauses(spec_text())
+    rows = clause_matrix(clauses, records)
+    payload = {
+        "run": asdict(info),
+        "summary": summary_counts(records),
+        "checks": [asdict(record) for record in records],
+        "clauses": rows,
+    }
+    _write(directory / "report.json", json.dumps(payload, indent=1) + "\n")
+    _write(directory / "report.md", _markdown(info, records, rows))
+
+
+def _write(path: Path, text: str) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)

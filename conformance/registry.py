@@ -1,0 +1,83 @@
+"""The registry of named conformance checks and the clause ids each verifies.
+
+A check is a plain function over a :class:`CheckContext` (the backend, a fresh root, the
+profile); it raises ``AssertionError`` (whose message cites its clause ids) when the backend
+violates them, and needs no pytest. The decorator records the clause ids and the features the check needs, so that
+``memspec spec --check`` can tell which MUST clauses no check covers, and so that a check needing
+a feature the backend does not claim is skipped with that feature named (CONTRACT features).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memspec.spec.clauses import CLAUSE_ID
+
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """A CheckContext is what one check runs with: the backend, a fresh empty root directory
+    the backend owns, a scratch directory outside it, the profile and the seed."""
+
+    backend: Any
+    root: Path
+    scratch: Path
+    profile: Any
+    seed: int | None = None
+
+
+CheckFunction = Callable[[CheckContext], None]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A Check is a named conformance check with the clauses it verifies."""
+
+    id: str
+    clauses: tuple[str, ...]
+    features: tuple[str, ...]
+    run: CheckFunction
+    python_only: bool = False
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def check(
+    *clauses: str, features: Iterable[str] = ("core",), python_only: bool = False
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Registers the decorated function as a check of ``clauses`` (validated when defined)."""
+    for clause in clauses:
+        if not CLAUSE_ID.fullmatch(clause):
+            raise ValueError(f"clause ids look like AREA-N, got {clause!r}")
+    if not clauses:
+        raise ValueError("a check must name the clause ids it verifies")
+
+    def register(function: CheckFunction) -> CheckFunction:
+        name = f"{function.__module__.rsplit('.', 1)[-1]}.{function.__name__}"
+        if name in CHECKS:
+            raise ValueError(f"check {name} is registered twice")
+        CHECKS[name] = Check(name, tuple(clauses), tuple(features), function, python_only)
+        return function
+
+    return register
+
+
+def all_checks() -> dict[str, Check]:
+    """Returns every registered check, importing the check modules first."""
+    from memspec.conformance import checks  # noqa: F401 - importing registers the checks
+
+    return dict(CHECKS)
+
+
+def clauses_with_checks() -> dict[str, list[str]]:
+    """Returns, for each clause id, the names of the checks that cite it."""
+    cited: dict[str, list[str]] = {}
+    for item in all_checks().values():
+        for clause in item.clauses:
+            cited.setdefault(clause, []).append(item.id)
+    return cited

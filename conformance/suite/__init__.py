@@ -1,0 +1,1 @@
+"""The certification suite collected by ``pytest --pyargs memspec.conformance.suite``."""

@@ -1,0 +1,83 @@
+"""The conformance suite: every SPEC.md example and every named check, against one backend.
+
+Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each test carries the
+``memspec`` marker with the clause ids it verifies and the features it needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.backend import Backend
+from memspec.conformance.examples import run_on_backend
+from memspec.conformance.plugin import memspec_settings
+from memspec.conformance.profiles import Profile
+from memspec.conformance.registry import Check, CheckContext, all_checks, clauses_with_checks
+from memspec.spec.clauses import parse_clauses, uncovered_must_clauses
+from memspec.spec.examples import Example, parse_examples, spec_text
+
+SPEC = spec_text()
+EXAMPLES = parse_examples(SPEC)
+CHECKS = all_checks()
+
+
+def _area(clauses: tuple[str, ...]) -> str:
+    return clauses[0].rsplit("-", 1)[0]
+
+
+def _example_params() -> list[object]:
+    return [
+        pytest.param(
+            example,
+            marks=pytest.mark.memspec(clauses=list(example.clauses), features=list(example.features)),
+            id=f"{_area(example.clauses)}/{example.id}",
+        )
+        for example in EXAMPLES
+    ]
+
+
+def _check_params() -> list[object]:
+    return [
+        pytest.param(
+            check,
+            marks=pytest.mark.memspec(clauses=list(check.clauses), features=list(check.features)),
+            id=f"{_area(check.clauses)}/{check.id}",
+        )
+        for check in CHECKS.values()
+    ]
+
+
+@pytest.mark.parametrize("example", _example_params())
+def test_example(example: Example, memspec_backend: Backend, memspec_root: Path) -> None:
+    """Runs one SPEC.md example on a fresh root."""
+    failure = run_on_backend(example, memspec_backend, memspec_root)
+    assert failure is None, failure.render()
+
+
+@pytest.mark.parametrize("check", _check_params())
+def test_check(
+    check: Check,
+    memspec_backend: Backend,
+    memspec_root: Path,
+    memspec_profile: Profile,
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+) -> None:
+    """Runs one named check on a fresh root."""
+    seed = memspec_settings(pytestconfig).seed
+    check.run(CheckContext(memspec_backend, memspec_root, tmp_path, memspec_profile, seed))
+
+
+@pytest.mark.memspec(clauses=["CONTRACT-1"], features=[])
+def test_every_must_clause_is_checked(pytestconfig: pytest.Config) -> None:
+    """Fails the run when SPEC.md states a MUST clause that no example and no check verifies."""
+    spec_override = pytestconfig.getini("memspec_spec")
+    text = Path(spec_override).read_text(encoding="utf-8") if spec_override else SPEC
+    examples = parse_examples(text)
+    covered = [cid for example in examples for cid in example.clauses]
+    missing = uncovered_must_clauses(parse_clauses(text), [*covered, *clauses_with_checks()])
+    assert not missing, "MUST clauses with no example and no check: " + ", ".join(
+        f"{clause.id} (SPEC.md line {clause.line})" for clause in missing
+    )

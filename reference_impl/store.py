@@ -1,0 +1,250 @@
+"""The reference store: bounded, file-backed memory that keeps every clause of SPEC.md.
+
+One :class:`Store` is one session. Many sessions, in one process or many, may open the same
+root: every mutation takes the target's lock, re-reads the file under it, decides the result
+with the spec's own rule functions and writes atomically (LOCK-*, ATOMIC-*). Reads for the
+snapshot take no lock: an atomic rename means a reader sees the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memspec.reference_impl import files
+from memspec.reference_impl.fence import build_fence
+from memspec.spec import codes
+from memspec.spec.codec import FileState, classify_bytes, encode_entries
+from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.rules import Outcome, argument_error, decide
+from memspec.spec.snapshot import render_snapshot, render_unreadable
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS, is_target
+from memspec.spec.threats import find_threats
+
+FEATURES = (
+    "core",
+    "batch",
+    "fence",
+    "multi-process",
+    "crash-safe",
+    "durable",
+    "drift-guard",
+    "threat-scan",
+)
+
+_MESSAGES: dict[str, Callable[[str], str]] = {
+    codes.E_TARGET: lambda name: "target must be 'memory' or 'user'",
+    codes.E_INVALID: lambda name: (
+        "malformed request: arguments must be strings; batch items "
+        "need an action of add/replace/remove with their string fields"
+    ),
+    codes.E_EMPTY: lambda name: "nothing to do: the text is empty after stripping whitespace",
+    codes.E_DELIMITER: lambda name: (
+        "content has a line that is '§' alone (or cannot be encoded"
+        " as UTF-8); it would come back as several entries"
+    ),
+    codes.E_THREAT: lambda name: "content matches a threat pattern and was not stored",
+    codes.E_NOMATCH: lambda name: f"no entry of {name} contains that text",
+    codes.E_AMBIGUOUS: lambda name: (
+        "that text matches several different entries; use a longer, unique substring"
+    ),
+    codes.E_LIMIT: lambda name: f"{name} would exceed its limit; remove or shorten entries first",
+}
+
+
+def _answer(outcome: Outcome, name: str, **extra: Any) -> dict[str, Any]:
+    """Returns the contract Outcome mapping for a model outcome (CONTRACT Outcome clauses)."""
+    answer: dict[str, Any] = {"ok": outcome.ok, "code": outcome.code}
+    message = _MESSAGES.get(outcome.code)
+    if message is not None:
+        answer["message"] = message(name)
+    if outcome.threats:
+        answer["message"] += ": " + ", ".join(outcome.threats)
+    if outcome.item is not None:
+        answer["message"] = f"batch item {outcome.item}: {answer.get('message', outcome.code)}"
+    if outcome.matches:
+        answer["matches"] = list(outcome.matches)
+    if outcome.usage is not None:
+        answer["usage"] = outcome.usage
+    if outcome.duplicate:
+        answer["duplicate"] = True
+        answer["message"] = "that exact entry is already stored; nothing changed"
+    answer.update(extra)
+    return answer
+
+
+def _failure(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"ok": False, "code": code, "message": message, **extra}
+
+
+class Store:
+    """A Store is one session on a memory root (CONTRACT-* clauses).
+
+    ``entries`` reflects the disk as of this session's last load or mutation; ``snapshot``
+    returns the blocks frozen by the last :meth:`load` (SNAP-*).
+    """
+
+    features = FEATURES
+
+    def __init__(self, root: Path, *, memory_char_limit: int, user_char_limit: int) -> None:
+        self.root = root
+        self.limits = {"memory": memory_char_limit, "user": user_char_limit}
+        self._live: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
+        self._snapshots: dict[str, str | None] = {target: None for target in TARGETS}
+
+    def _path(self, target: str) -> Path:
+        return self.root / FILENAMES[target]
+
+    def _read(self, target: str) -> FileState:
+        try:
+            data = files.read_file(self._path(target))
+        except OSError:
+            return FileState("unreadable", None)
+        return classify_bytes(data, self.limits[target])
+
+    def load(self) -> None:
+        """Reads both files and freezes the snapshot until the next load (SNAP-*, SCAN-*)."""
+        for target in TARGETS:
+            state = self._read(target)
+            if state.entries is None:
+                self._snapshots[target] = render_unreadable(target)
+                continue
+            self._live[target] = state.entries
+            self._snapshots[target] = render_snapshot(
+                target, state.entries, self.limits[target], find_threats
+            )
+
+    def entries(self, target: str) -> list[str]:
+        """Returns the live entries of ``target`` as this session last saw them."""
+        self._check_target(target)
+        return list(self._live[target])
+
+    def snapshot(self, target: str) -> str | None:
+        """Returns the block frozen by the last load, ``None`` for an empty target (SNAP-*)."""
+        self._check_target(target)
+        return self._snapshots[target]
+
+    def fence(self, raw: str) -> str:
+        """Returns the ``<memory-context>`` block for recalled text (FENCE-*)."""
+        return build_fence(raw)
+
+    def add(self, target: str, content: str) -> dict[str, Any]:
+        """Appends one entry (an exact duplicate is an accepted no-op; DUP-*)."""
+        return self._mutate(Add(target, content))
+
+    def replace(self, target: str, old_text: str, new_content: str) -> dict[str, Any]:
+        """Replaces the whole entry ``old_text`` identifies (MATCH-*, REPLACE-*)."""
+        return self._mutate(Replace(target, old_text, new_content))
+
+    def remove(self, target: str, old_text: str) -> dict[str, Any]:
+        """Removes the entry ``old_text`` identifies (MATCH-*, REMOVE-*)."""
+        return self._mutate(Remove(target, old_text))
+
+    def batch(self, target: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        """Applies add/replace/remove items all-or-nothing against the final budget (BATCH-*)."""
+        return self._mutate(Batch(target, operations))
+
+    def close(self) -> None:
+        """Releases nothing: the store holds no descriptor between operations."""
+
+    @staticmethod
+    def _check_target(target: str) -> None:
+        if not is_target(target):
+            raise ValueError(f"target must be 'memory' or 'user', got {target!r}")
+
+    def _mutate(self, op: Mutation) -> dict[str, Any]:
+        refusal = argument_error(op)
+        if refusal is not None:
+            return _answer(refusal, FILENAMES[op.target] if is_target(op.target) else "the store")
+        path = self._path(op.target)
+        try:
+            with files.locked(path) as lock_fd:
+                return self._mutate_locked(op, path, lock_fd)
+        except OSError as error:
+            return _failure(
+                codes.E_IO,
+                f"could not write {path.name}: {error.strerror or error}; the previous file is intact",
+            )
+
+    def _mutate_locked(self, op: Mutation, path: Path, lock_fd: int) -> dict[str, Any]:
+        """The read-modify-write under the lock (LOCK-*, DRIFT-*, ATOMIC-*)."""
+        files.remove_stale_temps(path)
+        limit = self.limits[op.target]
+        try:
+            data = files.read_file(path)
+        except OSError as error:
+            return _failure(
+                codes.E_UNREADABLE,
+                f"could not read {path.name} ({error.strerror or error}); nothing was written",
+            )
+        state = classify_bytes(data, limit)
+        if state.entries is None:
+            return _failure(
+                codes.E_UNREADABLE,
+                f"{path.name} is not valid UTF-8; nothing was written. Repair or move the file.",
+            )
+        self._live[op.target] = state.entries
+        if state.kind == "foreign":
+            assert data is not None
+            backup = files.write_backup(path, data)
+            return _failure(
+                codes.E_DRIFT,
+                f"{path.name} holds text written outside the store that a rewrite would destroy "
+                f"(an entry longer than the {limit:,}-char limit, e.g. text appended without a "
+                f"'§' line). A byte-exact copy is in {backup.name}. Split it into entries "
+                "separated by a line holding only '§', or shorten it, then retry.",
+                backup=str(backup),
+            )
+        outcome, result = decide(op, state, limit)
+        if result is None:
+            return _answer(outcome, path.name)
+        if data and self._is_external(state, lock_fd):
+            files.write_backup(path, data)
+        new = encode_entries(result)
+        extra: dict[str, Any] = {}
+        try:
+            files.atomic_write(path, new)
+        except files.NotDurableError as error:
+            extra["message"] = f"written, but not confirmed durable: {error.strerror}"
+        files.record_digest(lock_fd, files.digest(new))
+        self._live[op.target] = result
+        return _answer(outcome, path.name, **extra)
+
+    @staticmethod
+    def _is_external(state: FileState, lock_fd: int) -> bool:
+        """Whether the file holds entries this store family did not write (DRIFT-*).
+
+        The lock file records the digest of the canonical bytes last written; a file whose
+        canonical form has another digest was changed outside the store in more than cosmetics.
+        """
+        assert state.entries is not None
+        if not state.entries:
+            return False
+        recorded = files.read_recorded_digest(lock_fd)
+        return recorded != files.digest(encode_entries(state.entries))
+
+
+def open_store(
+    root: os.PathLike[str] | str,
+    *,
+    memory_char_limit: int = DEFAULT_LIMITS["memory"],
+    user_char_limit: int = DEFAULT_LIMITS["user"],
+) -> Store:
+    """Returns a new session on ``root``, an existing directory the store owns (CONTRACT-*).
+
+    Raises ``TypeError`` or ``ValueError`` naming the bad argument.
+    """
+    if not isinstance(root, str | os.PathLike):
+        raise TypeError(f"root must be a path, got {type(root).__name__} {root!r}")
+    path = Path(root)
+    if not path.is_dir():
+        raise ValueError(f"root must be an existing directory, got {str(path)!r}")
+    for name, value in (
+        ("memory_char_limit", memory_char_limit),
+        ("user_char_limit", user_char_limit),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return Store(path, memory_char_limit=memory_char_limit, user_char_limit=user_char_limit)

@@ -1,0 +1,72 @@
+"""The executable specification of bounded, file-backed agent memory.
+
+``SPEC.md`` (beside this file) states the clauses and their examples; this package is their
+pure half: the file codec, the outcome codes, the model that decides every operation, and the
+extraction of clauses and examples. It imports nothing else of memspec and touches no disk.
+"""
+
+from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.codec import (
+    DELIMITER,
+    FileState,
+    classify_bytes,
+    decode,
+    encode_entries,
+    normalize_content,
+    parse_text,
+    serialize,
+    usage,
+)
+from memspec.spec.examples import Example, Step, load_examples, parse_examples
+from memspec.spec.model import (
+    State,
+    backups_of,
+    disk,
+    entries_on_disk,
+    initial_state,
+    render_from_disk,
+    snapshot_of,
+    step,
+)
+from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
+from memspec.spec.rules import Outcome
+from memspec.spec.snapshot import render_snapshot, render_unreadable, snapshot_difference
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DELIMITER",
+    "FILENAMES",
+    "TARGETS",
+    "Add",
+    "Batch",
+    "Clause",
+    "Example",
+    "ExternalWrite",
+    "FileState",
+    "Load",
+    "Outcome",
+    "Remove",
+    "Replace",
+    "State",
+    "Step",
+    "backups_of",
+    "classify_bytes",
+    "decode",
+    "disk",
+    "encode_entries",
+    "entries_on_disk",
+    "initial_state",
+    "load_examples",
+    "normalize_content",
+    "parse_clauses",
+    "parse_examples",
+    "parse_text",
+    "render_from_disk",
+    "render_snapshot",
+    "render_unreadable",
+    "serialize",
+    "snapshot_difference",
+    "step",
+    "usage",
+]

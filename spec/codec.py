@@ -1,0 +1,135 @@
+"""The file format: parse, serialize and classify the bytes of a memory file.
+
+A memory file is its entries joined by ``"\\n§\\n"`` and nothing else (FORMAT-*). Readers are
+tolerant and writers canonical (READ-*): a BOM, CRLF or CR line ends, spaces or blank lines around
+a delimiter line and a trailing newline are cosmetic. Every strip in the spec uses the ASCII
+whitespace set :data:`WHITESPACE`, so that implementations in every language agree.
+
+Worked example of the tolerant reader::
+
+    >>> parse_text("\\ufeffa \\r\\n  §  \\r\\n\\r\\nb\\n")
+    ['a', 'b']
+    >>> serialize(['a', 'b'])
+    'a\\n§\\nb'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+DELIMITER: Final = "\n§\n"
+DELIMITER_MARK: Final = "§"
+WHITESPACE: Final = " \t\n\r\x0b\x0c"
+LINE_SPACE: Final = " \t\x0b\x0c"
+BOM: Final = "\ufeff"
+
+FileKind = Literal["absent", "canonical", "cosmetic", "foreign", "unreadable"]
+
+
+def normalize_newlines(text: str) -> str:
+    """Returns ``text`` with CRLF and lone CR turned into LF (ENTRY-*, READ-*)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def normalize_content(text: str) -> str:
+    """Returns content as it will be stored: LF line ends, ASCII whitespace stripped (ENTRY-*)."""
+    return normalize_newlines(text).strip(WHITESPACE)
+
+
+def is_delimiter_line(line: str) -> bool:
+    """Returns whether one line (without its newline) reads as an entry delimiter (FORMAT-*)."""
+    return line.strip(LINE_SPACE) == DELIMITER_MARK
+
+
+def has_delimiter_line(text: str) -> bool:
+    """Returns whether any line of ``text`` (after newline normalisation) is a delimiter line."""
+    return any(is_delimiter_line(line) for line in normalize_newlines(text).split("\n"))
+
+
+def is_encodable(text: str) -> bool:
+    """Returns whether ``text`` can be written as UTF-8 (no lone surrogates; ENTRY-*)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def decode(data: bytes) -> str | None:
+    """Returns the text of a file's bytes (strict UTF-8, one leading BOM dropped), or ``None``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text.removeprefix(BOM)
+
+
+def parse_text(text: str) -> list[str]:
+    """Returns the entries of a file's text, read tolerantly (READ-*).
+
+    Lines that are ``§`` alone (ignoring spaces and tabs around it) split the text into chunks;
+    each chunk is stripped of ASCII whitespace and empty chunks are dropped, so blank lines and
+    spaces around a delimiter line and a trailing newline never change the entries.
+    """
+    text = normalize_newlines(text.removeprefix(BOM))
+    entries: list[str] = []
+    chunk: list[str] = []
+    for line in [*text.split("\n"), DELIMITER_MARK]:
+        if is_delimiter_line(line):
+            entry = "\n".join(chunk).strip(WHITESPACE)
+            if entry:
+                entries.append(entry)
+            chunk = []
+        else:
+            chunk.append(line)
+    return entries
+
+
+def serialize(entries: Sequence[str]) -> str:
+    """Returns the canonical text of ``entries``: joined by the delimiter, nothing else."""
+    return DELIMITER.join(entries)
+
+
+def encode_entries(entries: Sequence[str]) -> bytes:
+    """Returns the canonical bytes of a file holding ``entries`` (``b""`` for none; FORMAT-*)."""
+    return serialize(entries).encode("utf-8")
+
+
+def usage(entries: Sequence[str]) -> int:
+    """Returns the size the limit applies to: code points of the serialized form (LIMIT-*)."""
+    return len(serialize(entries))
+
+
+@dataclass(frozen=True)
+class FileState:
+    """A FileState is what a store sees in one file's bytes (READ-*, DRIFT-*).
+
+    ``kind`` is ``absent`` (no file), ``unreadable`` (not UTF-8), ``foreign`` (readable, but an
+    entry alone exceeds the limit: text a rewrite would destroy), ``canonical`` (exactly what a
+    writer emits) or ``cosmetic`` (readable and different from canonical only cosmetically).
+    ``entries`` is ``None`` only when unreadable.
+    """
+
+    kind: FileKind
+    entries: tuple[str, ...] | None
+
+    @property
+    def readable(self) -> bool:
+        """Whether the entries could be read."""
+        return self.entries is not None
+
+
+def classify_bytes(data: bytes | None, limit: int) -> FileState:
+    """Returns the :class:`FileState` of a file's bytes for a store of ``limit`` code points."""
+    if data is None:
+        return FileState("absent", ())
+    text = decode(data)
+    if text is None:
+        return FileState("unreadable", None)
+    entries = tuple(parse_text(text))
+    if any(len(entry) > limit for entry in entries):
+        return FileState("foreign", entries)
+    kind: FileKind = "canonical" if encode_entries(entries) == data else "cosmetic"
+    return FileState(kind, entries)

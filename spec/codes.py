@@ -1,0 +1,44 @@
+"""Outcome codes of the backend contract (CONTRACT-* clauses of SPEC.md) and their precedence."""
+
+from __future__ import annotations
+
+from typing import Final
+
+OK: Final = "OK"
+E_EMPTY: Final = "E_EMPTY"
+E_TARGET: Final = "E_TARGET"
+E_LIMIT: Final = "E_LIMIT"
+E_NOMATCH: Final = "E_NOMATCH"
+E_AMBIGUOUS: Final = "E_AMBIGUOUS"
+E_THREAT: Final = "E_THREAT"
+E_DELIMITER: Final = "E_DELIMITER"
+E_DRIFT: Final = "E_DRIFT"
+E_UNREADABLE: Final = "E_UNREADABLE"
+E_INVALID: Final = "E_INVALID"
+E_IO: Final = "E_IO"
+E_UNSUPPORTED: Final = "E_UNSUPPORTED"
+
+PRECEDENCE: Final[tuple[str, ...]] = (
+    E_TARGET,
+    E_INVALID,
+    E_EMPTY,
+    E_DELIMITER,
+    E_THREAT,
+    E_UNREADABLE,
+    E_DRIFT,
+    E_NOMATCH,
+    E_AMBIGUOUS,
+    E_LIMIT,
+    E_IO,
+)
+"""When several conditions hold, the first of these is reported (CONTRACT precedence clause)."""
+
+OUTCOME_CODES: Final[frozenset[str]] = frozenset((OK, *PRECEDENCE))
+"""Every code an operation may return; ``E_UNSUPPORTED`` is a protocol answer, not an outcome."""
+
+PROTOCOL_CODES: Final[frozenset[str]] = OUTCOME_CODES | {E_UNSUPPORTED}
+
+
+def is_known_code(code: object) -> bool:
+    """Returns whether ``code`` is one of the contract's codes (protocol codes included)."""
+    return isinstance(code, str) and code in PROTOCOL_CODES

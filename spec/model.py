@@ -1,0 +1,135 @@
+"""The pure model of a memory root: the oracle for examples, fuzzers and the linearizability
+checker. No file system, no clock.
+
+The model is two functions over immutable, hashable states, in the manner of Porcupine's
+``Init`` and ``Step``::
+
+    state = initial_state()
+    outcome, state = step(state, Add("memory", "User prefers tabs"))
+    assert outcome.ok and entries_on_disk(state, "memory") == ("User prefers tabs",)
+
+The state holds each file's bytes exactly as they are on disk, the contents of the backups the
+spec requires, and each session's frozen snapshot. An :class:`ExternalWrite` models another
+writer putting bytes in a file, so drift, BOMs and undecodable bytes are states like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from memspec.spec import codes
+from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.operations import ExternalWrite, Load, Mutation, Operation
+from memspec.spec.rules import Outcome, argument_error, decide
+from memspec.spec.snapshot import render_snapshot, render_unreadable
+from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
+from memspec.spec.threats import find_threats
+
+Snapshots = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class State:
+    """A State is the disk of one root plus what each session captured at its last load.
+
+    ``files`` and ``limits`` are indexed like :data:`TARGETS` (memory, user); ``backups`` holds
+    ``(target, bytes)`` pairs that a conforming store must keep as backups (DRIFT-*);
+    ``snapshots`` maps session names to their frozen blocks, as sorted pairs.
+    """
+
+    limits: tuple[int, int]
+    files: tuple[bytes | None, bytes | None]
+    backups: frozenset[tuple[str, bytes]] = frozenset()
+    snapshots: tuple[tuple[str, Snapshots], ...] = ()
+
+
+def initial_state(
+    memory_char_limit: int = DEFAULT_LIMITS["memory"],
+    user_char_limit: int = DEFAULT_LIMITS["user"],
+    memory: bytes | None = None,
+    user: bytes | None = None,
+) -> State:
+    """Returns the state of a root holding the given files (``None``: no file), never loaded."""
+    for name, limit in (
+        ("memory_char_limit", memory_char_limit),
+        ("user_char_limit", user_char_limit),
+    ):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"{name} must be a positive int, got {limit!r}")
+    return State((memory_char_limit, user_char_limit), (memory, user))
+
+
+def _index(target: str) -> int:
+    return TARGETS.index(target)  # type: ignore[arg-type]
+
+
+def disk(state: State, target: str) -> bytes | None:
+    """Returns the bytes of ``target``'s file (``None`` when absent)."""
+    return state.files[_index(target)]
+
+
+def limit_of(state: State, target: str) -> int:
+    """Returns ``target``'s char limit."""
+    return state.limits[_index(target)]
+
+
+def entries_on_disk(state: State, target: str) -> tuple[str, ...] | None:
+    """Returns the entries a fresh reader finds in ``target``'s file; ``None`` if unreadable."""
+    return classify_bytes(disk(state, target), limit_of(state, target)).entries
+
+
+def render_from_disk(state: State, target: str) -> str | None:
+    """Returns the block a load captures for ``target`` now (SNAP-*, SCAN-*, READ-*)."""
+    entries = entries_on_disk(state, target)
+    if entries is None:
+        return render_unreadable(target)
+    return render_snapshot(target, entries, limit_of(state, target), find_threats)
+
+
+def snapshot_of(state: State, session: str, target: str) -> str | None:
+    """Returns the block ``session`` captured at its last load (``None`` before any load)."""
+    for name, blocks in state.snapshots:
+        if name == session:
+            return blocks[_index(target)]
+    return None
+
+
+def backups_of(state: State, target: str) -> frozenset[bytes]:
+    """Returns the contents that must exist as backups of ``target`` (DRIFT-*)."""
+    return frozenset(data for name, data in state.backups if name == target)
+
+
+def _with_file(state: State, target: str, data: bytes | None) -> State:
+    files = list(state.files)
+    files[_index(target)] = data
+    return replace(state, files=(files[0], files[1]))
+
+
+def _load(state: State, session: str) -> State:
+    blocks = (render_from_disk(state, "memory"), render_from_disk(state, "user"))
+    others = tuple(pair for pair in state.snapshots if pair[0] != session)
+    return replace(state, snapshots=tuple(sorted((*others, (session, blocks)))))
+
+
+def _mutate(state: State, op: Mutation) -> tuple[Outcome, State]:
+    refusal = argument_error(op)
+    if refusal is not None:
+        return refusal, state
+    target = op.target
+    data = disk(state, target)
+    file = classify_bytes(data, limit_of(state, target))
+    outcome, result = decide(op, file, limit_of(state, target))
+    if outcome.code == codes.E_DRIFT and data is not None:
+        state = replace(state, backups=state.backups | {(target, data)})
+    if result is not None:
+        state = _with_file(state, target, encode_entries(result))
+    return outcome, state
+
+
+def step(state: State, op: Operation) -> tuple[Outcome, State]:
+    """Returns the outcome of ``op`` in ``state`` and the state after it."""
+    if isinstance(op, Load):
+        return Outcome(codes.OK), _load(state, op.session)
+    if isinstance(op, ExternalWrite):
+        return Outcome(codes.OK), _with_file(state, op.target, op.data)
+    return _mutate(state, op)

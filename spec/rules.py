@@ -1,0 +1,209 @@
+"""The rules that decide one mutation: arguments, matching, limits (ENTRY, MATCH, LIMIT, DUP,
+REPLACE, REMOVE, BATCH clauses).
+
+These are pure functions over entry tuples. The model composes them into ``step``; a store may
+call them directly so that each rule lives in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memspec.spec import codes
+from memspec.spec.codec import FileState, has_delimiter_line, is_encodable, normalize_content
+from memspec.spec.codec import usage as usage_of
+from memspec.spec.operations import Add, Batch, FrozenMapping, Mutation, Remove, Replace
+from memspec.spec.snapshot import usage_label
+from memspec.spec.targets import is_target
+from memspec.spec.threats import find_threats
+
+Entries = tuple[str, ...]
+PREVIEW_LENGTH = 80
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An Outcome is the model's answer to one operation (CONTRACT Outcome clauses).
+
+    ``matches`` holds the previews of an ``E_AMBIGUOUS`` answer, ``usage`` the label after an
+    accepted mutation, ``duplicate`` marks the no-op add, ``threats`` the pattern names of an
+    ``E_THREAT``, ``item`` the index of the batch item that decided a refusal.
+    """
+
+    code: str
+    duplicate: bool = False
+    matches: tuple[str, ...] = ()
+    usage: str | None = None
+    threats: tuple[str, ...] = ()
+    item: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the operation took effect or was an accepted no-op."""
+        return self.code == codes.OK
+
+
+def preview(entry: str) -> str:
+    """Returns an entry's preview in an ambiguity answer: 80 code points, then ``...`` (MATCH-*)."""
+    return entry if len(entry) <= PREVIEW_LENGTH else entry[:PREVIEW_LENGTH] + "..."
+
+
+def content_error(content: object) -> Outcome | None:
+    """Returns the refusal for new entry text, or ``None`` when it may be stored (ENTRY-*, SCAN-*).
+
+    Order: not a string (``E_INVALID``), empty after normalisation (``E_EMPTY``), a delimiter
+    line or a lone surrogate (``E_DELIMITER``), a threat pattern (``E_THREAT``).
+    """
+    if not isinstance(content, str):
+        return Outcome(codes.E_INVALID)
+    text = normalize_content(content)
+    if not text:
+        return Outcome(codes.E_EMPTY)
+    if has_delimiter_line(text) or not is_encodable(text):
+        return Outcome(codes.E_DELIMITER)
+    threats = find_threats(text)
+    if threats:
+        return Outcome(codes.E_THREAT, threats=threats)
+    return None
+
+
+def old_text_error(old_text: object) -> Outcome | None:
+    """Returns the refusal for an ``old_text`` argument, or ``None`` (MATCH-*)."""
+    if not isinstance(old_text, str):
+        return Outcome(codes.E_INVALID)
+    if not normalize_content(old_text):
+        return Outcome(codes.E_EMPTY)
+    return None
+
+
+_ITEM_FIELDS = {"add": ("content",), "replace": ("old_text", "content"), "remove": ("old_text",)}
+
+
+def batch_item_error(item: object) -> Outcome | None:
+    """Returns the refusal for one batch item's arguments, or ``None`` (BATCH-*)."""
+    if not isinstance(item, FrozenMapping):
+        return Outcome(codes.E_INVALID)
+    action = item.get("action")
+    if not isinstance(action, str) or action not in _ITEM_FIELDS:
+        return Outcome(codes.E_INVALID)
+    fields = _ITEM_FIELDS[action]
+    if any(not isinstance(item.get(name), str) for name in fields):
+        return Outcome(codes.E_INVALID)
+    errors = [old_text_error(item.get("old_text"))] if "old_text" in fields else []
+    if "content" in fields:
+        errors.append(content_error(item.get("content")))
+    refusals = [error for error in errors if error is not None]
+    return min(refusals, key=lambda o: codes.PRECEDENCE.index(o.code)) if refusals else None
+
+
+def argument_error(op: Mutation) -> Outcome | None:
+    """Returns the refusal decided from the arguments alone, before the disk is touched.
+
+    This is the first half of the precedence rule: ``E_TARGET``, ``E_INVALID``, ``E_EMPTY``,
+    ``E_DELIMITER``, ``E_THREAT`` (CONTRACT precedence clause).
+    """
+    if not is_target(op.target):
+        return Outcome(codes.E_TARGET)
+    if isinstance(op, Add):
+        return content_error(op.content)
+    if isinstance(op, Replace):
+        if not isinstance(op.old_text, str) or not isinstance(op.new_content, str):
+            return Outcome(codes.E_INVALID)
+        return old_text_error(op.old_text) or content_error(op.new_content)
+    if isinstance(op, Remove):
+        return old_text_error(op.old_text)
+    if not isinstance(op.operations, tuple):
+        return Outcome(codes.E_INVALID)
+    if not op.operations:
+        return Outcome(codes.E_EMPTY)
+    for index, item in enumerate(op.operations):
+        error = batch_item_error(item)
+        if error is not None:
+            return Outcome(error.code, threats=error.threats, item=index)
+    return None
+
+
+def choose_entry(entries: Sequence[str], old_text: str) -> tuple[int | None, Outcome | None]:
+    """Returns the index of the entry ``old_text`` identifies, or the refusal (MATCH-*).
+
+    An entry equal to ``old_text`` wins over entries that merely contain it; matches that are
+    all the same text act on the first; distinct matches are ambiguous. For example, with
+    entries ``["tabs", "prefers tabs"]`` the text ``"tabs"`` picks index 0, while with
+    ``["uses tabs", "prefers tabs"]`` it is ``E_AMBIGUOUS``.
+    """
+    needle = normalize_content(old_text)
+    for index, entry in enumerate(entries):
+        if entry == needle:
+            return index, None
+    found = [index for index, entry in enumerate(entries) if needle in entry]
+    if not found:
+        return None, Outcome(codes.E_NOMATCH)
+    distinct = list(dict.fromkeys(entries[index] for index in found))
+    if len(distinct) > 1:
+        return None, Outcome(codes.E_AMBIGUOUS, matches=tuple(preview(e) for e in distinct))
+    return found[0], None
+
+
+def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
+    if action == "add":
+        text = normalize_content(content)
+        return entries if text in entries else (*entries, text)
+    index, refusal = choose_entry(entries, old_text)
+    if refusal is not None:
+        return refusal
+    assert index is not None
+    if action == "replace":
+        return (*entries[:index], normalize_content(content), *entries[index + 1 :])
+    return entries[:index] + entries[index + 1 :]
+
+
+def _steps(op: Mutation) -> list[tuple[str, str, str]]:
+    if isinstance(op, Add):
+        return [("add", op.content, "")]
+    if isinstance(op, Replace):
+        return [("replace", op.new_content, op.old_text)]
+    if isinstance(op, Remove):
+        return [("remove", "", op.old_text)]
+    return [
+        (item.get("action"), item.get("content", ""), item.get("old_text", ""))
+        for item in op.operations
+    ]
+
+
+def exceeds_limit(result: Sequence[str], current: Sequence[str], limit: int) -> bool:
+    """Returns whether ``result`` must be refused with ``E_LIMIT`` (LIMIT-*).
+
+    Growth past the limit is refused; a result no larger than the current state is allowed even
+    above the limit, so a store that others filled over its limit can always be brought back.
+    """
+    used = usage_of(result)
+    return used > limit and used > usage_of(current)
+
+
+def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries | None]:
+    """Returns the outcome of a mutation whose arguments passed, and the entries to write.
+
+    The second value is ``None`` when nothing is to be written: a refusal, or a result equal to
+    the current entries (an exact-duplicate add is an accepted no-op even when full; DUP-*).
+    """
+    if file.entries is None:
+        return Outcome(codes.E_UNREADABLE), None
+    if file.kind == "foreign":
+        return Outcome(codes.E_DRIFT), None
+    current: Entries = file.entries
+    result = current
+    for index, (action, content, old_text) in enumerate(_steps(op)):
+        applied = _apply_one(result, action, content, old_text)
+        if isinstance(applied, Outcome):
+            item = index if isinstance(op, Batch) else None
+            return Outcome(applied.code, matches=applied.matches, item=item), None
+        result = applied
+    if result == current:
+        duplicate = isinstance(op, Add)
+        return Outcome(
+            codes.OK, duplicate=duplicate, usage=usage_label(usage_of(current), limit)
+        ), None
+    if exceeds_limit(result, current, limit):
+        return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit)), None
+    return Outcome(codes.OK, usage=usage_label(usage_of(result), limit)), result

@@ -1,0 +1,108 @@
+"""The frozen system-prompt block of a store and how a backend's block is compared (SNAP-*).
+
+A block is a bar of 46 ``═``, a header line with the usage, another bar, then the entries
+joined by the delimiter. The percentage is computed in integer arithmetic, so 29 of 100 code
+points read ``29%`` (a float division would show 28%), and it is capped at 100::
+
+    >>> usage_label(1364, 2200)
+    '62% — 1,364/2,200 chars'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from memspec.spec.codec import DELIMITER, serialize
+from memspec.spec.targets import FILENAMES, HEADERS
+
+BAR = "═" * 46
+BLOCKED_PREFIX = "[BLOCKED:"
+UNREADABLE_PREFIX = "[UNREADABLE:"
+
+Scanner = Callable[[str], tuple[str, ...]]
+
+
+def usage_label(used: int, limit: int) -> str:
+    """Returns the usage shown in a header and in Outcome ``usage`` fields (SNAP-*)."""
+    percent = min(100, used * 100 // limit) if limit > 0 else 100
+    return f"{percent}% — {used:,}/{limit:,} chars"
+
+
+def blocked_placeholder(target: str, names: Sequence[str]) -> str:
+    """Returns the text shown instead of an entry that matches threat patterns (SCAN-*)."""
+    return (
+        f"{BLOCKED_PREFIX} {FILENAMES[target]} entry matched threat pattern(s): "
+        f"{', '.join(names)}; it is kept on disk — remove it with the memory tool]"
+    )
+
+
+def _block(target: str, status: str, body: str) -> str:
+    return f"{BAR}\n{HEADERS[target]} [{status}]\n{BAR}\n{body}"
+
+
+def render_snapshot(target: str, entries: Sequence[str], limit: int, scan: Scanner) -> str | None:
+    """Returns the block for ``entries``, or ``None`` when there are none (SNAP-*, SCAN-*).
+
+    ``scan`` names the threat patterns an entry matches; such entries are shown as a
+    ``[BLOCKED: ...]`` placeholder while the usage still counts their real text.
+    """
+    if not entries:
+        return None
+    shown = []
+    for entry in entries:
+        names = scan(entry)
+        shown.append(blocked_placeholder(target, names) if names else entry)
+    return _block(target, usage_label(len(serialize(entries)), limit), serialize(shown))
+
+
+def render_unreadable(target: str) -> str:
+    """Returns the block of a file that exists but cannot be read or decoded (READ-*, SNAP-*)."""
+    name = FILENAMES[target]
+    body = (
+        f"{UNREADABLE_PREFIX} {name} could not be read or decoded; "
+        "writes are refused until it is repaired]"
+    )
+    return _block(target, "unreadable", body)
+
+
+def _segments(block: str) -> tuple[list[str], list[str]]:
+    lines = block.split("\n")
+    return lines[:3], "\n".join(lines[3:]).split(DELIMITER)
+
+
+def snapshot_difference(
+    expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
+) -> str | None:
+    """Returns why ``actual`` is not the block ``expected``, or ``None`` when it is (SNAP-*).
+
+    Everything is compared byte for byte except placeholders: an expected segment starting
+    ``[BLOCKED:`` (or ``[UNREADABLE:``) matches any actual segment that starts the same way,
+    names the file and contains none of ``raw_entries`` (the entries the placeholder hides).
+    """
+    if expected is None or actual is None:
+        if expected is None and actual is None:
+            return None
+        return f"expected {expected!r}, got {actual!r}"
+    if not isinstance(actual, str):
+        return f"expected a str snapshot, got {type(actual).__name__} {actual!r}"
+    if expected == actual:
+        return None
+    name = FILENAMES[target]
+    want_head, want = _segments(expected)
+    got_head, got = _segments(actual)
+    if want_head != got_head:
+        return f"header differs: expected {want_head!r}, got {got_head!r}"
+    if len(want) != len(got):
+        return f"expected {len(want)} entries in the block, got {len(got)}: {actual!r}"
+    for index, (w, g) in enumerate(zip(want, got, strict=True)):
+        if w == g:
+            continue
+        prefix = next((p for p in (BLOCKED_PREFIX, UNREADABLE_PREFIX) if w.startswith(p)), None)
+        if prefix is None:
+            return f"entry {index} of the block: expected {w!r}, got {g!r}"
+        if not g.startswith(prefix) or name not in g:
+            return f"entry {index}: expected a placeholder starting {prefix!r} naming {name}, got {g!r}"
+        leaked = [raw for raw in raw_entries if raw and raw in g]
+        if leaked:
+            return f"entry {index}: the placeholder contains the hidden entry {leaked[0]!r}"
+    return None

@@ -1,0 +1,20 @@
+"""The two stores of a memory root, their files, headers and default limits (FORMAT clauses)."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Target = Literal["memory", "user"]
+
+TARGETS: Final[tuple[Target, ...]] = ("memory", "user")
+FILENAMES: Final[dict[str, str]] = {"memory": "MEMORY.md", "user": "USER.md"}
+DEFAULT_LIMITS: Final[dict[str, int]] = {"memory": 2200, "user": 1375}
+HEADERS: Final[dict[str, str]] = {
+    "memory": "MEMORY (your personal notes)",
+    "user": "USER PROFILE (who the user is)",
+}
+
+
+def is_target(value: object) -> bool:
+    """Returns whether ``value`` names one of the two stores."""
+    return isinstance(value, str) and value in FILENAMES
