@@ -7,6 +7,7 @@ check behaves the same whether certify or a user's own pytest runs it.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ class CertifyRequest:
     seed: int | None = None
     coverage: bool = False
     verbose: bool = True
+    select: str | None = None
 
 
 @dataclass
@@ -80,8 +82,10 @@ class _Tally:
 
 def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
     """Returns the pytest command line that certifies the request's backend."""
-    args = ["-c", str(ini), "--rootdir", str(ini.parent), "-p", "memspec",
-            "-p", "no:cacheprovider", "--pyargs", "memspec.conformance.suite",
+    autoload_off = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    args = ["-c", str(ini), "--rootdir", str(ini.parent), "-p", "no:cacheprovider"]
+    args += ["-p", "memspec"] if autoload_off else []
+    args += [ "--pyargs", "memspec.conformance.suite",
             "--memspec-profile", request.profile, "--tb=short", "-rfE"]
     args += ["--memspec-backend", request.backend] if request.backend else [
         "--memspec-backend-cmd", str(request.backend_cmd)]
@@ -95,6 +99,8 @@ def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
     if request.report:
         report = Path(request.report)
         args += ["--memspec-report", str(report), "--junitxml", str(report / "junit.xml")]
+    if request.select:
+        args += ["-k", request.select]
     if request.workers and not request.coverage:
         args += ["-n", request.workers]
     return args

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,11 +29,18 @@ from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.registry import clauses_with_checks
 from memspec.spec.clauses import (
     ClauseSyntaxError,
+    missing_tests,
     parse_clauses,
     uncovered_must_clauses,
     unknown_ids,
 )
-from memspec.spec.examples import ExampleSyntaxError, load_examples, parse_examples, spec_text
+from memspec.spec.examples import (
+    ExampleSyntaxError,
+    load_examples,
+    parse_examples,
+    spec_path,
+    spec_text,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,6 +85,9 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
         failure = run_on_model(example)
         if failure is not None:
             problems.append("BUG IN SPEC: the model disagrees with an example\n" + failure.render())
+    project = spec_path().resolve().parent.parent
+    if (project / "tests").is_dir():
+        problems.extend(missing_tests(clauses, project))
     for clause in uncovered_must_clauses(clauses, [*cited, *checks]):
         problems.append(
             f"{clause.id} (MUST, SPEC.md line {clause.line}) has no example and no named check"
@@ -142,6 +153,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         seed=args.seed,
         coverage=args.coverage,
         verbose=not args.quiet,
+        select=args.select,
     )
     try:
         probe_backend(request)
@@ -178,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     certify_cmd.add_argument("--coverage", action="store_true",
                              help="for a Python backend, report which of its lines and branches "
                              "the certification exercised")
+    certify_cmd.add_argument("-k", dest="select", metavar="EXPR",
+                             help="run only the checks whose id matches this pytest -k "
+                             "expression, e.g. 'DRIFT or SNAP'")
     certify_cmd.add_argument("-q", "--quiet", action="store_true", help="print less progress")
     certify_cmd.set_defaults(run=_cmd_certify)
     serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
@@ -206,9 +221,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _import_from_cwd() -> None:
+    """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process
+    and in the worker processes it starts, as ``python -m`` would."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if cwd not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *paths])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``memspec`` command and returns its exit status."""
     args = build_parser().parse_args(argv)
+    _import_from_cwd()
     try:
         return int(args.run(args))
     except UsageError as error:

@@ -188,7 +188,10 @@ class Store:
         self._live[op.target] = state.entries
         if state.kind == "foreign":
             assert data is not None
-            backup = files.write_backup(path, data)
+            try:
+                backup = files.write_backup(path, data)
+            except files.NotDurableError:
+                backup = files.backup_path(path, data)  # in place, just not confirmed durable
             return _failure(
                 codes.E_DRIFT,
                 f"{path.name} holds text written outside the store that a rewrite would destroy "
@@ -208,7 +211,10 @@ class Store:
             files.atomic_write(path, new)
         except files.NotDurableError as error:
             extra["message"] = f"written, but not confirmed durable: {error.strerror}"
-        files.record_digest(lock_fd, files.digest(new))
+        try:
+            files.record_digest(lock_fd, files.digest(new))
+        except OSError:
+            pass  # the write is done; losing the record costs at most one extra backup later
         self._live[op.target] = result
         return _answer(outcome, path.name, **extra)
 
@@ -238,7 +244,7 @@ def open_store(
     """
     if not isinstance(root, str | os.PathLike):
         raise TypeError(f"root must be a path, got {type(root).__name__} {root!r}")
-    path = Path(root)
+    path = Path(root).absolute()
     if not path.is_dir():
         raise ValueError(f"root must be an existing directory, got {str(path)!r}")
     for name, value in (

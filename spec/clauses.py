@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +16,9 @@ CLAUSE_ID = re.compile(r"[A-Z]+-[1-9][0-9]*")
 CLAUSE_LINE = re.compile(
     r"^\*\*(?P<id>[A-Z]+-[1-9][0-9]*)\*\*\s+\((?P<level>MUST|SHOULD|MAY)\)\s*(?P<text>.*)$"
 )
+
+CHECKED_BY = re.compile(r"Checked by: ((?:`[^`]+`(?:, )?)+)")
+TEST_REFERENCE = re.compile(r"`([^`:]+)::([A-Za-z_][A-Za-z0-9_]*)`")
 
 Level = Literal["MUST", "SHOULD", "MAY"]
 
@@ -31,6 +35,16 @@ class Clause:
     level: Level
     text: str
     line: int
+
+    @property
+    def checked_by(self) -> tuple[tuple[str, str], ...]:
+        """The project tests a ``Checked by:`` line names, as (file, test function) pairs.
+
+        Only clauses that the backend contract cannot observe (the agent around a store, the
+        harness itself) carry one.
+        """
+        found = CHECKED_BY.search(self.text)
+        return tuple(TEST_REFERENCE.findall(found.group(1))) if found else ()
 
     @property
     def area(self) -> str:
@@ -64,9 +78,21 @@ def parse_clauses(text: str) -> list[Clause]:
 
 
 def uncovered_must_clauses(clauses: Iterable[Clause], covered_ids: Iterable[str]) -> list[Clause]:
-    """Returns the MUST clauses that no example and no named check cites."""
+    """Returns the MUST clauses that no example, no named check and no named test covers."""
     covered = set(covered_ids)
-    return [c for c in clauses if c.level == "MUST" and c.id not in covered]
+    return [c for c in clauses if c.level == "MUST" and c.id not in covered and not c.checked_by]
+
+
+def missing_tests(clauses: Iterable[Clause], project: Path) -> list[str]:
+    """Returns the ``Checked by:`` references that name no test function under ``project``."""
+    missing = []
+    for clause in clauses:
+        for filename, function in clause.checked_by:
+            path = project / filename
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+            if not re.search(rf"^def {function}\(", text, re.MULTILINE):
+                missing.append(f"{clause.id} names {filename}::{function}, which does not exist")
+    return missing
 
 
 def unknown_ids(clauses: Iterable[Clause], cited_ids: Iterable[str]) -> list[str]:

@@ -58,12 +58,14 @@ def is_encodable(text: str) -> bool:
 
 
 def decode(data: bytes) -> str | None:
-    """Returns the text of a file's bytes (strict UTF-8, one leading BOM dropped), or ``None``."""
+    """Returns the text of a file's bytes (strict UTF-8), or ``None`` when undecodable.
+
+    A leading BOM is kept here; :func:`parse_text` drops it (READ-1).
+    """
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return text.removeprefix(BOM)
 
 
 def parse_text(text: str) -> list[str]:

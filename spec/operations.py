@@ -15,7 +15,8 @@ from typing import Any
 def freeze(value: Any) -> Any:
     """Returns a hashable copy of a JSON-like value (dicts become sorted item tuples)."""
     if isinstance(value, Mapping):
-        return FrozenMapping(tuple((key, freeze(item)) for key, item in value.items()))
+        items = sorted(value.items(), key=lambda pair: str(pair[0]))
+        return FrozenMapping(tuple((key, freeze(item)) for key, item in items))
     if isinstance(value, list | tuple):
         return tuple(freeze(item) for item in value)
     return value
@@ -32,7 +33,7 @@ def thaw(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class FrozenMapping:
-    """A FrozenMapping is a batch item or other mapping kept hashable, in insertion order."""
+    """A FrozenMapping is a batch item or other mapping kept hashable, its items sorted by key."""
 
     items: tuple[tuple[Any, Any], ...]
 

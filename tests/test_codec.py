@@ -63,11 +63,12 @@ def test_delimiter_lines() -> None:
 
 
 def test_normalize_and_encode() -> None:
-    assert normalize_content("  a\r\nb\r  ") == "a\nb\nb"[:3] + "\n" if False else "a\nb"
+    assert normalize_content("  a\r\nb\r  ") == "a\nb"
     assert normalize_content("\u3000x") == "\u3000x"  # only ASCII whitespace is stripped
     assert is_encodable("ok")
     assert not is_encodable("\ud800")
-    assert decode(b"\xef\xbb\xbfa") == "a"
+    assert decode(b"\xef\xbb\xbfa") == "\ufeffa"  # parse_text drops the BOM, once
+    assert parse_text("\ufeff\ufeffa") == ["\ufeffa"]
     assert decode(b"\xff") is None
 
 

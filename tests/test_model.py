@@ -75,11 +75,6 @@ def state_with(*entries: str, data: bytes | None = None, limit: int = LIMIT) -> 
     return initial_state(limit, limit, memory=memory)
 
 
-def run(state: State, op: Mutation) -> tuple[Outcome, State]:
-    """Returns the outcome and the state after one mutation."""
-    return step(state, op)
-
-
 def on_disk(state: State) -> tuple[str, ...] | None:
     """Returns the memory entries a fresh reader would find."""
     return entries_on_disk(state, "memory")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import Backend
+from memspec.conformance.backend import Backend, InProcessBackend
 from memspec.conformance.examples import run_on_backend
 from memspec.conformance.plugin import memspec_settings
 from memspec.conformance.profiles import Profile
@@ -66,6 +66,9 @@ def test_check(
     tmp_path: Path,
 ) -> None:
     """Runs one named check on a fresh root."""
+    if check.python_only and not isinstance(memspec_backend, InProcessBackend):
+        pytest.skip("needs a Python backend (--backend MODULE:FACTORY): it runs the backend's "
+                    "code under interposition")
     seed = memspec_settings(pytestconfig).seed
     check.run(CheckContext(memspec_backend, memspec_root, tmp_path, memspec_profile, seed))
 
