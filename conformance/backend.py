@@ -23,6 +23,28 @@ from memspec.spec.targets import DEFAULT_LIMITS
 MUTATIONS = ("add", "replace", "remove", "batch")
 OPS = ("load", *MUTATIONS, "entries", "snapshot", "fence")
 OP_FEATURES = {"batch": "batch", "fence": "fence"}
+OP_FIELDS: dict[str, tuple[str, ...]] = {
+    "load": (),
+    "add": ("target", "content"),
+    "replace": ("target", "old_text", "new_content"),
+    "remove": ("target", "old_text"),
+    "batch": ("target", "operations"),
+    "entries": ("target",),
+    "snapshot": ("target",),
+    "fence": ("raw",),
+}
+
+
+def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
+    """Returns why a request is malformed (unknown op, missing or extra fields), or ``None``."""
+    if op not in OP_FIELDS:
+        return f"unknown op {op!r}"
+    wanted = OP_FIELDS[str(op)]
+    missing = [name for name in wanted if name not in fields]
+    if missing:
+        return f"{op} needs field {missing[0]!r}"
+    extra = sorted(set(fields) - set(wanted))
+    return f"{op} takes no field {extra[0]!r}" if extra else None
 
 
 class UsageError(ValueError):
@@ -155,8 +177,9 @@ class InProcessSession:
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Calls the store method for ``op`` and returns the answer as a protocol response."""
         sent = {"op": op, **fields}
-        if op not in OPS:
-            raise UsageError(f"unknown op {op!r}")
+        problem = request_problem(op, fields)
+        if problem is not None:
+            raise UsageError(problem)
         feature = OP_FEATURES.get(op)
         method = getattr(self.store, op, None)
         if feature and (feature not in self.features or not callable(method)):

@@ -85,10 +85,19 @@ def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
     autoload_off = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
     args = ["-c", str(ini), "--rootdir", str(ini.parent), "-p", "no:cacheprovider"]
     args += ["-p", "memspec"] if autoload_off else []
-    args += [ "--pyargs", "memspec.conformance.suite",
-            "--memspec-profile", request.profile, "--tb=short", "-rfE"]
-    args += ["--memspec-backend", request.backend] if request.backend else [
-        "--memspec-backend-cmd", str(request.backend_cmd)]
+    args += [
+        "--pyargs",
+        "memspec.conformance.suite",
+        "--memspec-profile",
+        request.profile,
+        "--tb=short",
+        "-rfE",
+    ]
+    args += (
+        ["--memspec-backend", request.backend]
+        if request.backend
+        else ["--memspec-backend-cmd", str(request.backend_cmd)]
+    )
     args.append("-v" if request.verbose else "-q")
     if request.timeout is not None:
         args += ["--memspec-timeout", str(request.timeout)]
@@ -128,8 +137,9 @@ def certify(request: CertifyRequest) -> CertifyResult:
     records = tally.config.stash[recorder_key].records if tally.config else []
     counts = summary_counts(records)
     if counts["xfailed"]:
-        notes.append(f"{counts['xfailed']} expected failure(s) as listed in "
-                     f"{request.expected_failures}")
+        notes.append(
+            f"{counts['xfailed']} expected failure(s) as listed in {request.expected_failures}"
+        )
     if measured is not None:
         notes.extend(measured.notes)
     if request.report:

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
 from memspec.conformance.certify import CertifyRequest, certify, probe_backend
+from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.jsonlines import serve
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.registry import clauses_with_checks
 from memspec.spec.clauses import (
     ClauseSyntaxError,
@@ -175,29 +175,59 @@ def build_parser() -> argparse.ArgumentParser:
     which = certify_cmd.add_mutually_exclusive_group(required=True)
     which.add_argument("--backend", metavar="MODULE:FACTORY", help="a Python backend factory")
     which.add_argument("--backend-cmd", metavar="CMD", help="a command serving JSON Lines")
-    certify_cmd.add_argument("--profile", default="ci", choices=sorted(PROFILES),
-                             help="smoke (a quick look), ci (default) or thorough (bug hunting)")
-    certify_cmd.add_argument("--report", metavar="DIR",
-                             help="write report.json, report.md and junit.xml to DIR")
-    certify_cmd.add_argument("--expected-failures", metavar="FILE",
-                             help="check or clause ids known to fail; one that passes fails")
-    certify_cmd.add_argument("-n", "--workers", type=_workers, default=None, metavar="N",
-                             help="run checks in N parallel processes (pytest-xdist), or 'auto'")
-    certify_cmd.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
-                             help="longest wait for one backend call (default 10)")
-    certify_cmd.add_argument("--seed", type=int, default=None, metavar="N",
-                             help="seed of the randomised checks")
-    certify_cmd.add_argument("--coverage", action="store_true",
-                             help="for a Python backend, report which of its lines and branches "
-                             "the certification exercised")
-    certify_cmd.add_argument("-k", dest="select", metavar="EXPR",
-                             help="run only the checks whose id matches this pytest -k "
-                             "expression, e.g. 'DRIFT or SNAP'")
+    certify_cmd.add_argument(
+        "--profile",
+        default="ci",
+        choices=sorted(PROFILES),
+        help="smoke (a quick look), ci (default) or thorough (bug hunting)",
+    )
+    certify_cmd.add_argument(
+        "--report", metavar="DIR", help="write report.json, report.md and junit.xml to DIR"
+    )
+    certify_cmd.add_argument(
+        "--expected-failures",
+        metavar="FILE",
+        help="check or clause ids known to fail; one that passes fails",
+    )
+    certify_cmd.add_argument(
+        "-n",
+        "--workers",
+        type=_workers,
+        default=None,
+        metavar="N",
+        help="run checks in N parallel processes (pytest-xdist), or 'auto'",
+    )
+    certify_cmd.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="longest wait for one backend call (default 10)",
+    )
+    certify_cmd.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="seed of the randomised checks"
+    )
+    certify_cmd.add_argument(
+        "--coverage",
+        action="store_true",
+        help="for a Python backend, report which of its lines and branches "
+        "the certification exercised",
+    )
+    certify_cmd.add_argument(
+        "-k",
+        dest="select",
+        metavar="EXPR",
+        help="run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
+    )
     certify_cmd.add_argument("-q", "--quiet", action="store_true", help="print less progress")
     certify_cmd.set_defaults(run=_cmd_certify)
     serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
-    serve_cmd.add_argument("--backend", required=True, metavar="MODULE:FACTORY",
-                           help="a Python backend factory, e.g. memspec.reference_impl:open_store")
+    serve_cmd.add_argument(
+        "--backend",
+        required=True,
+        metavar="MODULE:FACTORY",
+        help="a Python backend factory, e.g. memspec.reference_impl:open_store",
+    )
     serve_cmd.set_defaults(run=_cmd_serve)
     spec = commands.add_parser("spec", help="check SPEC.md or dump its examples as JSON")
     mode = spec.add_mutually_exclusive_group(required=True)

@@ -8,6 +8,7 @@ reads the files from the disk, like any outside reader would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from collections.abc import Callable, Mapping
@@ -21,8 +22,8 @@ from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
 from memspec.spec.snapshot import snapshot_difference
-from memspec.spec.threats import find_threats
 from memspec.spec.targets import FILENAMES
+from memspec.spec.threats import find_threats
 
 OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
 
@@ -322,10 +323,8 @@ class BackendDriver:
     def close(self) -> None:
         """Closes every session (errors of a broken backend are ignored here)."""
         for session in self.sessions.values():
-            try:
+            with contextlib.suppress(Exception):
                 session.close()
-            except Exception:
-                pass
 
 
 def run_on_model(example: Example) -> ExampleFailure | None:

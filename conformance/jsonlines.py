@@ -32,6 +32,7 @@ from memspec.conformance.backend import (
     InProcessSession,
     UsageError,
     check_answer,
+    request_problem,
 )
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -168,8 +169,9 @@ class CommandSession:
 
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Sends one request and returns the validated answer."""
-        if op not in OPS:
-            raise UsageError(f"unknown op {op!r}")
+        problem = request_problem(op, fields)
+        if problem is not None:
+            raise UsageError(problem)
         return self._exchange({"op": op, **fields})
 
     def kill(self) -> None:
@@ -259,10 +261,8 @@ def handle_line(
     fields = {key: value for key, value in request.items() if key not in ("id", "op")}
     try:
         answer = session.request(op, **fields)
-    except TypeError as error:
-        return _error(request_id, codes.E_INVALID, f"bad fields for {op}: {error}"), session
-    except KeyError as error:
-        return _error(request_id, codes.E_INVALID, f"{op} needs field {error}"), session
+    except UsageError as error:
+        return _error(request_id, codes.E_INVALID, str(error)), session
     return {"id": request_id, **answer}, session
 
 

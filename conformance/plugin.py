@@ -14,6 +14,7 @@ features the backend does not claim is skipped with the feature named (CONTRACT 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,6 @@ from memspec.conformance.backend import Backend, BackendDefect, InProcessBackend
 from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, CommandBackend
 from memspec.conformance.profiles import Profile, resolve_profile
 from memspec.conformance.records import CheckRecord, RunInfo, write_reports
-from memspec.spec.clauses import CLAUSE_ID
 
 MARKER = "memspec"
 
@@ -51,21 +51,42 @@ recorder_key = pytest.StashKey["Recorder"]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Registers the memspec options."""
     group = parser.getgroup(MARKER, "memspec: certify a memory backend")
-    group.addoption("--memspec-backend", metavar="MODULE:FACTORY",
-                    help="certify the Python backend this factory opens")
-    group.addoption("--memspec-backend-cmd", metavar="CMD",
-                    help="certify the backend this command serves over JSON Lines")
-    group.addoption("--memspec-profile", metavar="NAME",
-                    help="smoke (a quick look), ci (default) or thorough (bug hunting)")
-    group.addoption("--memspec-timeout", type=float, metavar="SECONDS",
-                    help=f"longest wait for one backend call (default {DEFAULT_TIMEOUT:g})")
-    group.addoption("--memspec-seed", type=int, metavar="N",
-                    help="seed of the randomised checks (default: derandomised by profile)")
-    group.addoption("--memspec-report", metavar="DIR",
-                    help="write report.json and report.md to DIR")
-    group.addoption("--memspec-expected-failures", metavar="FILE",
-                    help="check or clause ids known to fail, one per line; a listed one that "
-                    "passes fails the run")
+    group.addoption(
+        "--memspec-backend",
+        metavar="MODULE:FACTORY",
+        help="certify the Python backend this factory opens",
+    )
+    group.addoption(
+        "--memspec-backend-cmd",
+        metavar="CMD",
+        help="certify the backend this command serves over JSON Lines",
+    )
+    group.addoption(
+        "--memspec-profile",
+        metavar="NAME",
+        help="smoke (a quick look), ci (default) or thorough (bug hunting)",
+    )
+    group.addoption(
+        "--memspec-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"longest wait for one backend call (default {DEFAULT_TIMEOUT:g})",
+    )
+    group.addoption(
+        "--memspec-seed",
+        type=int,
+        metavar="N",
+        help="seed of the randomised checks (default: derandomised by profile)",
+    )
+    group.addoption(
+        "--memspec-report", metavar="DIR", help="write report.json and report.md to DIR"
+    )
+    group.addoption(
+        "--memspec-expected-failures",
+        metavar="FILE",
+        help="check or clause ids known to fail, one per line; a listed one that "
+        "passes fails the run",
+    )
     parser.addini("memspec_spec", "a SPEC.md to certify against instead of the installed one")
 
 
@@ -111,8 +132,9 @@ def _resolve(config: pytest.Config) -> Settings:
 def pytest_configure(config: pytest.Config) -> None:
     """Registers the marker and resolves the settings."""
     config.addinivalue_line(
-        "markers", f"{MARKER}(clauses, features): the clause ids a check verifies and the "
-        "backend features it needs"
+        "markers",
+        f"{MARKER}(clauses, features): the clause ids a check verifies and the "
+        "backend features it needs",
     )
     try:
         config.stash[settings_key] = _resolve(config)
@@ -160,9 +182,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         check_id = item.callspec.id if hasattr(item, "callspec") else item.name
         hits = expected & {check_id, check_id.split("/", 1)[-1], *clauses}
         if hits:
-            item.add_marker(pytest.mark.xfail(
-                strict=True, reason=f"listed in the expected-failures file as {sorted(hits)}"
-            ))
+            item.add_marker(
+                pytest.mark.xfail(
+                    strict=True, reason=f"listed in the expected-failures file as {sorted(hits)}"
+                )
+            )
 
 
 @pytest.fixture(scope="session")
@@ -175,8 +199,9 @@ def memspec_backend(pytestconfig: pytest.Config) -> Backend:
 
 
 @pytest.fixture(scope="session")
-def memspec_features(memspec_backend: Backend, tmp_path_factory: pytest.TempPathFactory
-                     ) -> frozenset[str]:
+def memspec_features(
+    memspec_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+) -> frozenset[str]:
     """The features the backend claims (read from one session opened on a scratch root)."""
     session = memspec_backend.open(tmp_path_factory.mktemp("features"))
     try:
@@ -211,10 +236,8 @@ def memspec_sessions(memspec_backend: Backend, memspec_root: Path) -> Iterator[A
 
     yield open_sessions
     for session in opened:
-        try:
+        with contextlib.suppress(OSError, BackendDefect):
             session.close()
-        except (OSError, BackendDefect):
-            pass
 
 
 @pytest.fixture(autouse=True)
@@ -252,9 +275,11 @@ class Recorder:
         properties = dict(report.user_properties)
         if "memspec_clauses" not in properties:
             return
-        decisive = report.when == "call" or (
-            report.when == "setup" and not report.passed
-        ) or (report.when == "teardown" and report.failed)
+        decisive = (
+            report.when == "call"
+            or (report.when == "setup" and not report.passed)
+            or (report.when == "teardown" and report.failed)
+        )
         if decisive:
             self.records.append(CheckRecord.from_report(report, properties))
 
@@ -265,8 +290,9 @@ class Recorder:
             return
         if hasattr(self.config, "workerinput"):
             return
-        info = RunInfo.collect(settings.backend, settings.profile.name, settings.seed,
-                               settings.report)
+        info = RunInfo.collect(
+            settings.backend, settings.profile.name, settings.seed, settings.report
+        )
         write_reports(settings.report, info, sorted(self.records, key=lambda r: r.id))
 
 

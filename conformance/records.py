@@ -48,14 +48,16 @@ class CheckRecord:
     @classmethod
     def from_report(cls, report: Any, properties: Mapping[str, str]) -> CheckRecord:
         """Returns the record of a pytest report of a memspec check."""
-        check_id = report.nodeid.split("[", 1)[-1].rstrip("]") if "[" in report.nodeid else (
-            report.nodeid
+        check_id = (
+            report.nodeid.split("[", 1)[-1].rstrip("]") if "[" in report.nodeid else (report.nodeid)
         )
         if hasattr(report, "wasxfail"):
             status = "failed" if report.passed or report.failed else "xfailed"
             message = (
                 f"listed as an expected failure but passed ({report.wasxfail}): remove it "
-                "from the expected-failures file" if status == "failed" else report.wasxfail
+                "from the expected-failures file"
+                if status == "failed"
+                else report.wasxfail
             )
         elif report.skipped:
             status = "skipped"
@@ -128,15 +130,21 @@ def filesystem_type(path: Path) -> str:
     """Returns the type of the file system holding ``path`` (``unknown`` when it cannot tell)."""
     probe = path if path.exists() else Path(tempfile.gettempdir())
     try:
-        result = subprocess.run(["stat", "-f", "-c", "%T", str(probe)], capture_output=True,
-                                text=True, timeout=5, check=False)
+        result = subprocess.run(
+            ["stat", "-f", "-c", "%T", str(probe)],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return result.stdout.strip() or "unknown"
 
 
-def clause_matrix(clauses: Sequence[Clause], records: Iterable[CheckRecord]
-                  ) -> list[dict[str, Any]]:
+def clause_matrix(
+    clauses: Sequence[Clause], records: Iterable[CheckRecord]
+) -> list[dict[str, Any]]:
     """Returns one row per clause: its verdict over every check that cites it, and why.
 
     A clause fails if any citing check failed, passes if one passed and none failed, and is
@@ -160,12 +168,22 @@ def clause_matrix(clauses: Sequence[Clause], records: Iterable[CheckRecord]
             status = "skip"
         else:
             status = "unchecked"
-        why = sorted({r.message.splitlines()[0] for r in cited
-                      if r.status in ("failed", "skipped", "xfailed") and r.message})
-        rows.append({
-            "clause": clause.id, "level": clause.level, "status": status,
-            "checks": [r.id for r in cited], "why": why[:3],
-        })
+        why = sorted(
+            {
+                r.message.splitlines()[0]
+                for r in cited
+                if r.status in ("failed", "skipped", "xfailed") and r.message
+            }
+        )
+        rows.append(
+            {
+                "clause": clause.id,
+                "level": clause.level,
+                "status": status,
+                "checks": [r.id for r in cited],
+                "why": why[:3],
+            }
+        )
     return rows
 
 
@@ -177,15 +195,14 @@ def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
     return counts
 
 
-def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]]
-              ) -> str:
+def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]]) -> str:
     counts = summary_counts(records)
     lines = [
         f"# memspec certification: {info.backend}",
         "",
         f"- backend: `{info.backend}` ({info.name} {info.version}".rstrip() + ")",
         f"- features: {', '.join(info.features)}",
-        f"- profile: {info.profile}; seed: {info.seed if info.seed is not None else 'derandomised'}",
+        f"- profile: {info.profile}; seed: {'derandomised' if info.seed is None else info.seed}",
         f"- platform: {info.platform}, Python {info.python}, file system {info.filesystem}",
         f"- memspec {info.memspec}, started {info.started}",
         "",
@@ -199,14 +216,21 @@ def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict
     ]
     for row in rows:
         why = "<br>".join(text.replace("|", "\\|") for text in row["why"])
-        lines.append(f"| {row['clause']} | {row['level']} | {row['status']} | "
-                     f"{len(row['checks'])} | {why} |")
+        lines.append(
+            f"| {row['clause']} | {row['level']} | {row['status']} | {len(row['checks'])} | {why} |"
+        )
     failures = [r for r in records if r.status == "failed"]
     if failures:
         lines += ["", "## Failures", ""]
         for record in failures:
-            lines += [f"### {record.id} ({', '.join(record.clauses)})", "", "```",
-                      record.message.strip()[:6000], "```", ""]
+            lines += [
+                f"### {record.id} ({', '.join(record.clauses)})",
+                "",
+                "```",
+                record.message.strip()[:6000],
+                "```",
+                "",
+            ]
     return "\n".join(lines) + "\n"
 
 

@@ -2,9 +2,11 @@
 
 A check is a plain function over a :class:`CheckContext` (the backend, a fresh root, the
 profile); it raises ``AssertionError`` (whose message cites its clause ids) when the backend
-violates them, and needs no pytest. The decorator records the clause ids and the features the check needs, so that
-``memspec spec --check`` can tell which MUST clauses no check covers, and so that a check needing
-a feature the backend does not claim is skipped with that feature named (CONTRACT features).
+violates them, and needs no pytest. The decorator records the clause ids and the features the
+check needs, so that ``memspec spec --check`` can tell which MUST clauses no check covers, and so
+that a check needing a feature the backend does not claim is skipped with that feature named
+(CONTRACT features). A check that cannot apply to a backend at all (a JSON Lines protocol check
+run against a Python backend) raises :class:`NotApplicable`, which the suite reports as skipped.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from memspec.spec.clauses import CLAUSE_ID
-
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ class CheckContext:
 
 
 CheckFunction = Callable[[CheckContext], None]
+
+
+class NotApplicable(Exception):
+    """The check does not apply to this backend; the suite reports it as skipped with the reason."""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ __all__ = [
     "render_unreadable",
     "serialize",
     "snapshot_difference",
+    "snapshot_of",
     "step",
     "usage",
 ]

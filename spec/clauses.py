@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 CLAUSE_ID = re.compile(r"[A-Z]+-[1-9][0-9]*")
@@ -71,7 +71,8 @@ def parse_clauses(text: str) -> list[Clause]:
     for clause in clauses:
         if clause.id in seen:
             raise ClauseSyntaxError(
-                f"SPEC.md line {clause.line}: {clause.id} is already stated at line {seen[clause.id]}"
+                f"SPEC.md line {clause.line}: {clause.id} is already stated "
+                f"at line {seen[clause.id]}"
             )
         seen[clause.id] = clause.line
     return clauses

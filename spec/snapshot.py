@@ -101,7 +101,10 @@ def snapshot_difference(
         if prefix is None:
             return f"entry {index} of the block: expected {w!r}, got {g!r}"
         if not g.startswith(prefix) or name not in g:
-            return f"entry {index}: expected a placeholder starting {prefix!r} naming {name}, got {g!r}"
+            return (
+                f"entry {index}: expected a placeholder starting {prefix!r} naming {name}, "
+                f"got {g!r}"
+            )
         leaked = [raw for raw in raw_entries if raw and raw in g]
         if leaked:
             return f"entry {index}: the placeholder contains the hidden entry {leaked[0]!r}"

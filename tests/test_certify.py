@@ -17,7 +17,11 @@ def certify(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     """Runs ``memspec certify ARGS`` in a subprocess from the project directory."""
     return subprocess.run(
         [sys.executable, "-m", "memspec.conformance", "certify", *args],
-        cwd=PROJECT, capture_output=True, text=True, timeout=timeout, check=False,
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -46,7 +50,7 @@ def test_exit_status_and_summary_line(tmp_path: Path) -> None:
     result = certify("--backend", "tests.backends.wrappers:float_percent", "-k", "SNAP", "-q")
     assert result.returncode == 1
     assert last_line(result).endswith(" skipped")
-    passed, failed, skipped = (int(part.split()[0]) for part in last_line(result).split(", "))
+    passed, failed, _skipped = (int(part.split()[0]) for part in last_line(result).split(", "))
     assert failed >= 1 and passed >= 1
 
 
@@ -75,8 +79,15 @@ def test_usage_errors_exit_2_without_a_traceback(args: list[str]) -> None:
 
 def test_reports_are_written(tmp_path: Path) -> None:
     # CONTRACT-17: report.json has run info and one record per check; report.md the matrix.
-    result = certify("--backend", "tests.backends.wrappers:dedup_on_read", "--report",
-                     str(tmp_path), "-k", "READ or DUP", "-q")
+    result = certify(
+        "--backend",
+        "tests.backends.wrappers:dedup_on_read",
+        "--report",
+        str(tmp_path),
+        "-k",
+        "READ or DUP",
+        "-q",
+    )
     assert result.returncode == 1
     data = report(tmp_path)
     assert {"backend", "features", "profile", "platform", "filesystem"} <= set(data["run"])
@@ -91,12 +102,28 @@ def test_stale_expected_failure_fails(tmp_path: Path) -> None:
     # CONTRACT-18: listed failures are expected; a listed id that passes fails the run.
     expected = tmp_path / "expected.txt"
     expected.write_text("SNAP-6  # float percent, known\n", encoding="utf-8")
-    broken = certify("--backend", "tests.backends.wrappers:float_percent", "-k", "SNAP",
-                     "--expected-failures", str(expected), "-q")
+    broken = certify(
+        "--backend",
+        "tests.backends.wrappers:float_percent",
+        "-k",
+        "SNAP",
+        "--expected-failures",
+        str(expected),
+        "-q",
+    )
     assert broken.returncode == 0, broken.stdout[-3000:]
     assert "expected failure" in broken.stdout
-    stale = certify("--backend", REFERENCE, "-k", "SNAP", "--expected-failures", str(expected),
-                    "--report", str(tmp_path / "r"), "-q")
+    stale = certify(
+        "--backend",
+        REFERENCE,
+        "-k",
+        "SNAP",
+        "--expected-failures",
+        str(expected),
+        "--report",
+        str(tmp_path / "r"),
+        "-q",
+    )
     assert stale.returncode == 1
     messages = [r["message"] for r in report(tmp_path / "r")["checks"] if r["status"] == "failed"]
     assert messages and all("remove it from the expected-failures file" in m for m in messages)
@@ -112,11 +139,19 @@ def test_stale_expected_failure_fails(tmp_path: Path) -> None:
         ("raises_on_add", {"CONTRACT-6"}),
     ],
 )
-def test_broken_backends_fail_on_their_clauses(tmp_path: Path, backend: str,
-                                               clauses: set[str]) -> None:
+def test_broken_backends_fail_on_their_clauses(
+    tmp_path: Path, backend: str, clauses: set[str]
+) -> None:
     # A backend broken on purpose fails, and its report names the violated clause ids.
-    result = certify("--backend", f"tests.backends.wrappers:{backend}", "--report",
-                     str(tmp_path), "-k", "example", "-q")
+    result = certify(
+        "--backend",
+        f"tests.backends.wrappers:{backend}",
+        "--report",
+        str(tmp_path),
+        "-k",
+        "example",
+        "-q",
+    )
     assert result.returncode == 1
     assert clauses <= failed_clauses(tmp_path)
 
@@ -124,23 +159,50 @@ def test_broken_backends_fail_on_their_clauses(tmp_path: Path, backend: str,
 @pytest.mark.parametrize("mode", ["hang", "crash", "garbage", "wrong-id"])
 def test_misbehaving_command_backends_fail_without_hanging(tmp_path: Path, mode: str) -> None:
     # CONTRACT-14: protocol failures are reported as failures, with what was sent and received.
-    result = certify("--backend-cmd", f"{sys.executable} -m tests.backends.protocol_faults {mode}",
-                     "--timeout", "1", "-k", "DUP", "--report", str(tmp_path), "-q", timeout=300)
+    result = certify(
+        "--backend-cmd",
+        f"{sys.executable} -m tests.backends.protocol_faults {mode}",
+        "--timeout",
+        "1",
+        "-k",
+        "DUP",
+        "--report",
+        str(tmp_path),
+        "-q",
+        timeout=300,
+    )
     assert result.returncode == 1, result.stdout[-3000:]
     failures = [r for r in report(tmp_path)["checks"] if r["status"] == "failed"]
     assert failures
     text = failures[0]["message"]
-    want = {"hang": "did not answer within 1 s", "crash": "exited with status 3",
-            "garbage": "not JSON", "wrong-id": "carries id"}[mode]
+    want = {
+        "hang": "did not answer within 1 s",
+        "crash": "exited with status 3",
+        "garbage": "not JSON",
+        "wrong-id": "carries id",
+    }[mode]
     assert want in text
 
 
 def test_hanging_python_backend_fails_without_hanging(tmp_path: Path) -> None:
-    result = certify("--backend", "tests.backends.wrappers:hangs_on_add", "--timeout", "0.5",
-                     "-k", "DUP", "--report", str(tmp_path), "-q", timeout=300)
+    result = certify(
+        "--backend",
+        "tests.backends.wrappers:hangs_on_add",
+        "--timeout",
+        "0.5",
+        "-k",
+        "DUP",
+        "--report",
+        str(tmp_path),
+        "-q",
+        timeout=300,
+    )
     assert result.returncode == 1
-    assert any("did not return within 0.5 s" in r["message"]
-               for r in report(tmp_path)["checks"] if r["status"] == "failed")
+    assert any(
+        "did not return within 0.5 s" in r["message"]
+        for r in report(tmp_path)["checks"]
+        if r["status"] == "failed"
+    )
 
 
 def test_certify_through_serve_passes(tmp_path: Path) -> None:
@@ -153,10 +215,26 @@ def test_certify_through_serve_passes(tmp_path: Path) -> None:
 
 def test_parallel_run_gives_the_same_verdicts(tmp_path: Path) -> None:
     # Checks run under pytest-xdist with results identical to a serial run.
-    serial = certify("--backend", "tests.backends.wrappers:dedup_on_read", "-k", "example",
-                     "--report", str(tmp_path / "s"), "-q")
-    parallel = certify("--backend", "tests.backends.wrappers:dedup_on_read", "-k", "example",
-                       "-n", "2", "--report", str(tmp_path / "p"), "-q")
+    serial = certify(
+        "--backend",
+        "tests.backends.wrappers:dedup_on_read",
+        "-k",
+        "example",
+        "--report",
+        str(tmp_path / "s"),
+        "-q",
+    )
+    parallel = certify(
+        "--backend",
+        "tests.backends.wrappers:dedup_on_read",
+        "-k",
+        "example",
+        "-n",
+        "2",
+        "--report",
+        str(tmp_path / "p"),
+        "-q",
+    )
     assert last_line(serial) == last_line(parallel)
 
     def verdicts(d: Path) -> dict[str, str]:

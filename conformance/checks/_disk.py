@@ -1,0 +1,130 @@
+"""What the checks see of the disk: listings outside the root, the root's files, backups, modes.
+
+Checks judge a backend by its answers and by the files it leaves (FILES-*, CONTRACT-1,
+CONTRACT-11). These functions only look; the one writer here, :func:`put`, plays "another
+writer" (an editor, ``cat >>``) the way SPEC.md's ``put`` step does.
+
+A listing is a mapping from a path relative to the listed directory to ``(kind, size, mtime_ns,
+mode)``; two listings taken before and after some operations differ exactly when something
+outside the root was created, removed, renamed, written or chmod-ed (a directory's mtime also
+moves when a file is created in it and renamed away, so a temp file made outside the root and
+renamed into it is seen too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from memspec.conformance.registry import CheckContext
+from memspec.spec.targets import FILENAMES
+
+Listing = dict[str, tuple[str, int, int, int]]
+
+
+def _describe(info: os.stat_result) -> tuple[str, int, int, int]:
+    kind = "dir" if stat.S_ISDIR(info.st_mode) else "link" if stat.S_ISLNK(info.st_mode) else "file"
+    size = 0 if kind == "dir" else info.st_size
+    return kind, size, info.st_mtime_ns, stat.S_IMODE(info.st_mode)
+
+
+def listing(directory: Path, *, exclude: Path | None = None, recursive: bool = True) -> Listing:
+    """Returns the listing of ``directory`` itself (as ``"."``) and everything under it, without
+    following links and skipping ``exclude`` and everything under it."""
+    found: Listing = {".": _describe(os.lstat(directory))}
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        with os.scandir(current) as entries:
+            for entry in entries:
+                path = Path(entry.path)
+                if exclude is not None and path == exclude:
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                found[str(path.relative_to(directory))] = _describe(info)
+                if recursive and stat.S_ISDIR(info.st_mode):
+                    pending.append(path)
+    return found
+
+
+def outside_root(ctx: CheckContext) -> Listing:
+    """Returns the listing of what the check watches outside ``ctx.root``: the scratch directory,
+    recursively, the root excluded (FILES-5, CONTRACT-1).
+
+    The conformance suite makes the root a subdirectory of the scratch directory, so the root's
+    siblings (where a ``root + ".lock"`` or a temp file beside the root would land) are watched
+    too. Directories outside the scratch (``/tmp``, the working directory) are shared with other
+    processes and are not watched.
+    """
+    return listing(ctx.scratch, exclude=ctx.root)
+
+
+def listing_changes(before: Listing, after: Listing) -> list[str]:
+    """Returns one line per path that appeared, disappeared or changed between two listings."""
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        old, new = before.get(key), after.get(key)
+        if old is None:
+            changes.append(f"created {key}")
+        elif new is None:
+            changes.append(f"removed {key}")
+        elif old != new:
+            changes.append(f"changed {key}: {old} -> {new} (kind, size, mtime_ns, mode)")
+    return changes
+
+
+def root_files(root: Path) -> list[Path]:
+    """Returns every non-directory path under ``root`` (links included, not followed), sorted."""
+    found = []
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories.sort()
+        found += [Path(directory, name) for name in names]
+    return sorted(found)
+
+
+def backups(root: Path, target: str) -> dict[Path, bytes]:
+    """Returns the backups of ``target`` in ``root`` (files named ``NAME.bak.<suffix>``; DRIFT-3,
+    CONTRACT-11) with their bytes."""
+    prefix = FILENAMES[target] + ".bak."
+    return {
+        path: path.read_bytes()
+        for path in sorted(root.iterdir())
+        if path.name.startswith(prefix) and len(path.name) > len(prefix) and path.is_file()
+    }
+
+
+def mode_of(path: Path) -> int:
+    """Returns the permission bits of ``path`` itself (a link is not followed)."""
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def read_or_none(path: Path) -> bytes | None:
+    """Returns the bytes of ``path``, or ``None`` when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def put(root: Path, target: str, data: bytes, *, mode: int | None = None) -> Path:
+    """Writes ``data`` as ``target``'s file, the way another writer would (in place), and sets
+    ``mode`` when given. Returns the file's path."""
+    path = root / FILENAMES[target]
+    path.write_bytes(data)
+    if mode is not None:
+        os.chmod(path, mode)
+    return path
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    """Runs the block with the process umask set to ``mask`` (FILES-1: a store must set the
+    modes it creates itself, whatever the umask; a command backend started inside inherits it)."""
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)

@@ -1,0 +1,90 @@
+"""The pytest plugin, run in a sandbox as a user would run it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memspec.spec.examples import spec_text
+
+pytest_plugins = ["pytester"]
+REFERENCE = "memspec.reference_impl:open_store"
+SUITE = ["--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider"]
+
+
+PROJECT = str(Path(__file__).resolve().parent.parent)
+
+
+@pytest.fixture(autouse=True)
+def _project_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lets the sandboxed pytest import the broken backends under tests/."""
+    monkeypatch.setenv("PYTHONPATH", PROJECT)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*SUITE, *args, timeout=600)
+
+
+def test_uncovered_must_clause_fails_the_run(pytester: pytest.Pytester) -> None:
+    # The plugin fails the run when SPEC.md states a MUST clause that nothing checks.
+    spec = pytester.path / "SPEC.md"
+    spec.write_text(spec_text() + "\n**ZZZ-1** (MUST) A rule no check covers.\n", encoding="utf-8")
+    pytester.makeini(f"[pytest]\nmemspec_spec = {spec}\n")
+    result = run(pytester, "--memspec-backend", REFERENCE, "-k", "every_must_clause")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*MUST clauses with no example and no check:*ZZZ-1 (SPEC.md line*"]
+    )
+
+
+def test_every_must_clause_is_covered_by_the_installed_spec(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--memspec-backend", REFERENCE, "-k", "every_must_clause")
+    result.assert_outcomes(passed=1)
+
+
+def test_feature_gating_skips_with_the_feature_named(pytester: pytest.Pytester) -> None:
+    # CONTRACT-20: a check needing an unclaimed feature is skipped, naming it, never passed.
+    result = run(
+        pytester, "--memspec-backend", "tests.backends.wrappers:core_only", "-k", "batch", "-rs"
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) >= 3 and "passed" not in outcomes
+    result.stdout.fnmatch_lines(["*needs feature batch, which the backend does not claim*"])
+
+
+def test_report_header_says_what_is_certified(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        "--memspec-backend",
+        REFERENCE,
+        "--memspec-profile",
+        "smoke",
+        "-k",
+        "format-one-file",
+    )
+    result.stdout.fnmatch_lines([f"memspec backend: {REFERENCE}", "memspec profile: smoke*"])
+    result.assert_outcomes(passed=1)
+
+
+def test_without_a_backend_the_suite_skips(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "-k", "format-one-file", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no backend: pass --memspec-backend or --memspec-backend-cmd*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--memspec-backend", REFERENCE, "--memspec-backend-cmd", "x"], "not both"),
+        (["--memspec-backend", REFERENCE, "--memspec-profile", "huge"], "unknown profile"),
+        (["--memspec-backend", REFERENCE, "--memspec-timeout", "-1"], "must be positive"),
+        (["--memspec-backend", "nope:nope"], "cannot import backend module"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])

@@ -1,0 +1,208 @@
+"""The two transports and ``memspec serve``: one session interface, faults reported, no hangs."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError, check_answer
+from memspec.conformance.jsonlines import CommandBackend, handle_line, serve
+
+REFERENCE = "memspec.reference_impl:open_store"
+SERVE = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"
+FAULTS = f"{sys.executable} -m tests.backends.protocol_faults"
+
+
+def exchange(lines: list[object]) -> list[dict]:
+    """Runs ``serve`` on the given request lines and returns its answers."""
+    stdin = io.StringIO(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    )
+    stdout = io.StringIO()
+    assert serve(REFERENCE, stdin, stdout) == 0
+    return [json.loads(line) for line in stdout.getvalue().splitlines()]
+
+
+def test_serve_round_trip(tmp_path: Path) -> None:
+    # CONTRACT-12/13: one JSON object per line each way, ids echoed, fields by op.
+    answers = exchange(
+        [
+            {
+                "id": 0,
+                "op": "open",
+                "root": str(tmp_path),
+                "memory_char_limit": 100,
+                "user_char_limit": 50,
+            },
+            {"id": 1, "op": "load"},
+            {"id": 2, "op": "add", "target": "memory", "content": "User prefers tabs"},
+            {"id": 3, "op": "entries", "target": "memory"},
+            {"id": 4, "op": "snapshot", "target": "memory"},
+            {"id": 5, "op": "fence", "raw": "recalled"},
+            {"id": 6, "op": "frobnicate"},
+        ]
+    )
+    assert [a["id"] for a in answers] == list(range(7))
+    assert answers[0]["features"] and answers[0]["backend"] == REFERENCE
+    assert answers[2]["code"] == "OK"
+    assert answers[3]["entries"] == ["User prefers tabs"]
+    assert answers[4]["snapshot"] is None  # frozen at the load before the add
+    assert answers[5]["block"].startswith("<memory-context>\n")
+    assert answers[6] == {
+        "id": 6,
+        "ok": False,
+        "code": "E_UNSUPPORTED",
+        "message": "unknown op 'frobnicate'",
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "not a JSON object"),
+        ("[1, 2]", "a request is a JSON object"),
+        ({"id": 1, "op": "load"}, "send 'open' first"),
+        ({"id": 1, "op": "open", "root": "/nonexistent/root"}, "existing directory"),
+    ],
+)
+def test_serve_answers_bad_requests_and_goes_on(line: object, message: str) -> None:
+    answers = exchange([line])
+    assert answers[0]["code"] == "E_INVALID" and message in answers[0]["message"]
+
+
+def test_serve_reports_missing_fields(tmp_path: Path) -> None:
+    answers = exchange(
+        [{"id": 0, "op": "open", "root": str(tmp_path)}, {"id": 1, "op": "add", "target": "memory"}]
+    )
+    assert answers[1]["code"] == "E_INVALID" and "content" in answers[1]["message"]
+
+
+def test_serve_exits_1_when_the_backend_raises(tmp_path: Path) -> None:
+    stdin = io.StringIO(
+        json.dumps({"id": 0, "op": "open", "root": str(tmp_path)})
+        + "\n"
+        + json.dumps({"id": 1, "op": "add", "target": "memory", "content": "x"})
+        + "\n"
+    )
+    assert serve("tests.backends.wrappers:raises_on_add", stdin, io.StringIO()) == 1
+
+
+def test_serve_with_a_bad_backend_name_exits_2() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memspec.conformance", "serve", "--backend", "nope:nope"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2 and "cannot import" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_command_backend_session(tmp_path: Path) -> None:
+    session = CommandBackend(SERVE, timeout=30).open(tmp_path)
+    try:
+        assert session.request("load")["ok"]
+        assert session.request("add", target="memory", content="x")["code"] == "OK"
+        assert session.request("entries", target="memory")["entries"] == ["x"]
+        assert "batch" in session.features
+    finally:
+        session.close()
+    assert session.process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("hang", "did not answer within 0.5 s"),
+        ("crash", "exited with status 3"),
+        ("garbage", "not JSON"),
+        ("wrong-id", "carries id"),
+    ],
+)
+def test_command_backend_faults_are_defects(tmp_path: Path, mode: str, message: str) -> None:
+    session = CommandBackend(f"{FAULTS} {mode}", timeout=0.5).open(tmp_path)
+    assert session.request("load")["ok"]
+    with pytest.raises(BackendDefect, match=message) as caught:
+        session.request("add", target="memory", content="x")
+    assert caught.value.sent["op"] == "add"
+    assert session.process.poll() is not None  # killed, never left hanging
+    if mode == "crash":
+        assert "about to crash" in str(caught.value)  # stderr tail is shown
+
+
+@pytest.mark.parametrize("mode", ["silent-start", "no-open"])
+def test_command_backend_that_cannot_open(tmp_path: Path, mode: str) -> None:
+    with pytest.raises(BackendDefect):
+        CommandBackend(f"{FAULTS} {mode}", timeout=0.5).open(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["", "'unbalanced", "/nonexistent/program"])
+def test_bad_commands(tmp_path: Path, command: str) -> None:
+    with pytest.raises((UsageError, BackendDefect)):
+        CommandBackend(command, timeout=1).open(tmp_path)
+
+
+def test_in_process_defects(tmp_path: Path) -> None:
+    session = InProcessBackend("tests.backends.wrappers:raises_on_add", 5).open(tmp_path)
+    with pytest.raises(BackendDefect, match="raised RuntimeError: boom"):
+        session.request("add", target="memory", content="x")
+    hung = InProcessBackend("tests.backends.wrappers:hangs_on_add", 0.2).open(tmp_path)
+    with pytest.raises(BackendDefect, match=r"did not return within 0\.2 s"):
+        hung.request("add", target="memory", content="x")
+    with pytest.raises(BackendDefect, match="dead"):
+        hung.request("load")
+    with pytest.raises(BackendDefect, match="factory raised OSError"):
+        InProcessBackend("tests.backends.wrappers:factory_raises").open(tmp_path)
+
+
+@pytest.mark.parametrize("spec", ["nocolon", ":x", "memspec.nope:open", "memspec.spec:nothing"])
+def test_bad_factory_names(spec: str) -> None:
+    with pytest.raises(UsageError):
+        InProcessBackend(spec)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        None,
+        {"ok": True},
+        {"ok": "yes", "code": "OK"},
+        {"ok": True, "code": "E_LIMIT"},
+        {"ok": False, "code": "E_MADE_UP"},
+    ],
+)
+def test_check_answer_rejects_non_outcomes(answer: object) -> None:
+    with pytest.raises(BackendDefect):
+        check_answer("add", {"op": "add"}, answer)
+
+
+@pytest.mark.parametrize(
+    ("op", "answer"),
+    [
+        ("entries", {"ok": True, "code": "OK", "entries": [1]}),
+        ("snapshot", {"ok": True, "code": "OK", "snapshot": 3}),
+        ("fence", {"ok": True, "code": "OK", "block": None}),
+    ],
+)
+def test_check_answer_rejects_bad_query_answers(op: str, answer: dict) -> None:
+    with pytest.raises(BackendDefect):
+        check_answer(op, {"op": op}, answer)
+
+
+def test_handle_line_unsupported_feature(tmp_path: Path) -> None:
+    backend = InProcessBackend("tests.backends.wrappers:core_only")
+    answer, session = handle_line(
+        backend, None, json.dumps({"id": 0, "op": "open", "root": str(tmp_path)})
+    )
+    assert answer["features"] == ["core"]
+    answer, _ = handle_line(
+        backend, session, json.dumps({"id": 1, "op": "batch", "target": "memory", "operations": []})
+    )
+    assert answer == {"id": 1, "ok": False, "code": "E_UNSUPPORTED"}
