@@ -10,6 +10,8 @@ an Outcome, is reported as a :class:`BackendDefect` that records what was sent a
 from __future__ import annotations
 
 import importlib
+import sys
+from importlib import metadata
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -113,6 +115,19 @@ def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, 
     return dict(answer)
 
 
+def _module_version(spec: str) -> str:
+    """Returns the ``__version__`` of the backend's module, or its distribution's version."""
+    module = sys.modules.get(spec.partition(":")[0])
+    version = getattr(module, "__version__", None)
+    if version:
+        return str(version)
+    top = spec.split(".")[0].split(":")[0]
+    try:
+        return metadata.version(metadata.packages_distributions().get(top, [top])[0])
+    except (metadata.PackageNotFoundError, IndexError):
+        return ""
+
+
 def load_factory(spec: str) -> Callable[..., Any]:
     """Returns the factory named ``MODULE:FACTORY`` (raises UsageError with the reason)."""
     module_name, sep, attr = spec.partition(":")
@@ -173,6 +188,7 @@ class InProcessSession:
     features: frozenset[str] = field(default_factory=frozenset)
     timeout: float | None = None
     dead: bool = False
+    version: str = ""
 
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Calls the store method for ``op`` and returns the answer as a protocol response."""
@@ -259,4 +275,7 @@ class InProcessBackend:
             raise BackendDefect(
                 "the store's features must be an iterable of str", {"op": "open"}, repr(claimed)
             )
-        return InProcessSession(store, self.spec, frozenset(claimed), self.timeout)
+        version = getattr(store, "version", None) or _module_version(self.spec)
+        return InProcessSession(
+            store, self.spec, frozenset(claimed), self.timeout, version=str(version)
+        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,8 @@ class _Tally:
 def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
     """Returns the pytest command line that certifies the request's backend."""
     autoload_off = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    args = ["-c", str(ini), "--rootdir", str(ini.parent), "-p", "no:cacheprovider"]
+    suite = Path(__file__).resolve().parent / "suite"
+    args = ["-c", str(ini), "--rootdir", str(suite), "-p", "no:cacheprovider"]
     args += ["-p", "memspec"] if autoload_off else []
     args += [
         "--pyargs",
@@ -115,6 +116,17 @@ def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
     return args
 
 
+def _absolute_paths(request: CertifyRequest) -> CertifyRequest:
+    """Returns the request with its file arguments made absolute (certify changes directory)."""
+    return replace(
+        request,
+        report=str(Path(request.report).absolute()) if request.report else None,
+        expected_failures=(
+            str(Path(request.expected_failures).absolute()) if request.expected_failures else None
+        ),
+    )
+
+
 def certify(request: CertifyRequest) -> CertifyResult:
     """Runs the certification and returns its result (pytest prints the progress)."""
     tally = _Tally()
@@ -130,10 +142,17 @@ def certify(request: CertifyRequest) -> CertifyResult:
         plugins.append(measured)
         if request.workers:
             notes.append("--coverage runs the checks in one process: -n was ignored")
+    request = _absolute_paths(request)
+    here = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="memspec-certify-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
-        code = int(pytest.main(pytest_arguments(request, ini), plugins=plugins))
+        # Run from the suite's folder so that pytest names checks by their ids, not by paths.
+        os.chdir(Path(__file__).resolve().parent / "suite")
+        try:
+            code = int(pytest.main(pytest_arguments(request, ini), plugins=plugins))
+        finally:
+            os.chdir(here)
     records = tally.config.stash[recorder_key].records if tally.config else []
     counts = summary_counts(records)
     if counts["xfailed"]:

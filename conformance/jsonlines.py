@@ -63,6 +63,7 @@ class CommandSession:
     timeout: float
     features: frozenset[str] = frozenset({"core"})
     name: str = ""
+    version: str = ""
     process: subprocess.Popen[str] = field(init=False, repr=False)
     _lines: queue.Queue[object] = field(init=False, repr=False)
     _stderr: deque[str] = field(init=False, repr=False)
@@ -117,6 +118,7 @@ class CommandSession:
             )
         self.features = frozenset(claimed)
         self.name = str(opened.get("backend") or self.command)
+        self.version = str(opened.get("version") or "")
 
     def _defect(self, message: str, sent: Any, received: Any = None) -> BackendDefect:
         self.kill()
@@ -253,6 +255,7 @@ def handle_line(
             "code": codes.OK,
             "features": sorted(session.features),
             "backend": backend.spec,
+            "version": session.version,
         }, session
     if op not in OPS:
         return _error(request_id, codes.E_UNSUPPORTED, f"unknown op {op!r}"), session

@@ -1,0 +1,202 @@
+"""Checks that a store replaces its files whole, by rename, and that acknowledged means written
+(ATOMIC-1, ATOMIC-2, ATOMIC-5).
+
+Three views of the same law. A hard link the check makes to ``MEMORY.md`` keeps the old inode,
+so after a write it must still hold the old bytes while ``MEMORY.md`` names a new inode: a store
+that opens the file for writing, truncates it or appends to it changes the linked bytes
+(ATOMIC-1, ATOMIC-2). A reader sampling the file while a session writes must only ever see a
+whole state (ATOMIC-2). And a mutation answered ``OK`` is on disk for every other session
+(ATOMIC-5).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.checks._disk import read_or_none
+from memspec.conformance.registry import CheckContext, check
+from memspec.spec import codes
+from memspec.spec.codec import decode, parse_text
+
+
+def _hard_link(path: Path, ctx: CheckContext) -> Path:
+    """Returns a new hard link to ``path``, in the scratch directory when it shares the root's
+    filesystem, else beside ``path`` in the root."""
+    for directory in (ctx.scratch, path.parent):
+        link = directory / f".memspec-check-hardlink-{len(list(directory.iterdir()))}"
+        try:
+            os.link(path, link)
+        except OSError as error:
+            if error.errno != errno.EXDEV:
+                raise
+            continue
+        return link
+    raise AssertionError("BUG IN CHECK: could not hard-link MEMORY.md")  # pragma: no cover
+
+
+@check("ATOMIC-1", "ATOMIC-2")
+def write_replaces_by_rename(ctx: CheckContext) -> None:
+    """Each accepted add, replace and remove puts a new file in place by rename: a hard link made
+    to ``MEMORY.md`` before the write still holds the old bytes afterwards, and ``MEMORY.md`` is a
+    new inode (ATOMIC-1, ATOMIC-2). Fails for a store that writes in place (``open("w")``,
+    truncate, append)."""
+    path = ctx.root / "MEMORY.md"
+    steps: list[tuple[str, dict[str, Any], list[str]]] = [
+        ("add", {"content": "Editor: vim"}, ["User prefers tabs", "Editor: vim"]),
+        ("replace", {"old_text": "vim", "new_content": "Editor: helix"},
+         ["User prefers tabs", "Editor: helix"]),
+        ("remove", {"old_text": "tabs"}, ["Editor: helix"]),
+    ]
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        first = session.request("add", target="memory", content="User prefers tabs")
+        assert first["code"] == codes.OK, f"ATOMIC-1: add memory answered {first}, expected OK"
+        for op, fields, expected in steps:
+            old = path.read_bytes()
+            link = _hard_link(path, ctx)
+            stack.callback(link.unlink, missing_ok=True)
+            sent = f"{op} memory {fields}"
+            answer = session.request(op, target="memory", **fields)
+            assert answer["code"] == codes.OK, f"ATOMIC-1: {sent} answered {answer}, expected OK"
+            # ATOMIC-2: the old inode was never written: a link to it still holds the old bytes.
+            assert link.read_bytes() == old, (
+                f"ATOMIC-2: {sent} wrote MEMORY.md in place: a hard link to the old file now "
+                f"holds {link.read_bytes()[:120]!r} instead of {old[:120]!r} (open for writing, "
+                "truncate or append instead of a temp file renamed over it)"
+            )
+            # ATOMIC-1: the new content is a new inode, renamed over MEMORY.md.
+            assert os.stat(path).st_ino != os.stat(link).st_ino, (
+                f"ATOMIC-1: after {sent}, MEMORY.md is still the same inode: it was not replaced "
+                "by renaming a new temp file over it"
+            )
+            on_disk = parse_text(decode(path.read_bytes()) or "")
+            assert on_disk == expected, (
+                f"ATOMIC-1: after {sent}, MEMORY.md parses into {on_disk}, expected {expected}"
+            )
+
+
+def _long_entries(count: int) -> list[str]:
+    filler = "the user prefers long explanations with worked examples and links; " * 15
+    return [f"Entry {index:04d}: {filler}".strip() for index in range(count)]
+
+
+class _Sampler(threading.Thread):
+    """A reader that reads ``MEMORY.md`` over and over while a writer adds ``entries``, and
+    records the first sample that is not ``entries[:k]`` for an allowed ``k``.
+
+    ``started`` counts the adds the writer has begun and ``acked`` those answered; a sample read
+    between the two counts taken around it may show any ``k`` with ``acked_before <= k <=
+    started_after`` — acknowledged entries must be there, in-flight ones may be.
+    """
+
+    def __init__(self, path: Path, entries: list[str]) -> None:
+        super().__init__(daemon=True, name="memspec-atomic-reader")
+        self.path, self.entries = path, entries
+        self.started = self.acked = self.samples = 0
+        self.stop = threading.Event()
+        self.violation: str | None = None
+
+    def run(self) -> None:
+        while not self.stop.is_set() and self.violation is None:
+            acked_before = self.acked
+            data = read_or_none(self.path)
+            started_after = self.started
+            self.samples += 1
+            self.violation = self._judge(data, acked_before, started_after)
+
+    def _judge(self, data: bytes | None, low: int, high: int) -> str | None:
+        text = None if data is None else decode(data)
+        if data is not None and text is None:
+            return f"a reader saw bytes that are not UTF-8 (a torn write): {data[-80:]!r}"
+        found = [] if text is None else parse_text(text)
+        k = len(found)
+        if found != self.entries[:k]:
+            return f"a reader saw {k} entries that are not the first {k} written (a mixed file)"
+        if not low <= k <= high:
+            shown = "an absent file" if data is None else f"{len(data)} bytes, {k} entries"
+            return (f"a reader saw {shown} while {low} adds were acknowledged and {high} "
+                    "begun (an empty or partial file)")
+        return None
+
+
+@check("ATOMIC-2")
+def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
+    """A reader never sees an empty, partial or mixed file (ATOMIC-2): a thread samples
+    ``MEMORY.md`` continuously while one session adds ``profile.operations`` long, unique entries,
+    and each sample must parse into the first ``k`` entries, with every acknowledged entry
+    present and no entry that was not yet sent."""
+    entries = _long_entries(ctx.profile.operations)
+    limit = sum(len(entry) + 3 for entry in entries) + 100
+    sampler = _Sampler(ctx.root / "MEMORY.md", entries)
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root, {"memory": limit})
+        stack.callback(session.close)
+        session.request("load")
+        sampler.start()
+        stack.callback(sampler.join, 10)
+        stack.callback(sampler.stop.set)
+        for index, entry in enumerate(entries):
+            sampler.started = index + 1
+            answer = session.request("add", target="memory", content=entry)
+            assert answer["code"] == codes.OK, (
+                f"ATOMIC-2: add memory (entry {index}, {len(entry)} chars, limit {limit}) "
+                f"answered {answer}, expected OK"
+            )
+            sampler.acked = index + 1
+            if sampler.violation:
+                break
+    # ATOMIC-2: no reader ever saw anything but a whole state of the file.
+    assert sampler.violation is None, (
+        f"ATOMIC-2: {sampler.violation}; the store must write a temp file and rename it over "
+        f"MEMORY.md (after {sampler.samples} samples during {len(entries)} adds)"
+    )
+
+
+@check("ATOMIC-5")
+def acknowledged_is_visible(ctx: CheckContext) -> None:
+    """When a mutation answers ``OK`` its result is already in the file and another session finds
+    it (ATOMIC-5): after each accepted add, replace or remove, ``MEMORY.md`` parses into the
+    expected entries and a second session's ``load`` + ``entries`` returns them."""
+    count = max(3, ctx.profile.operations)
+    with ExitStack() as stack:
+        writer = ctx.backend.open(ctx.root)
+        stack.callback(writer.close)
+        observer = ctx.backend.open(ctx.root)
+        stack.callback(observer.close)
+        writer.request("load")
+        expected: list[str] = []
+        for index in range(count):
+            fact = f"Fact {index:04d}."
+            if index % 3 == 2:
+                op, fields = "replace", {"old_text": expected[-1], "new_content": fact}
+                expected[-1] = fact
+            elif index % 5 == 4:
+                op, fields = "remove", {"old_text": expected[0]}
+                expected.pop(0)
+            else:
+                op, fields = "add", {"content": fact}
+                expected.append(fact)
+            sent = f"{op} memory {fields}"
+            answer = writer.request(op, target="memory", **fields)
+            assert answer["code"] == codes.OK, f"ATOMIC-5: {sent} answered {answer}, expected OK"
+            data = read_or_none(ctx.root / "MEMORY.md")
+            on_disk = parse_text(decode(data) or "") if data is not None else None
+            # ATOMIC-5: the acknowledged result is already in the file.
+            assert on_disk == expected, (
+                f"ATOMIC-5: {sent} answered OK but MEMORY.md then held {on_disk}, expected "
+                f"{expected}"
+            )
+            observer.request("load")
+            seen = observer.request("entries", target="memory")["entries"]
+            # ATOMIC-5: every session that reads afterwards finds it.
+            assert seen == expected, (
+                f"ATOMIC-5: {sent} answered OK but another session's load + entries then "
+                f"returned {seen}, expected {expected}"
+            )

@@ -1,0 +1,265 @@
+"""Checks of the files a store creates, keeps and leaves alone (FILES-1 to FILES-5, CONTRACT-11).
+
+The memory files hold personal data and are shared by processes with different umasks, so a
+store sets the modes it creates itself (0600), keeps the mode of a file it rewrites, follows no
+symbolic link it was not meant to, and keeps its root tidy. The checks run the backend with the
+umask 022, under which a store that leaves modes to the umask creates 0644 files.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from contextlib import ExitStack
+from typing import Any
+
+from memspec.conformance.checks._disk import (
+    listing_changes,
+    mode_of,
+    outside_root,
+    put,
+    read_or_none,
+    root_files,
+    umask,
+)
+from memspec.conformance.registry import CheckContext, check
+from memspec.spec import codes
+
+
+def _expect(clause: str, answer: dict[str, Any], code: str, sent: str) -> None:
+    # The operation the check relies on must have answered as the spec says.
+    assert answer["code"] == code, f"{clause}: {sent} answered {answer}, expected {code}"
+
+
+@check("FILES-1", "CONTRACT-11")
+def created_files_are_private(ctx: CheckContext) -> None:
+    """Every file the store creates in its root — data files, lock files, backups, sidecars — has
+    mode 0600 whatever the umask (FILES-1).
+
+    The check lets the store create both data files, then plays another writer twice (a paragraph
+    appended without a delimiter to USER.md, over its limit; an entry appended with a delimiter to
+    MEMORY.md) so that a store that keeps backups makes them, and then looks at every file in the
+    root. It writes no file of its own in the root, so each one there was created by the store.
+    """
+    with umask(0o022), ExitStack() as stack:
+        session = ctx.backend.open(ctx.root, {"user": 100})
+        stack.callback(session.close)
+        session.request("load")
+        sent = 'add memory "User prefers tabs"'
+        _expect("FILES-1", session.request("add", target="memory", content="User prefers tabs"),
+                codes.OK, sent)
+        _expect("FILES-1", session.request("add", target="user", content="Name: Ada"),
+                codes.OK, 'add user "Name: Ada"')
+        with open(ctx.root / "USER.md", "ab") as handle:
+            handle.write(b"\npasted by hand without a delimiter " * 4)
+        session.request("add", target="user", content="Timezone: UTC")
+        with open(ctx.root / "MEMORY.md", "ab") as handle:
+            handle.write("\n§\nadded in an editor".encode())
+        session.request("add", target="memory", content="Editor: vim")
+    loose = {
+        str(path.relative_to(ctx.root)): oct(mode_of(path))
+        for path in root_files(ctx.root)
+        if not path.is_symlink() and mode_of(path) != 0o600
+    }
+    # FILES-1: every file the store created is mode 0600, set by the store, not by the umask.
+    assert not loose, (
+        f"FILES-1: under umask 022 the store created files with other modes than 0o600: {loose}"
+    )
+
+
+@check("FILES-2")
+def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
+    """A rewrite gives the new data file the mode of the file it replaces (FILES-2, hermes-agent
+    #22889): MEMORY.md put by hand with 0640 and USER.md with 0660 keep those modes through two
+    writes each (the first on a file written by hand, the second on the store's own)."""
+    modes = {"memory": 0o640, "user": 0o660}
+    put(ctx.root, "memory", b"User prefers tabs", mode=modes["memory"])
+    put(ctx.root, "user", b"Name: Ada", mode=modes["user"])
+    with umask(0o022), ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        for target, contents in (("memory", ("Editor: vim", "Shell: zsh")),
+                                 ("user", ("Timezone: UTC", "Language: en"))):
+            for content in contents:
+                sent = f"add {target} {content!r}"
+                _expect("FILES-2", session.request("add", target=target, content=content),
+                        codes.OK, sent)
+                path = ctx.root / ("MEMORY.md" if target == "memory" else "USER.md")
+                # FILES-2: the rewritten data file keeps the mode of the file it replaced.
+                assert mode_of(path) == modes[target], (
+                    f"FILES-2: after {sent}, {path.name} has mode {oct(mode_of(path))}; the file "
+                    f"it replaced had {oct(modes[target])}, which a rewrite must keep"
+                )
+
+
+def _lock_file_kept(ctx: CheckContext) -> bool:
+    """Returns whether the backend keeps a ``MEMORY.md.lock`` (probed on a root of the check's)."""
+    probe = ctx.scratch / "files-3-probe-root"
+    probe.mkdir()
+    session = ctx.backend.open(probe)
+    try:
+        session.request("load")
+        session.request("add", target="memory", content="User prefers tabs")
+    finally:
+        session.close()
+    return os.path.lexists(probe / "MEMORY.md.lock")
+
+
+@check("FILES-3")
+def symlinked_lock_is_refused(ctx: CheckContext) -> None:
+    """A lock file that is a symbolic link is not followed (FILES-3): the mutation answers
+    ``E_IO`` and writes nothing, and the file the link points to is neither truncated nor created.
+
+    Two links are planted: ``MEMORY.md.lock`` to an existing file outside the root, and
+    ``USER.md.lock`` to a name outside the root that does not exist. A store that opens its lock
+    without ``O_NOFOLLOW`` truncates or writes the first, or creates the second. A backend that
+    keeps no lock file of that name (probed on a root of the check's own) may answer ``OK``, as
+    long as it leaves both links and their targets alone.
+    """
+    kept = _lock_file_kept(ctx)
+    outside = ctx.scratch / "files-3-outside.txt"
+    original = b"precious bytes outside the root\n"
+    outside.write_bytes(original)
+    links = {
+        "memory": (ctx.root / "MEMORY.md.lock", outside, original),
+        "user": (ctx.root / "USER.md.lock", ctx.scratch / "files-3-dangling-target.txt", None),
+    }
+    for link, destination, _ in links.values():
+        os.symlink(destination, link)
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        answers = {target: session.request("add", target=target, content="Editor: vim")
+                   for target in links}
+    for target, (link, destination, expected) in links.items():
+        sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
+        # FILES-3: the link is left in place, pointing where it pointed.
+        assert link.is_symlink() and os.readlink(link) == str(destination), (
+            f"FILES-3: after {sent}, {link.name} is no longer that symlink"
+        )
+        # FILES-3: nothing is written through the link: its target keeps its bytes or its absence.
+        assert read_or_none(destination) == expected, (
+            f"FILES-3: after {sent} (answered {answers[target]}), the file outside the root that "
+            f"the lock link points to holds {read_or_none(destination)!r}, expected "
+            f"{expected!r}: the lock was opened without O_NOFOLLOW and written through the link"
+        )
+        if kept:
+            data = ctx.root / ("MEMORY.md" if target == "memory" else "USER.md")
+            # FILES-3: a store that keeps this lock file refuses with E_IO and writes nothing.
+            assert answers[target]["code"] == codes.E_IO and not data.exists(), (
+                f"FILES-3: {sent} answered {answers[target]} and left {data.name} "
+                f"{'present' if data.exists() else 'absent'}; the store keeps {link.name} (seen "
+                "on a probe root), so it must refuse a symlinked lock with E_IO and write nothing "
+                "(the lock was opened without O_NOFOLLOW)"
+            )
+
+
+@check("FILES-4")
+def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
+    """A data file that is a symbolic link is never replaced by a regular file (FILES-4): the
+    mutation answers ``E_IO``, the link stays, and the file it points to keeps its bytes (or,
+    for a dangling link, is not created)."""
+    outside = ctx.scratch / "files-4-outside-MEMORY.md"
+    outside.write_bytes(b"Outside entry")
+    missing = ctx.scratch / "files-4-missing-USER.md"
+    links = {"memory": (ctx.root / "MEMORY.md", outside), "user": (ctx.root / "USER.md", missing)}
+    for link, destination in links.values():
+        os.symlink(destination, link)
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        for target, (link, destination) in links.items():
+            sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
+            answer = session.request("add", target=target, content="Editor: vim")
+            # FILES-4: the link is still a link to the same place.
+            assert link.is_symlink() and os.readlink(link) == str(destination), (
+                f"FILES-4: after {sent} (answered {answer}), {link.name} is no longer that "
+                "symlink: the store replaced it by a regular file"
+            )
+            # FILES-4: what the link points to is unchanged (not written through the link).
+            assert read_or_none(outside) == b"Outside entry" and not missing.exists(), (
+                f"FILES-4: after {sent} (answered {answer}), the file the link points to was "
+                f"written: {destination} holds {read_or_none(destination)!r}"
+            )
+            # FILES-4: the mutation is refused with E_IO.
+            assert answer["code"] == codes.E_IO, f"FILES-4: {sent} answered {answer}, expected E_IO"
+
+
+def _mixed_operations(count: int, rng: random.Random) -> list[dict[str, Any]]:
+    """Returns ``count`` operations mixing accepted adds, replaces and removes with refusals."""
+    ops: list[dict[str, Any]] = []
+    for index in range(count):
+        target = ("memory", "user")[index % 2]
+        roll = rng.random()
+        if roll < 0.35:
+            ops.append({"op": "add", "target": target, "content": f"note {index} {rng.random()}"})
+        elif roll < 0.5:
+            ops.append({"op": "replace", "target": target, "old_text": "note",
+                        "new_content": f"note {index} replaced"})
+        elif roll < 0.7:
+            ops.append({"op": "remove", "target": target, "old_text": "note"})
+        else:
+            ops.append(rng.choice([
+                {"op": "add", "target": target, "content": "   "},
+                {"op": "add", "target": target, "content": "a\n§\nb"},
+                {"op": "add", "target": target, "content": "x" * 400},
+                {"op": "remove", "target": target, "old_text": "nowhere to be found"},
+                {"op": "add", "target": "notes", "content": "wrong target"},
+            ]))
+    return ops
+
+
+def _run(session: Any, ops: list[dict[str, Any]]) -> None:
+    for op in ops:
+        fields = {key: value for key, value in op.items() if key != "op"}
+        if op["op"] in ("replace", "remove"):
+            entries = session.request("entries", target=op["target"]).get("entries") or []
+            notes = [entry for entry in entries if entry.startswith("note ")]
+            if notes and op["old_text"] == "note":
+                fields["old_text"] = notes[0]
+        session.request(op["op"], **fields)
+
+
+@check("FILES-5", "CONTRACT-1")
+def nothing_outside_root(ctx: CheckContext) -> None:
+    """The store writes nothing outside its root (FILES-5, CONTRACT-1): 50 mixed operations leave
+    the scratch directory — which holds the root, decoy ``MEMORY.md``/``USER.md`` files beside it
+    and the root's siblings — exactly as it was, mtimes included."""
+    for name in ("MEMORY.md", "USER.md", "MEMORY.md.lock"):
+        (ctx.scratch / name).write_bytes(b"decoy outside the root")
+    before = outside_root(ctx)
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root, {"memory": 300, "user": 300})
+        stack.callback(session.close)
+        session.request("load")
+        _run(session, _mixed_operations(50, random.Random(5 if ctx.seed is None else ctx.seed)))
+        session.request("load")
+    changes = listing_changes(before, outside_root(ctx))
+    # FILES-5: nothing outside the root was created, removed or changed.
+    assert not changes, "FILES-5: 50 operations changed files outside the root: " + "; ".join(
+        changes[:10]
+    )
+
+
+@check("FILES-5", "CONTRACT-11")
+def file_count_stays_bounded(ctx: CheckContext) -> None:
+    """The number of files in the root does not grow with the number of operations (FILES-5,
+    CONTRACT-11): temp files never accumulate. With no external edits there is nothing to back
+    up, so the count after 120 mixed operations is at most the count after the first 20."""
+    ops = _mixed_operations(120, random.Random(7 if ctx.seed is None else ctx.seed))
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root, {"memory": 300, "user": 300})
+        stack.callback(session.close)
+        session.request("load")
+        _run(session, ops[:20])
+        early = [str(path.relative_to(ctx.root)) for path in root_files(ctx.root)]
+        _run(session, ops[20:])
+        late = [str(path.relative_to(ctx.root)) for path in root_files(ctx.root)]
+    # FILES-5: the root holds no more files after 120 operations than after 20.
+    assert len(late) <= len(early), (
+        f"FILES-5: the root held {len(early)} files after 20 operations and {len(late)} after "
+        f"120; new: {sorted(set(late) - set(early))[:10]} (temp files must not accumulate)"
+    )

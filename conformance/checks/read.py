@@ -1,0 +1,54 @@
+"""Checks that a file which exists but cannot be read is never taken for an empty one (READ-7,
+CONTRACT-9).
+
+The check makes ``MEMORY.md`` a directory: opening it for reading fails with ``EISDIR`` for every
+user, root included, so it is a portable stand-in for a permission or I/O error. A store that
+treats the failure as "no file" would show no memory and, worse, write a fresh file with one
+entry (the transient read failure that emptied a user's memory).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from memspec.conformance.registry import CheckContext, check
+from memspec.spec import codes
+from memspec.spec.snapshot import UNREADABLE_PREFIX
+
+
+@check("READ-7", "CONTRACT-9")
+def unreadable_file_is_not_empty(ctx: CheckContext) -> None:
+    """With ``MEMORY.md`` a directory, ``load`` + ``snapshot`` gives a block with a line starting
+    ``[UNREADABLE:`` (not null), and add, replace and remove answer ``E_UNREADABLE`` and write
+    nothing: the directory stays, empty, and no data file takes its place (READ-7)."""
+    path = ctx.root / "MEMORY.md"
+    path.mkdir()
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        block = session.request("snapshot", target="memory")["snapshot"]
+        # READ-7, CONTRACT-9: the snapshot says the file is unreadable instead of showing nothing.
+        assert isinstance(block, str) and any(
+            line.startswith(UNREADABLE_PREFIX) for line in block.split("\n")
+        ), (
+            f"READ-7: with MEMORY.md unreadable (a directory), load + snapshot memory returned "
+            f"{block!r}; expected a block with a line starting {UNREADABLE_PREFIX!r} (CONTRACT-9)"
+        )
+        for op, fields in (
+            ("add", {"content": "Editor: vim"}),
+            ("replace", {"old_text": "vim", "new_content": "Editor: helix"}),
+            ("remove", {"old_text": "vim"}),
+        ):
+            sent = f"{op} memory {fields}"
+            answer = session.request(op, target="memory", **fields)
+            # READ-7: a file that cannot be read refuses every mutation with E_UNREADABLE.
+            assert answer["code"] == codes.E_UNREADABLE, (
+                f"READ-7: with MEMORY.md unreadable (a directory), {sent} answered {answer}, "
+                "expected E_UNREADABLE (an unreadable file is never empty)"
+            )
+            # READ-7: nothing was written: the directory is still there and still empty.
+            assert path.is_dir() and not path.is_symlink() and not any(path.iterdir()), (
+                f"READ-7: after {sent}, MEMORY.md is no longer the empty directory the check "
+                "made: the store wrote although it could not read the file"
+            )
