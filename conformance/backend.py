@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from importlib import metadata
 import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -253,6 +253,16 @@ class InProcessBackend:
 
     def __post_init__(self) -> None:
         self.factory = load_factory(self.spec)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the backend by name, so that it can travel to a worker process."""
+        return {"spec": self.spec, "timeout": self.timeout}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Imports the factory again from its ``MODULE:FACTORY`` name (in the worker)."""
+        self.spec = state["spec"]
+        self.timeout = state["timeout"]
+        self.__post_init__()
 
     @property
     def label(self) -> str:

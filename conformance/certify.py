@@ -127,18 +127,25 @@ def _absolute_paths(request: CertifyRequest) -> CertifyRequest:
     )
 
 
-def certify(request: CertifyRequest) -> CertifyResult:
-    """Runs the certification and returns its result (pytest prints the progress)."""
+def start_coverage(request: CertifyRequest) -> Any:
+    """Starts measuring the backend for ``--coverage`` (before anything imports it)."""
+    from memspec.conformance.coverage import BackendCoverage
+
+    if not request.backend:
+        raise UsageError("--coverage measures Python backends only (--backend)")
+    request = _absolute_paths(request)
+    return BackendCoverage(str(request.backend), request.report)
+
+
+def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
+    """Runs the certification and returns its result (pytest prints the progress).
+
+    ``measured`` is the :func:`start_coverage` of a ``--coverage`` run.
+    """
     tally = _Tally()
     plugins: list[Any] = [tally]
     notes: list[str] = []
-    measured = None
-    if request.coverage:
-        from memspec.conformance.coverage import BackendCoverage
-
-        if not request.backend:
-            raise UsageError("--coverage measures Python backends only (--backend)")
-        measured = BackendCoverage(request.backend, request.report)
+    if measured is not None:
         plugins.append(measured)
         if request.workers:
             notes.append("--coverage runs the checks in one process: -n was ignored")

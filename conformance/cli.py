@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
-from memspec.conformance.certify import CertifyRequest, certify, probe_backend
+from memspec.conformance.certify import CertifyRequest, certify, probe_backend, start_coverage
 from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.jsonlines import serve
 from memspec.conformance.profiles import PROFILES
@@ -155,12 +155,13 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         verbose=not args.quiet,
         select=args.select,
     )
+    measured = start_coverage(request) if request.coverage else None
     try:
         probe_backend(request)
     except BackendDefect as defect:
         print(f"memspec: the backend could not be started: {defect}", file=sys.stderr)
         return 2
-    result = certify(request)
+    result = certify(request, measured)
     for line in result.notes:
         print(line)
     print(_summary(result.counts["passed"], result.counts["failed"], result.counts["skipped"]))

@@ -40,10 +40,6 @@ class BackendCoverage:
         self.cov = coverage.Coverage(
             source=[str(self.source)], branch=True, data_file=None, config_file=False
         )
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Starts measuring."""
         self.cov.start()
 
     @pytest.hookimpl(trylast=True)
@@ -62,6 +58,34 @@ class BackendCoverage:
                 json.dumps(summary, indent=1) + "\n", encoding="utf-8"
             )
             self.notes.append(f"backend coverage details: {self.report / 'coverage.json'}")
+            self._add_to_reports(summary)
+
+    def _add_to_reports(self, summary: dict[str, Any]) -> None:
+        """Adds the summary to report.json and a section to report.md, when they exist."""
+        assert self.report is not None
+        report_json, report_md = self.report / "report.json", self.report / "report.md"
+        if report_json.is_file():
+            payload = json.loads(report_json.read_text(encoding="utf-8"))
+            payload["coverage"] = summary
+            report_json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        if report_md.is_file():
+            lines = [
+                "",
+                "## Backend coverage",
+                "",
+                f"{summary['percent']:.1f}% of the lines and branches of `{summary['source']}` "
+                "ran during certification. Never exercised:",
+                "",
+                "| file | covered | lines never run | branches never taken |",
+                "|---|---|---|---|",
+            ]
+            for name, data in summary["files"].items():
+                lines.append(
+                    f"| {Path(name).name} | {data['percent']}% | "
+                    f"{_ranges(data['missing_lines'])} | {', '.join(data['missing_branches'])} |"
+                )
+            with report_md.open("a", encoding="utf-8") as handle:
+                handle.write("\n".join(lines) + "\n")
 
     def summarise(self) -> dict[str, Any]:
         """Returns the totals and, per file, the lines and branches never run."""
@@ -99,3 +123,14 @@ class BackendCoverage:
 class _Null:
     def write(self, text: str) -> int:
         return len(text)
+
+
+def _ranges(lines: list[int]) -> str:
+    """Returns line numbers as compact ranges: ``[1, 2, 3, 7]`` -> ``1-3, 7``."""
+    spans: list[list[int]] = []
+    for line in lines:
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

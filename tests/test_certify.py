@@ -241,3 +241,18 @@ def test_parallel_run_gives_the_same_verdicts(tmp_path: Path) -> None:
         return {r["id"]: r["status"] for r in report(d)["checks"]}
 
     assert verdicts(tmp_path / "s") == verdicts(tmp_path / "p")
+
+
+def test_coverage_reports_what_certification_never_ran(tmp_path: Path) -> None:
+    result = certify("--backend", REFERENCE, "--coverage", "-k", "FORMAT", "--report",
+                     str(tmp_path), "-q")
+    assert "backend coverage:" in result.stdout
+    data = report(tmp_path)["coverage"]
+    store = next(v for k, v in data["files"].items() if k.endswith("store.py"))
+    assert 0 < store["percent"] < 100 and store["missing_lines"]
+    assert "## Backend coverage" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_coverage_of_a_command_backend_is_a_usage_error() -> None:
+    result = certify("--backend-cmd", "true", "--coverage", timeout=60)
+    assert result.returncode == 2 and "Python backends only" in result.stderr

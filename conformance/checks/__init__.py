@@ -1,1 +1,11 @@
 """Named conformance checks, one module per spec area; importing this registers them all."""
+
+from memspec.conformance.checks import (
+    atomic,  # noqa: F401
+    contract,  # noqa: F401
+    drift,  # noqa: F401
+    fence,  # noqa: F401
+    files,  # noqa: F401
+    read,  # noqa: F401
+    scan,  # noqa: F401
+)

@@ -1,0 +1,624 @@
+"""Interposition of the file-system calls a Python backend makes, inside one worker process.
+
+The crash, fault and durability checks (ATOMIC-*, CRASH-*, READ-7) and, later, the concurrency
+scheduler and the crash-state generator need to see — and sometimes break — the individual
+file-system calls of one mutation. :class:`Interposer` replaces module attributes with wrappers
+that report each call to a :class:`Hook` before and after the real call. A hook may record the
+call, raise an ``OSError`` instead of making it, or kill the process right before or after it.
+:class:`PlanHook` does all three from a picklable :class:`Plan`; a scheduler brings its own hook.
+
+It is installed by :mod:`memspec.conformance.workers` in a worker process only — never in the
+harness process, whose own file I/O must stay untouched.
+
+**What is interposed.** These attributes are replaced while installed (the originals are put
+back by :meth:`Interposer.uninstall`):
+
+=================================  ===========================================================
+attribute                          call name in the trace (path judged)
+=================================  ===========================================================
+``os.open``                        ``open`` (the path argument; ``dir_fd`` honoured)
+``os.read``, ``os.pread``          ``read`` (the fd's path)
+``os.write``, ``os.pwrite``        ``write``, ``pwrite``
+``os.fsync``, ``os.fdatasync``     ``fsync``, ``fdatasync`` (the fd's path; the directory
+                                   itself when a directory is synced)
+``os.ftruncate``                   ``ftruncate``
+``os.replace``, ``os.rename``      ``replace``, ``rename`` (the destination; the source is in
+                                   ``details["source"]``)
+``os.unlink``, ``os.remove``       ``unlink``
+``os.close``                       ``close``
+``fcntl.flock``, ``fcntl.lockf``   ``flock``, ``lockf`` (``details["operation"]``, e.g.
+                                   ``LOCK_EX``)
+``io.open`` (= ``builtins.open``)  ``open`` with ``details["via"] == "file"``; the file object
+                                   returned is wrapped so that its ``read``, ``readinto``,
+                                   ``readline``, ``readlines``, iteration, ``write``,
+                                   ``writelines``, ``flush``, ``truncate`` and ``close``
+                                   (also through ``with``) are reported as ``read``, ``write``,
+                                   ``flush``, ``ftruncate`` and ``close``
+=================================  ===========================================================
+
+``pathlib.Path.open``/``read_bytes``/``write_text``/``replace``/``unlink``, ``os.fdopen`` and
+``tempfile.mkstemp`` go through these attributes and are seen too. A path given as a file
+descriptor is resolved through ``/proc/self/fd/N`` at the time of the call, so a write to a
+temp file is reported under the temp's name even after a later rename.
+
+**Which calls count.** Only calls on the store's root are reported: the root directory itself
+(kind ``dir``), ``MEMORY.md``/``USER.md`` (``data``), ``MEMORY.md.lock``/``USER.md.lock``
+(``lock``), ``MEMORY.md.bak.*``/``USER.md.bak.*`` (``backup``) and any other file in the root
+or below it (``temp``: temp files and sidecars). Everything else passes straight through.
+
+**Limits.** Only Python code that looks these attributes up at call time is seen. Not seen:
+C extensions and the C library (``mmap``, a Rust or C store), names bound before installation
+(``from os import write``), ``_io.open``, ``shutil`` copies done with ``sendfile``, calls made
+by other processes — and so no ``--backend-cmd`` backend is ever interposed (its checks are
+marked ``python_only``). A buffered file object hands its data to the kernel at ``flush`` or
+``close``, not at ``write``; the trace reports the Python-level calls, and a checker must read it
+that way. The file-object wrapper is a proxy, not an ``io`` subclass, so ``isinstance`` checks on
+it fail. Descriptors are resolved on Linux (``/proc``); elsewhere fd-based calls carry no path and
+are not reported.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno as errno_module
+import fcntl
+import fnmatch
+import io
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memspec.spec.targets import FILENAMES
+
+DATA_NAMES = frozenset(FILENAMES.values())
+KINDS = frozenset({"dir", "data", "lock", "backup", "temp"})
+DATA_CALLS = frozenset({"read", "write", "pwrite", "flush", "fsync", "fdatasync", "ftruncate"})
+"""Calls that move or sync a file's bytes."""
+NAME_CALLS = frozenset({"open", "close", "replace", "rename", "unlink", "flock", "lockf"})
+"""Calls that open, name, unname or lock files."""
+CALLS = DATA_CALLS | NAME_CALLS
+ACTIONS = frozenset({"raise", "kill-before", "kill-after"})
+_DELETED = " (deleted)"
+
+
+def kind_of_name(name: str) -> str:
+    """Returns the kind of a file directly in the root from its name (see the module docs)."""
+    if name in DATA_NAMES:
+        return "data"
+    if any(name == data + ".lock" for data in DATA_NAMES):
+        return "lock"
+    if any(name.startswith(data + ".bak.") for data in DATA_NAMES):
+        return "backup"
+    return "temp"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A Call is one interposed file-system call as the trace records it.
+
+    ``seq`` counts the reported calls of the process from 0; ``name`` is the call name of the
+    module table; ``path`` is absolute, ``kind`` its kind in the root; ``details`` holds what
+    else matters (``size`` of a write, ``flags`` or ``mode`` of an open, ``source`` of a rename,
+    ``operation`` of a lock, ``via`` ``"os"``/``"file"``/``"fcntl"``); ``op`` is the index of
+    the worker operation during which it happened (``None`` outside operations).
+    """
+
+    seq: int
+    name: str
+    path: str
+    kind: str
+    details: dict[str, Any] = field(default_factory=dict)
+    op: int | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """Returns the call as a JSON-ready dict (``type`` ``"call"``)."""
+        return {
+            "type": "call",
+            "seq": self.seq,
+            "op": self.op,
+            "name": self.name,
+            "path": self.path,
+            "kind": self.kind,
+            "details": dict(self.details),
+        }
+
+
+class Hook:
+    """A Hook is told about every reported call; the base class lets everything through.
+
+    ``before`` runs right before the real call and may raise an ``OSError`` in its place (the
+    real call is then not made) or end the process; ``after`` runs right after it, with the
+    exception the real call raised, if any. Both run with interposition suspended, so the hook's
+    own file I/O is not reported.
+    """
+
+    def before(self, call: Call) -> None:
+        """Called right before ``call`` is made."""
+
+    def after(self, call: Call, error: BaseException | None) -> None:
+        """Called right after ``call`` returned (``error`` is ``None``) or raised."""
+
+
+@dataclass(frozen=True)
+class Match:
+    """A Match selects calls: by name, by kind of path, by file name and by operation.
+
+    An empty ``calls`` or ``kinds`` matches every name or kind; ``name`` is an ``fnmatch``
+    pattern on the file's base name; ``op`` restricts to one worker operation. Example: the
+    first write to a temp file during operation 4 is ``Match.of("write", kinds=("temp",), op=4)``.
+    """
+
+    calls: frozenset[str] = frozenset()
+    kinds: frozenset[str] = frozenset()
+    name: str | None = None
+    op: int | None = None
+
+    def __post_init__(self) -> None:
+        unknown = (set(self.calls) - CALLS) | (set(self.kinds) - KINDS)
+        if unknown:
+            raise ValueError(
+                f"unknown call names or kinds {sorted(unknown)}; calls are {sorted(CALLS)}, "
+                f"kinds {sorted(KINDS)}"
+            )
+
+    @classmethod
+    def of(
+        cls,
+        *calls: str,
+        kinds: tuple[str, ...] = (),
+        name: str | None = None,
+        op: int | None = None,
+    ) -> Match:
+        """Returns the Match of ``calls`` (names) with the given filters."""
+        return cls(frozenset(calls), frozenset(kinds), name, op)
+
+    def matches(self, call: Call) -> bool:
+        """Whether ``call`` is selected."""
+        return (
+            (not self.calls or call.name in self.calls)
+            and (not self.kinds or call.kind in self.kinds)
+            and (self.name is None or fnmatch.fnmatchcase(os.path.basename(call.path), self.name))
+            and (self.op is None or call.op == self.op)
+        )
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A Fault acts at the ``nth`` (1-based) call that ``match`` selects, ``times`` times in a row.
+
+    ``action`` is ``"raise"`` (an ``OSError`` with ``errno`` instead of the call; the call is
+    not made), ``"kill-before"`` or ``"kill-after"`` (``SIGKILL`` to the process right before
+    or right after the real call).
+    """
+
+    match: Match
+    action: str = "raise"
+    errno: int = errno_module.EIO
+    nth: int = 1
+    times: int = 1
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"a fault's action is one of {sorted(ACTIONS)}, got {self.action!r}")
+        if self.nth < 1 or self.times < 1:
+            raise ValueError(f"nth and times count from 1, got nth={self.nth} times={self.times}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A Plan says what a worker's interposition does: trace calls, inject faults, or both.
+
+    With ``trace`` every reported call is sent to the harness as a ``call`` record; a call a
+    fault acts on is always sent, with ``effect`` naming what was done (``"EIO"``,
+    ``"kill-before"``...). Plans are frozen and picklable, so they travel to worker processes.
+    """
+
+    faults: tuple[Fault, ...] = ()
+    trace: bool = True
+
+
+class PlanHook(Hook):
+    """The Hook that carries out a :class:`Plan`, sending records through ``emit``.
+
+    ``op`` is set by the worker to the index of the operation it is running, so matches with
+    an ``op`` apply during that operation only.
+    """
+
+    def __init__(self, plan: Plan, emit: Callable[[dict[str, Any]], None]) -> None:
+        self.plan = plan
+        self.emit = emit
+        self.op: int | None = None
+        self._counts = [0] * len(plan.faults)
+        self._kill_after: set[int] = set()
+
+    def before(self, call: Call) -> None:
+        """Counts ``call`` against each fault, records it and acts on it."""
+        call = Call(call.seq, call.name, call.path, call.kind, call.details, self.op)
+        acting: Fault | None = None
+        for index, fault in enumerate(self.plan.faults):
+            if fault.match.matches(call):
+                self._counts[index] += 1
+                if acting is None and fault.nth <= self._counts[index] < fault.nth + fault.times:
+                    acting = fault
+        effect = None
+        if acting is not None:
+            effect = (
+                errno_module.errorcode.get(acting.errno, str(acting.errno))
+                if acting.action == "raise"
+                else acting.action
+            )
+        if self.plan.trace or effect:
+            self.emit({**call.to_record(), "effect": effect})
+        if acting is None:
+            return
+        if acting.action == "raise":
+            raise OSError(acting.errno, os.strerror(acting.errno), call.path)
+        if acting.action == "kill-before":
+            kill_self()
+        self._kill_after.add(call.seq)
+
+    def after(self, call: Call, error: BaseException | None) -> None:
+        """Kills the process after a call planned ``kill-after``."""
+        if call.seq in self._kill_after:
+            kill_self()
+
+
+def kill_self() -> None:
+    """Ends this process at once with SIGKILL, as ``kill -9`` would (no cleanup runs)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _fd_of(target: Any) -> int | None:
+    if isinstance(target, int):
+        return target
+    fileno = getattr(target, "fileno", None)
+    if callable(fileno):
+        try:
+            return int(fileno())
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def fd_path(fd: Any) -> str | None:
+    """Returns the path ``fd`` (an int or an object with ``fileno``) refers to, via /proc."""
+    number = _fd_of(fd)
+    if number is None:
+        return None
+    try:
+        return os.readlink(f"/proc/self/fd/{number}")
+    except OSError:
+        return None
+
+
+class Interposer:
+    """An Interposer wraps the file-system calls of this process for one root (module docs).
+
+    ``install()`` replaces the attributes, ``uninstall()`` puts the originals back; at most one
+    Interposer is installed in a process. Harness code that runs inside the worker wraps its own
+    file I/O in :meth:`suspended`.
+    """
+
+    _installed: Interposer | None = None
+
+    def __init__(self, root: Path | str, hook: Hook) -> None:
+        self.root = os.path.realpath(root)
+        self.hook = hook
+        self._local = threading.local()
+        self._seq = 0
+        self._seq_lock = threading.Lock()
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    # -- installation -------------------------------------------------------------------------
+
+    def install(self) -> Interposer:
+        """Replaces the interposed attributes (raises RuntimeError if one is installed)."""
+        if Interposer._installed is not None:
+            raise RuntimeError("an Interposer is already installed in this process")
+        file_open = self._wrap_io_open(io.open)
+        replacements: list[tuple[Any, str, Any]] = [
+            (os, "open", self._wrap_os_open(os.open)),
+            (os, "read", self._wrap_fd("read", os.read, size_arg=1)),
+            (os, "pread", self._wrap_fd("read", os.pread, size_arg=1)),
+            (os, "write", self._wrap_fd("write", os.write, data_arg=1)),
+            (os, "pwrite", self._wrap_fd("pwrite", os.pwrite, data_arg=1)),
+            (os, "fsync", self._wrap_fd("fsync", os.fsync)),
+            (os, "fdatasync", self._wrap_fd("fdatasync", os.fdatasync)),
+            (os, "ftruncate", self._wrap_fd("ftruncate", os.ftruncate)),
+            (os, "close", self._wrap_fd("close", os.close)),
+            (os, "replace", self._wrap_rename("replace", os.replace)),
+            (os, "rename", self._wrap_rename("rename", os.rename)),
+            (os, "unlink", self._wrap_unlink(os.unlink)),
+            (os, "remove", self._wrap_unlink(os.remove)),
+            (fcntl, "flock", self._wrap_lock("flock", fcntl.flock)),
+            (fcntl, "lockf", self._wrap_lock("lockf", fcntl.lockf)),
+            (io, "open", file_open),
+            (builtins, "open", file_open),
+        ]
+        for module, name, wrapper in replacements:
+            self._saved.append((module, name, getattr(module, name)))
+            setattr(module, name, wrapper)
+        Interposer._installed = self
+        return self
+
+    def uninstall(self) -> None:
+        """Puts every original attribute back."""
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        self._saved.clear()
+        if Interposer._installed is self:
+            Interposer._installed = None
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """Lets every call of this thread through unreported while the block runs."""
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
+
+    # -- paths ------------------------------------------------------------------------------------
+
+    def _bypassed(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
+    def _arg_path(self, path: Any, dir_fd: int | None = None) -> str | None:
+        if isinstance(path, int):
+            return fd_path(path)
+        try:
+            text = os.fsdecode(os.fspath(path))
+        except TypeError:
+            return None
+        if dir_fd is not None and not os.path.isabs(text):
+            base = fd_path(dir_fd)
+            if base is None:
+                return None
+            text = os.path.join(base, text)
+        full = os.path.abspath(text)
+        head, tail = os.path.split(full)
+        joined = os.path.join(os.path.realpath(head), tail) if tail else os.path.realpath(full)
+        if joined != self.root and os.path.realpath(joined) == self.root:
+            return self.root
+        return joined
+
+    def kind_of(self, path: str | None) -> str | None:
+        """Returns the kind of ``path`` in the root, or ``None`` when it is outside the root."""
+        if path is None:
+            return None
+        if path.endswith(_DELETED):
+            path = path[: -len(_DELETED)]
+        if path == self.root:
+            return "dir"
+        head, tail = os.path.split(path)
+        if head == self.root:
+            return kind_of_name(tail)
+        if path.startswith(self.root + os.sep):
+            return "temp"
+        return None
+
+    # -- the core ---------------------------------------------------------------------------------
+
+    def intercept(
+        self, name: str, path: str | None, details: dict[str, Any], call: Callable[[], Any]
+    ) -> Any:
+        """Reports ``call`` (a thunk making the real call) to the hook when ``path`` is in the
+        root, makes it, and returns its result."""
+        kind = self.kind_of(path)
+        if kind is None:
+            return call()
+        assert path is not None
+        if path.endswith(_DELETED):
+            path = path[: -len(_DELETED)]
+            details = {**details, "deleted": True}
+        with self._seq_lock:
+            seq = self._seq
+            self._seq += 1
+        event = Call(seq, name, path, kind, details)
+        with self.suspended():
+            self.hook.before(event)
+        try:
+            result = call()
+        except BaseException as error:
+            with self.suspended():
+                self.hook.after(event, error)
+            raise
+        with self.suspended():
+            self.hook.after(event, None)
+        return result
+
+    # -- wrappers ---------------------------------------------------------------------------------
+
+    def _wrap_os_open(self, real: Callable[..., int]) -> Callable[..., int]:
+        def open_(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+            def call() -> int:
+                return real(path, flags, mode, dir_fd=dir_fd)
+
+            if self._bypassed():
+                return call()
+            details = {"via": "os", "flags": flags, "mode": mode}
+            return self.intercept("open", self._arg_path(path, dir_fd), details, call)
+
+        return open_
+
+    def _wrap_fd(
+        self,
+        name: str,
+        real: Callable[..., Any],
+        *,
+        size_arg: int | None = None,
+        data_arg: int | None = None,
+    ) -> Callable[..., Any]:
+        def wrapper(fd: Any, *args: Any) -> Any:
+            def call() -> Any:
+                return real(fd, *args)
+
+            if self._bypassed():
+                return call()
+            details: dict[str, Any] = {"via": "os", "fd": _fd_of(fd)}
+            if size_arg is not None and args:
+                details["size"] = args[size_arg - 1]
+            if data_arg is not None and args:
+                details["size"] = len(args[data_arg - 1])
+            return self.intercept(name, fd_path(fd), details, call)
+
+        wrapper.__name__ = getattr(real, "__name__", name)
+        return wrapper
+
+    def _wrap_rename(self, name: str, real: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(
+            src: Any, dst: Any, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None
+        ) -> None:
+            def call() -> None:
+                real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+            if self._bypassed():
+                return call()
+            source = self._arg_path(src, src_dir_fd)
+            target = self._arg_path(dst, dst_dir_fd)
+            details = {"via": "os", "source": source, "source_kind": self.kind_of(source)}
+            path = target if self.kind_of(target) is not None else source
+            return self.intercept(name, path, details, call)
+
+        return wrapper
+
+    def _wrap_unlink(self, real: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(path: Any, *, dir_fd: int | None = None) -> None:
+            def call() -> None:
+                real(path, dir_fd=dir_fd)
+
+            if self._bypassed():
+                return call()
+            return self.intercept("unlink", self._arg_path(path, dir_fd), {"via": "os"}, call)
+
+        return wrapper
+
+    def _wrap_lock(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(fd: Any, operation: int, *args: Any) -> Any:
+            def call() -> Any:
+                return real(fd, operation, *args)
+
+            if self._bypassed():
+                return call()
+            details = {"via": "fcntl", "fd": _fd_of(fd), "operation": lock_operation(operation)}
+            return self.intercept(name, fd_path(fd), details, call)
+
+        return wrapper
+
+    def _wrap_io_open(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def open_(
+            file: Any, mode: str = "r", buffering: int = -1, *args: Any, **kwargs: Any
+        ) -> Any:
+            def call() -> Any:
+                return real(file, mode, buffering, *args, **kwargs)
+
+            if self._bypassed():
+                return call()
+            path = self._arg_path(file)
+            if self.kind_of(path) is None:
+                return call()
+            details = {"via": "file", "mode": mode, "buffering": buffering}
+            opened = self.intercept("open", path, details, call)
+            return FileProxy(opened, self, path, buffered=buffering != 0)
+
+        return open_
+
+
+def lock_operation(operation: int) -> str:
+    """Returns a flock/lockf operation as text, e.g. ``"LOCK_EX|LOCK_NB"``."""
+    names = [
+        name
+        for name in ("LOCK_SH", "LOCK_EX", "LOCK_UN")
+        if operation & ~fcntl.LOCK_NB == getattr(fcntl, name)
+    ]
+    if operation & fcntl.LOCK_NB:
+        names.append("LOCK_NB")
+    return "|".join(names) or str(operation)
+
+
+class FileProxy:
+    """A file object from an interposed ``open``: reports its reads, writes, flushes and closes.
+
+    Everything else (``fileno``, ``seek``, ``name``, ...) is delegated to the real file object.
+    ``details["buffered"]`` tells a checker that written data reaches the kernel only at the next
+    ``flush`` or ``close``.
+    """
+
+    def __init__(self, file: Any, interposer: Interposer, path: str | None, buffered: bool) -> None:
+        self._file = file
+        self._interposer = interposer
+        self._path = path
+        self._buffered = buffered
+
+    def _report(self, name: str, call: Callable[[], Any], **details: Any) -> Any:
+        interposer = self._interposer
+        if interposer._bypassed():
+            return call()
+        path = self._path
+        if not self._file.closed:
+            path = fd_path(self._file) or path
+        info = {"via": "file", "buffered": self._buffered, **details}
+        return interposer.intercept(name, path, info, call)
+
+    def read(self, *args: Any) -> Any:
+        """Reported as ``read``."""
+        return self._report("read", lambda: self._file.read(*args))
+
+    def readinto(self, buffer: Any) -> Any:
+        """Reported as ``read``."""
+        return self._report("read", lambda: self._file.readinto(buffer))
+
+    def readline(self, *args: Any) -> Any:
+        """Reported as ``read``."""
+        return self._report("read", lambda: self._file.readline(*args))
+
+    def readlines(self, *args: Any) -> Any:
+        """Reported as ``read``."""
+        return self._report("read", lambda: self._file.readlines(*args))
+
+    def write(self, data: Any) -> Any:
+        """Reported as ``write`` (``size`` in details)."""
+        return self._report("write", lambda: self._file.write(data), size=len(data))
+
+    def writelines(self, lines: Any) -> Any:
+        """Reported as ``write``."""
+        lines = list(lines)
+        size = sum(len(line) for line in lines)
+        return self._report("write", lambda: self._file.writelines(lines), size=size)
+
+    def flush(self) -> Any:
+        """Reported as ``flush``."""
+        return self._report("flush", self._file.flush)
+
+    def truncate(self, *args: Any) -> Any:
+        """Reported as ``ftruncate``."""
+        return self._report("ftruncate", lambda: self._file.truncate(*args))
+
+    def close(self) -> Any:
+        """Reported as ``close`` (once; closing a closed file is not reported)."""
+        if self._file.closed:
+            return None
+        return self._report("close", self._file.close)
+
+    def __iter__(self) -> FileProxy:
+        return self
+
+    def __next__(self) -> Any:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def __enter__(self) -> FileProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
