@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memspec.conformance.backend import Backend, BackendDefect, Session
+from memspec.conformance.backend import OP_FIELDS, Backend, BackendDefect, Session
 from memspec.spec import model
 from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
@@ -109,15 +109,8 @@ def _plain(value: Any) -> Any:
 
 
 def _fields(step: Step) -> dict[str, Any]:
-    names = {
-        "add": ("target", "content"),
-        "replace": ("target", "old_text", "new_content"),
-        "remove": ("target", "old_text"),
-        "batch": ("target", "operations"),
-        "entries": ("target",),
-        "snapshot": ("target",),
-    }.get(step.op, ())
-    return dict(zip(names, step.args, strict=False))
+    """Returns a store step's arguments under their protocol field names (CONTRACT-13)."""
+    return dict(zip(OP_FIELDS.get(step.op, ()), step.args, strict=False))
 
 
 def describe(step: Step) -> str:

@@ -73,7 +73,12 @@ def check(
 
 
 def all_checks() -> dict[str, Check]:
-    """Returns every registered check, importing the check modules first."""
+    """Returns every registered check, importing the check modules first.
+
+    The property suites of :mod:`memspec.fuzz` register themselves the same way, so certify
+    runs them like any other check.
+    """
+    from memspec import fuzz  # noqa: F401 - importing registers the property checks
     from memspec.conformance import checks  # noqa: F401 - importing registers the checks
 
     return dict(CHECKS)

@@ -1,0 +1,1 @@
+"""Property fuzzing of memory backends through the contract (issue in progress)."""
