@@ -9,6 +9,7 @@ an Outcome, is reported as a :class:`BackendDefect` that records what was sent a
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import threading
@@ -115,8 +116,12 @@ def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, 
     return dict(answer)
 
 
+@functools.lru_cache(maxsize=64)
 def _module_version(spec: str) -> str:
-    """Returns the ``__version__`` of the backend's module, or its distribution's version."""
+    """Returns the ``__version__`` of the backend's module, or its distribution's version.
+
+    Cached: looking up the distribution scans every installed package (a quarter of a second).
+    """
     module = sys.modules.get(spec.partition(":")[0])
     version = getattr(module, "__version__", None)
     if version:
@@ -255,14 +260,16 @@ class InProcessBackend:
         self.factory = load_factory(self.spec)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickles the backend by name, so that it can travel to a worker process."""
-        return {"spec": self.spec, "timeout": self.timeout}
+        """Pickles the backend by name, so that it can travel to a worker process (with its
+        version, which the worker could only look up slowly)."""
+        return {"spec": self.spec, "timeout": self.timeout, "version": _module_version(self.spec)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Imports the factory again from its ``MODULE:FACTORY`` name (in the worker)."""
         self.spec = state["spec"]
         self.timeout = state["timeout"]
         self.__post_init__()
+        self._version = state["version"]
 
     @property
     def label(self) -> str:
@@ -285,7 +292,11 @@ class InProcessBackend:
             raise BackendDefect(
                 "the store's features must be an iterable of str", {"op": "open"}, repr(claimed)
             )
-        version = getattr(store, "version", None) or _module_version(self.spec)
+        version = (
+            getattr(store, "version", None)
+            or getattr(self, "_version", None)
+            or _module_version(self.spec)
+        )
         return InProcessSession(
             store, self.spec, frozenset(claimed), self.timeout, version=str(version)
         )

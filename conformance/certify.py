@@ -40,6 +40,7 @@ class CertifyRequest:
     coverage: bool = False
     verbose: bool = True
     select: str | None = None
+    hypothesis_db: str | None = None
 
 
 @dataclass
@@ -111,6 +112,8 @@ def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
         args += ["--memspec-report", str(report), "--junitxml", str(report / "junit.xml")]
     if request.select:
         args += ["-k", request.select]
+    if request.hypothesis_db:
+        args += ["--memspec-hypothesis-db", request.hypothesis_db]
     if request.workers and not request.coverage:
         args += ["-n", request.workers]
     return args
@@ -123,6 +126,11 @@ def _absolute_paths(request: CertifyRequest) -> CertifyRequest:
         report=str(Path(request.report).absolute()) if request.report else None,
         expected_failures=(
             str(Path(request.expected_failures).absolute()) if request.expected_failures else None
+        ),
+        hypothesis_db=(
+            request.hypothesis_db
+            if not request.hypothesis_db or "://" in request.hypothesis_db
+            else str(Path(request.hypothesis_db).absolute())
         ),
     )
 

@@ -22,7 +22,6 @@ import sys
 from collections.abc import Sequence
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
-from memspec.conformance.certify import CertifyRequest, certify, probe_backend, start_coverage
 from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.jsonlines import serve
 from memspec.conformance.profiles import PROFILES
@@ -142,6 +141,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
+    # Imported here so that ``memspec serve`` starts without loading pytest.
+    from memspec.conformance.certify import CertifyRequest, certify, probe_backend, start_coverage
+
     request = CertifyRequest(
         backend=args.backend,
         backend_cmd=args.backend_cmd,
@@ -154,12 +156,13 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         coverage=args.coverage,
         verbose=not args.quiet,
         select=args.select,
+        hypothesis_db=args.hypothesis_db,
     )
     measured = start_coverage(request) if request.coverage else None
     try:
         probe_backend(request)
     except BackendDefect as defect:
-        print(f"memspec: the backend could not be started: {defect}", file=sys.stderr)
+        print(f"memspec: error: the backend could not be started: {defect}", file=sys.stderr)
         return 2
     result = certify(request, measured)
     for line in result.notes:
@@ -219,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
         dest="select",
         metavar="EXPR",
         help="run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
+    )
+    certify_cmd.add_argument(
+        "--hypothesis-db",
+        metavar="URL",
+        help="example database of the randomized property checks: a directory or "
+        "redis://host:port/db shared by a multi-machine campaign (needs memspec[campaign])",
     )
     certify_cmd.add_argument("-q", "--quiet", action="store_true", help="print less progress")
     certify_cmd.set_defaults(run=_cmd_certify)

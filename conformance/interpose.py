@@ -268,6 +268,31 @@ class PlanHook(Hook):
             kill_self()
 
 
+def describe_call(record: dict[str, Any]) -> str:
+    """Returns a call record in a few words, e.g. ``flock LOCK_EX MEMORY.md.lock``."""
+    name = "the directory" if record.get("kind") == "dir" else os.path.basename(record["path"])
+    details = record.get("details", {})
+    extra = details.get("operation") or ""
+    if record["name"] in ("replace", "rename") and details.get("source"):
+        extra = os.path.basename(details["source"]) + " ->"
+    return " ".join(part for part in (record["name"], extra, name) if part)
+
+
+def opens_for_writing(record: dict[str, Any]) -> bool:
+    """Whether a call record is an ``open`` that can write (flags or mode)."""
+    details = record.get("details", {})
+    if record["name"] != "open":
+        return False
+    if details.get("via") == "file":
+        return any(flag in str(details.get("mode", "")) for flag in "wax+")
+    return bool(details.get("flags", 0) & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND))
+
+
+def render_trace(records: list[dict[str, Any]]) -> str:
+    """Returns call records as numbered steps: ``1 open MEMORY.md.lock, 2 flock LOCK_EX ...``."""
+    return ", ".join(f"{step} {describe_call(record)}" for step, record in enumerate(records, 1))
+
+
 def kill_self() -> None:
     """Ends this process at once with SIGKILL, as ``kill -9`` would (no cleanup runs)."""
     os.kill(os.getpid(), signal.SIGKILL)

@@ -4,7 +4,9 @@ Options (group ``memspec``): ``--memspec-backend MODULE:FACTORY`` or ``--memspec
 CMD`` choose the backend; ``--memspec-profile`` sizes the checks; ``--memspec-timeout`` bounds
 every backend call; ``--memspec-report DIR`` writes report.json and report.md;
 ``--memspec-expected-failures FILE`` lists check or clause ids known to fail (strictly: one
-that passes fails the run). The suite itself is ``memspec.conformance.suite``::
+that passes fails the run); ``--memspec-hypothesis-db URL`` keeps the property checks' failing
+examples in a directory or a Redis database that every machine of a campaign shares. The suite
+itself is ``memspec.conformance.suite``::
 
     pytest --pyargs memspec.conformance.suite --memspec-backend memspec.reference_impl:open_store
 
@@ -15,6 +17,7 @@ features the backend does not claim is skipped with the feature named (CONTRACT 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +45,7 @@ class Settings:
     expected_failures: frozenset[str]
     spec_path: Path | None
     features: frozenset[str] = field(default_factory=frozenset)
+    hypothesis_db: str | None = None
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -87,6 +91,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="check or clause ids known to fail, one per line; a listed one that "
         "passes fails the run",
     )
+    group.addoption(
+        "--memspec-hypothesis-db",
+        metavar="URL",
+        help="Hypothesis example database of the randomized property checks: a directory or "
+        "redis://host:port/db, shared by every machine of a campaign (default with a randomized "
+        "profile and --memspec-report: REPORT/hypothesis)",
+    )
     parser.addini("memspec_spec", "a SPEC.md to certify against instead of the installed one")
 
 
@@ -101,6 +112,21 @@ def read_expected_failures(path: str | None) -> frozenset[str]:
     return frozenset(
         line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()
     )
+
+
+def hypothesis_database(location: str | None, base: Path) -> str | None:
+    """Returns the example database location to use: a ``redis://`` URL as given (the ``redis``
+    package must be installed), or a directory made absolute against ``base``."""
+    if not location:
+        return None
+    if location.startswith(("redis://", "rediss://", "unix://")):
+        if importlib.util.find_spec("redis") is None:
+            raise UsageError(
+                f"--memspec-hypothesis-db {location} needs the redis package: "
+                "pip install 'memspec[campaign]'"
+            )
+        return location
+    return str((base / location).absolute())
 
 
 def _resolve(config: pytest.Config) -> Settings:
@@ -118,14 +144,19 @@ def _resolve(config: pytest.Config) -> Settings:
         backend = CommandBackend(command, timeout)
     spec = config.getini("memspec_spec")
     report = option("--memspec-report")
+    profile = resolve_profile(option("--memspec-profile"))
+    database = option("--memspec-hypothesis-db")
+    if not database and report and not profile.derandomize:
+        database = str(Path(report) / "hypothesis")
     return Settings(
         backend=backend,
-        profile=resolve_profile(option("--memspec-profile")),
+        profile=profile,
         timeout=timeout,
         seed=option("--memspec-seed"),
         report=Path(report) if report else None,
         expected_failures=read_expected_failures(option("--memspec-expected-failures")),
         spec_path=Path(spec) if spec else None,
+        hypothesis_db=hypothesis_database(database, config.invocation_params.dir),
     )
 
 
@@ -156,12 +187,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     from memspec.spec.examples import spec_path
 
+    database = settings.hypothesis_db
+    unseeded = "derandomised" if settings.profile.derandomize else "random"
     return [
         f"memspec backend: {settings.backend.label}",
         f"memspec profile: {settings.profile.name}, seed: "
-        f"{settings.seed if settings.seed is not None else 'derandomised'}, "
+        f"{settings.seed if settings.seed is not None else unseeded}, "
         f"timeout: {settings.timeout:g} s",
         f"memspec spec: {settings.spec_path or spec_path()}",
+        *([f"memspec hypothesis database: {database}"] if database else []),
     ]
 
 

@@ -51,14 +51,16 @@ class CheckRecord:
         check_id = (
             report.nodeid.split("[", 1)[-1].rstrip("]") if "[" in report.nodeid else (report.nodeid)
         )
-        if hasattr(report, "wasxfail"):
-            status = "failed" if report.passed or report.failed else "xfailed"
+        stale = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
+        if stale:
+            status = "failed"
+            reason = str(report.longrepr).removeprefix("[XPASS(strict)]").strip()
             message = (
-                f"listed as an expected failure but passed ({report.wasxfail}): remove it "
-                "from the expected-failures file"
-                if status == "failed"
-                else report.wasxfail
+                f"{reason}, but it passed: remove it from the expected-failures file "
+                "(the list must not go stale)"
             )
+        elif hasattr(report, "wasxfail"):
+            status, message = "xfailed", report.wasxfail
         elif report.skipped:
             status = "skipped"
             longrepr = report.longrepr

@@ -22,13 +22,18 @@ from memspec.spec.clauses import CLAUSE_ID
 @dataclass(frozen=True)
 class CheckContext:
     """A CheckContext is what one check runs with: the backend, a fresh empty root directory
-    the backend owns, a scratch directory outside it, the profile and the seed."""
+    the backend owns, a scratch directory outside it, the profile and the seed.
+
+    ``database`` is where randomized property checks keep their Hypothesis example database: a
+    directory path or ``redis://host:port/db`` (``None``: no database).
+    """
 
     backend: Any
     root: Path
     scratch: Path
     profile: Any
     seed: int | None = None
+    database: str | None = None
 
 
 CheckFunction = Callable[[CheckContext], None]

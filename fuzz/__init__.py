@@ -1,1 +1,36 @@
-"""Property fuzzing of memory backends through the contract (issue in progress)."""
+"""Property fuzzing of memory backends through the contract (BRIEF section 3).
+
+Importing this package registers its checks with :mod:`memspec.conformance.registry`, so that
+``memspec certify`` runs them like any other check: the delimiter round trip, the limits, the
+frozen snapshot, the fence escape (:mod:`memspec.fuzz.properties`), external drift
+(:mod:`memspec.fuzz.drift_properties`) and the stateful differential test against the spec model
+(:mod:`memspec.fuzz.machine`). The strategies are public for other harnesses to reuse.
+"""
+
+from memspec.fuzz import drift_properties, machine, properties  # noqa: F401 - registers checks
+from memspec.fuzz.ledger import DriftLedger
+from memspec.fuzz.oracle import allowed_answers, snapshot_problem
+from memspec.fuzz.runner import PropertyRun, open_database, plan
+from memspec.fuzz.strategies import (
+    contents,
+    cosmetic_edits,
+    entry_texts,
+    external_edits,
+    fence_payloads,
+    requests,
+)
+
+__all__ = [
+    "DriftLedger",
+    "PropertyRun",
+    "allowed_answers",
+    "contents",
+    "cosmetic_edits",
+    "entry_texts",
+    "external_edits",
+    "fence_payloads",
+    "open_database",
+    "plan",
+    "requests",
+    "snapshot_problem",
+]

@@ -205,6 +205,12 @@ class Store:
         outcome, result = decide(op, state, limit)
         if result is None:
             return _answer(outcome, path.name)
+        if path.is_symlink():
+            return _failure(
+                codes.E_IO,
+                f"{path.name} is a symbolic link; the store never replaces a link by a regular "
+                "file (FILES-4). Write to the link's target yourself, or replace the link.",
+            )
         if data and self._is_external(state, lock_fd):
             files.write_backup(path, data)
         new = encode_entries(result)

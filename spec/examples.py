@@ -256,7 +256,10 @@ def _backup_bytes(item: Any, reader: _Reader) -> bytes:
     if isinstance(item, str):
         return item.encode("utf-8")
     if isinstance(item, dict) and isinstance(item.get("hex"), str):
-        return bytes.fromhex(item["hex"])
+        try:
+            return bytes.fromhex(item["hex"])
+        except ValueError:
+            raise reader.fail(f"bad hex {item['hex']!r}") from None
     raise reader.fail('a backup is a string or {"hex": "..."}')
 
 

@@ -15,8 +15,9 @@ implement it:
   itself is optional: ``</memory-context`` alone already reads as a closing tag.
 - Every character of the tag may appear in any case, as any character whose NFKC form is that
   character (full-width ``＜／＞``, small forms ``﹤﹥``, math and circled letters), or as an HTML
-  character reference: ``&#60;`` ``&#x3C;`` (leading zeros allowed, ``;`` optional) and the named
-  ``&lt;`` ``&gt;`` ``&sol;`` (``;`` optional).
+  character reference: ``&#60;`` ``&#x3C;`` (leading zeros allowed; ``;`` optional when no
+  further digit follows) and, for the symbols, ``&lt;`` ``&gt;`` ``&sol;`` ``&lsqb;``
+  ``&rsqb;`` ``&lowbar;`` and the dash names (``;`` optional). References are ASCII.
 - Ignorable characters (:data:`IGNORABLE_CHARACTERS`: the SCAN invisible set, Unicode
   Default_Ignorable_Code_Point, non-space control characters, combining diacritical marks) may
   sit anywhere between two characters of the tag. Whitespace, newlines included, may sit after
@@ -165,14 +166,18 @@ def fence_violations(block: object, *, raw: object = None) -> list[str]:
     sanitised in one pass still holds a reassembled tag).
 
     ``""`` is correct for blank recalled text or when nothing is left after sanitising; when
-    ``raw`` is given, ``""`` for non-blank text holding no tag and no note is a violation.
+    ``raw`` is given, ``""`` for text with visible characters (not whitespace, not ignorable) and
+    no tag or note is a violation: nothing needed removing, so the text was lost.
     Otherwise the block must be :func:`frame` of a non-empty, stripped text, and the only tags and
     notes in the whole block are the frame's own (so nothing straddles the frame's edges).
     """
     if not isinstance(block, str):
         return [f"fence() returned {type(block).__name__}, expected a str"]
     if block == "":
-        if isinstance(raw, str) and raw.strip(WHITESPACE) and not _spans(raw):
+        visible = isinstance(raw, str) and any(
+            not c.isspace() and c not in IGNORABLE_CHARACTERS for c in raw
+        )
+        if visible and not _spans(raw):
             return [f"fence() returned '' for recalled text that needs no sanitising: {raw!r}"]
         return []
     problems = []

@@ -176,6 +176,7 @@ def test_judge_accepts_a_correct_block_and_blank_results() -> None:
     assert fence_violations("") == []
     assert fence_violations("", raw="  \n") == []
     assert fence_violations("", raw=REASSEMBLING) == []
+    assert fence_violations("", raw="\u200b\u3000\ufeff") == []
 
 
 def test_judge_rejects_empty_output_for_harmless_text() -> None:

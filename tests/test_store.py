@@ -711,6 +711,24 @@ def test_not_durable_write_is_ok_with_a_message(
     assert backups(root) == {}
 
 
+def test_drift_backup_not_confirmed_durable_is_still_e_drift(
+    store: Store, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign = b"y" * 3000
+    (root / "MEMORY.md").write_bytes(foreign)
+    real = files.write_backup
+
+    def written_but_not_synced(path: Path, data: bytes) -> Path:
+        real(path, data)
+        raise NotDurableError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(files, "write_backup", written_but_not_synced)
+    outcome = store.add("memory", "x")
+    # DRIFT-3: the backup is in place, so the answer is E_DRIFT naming it, not E_IO.
+    assert outcome["code"] == codes.E_DRIFT
+    assert Path(outcome["backup"]).read_bytes() == foreign
+
+
 def test_a_symlinked_lock_file_is_e_io(
     root: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

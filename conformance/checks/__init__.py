@@ -3,9 +3,14 @@
 from memspec.conformance.checks import (
     atomic,  # noqa: F401
     contract,  # noqa: F401
+    crash,  # noqa: F401
     drift,  # noqa: F401
+    durability,  # noqa: F401
+    faults,  # noqa: F401
     fence,  # noqa: F401
     files,  # noqa: F401
+    locking,  # noqa: F401
+    protocol,  # noqa: F401
     read,  # noqa: F401
     scan,  # noqa: F401
 )

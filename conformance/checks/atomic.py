@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import threading
 from contextlib import ExitStack
 from pathlib import Path
@@ -28,7 +29,7 @@ def _hard_link(path: Path, ctx: CheckContext) -> Path:
     """Returns a new hard link to ``path``, in the scratch directory when it shares the root's
     filesystem, else beside ``path`` in the root."""
     for directory in (ctx.scratch, path.parent):
-        link = directory / f".memspec-check-hardlink-{len(list(directory.iterdir()))}"
+        link = directory / f".memspec-check-hardlink-{secrets.token_hex(4)}"
         try:
             os.link(path, link)
         except OSError as error:
@@ -48,8 +49,11 @@ def write_replaces_by_rename(ctx: CheckContext) -> None:
     path = ctx.root / "MEMORY.md"
     steps: list[tuple[str, dict[str, Any], list[str]]] = [
         ("add", {"content": "Editor: vim"}, ["User prefers tabs", "Editor: vim"]),
-        ("replace", {"old_text": "vim", "new_content": "Editor: helix"},
-         ["User prefers tabs", "Editor: helix"]),
+        (
+            "replace",
+            {"old_text": "vim", "new_content": "Editor: helix"},
+            ["User prefers tabs", "Editor: helix"],
+        ),
         ("remove", {"old_text": "tabs"}, ["Editor: helix"]),
     ]
     with ExitStack() as stack:
@@ -118,11 +122,16 @@ class _Sampler(threading.Thread):
         found = [] if text is None else parse_text(text)
         k = len(found)
         if found != self.entries[:k]:
-            return f"a reader saw {k} entries that are not the first {k} written (a mixed file)"
+            return (
+                f"a reader saw {k} entries that are not the first {k} written (a partial or "
+                f"mixed file ending {(data or b'')[-60:]!r})"
+            )
         if not low <= k <= high:
             shown = "an absent file" if data is None else f"{len(data)} bytes, {k} entries"
-            return (f"a reader saw {shown} while {low} adds were acknowledged and {high} "
-                    "begun (an empty or partial file)")
+            return (
+                f"a reader saw {shown} while {low} adds were acknowledged and {high} "
+                "begun (an empty or partial file)"
+            )
         return None
 
 

@@ -71,12 +71,24 @@ ONLY_TAGS = (
     f"<memory-context>\n{FENCE_NOTE}\n\n</memory-context>",
 )  # fmt: skip
 FRAGMENTS = (
-    "<", ">", "/", "</", "memory", "context", "-", "_", " ", "\n", "memory-context",
-    "<memory-context>", "</memory-context>", "＜", "＞", "﹤", "﹥", "\u200b", "&lt;", "&#60;",
-    "&#x3c;", "&gt;", "&#47;", "[", "]", "[System note:", "system", "note", "MEMORY", "Context",
+    "<", ">", "/", "</", "memory", "context", "-", "_", " ", "\n", "memory-context", "<memory-",
+    "context>", "/memory-context>", "<memory-context>", "</memory-context>", "</MEMORY-CONTEXT>",
+    "< / Memory_Context >", "＜memory-context＞", "﹤/memory-context﹥", "&lt;/memory-context&gt;",
+    "<memory-context id=1>", "</memory\u200b-context>", "＜", "＞", "﹤", "﹥", "\u200b", "&lt;",
+    "&#60;", "&#x3c;", "&gt;", "&#47;", "[", "]", "[System note:", "[SYSTEM NOTE]", "system",
+    "note", "MEMORY", "Context",
 )  # fmt: skip
+TAGS = ("<memory-context>", "</memory-context>", "</MEMORY_CONTEXT>", "[System note:")
+
+
+def _nest(outer: str, inner: str, cut: int) -> str:
+    """Returns ``outer`` with ``inner`` inserted at ``cut``: the shape of a reassembly attack."""
+    return outer[:cut] + inner + outer[cut:]
+
+
+NESTED = st.builds(_nest, st.sampled_from(TAGS), st.sampled_from(TAGS), st.integers(1, 15))
 RECALLED = st.lists(
-    st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS)), max_size=16
+    st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS), NESTED), max_size=16
 ).map("".join)
 
 
@@ -91,15 +103,18 @@ def _judge(session: Session, raw: str, clause: str | None = None) -> str:
     block = _fence(session, raw)
     problems = fence_violations(block, raw=raw)
     if problems:
-        middle = block[len(FENCE_PREFIX): -len(FENCE_SUFFIX)] if isinstance(block, str) else ""
-        derived = "FENCE-4" if find_system_notes(middle) else (
-            "FENCE-2" if find_fence_tags(middle) else "FENCE-1")
+        middle = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)] if isinstance(block, str) else ""
+        derived = (
+            "FENCE-4"
+            if find_system_notes(middle)
+            else ("FENCE-2" if find_fence_tags(middle) else "FENCE-1")
+        )
         # FENCE-1..5, CONTRACT-10: the block is "" or the exact frame of harmless text.
         raise AssertionError(
             f"{clause or derived}: fence({raw!r}) returned {block!r}: {'; '.join(problems)}"
         )
     if block:
-        clean = block[len(FENCE_PREFIX): -len(FENCE_SUFFIX)]
+        clean = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)]
         again = _fence(session, clean)
         # FENCE-3: sanitising reaches a fixed point: fencing the clean text changes nothing.
         assert again == block, (
@@ -117,7 +132,7 @@ def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
         for raw in corpus:
             block = _judge(session, raw, clause)
             # FENCE-1: sanitising removes the tag, not the recalled text around it.
-            assert "Alpha" not in raw or ("Alpha" in block and "Omega" in block), (
+            assert all(word in block for word in ("Alpha", "Omega") if word in raw), (
                 f"FENCE-1: fence({raw!r}) returned {block!r}, which lost the text around the tag"
             )
 
@@ -177,8 +192,13 @@ def arbitrary_recalled_text(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
 
-        @settings(max_examples=ctx.profile.examples, derandomize=ctx.profile.derandomize,
-                  database=None, deadline=None, suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=ctx.profile.examples,
+            derandomize=ctx.profile.derandomize,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(raw=RECALLED)
         def fenced_text_is_harmless(raw: str) -> None:
             _judge(session, raw)

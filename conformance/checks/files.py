@@ -46,10 +46,18 @@ def created_files_are_private(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
         sent = 'add memory "User prefers tabs"'
-        _expect("FILES-1", session.request("add", target="memory", content="User prefers tabs"),
-                codes.OK, sent)
-        _expect("FILES-1", session.request("add", target="user", content="Name: Ada"),
-                codes.OK, 'add user "Name: Ada"')
+        _expect(
+            "FILES-1",
+            session.request("add", target="memory", content="User prefers tabs"),
+            codes.OK,
+            sent,
+        )
+        _expect(
+            "FILES-1",
+            session.request("add", target="user", content="Name: Ada"),
+            codes.OK,
+            'add user "Name: Ada"',
+        )
         with open(ctx.root / "USER.md", "ab") as handle:
             handle.write(b"\npasted by hand without a delimiter " * 4)
         session.request("add", target="user", content="Timezone: UTC")
@@ -79,12 +87,18 @@ def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
         session.request("load")
-        for target, contents in (("memory", ("Editor: vim", "Shell: zsh")),
-                                 ("user", ("Timezone: UTC", "Language: en"))):
+        for target, contents in (
+            ("memory", ("Editor: vim", "Shell: zsh")),
+            ("user", ("Timezone: UTC", "Language: en")),
+        ):
             for content in contents:
                 sent = f"add {target} {content!r}"
-                _expect("FILES-2", session.request("add", target=target, content=content),
-                        codes.OK, sent)
+                _expect(
+                    "FILES-2",
+                    session.request("add", target=target, content=content),
+                    codes.OK,
+                    sent,
+                )
                 path = ctx.root / ("MEMORY.md" if target == "memory" else "USER.md")
                 # FILES-2: the rewritten data file keeps the mode of the file it replaced.
                 assert mode_of(path) == modes[target], (
@@ -131,8 +145,9 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
         session.request("load")
-        answers = {target: session.request("add", target=target, content="Editor: vim")
-                   for target in links}
+        answers = {
+            target: session.request("add", target=target, content="Editor: vim") for target in links
+        }
     for target, (link, destination, expected) in links.items():
         sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
         # FILES-3: the link is left in place, pointing where it pointed.
@@ -197,18 +212,28 @@ def _mixed_operations(count: int, rng: random.Random) -> list[dict[str, Any]]:
         if roll < 0.35:
             ops.append({"op": "add", "target": target, "content": f"note {index} {rng.random()}"})
         elif roll < 0.5:
-            ops.append({"op": "replace", "target": target, "old_text": "note",
-                        "new_content": f"note {index} replaced"})
+            ops.append(
+                {
+                    "op": "replace",
+                    "target": target,
+                    "old_text": "note",
+                    "new_content": f"note {index} replaced",
+                }
+            )
         elif roll < 0.7:
             ops.append({"op": "remove", "target": target, "old_text": "note"})
         else:
-            ops.append(rng.choice([
-                {"op": "add", "target": target, "content": "   "},
-                {"op": "add", "target": target, "content": "a\n§\nb"},
-                {"op": "add", "target": target, "content": "x" * 400},
-                {"op": "remove", "target": target, "old_text": "nowhere to be found"},
-                {"op": "add", "target": "notes", "content": "wrong target"},
-            ]))
+            ops.append(
+                rng.choice(
+                    [
+                        {"op": "add", "target": target, "content": "   "},
+                        {"op": "add", "target": target, "content": "a\n§\nb"},
+                        {"op": "add", "target": target, "content": "x" * 400},
+                        {"op": "remove", "target": target, "old_text": "nowhere to be found"},
+                        {"op": "add", "target": "notes", "content": "wrong target"},
+                    ]
+                )
+            )
     return ops
 
 

@@ -80,8 +80,13 @@ def test_check(
             "code under interposition"
         )
     seed = memspec_settings(pytestconfig).seed
+    database = memspec_settings(pytestconfig).hypothesis_db
     try:
-        check.run(CheckContext(memspec_backend, memspec_root, tmp_path, memspec_profile, seed))
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        check.run(
+            CheckContext(memspec_backend, memspec_root, scratch, memspec_profile, seed, database)
+        )
     except NotApplicable as error:
         pytest.skip(str(error))
 

@@ -1,0 +1,376 @@
+"""Checks of the CRASH clauses: a writer killed with ``kill -9`` leaves each file old or new.
+
+Both checks run rounds on one root. A round is one session in a worker process that first
+*recovers* — ``load``, ``entries memory`` and a probe ``add`` — and then mutates until it is
+killed. The recovery judges the previous round's crash:
+
+- the entries a fresh session finds equal the state before or after the operation in flight,
+  computed with the spec model from the acknowledged history (CRASH-1; every earlier
+  acknowledged operation is therefore present); so do the entries the bytes on disk parse to,
+  read by the harness right after the kill (never torn, empty or mixed);
+- the probe add completes within :data:`PROBE_TIMEOUT` seconds: the crash left no lock behind
+  (CRASH-3);
+- files that are neither data, lock nor backup files and that a crash left behind are gone once
+  a later mutation completed, so they cannot pile up (CRASH-2).
+
+``kill_at_random_moments`` works for every backend: the harness sends SIGKILL (to the backend
+process too, for a command backend) a random moment after a randomly chosen operation started.
+``kill_at_each_write_step`` is for Python backends: it traces one add, then kills the worker
+right before and right after each of its interposed writes, flushes, syncs and renames in turn
+(:mod:`memspec.conformance.interpose`), so every step of the write protocol is a crash point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from memspec.conformance.backend import BackendDefect
+from memspec.conformance.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.workers import Job, Worker, WorkerResult, require_python_backend
+from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.model import entries_on_disk, initial_state, step
+from memspec.spec.operations import Add, Mutation, Remove, Replace
+
+CRASH_LIMIT = 1_000_000
+LIMITS = {"memory": CRASH_LIMIT}
+ENTRY_WIDTH = 160
+"""Code points per entry, so that rewriting the file takes long enough to be caught midway."""
+SEED_ENTRIES = 12
+MUTATIONS_PER_ROUND = 12
+ROUNDS_PER_TRIAL = 4
+ROUND_BUDGET = 3.0
+"""Seconds after which the random check stops adding rounds (it always runs ``trials``)."""
+KILL_DELAY = 0.003
+PROBE_TIMEOUT = 5.0
+START_TIMEOUT = 30.0
+ROUND_TIMEOUT = 30.0
+KILL_POINTS = frozenset({"write", "pwrite", "flush", "fsync", "fdatasync", "ftruncate"})
+KILL_POINTS |= {"replace", "rename"}
+"""The interposed calls at which ``kill_at_each_write_step`` kills: every call that moves,
+syncs or renames bytes."""
+OPENING = 3
+"""Operations a round starts with: load, entries memory, the probe add."""
+
+
+def stray_files(root: Any) -> dict[str, tuple[int, int]]:
+    """Returns the entries of ``root`` that are neither data, lock nor backup files (temps and
+    sidecars), each with its inode and mtime, which tell it from a later file of the same name."""
+    strays = {}
+    with os.scandir(root) as listing:
+        for entry in listing:
+            if kind_of_name(entry.name) == "temp":
+                info = entry.stat(follow_symlinks=False)
+                strays[entry.name] = (info.st_ino, info.st_mtime_ns)
+    return strays
+
+
+def _tag(entry: str) -> str:
+    return entry.split(" ", 1)[0] if entry.startswith("<k") else repr(entry[:40])
+
+
+def _show(entries: tuple[str, ...]) -> str:
+    tags = [_tag(entry) for entry in entries]
+    if len(tags) > 12:
+        tags = [*tags[:5], f"... ({len(tags) - 10} more) ...", *tags[-5:]]
+    return f"{len(entries)} entries [{', '.join(tags)}]"
+
+
+def _difference(found: tuple[str, ...], allowed: tuple[str, ...]) -> str:
+    missing = [_tag(entry) for entry in allowed if entry not in found]
+    extra = [_tag(entry) for entry in found if entry not in allowed]
+    parts = []
+    if missing:
+        parts.append(f"missing {', '.join(missing[:8])}")
+    if extra:
+        parts.append(f"unexpected {', '.join(extra[:8])}")
+    if not parts:
+        parts.append("the same entries in another order or count")
+    return "; ".join(parts)
+
+
+def _describe_op(request: dict[str, Any]) -> str:
+    if request["op"] == "add":
+        return f"add {_tag(request['content'])}"
+    if request["op"] == "replace":
+        return f"replace {request['old_text']} by {_tag(request['new_content'])}"
+    return f"{request['op']} {request.get('old_text', '')}".strip()
+
+
+def _describe_point(call: dict[str, Any]) -> str:
+    """Describes a traced call; a temp file is named by its role, its name changes every run."""
+    if call["kind"] == "temp":
+        return f"{call['name']} of the temp file"
+    return describe_call(call)
+
+
+def _mutation(request: dict[str, Any]) -> Mutation:
+    if request["op"] == "add":
+        return Add("memory", request["content"])
+    if request["op"] == "replace":
+        return Replace("memory", request["old_text"], request["new_content"])
+    return Remove("memory", request["old_text"])
+
+
+@dataclass
+class Recovery:
+    """What the check knows between two crashes: the states the file may be in, what the last
+    crash interrupted, the stray files it may have left, the stray files a clean session keeps."""
+
+    ctx: CheckContext
+    allowed: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    crash: str = "after the seed adds"
+    leftovers: dict[str, tuple[int, int]] = field(default_factory=dict)
+    baseline: dict[str, tuple[int, int]] = field(default_factory=dict)
+    counter: Iterator[int] = field(default_factory=itertools.count)
+
+    def entry(self, label: str) -> str:
+        """Returns a new unique entry, ``<kN> label xxx...``."""
+        head = f"<k{next(self.counter)}> {label} "
+        return head + "x" * max(0, ENTRY_WIDTH - len(head))
+
+    def opening(self) -> tuple[dict[str, Any], ...]:
+        """Returns the operations that open a round: load, entries, probe add."""
+        return (
+            {"op": "load"},
+            {"op": "entries", "target": "memory"},
+            {"op": "add", "target": "memory", "content": self.entry("probe")},
+        )
+
+    def sure_entries(self) -> list[str]:
+        """Returns the entries present in every state the file may be in."""
+        states = [set(entries) for entries, _ in self.allowed]
+        return [entry for entry in self.allowed[0][0] if all(entry in s for s in states)]
+
+    def judge(self, result: WorkerResult, crash: str) -> None:
+        """Judges the recovery at the start of ``result`` and the history after it, and records
+        what the crash of this round (described by ``crash``) may have left."""
+        if result.status == "error":
+            result.expect_done()
+        found = self._found(result)
+        # CRASH-1: the file is as it was before the interrupted mutation or as it left it.
+        assert any(found == entries for entries, _ in self.allowed), self._torn(
+            "a fresh session finds", found
+        )
+        probe = next((op for op in result.ops if op.index == OPENING - 1), None)
+        # CRASH-3: the kernel released the crashed writer's flock, so a new mutation completes.
+        assert probe is not None and probe.type == "ok", (
+            f"CRASH-3: {self.crash}, the next add "
+            + (
+                f"answered {probe.answer}"
+                if probe is not None and probe.answer is not None
+                else f"did not complete within {PROBE_TIMEOUT:g} s"
+            )
+            + ": a crash must never leave the target locked (use flock, which the kernel "
+            "releases when its holder dies, not a lock file whose existence means locked)"
+        )
+        self._judge_strays()
+        state = initial_state(memory_char_limit=CRASH_LIMIT, memory=encode_entries(found))
+        self.allowed = self._replay(result, state)
+        if result.status == "done":
+            self.crash = f"after session {result.name} ended normally"
+        else:
+            between = "" if result.in_flight is not None else " (between operations)"
+            self.crash = f"after kill -9 {crash}{between}"
+        self._judge_disk()
+
+    def _found(self, result: WorkerResult) -> tuple[str, ...]:
+        answer = result.answer(1)
+        if answer is None or not answer.get("ok"):
+            if result.status == "defect":
+                result.expect_done()
+            raise BackendDefect(
+                f"session {result.name} did not answer load + entries after a crash "
+                f"({result.message or answer})",
+                {"op": "entries", "target": "memory"},
+                answer,
+            )
+        return tuple(answer["entries"])
+
+    def _torn(self, who: str, found: tuple[str, ...]) -> str:
+        states = " or ".join(f"{label}: {_show(entries)}" for entries, label in self.allowed)
+        closest = min(self.allowed, key=lambda item: len(set(item[0]) ^ set(found)))[0]
+        return (
+            f"CRASH-1: {self.crash}, {who} {_show(found)} "
+            f"({_difference(found, closest)}); the spec allows only {states}"
+        )
+
+    def _replay(self, result: WorkerResult, state: Any) -> list[tuple[tuple[str, ...], str]]:
+        """Steps the spec model through the acknowledged operations after the opening; returns
+        the states the file may be in now (two when an operation was in flight)."""
+        for op in result.ops[2:]:
+            mutation = _mutation(op.request)
+            outcome, after = step(state, mutation)
+            if op.type == "info":
+                return [
+                    (entries_on_disk(state, "memory") or (), f"before {_describe_op(op.request)}"),
+                    (entries_on_disk(after, "memory") or (), f"after {_describe_op(op.request)}"),
+                ]
+            code = (op.answer or {}).get("code")
+            # CRASH-1: the history can be judged only if the backend answered like the model.
+            assert code == outcome.code, (
+                f"CRASH-1: {_describe_op(op.request)} answered {op.answer}, the spec model "
+                f"expects {outcome.code}; the check cannot tell which states a crash may leave"
+            )
+            state = after
+        return [(entries_on_disk(state, "memory") or (), "after the last acknowledged operation")]
+
+    def _judge_disk(self) -> None:
+        path = self.ctx.root / "MEMORY.md"
+        data = path.read_bytes() if path.exists() else None
+        parsed = classify_bytes(data, CRASH_LIMIT).entries
+        # CRASH-1: the bytes on disk right after the kill are a whole old or new file.
+        assert parsed is not None and any(parsed == entries for entries, _ in self.allowed), (
+            self._torn("the bytes on disk parse to", parsed)
+            if parsed is not None
+            else f"CRASH-1: {self.crash}, MEMORY.md is not valid UTF-8 "
+            f"({len(data or b'')} bytes): the crash left a torn file"
+        )
+
+    def _judge_strays(self) -> None:
+        now = stray_files(self.ctx.root)
+        survivors = sorted(name for name, key in self.leftovers.items() if now.get(name) == key)
+        # CRASH-2: what a crash left is removed by the next completed mutation.
+        assert not survivors, (
+            f"CRASH-2: {self.crash}, {', '.join(survivors)} left by that crash "
+            f"{'is' if len(survivors) == 1 else 'are'} still in the root after a later mutation "
+            "completed; remove stale temp files under the lock so that they never accumulate"
+        )
+
+    def note_leftovers(self) -> None:
+        """Records the stray files in the root now (after a crash) that a clean session does
+        not keep, so that the next round can require them gone."""
+        self.leftovers = {
+            name: key
+            for name, key in stray_files(self.ctx.root).items()
+            if self.baseline.get(name) != key
+        }
+
+
+def _setup(ctx: CheckContext) -> Recovery:
+    """Writes the seed entries in a clean session and notes the stray files it keeps."""
+    recovery = Recovery(ctx)
+    seeds = tuple(recovery.entry("seed") for _ in range(SEED_ENTRIES))
+    ops = ({"op": "load"}, *({"op": "add", "target": "memory", "content": s} for s in seeds))
+    with Worker(Job(ctx.backend, ctx.root, ops, LIMITS, name="setup")) as worker:
+        worker.finish(ROUND_TIMEOUT).expect_done()
+    recovery.allowed = [(seeds, "after the seed adds")]
+    recovery.baseline = stray_files(ctx.root)
+    return recovery
+
+
+def _round(
+    recovery: Recovery,
+    mutations: list[dict[str, Any]],
+    name: str,
+    *,
+    plan: Plan | None = None,
+    rng: random.Random | None = None,
+) -> WorkerResult:
+    """Runs one round; with ``rng`` the harness kills it after a random operation."""
+    ctx = recovery.ctx
+    ops = (*recovery.opening(), *mutations)
+    with Worker(Job(ctx.backend, ctx.root, ops, LIMITS, plan=plan, name=name)) as worker:
+        worker.wait_until(lambda w: w.opened is not None or w.ended, START_TIMEOUT)
+        if not worker.wait_until(lambda w: w.completed(2) or w.ended, PROBE_TIMEOUT):
+            worker.kill()
+        elif rng is not None:
+            kill_at = rng.randrange(OPENING, len(ops))
+            worker.wait_until(lambda w: w.invoked(kill_at) or w.ended, ROUND_TIMEOUT)
+            time.sleep(rng.uniform(0, KILL_DELAY))
+            worker.kill()
+        result = worker.finish(ROUND_TIMEOUT)
+    return result
+
+
+def _random_mutations(recovery: Recovery, rng: random.Random) -> list[dict[str, Any]]:
+    """Returns adds, replaces and removes of entries sure to be present, as requests."""
+    present = recovery.sure_entries()
+    mutations: list[dict[str, Any]] = []
+    for _ in range(MUTATIONS_PER_ROUND):
+        roll = rng.random()
+        if roll < 0.5 or len(present) < 4:
+            content = recovery.entry("added")
+            mutations.append({"op": "add", "target": "memory", "content": content})
+            present.append(content)
+        elif roll < 0.8:
+            old = present.pop(rng.randrange(len(present)))
+            new = recovery.entry("replacement")
+            mutations.append(
+                {"op": "replace", "target": "memory", "old_text": _tag(old), "new_content": new}
+            )
+            present.append(new)
+        else:
+            old = present.pop(rng.randrange(len(present)))
+            mutations.append({"op": "remove", "target": "memory", "old_text": _tag(old)})
+    return mutations
+
+
+def _final(recovery: Recovery) -> None:
+    """A last clean session judges the last crash; its completed probe must have removed what
+    the crashes left (CRASH-2)."""
+    result = _round(recovery, [], "final")
+    recovery.judge(result, "")
+    result.expect_done()
+
+
+@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",))
+def kill_at_random_moments(ctx: CheckContext) -> None:
+    """Kills a session with SIGKILL at random moments while it adds, replaces and removes
+    (at least ``trials`` times); after each kill the file is old or new, every acknowledged
+    operation is kept, the target is not locked and leftovers do not pile up (CRASH-1..3)."""
+    rng = random.Random(ctx.seed if ctx.seed is not None else 9)
+    recovery = _setup(ctx)
+    started = time.monotonic()
+    trials = ctx.profile.trials
+    for number in range(trials * ROUNDS_PER_TRIAL):
+        if number >= trials and time.monotonic() - started > ROUND_BUDGET:
+            break
+        mutations = _random_mutations(recovery, rng)
+        result = _round(recovery, mutations, f"round{number}", rng=rng)
+        in_flight = result.in_flight
+        where = (
+            f"during {_describe_op(in_flight.request)} (round {number})"
+            if in_flight is not None and in_flight.index >= OPENING
+            else f"in round {number}"
+        )
+        recovery.judge(result, where)
+        recovery.note_leftovers()
+    _final(recovery)
+
+
+@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",), python_only=True)
+def kill_at_each_write_step(ctx: CheckContext) -> None:
+    """Traces one add of a Python backend, then kills the session right before and right after
+    each of its interposed writes, flushes, syncs and renames; after each kill the file is old or
+    new, the target is not locked and leftovers are removed by the next mutation (CRASH-1..3)."""
+    require_python_backend(ctx.backend)
+    recovery = _setup(ctx)
+    target = {"op": "add", "target": "memory", "content": recovery.entry("traced")}
+    traced = _round(recovery, [target], "traced", plan=Plan(trace=True))
+    recovery.judge(traced, "")
+    traced.expect_done()
+    points = [call for call in traced.calls_during(OPENING) if call["name"] in KILL_POINTS]
+    if not points:
+        raise NotApplicable(
+            "the add made no interposed write, sync or rename: the backend writes through code "
+            "memspec cannot interpose (a C extension?), so there is no step to crash at"
+        )
+    match = Match(frozenset(KILL_POINTS), op=OPENING)
+    for number, point in enumerate(points, 1):
+        for when in ("before", "after"):
+            add = {"op": "add", "target": "memory", "content": recovery.entry(f"{when}{number}")}
+            plan = Plan(faults=(Fault(match, action=f"kill-{when}", nth=number),), trace=False)
+            result = _round(recovery, [add], f"{when}{number}", plan=plan)
+            recovery.judge(
+                result,
+                f"{when} {_describe_point(point)} (step {number} of {len(points)} of an add)",
+            )
+            recovery.note_leftovers()
+    _final(recovery)

@@ -1,0 +1,221 @@
+"""Fault injection at the operating-system boundary of a Python backend (READ-6, READ-7,
+ATOMIC-4).
+
+Each scenario runs one session in a worker process whose file-system calls are interposed
+(:mod:`memspec.conformance.interpose`): after two acknowledged adds, the third add meets one
+injected error, then the session adds once more and reloads. The harness observes the root's
+files (harness ``observe`` steps) before and after the faulty add.
+
+- A read of ``MEMORY.md`` fails (``EIO`` on a read, ``EACCES`` on the open): the add answers
+  ``E_UNREADABLE`` and writes nothing (READ-7) — Hermes once took such a failure for an empty
+  file and rewrote it with one entry. A file made undecodable between two operations is
+  refused the same way, its bytes untouched (READ-6).
+- Writing the new file fails (``ENOSPC`` or ``EIO`` on the first write, ``EIO`` on its fsync
+  or on the rename): the add answers ``E_IO``, ``MEMORY.md`` is byte for byte as before, no temp
+  file is left, the next add works and every earlier acknowledged entry is there (ATOMIC-4).
+
+A fault whose call never happens (a backend that does not fsync, or writes in place without a
+rename) leaves that scenario without an object. Faults on the read and on the first write must
+fire, since every mutation re-reads the file (LOCK-2) and writes the new one; when they cannot,
+the backend's I/O is invisible to the interposition and the check is not applicable.
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+from typing import Any
+
+from memspec.conformance.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.workers import Job, WorkerResult, require_python_backend, run_session
+from memspec.spec import codes
+
+BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
+"""Indices in a scenario's operations: load, add, add, observe (BEFORE), the faulty add
+(FAULTY), observe (AFTER), add (NEXT), load, entries (ENTRIES)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A Scenario is one injected fault, the code it must produce and whether it must fire."""
+
+    label: str
+    fault: Fault
+    code: str
+    clause: str
+    required: bool = True
+
+
+def _faulty(*calls: str, kinds: tuple[str, ...], name: str | None = None) -> Match:
+    return Match.of(*calls, kinds=kinds, name=name, op=FAULTY)
+
+
+READ_SCENARIOS = (
+    Scenario(
+        "EIO on a read of MEMORY.md",
+        Fault(_faulty("read", kinds=("data",), name="MEMORY.md"), errno=errno.EIO),
+        codes.E_UNREADABLE,
+        "READ-7",
+    ),
+    Scenario(
+        "EACCES on opening MEMORY.md",
+        Fault(_faulty("open", kinds=("data",), name="MEMORY.md"), errno=errno.EACCES),
+        codes.E_UNREADABLE,
+        "READ-7",
+    ),
+)
+WRITE_SCENARIOS = (
+    Scenario(
+        "ENOSPC on the first write of the new file",
+        Fault(_faulty("write", "pwrite", kinds=("temp", "data")), errno=errno.ENOSPC),
+        codes.E_IO,
+        "ATOMIC-4",
+    ),
+    Scenario(
+        "EIO on the first write of the new file",
+        Fault(_faulty("write", "pwrite", kinds=("temp", "data")), errno=errno.EIO),
+        codes.E_IO,
+        "ATOMIC-4",
+    ),
+    Scenario(
+        "EIO on the fsync of the new file",
+        Fault(_faulty("fsync", "fdatasync", kinds=("temp", "data")), errno=errno.EIO),
+        codes.E_IO,
+        "ATOMIC-4",
+        required=False,
+    ),
+    Scenario(
+        "EIO on the rename onto MEMORY.md",
+        Fault(_faulty("replace", "rename", kinds=("data",), name="MEMORY.md"), errno=errno.EIO),
+        codes.E_IO,
+        "ATOMIC-4",
+        required=False,
+    ),
+)
+
+
+def _add(content: str, target: str = "memory") -> dict[str, Any]:
+    return {"op": "add", "target": target, "content": content}
+
+
+def _files(result: WorkerResult, index: int) -> dict[str, str]:
+    answer = result.answer(index)
+    assert answer is not None, f"BUG IN CHECK: observe step {index} has no answer"
+    return dict(answer["files"])
+
+
+def _run(ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str) -> WorkerResult:
+    return run_session(Job(ctx.backend, ctx.root, ops, plan=plan, name=name), 30).expect_done()
+
+
+def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
+    """MEMORY.md is byte for byte as before and no temp file was left (READ-6/7, ATOMIC-4)."""
+    old, new = _files(result, BEFORE), _files(result, AFTER)
+    # READ-7 / ATOMIC-4: the failed mutation leaves MEMORY.md byte for byte as it was.
+    assert new.get("MEMORY.md") == old.get("MEMORY.md"), (
+        f"{clause}: with {label}, the refused add changed MEMORY.md from "
+        f"{bytes.fromhex(old.get('MEMORY.md') or '')!r} to "
+        f"{bytes.fromhex(new.get('MEMORY.md') or '')!r}"
+    )
+    left = sorted(name for name in set(new) - set(old) if kind_of_name(name) == "temp")
+    # ATOMIC-4: the store removes its temp file when the write fails.
+    assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
+
+
+def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: list[str]) -> None:
+    """Runs one scenario; ``kept`` holds the entries acknowledged so far and is extended."""
+    first, second, faulty, after = (
+        f"Fault scenario {number}: {word} entry" for word in ("first", "second", "faulty", "next")
+    )
+    ops = (
+        {"op": "load"},
+        _add(first),
+        _add(second),
+        {"op": "observe"},
+        _add(faulty),
+        {"op": "observe"},
+        _add(after),
+        {"op": "load"},
+        {"op": "entries", "target": "memory"},
+    )
+    result = _run(ctx, ops, Plan(faults=(scenario.fault,), trace=False), f"fault{number}")
+    kept += [first, second]
+    fired = [call for call in result.calls if call.get("effect")]
+    if not fired:
+        if scenario.required:
+            raise NotApplicable(
+                f"{scenario.label} could not be injected: the add made no interposed call it "
+                "applies to, although every mutation re-reads MEMORY.md and writes a new file "
+                "(the backend does its file I/O in code memspec cannot interpose?)"
+            )
+        kept += [faulty, after]
+        return
+    label = f"{scenario.label} ({describe_call(fired[0])})"
+    answer = result.answer(FAULTY)
+    # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
+    assert answer is not None and answer["code"] == scenario.code, (
+        f"{scenario.clause}: with {label}, add memory {faulty!r} answered {answer}; expected "
+        f"{scenario.code}"
+    )
+    _judge_untouched(result, label, scenario.clause)
+    answer = result.answer(NEXT)
+    # ATOMIC-4, READ-7: the fault was transient, so the next operation works.
+    assert answer is not None and answer["code"] == codes.OK, (
+        f"{scenario.clause}: after {label} on one add, the next add answered {answer}; expected OK"
+    )
+    kept.append(after)
+    entries = (result.answer(ENTRIES) or {}).get("entries")
+    # ATOMIC-4: every acknowledged entry is still there, and nothing else.
+    assert entries == kept, (
+        f"{scenario.clause}: after {label} on one add, a reload finds {entries}; expected "
+        f"every acknowledged entry and nothing else: {kept}"
+    )
+
+
+@check("READ-7", "READ-6", python_only=True)
+def read_errors_are_not_empty(ctx: CheckContext) -> None:
+    """A read of MEMORY.md that fails once (EIO on the read, EACCES on the open) makes the add
+    answer E_UNREADABLE and write nothing, and the next add works; a file made undecodable
+    between two operations is refused the same way, its bytes untouched (READ-7, READ-6)."""
+    require_python_backend(ctx.backend)
+    kept: list[str] = []
+    for number, scenario in enumerate(READ_SCENARIOS, 1):
+        _fault_scenario(ctx, scenario, number, kept)
+    data = ("\n§\n".join(kept)).encode("utf-8")
+    garbled = b"\xff\xfe" + data
+    ops = (
+        {"op": "load"},
+        {"op": "put", "target": "memory", "hex": garbled.hex()},
+        {"op": "observe"},
+        _add("Added after the file became undecodable"),
+        {"op": "observe"},
+        _add("Name: Ada", target="user"),
+    )
+    result = _run(ctx, ops, Plan(trace=False), "undecodable")
+    label = "MEMORY.md made undecodable (b'\\xff\\xfe' in front) between two operations"
+    answer = result.answer(3)
+    # READ-6: a file that is not valid UTF-8 refuses every mutation of its target.
+    assert answer is not None and answer["code"] == codes.E_UNREADABLE, (
+        f"READ-6: with {label}, add memory answered {answer}; expected E_UNREADABLE"
+    )
+    # READ-6: the undecodable bytes are left exactly as they were.
+    assert _files(result, 4).get("MEMORY.md") == garbled.hex(), (
+        f"READ-6: with {label}, the refused add changed the file's bytes"
+    )
+    answer = result.answer(5)
+    # READ-6: the other target is not affected.
+    assert answer is not None and answer["code"] == codes.OK, (
+        f"READ-6: with {label}, add user answered {answer}; expected OK (USER.md is fine)"
+    )
+
+
+@check("ATOMIC-4", python_only=True)
+def failed_write_keeps_old_file(ctx: CheckContext) -> None:
+    """A write that fails once (ENOSPC or EIO on the first write, EIO on the fsync or the
+    rename) makes the add answer E_IO with MEMORY.md byte for byte as before and no temp file
+    left; the next add works and every acknowledged entry is kept (ATOMIC-4)."""
+    require_python_backend(ctx.backend)
+    kept: list[str] = []
+    for number, scenario in enumerate(WRITE_SCENARIOS, 1):
+        _fault_scenario(ctx, scenario, number, kept)

@@ -1,0 +1,570 @@
+"""Store sessions in worker processes, with a Jepsen-style record of every operation.
+
+The concurrency, crash and fault checks (LOCK-*, CRASH-*, ATOMIC-*, READ-7) run store sessions
+in processes of their own, so that several sessions really race, so that a session can be killed
+with ``kill -9``, and so that the file-system calls of a Python backend can be interposed
+(:mod:`memspec.conformance.interpose`) without touching the harness process.
+
+A :class:`Job` names the backend (an ``InProcessBackend`` travels by its ``MODULE:FACTORY`` name;
+a ``CommandBackend``'s worker starts and drives the backend command), the root, the limits, the
+operations as protocol request dicts, and an optional interposition :class:`Plan`. The worker
+opens the session, waits at the start barrier if there is one, and then, for each operation,
+sends the harness an ``invoke`` record *before* sending the request and an ``ok``/``fail`` record
+with the answer after it. A harness that kills the worker therefore knows which operation was in
+flight: that operation ends up ``info`` — it may or may not have happened — exactly as Jepsen
+records an operation whose client crashed::
+
+    with Worker(Job(backend, root, ({"op": "load"}, {"op": "add", "target": "memory",
+                                                      "content": "x"}))) as worker:
+        worker.wait_until(lambda w: w.invoked(1), timeout=5)
+        worker.kill()
+        result = worker.finish(timeout=5)
+    result.ops[1].type   # "ok" if the answer came back before the kill, else "info"
+
+Times are ``time.monotonic()`` taken by the harness's worker code right before the request and
+right after the answer (a system-wide clock on Linux and macOS, so records of different
+workers compare). Two harness steps are executed by the worker itself, never sent to the
+backend and never interposed: ``{"op": "put", "target": T, "hex": H}`` writes the bytes ``H``
+(``None`` deletes the file) as another writer would, and ``{"op": "observe"}`` answers
+``{"files": {name: hex}}`` for every regular file in the root.
+
+Every wait has a timeout: the start barrier, each receive, the deadline of a run, the reaping.
+A worker that outlives its deadline is killed (and so is its backend process); every worker is
+reaped before :meth:`Worker.finish` or the ``with`` block returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import multiprocess
+from multiprocess import connection
+
+from memspec.conformance.backend import MUTATIONS, BackendDefect, InProcessBackend
+from memspec.conformance.interpose import Interposer, Plan, PlanHook
+from memspec.conformance.registry import NotApplicable
+from memspec.spec.targets import FILENAMES
+
+DEFAULT_DEADLINE = 30.0
+"""Seconds a run may take before its workers are killed (checks pass their own)."""
+BARRIER_TIMEOUT = 30.0
+REAP_TIMEOUT = 5.0
+HARNESS_STEPS = ("put", "observe")
+START_METHOD_VARIABLE = "MEMSPEC_START_METHOD"
+PRELOAD = ("memspec.spec.model", "memspec.spec.fence", "memspec.spec.threats")
+"""Modules the fork server imports once, so that workers start without compiling the spec's
+regular expressions again (most Python backends import the spec)."""
+
+_context: Any = None
+
+
+def process_context() -> Any:
+    """Returns the ``multiprocess`` context workers start in: ``forkserver`` where available.
+
+    A fork server forks each worker from a clean process that never ran harness code (no
+    threads, no inherited lock descriptors), which is as safe as ``spawn`` and nearly as fast as
+    ``fork``; everything a worker gets is pickled (dill). ``MEMSPEC_START_METHOD`` overrides it.
+    As with any ``multiprocessing`` start method but ``fork``, a script that runs the harness
+    must guard its entry point with ``if __name__ == "__main__":`` (pytest and the ``memspec``
+    command do); the fork server imports that main module once, not once per worker.
+    """
+    global _context
+    if _context is None:
+        methods = multiprocess.get_all_start_methods()
+        method = os.environ.get(START_METHOD_VARIABLE) or (
+            "forkserver" if "forkserver" in methods else "spawn"
+        )
+        _context = multiprocess.get_context(method)
+        if method == "forkserver":
+            _context.set_forkserver_preload(["__main__", __name__, *PRELOAD])
+    return _context
+
+
+@dataclass(frozen=True)
+class Job:
+    """A Job is one session to run in a worker: backend, root, limits, operations, plan.
+
+    ``operations`` are protocol request dicts (``{"op": "add", "target": ..., "content": ...}``)
+    or harness steps (module docs). ``plan`` interposes the worker's file-system calls; it needs
+    a Python backend. ``name`` identifies the process in records and messages.
+    """
+
+    backend: Any
+    root: Path
+    operations: tuple[dict[str, Any], ...]
+    limits: Mapping[str, int] | None = None
+    plan: Plan | None = None
+    name: str = "p0"
+    barrier_timeout: float = BARRIER_TIMEOUT
+
+
+def require_python_backend(backend: Any) -> None:
+    """Raises NotApplicable unless ``backend`` runs Python code that can be interposed."""
+    if not isinstance(backend, InProcessBackend):
+        raise NotApplicable(
+            "needs a Python backend (--backend MODULE:FACTORY): it interposes the file-system "
+            "calls of the backend's own code"
+        )
+
+
+# -- the worker side --------------------------------------------------------------------------
+
+
+class _Outbox:
+    """Sends records to the harness, one at a time (the store may run in a timeout thread)."""
+
+    def __init__(self, sender: Any) -> None:
+        self.sender = sender
+        self.lock = threading.Lock()
+
+    def send(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            try:
+                self.sender.send(record)
+            except (OSError, ValueError):
+                # The harness is gone: nobody will read this worker's records any more.
+                os._exit(3)
+
+
+def _plain(value: Any) -> Any:
+    """Returns ``value`` if it is JSON-ready, else its repr (records must always unpickle)."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def harness_step(root: Path, request: Mapping[str, Any]) -> dict[str, Any]:
+    """Executes a ``put`` or ``observe`` harness step (module docs) and returns its answer."""
+    if request["op"] == "put":
+        path = root / FILENAMES[request["target"]]
+        if request.get("hex") is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(bytes.fromhex(request["hex"]))
+        return {"ok": True, "code": "OK"}
+    files = {
+        entry.name: Path(entry.path).read_bytes().hex()
+        for entry in os.scandir(root)
+        if entry.is_file(follow_symlinks=False)
+    }
+    return {"ok": True, "code": "OK", "files": files}
+
+
+def run_job(job: Job, sender: Any, barrier: Any = None) -> None:
+    """The worker's body: runs ``job`` and sends its records through ``sender``."""
+    outbox = _Outbox(sender)
+    interposer: Interposer | None = None
+    hook: PlanHook | None = None
+    try:
+        if job.plan is not None:
+            if not isinstance(job.backend, InProcessBackend):
+                outbox.send(
+                    {
+                        "type": "error",
+                        "message": "interposition needs a Python backend (MODULE:FACTORY); "
+                        f"got {job.backend!r}",
+                    }
+                )
+                return
+            hook = PlanHook(job.plan, outbox.send)
+            interposer = Interposer(job.root, hook).install()
+        _run_session(job, outbox, barrier, hook, interposer)
+    except BaseException:
+        outbox.send({"type": "error", "message": traceback.format_exc()})
+    finally:
+        if interposer is not None:
+            interposer.uninstall()
+        with suppress(OSError):
+            sender.close()
+
+
+def _run_session(
+    job: Job,
+    outbox: _Outbox,
+    barrier: Any,
+    hook: PlanHook | None,
+    interposer: Interposer | None,
+) -> None:
+    try:
+        session = job.backend.open(job.root, job.limits)
+    except BackendDefect as defect:
+        outbox.send(_defect_record("defect", None, defect))
+        return
+    process = getattr(session, "process", None)
+    outbox.send(
+        {
+            "type": "open",
+            "pid": os.getpid(),
+            "store_pid": getattr(process, "pid", None) or os.getpid(),
+            "features": sorted(session.features),
+            "time": time.monotonic(),
+        }
+    )
+    try:
+        if barrier is not None:
+            try:
+                barrier.wait(job.barrier_timeout)
+            except threading.BrokenBarrierError:
+                outbox.send({"type": "barrier", "message": "the start barrier was broken"})
+                return
+        quiet = interposer.suspended if interposer is not None else nullcontext
+        for index, request in enumerate(job.operations):
+            outbox.send({"type": "invoke", "index": index, "time": time.monotonic()})
+            if hook is not None:
+                hook.op = index
+            try:
+                if request["op"] in HARNESS_STEPS:
+                    with quiet():
+                        answer = harness_step(job.root, request)
+                else:
+                    fields = {key: value for key, value in request.items() if key != "op"}
+                    answer = session.request(request["op"], **fields)
+            except BackendDefect as defect:
+                outbox.send(_defect_record("info", index, defect))
+                return
+            finally:
+                if hook is not None:
+                    hook.op = None
+            kind = "ok" if answer.get("ok") else "fail"
+            outbox.send(
+                {"type": kind, "index": index, "time": time.monotonic(), "answer": _plain(answer)}
+            )
+    finally:
+        with suppress(Exception):
+            session.close()
+    outbox.send({"type": "done", "time": time.monotonic()})
+
+
+def _defect_record(kind: str, index: int | None, defect: BackendDefect) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "index": index,
+        "time": time.monotonic(),
+        "message": str(defect),
+        "sent": _plain(defect.sent),
+        "received": _plain(defect.received),
+    }
+
+
+# -- the harness side -------------------------------------------------------------------------
+
+
+@dataclass
+class OpRecord:
+    """An OpRecord is one operation of one worker, Jepsen-style.
+
+    ``type`` is ``ok`` (answered with ``ok: true``), ``fail`` (answered ``ok: false``: it did
+    not happen), ``info`` (no answer: the worker was killed, timed out or the backend broke; it
+    may or may not have happened) or ``invoke`` while it runs. ``invoke`` and ``complete`` are
+    monotonic seconds.
+    """
+
+    process: str
+    index: int
+    request: dict[str, Any]
+    type: str
+    invoke: float
+    complete: float | None = None
+    answer: dict[str, Any] | None = None
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the record as a JSON-ready dict."""
+        return {
+            "process": self.process,
+            "index": self.index,
+            "type": self.type,
+            "request": self.request,
+            "invoke": self.invoke,
+            "complete": self.complete,
+            "answer": self.answer,
+            "message": self.message,
+        }
+
+
+@dataclass
+class WorkerResult:
+    """A WorkerResult is what became of one worker: its operations, calls and how it ended.
+
+    ``status`` is ``done`` (every operation ran), ``killed`` (by the harness), ``died`` (on its
+    own, e.g. at an interposed kill), ``timeout`` (killed at the deadline), ``defect`` (the
+    backend broke the contract; ``defect`` holds message, sent and received), ``error`` (a bug
+    in the harness; ``message`` has the traceback) or ``barrier`` (another worker never came).
+    """
+
+    name: str
+    status: str
+    ops: list[OpRecord]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    features: frozenset[str] = frozenset()
+    message: str = ""
+    defect: dict[str, Any] | None = None
+    exitcode: int | None = None
+
+    @property
+    def in_flight(self) -> OpRecord | None:
+        """The operation that got no answer (``info``), if any."""
+        return next((op for op in self.ops if op.type == "info"), None)
+
+    def answer(self, index: int) -> dict[str, Any] | None:
+        """Returns the answer to operation ``index`` (``None`` if it got none)."""
+        op = next((op for op in self.ops if op.index == index), None)
+        return op.answer if op is not None else None
+
+    def calls_during(self, index: int) -> list[dict[str, Any]]:
+        """Returns the interposed calls reported while operation ``index`` ran, in order."""
+        return [call for call in self.calls if call.get("op") == index]
+
+    def expect_done(self) -> WorkerResult:
+        """Returns self when every operation ran; raises BackendDefect (the backend broke,
+        hung or died) or RuntimeError (a harness bug) otherwise."""
+        if self.status == "done":
+            return self
+        if self.status == "error":
+            raise RuntimeError(f"BUG IN HARNESS: worker {self.name} failed:\n{self.message}")
+        defect = self.defect or {}
+        raise BackendDefect(
+            f"session {self.name}: {defect.get('message') or self.message}",
+            defect.get("sent"),
+            defect.get("received"),
+        )
+
+
+class Worker:
+    """A Worker is one running worker process and what it has reported so far.
+
+    Use it as a context manager, or call :meth:`finish`: either way the process (and its backend
+    process, for a command backend) is killed if still running and always reaped.
+    """
+
+    def __init__(self, job: Job, barrier: Any = None) -> None:
+        context = process_context()
+        self.job = job
+        self._receiver, sender = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=run_job, args=(job, sender, barrier), name=f"memspec-{job.name}", daemon=True
+        )
+        self.process.start()
+        sender.close()
+        self.ops: dict[int, OpRecord] = {}
+        self.calls: list[dict[str, Any]] = []
+        self.opened: dict[str, Any] | None = None
+        self.status: str | None = None
+        self.message = ""
+        self.defect: dict[str, Any] | None = None
+        self.eof = False
+        self.killed_by: str | None = None
+        self.exitcode: int | None = None
+        self._result: WorkerResult | None = None
+
+    # -- receiving --------------------------------------------------------------------------------
+
+    def _take(self, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        index = record.get("index")
+        if kind == "call":
+            self.calls.append(record)
+        elif kind == "open":
+            self.opened = record
+        elif kind == "invoke":
+            request = self.job.operations[index]
+            self.ops[index] = OpRecord(self.job.name, index, request, "invoke", record["time"])
+        elif kind in ("ok", "fail") and index in self.ops:
+            op = self.ops[index]
+            op.type, op.complete, op.answer = kind, record["time"], record["answer"]
+        elif kind in ("info", "defect"):
+            if index in self.ops:
+                self.ops[index].type = "info"
+                self.ops[index].message = record["message"]
+            if self.killed_by is None:
+                self.status, self.defect = "defect", record
+        elif kind in ("error", "barrier", "done"):
+            self.status, self.message = str(kind), record.get("message", "")
+
+    def pump(self, timeout: float) -> bool:
+        """Receives every record that arrives within ``timeout`` seconds; returns whether any
+        did. A worker that died mid-record ends the stream (``eof``)."""
+        if self.eof:
+            return False
+        got = False
+        try:
+            ready = self._receiver.poll(timeout)
+            while ready:
+                self._take(self._receiver.recv())
+                got = True
+                ready = self._receiver.poll(0)
+        except Exception:
+            self.eof = True
+        return got
+
+    def wait_until(self, predicate: Callable[[Worker], bool], timeout: float) -> bool:
+        """Receives records until ``predicate(self)`` holds (True) or ``timeout`` seconds pass or
+        the worker ended (False, unless the predicate then holds)."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.eof:
+                return predicate(self)
+            self.pump(min(remaining, 0.25))
+        return True
+
+    def invoked(self, index: int) -> bool:
+        """Whether operation ``index`` has started."""
+        return index in self.ops
+
+    def completed(self, index: int) -> bool:
+        """Whether operation ``index`` has been answered."""
+        return index in self.ops and self.ops[index].type in ("ok", "fail")
+
+    @property
+    def ended(self) -> bool:
+        """Whether the worker has sent its last record or its stream has closed."""
+        return self.status is not None or self.eof
+
+    # -- ending -----------------------------------------------------------------------------------
+
+    def kill(self, reason: str = "killed") -> None:
+        """Sends SIGKILL to the backend process (command backends) and to the worker."""
+        if self.exitcode is not None:
+            return
+        if self.killed_by is None:
+            self.killed_by = reason
+        store_pid = (self.opened or {}).get("store_pid")
+        if store_pid and store_pid != self.process.pid and self.process.is_alive():
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(store_pid, signal.SIGKILL)
+        with suppress(Exception):
+            self.process.kill()
+
+    def finish(self, timeout: float) -> WorkerResult:
+        """Waits up to ``timeout`` seconds for the worker to end, kills it if it has not, reaps
+        it and returns its result (also on later calls)."""
+        if self._result is not None:
+            return self._result
+        if not self.wait_until(lambda worker: worker.ended, timeout):
+            self.kill("timeout")
+        self.wait_until(lambda worker: worker.eof, REAP_TIMEOUT)
+        self._reap()
+        self._result = self._make_result(timeout)
+        return self._result
+
+    def _reap(self) -> None:
+        self.process.join(REAP_TIMEOUT)
+        if self.process.is_alive():
+            self.kill(self.killed_by or "timeout")
+            self.process.join(REAP_TIMEOUT)
+        self.exitcode = self.process.exitcode
+        with suppress(OSError):
+            self._receiver.close()
+        if self.exitcode is not None:
+            # Releases the process's sentinel descriptor now rather than at garbage collection.
+            self.process.close()
+
+    def _make_result(self, timeout: float) -> WorkerResult:
+        exitcode = self.exitcode
+        # A defect reported after the harness's own kill is that kill's doing (_take ignores it).
+        status = self.status or self.killed_by or "died"
+        reasons = {
+            "killed": "the harness killed the worker during this operation",
+            "timeout": f"the worker had not finished within {timeout:g} s and was killed",
+            "died": f"the worker died (exit code {exitcode}) during this operation"
+            + self._kill_point(),
+        }
+        for op in self.ops.values():
+            if op.type == "invoke":
+                op.type, op.message = "info", reasons.get(status, self.message)
+        return WorkerResult(
+            name=self.job.name,
+            status=status,
+            ops=[self.ops[index] for index in sorted(self.ops)],
+            calls=self.calls,
+            features=frozenset((self.opened or {}).get("features", ())),
+            message=self.message or reasons.get(status, ""),
+            defect=self.defect,
+            exitcode=exitcode,
+        )
+
+    def _kill_point(self) -> str:
+        killed = [call for call in self.calls if str(call.get("effect", "")).startswith("kill")]
+        if not killed:
+            return ""
+        call = killed[-1]
+        when = call["effect"].split("-", 1)[1]
+        return f", killed {when} {call['name']} of {os.path.basename(call['path'])}"
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._result is None:
+            self.kill("killed")
+            self.finish(0)
+
+
+def run_session(job: Job, timeout: float = DEFAULT_DEADLINE) -> WorkerResult:
+    """Runs one job in a worker to its end (killing it after ``timeout`` seconds)."""
+    with Worker(job) as worker:
+        return worker.finish(timeout)
+
+
+def run_together(jobs: Sequence[Job], timeout: float = DEFAULT_DEADLINE) -> list[WorkerResult]:
+    """Runs ``jobs`` in one worker each, released together by a start barrier once every
+    session is open; returns their results in order. Workers still running after ``timeout``
+    seconds are killed; if one cannot open its session, the barrier is broken for the others."""
+    gate = process_context().Barrier(len(jobs)) if len(jobs) > 1 else None
+    with _started(jobs, gate) as workers:
+        deadline = time.monotonic() + timeout
+        pending = list(workers)
+        while pending and (remaining := deadline - time.monotonic()) > 0:
+            ready = connection.wait([worker._receiver for worker in pending], timeout=remaining)
+            for worker in pending:
+                if worker._receiver in ready:
+                    worker.pump(0)
+            if gate is not None and any(w.opened is None and w.ended for w in workers):
+                gate.abort()
+            pending = [worker for worker in pending if not worker.ended]
+        return [worker.finish(0 if worker in pending else REAP_TIMEOUT) for worker in workers]
+
+
+@contextmanager
+def _started(jobs: Sequence[Job], gate: Any) -> Iterator[list[Worker]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(Worker(job, gate)) for job in jobs]
+
+
+def history(
+    results: Sequence[WorkerResult], ops: Collection[str] | None = MUTATIONS
+) -> list[dict[str, Any]]:
+    """Returns the operations of ``results`` as Jepsen-style history events ordered by time.
+
+    Each operation whose ``op`` is in ``ops`` (mutations by default; ``None``: all) gives an
+    ``invoke`` event and an ``ok``/``fail``/``info`` event, in the format of
+    :mod:`memspec.fuzz.history`: ``{"type", "process", "op", "time", "value"}`` with
+    ``process`` the index of the worker in ``results`` and ``value`` the answer. An ``info``
+    event carries the invoke's time: nobody knows when, or whether, it took effect.
+    """
+    events: list[dict[str, Any]] = []
+    for process, result in enumerate(results):
+        for op in result.ops:
+            if ops is not None and op.request["op"] not in ops:
+                continue
+            events.append(
+                {"type": "invoke", "process": process, "op": op.request, "time": op.invoke}
+            )
+            end = op.complete if op.complete is not None else op.invoke
+            done = {"type": op.type, "process": process, "op": op.request, "time": end}
+            done["value"] = op.answer if op.answer is not None else {"message": op.message}
+            events.append(done)
+    return sorted(events, key=lambda event: (event["time"], event["type"] != "invoke"))

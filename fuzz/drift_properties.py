@@ -1,0 +1,122 @@
+"""The drift property: whatever another writer does to a memory file, the store neither refuses
+cosmetic edits nor loses external bytes (DRIFT-1 to DRIFT-5, READ-6; feature ``drift-guard``).
+
+Each example lets the store write a few entries of its own, then alternates external edits
+(:func:`memspec.fuzz.strategies.external_edits`: appended text with and without delimiters,
+CRLF, a BOM, truncation, concatenation, reordering, squashing, invalid UTF-8, rewrites) with
+operations, and judges every operation by the kind of file it met:
+
+- canonical or cosmetic: never ``E_DRIFT``; the operation works on the entries the file parses
+  into and writes the canonical form (DRIFT-1);
+- foreign: ``E_DRIFT``, the file untouched (DRIFT-2), a byte-exact backup named in ``backup``
+  (DRIFT-3);
+- unreadable: ``E_UNREADABLE``, the file untouched (READ-6);
+
+and, across the run, the :class:`~memspec.fuzz.ledger.DriftLedger` checks that every external
+content the store rewrote is in a backup (DRIFT-5) and that backups are never overwritten or
+doubled (DRIFT-4).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memspec.conformance.examples import show
+from memspec.conformance.registry import CheckContext, check
+from memspec.fuzz.ledger import DriftLedger
+from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
+from memspec.fuzz.roots import FuzzRoot, claimed_features
+from memspec.fuzz.runner import plan
+from memspec.fuzz.strategies import WORDS, external_edits, requests
+from memspec.spec import codes, model
+from memspec.spec.codec import classify_bytes
+
+LIMITS = (40, 2200)
+
+
+def _state(world: FuzzRoot) -> model.State:
+    return model.initial_state(
+        world.limits["memory"], world.limits["user"], world.disk("memory"), world.disk("user")
+    )
+
+
+def _drift_step(
+    world: FuzzRoot, ledger: DriftLedger, request: dict[str, Any], features: frozenset[str]
+) -> None:
+    """Sends one mutation and judges it by the kind of file it met (DRIFT-1..5, READ-6)."""
+    target, sent = request["target"], show(request)
+    before = world.disk(target)
+    kind = classify_bytes(before, world.limits[target]).kind
+    allowed = allowed_answers(_state(world), mutation_of(request), features)
+    answer = world.request("a", request["op"], **{k: v for k, v in request.items() if k != "op"})
+    after = world.disk(target)
+    backups = world.backups(target)
+    found = match_answer(allowed, answer, after, target)
+    met = f"{sent} on a {kind} file {before!r}"
+    if kind in ("absent", "canonical", "cosmetic"):
+        # DRIFT-1: a canonical or cosmetic file is never refused as drift.
+        assert answer["code"] != codes.E_DRIFT, f"DRIFT-1: {met} was refused: {answer}"
+        # DRIFT-1: the store works on the entries the file parses into and writes them canonically.
+        options = "; ".join(f"{a.outcome.code}, {model.disk(a.state, target)!r}" for a in allowed)
+        assert found is not None and model.disk(found.state, target) == after, (
+            f"DRIFT-1: {met} answered {answer['code']} and left {after!r}; the spec allows "
+            f"(code, file): {options}"
+        )
+    elif allowed[0].outcome.code not in ARGUMENT_CODES and kind == "foreign":
+        # DRIFT-2: a foreign file refuses the mutation and stays byte for byte as it was.
+        assert found is not None and after == before, (
+            f"DRIFT-2: {met} answered {answer['code']} and left {after!r}; expected E_DRIFT and "
+            "the file untouched"
+        )
+        if answer["code"] == codes.E_DRIFT:
+            named = answer.get("backup")
+            # DRIFT-3: a byte-exact backup NAME.bak.<suffix>, named in the Outcome when given.
+            assert before in backups.values() and (
+                named is None or backups.get(Path(str(named)).name) == before
+            ), f"DRIFT-3: {met} answered {answer}; the backups hold {backups!r}"
+    elif allowed[0].outcome.code not in ARGUMENT_CODES and kind == "unreadable":
+        # READ-6: an undecodable file refuses every mutation and is left as it was.
+        assert found is not None and after == before, (
+            f"READ-6: {met} answered {answer['code']} and left {after!r}; expected E_UNREADABLE "
+            "and the file untouched"
+        )
+    for problem in (
+        ledger.backups_seen(target, backups),
+        ledger.store_wrote(target, before, after, backups),
+    ):
+        assert problem is None, f"{problem} (after {sent})"
+
+
+@check("DRIFT-1", "DRIFT-2", "DRIFT-3", "DRIFT-4", "DRIFT-5", "READ-6", features=("drift-guard",))
+def external_edits_are_kept(ctx: CheckContext) -> None:
+    """After any external edit followed by any operations: cosmetic edits are never refused
+    (DRIFT-1), foreign content is never silently rewritten (DRIFT-2, DRIFT-3), the external bytes
+    are recoverable byte for byte from the file or a ``NAME.bak.*`` backup (DRIFT-5), and
+    backups never overwrite one another (DRIFT-4)."""
+    features = claimed_features(ctx)
+    run = plan(ctx, "drift_properties.external_edits_are_kept")
+    operations = st.lists(
+        requests(("memory",), batch="batch" in features, limits=LIMITS), max_size=3
+    )
+    rounds = st.lists(st.tuples(external_edits(LIMITS), operations), min_size=1, max_size=3)
+    seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
+
+    @given(limit=st.sampled_from(LIMITS), seed=seeds, rounds=rounds)
+    def drift_property(limit: int, seed: list[str], rounds: list[tuple[Any, list[Any]]]) -> None:
+        with FuzzRoot(ctx, {"memory": limit}) as world:
+            ledger = DriftLedger()
+            for content in seed:
+                _drift_step(world, ledger, {"op": "add", "target": "memory", "content": content},
+                            features)  # fmt: skip
+            for edit, requests_ in rounds:
+                before = world.disk("memory")
+                world.put("memory", edit(before or b""))
+                ledger.external("memory", before, world.disk("memory"))
+                for request in requests_:
+                    _drift_step(world, ledger, request, features)
+
+    run.run(run.apply(drift_property))

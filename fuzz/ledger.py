@@ -1,0 +1,86 @@
+"""The ledger of external bytes: what other writers put in each file, what the store last wrote,
+and which backups it keeps — the judge of DRIFT-4 and DRIFT-5 over a whole run.
+
+DRIFT-5: before a store rewrites a file whose bytes it did not write itself, it keeps a
+byte-exact backup of them, unless they differ from the bytes it last wrote only cosmetically.
+The ledger holds, per target, the *pending* external bytes: those another writer put in the file
+that no rewrite by the store has replaced yet. When the store changes the file, the pending bytes
+must be in a backup, or parse into the same entries as the bytes the store last wrote (a
+cosmetic edit), or parse into no entries at all (nothing a person wrote is lost). A second
+external write replaces the first: a writer that overwrites another is not the store's fault.
+
+DRIFT-4: a backup, once made, keeps its bytes (it is never overwritten), and no two backups of
+one target hold the same bytes (content-addressed). A backup that disappears is reported under
+DRIFT-5, since the bytes it kept are then lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memspec.spec.codec import decode, parse_text
+
+
+def _entries(data: bytes | None) -> list[str] | None:
+    """Returns the entries a tolerant reader finds in ``data``; ``None`` when undecodable."""
+    if data is None:
+        return []
+    text = decode(data)
+    return None if text is None else parse_text(text)
+
+
+@dataclass
+class DriftLedger:
+    """A DriftLedger follows external bytes and backups per target (DRIFT-4, DRIFT-5)."""
+
+    own: dict[str, bytes | None] = field(default_factory=dict)
+    pending: dict[str, bytes | None] = field(default_factory=dict)
+    seen: dict[str, dict[str, bytes]] = field(default_factory=dict)
+
+    def external(self, target: str, before: bytes | None, after: bytes | None) -> None:
+        """Records that another writer changed ``target``'s file from ``before`` to ``after``."""
+        if after != before:
+            self.pending[target] = after
+
+    def exempt(self, target: str, data: bytes) -> bool:
+        """Returns whether external ``data`` needs no backup: it parses into no entries, or into
+        the entries of the bytes the store last wrote (only cosmetically different)."""
+        entries = _entries(data)
+        return entries is not None and (not entries or entries == _entries(self.own.get(target)))
+
+    def store_wrote(
+        self, target: str, before: bytes | None, after: bytes | None, backups: dict[str, bytes]
+    ) -> str | None:
+        """Records the store's change of ``target``'s file from ``before`` to ``after`` (no change:
+        nothing happens) and returns the DRIFT-5 violation it is, if any."""
+        if after == before:
+            return None
+        external = self.pending.pop(target, None)
+        exempt = external is None or self.exempt(target, external)
+        self.own[target] = after
+        if exempt or external in backups.values():
+            return None
+        return (
+            f"DRIFT-5: the store rewrote the file that another writer had left as {external!r} "
+            f"(now {after!r}) without a byte-exact backup: the backups hold "
+            f"{sorted(backups.values())!r}"
+        )
+
+    def backups_seen(self, target: str, backups: dict[str, bytes]) -> str | None:
+        """Records the backups found now and returns the DRIFT-4/DRIFT-5 violation, if any."""
+        seen = self.seen.setdefault(target, {})
+        for name, data in seen.items():
+            if name not in backups:
+                return f"DRIFT-5: backup {name} holding {data!r} disappeared"
+            if backups[name] != data:
+                return (
+                    f"DRIFT-4: backup {name} was overwritten: it held {data!r} and now holds "
+                    f"{backups[name]!r}"
+                )
+        contents = list(backups.values())
+        twice = sorted({data for data in contents if contents.count(data) > 1})
+        if twice:
+            names = [name for name, data in backups.items() if data == twice[0]]
+            return f"DRIFT-4: the same content {twice[0]!r} is backed up twice: {names}"
+        seen.update(backups)
+        return None

@@ -1,0 +1,308 @@
+"""The stateful differential test: a backend and the spec model driven in lockstep.
+
+:class:`MemoryMachine` is a Hypothesis ``RuleBasedStateMachine``. Its rules are the store calls
+(``add``, ``replace``, ``remove``, ``batch`` when the backend claims it, ``load``), external
+edits written straight into the root's files (the model's ``ExternalWrite``), and a second
+session ``b`` on the same root, opened (and loaded) the first time a rule names it. After every
+step it compares, against :func:`memspec.spec.model.step`:
+
+- the Outcome's code (CONTRACT-4, CONTRACT-5), accepting exactly the alternatives of
+  :func:`memspec.fuzz.oracle.allowed_answers`, and its optional fields (CONTRACT-3);
+- both files, byte for byte (FORMAT-4, DRIFT-1), and, for ``drift-guard``, the backups the
+  model requires (DRIFT-3), never overwritten or doubled (DRIFT-4), and DRIFT-5 over the run;
+- every session's live entries: at least as fresh as its last load or accepted write, possibly
+  fresher (CONTRACT-8, LOCK-2);
+- every session's snapshot: frozen until its own next load (SNAP-1, SNAP-10), then exactly what
+  the model renders from the disk (SNAP-2).
+
+A failure prints the shrunk program as ``state.rule(...)`` lines, then the one-command
+reproduction (:mod:`memspec.fuzz.runner`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    get_state_machine_test,
+    precondition,
+    rule,
+)
+
+from memspec.conformance.examples import show
+from memspec.conformance.registry import CheckContext, check
+from memspec.fuzz.ledger import DriftLedger
+from memspec.fuzz.oracle import (
+    allowed_answers,
+    clause_for,
+    field_problem,
+    match_answer,
+    mutation_of,
+    snapshot_problem,
+)
+from memspec.fuzz.roots import FuzzRoot, claimed_features
+from memspec.fuzz.runner import plan
+from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
+from memspec.spec import codes, model
+from memspec.spec.operations import ExternalWrite, Load
+from memspec.spec.targets import TARGETS
+
+LIMITS = {"memory": 64, "user": 48}
+SESSIONS = st.sampled_from(("a", "b"))
+TARGET = st.sampled_from(TARGETS)
+CONTENT = contents(tuple(LIMITS.values()))
+STEPS_MAX = 50
+"""The longest program: ``profile.operations`` steps, at most this many (Hypothesis' default)."""
+MAX_OTHER_FILES = 8
+"""Lock files, sidecars and in-flight temp files a root may hold besides data and backups."""
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    """A MemoryMachine runs one program against a fresh root and the model side by side.
+
+    ``versions[target]`` lists the entries of every state the target's file went through (``None``
+    for an unreadable one); ``floor[(session, target)]`` indexes the oldest of them the session's
+    ``entries`` may still report (CONTRACT-8).
+    """
+
+    ctx: ClassVar[CheckContext]
+    features: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world = FuzzRoot(self.ctx, LIMITS)
+        self.state = model.initial_state(LIMITS["memory"], LIMITS["user"])
+        self.ledger = DriftLedger()
+        self.versions: dict[str, list[tuple[str, ...] | None]] = {t: [()] for t in TARGETS}
+        self.floor: dict[tuple[str, str], int] = {}
+        self.loaded: dict[str, dict[str, tuple[str, ...] | None]] = {}
+        self.captured: dict[str, dict[str, str | None]] = {}
+        self.last = "opening session a"
+        self.completed = False
+        self._load("a")
+        self.completed = True
+
+    def teardown(self) -> None:
+        """Compares everything once more (unless a step already failed: its failure is the one
+        to report), then closes every session and removes the root."""
+        try:
+            if self.completed:
+                self.last = "the last step"
+                self._compare()
+        finally:
+            self.world.close()
+
+    # --- rules ------------------------------------------------------------------------------
+
+    @rule(session=SESSIONS, store=TARGET, content=st.sampled_from(WORDS))
+    def add_note(self, session: str, store: str, content: str) -> None:
+        """Adds a plain note: most are accepted, so the files grow and fill."""
+        self._mutate(session, {"op": "add", "target": store, "content": content})
+
+    @rule(session=SESSIONS, store=TARGET, content=CONTENT)
+    def add(self, session: str, store: str, content: str) -> None:
+        self._mutate(session, {"op": "add", "target": store, "content": content})
+
+    @rule(session=SESSIONS, store=TARGET, old_text=old_texts(), new_content=CONTENT)
+    def replace(self, session: str, store: str, old_text: str, new_content: str) -> None:
+        self._mutate(
+            session,
+            {"op": "replace", "target": store, "old_text": old_text, "new_content": new_content},
+        )
+
+    @rule(session=SESSIONS, store=TARGET, old_text=old_texts())
+    def remove(self, session: str, store: str, old_text: str) -> None:
+        self._mutate(session, {"op": "remove", "target": store, "old_text": old_text})
+
+    @rule(session=SESSIONS, store=TARGET, index=st.integers(0, 7), whole=st.booleans())
+    def remove_nth(self, session: str, store: str, index: int, whole: bool) -> None:
+        """Removes the entry at ``index`` (modulo the count) by its whole text or its first half."""
+        entries = model.entries_on_disk(self.state, store) or ("nothing",)
+        entry = entries[index % len(entries)]
+        old_text = entry if whole else entry[: max(1, len(entry) // 2)]
+        note(f"# remove_nth: old_text={old_text!r}")
+        self._mutate(session, {"op": "remove", "target": store, "old_text": old_text})
+
+    @precondition(lambda self: "batch" in self.features)
+    @rule(session=SESSIONS, store=TARGET, operations=batch_items(tuple(LIMITS.values())))
+    def batch(self, session: str, store: str, operations: list[Any]) -> None:
+        self._mutate(session, {"op": "batch", "target": store, "operations": operations})
+
+    @rule(session=SESSIONS)
+    def load(self, session: str) -> None:
+        self.completed = False
+        self.last = f"load in session {session}"
+        self._load(session)
+        self._compare()
+        self.completed = True
+
+    @rule(store=TARGET, edit=st.one_of(external_edits(tuple(LIMITS.values())), st.none()))
+    def edit_file(self, store: str, edit: Any) -> None:
+        """Another writer edits the file in place, creates it from nothing, or (``None``)
+        deletes it."""
+        data = None if edit is None else edit(self.world.disk(store) or b"")
+        self._external(store, data, repr(edit))
+
+    # --- steps ------------------------------------------------------------------------------
+
+    def _load(self, session: str) -> None:
+        if session in self.world.sessions:
+            self.world.request(session, "load")
+        else:
+            self.world.session(session)
+        _, self.state = model.step(self.state, Load(session))
+        self.loaded[session] = {t: model.entries_on_disk(self.state, t) for t in TARGETS}
+        self.captured[session] = {}
+        for target in TARGETS:
+            self.floor[(session, target)] = len(self.versions[target]) - 1
+            block = self.world.snapshot(session, target)
+            problem = snapshot_problem(
+                target, self.loaded[session][target], block, self.features, LIMITS[target]
+            )
+            # SNAP-2: a load captures exactly the block the model renders from the disk.
+            assert problem is None, (
+                f"SNAP-2: after {self.last}, session {session} loaded {target} as {block!r}: "
+                f"{problem}"
+            )
+            self.captured[session][target] = block
+
+    def _external(self, target: str, data: bytes | None, what: str) -> None:
+        self.completed = False
+        before = self.world.disk(target)
+        self.world.put(target, data)
+        _, self.state = model.step(self.state, ExternalWrite(target, data))
+        self.ledger.external(target, before, data)
+        self.versions[target].append(model.entries_on_disk(self.state, target))
+        self.last = f"external edit of {target}: {what}"
+        self._compare(targets=(target,), snapshots=())
+        self.completed = True
+
+    def _mutate(self, session: str, request: dict[str, Any]) -> None:
+        self.completed = False
+        if session not in self.world.sessions:
+            self._load(session)
+        target = request["target"]
+        sent = f"{show(request)} in session {session}"
+        allowed = allowed_answers(self.state, mutation_of(request, session), self.features)
+        before = self.world.disk(target)
+        answer = self.world.request(session, request["op"], **{
+            name: value for name, value in request.items() if name != "op"
+        })  # fmt: skip
+        after = self.world.disk(target)
+        found = match_answer(allowed, answer, after, target)
+        expected = allowed[0].outcome.code
+        # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows.
+        assert found is not None, (
+            f"{clause_for(expected, answer.get('code'))}: {sent} answered {answer}; the spec "
+            f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
+        )
+        problem = field_problem(answer, found.outcome)
+        # CONTRACT-3: optional Outcome fields, when given, are the model's.
+        assert problem is None, f"CONTRACT-3: {sent} answered {answer}: {problem}"
+        if answer["code"] == codes.E_DRIFT and answer.get("backup"):
+            named = self.world.root / Path(str(answer["backup"])).name
+            # DRIFT-3: the backup the Outcome names holds the file's bytes exactly.
+            assert named.is_file() and named.read_bytes() == before, (
+                f"DRIFT-3: {sent} answered {answer}, but that backup does not hold {before!r}"
+            )
+        changed = model.disk(found.state, target) != model.disk(self.state, target)
+        self.state = found.state
+        if changed:
+            self.versions[target].append(model.entries_on_disk(self.state, target))
+        if answer["ok"] and changed:
+            self.floor[(session, target)] = len(self.versions[target]) - 1
+        self.last = sent
+        if "drift-guard" in self.features:
+            wrote = self.ledger.store_wrote(target, before, after, self.world.backups(target))
+            assert wrote is None, wrote
+        self._compare(expected_ok=answer["ok"], targets=(target,), snapshots=(session,))
+        self.completed = True
+
+    def _compare(
+        self,
+        expected_ok: bool = True,
+        targets: tuple[str, ...] = TARGETS,
+        snapshots: tuple[str, ...] | None = None,
+    ) -> None:
+        """Compares the files, backups and every session's entries of ``targets`` with the
+        model, and the snapshots of the sessions in ``snapshots`` (``None``: of all of them;
+        the last step compares all, so a snapshot changed by another session is caught too)."""
+        for target in targets:
+            actual, want = self.world.disk(target), model.disk(self.state, target)
+            clause = "FORMAT-4" if expected_ok else "CONTRACT-4"
+            # FORMAT-4, DRIFT-1: the file is byte for byte what the model wrote or was given.
+            assert actual == want, (
+                f"{clause}: after {self.last}, {target}'s file holds {actual!r}; the model's "
+                f"holds {want!r}"
+            )
+            if "drift-guard" in self.features:
+                self._compare_backups(target)
+            for session in self.world.sessions:
+                self._compare_session(session, target)
+                if snapshots is None or session in snapshots:
+                    self._compare_snapshot(session, target)
+        others = self.world.other_files()
+        # FILES-5, CONTRACT-11: temp files and sidecars do not accumulate in the root.
+        assert len(others) <= MAX_OTHER_FILES, (
+            f"FILES-5: after {self.last}, the root holds {others}, more files than lock files "
+            "and sidecars account for"
+        )
+
+    def _compare_backups(self, target: str) -> None:
+        found = self.world.backups(target)
+        missing = model.backups_of(self.state, target) - set(found.values())
+        # DRIFT-3: every foreign content refused with E_DRIFT is kept in a byte-exact backup.
+        assert not missing, (
+            f"DRIFT-3: after {self.last}, no backup of {target} holds {sorted(missing)!r}; "
+            f"the backups are {found!r}"
+        )
+        problem = self.ledger.backups_seen(target, found)
+        assert problem is None, f"{problem} (after {self.last})"
+
+    def _compare_session(self, session: str, target: str) -> None:
+        reported = tuple(self.world.entries(session, target))
+        versions = self.versions[target]
+        floor = self.floor[(session, target)]
+        allowed = [v for v in versions[floor:] if v is not None]
+        if versions[floor] is None:
+            allowed += [v for v in versions[:floor] if v is not None]
+        if reported in allowed:
+            return
+        # FORMAT-5: the entries reported are exactly what the file reads back as.
+        clause = "CONTRACT-8" if reported in versions else "FORMAT-5"
+        # CONTRACT-8, LOCK-2: entries are at least as fresh as the last load or accepted write.
+        raise AssertionError(
+            f"{clause}: after {self.last}, session {session} reports {target} entries "
+            f"{list(reported)!r}; its last load or write saw {versions[floor]!r} and the file "
+            f"now reads {versions[-1]!r}"
+        )
+
+    def _compare_snapshot(self, session: str, target: str) -> None:
+        block = self.world.snapshot(session, target)
+        # SNAP-1, SNAP-10: a snapshot changes only at its own session's next load.
+        assert block == self.captured[session][target], (
+            f"SNAP-1: after {self.last}, session {session}'s snapshot of {target} is {block!r}; "
+            f"its last load captured {self.captured[session][target]!r}"
+        )
+
+
+@check(
+    "CONTRACT-4", "CONTRACT-5", "CONTRACT-8", "FORMAT-4", "FORMAT-5", "DUP-1", "DUP-4",
+    "MATCH-1", "MATCH-3", "MATCH-4", "MATCH-5", "REPLACE-1", "REMOVE-1", "LIMIT-2", "LOCK-2",
+    "SNAP-1", "SNAP-2", "SNAP-10", "DRIFT-1", "DRIFT-3", "DRIFT-4", "READ-6", "BATCH-3",
+)  # fmt: skip
+def memory_machine(ctx: CheckContext) -> None:
+    """Random programs of store calls, loads, external edits and a second session, run against
+    the backend and the spec model in lockstep; after every step the codes, files, backups, live
+    entries and snapshots must agree, up to the choices the spec leaves open (BATCH-8, a missing
+    or stricter threat scan, a missing drift guard, CONTRACT-8's fresher entries)."""
+    features = claimed_features(ctx)
+    steps = min(STEPS_MAX, max(5, ctx.profile.operations))
+    run = plan(ctx, "machine.memory_machine", stateful_step_count=steps)
+    machine = type("MemoryMachine", (MemoryMachine,), {"ctx": ctx, "features": features})
+    test = get_state_machine_test(machine, settings=run.settings)
+    run.run(run.apply(test, with_settings=False))

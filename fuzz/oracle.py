@@ -1,0 +1,254 @@
+"""What the spec allows a backend to answer: the model's outcome and the spec's sanctioned
+alternatives, and the judge of snapshots (CONTRACT-5, SCAN-2, BATCH-8, CONTRACT-19, SNAP-*).
+
+The model (:func:`memspec.spec.model.step`) decides every operation for a backend that claims
+every feature. Where the spec leaves a choice, a backend may answer otherwise, and exactly these
+alternatives are accepted:
+
+- **A superset of threat patterns** (SCAN-2 says "at least"): a backend that claims
+  ``threat-scan`` may refuse with ``E_THREAT`` any mutation whose arguments are otherwise valid,
+  and may block more entries in a snapshot.
+- **No threat scan claimed** (CONTRACT-19): content the model refuses with ``E_THREAT`` may be
+  stored as ordinary text, and the snapshot may show every entry raw.
+- **No drift guard claimed**: a foreign file may be treated as readable entries.
+- **BATCH-8** (MAY): a batch that would leave a target that has entries with none may be refused
+  with ``E_INVALID``, writing nothing.
+
+For example, with ``threat-scan`` claimed, ``add memory "Name: Ada"`` on an empty root allows
+``OK`` (the model) and ``E_THREAT`` (a stricter scanner), and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memspec.spec import codes, model
+from memspec.spec.codec import FileState, classify_bytes, encode_entries
+from memspec.spec.model import State
+from memspec.spec.operations import Add, Batch, ExternalWrite, Mutation, Remove, Replace
+from memspec.spec.rules import Outcome, argument_error, batch_item_error, decide
+from memspec.spec.snapshot import (
+    BLOCKED_PREFIX,
+    render_snapshot,
+    render_unreadable,
+    snapshot_difference,
+)
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
+from memspec.spec.threats import find_threats
+
+ARGUMENT_CODES = frozenset(
+    (codes.E_TARGET, codes.E_INVALID, codes.E_EMPTY, codes.E_DELIMITER, codes.E_THREAT)
+)
+"""Codes decided from the arguments alone, before the disk is touched (CONTRACT-5)."""
+
+
+class SpecInconsistency(Exception):
+    """BUG IN SPEC, not a failure of the backend: the model's own decision breaks a clause (its
+    accepted result does not read back as the entries it decided; FORMAT-4, FORMAT-5). Report it
+    against SPEC.md and ``memspec.spec``; the example that shows it is in the message."""
+
+
+def _model_round_trip(state: State, op: Mutation, after: State) -> None:
+    """Raises SpecInconsistency when the model writes entries that do not read back as such."""
+    data = model.disk(state, op.target)
+    limit = model.limit_of(state, op.target)
+    _, result = decide(op, classify_bytes(data, limit), limit)
+    if result is None:
+        return
+    written = model.disk(after, op.target)
+    if model.entries_on_disk(after, op.target) != tuple(result):
+        raise SpecInconsistency(
+            f"BUG IN SPEC: {op!r} on {data!r} decides the entries {list(result)!r}, writes them "
+            f"as {written!r}, and that reads back as "
+            f"{model.entries_on_disk(after, op.target)!r} (FORMAT-4, FORMAT-5)"
+        )
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """An Allowed answer: the outcome, the model state after it, and which rule allows it."""
+
+    outcome: Outcome
+    state: State
+    why: str
+
+
+def mutation_of(request: Mapping[str, Any], session: str = "a") -> Mutation:
+    """Returns the model operation of a protocol mutation request (CONTRACT-13)."""
+    op, target = request["op"], request["target"]
+    if op == "add":
+        return Add(target, request["content"], session)
+    if op == "replace":
+        return Replace(target, request["old_text"], request["new_content"], session)
+    if op == "remove":
+        return Remove(target, request["old_text"], session)
+    return Batch(target, request["operations"], session)
+
+
+def _has_content(op: Mutation) -> bool:
+    """Returns whether ``op`` carries content a scanner reads (``remove`` carries none)."""
+    if isinstance(op, Batch):
+        return any(item.get("action") in ("add", "replace") for item in op.operations)
+    return not isinstance(op, Remove)
+
+
+def _argument_error_without_scan(op: Mutation) -> Outcome | None:
+    """Returns the argument refusal of a store that does not scan for threats."""
+    refusal = argument_error(op)
+    if refusal is None or refusal.code != codes.E_THREAT:
+        return refusal
+    if not isinstance(op, Batch) or refusal.item is None:
+        return None
+    for index in range(refusal.item + 1, len(op.operations)):
+        error = batch_item_error(op.operations[index])
+        if error is not None and error.code != codes.E_THREAT:
+            return Outcome(error.code, item=index)
+    return None
+
+
+def _decide(state: State, op: Mutation, *, scan: bool, guard: bool) -> tuple[Outcome, State]:
+    """Returns the model's decision for a store that scans (or not) and guards drift (or not)."""
+    if scan and guard:
+        return model.step(state, op)
+    refusal = argument_error(op) if scan else _argument_error_without_scan(op)
+    if refusal is not None:
+        return refusal, state
+    data = model.disk(state, op.target)
+    limit = model.limit_of(state, op.target)
+    file = classify_bytes(data, limit)
+    if file.kind == "foreign" and not guard:
+        file = FileState("cosmetic", file.entries)
+    outcome, result = decide(op, file, limit)
+    if outcome.code == codes.E_DRIFT and data is not None:
+        state = replace(state, backups=state.backups | {(op.target, data)})
+    if result is not None:
+        _, state = model.step(state, ExternalWrite(op.target, encode_entries(result)))
+    return outcome, state
+
+
+def allowed_answers(state: State, op: Mutation, features: Collection[str]) -> list[Allowed]:
+    """Returns every answer the spec allows to ``op`` in ``state``, the model's first."""
+    scans, guards = "threat-scan" in features, "drift-guard" in features
+    outcome, after = model.step(state, op)
+    if outcome.ok and argument_error(op) is None:
+        _model_round_trip(state, op, after)
+    found = [Allowed(outcome, after, "the model")]
+    if not scans and outcome.code == codes.E_THREAT:
+        alt, alt_state = _decide(state, op, scan=False, guard=guards)
+        found.append(Allowed(alt, alt_state, "no threat-scan claimed: content is plain text"))
+    if not guards and codes.E_DRIFT in (outcome.code, found[-1].outcome.code):
+        alt, alt_state = _decide(state, op, scan=scans, guard=False)
+        found.append(Allowed(alt, alt_state, "no drift-guard claimed: a foreign file is read"))
+    if scans and outcome.code not in ARGUMENT_CODES and _has_content(op):
+        found.append(Allowed(Outcome(codes.E_THREAT), state, "SCAN-2: a superset of patterns"))
+    if isinstance(op, Batch) and outcome.ok:
+        before = model.entries_on_disk(state, op.target)
+        if before and not model.entries_on_disk(after, op.target):
+            found.append(Allowed(Outcome(codes.E_INVALID), state, "BATCH-8: refuse emptying"))
+    return found
+
+
+def match_answer(
+    allowed: Sequence[Allowed], answer: Mapping[str, Any], disk_after: bytes | None, target: str
+) -> Allowed | None:
+    """Returns the allowed answer ``answer`` is, preferring one whose file bytes agree."""
+    same_code = [a for a in allowed if a.outcome.code == answer.get("code")]
+    for candidate in same_code:
+        if model.disk(candidate.state, target) == disk_after:
+            return candidate
+    return same_code[0] if same_code else None
+
+
+def field_problem(answer: Mapping[str, Any], outcome: Outcome) -> str | None:
+    """Returns why the optional Outcome fields of ``answer`` disagree with the model's, if they
+    do (CONTRACT-3: ``matches``, ``duplicate`` and ``usage`` are compared when given)."""
+    matches = answer.get("matches")
+    wrong = matches is not None and list(matches) != list(outcome.matches)
+    if outcome.code == codes.E_AMBIGUOUS and wrong:
+        return f"matches {matches!r}, expected {list(outcome.matches)!r} (MATCH-5)"
+    if "duplicate" in answer and bool(answer["duplicate"]) != outcome.duplicate:
+        return f"duplicate {answer['duplicate']!r}, expected {outcome.duplicate!r} (DUP-1)"
+    if "usage" in answer and outcome.usage is not None and answer["usage"] != outcome.usage:
+        return f"usage {answer['usage']!r}, expected {outcome.usage!r} (SNAP-5)"
+    return None
+
+
+def expected_block(
+    target: str, entries: Sequence[str] | None, limit: int, *, scan: bool = True
+) -> str | None:
+    """Returns the block a load renders from ``entries`` (``None``: the file is unreadable)."""
+    if entries is None:
+        return render_unreadable(target)
+    return render_snapshot(target, entries, limit, find_threats if scan else lambda _: ())
+
+
+def _split(block: str) -> tuple[list[str], list[str]]:
+    lines = block.split("\n")
+    return lines[:3], "\n".join(lines[3:]).split("\n§\n")
+
+
+def _stricter_block_problem(
+    target: str, entries: Sequence[str], limit: int, actual: str
+) -> str | None:
+    """Returns why ``actual`` is not the block with some extra entries blocked (SCAN-2)."""
+    expected = expected_block(target, entries, limit)
+    if expected is None:
+        return "expected no block"
+    want_head, _ = _split(expected)
+    got_head, got = _split(actual)
+    if want_head != got_head or len(got) != len(entries):
+        return "the header or the number of entries differs"
+    for entry, shown in zip(entries, got, strict=True):
+        blocked = shown.startswith(BLOCKED_PREFIX) and FILENAMES[target] in shown
+        if shown != entry and not (blocked and entry not in shown):
+            return f"entry {entry!r} is shown as {shown!r}"
+        if shown == entry and find_threats(entry):
+            return f"the threat entry {entry!r} is shown raw"
+    return None
+
+
+def snapshot_problem(
+    target: str,
+    entries: Sequence[str] | None,
+    actual: object,
+    features: Collection[str],
+    limit: int | None = None,
+) -> str | None:
+    """Returns why ``actual`` is not a block the spec allows for a load that read ``entries``
+    (``None`` for an unreadable file), or ``None`` when it is (SNAP-2 to SNAP-9, SCAN-6)."""
+    limit = DEFAULT_LIMITS[target] if limit is None else limit
+    hidden = [entry for entry in entries or () if find_threats(entry)]
+    expected = expected_block(target, entries, limit)
+    problem = snapshot_difference(expected, actual, target, hidden)
+    if problem is None or not isinstance(actual, str) or entries is None:
+        return problem
+    if "threat-scan" not in features:
+        plain = expected_block(target, entries, limit, scan=False)
+        if snapshot_difference(plain, actual, target) is None:
+            return None
+    elif _stricter_block_problem(target, entries, limit, actual) is None:
+        return None
+    return problem
+
+
+_CLAUSE_OF_REFUSAL = {
+    codes.E_TARGET: "CONTRACT-4", codes.E_INVALID: "ENTRY-7", codes.E_EMPTY: "ENTRY-2",
+    codes.E_DELIMITER: "ENTRY-3", codes.E_THREAT: "SCAN-1", codes.E_UNREADABLE: "READ-6",
+    codes.E_DRIFT: "DRIFT-2", codes.E_NOMATCH: "MATCH-2", codes.E_AMBIGUOUS: "MATCH-5",
+    codes.E_LIMIT: "LIMIT-2", codes.E_IO: "ATOMIC-4",
+}  # fmt: skip
+_CLAUSE_OF_WRONG_REFUSAL = {
+    codes.E_DRIFT: "DRIFT-1", codes.E_LIMIT: "LIMIT-2", codes.E_NOMATCH: "MATCH-1",
+    codes.E_AMBIGUOUS: "MATCH-3", codes.E_DELIMITER: "ENTRY-5", codes.E_EMPTY: "ENTRY-1",
+    codes.E_UNREADABLE: "READ-1",
+}  # fmt: skip
+
+
+def clause_for(expected: str, answered: object) -> str:
+    """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``:
+    the clause of the expected refusal, or, when the model accepts, of the wrong refusal."""
+    if expected != codes.OK:
+        return _CLAUSE_OF_REFUSAL.get(expected, "CONTRACT-5")
+    return _CLAUSE_OF_WRONG_REFUSAL.get(str(answered), "CONTRACT-5")

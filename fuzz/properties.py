@@ -1,0 +1,349 @@
+"""Property checks of any backend, through the contract: the delimiter round trip, the limits,
+the frozen snapshot and the fence (FORMAT, READ, ENTRY, LIMIT, SNAP, FENCE clauses).
+
+Each check builds a Hypothesis test inside itself, sized by the profile (see
+:mod:`memspec.fuzz.runner`), and runs every example on a fresh root. The oracle is local: what
+the spec allows is computed from the bytes actually on disk before each step
+(:func:`memspec.fuzz.oracle.allowed_answers`), so one wrong answer does not make every later
+comparison meaningless, and the failure names the first step that broke a clause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memspec.conformance.examples import show
+from memspec.conformance.registry import CheckContext, check
+from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
+from memspec.fuzz.roots import FuzzRoot, claimed_features
+from memspec.fuzz.runner import plan
+from memspec.fuzz.strategies import cosmetic_edits, external_edits, fence_payloads, requests
+from memspec.spec import codes, model
+from memspec.spec.codec import (
+    classify_bytes,
+    decode,
+    encode_entries,
+    normalize_content,
+    parse_text,
+    usage,
+)
+from memspec.spec.fence import (
+    FENCE_PREFIX,
+    FENCE_SUFFIX,
+    fence_violations,
+    find_fence_tags,
+    find_system_notes,
+)
+from memspec.spec.rules import argument_error
+from memspec.spec.targets import TARGETS
+
+SMALL_LIMITS = st.tuples(st.integers(6, 48), st.integers(6, 32))
+
+
+def _limits(pair: tuple[int, int]) -> dict[str, int]:
+    return {"memory": pair[0], "user": pair[1]}
+
+
+def _fields(request: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in request.items() if name not in ("op", "session")}
+
+
+def _state(world: FuzzRoot) -> model.State:
+    """Returns the model state of what is on disk now (no session has loaded in it)."""
+    return model.initial_state(
+        world.limits["memory"], world.limits["user"], world.disk("memory"), world.disk("user")
+    )
+
+
+def _read_back(world: FuzzRoot, target: str, after: str) -> list[str]:
+    data = world.disk(target) or b""
+    text = decode(data)
+    # FORMAT-4: a store writes UTF-8 only.
+    assert text is not None, f"FORMAT-4: after {after}, {target}'s file is not UTF-8: {data!r}"
+    return parse_text(text)
+
+
+def _round_trip_step(world: FuzzRoot, request: dict[str, Any]) -> None:
+    target, sent = request["target"], show(request)
+    before = world.disk(target)
+    answer = world.request("a", request["op"], **_fields(request))
+    refusal = argument_error(mutation_of(request))
+    if refusal is not None and refusal.code == codes.E_DELIMITER:
+        # ENTRY-3, ENTRY-4: content that could not be read back as one entry is refused.
+        assert answer["code"] == codes.E_DELIMITER, (
+            f"ENTRY-3: {sent} answered {answer}; content holding a delimiter line (or a lone "
+            "surrogate, ENTRY-4) must be refused with E_DELIMITER"
+        )
+    on_disk = _read_back(world, target, sent)
+    reported = world.entries("a", target)
+    # FORMAT-5: reading the file back yields exactly the entries the store reports.
+    assert reported == on_disk, (
+        f"FORMAT-5: after {sent} (answered {answer}) the store reports {reported!r}, but the "
+        f"file {world.disk(target)!r} reads back as {on_disk!r}"
+    )
+    data = world.disk(target)
+    if answer["ok"] and data != before:
+        # FORMAT-4: a rewritten file is exactly the canonical form of its entries.
+        assert data == encode_entries(on_disk), (
+            f"FORMAT-4: after {sent} the file is {data!r}, not the canonical "
+            f"{encode_entries(on_disk)!r}"
+        )
+    content = request.get("content", request.get("new_content"))
+    if answer["ok"] and isinstance(content, str) and request["op"] != "batch":
+        # ENTRY-1, ENTRY-5: content is stored normalised and otherwise as given.
+        assert normalize_content(content) in on_disk, (
+            f"ENTRY-1: {sent} answered OK but {normalize_content(content)!r} is not an entry "
+            f"of {on_disk!r}"
+        )
+
+
+@check(
+    "FORMAT-3", "FORMAT-4", "FORMAT-5", "READ-1", "READ-2", "READ-3", "READ-4", "READ-5",
+    "ENTRY-1", "ENTRY-3", "ENTRY-4", "ENTRY-5",
+)  # fmt: skip
+def delimiter_round_trip(ctx: CheckContext) -> None:
+    """After any sequence of operations with adversarial content, the entries the store reports
+    are exactly what the spec's independent reader (``parse_text``) finds in the file, and what a
+    new session loads (FORMAT-5); a cosmetic edit (BOM, CRLF, spaces around ``§``) changes none
+    of them (READ-1 to READ-4), and the next write is canonical again (FORMAT-4)."""
+    features = claimed_features(ctx)
+    run = plan(ctx, "properties.delimiter_round_trip")
+    program = st.lists(requests(batch="batch" in features, limits=(40,)), min_size=1, max_size=6)
+    limits = st.sampled_from(((2200, 1375), (40, 30)))
+
+    @given(limits=limits, program=program, edit=cosmetic_edits())
+    def round_trip(limits: tuple[int, int], program: list[dict[str, Any]], edit: Any) -> None:
+        with FuzzRoot(ctx, _limits(limits)) as world:
+            for request in program:
+                _round_trip_step(world, request)
+            reported = {target: world.entries("a", target) for target in TARGETS}
+            fresh = {target: world.entries("b", target) for target in TARGETS}
+            # FORMAT-5, READ-5: a new session loads exactly the reported entries, in order.
+            assert fresh == reported, (
+                f"FORMAT-5: session a reports {reported!r}, a new session loads {fresh!r}"
+            )
+            for target in TARGETS:
+                data = world.disk(target)
+                if data:
+                    world.put(target, edit(data))
+            world.request("b", "load")
+            edited = {target: world.entries("b", target) for target in TARGETS}
+            # READ-1 to READ-4: a cosmetic edit changes no entry.
+            assert edited == reported, (
+                f"{edit.clause}: after {edit!r} of the files, a load reads {edited!r}, "
+                f"expected {reported!r}"
+            )
+            for target in TARGETS:
+                _round_trip_step(world, {"op": "add", "target": target, "content": "Zeta note"})
+
+    run.run(run.apply(round_trip))
+
+
+def _limit_step(world: FuzzRoot, request: dict[str, Any], features: frozenset[str]) -> None:
+    target, sent = request["target"], show(request)
+    limit = world.limits[target]
+    allowed = allowed_answers(_state(world), mutation_of(request), features)
+    before = world.disk(target)
+    answer = world.request("a", request["op"], **_fields(request))
+    after = world.disk(target)
+    if not answer["ok"]:
+        # LIMIT-3: a refusal writes nothing: nothing is truncated, dropped or shortened.
+        assert after == before, (
+            f"LIMIT-3: {sent} was refused with {answer['code']} but changed the file from "
+            f"{before!r} to {after!r}"
+        )
+    model_code = allowed[0].outcome.code
+    if codes.E_LIMIT in (answer["code"], model_code):
+        # LIMIT-1, LIMIT-2, LIMIT-4: E_LIMIT exactly when the result, counted in code points,
+        # is over the limit and larger than now.
+        assert match_answer(allowed, answer, after, target) is not None, (
+            f"LIMIT-2: {sent} on {before!r} (limit {limit}) answered {answer['code']}; the spec "
+            f"allows {[a.outcome.code for a in allowed]}"
+        )
+    if answer["ok"] and after != before:
+        old, new = parse_text(decode(before or b"") or ""), _read_back(world, target, sent)
+        # LIMIT-2, LIMIT-4: an accepted mutation never grows a target past its limit.
+        assert usage(new) <= limit or usage(new) <= usage(old), (
+            f"LIMIT-2: {sent} answered OK and left {target} at {usage(new)} code points, over "
+            f"its limit of {limit} and larger than the {usage(old)} before"
+        )
+        content = request.get("content", request.get("new_content"))
+        if isinstance(content, str) and request["op"] != "batch":
+            # LIMIT-3: accepted content is stored whole, never cut to fit.
+            assert normalize_content(content) in new, (
+                f"LIMIT-3: {sent} answered OK but the file holds {new!r}"
+            )
+
+
+def _bring_back(world: FuzzRoot, target: str) -> None:
+    """Shrinks a full target until a one-character entry fits, asserting LIMIT-5 on the way."""
+    limit = world.limits[target]
+
+    def current() -> list[str]:
+        return parse_text(decode(world.disk(target) or b"") or "")
+
+    entries = current()
+    if not entries or usage([*entries, "y"]) <= limit:
+        return
+    answer = world.request("a", "replace", target=target, old_text=entries[0], new_content="x")
+    # LIMIT-5: a replace that does not make a full store larger is never refused for the limit.
+    assert answer["code"] != codes.E_LIMIT, (
+        f"LIMIT-5: replace {target} {entries[0]!r} by 'x' in the full store {entries!r} "
+        f"(limit {limit}) answered {answer}"
+    )
+    for entry in current():
+        if usage([*current(), "y"]) <= limit:
+            break
+        answer = world.request("a", "remove", target=target, old_text=entry)
+        # LIMIT-5: remove is never refused: a full store can always be brought back.
+        assert answer["ok"], f"LIMIT-5: remove {target} {entry!r} answered {answer}"
+    answer = world.request("a", "add", target=target, content="y")
+    # LIMIT-5: once brought back under its limit, the store accepts a new entry again.
+    assert answer["ok"], (
+        f"LIMIT-5: after shrinking {target} to {current()!r}, add 'y' answered {answer}"
+    )
+
+
+@check("LIMIT-1", "LIMIT-2", "LIMIT-3", "LIMIT-4", "LIMIT-5", "DUP-2")
+def limits_hold(ctx: CheckContext) -> None:
+    """With small limits and content of about a limit's length (in 1- to 4-byte characters):
+    ``E_LIMIT`` exactly when the result would be over the limit and larger (LIMIT-1, LIMIT-2),
+    no accepted state grows past a limit, a refusal writes nothing and nothing is truncated
+    (LIMIT-3), and a full store can always be brought back (LIMIT-5)."""
+    features = claimed_features(ctx)
+    run = plan(ctx, "properties.limits_hold")
+    cases = SMALL_LIMITS.flatmap(
+        lambda pair: st.tuples(
+            st.just(pair), st.lists(requests(batch="batch" in features, limits=pair), max_size=8)
+        )
+    )
+
+    @given(case=cases)
+    def limits_hold_property(case: tuple[tuple[int, int], list[dict[str, Any]]]) -> None:
+        limits, program = case
+        with FuzzRoot(ctx, _limits(limits)) as world:
+            for request in program:
+                _limit_step(world, request, features)
+            for target in TARGETS:
+                _bring_back(world, target)
+
+    run.run(run.apply(limits_hold_property))
+
+
+SNAPSHOT_STEPS = st.one_of(
+    st.fixed_dictionaries({"op": st.just("load"), "session": st.sampled_from("ab")}),
+    st.fixed_dictionaries(
+        {"op": st.just("edit"), "target": st.sampled_from(TARGETS), "edit": external_edits((40,))}
+    ),
+    st.builds(lambda request, session: {**request, "session": session},
+              requests(limits=(40,)), st.sampled_from("ab")),
+)  # fmt: skip
+
+
+@check("SNAP-1", "SNAP-2", "SNAP-3", "SNAP-4", "SNAP-5", "SNAP-6", "SNAP-8", "SNAP-9", "SNAP-10")
+def snapshot_frozen_until_load(ctx: CheckContext) -> None:
+    """Whatever this session, another session or another writer does, a session's snapshot stays
+    byte-identical until its next load (SNAP-1, SNAP-10); right after a load it is exactly the
+    block the spec renders from the bytes on disk (SNAP-2 to SNAP-9)."""
+    features = claimed_features(ctx)
+    run = plan(ctx, "properties.snapshot_frozen_until_load")
+
+    @given(limits=SMALL_LIMITS, steps=st.lists(SNAPSHOT_STEPS, max_size=8))
+    def snapshot_property(limits: tuple[int, int], steps: list[dict[str, Any]]) -> None:
+        with FuzzRoot(ctx, _limits(limits)) as world:
+            captured: dict[str, dict[str, str | None]] = {}
+
+            def load(session: str, why: str) -> None:
+                read = {t: classify_bytes(world.disk(t), world.limits[t]) for t in TARGETS}
+                if session in world.sessions:
+                    world.request(session, "load")
+                else:
+                    world.session(session)
+                captured[session] = {t: world.snapshot(session, t) for t in TARGETS}
+                for target in TARGETS:
+                    block = captured[session][target]
+                    problem = snapshot_problem(
+                        target, read[target].entries, block, features, world.limits[target]
+                    )
+                    # SNAP-2 to SNAP-9: a load captures exactly what the spec renders from disk.
+                    assert problem is None, (
+                        f"SNAP-2: after {why}, session {session}'s load captured {block!r} for "
+                        f"{target}, not the block the spec renders from the disk: {problem}"
+                    )
+
+            load("a", "opening session a")
+            for step in steps:
+                session = step.get("session", "a")
+                if step["op"] == "load":
+                    load(session, show(step))
+                    continue
+                if step["op"] == "edit":
+                    world.put(step["target"], step["edit"](world.disk(step["target"]) or b""))
+                else:
+                    if session not in captured:
+                        load(session, f"opening session {session}")
+                    world.request(session, step["op"], **_fields(step))
+                for name, blocks in captured.items():
+                    for target, block in blocks.items():
+                        now = world.snapshot(name, target)
+                        # SNAP-1, SNAP-10: a snapshot changes only at its own session's load.
+                        assert now == block, (
+                            f"SNAP-1: after {step!r}, session {name}'s snapshot of {target} "
+                            f"changed from {block!r} to {now!r} without a load"
+                        )
+
+    run.run(run.apply(snapshot_property))
+
+
+def _fence_clause(raw: str, clean: str) -> str:
+    """Returns the clause a tag or note left in ``clean`` breaks: FENCE-3 when one removal pass
+    over ``raw`` reassembles one (the fixed point was not reached), else FENCE-2 for a tag and
+    FENCE-4 for a note."""
+    position, kept = 0, []
+    for start, end in sorted(find_fence_tags(raw) + find_system_notes(raw)):
+        kept.append(raw[position : max(position, start)])
+        position = max(position, end)
+    once = "".join(kept) + raw[position:]
+    if find_fence_tags(once) or find_system_notes(once):
+        return "FENCE-3"
+    return "FENCE-2" if find_fence_tags(clean) else "FENCE-4"
+
+
+@check("FENCE-1", "FENCE-2", "FENCE-3", "FENCE-4", "FENCE-5", "CONTRACT-10", features=("fence",))
+def fence_escape(ctx: CheckContext) -> None:
+    """For any recalled text — nested and overlapping tags, disguised names and brackets, HTML
+    references, forged notes, tags split across lines — the block is ``""`` or the exact frame
+    with exactly one opening and one closing tag, at its ends (FENCE-1, FENCE-2, FENCE-4,
+    FENCE-5), and sanitising is idempotent: fencing the clean text again gives the same block
+    (FENCE-3)."""
+    run = plan(ctx, "properties.fence_escape")
+    with FuzzRoot(ctx) as world:
+
+        @given(raw=fence_payloads())
+        def fence_property(raw: str) -> None:
+            block = world.request("a", "fence", raw=raw)["block"]
+            problems = fence_violations(block, raw=raw)
+            if problems:
+                clause = "FENCE-1"
+                if block.startswith(FENCE_PREFIX) and block.endswith(FENCE_SUFFIX):
+                    clean = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)]
+                    if find_fence_tags(clean) or find_system_notes(clean):
+                        clause = _fence_clause(raw, clean)
+                # FENCE-1 to FENCE-5: one opening and one closing tag, at the ends, nothing else.
+                raise AssertionError(
+                    f"{clause}: fence({raw!r}) returned {block!r}: {'; '.join(problems)}"
+                )
+            if block:
+                clean = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)]
+                again = world.request("a", "fence", raw=clean)["block"]
+                # FENCE-3: sanitising is idempotent: the clean text fences to the same block.
+                assert again == block, (
+                    f"FENCE-3: fence({raw!r}) gave clean text {clean!r}, and fencing that again "
+                    f"gave {again!r}"
+                )
+
+        run.run(run.apply(fence_property))

@@ -1,0 +1,130 @@
+"""One fresh root per Hypothesis example, with the sessions opened on it, seen from outside.
+
+Properties talk to a backend only through the contract (CONTRACT-*): :meth:`FuzzRoot.request`
+sends protocol requests, and the files are read (and written, as another writer would) straight
+from the root. A session is opened the first time it is named and loads at once, as in the
+examples of SPEC.md; every session is closed and the root removed when the example ends::
+
+    with FuzzRoot(ctx, {"memory": 40, "user": 30}) as world:
+        world.request("a", "add", target="memory", content="User prefers tabs")
+        assert world.disk("memory") == b"User prefers tabs"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memspec.conformance.backend import BackendDefect, Session
+from memspec.conformance.registry import CheckContext
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
+
+
+class FuzzRoot:
+    """A FuzzRoot is a fresh root under the check's scratch directory and its sessions."""
+
+    def __init__(self, ctx: CheckContext, limits: Mapping[str, int] | None = None) -> None:
+        self.ctx = ctx
+        self.limits = {**DEFAULT_LIMITS, **(limits or {})}
+        self.root = Path(tempfile.mkdtemp(prefix="root-", dir=ctx.scratch))
+        self.sessions: dict[str, Session] = {}
+
+    def __enter__(self) -> FuzzRoot:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes every session (a broken backend's errors are ignored) and removes the root."""
+        for session in self.sessions.values():
+            with contextlib.suppress(Exception):
+                session.close()
+        self.sessions.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def session(self, name: str = "a") -> Session:
+        """Returns session ``name``, opening it and loading it the first time (CONTRACT-7)."""
+        if name not in self.sessions:
+            session = self.ctx.backend.open(self.root, self.limits)
+            self.sessions[name] = session
+            session.request("load")
+        return self.sessions[name]
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The features the backend claims (read from session ``a``)."""
+        return frozenset(self.session("a").features)
+
+    def request(self, name: str, op: str, **fields: Any) -> dict[str, Any]:
+        """Sends one protocol request in session ``name`` and returns the answer."""
+        return self.session(name).request(op, **fields)
+
+    def entries(self, name: str, target: str) -> list[str]:
+        """Returns ``entries(target)`` as session ``name`` reports it."""
+        answer = self.request(name, "entries", target=target)
+        if not answer.get("ok"):
+            raise BackendDefect(f"entries({target!r}) was refused", {"op": "entries"}, answer)
+        return list(answer["entries"])
+
+    def snapshot(self, name: str, target: str) -> str | None:
+        """Returns ``snapshot(target)`` as session ``name`` holds it."""
+        answer = self.request(name, "snapshot", target=target)
+        if not answer.get("ok"):
+            raise BackendDefect(f"snapshot({target!r}) was refused", {"op": "snapshot"}, answer)
+        return answer.get("snapshot")
+
+    def path(self, target: str) -> Path:
+        """Returns the data file of ``target``."""
+        return self.root / FILENAMES[target]
+
+    def disk(self, target: str) -> bytes | None:
+        """Returns the bytes of ``target``'s file, ``None`` when there is none."""
+        try:
+            return self.path(target).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Writes ``data`` as ``target``'s file in place, as an editor would (``None``: delete)."""
+        if data is None:
+            self.path(target).unlink(missing_ok=True)
+        else:
+            self.path(target).write_bytes(data)
+
+    def backups(self, target: str) -> dict[str, bytes]:
+        """Returns ``target``'s backups, ``NAME.bak.<suffix>``, by file name (CONTRACT-11)."""
+        prefix = FILENAMES[target] + ".bak."
+        return {
+            path.name: path.read_bytes()
+            for path in sorted(self.root.iterdir())
+            if path.name.startswith(prefix) and len(path.name) > len(prefix) and path.is_file()
+        }
+
+    def other_files(self) -> list[str]:
+        """Returns the names in the root that are neither data files nor backups (FILES-5)."""
+        names = {path.name for path in self.root.iterdir()}
+        return sorted(
+            name
+            for name in names - set(FILENAMES.values())
+            if not any(name.startswith(f + ".bak.") for f in FILENAMES.values())
+        )
+
+
+def claimed_features(ctx: CheckContext) -> frozenset[str]:
+    """Returns the features the backend claims, from one session opened on the check's root."""
+    session = ctx.backend.open(ctx.root)
+    try:
+        return frozenset(session.features)
+    finally:
+        session.close()

@@ -1,0 +1,168 @@
+"""How a property check runs Hypothesis: settings from the profile, the seed, the example
+database, and the one-command reproduction every failure ends with.
+
+- Profile ``ci`` (derandomized): the same examples every run, no database. Its reproduction is
+  ``memspec certify --backend X -k ID``.
+- A randomized profile (``thorough``) with an example database (``CheckContext.database``: a
+  directory or ``redis://host:port/db``): every failing example is saved there, and every run,
+  on this machine or any other sharing the database, replays the saved ones first. The
+  reproduction is the same command with ``--profile thorough --hypothesis-db URL``.
+- A randomized profile without a database: a seed is drawn and named in the reproduction,
+  ``memspec certify --backend X -k ID --profile thorough --seed N``.
+- ``--seed N`` (any profile): Hypothesis runs from that seed. A seeded run neither reads nor
+  writes the database (Hypothesis's ``@seed`` turns it off), so it is exact on every machine.
+
+Keys in a shared database are namespaced by check id and backend label, so that examples found
+against one backend are replayed against that backend only.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+
+from memspec.conformance.registry import CheckContext
+
+HEALTH_CHECKS_OFF = [
+    HealthCheck.too_slow,
+    HealthCheck.filter_too_much,
+    HealthCheck.data_too_large,
+    HealthCheck.large_base_example,
+]
+"""A backend's speed is not the property under test, and adversarial data is large on purpose."""
+
+
+class NamespacedDatabase(ExampleDatabase):
+    """A NamespacedDatabase stores every key of a shared database under a fixed prefix."""
+
+    def __init__(self, inner: ExampleDatabase, namespace: str) -> None:
+        super().__init__()
+        self.inner = inner
+        self.prefix = namespace.encode("utf-8") + b":"
+
+    def __repr__(self) -> str:
+        return f"NamespacedDatabase({self.inner!r}, {self.prefix!r})"
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.inner.save(self.prefix + key, value)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        return self.inner.fetch(self.prefix + key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.inner.delete(self.prefix + key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self.inner.move(self.prefix + src, self.prefix + dest, value)
+
+
+def open_database(location: str) -> ExampleDatabase:
+    """Returns the example database at ``location``: ``redis://host:port/db`` (Hypothesis's
+    ``RedisExampleDatabase``, needs the ``redis`` package: ``pip install memspec[campaign]``)
+    or a directory path."""
+    if location.startswith(("redis://", "rediss://", "unix://")):
+        from hypothesis.extra.redis import RedisExampleDatabase
+        from redis import Redis
+
+        return RedisExampleDatabase(Redis.from_url(location))
+    return DirectoryBasedExampleDatabase(location)
+
+
+def backend_flag(backend: Any) -> str:
+    """Returns the certify option that names ``backend`` (``--backend`` or ``--backend-cmd``)."""
+    command = getattr(backend, "command", None)
+    if command is not None:
+        return f"--backend-cmd {shlex.quote(command)}"
+    return f"--backend {shlex.quote(getattr(backend, 'spec', getattr(backend, 'label', '?')))}"
+
+
+@dataclass(frozen=True)
+class PropertyRun:
+    """A PropertyRun is how one check runs Hypothesis: its settings, seed and reproduction."""
+
+    check_id: str
+    settings: settings
+    seed: int | None
+    reproduce: str
+
+    def apply(self, test: Callable[[], None], *, with_settings: bool = True) -> Callable[[], None]:
+        """Returns ``test`` (a ``@given`` test) with this run's seed, and its settings unless the
+        test already has them (a state machine test gets them when it is built)."""
+        test = self.settings(test) if with_settings else test
+        return hypothesis_seed(self.seed)(test) if self.seed is not None else test
+
+    def run(self, test: Callable[[], None]) -> None:
+        """Runs the Hypothesis ``test``; a failure ends with the program and the reproduction."""
+        with failure_report(self):
+            test()
+
+
+def plan(ctx: CheckContext, check_id: str, **extra: Any) -> PropertyRun:
+    """Returns the PropertyRun of check ``check_id`` under ``ctx`` (profile, seed, database);
+    ``extra`` are further Hypothesis settings such as ``stateful_step_count``."""
+    profile = ctx.profile
+    derandomize = profile.derandomize and ctx.seed is None
+    seed = ctx.seed
+    database = ctx.database if not derandomize and seed is None else None
+    opened = None
+    if database:
+        opened = NamespacedDatabase(
+            open_database(database), f"memspec:{check_id}:{getattr(ctx.backend, 'label', '')}"
+        )
+    elif not derandomize and seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+    chosen = settings(
+        max_examples=profile.examples,
+        derandomize=derandomize,
+        database=opened,
+        deadline=None,
+        suppress_health_check=HEALTH_CHECKS_OFF,
+        report_multiple_bugs=False,
+        print_blob=False,
+        # The loaded Hypothesis profile's phases, but not explain: its coverage notes cost runs.
+        phases=tuple(phase for phase in settings().phases if phase is not Phase.explain),
+        **extra,
+    )
+    command = f"memspec certify {backend_flag(ctx.backend)} -k {shlex.quote(check_id)}"
+    if profile.name != "ci":
+        command += f" --profile {profile.name}"
+    if seed is not None:
+        command += f" --seed {seed}"
+    if opened is not None:
+        command += f" --hypothesis-db {shlex.quote(str(database))}"
+    return PropertyRun(check_id, chosen, seed, f"Reproduce with: {command}")
+
+
+@contextmanager
+def failure_report(run: PropertyRun) -> Iterator[None]:
+    """Turns a failure inside Hypothesis into one readable report: the clause-first message,
+    the shrunk program Hypothesis printed as notes, and the one-command reproduction."""
+    try:
+        yield
+    except AssertionError as error:
+        parts = [str(error), *getattr(error, "__notes__", ()), run.reproduce]
+        raise AssertionError("\n".join(part for part in parts if part)) from None
+    except Exception as error:
+        error.add_note(run.reproduce)
+        raise
+
+
+@contextmanager
+def fresh_root(ctx: CheckContext) -> Iterator[Path]:
+    """Yields a new empty root directory under the check's scratch directory, removed after."""
+    root = Path(tempfile.mkdtemp(prefix="root-", dir=ctx.scratch))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

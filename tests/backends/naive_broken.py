@@ -1,0 +1,228 @@
+"""Backends broken on purpose: the naive store with exactly one defect each.
+
+Each class is its own factory (``tests.backends.naive_broken:InPlaceWriter``) and names, in its
+docstring, the defect and the clause it breaks; ``tests/test_checks_power.py`` proves that the
+named check fails for it with that clause id while the naive store and the reference pass.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from memspec.spec.codec import WHITESPACE, FileState
+from memspec.spec.fence import find_fence_tags, find_system_notes, frame
+from memspec.spec.operations import Add, Mutation
+from memspec.spec.rules import Outcome, argument_error
+from memspec.spec.targets import FILENAMES
+from tests.backends.naive import FEATURES, NaiveStore
+
+
+class InPlaceWriter(NaiveStore):
+    """Writes the data file in place with ``open("w")``-style truncation (ATOMIC-1, ATOMIC-2)."""
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self.write_chunks(fd, data)
+        finally:
+            os.close(fd)
+
+    def write_chunks(self, fd: int, data: bytes) -> None:
+        os.write(fd, data)
+
+
+class SlowInPlaceWriter(InPlaceWriter):
+    """Writes in place, half at a time, on a slow disk: readers catch partial files (ATOMIC-2)."""
+
+    def write_chunks(self, fd: int, data: bytes) -> None:
+        half = len(data) // 2
+        os.write(fd, data[:half])
+        time.sleep(0.003)
+        os.write(fd, data[half:])
+
+
+class LazyWriter(NaiveStore):
+    """Acknowledges a write before it is on disk: each data file lands at the next write
+    (ATOMIC-5)."""
+
+    pending: tuple[Path, bytes] | None = None
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        if path.name not in FILENAMES.values():
+            return super().write_file(path, data)
+        if self.pending is not None:
+            super().write_file(*self.pending)
+        self.pending = (path, data)
+        return None
+
+
+class UmaskModes(NaiveStore):
+    """Creates files with mode 0666 and lets the umask decide (FILES-1)."""
+
+    def new_file_mode(self, current: os.stat_result | None) -> int:
+        return super().new_file_mode(current) if current is not None else 0o666 & ~_umask()
+
+    def open_lock(self, path: Path) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+        return os.open(path.with_name(path.name + ".lock"), flags, 0o666)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class ModeReset(NaiveStore):
+    """Gives every rewritten file mode 0600, whatever the old file had (FILES-2, #22889)."""
+
+    def new_file_mode(self, current: os.stat_result | None) -> int:
+        return 0o600
+
+
+class FollowsLockLink(NaiveStore):
+    """Opens the lock file without ``O_NOFOLLOW``, so it writes through a symlink (FILES-3)."""
+
+    def open_lock(self, path: Path) -> int:
+        return os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+
+
+class ReplacesDataLink(NaiveStore):
+    """Renames its temp file over a data file that is a symlink (FILES-4)."""
+
+    def refuse_symlink(self, path: Path, current: os.stat_result | None) -> None:
+        return None
+
+
+class LeavesTemps(NaiveStore):
+    """Keeps a copy of the old file in a new temp file at every write (FILES-5, CONTRACT-11)."""
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        old = self.read_bytes(path)
+        if old is not None:
+            path.with_name(f".{path.name}.tmp.{time.monotonic_ns()}.old").write_bytes(old)
+        super().write_file(path, data)
+
+
+class LockBesideRoot(NaiveStore):
+    """Keeps its lock files beside the root instead of in it (FILES-5, CONTRACT-1)."""
+
+    def open_lock(self, path: Path) -> int:
+        lock = self.root.parent / f"{self.root.name}.{path.name}.lock"
+        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+
+
+class UnreadableAsEmpty(NaiveStore):
+    """Treats a file it cannot read as an absent, empty one (READ-7)."""
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
+
+
+class TupleEntries(NaiveStore):
+    """Answers ``entries`` with a tuple that holds a non-str (CONTRACT-2)."""
+
+    def entries(self, target: str) -> Any:
+        return (*self.live[target], None)
+
+
+class BadOptionalFields(NaiveStore):
+    """Answers ``usage`` as a number and ``duplicate`` as a string (CONTRACT-2)."""
+
+    def answer(self, outcome: Outcome) -> dict[str, Any]:
+        answer = super().answer(outcome)
+        if "usage" in answer:
+            answer["usage"] = len(answer["usage"])
+        if "duplicate" in answer:
+            answer["duplicate"] = "yes"
+        return answer
+
+
+class StaleWithoutLoad(NaiveStore):
+    """Mutates the entries it held since its last load instead of re-reading them (CONTRACT-7)."""
+
+    def file_state(self, target: str, data: bytes | None, limit: int) -> FileState:
+        state = super().file_state(target, data, limit)
+        return state if state.entries is None else FileState(state.kind, self.live[target])
+
+
+class UnknownFeature(NaiveStore):
+    """Claims a feature the contract does not know (CONTRACT-19)."""
+
+    features = (*FEATURES, "transactions")
+
+
+class SinglePassFence(NaiveStore):
+    """Strips fence tags and notes in one pass, so ``<</memory-context>/memory-context>``
+    reassembles a live tag (FENCE-3, hermes-agent #108964)."""
+
+    def sanitize(self, raw: str) -> str:
+        kept, position = [], 0
+        for start, end in sorted(find_fence_tags(raw) + find_system_notes(raw)):
+            kept.append(raw[position : max(position, start)])
+            position = max(position, end)
+        return ("".join(kept) + raw[position:]).strip(WHITESPACE)
+
+
+class CaseSensitiveFence(NaiveStore):
+    """Strips only lower-case, undisguised tags, to a fixed point (FENCE-2)."""
+
+    def sanitize(self, raw: str) -> str:
+        while (cleaner := re.sub(r"</?memory-context>", "", raw)) != raw:
+            raw = cleaner
+        return raw.strip(WHITESPACE)
+
+
+class KeepsForgedNotes(NaiveStore):
+    """Strips fence tags but leaves forged ``[System note: ...]`` text in (FENCE-4)."""
+
+    def sanitize(self, raw: str) -> str:
+        while spans := find_fence_tags(raw):
+            raw = raw[: spans[0][0]] + raw[spans[0][1] :]
+        return raw.strip(WHITESPACE)
+
+
+class UnstrippedFence(NaiveStore):
+    """Frames recalled text that needs no sanitising as it came, surrounding whitespace and blank
+    text included (FENCE-1)."""
+
+    def fence(self, raw: str) -> str:
+        clean = self.sanitize(raw)
+        return frame(raw if clean == raw.strip(WHITESPACE) else clean)
+
+
+class WindowedScan(NaiveStore):
+    """Scans only the first 64 KiB of content for threats (SCAN-5)."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        if isinstance(op, Add) and isinstance(op.content, str):
+            return argument_error(Add(op.target, op.content[: 64 * 1024]))
+        return super().check_arguments(op)
+
+
+class NoRewriteBackup(NaiveStore):
+    """Rewrites a file another writer changed without backing it up (DRIFT-5, #56464)."""
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> None:
+        return None
+
+
+class FixedNameBackup(NaiveStore):
+    """Keeps one backup, ``NAME.bak.latest``, overwritten by each new one (DRIFT-5, DRIFT-4)."""
+
+    def backup_path(self, path: Path, data: bytes) -> Path:
+        return path.with_name(f"{path.name}.bak.latest")
+
+
+class TimestampBackup(NaiveStore):
+    """Names backups by time, so the same content is backed up again and again (DRIFT-5)."""
+
+    def backup_path(self, path: Path, data: bytes) -> Path:
+        return path.with_name(f"{path.name}.bak.{time.time_ns()}")

@@ -1,0 +1,370 @@
+"""Stores broken on purpose for the process checks (LOCK, ATOMIC, CRASH, READ-7).
+
+:class:`FileStore` is a small file-backed store written against the contract, with the spec's
+own rule functions for every decision. Done right, it locks ``MEMORY.md.lock``, sweeps stale
+temps, re-reads under the lock, writes a unique temp, fsyncs it, renames it and fsyncs the
+directory. Each subclass breaks exactly one step, the way real stores have:
+
+=======================  ====================================================  ==============
+factory                  defect                                                caught by
+=======================  ====================================================  ==============
+``open_no_lock``         no lock at all: concurrent adds are lost              LOCK-3
+``open_data_file_lock``  flock on MEMORY.md, whose inode each rename replaces  LOCK-1, LOCK-3
+``open_read_before_lock`` reads the file, then takes the lock                  LOCK-2, LOCK-3
+``open_in_place``        truncates MEMORY.md and writes it entry by entry      CRASH-1
+``open_keeps_temps``     never removes the temps a crash leaves                CRASH-2
+``open_marker_lock``     a lock file whose mere existence means "locked"       CRASH-3
+``open_no_temp_fsync``   renames the temp without fsyncing it                  ATOMIC-1
+``open_no_dir_fsync``    never fsyncs the directory after the rename           ATOMIC-3
+``open_fixed_temp``      one temp name, ``MEMORY.md.tmp``, for every session   ATOMIC-1
+``open_unflushed_fsync``  fsyncs a buffered temp before flushing it            ATOMIC-1
+``open_eio_as_empty``    a read error reads as an empty file                   READ-7
+``open_ok_on_write_error`` answers OK when the write raised                    ATOMIC-4
+``open_keeps_failed_temp`` leaves its temp behind when the write fails         ATOMIC-4
+``open_hangs``           never returns from a mutation (for the harness)       (timeouts)
+=======================  ====================================================  ==============
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memspec.spec import codes
+from memspec.spec.codec import DELIMITER, classify_bytes, encode_entries
+from memspec.spec.operations import Add, Mutation, Remove, Replace
+from memspec.spec.rules import argument_error, decide
+from memspec.spec.snapshot import render_snapshot, render_unreadable
+from memspec.spec.targets import FILENAMES, TARGETS
+from memspec.spec.threats import find_threats
+
+ALL_FEATURES = ("core", "multi-process", "crash-safe", "durable")
+
+
+class FileStore:
+    """A contract store on ``root`` that does every file step right (subclasses break one)."""
+
+    features = ALL_FEATURES
+
+    def __init__(self, root: Path, *, memory_char_limit: int = 2200, user_char_limit: int = 1375):
+        self.root = Path(root)
+        self.limits = {"memory": memory_char_limit, "user": user_char_limit}
+        self.live: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
+        self.blocks: dict[str, str | None] = {target: None for target in TARGETS}
+
+    # -- the contract -----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        for target in TARGETS:
+            try:
+                state = classify_bytes(self.read(self.path(target)), self.limits[target])
+            except OSError:
+                self.blocks[target] = render_unreadable(target)
+                continue
+            if state.entries is None:
+                self.blocks[target] = render_unreadable(target)
+                continue
+            self.live[target] = state.entries
+            self.blocks[target] = render_snapshot(
+                target, state.entries, self.limits[target], find_threats
+            )
+
+    def entries(self, target: str) -> list[str]:
+        return list(self.live[target])
+
+    def snapshot(self, target: str) -> str | None:
+        return self.blocks[target]
+
+    def add(self, target: str, content: str) -> dict[str, Any]:
+        return self.mutate(Add(target, content))
+
+    def replace(self, target: str, old_text: str, new_content: str) -> dict[str, Any]:
+        return self.mutate(Replace(target, old_text, new_content))
+
+    def remove(self, target: str, old_text: str) -> dict[str, Any]:
+        return self.mutate(Remove(target, old_text))
+
+    # -- one mutation -----------------------------------------------------------------------------
+
+    def path(self, target: str) -> Path:
+        return self.root / FILENAMES[target]
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        refusal = argument_error(op)
+        if refusal is not None:
+            return {"ok": False, "code": refusal.code}
+        path = self.path(op.target)
+        try:
+            with self.locked(path):
+                return self.mutate_locked(op, path, self.read_for_update(path))
+        except OSError as error:
+            return {"ok": False, "code": codes.E_IO, "message": str(error)}
+
+    def read_for_update(self, path: Path) -> bytes | OSError | None:
+        try:
+            return self.read(path)
+        except OSError as error:
+            return error
+
+    def mutate_locked(
+        self, op: Mutation, path: Path, data: bytes | OSError | None
+    ) -> dict[str, Any]:
+        self.sweep(path)
+        if isinstance(data, OSError):
+            return {"ok": False, "code": codes.E_UNREADABLE, "message": str(data)}
+        state = classify_bytes(data, self.limits[op.target])
+        outcome, result = decide(op, state, self.limits[op.target])
+        if result is None:
+            return {"ok": outcome.ok, "code": outcome.code}
+        self.write(path, result)
+        self.live[op.target] = result
+        return {"ok": True, "code": codes.OK}
+
+    # -- the file steps ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self, path: Path) -> Iterator[None]:
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def read(self, path: Path) -> bytes | None:
+        try:
+            with open(path, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def sweep(self, path: Path) -> None:
+        for stale in self.root.glob(f".{path.name}.tmp.*"):
+            stale.unlink(missing_ok=True)
+
+    def temp_path(self, path: Path) -> Path:
+        return path.with_name(f".{path.name}.tmp.{secrets.token_hex(6)}")
+
+    def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        temp = self.temp_path(path)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            try:
+                os.write(fd, encode_entries(entries))
+                self.sync_file(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        self.sync_directory()
+
+    def sync_file(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def sync_directory(self) -> None:
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class NoLock(FileStore):
+    """Takes no lock: two sessions read the same file and the second rename wins (LOCK-3).
+    (Without a lock no temp can be known stale, so it sweeps none.)"""
+
+    @contextlib.contextmanager
+    def locked(self, path: Path) -> Iterator[None]:
+        yield
+
+    def sweep(self, path: Path) -> None:
+        pass
+
+
+class DataFileLock(FileStore):
+    """Locks MEMORY.md itself; the rename gives the name a new inode, so a session that opens
+    the file after it locks another inode than a session still holding the old one (LOCK-1)."""
+
+    @contextlib.contextmanager
+    def locked(self, path: Path) -> Iterator[None]:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def sweep(self, path: Path) -> None:
+        pass
+
+
+class ReadBeforeLock(FileStore):
+    """Reads the file before taking the lock and decides on that stale copy (LOCK-2)."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        refusal = argument_error(op)
+        if refusal is not None:
+            return {"ok": False, "code": refusal.code}
+        path = self.path(op.target)
+        data = self.read_for_update(path)
+        try:
+            with self.locked(path):
+                return self.mutate_locked(op, path, data)
+        except OSError as error:
+            return {"ok": False, "code": codes.E_IO, "message": str(error)}
+
+
+class InPlace(FileStore):
+    """Truncates MEMORY.md and writes it entry by entry (the old open("w") way): a crash in
+    between leaves a truncated file (CRASH-1, ATOMIC-2)."""
+
+    features = ("core", "multi-process", "crash-safe")
+
+    def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            for index, entry in enumerate(entries):
+                os.write(fd, ((DELIMITER if index else "") + entry).encode("utf-8"))
+        finally:
+            os.close(fd)
+
+
+class KeepsTemps(FileStore):
+    """Never sweeps the temp files that crashed writers leave behind (CRASH-2)."""
+
+    def sweep(self, path: Path) -> None:
+        pass
+
+
+class MarkerLock(FileStore):
+    """Locks by creating MEMORY.md.lock with O_EXCL and deleting it afterwards: a crash leaves
+    the marker and every later mutation waits for ever (CRASH-3)."""
+
+    patience = 60.0
+
+    @contextlib.contextmanager
+    def locked(self, path: Path) -> Iterator[None]:
+        marker = path.with_name(path.name + ".lock")
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                break
+            except FileExistsError:
+                if time.monotonic() > deadline:
+                    raise OSError(errno.EAGAIN, "MEMORY.md is locked", str(marker)) from None
+                time.sleep(0.002)
+        try:
+            yield
+        finally:
+            marker.unlink(missing_ok=True)
+
+
+class NoTempFsync(FileStore):
+    """Renames the temp over MEMORY.md without fsyncing it first (ATOMIC-1)."""
+
+    def sync_file(self, fd: int) -> None:
+        pass
+
+
+class NoDirFsync(FileStore):
+    """Never fsyncs the directory, so the rename may not survive power loss (ATOMIC-3)."""
+
+    def sync_directory(self) -> None:
+        pass
+
+
+class FixedTemp(FileStore):
+    """Writes every new file through the one temp name MEMORY.md.tmp (ATOMIC-1)."""
+
+    def temp_path(self, path: Path) -> Path:
+        return path.with_name(path.name + ".tmp")
+
+
+class UnflushedFsync(FileStore):
+    """Writes the temp through a buffered file object and fsyncs its descriptor before the
+    buffer is flushed (at close), so the synced file is empty (ATOMIC-1)."""
+
+    def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        temp = self.temp_path(path)
+        with open(temp, "wb") as handle:
+            handle.write(encode_entries(entries))
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+        self.sync_directory()
+
+
+class EioAsEmpty(FileStore):
+    """Takes a read error for an empty file, so the next add rewrites MEMORY.md with one entry
+    (READ-7: the transient read failure Hermes had)."""
+
+    def read(self, path: Path) -> bytes | None:
+        try:
+            return super().read(path)
+        except OSError:
+            return b""
+
+
+class OkOnWriteError(FileStore):
+    """Answers OK even when writing the new file raised (ATOMIC-4)."""
+
+    def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        with contextlib.suppress(OSError):
+            super().write(path, entries)
+
+
+class KeepsFailedTemp(FileStore):
+    """Answers E_IO when the write fails but leaves its temp file behind (ATOMIC-4)."""
+
+    def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        temp = self.temp_path(path)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, encode_entries(entries))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+        self.sync_directory()
+
+
+class Hangs(FileStore):
+    """Never returns from a mutation: the harness must time out and kill it."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        time.sleep(3600)
+        return {"ok": False, "code": codes.E_IO}
+
+
+def _factory(cls: type[FileStore]) -> Any:
+    def open_store(root: Path, **limits: int) -> FileStore:
+        return cls(root, **limits)
+
+    open_store.__doc__ = cls.__doc__
+    return open_store
+
+
+open_sound = _factory(FileStore)
+open_no_lock = _factory(NoLock)
+open_data_file_lock = _factory(DataFileLock)
+open_read_before_lock = _factory(ReadBeforeLock)
+open_in_place = _factory(InPlace)
+open_keeps_temps = _factory(KeepsTemps)
+open_marker_lock = _factory(MarkerLock)
+open_no_temp_fsync = _factory(NoTempFsync)
+open_no_dir_fsync = _factory(NoDirFsync)
+open_fixed_temp = _factory(FixedTemp)
+open_unflushed_fsync = _factory(UnflushedFsync)
+open_eio_as_empty = _factory(EioAsEmpty)
+open_ok_on_write_error = _factory(OkOnWriteError)
+open_keeps_failed_temp = _factory(KeepsFailedTemp)
+open_hangs = _factory(Hangs)

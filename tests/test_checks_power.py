@@ -1,0 +1,122 @@
+"""Every named check of files, atomic, read, contract, protocol, fence, scan and drift can fail.
+
+Each check runs directly (``check.run(CheckContext(...))``, no pytest plugin) at the ``ci``
+profile: the reference store and the naive store (``tests/backends/naive.py``, written from the
+contract alone) pass it, and a variant of the naive store with one defect
+(``tests/backends/naive_broken.py``) fails it with an ``AssertionError`` that opens with the
+clause id the defect breaks.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.backend import Backend, InProcessBackend
+from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.profiles import PROFILES
+from memspec.conformance.registry import CheckContext, NotApplicable, all_checks
+
+REFERENCE = "memspec.reference_impl:open_store"
+NAIVE = "tests.backends.naive:open_store"
+MODULES = ("files", "atomic", "read", "contract", "protocol", "fence", "scan", "drift")
+OURS = sorted(name for name in all_checks() if name.split(".")[0] in MODULES)
+PROTOCOL = ("protocol.answers_echo_ids_in_order", "protocol.unknown_op_is_unsupported")
+
+CAUGHT = [
+    ("InPlaceWriter", "atomic.write_replaces_by_rename", "ATOMIC-2"),
+    ("SlowInPlaceWriter", "atomic.readers_never_see_a_partial_file", "ATOMIC-2"),
+    ("LazyWriter", "atomic.acknowledged_is_visible", "ATOMIC-5"),
+    ("UmaskModes", "files.created_files_are_private", "FILES-1"),
+    ("ModeReset", "files.rewrite_keeps_the_mode", "FILES-2"),
+    ("FollowsLockLink", "files.symlinked_lock_is_refused", "FILES-3"),
+    ("ReplacesDataLink", "files.symlinked_data_file_is_kept", "FILES-4"),
+    ("LeavesTemps", "files.file_count_stays_bounded", "FILES-5"),
+    ("LockBesideRoot", "files.nothing_outside_root", "FILES-5"),
+    ("LockBesideRoot", "contract.factory_stays_in_root", "CONTRACT-1"),
+    ("UnreadableAsEmpty", "read.unreadable_file_is_not_empty", "READ-7"),
+    ("TupleEntries", "contract.answers_have_contract_shapes", "CONTRACT-2"),
+    ("BadOptionalFields", "contract.answers_have_contract_shapes", "CONTRACT-2"),
+    ("StaleWithoutLoad", "contract.mutation_without_load", "CONTRACT-7"),
+    ("UnknownFeature", "contract.claimed_features_are_known", "CONTRACT-19"),
+    ("UnstrippedFence", "fence.frame_is_exact", "FENCE-1"),
+    ("CaseSensitiveFence", "fence.disguised_tags_are_removed", "FENCE-2"),
+    ("CaseSensitiveFence", "fence.arbitrary_recalled_text", "FENCE-2"),
+    ("SinglePassFence", "fence.sanitising_reaches_fixed_point", "FENCE-3"),
+    ("SinglePassFence", "fence.arbitrary_recalled_text", "FENCE-"),
+    ("KeepsForgedNotes", "fence.forged_notes_are_removed", "FENCE-4"),
+    ("WindowedScan", "scan.whole_content_is_scanned", "SCAN-5"),
+    ("NoRewriteBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
+    ("FixedNameBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
+    ("TimestampBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
+]
+PROTOCOL_CAUGHT = [
+    ("counts-ids", "protocol.answers_echo_ids_in_order", "CONTRACT-13"),
+    ("unknown-op-invalid", "protocol.unknown_op_is_unsupported", "CONTRACT-14"),
+]
+
+
+def jsonl(mode: str) -> CommandBackend:
+    """The naive store over JSON Lines with one protocol defect (or none: ``correct``)."""
+    return CommandBackend(f"{sys.executable} -m tests.backends.jsonl_naive {mode}", timeout=20)
+
+
+def run_check(name: str, backend: Backend | str, tmp_path: Path) -> None:
+    """Runs one check the way the suite does: a fresh root inside the scratch directory."""
+    check = all_checks()[name]
+    if isinstance(backend, str):
+        backend = InProcessBackend(backend, timeout=30)
+    root = tmp_path / "root"
+    root.mkdir()
+    check.run(CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
+
+
+def test_every_check_here_is_proven() -> None:
+    """Every check of these modules has a backend that fails it."""
+    proven = {name for _, name, _ in CAUGHT + PROTOCOL_CAUGHT}
+    assert sorted(proven) == OURS
+
+
+@pytest.mark.parametrize("name", [name for name in OURS if name not in PROTOCOL])
+@pytest.mark.parametrize("backend", [REFERENCE, NAIVE])
+def test_correct_backends_pass(name: str, backend: str, tmp_path: Path) -> None:
+    """The reference store and the naive store pass every check."""
+    run_check(name, backend, tmp_path)
+
+
+@pytest.mark.parametrize(("variant", "name", "clause"), CAUGHT)
+def test_broken_backend_fails(variant: str, name: str, clause: str, tmp_path: Path) -> None:
+    """A store with one defect fails the check of that defect, citing the clause."""
+    with pytest.raises(AssertionError) as failure:
+        run_check(name, f"tests.backends.naive_broken:{variant}", tmp_path)
+    assert str(failure.value).startswith(clause), str(failure.value)
+
+
+@pytest.mark.parametrize("name", PROTOCOL)
+def test_protocol_checks_do_not_apply_in_process(name: str, tmp_path: Path) -> None:
+    """The JSON Lines checks are skipped, with the reason, for a Python backend."""
+    with pytest.raises(NotApplicable, match="--backend-cmd"):
+        run_check(name, REFERENCE, tmp_path)
+
+
+@pytest.mark.parametrize("name", PROTOCOL)
+@pytest.mark.parametrize(
+    "command",
+    ["correct", f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"],
+)
+def test_protocol_checks_pass_correct_servers(name: str, command: str, tmp_path: Path) -> None:
+    """The naive store and the reference, each served over JSON Lines, pass the protocol checks."""
+    backend = jsonl(command) if command == "correct" else CommandBackend(command, timeout=20)
+    run_check(name, backend, tmp_path)
+
+
+@pytest.mark.parametrize(("mode", "name", "clause"), PROTOCOL_CAUGHT)
+def test_protocol_checks_catch_broken_servers(
+    mode: str, name: str, clause: str, tmp_path: Path
+) -> None:
+    """A server that numbers answers itself, or answers an unknown op wrongly, fails."""
+    with pytest.raises(AssertionError) as failure:
+        run_check(name, jsonl(mode), tmp_path)
+    assert str(failure.value).startswith(clause), str(failure.value)
