@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend, UsageError
-from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, CommandBackend
+from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, INVOCATION_DIR, CommandBackend
 from memspec.conformance.plugin import read_expected_failures, recorder_key
 from memspec.conformance.records import CheckRecord, summary_counts
 
@@ -159,6 +159,7 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
             notes.append("--coverage runs the checks in one process: -n was ignored")
     request = _absolute_paths(request)
     here = os.getcwd()
+    os.environ.setdefault(INVOCATION_DIR, here)
     with tempfile.TemporaryDirectory(prefix="memspec-certify-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")

@@ -42,6 +42,14 @@ STDERR_TAIL = 20
 _EOF = object()
 
 
+INVOCATION_DIR = "MEMSPEC_INVOCATION_DIR"
+
+
+def invocation_dir() -> str:
+    """Returns the directory memspec was invoked from (certify runs pytest elsewhere)."""
+    return os.environ.get(INVOCATION_DIR) or os.getcwd()
+
+
 def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
     for line in stream:
         lines.put(line)
@@ -88,6 +96,7 @@ class CommandSession:
                 encoding="utf-8",
                 errors="surrogateescape",
                 bufsize=1,
+                cwd=invocation_dir(),
                 start_new_session=True,
             )
         except OSError as error:
@@ -194,7 +203,11 @@ class CommandSession:
 
 @dataclass
 class CommandBackend:
-    """A backend in any language, named by the command that starts one session."""
+    """A backend in any language, named by the command that starts one session.
+
+    The command runs in the directory memspec was invoked from, so that a relative path in it
+    (``node backends/node/memspec_backend.js``) means what the user typed.
+    """
 
     command: str
     timeout: float = DEFAULT_TIMEOUT

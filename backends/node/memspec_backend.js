@@ -729,6 +729,10 @@ class Session {
     }
     const [outcome, result] = decide(op, state.entries, limit);
     if (result === null) return answer(outcome, name);
+    if (fs.lstatSync(dataPath, { throwIfNoEntry: false })?.isSymbolicLink()) {   // FILES-4
+      return failure('E_IO', `${name} is a symbolic link; the store never replaces a link by a ` +
+        "regular file. Write to the link's target yourself, or replace the link.");
+    }
     // DRIFT-5: bytes this store family did not write are backed up before the first rewrite,
     // unless they differ from what it last wrote only cosmetically.
     const recorded = readRecordedDigest(lockFd);
