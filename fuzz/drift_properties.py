@@ -99,20 +99,25 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
     backups never overwrite one another (DRIFT-4)."""
     features = claimed_features(ctx)
     run = plan(ctx, "drift_properties.external_edits_are_kept")
-    operations = st.lists(
-        requests(("memory",), batch="batch" in features, limits=LIMITS), max_size=3
-    )
-    rounds = st.lists(st.tuples(external_edits(LIMITS), operations), min_size=1, max_size=3)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
 
-    @given(limit=st.sampled_from(LIMITS), seed=seeds, rounds=rounds)
-    def drift_property(limit: int, seed: list[str], rounds: list[tuple[Any, list[Any]]]) -> None:
-        with FuzzRoot(ctx, {"memory": limit}) as world:
+    def scenario(limit: int) -> st.SearchStrategy[dict[str, Any]]:
+        operations = st.lists(
+            requests(("memory",), batch="batch" in features, limits=(limit,)),
+            min_size=1,
+            max_size=3,
+        )
+        rounds = st.lists(st.tuples(external_edits((limit,)), operations), min_size=1, max_size=3)
+        return st.fixed_dictionaries({"limit": st.just(limit), "seed": seeds, "rounds": rounds})
+
+    @given(case=st.sampled_from(LIMITS).flatmap(scenario))
+    def drift_property(case: dict[str, Any]) -> None:
+        with FuzzRoot(ctx, {"memory": case["limit"]}) as world:
             ledger = DriftLedger()
-            for content in seed:
+            for content in case["seed"]:
                 _drift_step(world, ledger, {"op": "add", "target": "memory", "content": content},
                             features)  # fmt: skip
-            for edit, requests_ in rounds:
+            for edit, requests_ in case["rounds"]:
                 before = world.disk("memory")
                 world.put("memory", edit(before or b""))
                 ledger.external("memory", before, world.disk("memory"))

@@ -163,15 +163,17 @@ def match_answer(
 
 def field_problem(answer: Mapping[str, Any], outcome: Outcome) -> str | None:
     """Returns why the optional Outcome fields of ``answer`` disagree with the model's, if they
-    do (CONTRACT-3: ``matches``, ``duplicate`` and ``usage`` are compared when given)."""
+    do (CONTRACT-3: ``matches``, ``duplicate``, and the ``usage`` of an accepted operation are
+    compared when given)."""
     matches = answer.get("matches")
     wrong = matches is not None and list(matches) != list(outcome.matches)
     if outcome.code == codes.E_AMBIGUOUS and wrong:
         return f"matches {matches!r}, expected {list(outcome.matches)!r} (MATCH-5)"
     if "duplicate" in answer and bool(answer["duplicate"]) != outcome.duplicate:
         return f"duplicate {answer['duplicate']!r}, expected {outcome.duplicate!r} (DUP-1)"
-    if "usage" in answer and outcome.usage is not None and answer["usage"] != outcome.usage:
-        return f"usage {answer['usage']!r}, expected {outcome.usage!r} (SNAP-5)"
+    given = answer.get("usage")
+    if outcome.ok and given is not None and outcome.usage is not None and given != outcome.usage:
+        return f"usage {given!r}, expected {outcome.usage!r} (SNAP-5)"
     return None
 
 
@@ -242,13 +244,22 @@ _CLAUSE_OF_REFUSAL = {
 _CLAUSE_OF_WRONG_REFUSAL = {
     codes.E_DRIFT: "DRIFT-1", codes.E_LIMIT: "LIMIT-2", codes.E_NOMATCH: "MATCH-1",
     codes.E_AMBIGUOUS: "MATCH-3", codes.E_DELIMITER: "ENTRY-5", codes.E_EMPTY: "ENTRY-1",
-    codes.E_UNREADABLE: "READ-1",
+    codes.E_UNREADABLE: "READ-1", codes.E_TARGET: "CONTRACT-4", codes.E_INVALID: "ENTRY-7",
+    codes.E_THREAT: "SCAN-2", codes.E_IO: "ATOMIC-4",
 }  # fmt: skip
 
 
 def clause_for(expected: str, answered: object) -> str:
-    """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``:
-    the clause of the expected refusal, or, when the model accepts, of the wrong refusal."""
-    if expected != codes.OK:
-        return _CLAUSE_OF_REFUSAL.get(expected, "CONTRACT-5")
-    return _CLAUSE_OF_WRONG_REFUSAL.get(str(answered), "CONTRACT-5")
+    """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``.
+
+    A refusal for a condition that comes earlier in the precedence than the real one (or where
+    the model accepts) is blamed on the clause that condition misreads: ``E_DRIFT`` where the
+    model says ``E_LIMIT`` is a cosmetic file refused as drift (DRIFT-1). Otherwise the backend
+    missed the model's condition, and its clause is named: ``OK`` where the model says
+    ``E_DELIMITER`` breaks ENTRY-3.
+    """
+    order = codes.PRECEDENCE
+    earlier = answered in order and expected in order
+    if expected == codes.OK or (earlier and order.index(str(answered)) < order.index(expected)):
+        return _CLAUSE_OF_WRONG_REFUSAL.get(str(answered), "CONTRACT-5")
+    return _CLAUSE_OF_REFUSAL.get(expected, "CONTRACT-5")

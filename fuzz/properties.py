@@ -21,7 +21,15 @@ from memspec.conformance.registry import CheckContext, check
 from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
 from memspec.fuzz.roots import FuzzRoot, claimed_features
 from memspec.fuzz.runner import plan
-from memspec.fuzz.strategies import cosmetic_edits, external_edits, fence_payloads, requests
+from memspec.fuzz.strategies import (
+    contents,
+    cosmetic_edits,
+    external_edits,
+    fence_payloads,
+    requests,
+    section_texts,
+    storable_texts,
+)
 from memspec.spec import codes, model
 from memspec.spec.codec import (
     classify_bytes,
@@ -112,7 +120,12 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     of them (READ-1 to READ-4), and the next write is canonical again (FORMAT-4)."""
     features = claimed_features(ctx)
     run = plan(ctx, "properties.delimiter_round_trip")
-    program = st.lists(requests(batch="batch" in features, limits=(40,)), min_size=1, max_size=6)
+    text = st.one_of(section_texts(), storable_texts(), contents((40,)))
+    adds = st.fixed_dictionaries(
+        {"op": st.just("add"), "target": st.sampled_from(TARGETS), "content": text}
+    )
+    any_request = requests(batch="batch" in features, content=text)
+    program = st.lists(st.one_of(adds, any_request), min_size=1, max_size=6)
     limits = st.sampled_from(((2200, 1375), (40, 30)))
 
     @given(limits=limits, program=program, edit=cosmetic_edits())

@@ -45,7 +45,7 @@ NEEDLES = (
 """``old_text`` values: substrings of :data:`WORDS`, whole entries, padded and odd ones."""
 
 SECTION_PIECES = (
-    "§", "§§", " § ", "a§b", "\n§\n", "\n§", "§\n", "\n  §\t\n", "\n\x0b§\x0c\n", "\r\n§\r\n",
+    "a§b", "§§", " § ", "§", "\n§\n", "\n§", "§\n", "\n  §\t\n", "\n\x0b§\x0c\n", "\r\n§\r\n",
     "\r§\r", "\n§ x\n", "\n\n§\n\n",
 )  # fmt: skip
 LINE_BREAKS = ("\n", "\r\n", "\r", "\n\n", "\r\r\n", "\u2028", "\u2029", "\x85", "\x1c", "\x1e")
@@ -121,15 +121,25 @@ def old_texts() -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(NEEDLES), st.sampled_from(WORDS), entry_texts(max_pieces=3))
 
 
+def section_texts() -> st.SearchStrategy[str]:
+    """Returns a strategy for notes spliced with ``§`` in every position: inside a line (ordinary
+    text, FORMAT-3) and on a line of its own, with or without spaces (refused, ENTRY-3)."""
+    piece = st.one_of(st.sampled_from(SECTION_PIECES), st.sampled_from(WORDS),
+                      st.sampled_from(("\n", "\r\n", "\r", " ")))  # fmt: skip
+    return st.lists(piece, min_size=1, max_size=4).map("".join)
+
+
 def requests(
     targets: Sequence[str] = ("memory", "user"),
     *,
     batch: bool = False,
     limits: Sequence[int] = (),
+    content: st.SearchStrategy[str] | None = None,
 ) -> st.SearchStrategy[dict[str, Any]]:
-    """Returns a strategy for one mutation request as protocol fields (CONTRACT-13)."""
+    """Returns a strategy for one mutation request as protocol fields (CONTRACT-13); ``content``
+    replaces the default :func:`contents` of adds and replaces."""
     target = st.sampled_from(tuple(targets))
-    content = contents(limits)
+    content = contents(limits) if content is None else content
     choices = [
         st.fixed_dictionaries({"op": st.just("add"), "target": target, "content": content}),
         st.fixed_dictionaries(
@@ -182,6 +192,18 @@ class AppendText:
 
     def __call__(self, data: bytes) -> bytes:
         return data + (b"\n" if data else b"") + self.text.encode("utf-8", "surrogatepass")
+
+
+@dataclass(frozen=True)
+class AppendParagraph:
+    """Appends ``size`` characters of prose with no delimiter line, gluing them onto the last
+    entry: past the limit, that entry makes the file foreign (DRIFT-2, hermes #26045)."""
+
+    size: int
+
+    def __call__(self, data: bytes) -> bytes:
+        prose = "Notes pasted from a meeting, one after another. " * (self.size // 40 + 1)
+        return data + b"\n" + prose[: self.size].encode()
 
 
 @dataclass(frozen=True)
@@ -318,11 +340,12 @@ def cosmetic_edits() -> st.SearchStrategy[Any]:
 
 
 def external_edits(limits: Sequence[int] = ()) -> st.SearchStrategy[Any]:
-    """Returns a strategy for any external edit: cosmetic ones, appended text with and without
-    delimiters, truncation, concatenation, reordering, squashing, invalid UTF-8, rewrites."""
+    """Returns a strategy for any external edit, a third each: prose appended past a limit (a
+    foreign file), a cosmetic edit, and the rest — appended text with and without delimiters,
+    truncation, concatenation, reordering, squashing, invalid UTF-8, rewrites."""
     text = contents(limits)
-    return st.one_of(
-        cosmetic_edits(),
+    sizes = st.sampled_from(tuple(limits) or (2200,)).flatmap(lambda n: st.integers(n - 8, n + 4))
+    others = st.one_of(
         st.builds(AppendText, text),
         st.builds(AppendEntry, text, st.sampled_from(("\n", "\r\n"))),
         st.builds(Truncate, st.integers(0, 64)),
@@ -335,6 +358,7 @@ def external_edits(limits: Sequence[int] = ()) -> st.SearchStrategy[Any]:
         st.builds(InsertBytes, st.integers(0, 64), st.sampled_from(INVALID_UTF8)),
         st.builds(PutText, text),
     )  # fmt: skip
+    return st.one_of(st.builds(AppendParagraph, sizes), cosmetic_edits(), others)
 
 
 # --- fence payloads -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 from memspec.reference_impl import open_store
 from memspec.spec import codes
-from memspec.spec.codec import WHITESPACE, classify_bytes, encode_entries
+from memspec.spec.codec import WHITESPACE, classify_bytes, decode, encode_entries
 from memspec.spec.fence import find_fence_tags, find_system_notes, frame
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace, thaw
 from memspec.spec.rules import argument_error, decide
@@ -101,7 +101,7 @@ class RawBytesDriftGuard(Wrapper):
         sidecar = self.root / (FILENAMES[op.target] + ".written")
         current = self.read(op.target)
         written = sidecar.read_bytes() if sidecar.exists() else None
-        if current and current != written:
+        if current and current != written and decode(current) is not None:
             backup = self.path(op.target).with_name(
                 f"{FILENAMES[op.target]}.bak.{hashlib.sha256(current).hexdigest()[:16]}"
             )
