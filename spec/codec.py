@@ -43,6 +43,12 @@ def is_delimiter_line(line: str) -> bool:
     return line.strip(LINE_SPACE) == DELIMITER_MARK
 
 
+def starts_with_bom(text: str) -> bool:
+    """Returns whether normalised content begins with U+FEFF, which a reader would take for a
+    byte order mark and drop (ENTRY-3)."""
+    return text.startswith(BOM)
+
+
 def has_delimiter_line(text: str) -> bool:
     """Returns whether any line of ``text`` (after newline normalisation) is a delimiter line."""
     return any(is_delimiter_line(line) for line in normalize_newlines(text).split("\n"))
@@ -73,14 +79,16 @@ def parse_text(text: str) -> list[str]:
 
     Lines that are ``§`` alone (ignoring spaces and tabs around it) split the text into chunks;
     each chunk is stripped of ASCII whitespace and empty chunks are dropped, so blank lines and
-    spaces around a delimiter line and a trailing newline never change the entries.
+    spaces around a delimiter line and a trailing newline never change the entries. A U+FEFF at
+    the start of a chunk is dropped too: it is a byte order mark that two concatenated files
+    left inside the text, and a writer could not put it back where it was (READ-4).
     """
     text = normalize_newlines(text.removeprefix(BOM))
     entries: list[str] = []
     chunk: list[str] = []
     for line in [*text.split("\n"), DELIMITER_MARK]:
         if is_delimiter_line(line):
-            entry = "\n".join(chunk).strip(WHITESPACE)
+            entry = "\n".join(chunk).lstrip(WHITESPACE + BOM).rstrip(WHITESPACE)
             if entry:
                 entries.append(entry)
             chunk = []

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memspec.spec import codes
-from memspec.spec.codec import FileState, has_delimiter_line, is_encodable, normalize_content
+from memspec.spec.codec import (
+    FileState,
+    has_delimiter_line,
+    is_encodable,
+    normalize_content,
+    starts_with_bom,
+)
 from memspec.spec.codec import usage as usage_of
 from memspec.spec.operations import Add, Batch, FrozenMapping, Mutation, Remove, Replace
 from memspec.spec.snapshot import usage_label
@@ -53,14 +59,15 @@ def content_error(content: object) -> Outcome | None:
     """Returns the refusal for new entry text, or ``None`` when it may be stored (ENTRY-*, SCAN-*).
 
     Order: not a string (``E_INVALID``), empty after normalisation (``E_EMPTY``), a delimiter
-    line or a lone surrogate (``E_DELIMITER``), a threat pattern (``E_THREAT``).
+    line, a leading U+FEFF or a lone surrogate (``E_DELIMITER``: it could not be read back as
+    the same single entry), a threat pattern (``E_THREAT``).
     """
     if not isinstance(content, str):
         return Outcome(codes.E_INVALID)
     text = normalize_content(content)
     if not text:
         return Outcome(codes.E_EMPTY)
-    if has_delimiter_line(text) or not is_encodable(text):
+    if has_delimiter_line(text) or starts_with_bom(text) or not is_encodable(text):
         return Outcome(codes.E_DELIMITER)
     threats = find_threats(text)
     if threats:

@@ -116,14 +116,8 @@ def test_a_seed_is_exact_and_bypasses_the_database(tmp_path: Path) -> None:
     assert unseeded.seed is not None and unseeded.reproduce.endswith(f"--seed {unseeded.seed}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SpecInconsistency,
-    reason="BUG IN SPEC (reported): an entry that begins with U+FEFF, read from a file with two "
-    "BOMs, is written with a leading BOM that the reader drops (FORMAT-4, FORMAT-5); when the "
-    "spec is fixed this test passes and must lose this mark",
-)
 def test_the_model_round_trips_an_entry_that_begins_with_a_bom() -> None:
     bom = "\ufeff".encode()
     state = model.initial_state(memory=bom + bom + b"User prefers tabs")
+    # FORMAT-5: the spec model reads back what it writes (else SpecInconsistency is raised).
     allowed_answers(state, Add("memory", "Editor: vim"), {"core"})

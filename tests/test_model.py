@@ -248,7 +248,7 @@ def test_outcome_ok_is_true_only_for_ok() -> None:
         ("lone \ud800 surrogate", codes.E_DELIMITER),
         (INVISIBLE, codes.E_THREAT),
         (INJECTION, codes.E_THREAT),
-        ("\ufeffstarts with a BOM", codes.E_THREAT),
+        ("\ufeffstarts with a BOM", codes.E_DELIMITER),
     ],
 )
 def test_content_error_codes(content: object, code: str) -> None:

@@ -83,7 +83,8 @@ function parseText(text) {                                                   // 
       chunk.push(line);
       continue;
     }
-    const entry = strip(chunk.join('\n'));
+    // A U+FEFF at the start of a piece is a stray byte order mark (READ-4).
+    const entry = strip(strip(chunk.join('\n')).replace(/^[\ufeff \t\n\r\x0b\x0c]+/, ''));
     if (entry) entries.push(entry);
     chunk = [];
   }
@@ -351,7 +352,9 @@ function contentError(content) {
   if (typeof content !== 'string') return refusal('E_INVALID');              // ENTRY-7
   const text = normalizeContent(content);
   if (!text) return refusal('E_EMPTY');                                      // ENTRY-2
-  if (hasDelimiterLine(text) || !isWellFormed(text)) return refusal('E_DELIMITER'); // ENTRY-3, -4
+  if (hasDelimiterLine(text) || text.startsWith('\ufeff') || !isWellFormed(text)) {
+    return refusal('E_DELIMITER');                                           // ENTRY-3, -4
+  }
   const threats = findThreats(text);                                         // SCAN-1
   return threats.length ? refusal('E_THREAT', { threats }) : null;
 }
