@@ -180,8 +180,10 @@ def clause_matrix(
             }
         )
         if status == "n/a":
-            why = ["a rule of the agent or of memspec, not observable through the contract; "
-                   "verified by memspec's own tests"]
+            why = [
+                "a rule of the agent or of memspec, not observable through the contract; "
+                "verified by memspec's own tests"
+            ]
         rows.append(
             {
                 "clause": clause.id,

@@ -50,8 +50,12 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         """Returns the event as a JSON-ready record."""
-        record: dict[str, Any] = {"type": self.type, "process": self.process, "op": self.op,
-                                  "time": self.time}
+        record: dict[str, Any] = {
+            "type": self.type,
+            "process": self.process,
+            "op": self.op,
+            "time": self.time,
+        }
         if self.value is not None:
             record["value"] = self.value
         return record
@@ -79,8 +83,13 @@ def read_history(path: Path) -> list[Event]:
             continue
         try:
             record = json.loads(line)
-            event = Event(record["type"], int(record["process"]), dict(record["op"]),
-                          float(record["time"]), record.get("value"))
+            event = Event(
+                record["type"],
+                int(record["process"]),
+                dict(record["op"]),
+                float(record["time"]),
+                record.get("value"),
+            )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise HistoryError(f"{path}:{number}: not a history event ({error})") from None
         if event.type not in EVENT_TYPES:
@@ -108,8 +117,15 @@ def operations(events: Sequence[Event]) -> list[Operation]:
         if event.type == "info":
             done.append(Operation(event.process, to_input(start.op), None, start.time))
         else:
-            done.append(Operation(event.process, to_input(start.op), to_output(start.op, event),
-                                  start.time, event.time))
+            done.append(
+                Operation(
+                    event.process,
+                    to_input(start.op),
+                    to_output(start.op, event),
+                    start.time,
+                    event.time,
+                )
+            )
     done.extend(Operation(e.process, to_input(e.op), None, e.time) for e in pending.values())
     return sorted(done, key=lambda op: op.call)
 

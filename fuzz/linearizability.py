@@ -87,12 +87,17 @@ class Explanation:
     def render(self) -> str:
         """Returns the explanation as text a person can follow."""
         lines = [f"longest legal prefix ({len(self.linearized)} operations):"]
-        lines += [f"  {i:>3}. p{op.process} {op.input!r} -> {op.output!r}"
-                  for i, op in enumerate(self.linearized, 1)]
+        lines += [
+            f"  {i:>3}. p{op.process} {op.input!r} -> {op.output!r}"
+            for i, op in enumerate(self.linearized, 1)
+        ]
         lines.append(f"model state after it: {self.state}")
         lines.append("no operation can come next; the candidates were:")
-        lines += [f"  p{op.process} {op.input!r} -> {op.output!r} "
-                  f"(called {op.call:.6f}, returned {op.ret:.6f})" for op in self.stuck]
+        lines += [
+            f"  p{op.process} {op.input!r} -> {op.output!r} "
+            f"(called {op.call:.6f}, returned {op.ret:.6f})"
+            for op in self.stuck
+        ]
         return "\n".join(lines)
 
 
@@ -228,9 +233,7 @@ class _Search(Generic[S]):
         )
 
 
-def check_history(
-    model: Model[S], history: Sequence[Operation], timeout: float = 60.0
-) -> Result:
+def check_history(model: Model[S], history: Sequence[Operation], timeout: float = 60.0) -> Result:
     """Returns whether ``history`` is linearizable with respect to ``model``.
 
     Each partition (see :attr:`Model.partition`) is searched on its own; the first illegal one

@@ -209,8 +209,15 @@ def test_certify_through_serve_passes(tmp_path: Path) -> None:
     # The same backend certified over JSON Lines gives the same verdicts.
     command = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"
     # A slice of every kind of check; the whole certification through serve is in the README.
-    result = certify("--backend-cmd", command, "-k", "LOCK or DRIFT or files or protocol",
-                     "--report", str(tmp_path), "-q")
+    result = certify(
+        "--backend-cmd",
+        command,
+        "-k",
+        "LOCK or DRIFT or files or protocol",
+        "--report",
+        str(tmp_path),
+        "-q",
+    )
     assert result.returncode == 0, result.stdout[-4000:]
     assert report(tmp_path)["run"]["features"]
 
@@ -246,8 +253,9 @@ def test_parallel_run_gives_the_same_verdicts(tmp_path: Path) -> None:
 
 
 def test_coverage_reports_what_certification_never_ran(tmp_path: Path) -> None:
-    result = certify("--backend", REFERENCE, "--coverage", "-k", "FORMAT", "--report",
-                     str(tmp_path), "-q")
+    result = certify(
+        "--backend", REFERENCE, "--coverage", "-k", "FORMAT", "--report", str(tmp_path), "-q"
+    )
     assert "backend coverage:" in result.stdout
     data = report(tmp_path)["coverage"]
     store = next(v for k, v in data["files"].items() if k.endswith("store.py"))

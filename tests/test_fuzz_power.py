@@ -17,7 +17,7 @@ import pytest
 from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
-from memspec.fuzz.oracle import SpecInconsistency, allowed_answers
+from memspec.fuzz.oracle import allowed_answers
 from memspec.fuzz.runner import plan
 from memspec.spec import model
 from memspec.spec.operations import Add

@@ -29,8 +29,17 @@ pytestmark = pytest.mark.skipif(
 def test_node_backend_is_certified() -> None:
     # A relative path, as a user types it in the project folder.
     command = f"node {shlex.quote(str(BACKEND.relative_to(PROJECT)))}"
-    args = [sys.executable, "-m", "memspec.conformance", "certify", "--backend-cmd", command,
-            "-q", "-n", "2"]
+    args = [
+        sys.executable,
+        "-m",
+        "memspec.conformance",
+        "certify",
+        "--backend-cmd",
+        command,
+        "-q",
+        "-n",
+        "2",
+    ]
     if EXPECTED_FAILURES.exists():
         args += ["--expected-failures", str(EXPECTED_FAILURES)]
     result = subprocess.run(

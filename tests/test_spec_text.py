@@ -42,11 +42,16 @@ Checked by: `tests/test_spec_text.py::test_clause_fields`, `tests/nope.py::test_
 def test_clause_fields() -> None:
     clauses = parse_clauses(CLAUSES)
     assert [(c.id, c.level, c.line) for c in clauses] == [
-        ("FOO-1", "MUST", 3), ("FOO-2", "SHOULD", 7), ("FOO-3", "MAY", 9)]
+        ("FOO-1", "MUST", 3),
+        ("FOO-2", "SHOULD", 7),
+        ("FOO-3", "MAY", 9),
+    ]
     assert clauses[0].text == "First rule, continued here. Prevents: a bug."
     assert clauses[0].area == "FOO" and clauses[0].checked_by == ()
-    assert clauses[2].checked_by == (("tests/test_spec_text.py", "test_clause_fields"),
-                                     ("tests/nope.py", "test_nothing"))
+    assert clauses[2].checked_by == (
+        ("tests/test_spec_text.py", "test_clause_fields"),
+        ("tests/nope.py", "test_nothing"),
+    )
 
 
 def test_clause_bookkeeping() -> None:
@@ -55,7 +60,8 @@ def test_clause_bookkeeping() -> None:
     assert uncovered_must_clauses(clauses, ["FOO-1"]) == []
     assert unknown_ids(clauses, ["FOO-1", "BAR-9"]) == ["BAR-9"]
     assert missing_tests(clauses, PROJECT) == [
-        "FOO-3 names tests/nope.py::test_nothing, which does not exist"]
+        "FOO-3 names tests/nope.py::test_nothing, which does not exist"
+    ]
 
 
 def test_a_clause_stated_twice_is_a_spec_bug() -> None:
@@ -70,7 +76,7 @@ def test_installed_spec_is_sound() -> None:
     assert missing_tests(clauses, PROJECT) == []
 
 
-EXAMPLE = '''
+EXAMPLE = """
 ```memspec id=demo-example clauses=FOO-1,FOO-2 limits=memory:40,user:30
 # a comment
 put memory "a\\n\\u00a7\\nb"
@@ -89,7 +95,7 @@ snapshot user == null
     line one
     [BLOCKED: MEMORY.md ...]
 ```
-'''
+"""
 
 
 def test_example_steps_and_json() -> None:
@@ -97,8 +103,21 @@ def test_example_steps_and_json() -> None:
     assert example.id == "demo-example" and example.clauses == ("FOO-1", "FOO-2")
     assert example.limits == {"memory": 40, "user": 30}
     ops = [step.op for step in example.steps]
-    assert ops == ["put", "put", "put", "load", "add", "replace", "batch", "entries", "disk",
-                   "disk", "backups", "snapshot", "snapshot"]
+    assert ops == [
+        "put",
+        "put",
+        "put",
+        "load",
+        "add",
+        "replace",
+        "batch",
+        "entries",
+        "disk",
+        "disk",
+        "backups",
+        "snapshot",
+        "snapshot",
+    ]
     assert example.steps[0].args == ("memory", "a\n§\nb".encode())
     assert example.steps[1].args == ("user", b"\xef\xbb\xbfa")
     assert example.steps[4].session == "b"
@@ -107,8 +126,13 @@ def test_example_steps_and_json() -> None:
     assert example.features == ("core", "batch", "drift-guard", "threat-scan")
     record = example.to_json()
     json.dumps(record)
-    assert record["steps"][1] == {"session": "a", "op": "put", "line": 5, "target": "user",
-                                  "data": {"hex": "efbbbf61"}}
+    assert record["steps"][1] == {
+        "session": "a",
+        "op": "put",
+        "line": 5,
+        "target": "user",
+        "data": {"hex": "efbbbf61"},
+    }
     assert record["steps"][3] == {"session": "a", "op": "load", "line": 7}
 
 
@@ -135,8 +159,10 @@ def test_example_steps_and_json() -> None:
     ],
 )
 def test_malformed_steps_are_spec_bugs(line: str, message: str) -> None:
-    with pytest.raises(ExampleSyntaxError, match=message.replace("(", r"\(").replace("[", r"\[")
-                       .replace("{", r"\{")):
+    with pytest.raises(
+        ExampleSyntaxError,
+        match=message.replace("(", r"\(").replace("[", r"\[").replace("{", r"\{"),
+    ):
         parse_step(line, 7)
 
 
@@ -147,8 +173,10 @@ def test_malformed_steps_are_spec_bugs(line: str, message: str) -> None:
         ("```memspec id=ok clauses=foo\n```\n", "clauses must be AREA-N ids"),
         ("```memspec id=ok clauses=FOO-1 limits=memory:0\n```\n", "bad limits entry"),
         ("```memspec id=ok clauses=FOO-1\nload\n", "is never closed"),
-        ("```memspec id=ok clauses=FOO-1\n```\n```memspec id=ok clauses=FOO-1\n```\n",
-         "duplicate id 'ok'"),
+        (
+            "```memspec id=ok clauses=FOO-1\n```\n```memspec id=ok clauses=FOO-1\n```\n",
+            "duplicate id 'ok'",
+        ),
     ],
 )
 def test_malformed_examples_are_spec_bugs(text: str, message: str) -> None:
