@@ -15,6 +15,7 @@ import shlex
 import subprocess
 from typing import Any
 
+from memspec.conformance.jsonlines import invocation_dir
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec import codes
 
@@ -41,6 +42,7 @@ def _raw_exchange(ctx: CheckContext, clause: str, requests: list[dict[str, Any]]
             timeout=timeout,
             start_new_session=True,
             check=False,
+            cwd=invocation_dir(),
         )
     except subprocess.TimeoutExpired:
         raise AssertionError(
