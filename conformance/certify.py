@@ -68,6 +68,12 @@ def probe_backend(request: CertifyRequest) -> None:
     backend = make_backend(request)
     if request.expected_failures:
         read_expected_failures(request.expected_failures)
+    if request.report:
+        try:
+            Path(request.report).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"cannot create the report directory {request.report!r}: "
+                             f"{error.strerror or error}") from None
     with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
         backend.open(Path(scratch)).close()
 

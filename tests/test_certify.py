@@ -64,6 +64,8 @@ def test_exit_status_and_summary_line(tmp_path: Path) -> None:
         ["--backend-cmd", "python -m tests.backends.protocol_faults no-open"],
         ["--backend", REFERENCE, "--profile", "nope"],
         ["--backend", REFERENCE, "--expected-failures", "/nonexistent/file"],
+        ["--backend", REFERENCE, "--report", "/proc/no-such-dir"],
+        ["--backend", REFERENCE, "-k", "bad ((expression"],
         ["--backend", REFERENCE, "-n", "0"],
         ["--backend", REFERENCE, "--backend-cmd", "x"],
         [],
