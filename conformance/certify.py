@@ -72,8 +72,9 @@ def probe_backend(request: CertifyRequest) -> None:
         try:
             Path(request.report).mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise UsageError(f"cannot create the report directory {request.report!r}: "
-                             f"{error.strerror or error}") from None
+            raise UsageError(
+                f"cannot create the report directory {request.report!r}: {error.strerror or error}"
+            ) from None
     with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
         backend.open(Path(scratch)).close()
 
