@@ -7,7 +7,12 @@ frozen snapshot, the fence escape (:mod:`memspec.fuzz.properties`), external dri
 (:mod:`memspec.fuzz.machine`). The strategies are public for other harnesses to reuse.
 """
 
-from memspec.fuzz import drift_properties, machine, properties  # noqa: F401 - registers checks
+from memspec.fuzz import (  # noqa: F401 - importing registers the checks
+    concurrency,
+    drift_properties,
+    machine,
+    properties,
+)
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import allowed_answers, snapshot_problem
 from memspec.fuzz.runner import PropertyRun, open_database, plan

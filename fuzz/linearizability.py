@@ -84,12 +84,16 @@ class Explanation:
     stuck: tuple[Operation, ...]
     state: str
 
-    def render(self) -> str:
-        """Returns the explanation as text a person can follow."""
+    def render(self, tail: int = 12) -> str:
+        """Returns the explanation as text a person can follow (the prefix's last ``tail``)."""
         lines = [f"longest legal prefix ({len(self.linearized)} operations):"]
+        shown = self.linearized[-tail:]
+        if len(self.linearized) > len(shown):
+            lines.append(f"  ... {len(self.linearized) - len(shown)} earlier operations")
+        first = len(self.linearized) - len(shown) + 1
         lines += [
             f"  {i:>3}. p{op.process} {op.input!r} -> {op.output!r}"
-            for i, op in enumerate(self.linearized, 1)
+            for i, op in enumerate(shown, first)
         ]
         lines.append(f"model state after it: {self.state}")
         lines.append("no operation can come next; the candidates were:")
