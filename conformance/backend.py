@@ -21,21 +21,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memspec.spec import codes
+from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
 
-MUTATIONS = ("add", "replace", "remove", "batch")
-OPS = ("load", *MUTATIONS, "entries", "snapshot", "fence")
 OP_FEATURES = {"batch": "batch", "fence": "fence"}
-OP_FIELDS: dict[str, tuple[str, ...]] = {
-    "load": (),
-    "add": ("target", "content"),
-    "replace": ("target", "old_text", "new_content"),
-    "remove": ("target", "old_text"),
-    "batch": ("target", "operations"),
-    "entries": ("target",),
-    "snapshot": ("target",),
-    "fence": ("raw",),
-}
 
 
 def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memspec.conformance.backend import OP_FIELDS, Backend, BackendDefect, Session
+from memspec.conformance.backend import Backend, BackendDefect, Session
 from memspec.spec import model
 from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
+from memspec.spec.requests import OP_FIELDS
 from memspec.spec.snapshot import snapshot_difference
 from memspec.spec.targets import FILENAMES
 from memspec.spec.threats import find_threats

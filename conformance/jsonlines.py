@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from memspec.conformance.backend import (
-    OPS,
     BackendDefect,
     InProcessBackend,
     InProcessSession,
@@ -35,6 +34,7 @@ from memspec.conformance.backend import (
     request_problem,
 )
 from memspec.spec import codes
+from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
 DEFAULT_TIMEOUT = 10.0

@@ -328,8 +328,3 @@ class Recorder:
             settings.backend, settings.profile.name, settings.seed, settings.report
         )
         write_reports(settings.report, info, sorted(self.records, key=lambda r: r.id))
-
-
-def recorder(config: pytest.Config) -> Recorder:
-    """Returns this run's recorder."""
-    return config.stash[recorder_key]

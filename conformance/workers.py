@@ -50,9 +50,10 @@ from typing import Any
 import multiprocess
 from multiprocess import connection
 
-from memspec.conformance.backend import MUTATIONS, BackendDefect, InProcessBackend
+from memspec.conformance.backend import BackendDefect, InProcessBackend
 from memspec.conformance.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.registry import NotApplicable
+from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
 DEFAULT_DEADLINE = 30.0

@@ -21,6 +21,7 @@ from typing import Any
 
 from memspec.spec import codes
 from memspec.spec.clauses import CLAUSE_ID
+from memspec.spec.requests import OP_FIELDS
 
 FENCE_OPEN = re.compile(r"^```memspec(?P<info>(?:\s.*)?)$")
 SESSION = re.compile(r"^@(?P<name>[a-z][a-z0-9_]*)\s+")
@@ -53,14 +54,8 @@ class Step:
         record: dict[str, Any] = {"session": self.session, "op": self.op, "line": self.line}
         if self.op != "load":
             record["target"] = self.args[0]
-        names = {
-            "put": ["data"],
-            "add": ["content"],
-            "replace": ["old_text", "new_content"],
-            "remove": ["old_text"],
-            "batch": ["operations"],
-        }.get(self.op, [])
-        record.update(zip(names, (_json_value(a) for a in self.args[1:]), strict=True))
+        names = ("target", "data") if self.op == "put" else OP_FIELDS.get(self.op, ())
+        record.update(zip(names[1:], (_json_value(a) for a in self.args[1:]), strict=True))
         if self.expect:
             record["expect"] = {key: _json_value(value) for key, value in self.expect.items()}
         return record

@@ -1,0 +1,25 @@
+"""The store calls of the backend contract and the fields each request carries (CONTRACT-13).
+
+One table serves the JSON Lines protocol, the in-process transport and the JSON dump of the
+spec's examples, so that a request's field names are stated once.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MUTATIONS: Final[tuple[str, ...]] = ("add", "replace", "remove", "batch")
+
+OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "load": (),
+    "add": ("target", "content"),
+    "replace": ("target", "old_text", "new_content"),
+    "remove": ("target", "old_text"),
+    "batch": ("target", "operations"),
+    "entries": ("target",),
+    "snapshot": ("target",),
+    "fence": ("raw",),
+}
+"""Each op of a session and the fields of its request, in argument order."""
+
+OPS: Final[tuple[str, ...]] = tuple(OP_FIELDS)
