@@ -1,0 +1,182 @@
+"""Generated session programs for the concurrency checks (LOCK-*, ATOMIC-*, LIMIT-*, BATCH-*).
+
+A program is what one session does in a concurrent run: a tuple of protocol request dicts,
+starting with ``{"op": "load"}``. :func:`generate_program` is pure (no I/O, no clock): the same
+process number, random generator state and count give the same program, so a failing run is
+repeated from its seed.
+
+Every entry a program writes carries a tag unique to its process and step, in brackets
+(``[p3.17]``; the items of a batch ``[p3.17.1]``), followed by a realistic note. The tag is the
+``old_text`` that later replaces and removes of that entry use: the closing bracket keeps
+``[p3.1]`` from matching inside ``[p3.17]``, so an ``old_text`` identifies exactly one entry
+(MATCH-1) and a checker can tell which operation wrote any entry it finds. A program only
+replaces and removes entries its own process wrote; it assumes its own writes succeeded, so an
+add that was refused (``E_LIMIT``) makes a later remove of that entry ``E_NOMATCH``: a refusal
+the model must explain too.
+
+:func:`limits_for` picks the limits of a run from its programs (see there).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from memspec.fuzz.history import to_input
+from memspec.spec.codec import usage
+from memspec.spec.model import entries_on_disk, initial_state, step
+from memspec.spec.requests import MUTATIONS
+from memspec.spec.targets import TARGETS
+
+NOTES = (
+    "User prefers tabs over spaces",
+    "Project uses Go 1.22 with modules",
+    "Editor: helix; shell: fish",
+    "Deploys go through the staging cluster first, never straight to prod",
+    "Name: Ada; works in London (UTC+0)",
+    "Runs tests with pytest -n 2 before every commit",
+    "Prefers short answers with one code sample",
+    "The CI badge is red on Mondays: nightly jobs overlap",
+)
+"""The text after each tag: 26 to 68 code points, so entries vary in size."""
+WEIGHTS = {"add": 40, "replace": 20, "remove": 20, "batch": 12, "load": 8}
+"""Relative frequency of each kind of step (a replace or remove without an own entry to act
+on becomes an add)."""
+TARGET_WEIGHTS = {"memory": 3, "user": 1}
+"""How often each target is chosen when a program writes to several."""
+AMPLE = 1_000_000
+
+
+def tag(process: int, index: int, item: int | None = None) -> str:
+    """Returns the ``old_text`` unique to the entry written at step ``index`` (and batch
+    ``item``) of ``process``."""
+    return f"[p{process}.{index}]" if item is None else f"[p{process}.{index}.{item}]"
+
+
+def _content(rng: random.Random, label: str) -> str:
+    return f"{label} {rng.choice(NOTES)}"
+
+
+def _pick(rng: random.Random, weights: dict[str, int]) -> str:
+    names = list(weights)
+    return rng.choices(names, weights=[weights[name] for name in names])[0]
+
+
+def generate_program(
+    process: int,
+    rng: random.Random,
+    count: int,
+    targets: Sequence[str] = ("memory",),
+    *,
+    batch: bool = True,
+) -> tuple[dict[str, Any], ...]:
+    """A session's operations as protocol request dicts: starts with {"op": "load"}; adds of
+    entries unique to (process, index); replaces and removes of this process's earlier
+    entries (old_text unique to that entry); batches of those; an occasional load.
+
+    ``count`` steps follow the first load. ``batch=False`` leaves batches out (for backends
+    that do not claim the ``batch`` feature, BATCH-1).
+    """
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count!r}")
+    unknown = [target for target in targets if target not in TARGETS]
+    if unknown or not targets:
+        raise ValueError(f"targets must be some of {TARGETS}, got {tuple(targets)!r}")
+    weights = {kind: w for kind, w in WEIGHTS.items() if batch or kind != "batch"}
+    chances = {target: TARGET_WEIGHTS[target] for target in targets}
+    mine: dict[str, list[str]] = {target: [] for target in targets}
+    steps: list[dict[str, Any]] = [{"op": "load"}]
+    for index in range(count):
+        kind = _pick(rng, weights)
+        if kind == "load":
+            steps.append({"op": "load"})
+            continue
+        target = _pick(rng, chances)
+        own = mine[target]
+        if kind in ("replace", "remove") and not own:
+            kind = "add"
+        if kind == "add":
+            label = tag(process, index)
+            own.append(label)
+            steps.append({"op": "add", "target": target, "content": _content(rng, label)})
+        elif kind == "replace":
+            old = own.pop(rng.randrange(len(own)))
+            label = tag(process, index)
+            own.append(label)
+            steps.append(
+                {
+                    "op": "replace",
+                    "target": target,
+                    "old_text": old,
+                    "new_content": _content(rng, label),
+                }
+            )
+        elif kind == "remove":
+            old = own.pop(rng.randrange(len(own)))
+            steps.append({"op": "remove", "target": target, "old_text": old})
+        else:
+            items = _batch_items(process, index, rng, own)
+            steps.append({"op": "batch", "target": target, "operations": items})
+    return tuple(steps)
+
+
+def _batch_items(
+    process: int, index: int, rng: random.Random, own: list[str]
+) -> list[dict[str, Any]]:
+    """Two or three items: each adds a new entry or acts on a distinct earlier own entry."""
+    items: list[dict[str, Any]] = []
+    for item in range(rng.randint(2, 3)):
+        action = rng.choice(("add", "add", "replace", "remove")) if own else "add"
+        if action == "add":
+            label = tag(process, index, item)
+            own.append(label)
+            items.append({"action": "add", "content": _content(rng, label)})
+            continue
+        old = own.pop(rng.randrange(len(own)))
+        if action == "remove":
+            items.append({"action": "remove", "old_text": old})
+            continue
+        label = tag(process, index, item)
+        own.append(label)
+        items.append({"action": "replace", "old_text": old, "content": _content(rng, label)})
+    return items
+
+
+def peak_usage(programs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, int]:
+    """Returns each target's largest usage when ``programs`` run one step of each in turn
+    (round robin) with no limit: about the most that a concurrent run of them holds."""
+    state = initial_state(AMPLE, AMPLE)
+    peak = dict.fromkeys(TARGETS, 0)
+    longest = max((len(program) for program in programs), default=0)
+    for position in range(longest):
+        for program in programs:
+            if position >= len(program):
+                continue
+            request = program[position]
+            if request["op"] not in MUTATIONS:
+                continue
+            mutation = to_input(request)
+            _, state = step(state, mutation)
+            target = str(mutation.target)
+            peak[target] = max(peak[target], usage(entries_on_disk(state, target) or ()))
+    return peak
+
+
+def limits_for(programs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, int]:
+    """Returns the limits of a concurrent run of ``programs``: ``memory`` ample, ``user``
+    tight (LIMIT-2).
+
+    ``memory``'s limit is twice the peak usage of a round-robin run, so no interleaving reaches
+    it and its histories are about lost updates alone. ``user``'s is half that peak (at least
+    one entry's room): the sessions fill it about half way through, after which adds are
+    refused with ``E_LIMIT`` until removes make room again. Every run thus checks both an
+    unbounded store and a full one, and which add a full store refuses depends on the
+    interleaving: the linearizability check must find the order that explains each refusal.
+    """
+    peak = peak_usage(programs)
+    longest_note = max(len(tag(99, 9999, 9)) + 1 + len(note) for note in NOTES)
+    return {
+        "memory": max(2 * peak["memory"], 4 * longest_note),
+        "user": max(peak["user"] // 2, 2 * longest_note),
+    }
