@@ -41,6 +41,12 @@ attribute                          call name in the trace (path judged)
 descriptor is resolved through ``/proc/self/fd/N`` at the time of the call, so a write to a
 temp file is reported under the temp's name even after a later rename.
 
+**Data.** A plan with ``data`` (:class:`Plan`) also records what a crash-state generator needs
+to replay the calls: the bytes each write hands over and their offset (the descriptor's position
+before ``os.write``, ``pwrite``'s offset, the file object's ``tell()``), truncation sizes, and the
+inode number of every file acted on (``os.fstat``/``os.lstat``, which are not interposed), so
+that renames and unlinks can be followed; each record then carries ``error``.
+
 **Which calls count.** Only calls on the store's root are reported: the root directory itself
 (kind ``dir``), ``MEMORY.md``/``USER.md`` (``data``), ``MEMORY.md.lock``/``USER.md.lock``
 (``lock``), ``MEMORY.md.bak.*``/``USER.md.bak.*`` (``backup``) and any other file in the root
@@ -82,6 +88,17 @@ DATA_CALLS = frozenset({"read", "write", "pwrite", "flush", "fsync", "fdatasync"
 NAME_CALLS = frozenset({"open", "close", "replace", "rename", "unlink", "flock", "lockf"})
 """Calls that open, name, unname or lock files."""
 CALLS = DATA_CALLS | NAME_CALLS
+DATA_DETAILS = {
+    "ino": "the inode number of the file or directory the call acts on (after an open: the one "
+    "opened; a rename: the source's; an unlink: the one unlinked)",
+    "offset": "where a write starts (lseek position, pwrite's offset, the file object's tell)",
+    "hex": "the bytes a write hands over, in hex (text-mode file objects: encoded)",
+    "written": "how many bytes a write reported written",
+    "length": "the size a truncate sets",
+    "replaced_ino": "the inode a rename replaced at its destination",
+}
+"""The details a hook with ``data`` gets (and that a ``data`` plan records), beyond ``flags``
+and ``mode`` of an open, which every trace carries."""
 ACTIONS = frozenset({"raise", "kill-before", "kill-after"})
 _DELETED = " (deleted)"
 
@@ -134,8 +151,12 @@ class Hook:
     ``before`` runs right before the real call and may raise an ``OSError`` in its place (the
     real call is then not made) or end the process; ``after`` runs right after it, with the
     exception the real call raised, if any. Both run with interposition suspended, so the hook's
-    own file I/O is not reported.
+    own file I/O is not reported. A hook whose ``data`` is true also gets, in ``details``, what a
+    crash-state generator needs (:data:`DATA_DETAILS`); the fields known only once the call has
+    returned are filled in before ``after`` runs.
     """
+
+    data: bool = False
 
     def before(self, call: Call) -> None:
         """Called right before ``call`` is made."""
@@ -216,10 +237,16 @@ class Plan:
     With ``trace`` every reported call is sent to the harness as a ``call`` record; a call a
     fault acts on is always sent, with ``effect`` naming what was done (``"EIO"``,
     ``"kill-before"``...). Plans are frozen and picklable, so they travel to worker processes.
+
+    With ``data`` (opt-in, it makes traces larger) every traced call also carries the bytes it
+    wrote and where, truncation sizes, open flags and inode numbers (:data:`DATA_DETAILS`), and
+    is sent once it has returned, with ``error`` (the errno name, or ``None``), so that a
+    crash-state generator can replay it (:mod:`memspec.fuzz.persistence`).
     """
 
     faults: tuple[Fault, ...] = ()
     trace: bool = True
+    data: bool = False
 
 
 class PlanHook(Hook):
@@ -233,8 +260,10 @@ class PlanHook(Hook):
         self.plan = plan
         self.emit = emit
         self.op: int | None = None
+        self.data = plan.data
         self._counts = [0] * len(plan.faults)
         self._kill_after: set[int] = set()
+        self._pending: dict[int, Call] = {}
 
     def before(self, call: Call) -> None:
         """Counts ``call`` against each fault, records it and acts on it."""
@@ -252,7 +281,9 @@ class PlanHook(Hook):
                 if acting.action == "raise"
                 else acting.action
             )
-        if self.plan.trace or effect:
+        if self.plan.trace and self.data and not effect:
+            self._pending[call.seq] = call
+        elif self.plan.trace or effect:
             self.emit({**call.to_record(), "effect": effect})
         if acting is None:
             return
@@ -263,9 +294,23 @@ class PlanHook(Hook):
         self._kill_after.add(call.seq)
 
     def after(self, call: Call, error: BaseException | None) -> None:
-        """Kills the process after a call planned ``kill-after``."""
+        """Sends a call deferred by a ``data`` plan; kills the process after a call planned
+        ``kill-after``."""
+        pending = self._pending.pop(call.seq, None)
+        if pending is not None:
+            self.emit({**pending.to_record(), "effect": None, "error": error_name(error)})
         if call.seq in self._kill_after:
             kill_self()
+
+
+def error_name(error: BaseException | None) -> str | None:
+    """Returns ``None`` for no error, else its errno name (``"ENOENT"``) or its class name."""
+    if error is None:
+        return None
+    number = getattr(error, "errno", None)
+    if isinstance(number, int):
+        return errno_module.errorcode.get(number, str(number))
+    return type(error).__name__
 
 
 def describe_call(record: dict[str, Any]) -> str:
@@ -430,10 +475,16 @@ class Interposer:
     # -- the core ---------------------------------------------------------------------------------
 
     def intercept(
-        self, name: str, path: str | None, details: dict[str, Any], call: Callable[[], Any]
+        self,
+        name: str,
+        path: str | None,
+        details: dict[str, Any],
+        call: Callable[[], Any],
+        finish: Callable[[Any], dict[str, Any]] | None = None,
     ) -> Any:
         """Reports ``call`` (a thunk making the real call) to the hook when ``path`` is in the
-        root, makes it, and returns its result."""
+        root, makes it, and returns its result. For a hook with ``data``, ``finish`` adds to
+        ``details`` what is known from the result (the inode an open opened, bytes written)."""
         kind = self.kind_of(path)
         if kind is None:
             return call()
@@ -454,8 +505,39 @@ class Interposer:
                 self.hook.after(event, error)
             raise
         with self.suspended():
+            if finish is not None and self.hook.data:
+                details.update(finish(result))
             self.hook.after(event, None)
         return result
+
+    def wants_data(self) -> bool:
+        """Whether the hook wants the data details (see :data:`DATA_DETAILS`)."""
+        return self.hook.data
+
+    def fd_details(self, fd: Any) -> dict[str, Any]:
+        """Returns the inode of descriptor ``fd`` as data details (nothing when it is closed)."""
+        number = _fd_of(fd)
+        if number is None:
+            return {}
+        try:
+            return {"ino": os.fstat(number).st_ino}
+        except OSError:
+            return {}
+
+    def write_details(self, fd: Any, data: Any, offset: int | None) -> dict[str, Any]:
+        """Returns the data details of a write of ``data`` to ``fd``: inode, offset (the
+        current position unless given; the end of the file for O_APPEND) and the bytes."""
+        details = self.fd_details(fd)
+        number = _fd_of(fd)
+        if offset is None and number is not None:
+            try:
+                appending = fcntl.fcntl(number, fcntl.F_GETFL) & os.O_APPEND
+                offset = os.fstat(number).st_size if appending else os.lseek(number, 0, 1)
+            except OSError:
+                offset = None
+        details["offset"] = offset
+        details["hex"] = bytes(data).hex()
+        return details
 
     # -- wrappers ---------------------------------------------------------------------------------
 
@@ -467,7 +549,9 @@ class Interposer:
             if self._bypassed():
                 return call()
             details = {"via": "os", "flags": flags, "mode": mode}
-            return self.intercept("open", self._arg_path(path, dir_fd), details, call)
+            return self.intercept(
+                "open", self._arg_path(path, dir_fd), details, call, self.fd_details
+            )
 
         return open_
 
@@ -490,10 +574,25 @@ class Interposer:
                 details["size"] = args[size_arg - 1]
             if data_arg is not None and args:
                 details["size"] = len(args[data_arg - 1])
-            return self.intercept(name, fd_path(fd), details, call)
+            finish = None
+            if self.hook.data:
+                details.update(self._data_of(name, fd, args))
+                if data_arg is not None:
+                    finish = _written
+            return self.intercept(name, fd_path(fd), details, call, finish)
 
         wrapper.__name__ = getattr(real, "__name__", name)
         return wrapper
+
+    def _data_of(self, name: str, fd: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+        if name == "write" and args:
+            return self.write_details(fd, args[0], None)
+        if name == "pwrite" and len(args) > 1:
+            return self.write_details(fd, args[0], args[1])
+        details = self.fd_details(fd)
+        if name == "ftruncate" and args:
+            details["length"] = args[0]
+        return details
 
     def _wrap_rename(self, name: str, real: Callable[..., None]) -> Callable[..., None]:
         def wrapper(
@@ -507,6 +606,9 @@ class Interposer:
             source = self._arg_path(src, src_dir_fd)
             target = self._arg_path(dst, dst_dir_fd)
             details = {"via": "os", "source": source, "source_kind": self.kind_of(source)}
+            if self.hook.data:
+                details["ino"] = _lstat_ino(source)
+                details["replaced_ino"] = _lstat_ino(target)
             path = target if self.kind_of(target) is not None else source
             return self.intercept(name, path, details, call)
 
@@ -519,7 +621,11 @@ class Interposer:
 
             if self._bypassed():
                 return call()
-            return self.intercept("unlink", self._arg_path(path, dir_fd), {"via": "os"}, call)
+            where = self._arg_path(path, dir_fd)
+            details: dict[str, Any] = {"via": "os"}
+            if self.hook.data:
+                details["ino"] = _lstat_ino(where)
+            return self.intercept("unlink", where, details, call)
 
         return wrapper
 
@@ -548,10 +654,23 @@ class Interposer:
             if self.kind_of(path) is None:
                 return call()
             details = {"via": "file", "mode": mode, "buffering": buffering}
-            opened = self.intercept("open", path, details, call)
+            opened = self.intercept("open", path, details, call, self.fd_details)
             return FileProxy(opened, self, path, buffered=buffering != 0)
 
         return open_
+
+
+def _written(result: Any) -> dict[str, Any]:
+    return {"written": result}
+
+
+def _lstat_ino(path: str | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return None
 
 
 def lock_operation(operation: int) -> str:
@@ -588,6 +707,14 @@ class FileProxy:
         if not self._file.closed:
             path = fd_path(self._file) or path
         info = {"via": "file", "buffered": self._buffered, **details}
+        if interposer.wants_data() and not self._file.closed:
+            info.update(interposer.fd_details(self._file))
+            if name == "write":
+                info["offset"] = self._file.tell()
+            if name == "ftruncate":
+                info["length"] = info.pop("size", None)
+                if info["length"] is None:
+                    info["length"] = self._file.tell()
         return interposer.intercept(name, path, info, call)
 
     def read(self, *args: Any) -> Any:
@@ -608,13 +735,28 @@ class FileProxy:
 
     def write(self, data: Any) -> Any:
         """Reported as ``write`` (``size`` in details)."""
-        return self._report("write", lambda: self._file.write(data), size=len(data))
+        return self._report(
+            "write", lambda: self._file.write(data), size=len(data), **self._bytes(data)
+        )
 
     def writelines(self, lines: Any) -> Any:
         """Reported as ``write``."""
         lines = list(lines)
         size = sum(len(line) for line in lines)
-        return self._report("write", lambda: self._file.writelines(lines), size=size)
+        joined = "".join(lines) if lines and isinstance(lines[0], str) else b"".join(lines)
+        return self._report(
+            "write", lambda: self._file.writelines(lines), size=size, **self._bytes(joined)
+        )
+
+    def _bytes(self, data: Any) -> dict[str, Any]:
+        """Returns the ``hex`` data detail of a write (text is encoded as the file encodes)."""
+        if not self._interposer.wants_data():
+            return {}
+        if isinstance(data, str):
+            encoding = getattr(self._file, "encoding", None) or "utf-8"
+            errors = getattr(self._file, "errors", None) or "strict"
+            return {"hex": data.encode(encoding, errors).hex()}
+        return {"hex": bytes(data).hex()}
 
     def flush(self) -> Any:
         """Reported as ``flush``."""
@@ -622,7 +764,8 @@ class FileProxy:
 
     def truncate(self, *args: Any) -> Any:
         """Reported as ``ftruncate``."""
-        return self._report("ftruncate", lambda: self._file.truncate(*args))
+        size = {"size": args[0]} if args and args[0] is not None else {}
+        return self._report("ftruncate", lambda: self._file.truncate(*args), **size)
 
     def close(self) -> Any:
         """Reported as ``close`` (once; closing a closed file is not reported)."""
