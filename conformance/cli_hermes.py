@@ -1,0 +1,240 @@
+"""The ``hermes``, ``matrix`` and ``sweep`` subcommands of ``memspec`` (they print; see cli.py).
+
+- ``memspec hermes --package hermes-agent --version 0.19.0 --report DIR``: builds (or reuses) the
+  release's cached virtual environment and certifies its memory tool through the JSON Lines
+  adapter; the output and exit status are those of ``memspec certify``.
+- ``memspec matrix --out DIR [--backend M:F]... [--backend-cmd CMD]... [--hermes PKG==VER]...
+  [--from-report DIR]...``: certifies each backend (each in its own ``memspec certify``
+  process, reports under ``DIR/reports/``) or reads saved reports, and writes ``DIR/matrix.md``
+  and ``DIR/matrix.html``. Columns come in that order: saved reports, ``--backend``,
+  ``--backend-cmd``, ``--hermes``.
+- ``memspec sweep --package hermes-agent --from 0.13.0 --to 0.19.0 --out DIR``: certifies every
+  release of the package on the index in that range, each in its own environment, and writes
+  ``DIR/timeline.md`` / ``timeline.html`` (for each clause, the release where its verdict
+  changed) beside the matrix of all releases.
+
+``matrix`` and ``sweep`` exit 0 once their pages are written (failures of the backends are what
+the pages show), and 2 for a usage error or a backend that could not be started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.backend import UsageError
+from memspec.conformance.hermes import (
+    PACKAGES,
+    Release,
+    adapter_command,
+    cache_dir,
+    ensure_venv,
+    index_versions,
+    versions_between,
+)
+from memspec.conformance.matrix import (
+    Column,
+    Matrix,
+    render_html,
+    render_markdown,
+    render_timeline_html,
+    render_timeline_markdown,
+    timeline,
+)
+from memspec.conformance.profiles import PROFILES
+
+CERTIFY_TIMEOUT = 7200.0
+USAGE = 2
+
+
+def _release(text: str) -> Release:
+    """Returns the release named ``PKG==VER`` or ``PKG`` (its latest version on the index)."""
+    package, _, version = text.partition("==")
+    if not version:
+        Release(package, "0")
+        version = index_versions(package)[-1]
+    return Release(package, version)
+
+
+def hermes_command(release: Release, cache: str | None, python: str | None) -> str:
+    """Returns the ``--backend-cmd`` of ``release``, building its environment if needed."""
+    print(f"memspec: preparing {release.label} (cache {cache_dir(cache)})", flush=True)
+    interpreter = ensure_venv(release, cache_dir(cache), python)
+    return adapter_command(interpreter)
+
+
+def _certify_options(args: argparse.Namespace) -> list[str]:
+    options = ["--profile", args.profile]
+    if args.workers:
+        options += ["-n", args.workers]
+    if args.timeout:
+        options += ["--timeout", str(args.timeout)]
+    return options
+
+
+def certify_into(backend: Sequence[str], report: Path, options: Sequence[str]) -> int:
+    """Runs ``memspec certify`` on one backend in a process of its own, writing ``report``;
+    returns its exit status (its progress goes to this process's output)."""
+    argv = [sys.executable, "-m", "memspec.conformance", "certify", *backend]
+    argv += ["--report", str(report), "-q", *options]
+    try:
+        return subprocess.run(argv, timeout=CERTIFY_TIMEOUT, check=False).returncode
+    except subprocess.TimeoutExpired:
+        raise UsageError(
+            f"certifying {' '.join(backend)} took over {CERTIFY_TIMEOUT:g} s; try --profile smoke"
+        ) from None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.=_-]+", "_", text).strip("_")[:80] or "backend"
+
+
+def _certified_column(backend: Sequence[str], report: Path, options: Sequence[str]) -> Column:
+    print(f"memspec: certifying {' '.join(backend)}", flush=True)
+    status = certify_into(backend, report, options)
+    if status not in (0, 1) or not (report / "report.json").exists():
+        raise UsageError(f"certifying {' '.join(backend)} ended with status {status}; see above")
+    return Column.load(report)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _cmd_hermes(args: argparse.Namespace) -> int:
+    from memspec.conformance.cli import main
+
+    release = _release(f"{args.package}=={args.version}" if args.version else args.package)
+    command = hermes_command(release, args.cache, args.python)
+    argv = ["certify", "--backend-cmd", command, *_certify_options(args)]
+    for flag, value in (
+        ("--report", args.report),
+        ("--expected-failures", args.expected_failures),
+        ("-k", args.select),
+    ):
+        if value:
+            argv += [flag, value]
+    return main([*argv, "-q"] if args.quiet else argv)
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    options = _certify_options(args)
+    columns = [Column.load(Path(directory)) for directory in args.from_report]
+    backends: list[list[str]] = [["--backend", spec] for spec in args.backend]
+    backends += [["--backend-cmd", command] for command in args.backend_cmd]
+    for text in args.hermes:
+        release = _release(text)
+        backends.append(["--backend-cmd", hermes_command(release, args.cache, args.python)])
+    if not columns and not backends:
+        raise UsageError("name at least one backend or --from-report DIR")
+    for backend in backends:
+        columns.append(_certified_column(backend, out / "reports" / _slug(backend[1]), options))
+    matrix = Matrix.build(columns)
+    _write(out / "matrix.md", render_markdown(matrix))
+    _write(out / "matrix.html", render_html(matrix))
+    for index, column in enumerate(matrix.columns):
+        counts = matrix.counts(index)
+        print(f"{column.label}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    print(f"matrix: {out / 'matrix.md'}, {out / 'matrix.html'}")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    versions = versions_between(index_versions(args.package), args.first, args.last)
+    if not versions:
+        raise UsageError(
+            f"no release of {args.package} on the index between {args.first} and {args.last}"
+        )
+    print(f"memspec: sweeping {args.package} {', '.join(versions)}", flush=True)
+    columns = []
+    for version in versions:
+        release = Release(args.package, version)
+        report = out / _slug(release.label)
+        if args.reuse and (report / "report.json").exists():
+            column = Column.load(report, version)
+            if column.run.get("profile") == args.profile:
+                columns.append(column)
+                continue
+        command = hermes_command(release, args.cache, args.python)
+        _certified_column(["--backend-cmd", command], report, _certify_options(args))
+        columns.append(Column.load(report, version))
+    matrix = Matrix.build(columns)
+    changes = timeline(matrix)
+    title = f"{args.package} {versions[0]} to {versions[-1]}: memspec release sweep"
+    _write(out / "timeline.md", f"## {title}\n\n" + render_timeline_markdown(matrix, changes))
+    _write(out / "timeline.html", render_timeline_html(matrix, changes, title))
+    _write(out / "matrix.md", render_markdown(matrix, title))
+    print(f"{len(changes)} clause verdicts changed across {len(versions)} releases")
+    print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, workers: Any, seconds: Any, profile: str) -> None:
+    parser.add_argument(
+        "--profile", default=profile, choices=sorted(PROFILES), help=f"default {profile}"
+    )
+    parser.add_argument(
+        "-n", "--workers", type=workers, metavar="N", help="parallel processes per certification"
+    )
+    parser.add_argument(
+        "--timeout", type=seconds, metavar="SECONDS", help="longest wait for one backend call"
+    )
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="where Hermes environments are kept (default $MEMSPEC_CACHE_DIR, "
+        "$XDG_CACHE_HOME/memspec or ~/.cache/memspec)",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter Hermes environments are created with (default: this one)",
+    )
+
+
+def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
+    """Adds the ``hermes``, ``matrix`` and ``sweep`` subcommands to memspec's parser."""
+    hermes = commands.add_parser("hermes", help="certify a hermes-agent release from the index")
+    hermes.add_argument("--package", default="hermes-agent", choices=PACKAGES)
+    hermes.add_argument("--version", help="a release on the index (default: the latest)")
+    hermes.add_argument("--report", metavar="DIR", help="write report.json, report.md, junit.xml")
+    hermes.add_argument("--expected-failures", metavar="FILE", help="as for memspec certify")
+    hermes.add_argument("-k", dest="select", metavar="EXPR", help="only the matching checks")
+    hermes.add_argument("-q", "--quiet", action="store_true", help="print less progress")
+    _common(hermes, workers, seconds, "ci")
+    hermes.set_defaults(run=_cmd_hermes)
+
+    matrix = commands.add_parser("matrix", help="one clause table for several backends")
+    matrix.add_argument("--out", required=True, metavar="DIR", help="where the pages are written")
+    matrix.add_argument("--backend", action="append", default=[], metavar="MODULE:FACTORY")
+    matrix.add_argument("--backend-cmd", action="append", default=[], metavar="CMD")
+    matrix.add_argument(
+        "--hermes", action="append", default=[], metavar="PKG[==VER]", help="a Hermes release"
+    )
+    matrix.add_argument(
+        "--from-report", action="append", default=[], metavar="DIR", help="a saved certification"
+    )
+    _common(matrix, workers, seconds, "ci")
+    matrix.set_defaults(run=_cmd_matrix)
+
+    sweep = commands.add_parser("sweep", help="certify every release in a range; a timeline")
+    sweep.add_argument("--package", default="hermes-agent", choices=PACKAGES)
+    sweep.add_argument("--from", dest="first", default="0.13.0", metavar="VERSION")
+    sweep.add_argument("--to", dest="last", default=None, metavar="VERSION")
+    sweep.add_argument("--out", required=True, metavar="DIR", help="where the pages are written")
+    sweep.add_argument(
+        "--reuse", action="store_true", help="keep a release's saved report of the same profile"
+    )
+    _common(sweep, workers, seconds, "smoke")
+    sweep.set_defaults(run=_cmd_sweep)

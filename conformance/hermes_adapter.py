@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""memspec backend: the real memory tool of hermes-agent / async-hermes-agent over JSON Lines.
+
+Runs inside a virtual environment where ``hermes-agent`` (or ``async-hermes-agent``) is
+installed, with the Python standard library only: the wheel's top-level modules ``tools``,
+``agent`` and ``utils`` stay in that environment and never meet the harness. One process serves
+one session of the backend contract (CONTRACT-12, -13): one JSON request per line on stdin, one
+answer per line on stdout, exit when stdin closes.
+
+    memspec certify --backend-cmd '/path/to/venv/bin/python backends/hermes/adapter.py'
+
+What is wrapped, and how faithfully:
+
+- Mutations go through ``tools.memory_tool.memory_tool(...)``, the entry point the agent's model
+  calls (its own argument checks included), on a ``MemoryStore`` opened with the session's
+  limits. Its JSON answer is mapped to a contract code by the error text (``classify``); a text
+  this adapter does not know is reported as an adapter gap on stderr (exit 3), never guessed.
+- ``load`` is ``MemoryStore.load_from_disk()``, ``entries`` its live ``memory_entries`` /
+  ``user_entries``, ``snapshot`` ``format_for_system_prompt(target)``, ``fence``
+  ``agent.memory_manager.build_memory_context_block(raw)`` — all byte for byte.
+- Anything Hermes raises escapes as a defect (CONTRACT-6): the traceback goes to stderr and the
+  process exits with status 1, which the harness reports with that stderr, as for
+  ``memspec serve``. Nothing is retried, caught or repaired here.
+- Features are claimed only for mechanisms the installed release has (``detect_features``): the
+  adapter adds no lock, no rename, no backup of its own, so a release without a mechanism cannot
+  pass the clauses that need it.
+
+Two adjustments, both outside the store's logic: ``tools.memory_tool.get_memory_dir`` (Hermes'
+own indirection for the profile directory) returns the session's root, and ``HERMES_HOME``
+points at a private empty directory, so the user's real ``~/.hermes`` (its config could turn on
+the write-approval gate) is never read. Hermes caps failed consolidation attempts per agent turn
+(#42405); each request is treated as one turn, so every refusal keeps its own message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+DISTRIBUTIONS = ("hermes-agent", "async-hermes-agent")
+TARGET_LISTS = {"memory": "memory_entries", "user": "user_entries"}
+EXIT_DEFECT = 1
+EXIT_ADAPTER_GAP = 3
+
+# Hermes' refusal texts, in the order they are tried, and the contract code each one means.
+# Batch errors are prefixed "Operation N: " or "Operation N (action): ".
+ERROR_CODES: tuple[tuple[str, str], ...] = (
+    (r"Invalid target ", "E_TARGET"),
+    (r"(Operation \d+: )?Blocked: ", "E_THREAT"),
+    (r"Refusing to write \S+: the file exists on disk but could\s+not be read", "E_UNREADABLE"),
+    (r"Refusing to write \S+: file on disk has content", "E_DRIFT"),
+    (
+        r"(Content cannot be empty|old_text cannot be empty|new_content cannot be empty"
+        r"|Content is required for 'add'|content is required for 'replace'"
+        r"|old_text is required for '|'\w+' needs old_text|operations list is empty"
+        r"|Operation \d+ \(\w*\): (content|old_text) is required)",
+        "E_EMPTY",
+    ),
+    (
+        r"(Unknown action |operations must be a list|Operation \d+ \(\w*\): unknown action)",
+        "E_INVALID",
+    ),
+    (r"(No entry matched |Operation \d+ \(\w*\): no entry matched )", "E_NOMATCH"),
+    (
+        r"(Multiple entries matched |Operation \d+ \(\w*\): '.*' matched multiple distinct)",
+        "E_AMBIGUOUS",
+    ),
+    (
+        r"(Memory at [\d,]+/[\d,]+ chars|Replacement would put memory at |After applying all )",
+        "E_LIMIT",
+    ),
+)
+
+
+class AdapterGap(Exception):
+    """Hermes answered something this adapter cannot map to the contract: extend ERROR_CODES."""
+
+
+class BadOpen(Exception):
+    """The ``open`` request is malformed (answered with ``E_INVALID``)."""
+
+
+def classify(result: dict[str, Any]) -> dict[str, Any]:
+    """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4).
+
+    ``{"success": true}`` is ``OK`` (``duplicate`` for Hermes' "already exists" no-op); a
+    refusal is matched against ERROR_CODES by its ``error`` text. A staged write (the
+    write-approval gate) or an unknown text raises :class:`AdapterGap`.
+    """
+    if result.get("staged"):
+        raise AdapterGap(f"the write-approval gate staged the write: {result}")
+    if result.get("success") is True:
+        outcome: dict[str, Any] = {"ok": True, "code": "OK", "message": result.get("message", "")}
+        if "already exists" in str(result.get("message", "")):
+            outcome["duplicate"] = True
+        if isinstance(result.get("usage"), str):
+            outcome["usage"] = result["usage"]
+        return outcome
+    error = str(result.get("error", ""))
+    for pattern, code in ERROR_CODES:
+        if re.match(pattern, error, re.DOTALL):
+            outcome = {"ok": False, "code": code, "message": error}
+            if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
+                outcome["matches"] = result["matches"]
+            if code == "E_DRIFT" and result.get("drift_backup"):
+                outcome["backup"] = str(result["drift_backup"])
+            return outcome
+    raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
+
+
+def _source(function: Any) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+def detect_features(store_class: type, tool: Callable[..., Any], fence: Any) -> list[str]:
+    """Returns the contract features the installed release really has (CONTRACT-19).
+
+    - ``multi-process``: ``MemoryStore._file_lock`` exists and ``fcntl`` is available (a
+      ``flock`` on a separate ``.lock`` file, taken around the re-read and the write).
+    - ``crash-safe``: ``_write_file`` writes a temp file and renames it over the data file.
+    - ``durable``: claimed only when the directory is fsynced after the rename; no release
+      does, so ATOMIC-3 and the durability checks are skipped, never passed.
+    - ``drift-guard``: ``_detect_external_drift`` exists (hermes-agent 0.15.0 and later).
+    - ``batch``: ``MemoryStore.apply_batch`` exists and the tool takes ``operations``.
+    - ``fence``: ``agent.memory_manager.build_memory_context_block`` could be imported.
+    - ``threat-scan``: a write-time scan is called from ``add`` (every release has one).
+    """
+    features = ["core"]
+    if hasattr(store_class, "apply_batch") and "operations" in inspect.signature(tool).parameters:
+        features.append("batch")
+    if fence is not None:
+        features.append("fence")
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        if hasattr(store_class, "_file_lock"):
+            features.append("multi-process")
+    writer = _source(getattr(store_class, "_write_file", None))
+    renames = re.search(
+        r"\b(atomic_replace|os\.replace|aiofiles\.os\.replace|os\.rename)\(",
+        writer,
+    )
+    if renames and re.search(r"mkstemp|\.tmp", writer):
+        features.append("crash-safe")
+        if "O_DIRECTORY" in writer and "fsync" in writer:
+            features.append("durable")
+    if hasattr(store_class, "_detect_external_drift"):
+        features.append("drift-guard")
+    if "_scan_memory_content" in _source(getattr(store_class, "add", None)):
+        features.append("threat-scan")
+    return features
+
+
+class HermesSession:
+    """One contract session on a root, served by one Hermes ``MemoryStore``."""
+
+    def __init__(self, root: Path, memory_limit: int, user_limit: int) -> None:
+        from tools import memory_tool as module
+
+        try:
+            from agent.memory_manager import build_memory_context_block as fence
+        except ImportError:
+            fence = None
+        module.get_memory_dir = lambda: root  # Hermes' profile-directory indirection.
+        self.module = module
+        self.fence_builder = fence
+        self.store = module.MemoryStore(memory_char_limit=memory_limit, user_char_limit=user_limit)
+        self.tool = module.memory_tool
+        self.is_async = inspect.iscoroutinefunction(self.tool)
+        self.loop = asyncio.new_event_loop() if self.is_async else None
+        self.features = detect_features(module.MemoryStore, self.tool, fence)
+
+    def _run(self, value: Any) -> Any:
+        if inspect.isawaitable(value):
+            assert self.loop is not None
+            return self.loop.run_until_complete(value)
+        return value
+
+    def _mutate(self, target: Any, **arguments: Any) -> dict[str, Any]:
+        reset = getattr(self.store, "reset_consolidation_failures", None)
+        if callable(reset):
+            reset()
+        answer = self._run(self.tool(target=target, store=self.store, **arguments))
+        return classify(json.loads(answer))
+
+    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Returns the answer fields for one request (Hermes' exceptions propagate)."""
+        target = request.get("target")
+        if op == "load":
+            self._run(self.store.load_from_disk())
+            return {"ok": True, "code": "OK"}
+        if op in ("entries", "snapshot") and target not in TARGET_LISTS:
+            return {"ok": False, "code": "E_TARGET", "message": f"unknown target {target!r}"}
+        if op == "entries":
+            entries = list(getattr(self.store, TARGET_LISTS[target]))
+            return {"ok": True, "code": "OK", "entries": entries}
+        if op == "snapshot":
+            snapshot = self.store.format_for_system_prompt(target)
+            return {"ok": True, "code": "OK", "snapshot": snapshot}
+        if op == "fence":
+            if self.fence_builder is None:
+                return {"ok": False, "code": "E_UNSUPPORTED", "message": "no fence builder"}
+            return {"ok": True, "code": "OK", "block": self.fence_builder(request.get("raw"))}
+        if op == "add":
+            return self._mutate(target, action="add", content=request.get("content"))
+        if op == "replace":
+            return self._mutate(
+                target,
+                action="replace",
+                old_text=request.get("old_text"),
+                content=request.get("new_content"),
+            )
+        if op == "remove":
+            return self._mutate(target, action="remove", old_text=request.get("old_text"))
+        if op == "batch" and "batch" in self.features:
+            # The registry hands the tool action "" when the model sends only operations.
+            return self._mutate(target, action="", operations=request.get("operations"))
+        return {"ok": False, "code": "E_UNSUPPORTED", "message": f"op {op!r} is not supported"}
+
+
+def distribution() -> tuple[str, str]:
+    """Returns the name and version of the installed Hermes distribution."""
+    for name in DISTRIBUTIONS:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "hermes", ""
+
+
+def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
+    root = request.get("root")
+    if not isinstance(root, str) or not os.path.isdir(root):
+        raise BadOpen(f"open needs 'root', an existing directory; got {root!r}")
+    session = HermesSession(
+        Path(root).absolute(),
+        int(request.get("memory_char_limit", 2200)),
+        int(request.get("user_char_limit", 1375)),
+    )
+    name, version = distribution()
+    variant = "async" if session.is_async else "sync"
+    return session, {
+        "ok": True,
+        "code": "OK",
+        "features": session.features,
+        "backend": f"{name} ({variant} memory tool)",
+        "version": version,
+    }
+
+
+def serve(stdin: Any, stdout: Any) -> int:
+    """Answers requests until stdin closes; returns the exit status."""
+    session: HermesSession | None = None
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except json.JSONDecodeError as error:
+            answer: dict[str, Any] = {"ok": False, "code": "E_INVALID", "message": error.msg}
+            request = {}
+        else:
+            if not isinstance(request, dict):
+                request = {}
+            op = request.get("op")
+            try:
+                if op == "open":
+                    session, answer = _open(request)
+                elif session is None:
+                    answer = {"ok": False, "code": "E_INVALID", "message": "send 'open' first"}
+                else:
+                    answer = session.handle(str(op), request)
+            except AdapterGap as gap:
+                print(f"ADAPTER GAP (not a Hermes defect): {gap}", file=sys.stderr)
+                return EXIT_ADAPTER_GAP
+            except BadOpen as error:
+                answer = {"ok": False, "code": "E_INVALID", "message": str(error)}
+        stdout.write(json.dumps({"id": request.get("id"), **answer}) + "\n")
+        stdout.flush()
+    return 0
+
+
+def main() -> int:
+    """Runs one session; Hermes' exceptions end it with status 1 and a traceback on stderr."""
+    home = tempfile.mkdtemp(prefix="memspec-hermes-home-")
+    os.environ["HERMES_HOME"] = home
+    try:
+        return serve(sys.stdin, sys.stdout)
+    except Exception:
+        print("hermes raised (a backend defect, CONTRACT-6):", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_DEFECT
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
