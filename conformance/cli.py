@@ -9,6 +9,8 @@ Subcommands:
 - ``memspec spec --check``: SPEC.md is well formed, every example agrees with the model, every
   cited id exists, and every MUST clause has an example or a named check.
 - ``memspec examples --backend MODULE:FACTORY``: runs every example against a backend.
+- ``memspec hermes``, ``memspec matrix``, ``memspec sweep``: real Hermes releases from the
+  package index, a clause matrix of several backends, a release timeline (cli_hermes.py).
 
 Exit status: 0 when nothing failed, 1 when something did, 2 for a usage error.
 """
@@ -258,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     examples.add_argument("-v", "--verbose", action="store_true", help="list passing examples too")
     examples.set_defaults(run=_cmd_examples)
+    from memspec.conformance.cli_hermes import add_parsers
+
+    add_parsers(commands, _workers, _positive_float)
     return parser
 
 
