@@ -9,6 +9,8 @@ Subcommands:
 - ``memspec spec --check``: SPEC.md is well formed, every example agrees with the model, every
   cited id exists, and every MUST clause has an example or a named check.
 - ``memspec examples --backend MODULE:FACTORY``: runs every example against a backend.
+- ``memspec repro FILE``: replays a saved failing interleaving and prints it as a timeline
+  (exit 1 when the failure reproduces, 0 when it does not).
 - ``memspec hermes``, ``memspec matrix``, ``memspec sweep``: real Hermes releases from the
   package index, a clause matrix of several backends, a release timeline (cli_hermes.py).
 
@@ -64,6 +66,12 @@ def _positive_float(value: str) -> float:
     if number <= 0:
         raise argparse.ArgumentTypeError(f"expected positive seconds, got {value!r}")
     return number
+
+
+def _positive_int(value: str) -> int:
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
 
 
 def _summary(passed: int, failed: int, skipped: int) -> str:
@@ -173,6 +181,43 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     return result.status
 
 
+def _cmd_repro(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from memspec.fuzz.exploration import render_interleaving
+    from memspec.fuzz.repro import load_repro, replay
+
+    repro = load_repro(Path(args.file))
+    backend = InProcessBackend(args.backend or repro.backend, args.timeout)
+    expected = (repro.failure or {}).get("clause", "")
+    print(
+        f"replaying {args.file}: {repro.backend}, {len(repro.program.sessions)} sessions, "
+        f"{len(repro.schedule)} scheduled calls" + (f"; it failed {expected}" if expected else "")
+    )
+    reproduced = 0
+    for attempt in range(1, args.times + 1):
+        try:
+            outcome = replay(repro, backend)
+        except BackendDefect as defect:
+            print(f"run {attempt}: the backend broke: {defect}")
+            continue
+        if outcome.execution is None:
+            print(f"run {attempt}: the replay diverged: {outcome.diverged}")
+            continue
+        finding = outcome.execution.finding
+        if attempt == 1:
+            print(render_interleaving(outcome.execution))
+        if finding is None:
+            print(f"run {attempt}: passed: the failure did not reproduce")
+            continue
+        reproduced += 1
+        print(f"run {attempt}: {finding.clause}: {finding.summary}")
+        if attempt == 1 and finding.details:
+            print(finding.details)
+    print(f"reproduced {reproduced}/{args.times}")
+    return 1 if reproduced else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Returns the argument parser of the ``memspec`` command."""
     parser = _Parser(prog="memspec", description=__doc__.split("\n\n")[0])
@@ -260,6 +305,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     examples.add_argument("-v", "--verbose", action="store_true", help="list passing examples too")
     examples.set_defaults(run=_cmd_examples)
+    repro = commands.add_parser("repro", help="replay a saved failing interleaving")
+    repro.add_argument("file", metavar="FILE", help="a repro file a failing check saved")
+    repro.add_argument(
+        "--times", type=_positive_int, default=1, help="replay it N times (default 1)"
+    )
+    repro.add_argument(
+        "--backend", metavar="MODULE:FACTORY", help="replay against this backend instead"
+    )
+    repro.add_argument(
+        "--timeout", type=_positive_float, default=10.0, help="seconds per backend call"
+    )
+    repro.set_defaults(run=_cmd_repro)
     from memspec.conformance.cli_hermes import add_parsers
 
     add_parsers(commands, _workers, _positive_float)

@@ -12,7 +12,7 @@ run against a Python backend) raises :class:`NotApplicable`, which the suite rep
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,10 @@ class CheckContext:
     the backend owns, a scratch directory outside it, the profile and the seed.
 
     ``database`` is where randomized property checks keep their Hypothesis example database: a
-    directory path or ``redis://host:port/db`` (``None``: no database).
+    directory path or ``redis://host:port/db`` (``None``: no database). ``artifacts`` is where a
+    failing check leaves files for the user, such as repro files (``None``: the scratch
+    directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
+    (counts, seconds) in ``figures``; they are reported with its result.
     """
 
     backend: Any
@@ -34,6 +37,8 @@ class CheckContext:
     profile: Any
     seed: int | None = None
     database: str | None = None
+    artifacts: Path | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
 
 
 CheckFunction = Callable[[CheckContext], None]

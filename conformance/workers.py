@@ -53,6 +53,7 @@ from multiprocess import connection
 from memspec.conformance.backend import BackendDefect, InProcessBackend
 from memspec.conformance.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.registry import NotApplicable
+from memspec.conformance.turns import TurnHook
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -163,13 +164,16 @@ def harness_step(root: Path, request: Mapping[str, Any]) -> dict[str, Any]:
     return {"ok": True, "code": "OK", "files": files}
 
 
-def run_job(job: Job, sender: Any, barrier: Any = None) -> None:
-    """The worker's body: runs ``job`` and sends its records through ``sender``."""
+def run_job(job: Job, sender: Any, barrier: Any = None, turnstile: Any = None) -> None:
+    """The worker's body: runs ``job`` and sends its records through ``sender``.
+
+    With a ``turnstile`` (the receiving end of the scheduler's pipe) every interposed call
+    waits for its turn (:mod:`memspec.conformance.turns`)."""
     outbox = _Outbox(sender)
     interposer: Interposer | None = None
-    hook: PlanHook | None = None
+    hook: PlanHook | TurnHook | None = None
     try:
-        if job.plan is not None:
+        if job.plan is not None or turnstile is not None:
             if not isinstance(job.backend, InProcessBackend):
                 outbox.send(
                     {
@@ -179,7 +183,9 @@ def run_job(job: Job, sender: Any, barrier: Any = None) -> None:
                     }
                 )
                 return
-            hook = PlanHook(job.plan, outbox.send)
+            inner = PlanHook(job.plan, outbox.send) if job.plan is not None else None
+            hook = TurnHook(outbox.send, turnstile, inner) if turnstile is not None else inner
+            assert hook is not None
             interposer = Interposer(job.root, hook).install()
         _run_session(job, outbox, barrier, hook, interposer)
     except BaseException:
@@ -195,7 +201,7 @@ def _run_session(
     job: Job,
     outbox: _Outbox,
     barrier: Any,
-    hook: PlanHook | None,
+    hook: PlanHook | TurnHook | None,
     interposer: Interposer | None,
 ) -> None:
     try:
@@ -350,15 +356,22 @@ class Worker:
     process, for a command backend) is killed if still running and always reaped.
     """
 
-    def __init__(self, job: Job, barrier: Any = None) -> None:
+    def __init__(self, job: Job, barrier: Any = None, scheduled: bool = False) -> None:
         context = process_context()
         self.job = job
         self._receiver, sender = context.Pipe(duplex=False)
+        turnstile, self._turns_out = context.Pipe(duplex=False) if scheduled else (None, None)
         self.process = context.Process(
-            target=run_job, args=(job, sender, barrier), name=f"memspec-{job.name}", daemon=True
+            target=run_job,
+            args=(job, sender, barrier, turnstile),
+            name=f"memspec-{job.name}",
+            daemon=True,
         )
         self.process.start()
         sender.close()
+        if turnstile is not None:
+            turnstile.close()
+        self.turns: list[dict[str, Any]] = []
         self.ops: dict[int, OpRecord] = {}
         self.calls: list[dict[str, Any]] = []
         self.opened: dict[str, Any] | None = None
@@ -377,6 +390,8 @@ class Worker:
         index = record.get("index")
         if kind == "call":
             self.calls.append(record)
+        elif kind in ("park", "return"):
+            self.turns.append(record)
         elif kind == "open":
             self.opened = record
         elif kind == "invoke":
@@ -419,6 +434,14 @@ class Worker:
             if remaining <= 0 or self.eof:
                 return predicate(self)
             self.pump(min(remaining, 0.25))
+        return True
+
+    def grant(self) -> bool:
+        """Lets a scheduled worker make the call it is parked at; False if it is gone."""
+        try:
+            self._turns_out.send("go")
+        except (OSError, ValueError, AttributeError):
+            return False
         return True
 
     def invoked(self, index: int) -> bool:
@@ -469,6 +492,9 @@ class Worker:
         self.exitcode = self.process.exitcode
         with suppress(OSError):
             self._receiver.close()
+        if self._turns_out is not None:
+            with suppress(OSError):
+                self._turns_out.close()
         if self.exitcode is not None:
             # Releases the process's sentinel descriptor now rather than at garbage collection.
             self.process.close()

@@ -10,6 +10,7 @@ frozen snapshot, the fence escape (:mod:`memspec.fuzz.properties`), external dri
 from memspec.fuzz import (  # noqa: F401 - importing registers the checks
     concurrency,
     drift_properties,
+    interleavings,
     machine,
     properties,
 )

@@ -79,13 +79,21 @@ def test_check(
             "needs a Python backend (--backend MODULE:FACTORY): it runs the backend's "
             "code under interposition"
         )
-    seed = memspec_settings(pytestconfig).seed
-    database = memspec_settings(pytestconfig).hypothesis_db
+    settings = memspec_settings(pytestconfig)
+    artifacts = settings.report / "artifacts" if settings.report else None
     try:
         scratch = tmp_path / "scratch"
         scratch.mkdir()
         check.run(
-            CheckContext(memspec_backend, memspec_root, scratch, memspec_profile, seed, database)
+            CheckContext(
+                memspec_backend,
+                memspec_root,
+                scratch,
+                memspec_profile,
+                settings.seed,
+                settings.hypothesis_db,
+                artifacts,
+            )
         )
     except NotApplicable as error:
         pytest.skip(str(error))

@@ -11,6 +11,7 @@ factory                  defect                                                c
 ``open_no_lock``         no lock at all: concurrent adds are lost              LOCK-3
 ``open_data_file_lock``  flock on MEMORY.md, whose inode each rename replaces  LOCK-1, LOCK-3
 ``open_read_before_lock`` reads the file, then takes the lock                  LOCK-2, LOCK-3
+``open_loaded_list``     writes the list loaded at session start, not re-read  LOCK-2, LOCK-3
 ``open_in_place``        truncates MEMORY.md and writes it entry by entry      CRASH-1
 ``open_keeps_temps``     never removes the temps a crash leaves                CRASH-2
 ``open_marker_lock``     a lock file whose mere existence means "locked"       CRASH-3
@@ -223,6 +224,15 @@ class ReadBeforeLock(FileStore):
             return {"ok": False, "code": codes.E_IO, "message": str(error)}
 
 
+class LoadedList(FileStore):
+    """Takes the lock but decides on the list it loaded at session start (and its own writes
+    since), never re-reading the file: a concurrent session's writes are lost (LOCK-2)."""
+
+    def read_for_update(self, path: Path) -> bytes | OSError | None:
+        target = next(t for t in TARGETS if FILENAMES[t] == path.name)
+        return encode_entries(self.live[target])
+
+
 class InPlace(FileStore):
     """Truncates MEMORY.md and writes it entry by entry (the old open("w") way): a crash in
     between leaves a truncated file (CRASH-1, ATOMIC-2)."""
@@ -357,6 +367,7 @@ open_sound = _factory(FileStore)
 open_no_lock = _factory(NoLock)
 open_data_file_lock = _factory(DataFileLock)
 open_read_before_lock = _factory(ReadBeforeLock)
+open_loaded_list = _factory(LoadedList)
 open_in_place = _factory(InPlace)
 open_keeps_temps = _factory(KeepsTemps)
 open_marker_lock = _factory(MarkerLock)

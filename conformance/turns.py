@@ -1,0 +1,79 @@
+"""The worker side of a scheduled run: every interposed call waits for its turn (LOCK-2, LOCK-3).
+
+A :class:`TurnHook` is the interposition hook of a worker whose session runs under the
+deterministic scheduler (:mod:`memspec.conformance.schedule`). Right before each file-system call
+on the store's root it reports the call to the harness as a ``park`` record and blocks until the
+harness sends ``go`` on the worker's turnstile; right after the call it reports a ``return``
+record. Only one worker holds a turn at a time, so the harness decides the whole interleaving of
+the sessions' file-system calls: for example, that both sessions read ``MEMORY.md`` before
+either writes it.
+
+The hook may wrap another hook (a tracing or fault :class:`~memspec.conformance.interpose.PlanHook`)
+which then sees each call once its turn has come.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from memspec.conformance.interpose import Call, Hook
+
+TURN_TIMEOUT = 120.0
+"""Seconds a parked worker waits for its turn before it gives up (the harness is gone or hung)."""
+EXIT_NO_TURN = 4
+"""Exit status of a worker that waited :data:`TURN_TIMEOUT` seconds for a turn in vain."""
+
+
+def _inode(call: Call) -> int | None:
+    """Returns the inode a locking call acts on (read through its descriptor), if known."""
+    fd = call.details.get("fd")
+    if fd is None:
+        return None
+    try:
+        return os.fstat(fd).st_ino
+    except OSError:
+        return None
+
+
+class TurnHook(Hook):
+    """Parks the worker before each interposed call until the harness grants it the turn.
+
+    ``emit`` sends a record to the harness, ``turnstile`` is the receiving end of the
+    harness's ``go`` messages; ``op`` is set by the worker to the index of the running
+    operation. ``inner`` (optional) is told about each call after its turn has come.
+    """
+
+    def __init__(
+        self, emit: Callable[[dict[str, Any]], None], turnstile: Any, inner: Hook | None = None
+    ) -> None:
+        self.emit = emit
+        self.turnstile = turnstile
+        self.inner = inner
+        self.op: int | None = None
+
+    def before(self, call: Call) -> None:
+        """Reports the call as ``park`` and waits for ``go`` (exits if it never comes)."""
+        record = Call(call.seq, call.name, call.path, call.kind, call.details, self.op).to_record()
+        record["type"] = "park"
+        if call.name in ("flock", "lockf", "close"):
+            record["inode"] = _inode(call)
+        self.emit(record)
+        try:
+            ready = self.turnstile.poll(TURN_TIMEOUT)
+            message = self.turnstile.recv() if ready else None
+        except (EOFError, OSError):
+            message = None
+        if message != "go":
+            os._exit(EXIT_NO_TURN)
+        if self.inner is not None:
+            self.inner.op = self.op  # type: ignore[attr-defined]
+            self.inner.before(call)
+
+    def after(self, call: Call, error: BaseException | None) -> None:
+        """Reports that the call returned (with its errno when it failed)."""
+        if self.inner is not None:
+            self.inner.after(call, error)
+        failed = getattr(error, "errno", None) if error is not None else None
+        self.emit({"type": "return", "seq": call.seq, "errno": failed, "failed": error is not None})

@@ -1,0 +1,304 @@
+"""Chosen interleavings of concurrent sessions: run, judge, explore, render (LOCK-2, LOCK-3).
+
+A :class:`Program` is what a scheduled run does: the starting files, the limits and one
+operation list per session. :func:`execute` runs it on a fresh root under the deterministic
+scheduler (:mod:`memspec.fuzz.schedule`) as a :data:`~memspec.fuzz.schedule.Chooser` decides,
+with the harness sampling ``MEMORY.md`` and ``USER.md`` after every step, and judges the
+resulting history against the spec model: every sample must be a state the store could have
+been in, every answer one the model allows, in some order of the mutations that respects the
+real-time order of the run (LOCK-3, ATOMIC-2).
+
+Two ways to pick schedules:
+
+- :func:`explore` enumerates them systematically with *preemption bounding* (as CHESS does):
+  the default schedule lets the running session go on until it ends or waits for a lock; each
+  alternative switches to another session at one decision. A bound of 1 covers "session A reads
+  the file, session B runs to its end, session A writes" — the lost update of a store that reads
+  before it locks — for every read of A; a bound of 2 covers every pair of switches.
+- :func:`hypothesis_chooser` lets Hypothesis draw the switches, so that longer programs get
+  random schedules that shrink towards the fewest switches.
+
+:func:`render_interleaving` prints a run as a timeline, one column per session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.interpose import describe_call
+from memspec.conformance.workers import Job, history
+from memspec.fuzz.history import Event, memory_model, operations
+from memspec.fuzz.linearizability import check_history
+from memspec.fuzz.schedule import (
+    Chooser,
+    Decision,
+    ScheduledRun,
+    follow,
+    keep_running,
+    run_scheduled,
+)
+from memspec.spec.codec import decode, parse_text
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
+
+CHECK_TIMEOUT = 30.0
+"""Longest linearizability search of one run before its verdict is "undecided"."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A Program is a scheduled run's input: files before it, limits, sessions' operations.
+
+    ``files`` maps a target to the bytes its file holds before the run (absent: no file);
+    ``sessions`` pairs each session's name with its protocol request dicts.
+    """
+
+    sessions: tuple[tuple[str, tuple[dict[str, Any], ...]], ...]
+    limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    files: Mapping[str, bytes | None] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The session names, in order."""
+        return tuple(name for name, _ in self.sessions)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A Finding is why a run is wrong: the clause, a one-line summary and the details."""
+
+    clause: str
+    summary: str
+    details: str = ""
+
+
+@dataclass
+class Execution:
+    """An Execution is one scheduled run of a program and its verdict (``finding`` or None)."""
+
+    program: Program
+    run: ScheduledRun
+    events: list[Event]
+    finding: Finding | None
+    undecided: str = ""
+    seconds: float = 0.0
+
+    @property
+    def schedule(self) -> list[str]:
+        """The choices of the run: replaying them repeats it."""
+        return self.run.schedule
+
+
+def _sample(root: Path) -> dict[str, Any]:
+    """Reads each data file as an outside reader would: entries, or unreadable."""
+    seen: dict[str, Any] = {}
+    for target in TARGETS:
+        try:
+            data = (root / FILENAMES[target]).read_bytes()
+        except FileNotFoundError:
+            seen[target] = {"entries": []}
+            continue
+        except OSError:
+            seen[target] = {"unreadable": True}
+            continue
+        text = decode(data)
+        seen[target] = {"unreadable": True} if text is None else {"entries": parse_text(text)}
+    return seen
+
+
+def prepare_root(root: Path, program: Program) -> None:
+    """Writes the program's starting files into ``root`` (an empty directory)."""
+    for target, data in program.files.items():
+        if data is not None:
+            (root / FILENAMES[target]).write_bytes(data)
+
+
+def execute(backend: Any, root: Path, program: Program, choose: Chooser) -> Execution:
+    """Runs ``program`` on ``root`` (prepared here) as ``choose`` decides, and judges it."""
+    prepare_root(root, program)
+    jobs = [
+        Job(backend, root, operations_, dict(program.limits), name=name)
+        for name, operations_ in program.sessions
+    ]
+    started = time.monotonic()
+    run = run_scheduled(jobs, choose, sample=lambda: _sample(root))
+    for result in run.results:
+        result.expect_done()
+    events = history_of(run, len(jobs))
+    finding, undecided = judge(program, events)
+    return Execution(program, run, events, finding, undecided, time.monotonic() - started)
+
+
+def history_of(run: ScheduledRun, reader: int) -> list[Event]:
+    """Returns the run's mutations and the harness's samples as one history (the samples of
+    each target as reader process ``reader``, ``reader + 1``...)."""
+    events = [
+        Event(e["type"], e["process"], e["op"], e["time"], e.get("value"))
+        for e in history(run.results)
+    ]
+    for start, end, seen in run.samples:
+        for offset, target in enumerate(TARGETS):
+            if target not in seen:
+                continue
+            request = {"op": "read", "target": target}
+            events.append(Event("invoke", reader + offset, request, start))
+            events.append(Event("ok", reader + offset, request, end, seen[target]))
+    return sorted(events, key=lambda e: (e.time, e.type != "invoke"))
+
+
+def judge(program: Program, events: Sequence[Event]) -> tuple[Finding | None, str]:
+    """Returns the finding against the run's history (LOCK-3), and why it is undecided if so."""
+    model = memory_model(
+        program.limits.get("memory", DEFAULT_LIMITS["memory"]),
+        program.limits.get("user", DEFAULT_LIMITS["user"]),
+        program.files.get("memory"),
+        program.files.get("user"),
+    )
+    verdict = check_history(model, operations(events), timeout=CHECK_TIMEOUT)
+    if verdict.verdict == "unknown":
+        return None, f"the linearizability search gave up after {verdict.states_explored} states"
+    if verdict.verdict == "ok":
+        return None, ""
+    return (
+        Finding(
+            "LOCK-3",
+            "no order of the mutations that respects the interleaving explains what the "
+            "sessions were answered and what the files held after each step (a lost update, "
+            "or a file seen torn, empty or mixed)",
+            verdict.explanation.render() if verdict.explanation else "",
+        ),
+        "",
+    )
+
+
+# -- exploring ------------------------------------------------------------------------------
+
+
+def preemptions(schedule: Sequence[str], enabled: Sequence[tuple[str, ...]]) -> int:
+    """Counts the switches away from a session that could have gone on."""
+    return sum(
+        1
+        for number in range(1, len(schedule))
+        if schedule[number] != schedule[number - 1] and schedule[number - 1] in enabled[number]
+    )
+
+
+@dataclass
+class Exploration:
+    """What :func:`explore` did: how many schedules it ran and whether it covered them all."""
+
+    runs: int = 0
+    complete: bool = False
+    seconds: float = 0.0
+
+
+def explore(
+    run_one: Callable[[Chooser], Execution],
+    bound: int,
+    budget: int,
+    summary: Exploration | None = None,
+) -> Iterator[Execution]:
+    """Yields executions of every schedule with at most ``bound`` preemptions (module docs),
+    depth first, up to ``budget`` runs. ``run_one(chooser)`` runs the program once.
+    ``summary`` (optional) is filled in with the count and whether the space was exhausted."""
+    summary = summary if summary is not None else Exploration()
+    started = time.monotonic()
+    frontier: list[list[str]] = [[]]
+    tried: set[tuple[str, ...]] = set()
+    while frontier and summary.runs < budget:
+        prefix = frontier.pop()
+        execution = run_one(follow(prefix, then=keep_running))
+        summary.runs += 1
+        yield execution
+        schedule, enabled = execution.run.schedule, execution.run.enabled
+        branches = []
+        for number in range(len(prefix), len(schedule)):
+            for other in enabled[number]:
+                if other == schedule[number]:
+                    continue
+                candidate = [*schedule[:number], other]
+                key = tuple(candidate)
+                if key in tried or preemptions(candidate, enabled[: number + 1]) > bound:
+                    continue
+                tried.add(key)
+                branches.append(candidate)
+        frontier.extend(reversed(branches))
+    summary.complete = not frontier
+    summary.seconds = time.monotonic() - started
+
+
+def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
+    """Returns a Chooser whose switches Hypothesis draws from ``data`` (``st.data()``): at
+    each decision the last session goes on unless a switch is drawn (about one in
+    ``switch_one_in``), so shrinking leads to the fewest switches."""
+    from hypothesis import strategies as st
+
+    def choose(decision: Decision) -> str:
+        others = [name for name in decision.enabled if name != decision.last]
+        if decision.last not in decision.enabled:
+            return others[0] if len(others) == 1 else data.draw(st.sampled_from(others))
+        if not others or data.draw(st.integers(0, switch_one_in - 1)) != switch_one_in - 1:
+            return str(decision.last)
+        return others[0] if len(others) == 1 else data.draw(st.sampled_from(others))
+
+    return choose
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def _describe_request(request: Mapping[str, Any]) -> str:
+    op = request.get("op")
+    if op == "load":
+        return "load"
+    shown = [str(request.get("target", ""))]
+    for key in ("old_text", "content", "new_content"):
+        if key in request:
+            text = str(request[key])
+            shown.append(repr(text if len(text) <= 24 else text[:21] + "..."))
+    if op == "batch":
+        shown.append(f"[{len(request.get('operations') or [])} items]")
+    return " ".join([str(op), *shown])
+
+
+def _entries_label(seen: Mapping[str, Any]) -> str:
+    memory = seen.get("memory", {})
+    if memory.get("unreadable"):
+        return "MEMORY.md unreadable"
+    entries = memory.get("entries", [])
+    return f"MEMORY.md: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+
+
+def render_interleaving(execution: Execution, width: int = 34) -> str:
+    """Returns the run as a timeline: one column per session, one row per call, with each
+    operation's start (``>``) and answer (``<``) and what the file held after each step."""
+    names = execution.program.names
+    rows: list[tuple[float, int, str, str]] = []
+    for column, result in enumerate(execution.run.results):
+        for op in result.ops:
+            rows.append((op.invoke, column, "", "> " + _describe_request(op.request)))
+            if op.complete is not None and op.answer is not None:
+                answer = op.answer.get("code", "?")
+                rows.append((op.complete, column, "", f"< {answer}"))
+            elif op.type == "info":
+                rows.append((float("inf"), column, "", "< (no answer)"))
+    by_name = {name: column for column, name in enumerate(names)}
+    for step in execution.run.steps:
+        label = describe_call(step.call) + (" (failed)" if step.failed else "")
+        after = _entries_label(step.sample) if isinstance(step.sample, Mapping) else ""
+        column = by_name.get(step.process, 0)
+        rows.append((step.time, column, str(step.number), label + "\t" + after))
+    rows.sort(key=lambda row: row[0])
+    header = "step  " + "".join(name.ljust(width) for name in names) + "files after the step"
+    lines = [header, "-" * len(header)]
+    for _, column, number, text in rows:
+        label, _, after = text.partition("\t")
+        if len(label) > width - 2:
+            label = label[: width - 5] + "..."
+        cells = [""] * len(names)
+        cells[column] = label
+        lines.append(number.rjust(4) + "  " + "".join(cell.ljust(width) for cell in cells) + after)
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Certify checks over chosen interleavings of concurrent sessions (LOCK-2, LOCK-3, ATOMIC-2).
+
+Both run Python backends only: the scheduler needs the interposed file-system calls of the
+backend's own code (:mod:`memspec.fuzz.schedule`).
+
+- ``preemption_bounded_schedules`` explores, systematically, every schedule of two sessions
+  adding to a store that already holds an entry, with at most one switch between sessions at a
+  moment the running one could have gone on (two under the ``thorough`` profile). The lost
+  update of a store that reads before it locks, locks a file that a rename replaces, or writes
+  a list it loaded earlier, needs exactly one such switch.
+- ``random_schedules`` runs longer generated programs of three sessions under schedules whose
+  switches Hypothesis draws, and shrinks a failure to the fewest switches and operations.
+
+A failure saves a repro file (backend, operations, schedule) in the artifacts directory and
+names the command that replays it, ``memspec repro FILE``, with the interleaving as a
+timeline.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.workers import require_python_backend
+from memspec.fuzz.exploration import (
+    Execution,
+    Exploration,
+    Program,
+    execute,
+    explore,
+    hypothesis_chooser,
+    render_interleaving,
+)
+from memspec.fuzz.programs import generate_program, limits_for
+from memspec.fuzz.repro import repro_of, save_repro
+from memspec.fuzz.runner import fresh_root, plan
+from memspec.fuzz.schedule import Chooser
+
+BOUNDS = {"smoke": (1, 30), "ci": (1, 200), "thorough": (2, 5000)}
+"""Preemption bound and most schedules run, per profile."""
+SEED_ENTRY = b"User prefers tabs over spaces"
+SESSIONS = {"smoke": (2, 3), "ci": (3, 4), "thorough": (3, 8)}
+"""Sessions and operations per session of the random schedules, per profile."""
+
+
+def _artifacts(ctx: CheckContext) -> Path:
+    return ctx.artifacts or ctx.scratch
+
+
+def fail_with_repro(ctx: CheckContext, execution: Execution, check_id: str) -> None:
+    """Saves the failing execution's repro file and raises the AssertionError that explains it."""
+    finding = execution.finding
+    assert finding is not None
+    name = f"repro-{check_id.rsplit('.', 1)[-1]}-{len(execution.schedule)}.json"
+    spec = getattr(ctx.backend, "spec", "?")
+    path = save_repro(_artifacts(ctx) / name, repro_of(execution, spec, check_id))
+    raise AssertionError(
+        f"{finding.clause}: {finding.summary}.\n"
+        f"Replay it with: memspec repro {path}\n\n"
+        f"{render_interleaving(execution)}\n\n{finding.details}"
+    )
+
+
+def _two_adds() -> Program:
+    sessions = tuple(
+        (f"p{index}", ({"op": "load"}, {"op": "add", "target": "memory", "content": text}))
+        for index, text in enumerate(("Project uses Go 1.22", "Editor: helix"))
+    )
+    return Program(sessions, files={"memory": SEED_ENTRY})
+
+
+@check("LOCK-3", "LOCK-2", "ATOMIC-2", features=("multi-process",), python_only=True)
+def preemption_bounded_schedules(ctx: CheckContext) -> None:
+    """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
+    require_python_backend(ctx.backend)
+    bound, budget = BOUNDS.get(ctx.profile.name, BOUNDS["ci"])
+    program = _two_adds()
+    summary = Exploration()
+
+    def run_one(choose: Chooser) -> Execution:
+        with fresh_root(ctx) as root:
+            return execute(ctx.backend, root, program, choose)
+
+    undecided = []
+    for execution in explore(run_one, bound, budget, summary):
+        if execution.finding is not None:
+            fail_with_repro(ctx, execution, "interleavings.preemption_bounded_schedules")
+        if execution.undecided:
+            undecided.append(execution.undecided)
+    if undecided:
+        raise NotApplicable(f"LOCK-3: undecided: {undecided[0]}")
+
+
+@check("LOCK-3", "LOCK-2", "ATOMIC-2", "LIMIT-2", features=("multi-process",), python_only=True)
+def random_schedules(ctx: CheckContext) -> None:
+    """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
+    require_python_backend(ctx.backend)
+    count, length = SESSIONS.get(ctx.profile.name, SESSIONS["ci"])
+    check_id = "interleavings.random_schedules"
+    run = plan(ctx, check_id)
+    examples = max(5, ctx.profile.examples // 5)  # each example starts its sessions' processes
+    run = replace(run, settings=settings(run.settings, max_examples=examples))
+
+    @given(seed=st.integers(0, 2**16), data=st.data())
+    def schedules(seed: int, data: Any) -> None:
+        rng = random.Random(seed)
+        programs = [generate_program(p, rng, length) for p in range(count)]
+        program = Program(
+            tuple((f"p{p}", ops) for p, ops in enumerate(programs)), limits_for(programs)
+        )
+        with fresh_root(ctx) as root:
+            execution = execute(ctx.backend, root, program, hypothesis_chooser(data))
+        if execution.finding is not None:
+            fail_with_repro(ctx, execution, check_id)
+
+    run.run(run.apply(schedules))

@@ -1,0 +1,175 @@
+"""Repro files: a failing interleaving saved so that ``memspec repro FILE`` replays it exactly.
+
+A repro file is one JSON object::
+
+    {"memspec": "repro", "version": 1,
+     "backend": "tests.backends.procs:open_no_lock",
+     "check": "interleavings.preemption_bounded_schedules",
+     "limits": {"memory": 2200, "user": 1375},
+     "files": {"memory": "7365656420656e747279", "user": null},
+     "sessions": [{"name": "p0", "operations": [{"op": "load"}, ...]}, ...],
+     "schedule": ["p1", "p1", "p0", ...],
+     "failure": {"clause": "LOCK-3", "summary": "..."}}
+
+``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
+``schedule`` the session chosen at each decision of the scheduler
+(:mod:`memspec.fuzz.schedule`). Replaying runs the same sessions on a fresh root, granting the
+calls in the same order; a backend whose calls depend on anything but the interleaving (the
+clock, randomness that changes which files it touches) may *diverge*, which the replay reports.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.backend import InProcessBackend, UsageError
+from memspec.fuzz.exploration import Execution, Program, execute
+from memspec.fuzz.schedule import ScheduleDiverged, follow
+from memspec.spec.requests import OPS
+from memspec.spec.targets import TARGETS
+
+FORMAT = "repro"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Repro:
+    """A Repro is the content of a repro file (module docs)."""
+
+    backend: str
+    program: Program
+    schedule: tuple[str, ...]
+    check: str = ""
+    failure: Mapping[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the repro as the JSON object of its file."""
+        return {
+            "memspec": FORMAT,
+            "version": VERSION,
+            "backend": self.backend,
+            "check": self.check,
+            "limits": dict(self.program.limits),
+            "files": {
+                target: None if data is None else data.hex()
+                for target, data in self.program.files.items()
+            },
+            "sessions": [
+                {"name": name, "operations": list(operations)}
+                for name, operations in self.program.sessions
+            ],
+            "schedule": list(self.schedule),
+            "failure": dict(self.failure) if self.failure else None,
+        }
+
+
+def repro_of(execution: Execution, backend: str, check: str = "") -> Repro:
+    """Returns the repro of a (failing) execution."""
+    failure = None
+    if execution.finding is not None:
+        failure = {"clause": execution.finding.clause, "summary": execution.finding.summary}
+    return Repro(backend, execution.program, tuple(execution.schedule), check, failure)
+
+
+def save_repro(path: Path, repro: Repro) -> Path:
+    """Writes ``repro`` to ``path`` (parents created) and returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(repro.to_json(), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def _require(condition: bool, where: Path, message: str) -> None:
+    if not condition:
+        raise UsageError(f"{where}: not a memspec repro file: {message}")
+
+
+def load_repro(path: Path) -> Repro:
+    """Reads a repro file (raises UsageError naming what is wrong with it)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{path}: not a memspec repro file: {error}") from None
+    _require(
+        isinstance(record, dict) and record.get("memspec") == FORMAT,
+        path,
+        'no "memspec": "repro" marker',
+    )
+    _require(
+        record.get("version") == VERSION,
+        path,
+        f"version {record.get('version')!r} (this memspec reads version {VERSION})",
+    )
+    backend = record.get("backend")
+    _require(isinstance(backend, str) and ":" in backend, path, "backend must be MODULE:FACTORY")
+    limits = record.get("limits")
+    _require(
+        isinstance(limits, dict)
+        and all(t in TARGETS and isinstance(v, int) and v > 0 for t, v in limits.items()),
+        path,
+        "limits must map memory/user to positive integers",
+    )
+    files = record.get("files") or {}
+    try:
+        _require(isinstance(files, dict) and set(files) <= set(TARGETS), path, "bad files")
+        starting = {t: None if v is None else bytes.fromhex(v) for t, v in files.items()}
+    except (TypeError, ValueError):
+        raise UsageError(f"{path}: not a memspec repro file: files must be hex or null") from None
+    sessions = record.get("sessions")
+    _require(isinstance(sessions, list) and bool(sessions), path, "no sessions")
+    program_sessions = []
+    for session in sessions:
+        _require(
+            isinstance(session, dict)
+            and isinstance(session.get("name"), str)
+            and isinstance(session.get("operations"), list)
+            and all(isinstance(op, dict) and op.get("op") in OPS for op in session["operations"]),
+            path,
+            "each session needs a name and a list of operations with a known op",
+        )
+        program_sessions.append((session["name"], tuple(session["operations"])))
+    names = [name for name, _ in program_sessions]
+    _require(len(set(names)) == len(names), path, "session names must differ")
+    schedule = record.get("schedule")
+    _require(
+        isinstance(schedule, list) and all(name in names for name in schedule),
+        path,
+        "the schedule must list session names",
+    )
+    failure = record.get("failure")
+    return Repro(
+        backend,
+        Program(tuple(program_sessions), dict(limits), starting),
+        tuple(schedule),
+        str(record.get("check") or ""),
+        failure if isinstance(failure, dict) else None,
+    )
+
+
+@dataclass
+class Replay:
+    """A Replay is one replayed run: its execution, or why it diverged."""
+
+    execution: Execution | None
+    diverged: str = ""
+
+    @property
+    def reproduced(self) -> bool:
+        """Whether the replay failed with a finding."""
+        return self.execution is not None and self.execution.finding is not None
+
+
+def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
+    """Replays ``repro`` once on a fresh root (``backend`` overrides the file's)."""
+    backend = backend or InProcessBackend(repro.backend, timeout)
+    with tempfile.TemporaryDirectory(prefix="memspec-repro-") as root:
+        try:
+            return Replay(execute(backend, Path(root), repro.program, follow(repro.schedule)))
+        except ScheduleDiverged as diverged:
+            return Replay(None, str(diverged))

@@ -1,0 +1,306 @@
+"""A deterministic scheduler for the file-system calls of concurrent sessions (LOCK-2, LOCK-3).
+
+Each session runs in a worker process whose interposed file-system calls wait for their turn
+(:mod:`memspec.conformance.turns`). The scheduler lets exactly one worker make one call at a
+time: at every *decision* it looks at the workers parked before a call, asks a
+:data:`Chooser` which one goes, grants that worker its call and waits until the worker is parked
+again (before its next call) or has ended. So a run is a sequence of steps, one call each, and
+the list of choices — the *schedule* — fixes the interleaving: replaying the same schedule on
+the same program makes the same calls in the same order.
+
+A call that would block in the kernel must not be granted, or the run would stop being
+serialised. The scheduler therefore keeps a model of ``flock``/``lockf`` locks (by inode,
+learnt from the calls that succeeded): a worker parked at a lock request that another holder's
+lock would block is not *enabled*. If the model is wrong (a lock released by a call the
+interposition does not see), and every parked worker waits for a lock, the scheduler grants one
+anyway; a granted call that has not returned after :data:`STEP_TIMEOUT` seconds marks its worker
+*blocked* and the run goes on with the others (and is noted as not fully serialised).
+
+After every step the harness samples the files (it is not interposed), so a reader sees every
+intermediate state of the directory: a torn, empty or mixed file is caught at the very step
+that made it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memspec.conformance.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
+
+STEP_TIMEOUT = 5.0
+"""Seconds a granted call and the code after it may run before the worker counts as blocked."""
+START_TIMEOUT = 30.0
+"""Seconds a worker may take to start and reach its first call."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A Decision is one choice point: who may run now, and who ran last.
+
+    ``enabled`` are the names of the workers whose parked call may be made now, in job order;
+    ``calls`` maps each of them to its parked call record; ``last`` ran the previous step.
+    """
+
+    number: int
+    enabled: tuple[str, ...]
+    calls: dict[str, dict[str, Any]]
+    last: str | None
+
+
+Chooser = Callable[[Decision], str]
+"""Picks the worker (a name out of ``decision.enabled``) that makes the next call."""
+
+
+class ScheduleDiverged(Exception):
+    """A replayed schedule asked for a worker that is not enabled at that decision."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """A Step is one granted call: who made it, the call record, what the reader saw after."""
+
+    number: int
+    process: str
+    call: dict[str, Any]
+    time: float
+    failed: bool = False
+    errno: int | None = None
+    sample: Any = None
+
+
+@dataclass
+class ScheduledRun:
+    """A ScheduledRun is a finished run: the results, the steps, the schedule, the decisions.
+
+    ``schedule`` is the chosen name at each decision (replaying it repeats the run);
+    ``enabled`` the enabled names at each decision; ``notes`` say where the run was not fully
+    serialised (a call that blocked outside the lock model).
+    """
+
+    results: list[WorkerResult]
+    steps: list[Step]
+    schedule: list[str]
+    enabled: list[tuple[str, ...]]
+    samples: list[tuple[float, float, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def follow(schedule: Sequence[str], then: Chooser | None = None) -> Chooser:
+    """Returns a Chooser that replays ``schedule`` and then defers to ``then`` (raises
+    ScheduleDiverged when ``schedule`` runs out without ``then``, or names a worker that is not
+    enabled)."""
+
+    def choose(decision: Decision) -> str:
+        if decision.number < len(schedule):
+            wanted = schedule[decision.number]
+            if wanted not in decision.enabled:
+                raise ScheduleDiverged(
+                    f"decision {decision.number}: the schedule runs {wanted}, but only "
+                    f"{', '.join(decision.enabled) or 'nobody'} can run"
+                )
+            return wanted
+        if then is None:
+            raise ScheduleDiverged(
+                f"decision {decision.number}: the schedule has only {len(schedule)} choices"
+            )
+        return then(decision)
+
+    return choose
+
+
+def keep_running(decision: Decision) -> str:
+    """The non-preemptive Chooser: the last worker goes on while it can, else the first one."""
+    if decision.last in decision.enabled:
+        return decision.last  # type: ignore[return-value]
+    return decision.enabled[0]
+
+
+class _Locks:
+    """The scheduler's model of flock/lockf locks: who holds which inode, in which mode."""
+
+    def __init__(self) -> None:
+        self.holders: dict[int, dict[tuple[str, Any], str]] = {}
+
+    @staticmethod
+    def _key(worker: str, call: dict[str, Any]) -> tuple[str, Any]:
+        # flock locks belong to an open file description, lockf locks to the process.
+        return (worker, call["details"].get("fd") if call["name"] == "flock" else None)
+
+    def blocks(self, worker: str, call: dict[str, Any]) -> bool:
+        """Whether ``call`` (parked) would wait for a lock someone else holds."""
+        if call["name"] not in ("flock", "lockf") or call.get("inode") is None:
+            return False
+        operation = str(call["details"].get("operation", ""))
+        if "LOCK_NB" in operation or "LOCK_UN" in operation:
+            return False
+        key = self._key(worker, call)
+        others = {
+            mode for holder, mode in self.holders.get(call["inode"], {}).items() if holder != key
+        }
+        return "LOCK_EX" in others or ("LOCK_EX" in operation and bool(others))
+
+    def returned(self, worker: str, call: dict[str, Any], failed: bool) -> None:
+        """Learns from a call that returned."""
+        inode = call.get("inode")
+        if failed or inode is None:
+            return
+        held = self.holders.setdefault(inode, {})
+        if call["name"] == "close":
+            fd = call["details"].get("fd")
+            for key in [k for k in held if k[0] == worker and k[1] in (None, fd)]:
+                del held[key]
+            return
+        if call["name"] not in ("flock", "lockf"):
+            return
+        operation = str(call["details"].get("operation", ""))
+        key = self._key(worker, call)
+        if "LOCK_UN" in operation:
+            held.pop(key, None)
+        else:
+            held[key] = "LOCK_EX" if "LOCK_EX" in operation else "LOCK_SH"
+
+    def ended(self, worker: str) -> None:
+        """Drops every lock of a worker that ended."""
+        for held in self.holders.values():
+            for key in [k for k in held if k[0] == worker]:
+                del held[key]
+
+
+class _Scheduled:
+    """One worker under the scheduler and where it stands."""
+
+    def __init__(self, job: Job) -> None:
+        self.name = job.name
+        self.worker = Worker(job, scheduled=True)
+        self.seen = 0
+        self.parked: dict[str, Any] | None = None
+        self.granted: dict[str, Any] | None = None
+        self.blocked = False
+        self.gone = False
+
+    def absorb(self, locks: _Locks) -> list[dict[str, Any]]:
+        """Takes the worker's new turn records; returns the ``return`` records among them."""
+        returns = []
+        while self.seen < len(self.worker.turns):
+            record = self.worker.turns[self.seen]
+            self.seen += 1
+            if record["type"] == "park":
+                self.parked = record
+            elif self.granted is not None:
+                locks.returned(self.name, self.granted, bool(record.get("failed")))
+                returns.append(record)
+                self.granted = None
+        if self.worker.ended and self.parked is None and not self.gone:
+            self.gone = True
+            locks.ended(self.name)
+        return returns
+
+    def settle(self, locks: _Locks, timeout: float) -> list[dict[str, Any]]:
+        """Waits until the worker is parked or gone (or ``timeout``); returns its returns."""
+        self.worker.wait_until(
+            lambda worker: (
+                worker.ended or any(r["type"] == "park" for r in worker.turns[self.seen :])
+            ),
+            timeout,
+        )
+        returns = self.absorb(locks)
+        self.blocked = self.parked is None and not self.gone
+        return returns
+
+
+def run_scheduled(
+    jobs: Sequence[Job],
+    choose: Chooser,
+    *,
+    sample: Callable[[], Any] | None = None,
+    deadline: float = 120.0,
+    step_timeout: float = STEP_TIMEOUT,
+) -> ScheduledRun:
+    """Runs ``jobs`` in scheduled workers, one call at a time as ``choose`` decides (module docs).
+
+    ``sample`` (optional) is called by the harness before the first step and after every step;
+    its results are in the steps and in ``samples`` as ``(start, end, value)``. Workers still
+    running at ``deadline`` seconds are killed. ScheduleDiverged from the chooser propagates
+    after every worker has been killed and reaped.
+    """
+    names = [job.name for job in jobs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"scheduled jobs need distinct names, got {names}")
+    locks = _Locks()
+    run = ScheduledRun([], [], [], [])
+    end = time.monotonic() + deadline
+    scheduled: list[_Scheduled] = []
+    try:
+        scheduled = [_Scheduled(job) for job in jobs]
+        for item in scheduled:
+            item.settle(locks, START_TIMEOUT)
+        _take_sample(run, sample)
+        last: str | None = None
+        while time.monotonic() < end:
+            for item in scheduled:
+                if item.blocked:
+                    item.worker.pump(0)
+                    item.absorb(locks)
+                    item.blocked = item.parked is None and not item.gone
+            parked = [item for item in scheduled if item.parked is not None]
+            if not parked:
+                waiting = [item for item in scheduled if item.blocked]
+                if not waiting:
+                    break
+                waiting[0].settle(locks, min(step_timeout, max(0.0, end - time.monotonic())))
+                continue
+            enabled = [i for i in parked if not locks.blocks(i.name, i.parked or {})] or parked
+            decision = Decision(
+                len(run.schedule),
+                tuple(item.name for item in enabled),
+                {item.name: item.parked or {} for item in enabled},
+                last,
+            )
+            chosen_name = choose(decision)
+            chosen = next(item for item in enabled if item.name == chosen_name)
+            run.schedule.append(chosen_name)
+            run.enabled.append(decision.enabled)
+            call = chosen.parked or {}
+            chosen.granted, chosen.parked = call, None
+            granted_at = time.monotonic()
+            if not chosen.worker.grant():
+                chosen.gone = True
+                continue
+            returns = chosen.settle(locks, step_timeout)
+            if chosen.blocked:
+                run.notes.append(
+                    f"step {len(run.steps) + 1}: {chosen.name}'s {call.get('name')} did not "
+                    f"return within {step_timeout:g} s; the others went on meanwhile"
+                )
+            back = returns[0] if returns else {}
+            step_sample = _take_sample(run, sample)
+            run.steps.append(
+                Step(
+                    len(run.steps) + 1,
+                    chosen.name,
+                    call,
+                    granted_at,
+                    bool(back.get("failed")),
+                    back.get("errno"),
+                    step_sample,
+                )
+            )
+            last = chosen.name
+    finally:
+        for item in scheduled:
+            if not item.worker.ended:
+                item.worker.kill("timeout")
+        run.results = [item.worker.finish(REAP_TIMEOUT) for item in scheduled]
+    return run
+
+
+def _take_sample(run: ScheduledRun, sample: Callable[[], Any] | None) -> Any:
+    if sample is None:
+        return None
+    start = time.monotonic()
+    value = sample()
+    run.samples.append((start, time.monotonic(), value))
+    return value
