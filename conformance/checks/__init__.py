@@ -4,6 +4,7 @@ from memspec.conformance.checks import (
     atomic,  # noqa: F401
     contract,  # noqa: F401
     crash,  # noqa: F401
+    crashstates,  # noqa: F401
     drift,  # noqa: F401
     durability,  # noqa: F401
     faults,  # noqa: F401
