@@ -211,9 +211,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
             print(f"run {attempt}: passed: the failure did not reproduce")
             continue
         reproduced += 1
-        print(f"run {attempt}: {finding.clause}: {finding.summary}")
-        if attempt == 1 and finding.details:
-            print(finding.details)
+        print(f"run {attempt}: " + (finding.render() if attempt == 1 else finding.clause))
     print(f"reproduced {reproduced}/{args.times}")
     return 1 if reproduced else 0
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from memspec.conformance.interpose import describe_call
 from memspec.conformance.workers import Job, history
-from memspec.fuzz.history import Event, memory_model, operations
-from memspec.fuzz.linearizability import check_history
+from memspec.fuzz.checkers import Finding, judge_history
+from memspec.fuzz.history import Event
 from memspec.fuzz.schedule import (
     Chooser,
     Decision,
@@ -64,15 +64,6 @@ class Program:
     def names(self) -> tuple[str, ...]:
         """The session names, in order."""
         return tuple(name for name, _ in self.sessions)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A Finding is why a run is wrong: the clause, a one-line summary and the details."""
-
-    clause: str
-    summary: str
-    details: str = ""
 
 
 @dataclass
@@ -150,28 +141,13 @@ def history_of(run: ScheduledRun, reader: int) -> list[Event]:
 
 
 def judge(program: Program, events: Sequence[Event]) -> tuple[Finding | None, str]:
-    """Returns the finding against the run's history (LOCK-3), and why it is undecided if so."""
-    model = memory_model(
-        program.limits.get("memory", DEFAULT_LIMITS["memory"]),
-        program.limits.get("user", DEFAULT_LIMITS["user"]),
-        program.files.get("memory"),
-        program.files.get("user"),
-    )
-    verdict = check_history(model, operations(events), timeout=CHECK_TIMEOUT)
-    if verdict.verdict == "unknown":
-        return None, f"the linearizability search gave up after {verdict.states_explored} states"
-    if verdict.verdict == "ok":
-        return None, ""
-    return (
-        Finding(
-            "LOCK-3",
-            "no order of the mutations that respects the interleaving explains what the "
-            "sessions were answered and what the files held after each step (a lost update, "
-            "or a file seen torn, empty or mixed)",
-            verdict.explanation.render() if verdict.explanation else "",
-        ),
-        "",
-    )
+    """Returns the first finding of the checkers (:func:`~memspec.fuzz.checkers.judge_history`)
+    against the run's history, and why the verdict is undecided if it is."""
+    findings = judge_history(events, program.limits, start=program.files, timeout=CHECK_TIMEOUT)
+    decided = [finding for finding in findings if not finding.undecided]
+    if decided:
+        return decided[0], ""
+    return None, findings[0].message if findings else ""
 
 
 # -- exploring ------------------------------------------------------------------------------

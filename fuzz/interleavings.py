@@ -61,9 +61,8 @@ def fail_with_repro(ctx: CheckContext, execution: Execution, check_id: str) -> N
     spec = getattr(ctx.backend, "spec", "?")
     path = save_repro(_artifacts(ctx) / name, repro_of(execution, spec, check_id))
     raise AssertionError(
-        f"{finding.clause}: {finding.summary}.\n"
-        f"Replay it with: memspec repro {path}\n\n"
-        f"{render_interleaving(execution)}\n\n{finding.details}"
+        f"{finding.render()}\n\nReplay it with: memspec repro {path}\n\n"
+        f"{render_interleaving(execution)}"
     )
 
 

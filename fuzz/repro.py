@@ -9,7 +9,7 @@ A repro file is one JSON object::
      "files": {"memory": "7365656420656e747279", "user": null},
      "sessions": [{"name": "p0", "operations": [{"op": "load"}, ...]}, ...],
      "schedule": ["p1", "p1", "p0", ...],
-     "failure": {"clause": "LOCK-3", "summary": "..."}}
+     "failure": {"checker": "acknowledged", "clause": "LOCK-3", "summary": "..."}}
 
 ``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
 ``schedule`` the session chosen at each decision of the scheduler
@@ -72,7 +72,12 @@ def repro_of(execution: Execution, backend: str, check: str = "") -> Repro:
     """Returns the repro of a (failing) execution."""
     failure = None
     if execution.finding is not None:
-        failure = {"clause": execution.finding.clause, "summary": execution.finding.summary}
+        finding = execution.finding
+        failure = {
+            "checker": finding.checker,
+            "clause": finding.clause,
+            "summary": finding.message.split("\n", 1)[0],
+        }
     return Repro(backend, execution.program, tuple(execution.schedule), check, failure)
 
 

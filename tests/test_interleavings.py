@@ -211,7 +211,7 @@ def test_certify_checks_pass_on_the_reference_and_save_repros_on_racy_stores(
     preemption_bounded_schedules(context(REFERENCE, _mk(tmp_path / "ref")))
     random_schedules(context(REFERENCE, _mk(tmp_path / "ref2")))
     racy = _mk(tmp_path / "racy")
-    with pytest.raises(AssertionError, match=r"LOCK-3: .*\nReplay it with: memspec repro "):
+    with pytest.raises(AssertionError, match=r"(?s)LOCK-3 .*\n\nReplay it with: memspec repro "):
         preemption_bounded_schedules(context("open_no_lock", racy))
     (saved,) = racy.glob("repro-*.json")
     assert replay(load_repro(saved)).reproduced
