@@ -1,121 +1,107 @@
-"""Concurrent sessions checked for linearizability against the spec model (LOCK-3, ATOMIC-2).
+"""Concurrent sessions and a file-sampling reader, judged by the checkers (LOCK-3, ATOMIC-2).
 
-``processes`` worker processes, each with its own session on one root, start together at a
-barrier and run a mix of adds and removes of their own entries, while a reader thread in the
-harness samples ``MEMORY.md`` continuously. The operations and the samples form one Jepsen-style
-history (:mod:`memspec.fuzz.history`), which must be linearizable: some order of the mutations,
-consistent with real time, explains every answer and every sample. The samples also make the
-search fast, since each pins the state at its moment.
+``processes`` sessions — worker processes for a Python backend, one backend process each for a
+command — open one root, start together at a barrier and run generated programs
+(:mod:`memspec.fuzz.programs`: adds of unique entries, replaces, removes, batches when the
+backend claims them, loads) on both targets, while a reader process
+(:mod:`memspec.fuzz.reader`) samples ``MEMORY.md`` and ``USER.md`` continuously. ``memory`` has
+room for everything; ``user`` fills half way through, so refusals for the limit happen too.
 
-A lost update, a torn or empty file seen by the reader, or a refusal no order explains makes the
-history illegal; the failure shows the longest legal prefix, the model state after it, the
-operations that could not come next and a timeline of the processes. A search that runs out of
-time is reported as undecided (skipped), never as a pass.
+The operations and the samples form one Jepsen-style history, which
+:func:`~memspec.fuzz.checkers.judge_history` judges cheapest first: acknowledged writes survive
+and nothing unwritten appears, every sample is a state the store could have been in, no limit
+is exceeded, and the whole history is linearizable against the spec model. A failure names the
+checker and the clause, shows what was observed against what the model allows, with a timeline
+of the sessions, and saves the history as JSON Lines in the check's scratch directory, named in
+the message, for ``memspec``'s history tools and for a person to read.
+
+The programs come from the seed (``--seed``; a fixed one otherwise), so the same programs run
+every time under the deterministic ``ci`` profile; the interleaving is the operating system's.
+A search that runs out of time is reported as undecided (skipped), never as a pass.
 """
 
 from __future__ import annotations
 
-import threading
+import random
 import time
 from pathlib import Path
-from typing import Any
 
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.conformance.workers import Job, history, run_together
-from memspec.fuzz.history import Event, memory_model, operations, timeline
-from memspec.fuzz.linearizability import check_history
-from memspec.spec.codec import decode, parse_text
+from memspec.fuzz.checkers import Finding, judge_history
+from memspec.fuzz.history import Event, write_history
+from memspec.fuzz.programs import generate_program, limits_for
+from memspec.fuzz.reader import Reader
+from memspec.fuzz.roots import claimed_features
 
-LIMIT = 1_000_000
-"""The memory limit of the check: far above what its entries use, so no add is refused."""
-SAMPLE_PAUSE = 0.002
-"""Seconds between two samples of the reader."""
+TARGETS = ("memory", "user")
+SEED = 20240605
+"""The seed of the programs when the run names none (profile ``ci``: the same every run)."""
 CHECK_TIMEOUT = 60.0
 """Longest linearizability search before the verdict is "undecided"."""
+HISTORY_FILE = "concurrency-history.jsonl"
 
 
-def _program(process: int, operations: int) -> tuple[dict[str, Any], ...]:
-    """Adds of unique entries; every fourth step removes the process's previous entry."""
-    steps: list[dict[str, Any]] = [{"op": "load"}]
-    for index in range(operations):
-        if index % 4 == 3:
-            steps.append(
-                {"op": "remove", "target": "memory", "old_text": f"p{process}-{index - 1}."}
-            )
-        else:
-            steps.append({"op": "add", "target": "memory", "content": f"p{process}-{index}."})
-    return tuple(steps)
-
-
-def _sample(path: Path) -> dict[str, Any]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return {"entries": []}
-    except OSError:
-        return {"unreadable": True}
-    text = decode(data)
-    return {"unreadable": True} if text is None else {"entries": parse_text(text)}
-
-
-class _Reader:
-    """Samples a file in a thread until stopped; each sample is a read in the history."""
-
-    def __init__(self, path: Path, process: int) -> None:
-        self.path, self.process = path, process
-        self.events: list[Event] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True, name="memspec-reader")
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            self.read_once()
-            time.sleep(SAMPLE_PAUSE)
-
-    def read_once(self) -> None:
-        request = {"op": "read", "target": "memory"}
-        start = time.monotonic()
-        value = _sample(self.path)
-        self.events.append(Event("invoke", self.process, request, start))
-        self.events.append(Event("ok", self.process, request, time.monotonic(), value))
-
-
-@check("LOCK-3", "LOCK-2", "ATOMIC-2", features=("multi-process",))
-def history_is_linearizable(ctx: CheckContext) -> None:
-    """Concurrent sessions and a reader form a history the spec model can explain (LOCK-3)."""
+def run_history(
+    ctx: CheckContext, seed: int
+) -> tuple[list[Event], dict[str, int], dict[str, float]]:
+    """Runs the sessions and the reader on ``ctx.root``; returns the history, the limits and
+    timings (seconds: ``run``)."""
     processes, count = ctx.profile.processes, ctx.profile.operations
-    limits = {"memory": LIMIT}
+    batch = "batch" in claimed_features(ctx)
+    rng = random.Random(seed)
+    programs = [generate_program(p, rng, count, TARGETS, batch=batch) for p in range(processes)]
+    limits = limits_for(programs)
     jobs = [
-        Job(ctx.backend, ctx.root, _program(p, count), limits, name=f"p{p}")
-        for p in range(processes)
+        Job(ctx.backend, ctx.root, program, limits, name=f"p{p}")
+        for p, program in enumerate(programs)
     ]
-    reader = _Reader(ctx.root / "MEMORY.md", processes)
-    reader.thread.start()
-    try:
+    started = time.monotonic()
+    with Reader(ctx.root, TARGETS, process=processes) as reader:
         results = run_together(jobs, timeout=30 + processes * count * 0.5)
-    finally:
-        reader.stop.set()
-        reader.thread.join(timeout=5)
-    reader.read_once()  # the final state, after every worker ended
+        samples = reader.stop()
+    seconds = time.monotonic() - started
     for result in results:
         result.expect_done()
     events = [
         Event(e["type"], e["process"], e["op"], e["time"], e.get("value")) for e in history(results)
     ]
-    events = sorted([*events, *reader.events], key=lambda e: (e.time, e.type != "invoke"))
-    verdict = check_history(memory_model(LIMIT), operations(events), timeout=CHECK_TIMEOUT)
-    scale = f"{processes} sessions x {count} operations and {len(reader.events) // 2} samples"
-    if verdict.verdict == "unknown":
-        raise NotApplicable(
-            f"LOCK-3: undecided: the linearizability search of {scale} ran out "
-            f"of time after {verdict.states_explored} states"
-        )
-    # LOCK-3: some real-time order of the mutations explains every answer and every sample.
-    assert verdict.verdict == "ok", (
-        f"LOCK-3: the history of {scale} is not linearizable: no order of the mutations that "
-        "respects real time explains what the sessions were answered and what the reader saw "
-        "(a lost update, or a file seen torn or empty).\n"
-        + (verdict.explanation.render() if verdict.explanation else "")
-        + "\n\ntimeline (mutations):\n"
-        + timeline([e for e in events if e.op["op"] != "read"])
+    ordered = sorted([*events, *samples], key=lambda e: (e.time, e.type != "invoke"))
+    return ordered, limits, {"run": seconds, "samples": len(samples) / 2}
+
+
+def _save(ctx: CheckContext, events: list[Event]) -> Path:
+    path = ctx.scratch / HISTORY_FILE
+    write_history(path, events)
+    return path
+
+
+def _scale(ctx: CheckContext, seed: int, extra: dict[str, float]) -> str:
+    return (
+        f"{ctx.profile.processes} sessions x {ctx.profile.operations} operations, "
+        f"{int(extra['samples'])} samples, seed {seed}"
+    )
+
+
+@check(
+    "LOCK-3", "LOCK-2", "ATOMIC-2", "ATOMIC-5", "LIMIT-2", "BATCH-2", features=("multi-process",)
+)
+def history_is_linearizable(ctx: CheckContext) -> None:
+    """Concurrent sessions and a reader form a history every checker accepts (LOCK-3)."""
+    seed = ctx.seed if ctx.seed is not None else SEED
+    events, limits, extra = run_history(ctx, seed)
+    findings = judge_history(events, limits, start={}, timeout=CHECK_TIMEOUT)
+    if not findings:
+        return
+    saved = _save(ctx, events)
+    violations = [f for f in findings if not f.undecided]
+    scale = _scale(ctx, seed, extra)
+    if not violations:
+        raise NotApplicable(f"{findings[0].message} ({scale}; history saved to {saved})")
+    first: Finding = violations[0]
+    others = "".join(f"\nalso: {f.clause} ({f.checker})" for f in violations[1:])
+    # LOCK-3 and the clause of the checker at fault: every checker accepts the history.
+    raise AssertionError(
+        f"{first.clause}: the {first.checker} checker rejects the history of {scale} "
+        f"(saved to {saved}; limits {limits}):\n{first.message}{others}"
     )

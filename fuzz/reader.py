@@ -1,0 +1,165 @@
+"""A reader process that samples a root's files while sessions write them (ATOMIC-2, LOCK-3).
+
+The reader runs in a process of its own (the worker context of
+:mod:`memspec.conformance.workers`), so it samples truly in parallel with the sessions and never
+competes with the harness for its interpreter lock. It reads each target's file in turn, as
+fast as it can with a short pause between rounds, and stamps each read with
+``time.monotonic()`` right before opening the file and right after reading it: the system-wide
+clock the workers use too, so its samples and the sessions' operations form one history.
+
+It keeps the samples in memory, each distinct content once, and hands them over when it is
+stopped, so no pipe fills up while the harness is busy elsewhere. After the stop it reads each
+file once more: that last sample is the state the run left. Every wait has a timeout, and the
+process is always reaped (killed if it does not end in time)::
+
+    with Reader(root, ("memory", "user"), process=4) as reader:
+        results = run_together(jobs)
+        samples = reader.stop()   # history events: a read invoke and its ok, per sample
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.workers import process_context
+from memspec.fuzz.history import Event
+from memspec.spec.codec import decode, parse_text
+from memspec.spec.targets import FILENAMES
+
+PAUSE = 0.0005
+"""Seconds between two rounds of reads."""
+MAX_SAMPLES = 500_000
+"""Samples kept before the reader stops sampling (it then only waits for the stop)."""
+STOP_TIMEOUT = 30.0
+"""Longest wait for the reader's samples after the stop."""
+REAP_TIMEOUT = 5.0
+"""Longest wait for the reader to exit once it has sent its samples."""
+
+
+class ReaderError(RuntimeError):
+    """BUG IN HARNESS: the reader process did not hand over its samples (it died or hung)."""
+
+
+def _read(path: Path) -> bytes | str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def sample_files(
+    paths: Sequence[tuple[str, str]], stop: Any, sender: Any, pause: float = PAUSE
+) -> None:
+    """The reader's body: samples ``paths`` (target, file) until ``stop`` is set, then once
+    more, and sends ``{"values": [...], "samples": [(target, call, ret, value index)]}``.
+
+    A value is the file's bytes, ``None`` (no file) or the text of the error reading it.
+    """
+    values: list[bytes | str | None] = []
+    index: dict[bytes | str | None, int] = {}
+    samples: list[tuple[str, float, float, int]] = []
+
+    def take() -> None:
+        for target, path in paths:
+            call = time.monotonic()
+            value = _read(Path(path))
+            ret = time.monotonic()
+            if value not in index:
+                index[value] = len(values)
+                values.append(value)
+            samples.append((target, call, ret, index[value]))
+
+    while not stop.is_set():
+        if len(samples) < MAX_SAMPLES:
+            take()
+        time.sleep(pause)
+    take()
+    try:
+        sender.send({"values": values, "samples": samples})
+    finally:
+        with suppress(OSError):
+            sender.close()
+
+
+def sample_value(value: bytes | str | None) -> dict[str, Any]:
+    """Returns the history value of a sample: ``{"entries": [...]}`` (no file: no entries) or
+    ``{"unreadable": true}`` (bytes that do not decode, with ``error`` when the read failed)."""
+    if value is None:
+        return {"entries": []}
+    if isinstance(value, str):
+        return {"unreadable": True, "error": value}
+    text = decode(value)
+    return {"unreadable": True} if text is None else {"entries": parse_text(text)}
+
+
+class Reader:
+    """A Reader is a running reader process on ``root``'s ``targets``; ``process`` is the
+    process number of its reads in the history."""
+
+    def __init__(
+        self, root: Path, targets: Sequence[str], *, process: int, pause: float = PAUSE
+    ) -> None:
+        context = process_context()
+        self.process_number = process
+        self.targets = tuple(targets)
+        self._stop = context.Event()
+        self._receiver, sender = context.Pipe(duplex=False)
+        paths = [(target, str(Path(root) / FILENAMES[target])) for target in self.targets]
+        self._process = context.Process(
+            target=sample_files,
+            args=(paths, self._stop, sender, pause),
+            name="memspec-reader",
+            daemon=True,
+        )
+        self._process.start()
+        sender.close()
+        self._events: list[Event] | None = None
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> list[Event]:
+        """Stops sampling and returns the samples as history events (raises ReaderError when
+        the reader sends nothing within ``timeout`` seconds). The process is reaped."""
+        if self._events is not None:
+            return self._events
+        self._stop.set()
+        try:
+            if not self._receiver.poll(timeout):
+                raise ReaderError(f"the reader sent no samples within {timeout:g} s")
+            record = self._receiver.recv()
+        except (EOFError, OSError) as error:
+            raise ReaderError(f"the reader died before sending its samples ({error})") from None
+        finally:
+            self._reap(REAP_TIMEOUT)
+        self._events = self._to_events(record)
+        return self._events
+
+    def _to_events(self, record: dict[str, Any]) -> list[Event]:
+        values = [sample_value(value) for value in record["values"]]
+        events: list[Event] = []
+        for target, call, ret, index in record["samples"]:
+            request = {"op": "read", "target": target}
+            events.append(Event("invoke", self.process_number, request, call))
+            events.append(Event("ok", self.process_number, request, ret, values[index]))
+        return events
+
+    def _reap(self, timeout: float) -> None:
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        with suppress(OSError):
+            self._receiver.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._events is None:
+            self._stop.set()
+            self._reap(0.5)

@@ -1,0 +1,238 @@
+"""The linearizability checker of :func:`~memspec.fuzz.checkers.judge_history` (LOCK-3).
+
+It runs the generic search of :mod:`memspec.fuzz.linearizability` with the spec model
+(:func:`memspec.fuzz.history.memory_model`), made practical for long histories in two ways that
+keep its verdict:
+
+- the model's steps are memoised: a backtracking search asks the same step of the same state
+  many times, and each step parses the whole file;
+- each acknowledged mutation's interval is narrowed by the reader's samples
+  (:func:`effect_windows`). Eight sessions waiting for one lock are all pending at once, and
+  the search would otherwise try every order of them before each sample; the samples say when
+  each one's text appeared or went, so at most one or two remain candidates at any moment.
+
+A failure is explained with the recorded times: the longest legal prefix, the model state
+after it, each operation that cannot come next with what it observed against what the model
+allows, and a timeline of the sessions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from memspec.fuzz.analysis import (
+    SHOWN,
+    Analysis,
+    Call,
+    Finding,
+    Sample,
+    TargetView,
+    listing,
+    short,
+    timeline_near,
+)
+from memspec.fuzz.history import DiskRead, memory_model, operations
+from memspec.fuzz.linearizability import Explanation, Model, Operation, check_history
+from memspec.spec import model
+from memspec.spec.targets import DEFAULT_LIMITS
+
+
+def _describe_entries(entries: Sequence[str] | None) -> str:
+    return "unreadable" if entries is None else f"{len(entries)} entries {listing(entries)}"
+
+
+def _spec_model(analysis: Analysis) -> Model[model.State]:
+    limits = analysis.limits
+    return memory_model(
+        limits.get("memory", DEFAULT_LIMITS["memory"]),
+        limits.get("user", DEFAULT_LIMITS["user"]),
+        analysis.start.get("memory"),
+        analysis.start.get("user"),
+    )
+
+
+def _state_after(analysis: Analysis, linearized: Sequence[Operation]) -> model.State:
+    memory = _spec_model(analysis)
+    state = memory.init()
+    for op in linearized:
+        _, state = memory.step(state, op.input, op.output)
+    return state
+
+
+def _observed(state: model.State, op: Operation) -> str:
+    given = op.input
+    target = str(given.target)
+    if not isinstance(given, DiskRead):
+        outcome, _ = model.step(state, given)
+        return f"answered {op.output}, where the model answers {outcome.code}"
+    seen = model.entries_on_disk(state, target) or ()
+    observed = op.output
+    if observed is None:
+        return "read an unreadable file"
+    missing = [e for e in seen if e not in observed]
+    extra = [e for e in observed if e not in seen]
+    parts = [f"read {_describe_entries(observed)}"]
+    if missing:
+        parts.append(f"lacking {listing(missing)} of the model's state")
+    if extra:
+        parts.append(f"with {listing(extra)} that the model's state lacks")
+    if not missing and not extra:
+        parts.append("in another order than the model's state")
+    return ", ".join(parts)
+
+
+def _explain(analysis: Analysis, explanation: Explanation) -> tuple[str, float]:
+    """Returns the explanation rendered compactly, and the moment it concerns."""
+    linearized = explanation.linearized
+    state = _state_after(analysis, linearized)
+    stuck = sorted(explanation.stuck, key=lambda op: op.ret)
+    lines = [f"longest legal prefix: {len(linearized)} operations; the last of them:"]
+    for op in linearized[-4:]:
+        lines.append(f"  p{op.process} {_op_label(op)} [{op.call:.6f}, {op.ret:.6f}]")
+    target = str(stuck[0].input.target) if stuck else "memory"
+    lines.append(
+        f"model state after it ({target}): "
+        f"{_describe_entries(model.entries_on_disk(state, target))}"
+    )
+    lines.append("no operation can come next; the first that cannot be linearized:")
+    for op in stuck[:SHOWN]:
+        lines.append(
+            f"  p{op.process} {_op_label(op)} [{op.call:.6f}, {op.ret:.6f}]: {_observed(state, op)}"
+        )
+    return "\n".join(lines), (stuck[0].call if stuck else 0.0)
+
+
+def _op_label(op: Operation) -> str:
+    given = op.input
+    if isinstance(given, DiskRead):
+        return f"read {given.target}"
+    kind = type(given).__name__.lower()
+    args = [
+        short(getattr(given, name))
+        for name in ("content", "old_text", "new_content")
+        if isinstance(getattr(given, name, None), str)
+    ]
+    return f"{kind} {given.target} " + " ".join([*args, "->", str(op.output)])
+
+
+def _memoised(base: Model[model.State]) -> Model[model.State]:
+    """Returns ``base`` with its steps remembered: a backtracking search asks the same step of
+    the same state many times, and each step parses the whole file."""
+    memo: dict[tuple[Any, Any, Any], tuple[bool, model.State]] = {}
+
+    def step(state: model.State, given: Any, output: Any) -> tuple[bool, model.State]:
+        key = (state, given, output)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = base.step(state, given, output)
+        return found
+
+    return Model(base.init, step, base.partition, base.describe)
+
+
+def effect_windows(view: TargetView) -> dict[int, tuple[float, float]]:
+    """Returns, per acknowledged call (by id), the window its effect must fall in, from the
+    samples: after the last sample before its text first appears, and no later than the end of
+    that first sample; after the last sample holding a text it removes, and no later than the
+    end of the next sample.
+
+    This holds in every linearization whenever the text has one writer and one remover, which
+    is what is checked here; the search given these narrower intervals therefore reaches the
+    same verdict, without trying every order of the sessions that wait for the lock together.
+    """
+    order = {id(sample): index for index, sample in enumerate(view.samples)}
+    samples = view.samples
+    windows: dict[int, tuple[float, float]] = {}
+
+    def narrow(call: Call, low: float, high: float) -> None:
+        old_low, old_high = windows.get(id(call), (call.call, call.ret))
+        windows[id(call)] = (max(old_low, low), min(old_high, high))
+
+    def readable(index: int, step: int) -> Sample | None:
+        while 0 <= index < len(samples):
+            if samples[index].entries is not None:
+                return samples[index]
+            index += step
+        return None
+
+    for text, present in view.present_runs.items():
+        sole = view.sole_producer(text)
+        if sole is not None and sole[0].status == "ok":
+            first = view.runs[present[0]].first
+            before = readable(order[id(first)] - 1, -1)
+            narrow(sole[0], before.call if before is not None else -math.inf, first.ret)
+        removers = view.removers.get(text, [])
+        if len(removers) != 1 or removers[0][0].status != "ok":
+            continue
+        remover, old = removers[0]
+        if view.sole_match(old) != text or len(view.producers.get(text, [])) > 1:
+            continue
+        last = view.runs[present[-1]].last
+        after = readable(order[id(last)] + 1, 1)
+        narrow(remover, last.call, after.ret if after is not None else math.inf)
+    return {key: window for key, window in windows.items() if window[0] <= window[1]}
+
+
+def _narrowed(analysis: Analysis, ops: list[Operation]) -> list[Operation]:
+    """Returns ``ops`` with each acknowledged mutation's interval narrowed by
+    :func:`effect_windows`."""
+    windows: dict[tuple[int, float], tuple[float, float]] = {}
+    for view in analysis.targets.values():
+        calls = {id(call): call for call in view.calls}
+        for key, window in effect_windows(view).items():
+            windows[(calls[key].process, calls[key].call)] = window
+    narrowed = []
+    for op in ops:
+        window = windows.get((op.process, op.call))
+        if window is None or isinstance(op.input, DiskRead):
+            narrowed.append(op)
+            continue
+        narrowed.append(replace(op, call=window[0], ret=window[1]))
+    return narrowed
+
+
+def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Finding]:
+    """The whole history is linearizable against the spec model (LOCK-3); a search that runs
+    out of time is an undecided finding, never a pass.
+
+    The search is given the mutations' intervals narrowed by the samples (:func:`effect_windows`),
+    which keeps the same verdict; a failure is explained with the recorded times.
+    """
+    memory = _memoised(_spec_model(analysis))
+    recorded = operations(analysis.events)
+    ops = _narrowed(analysis, recorded)
+    result = check_history(memory, ops, timeout=timeout)
+    scale = f"{len(ops)} operations"
+    if result.verdict == "unknown":
+        return [
+            Finding(
+                "linearizability",
+                "LOCK-3",
+                f"LOCK-3: undecided: the linearizability search of {scale} ran out of time "
+                f"after {result.seconds:.1f} s and {result.states_explored:,} states",
+                undecided=True,
+            )
+        ]
+    if result.verdict == "ok":
+        return []
+    assert result.explanation is not None
+    originals = {id(new): old for new, old in zip(ops, recorded, strict=True)}
+    text, moment = _explain(analysis, _recorded(result.explanation, originals))
+    message = (
+        f"LOCK-3: the history of {scale} is not linearizable: no order of the mutations that "
+        "respects real time explains what the sessions were answered and what the reader saw.\n"
+        + text
+    )
+    return [Finding("linearizability", "LOCK-3", message + "\n" + timeline_near(analysis, moment))]
+
+
+def _recorded(explanation: Explanation, originals: dict[int, Operation]) -> Explanation:
+    """Returns ``explanation`` with the operations' recorded intervals."""
+    return Explanation(
+        tuple(originals.get(id(op), op) for op in explanation.linearized),
+        tuple(originals.get(id(op), op) for op in explanation.stuck),
+        explanation.state,
+    )
