@@ -18,7 +18,9 @@ the crash states it allows. Each state is written to a fresh root, and a fresh s
   than writing through a name the crash left behind (CRASH-4), and removes the temp files the
   crash left (CRASH-2). Below the ``thorough`` profile this add runs once per *shape* — the
   names, their links and the bytes of MEMORY.md — since states that differ only in the bytes
-  of other files (an unsynced digest in a lock file) give it nothing new to trip on.
+  of other files (an unsynced digest in a lock file) give it nothing new to trip on. A command
+  backend starts a process per session, so below ``thorough`` its states are judged once per
+  shape and acknowledgement (:data:`COMMAND_PER_POINT` candidates per crash point).
 
 For a backend claiming ``durable``, :func:`acknowledged_mutations_survive_power_loss` requires
 more of the power-loss states: every mutation acknowledged before the power loss is there
@@ -64,6 +66,7 @@ SEEDS = ("<s1> seed: user prefers tabs", "<s2> seed: project uses Go", "<s3> see
 STATE_LIMITS = {"smoke": 150, "ci": 400, "thorough": 4000}
 """Distinct crash states each model may generate, per profile (others: ``ci``'s)."""
 PER_POINT = {"smoke": 16, "ci": 32, "thorough": 128}
+COMMAND_PER_POINT = 8
 RECORD_TIMEOUT = 60.0
 STRACE_PROBE_TIMEOUT = 10.0
 
@@ -420,17 +423,24 @@ def judge_model(
     ``None``, and the figures (states, seconds, capped)."""
     started = time.monotonic()
     name = ctx.profile.name if ctx.profile.name in STATE_LIMITS else "ci"
+    command = isinstance(ctx.backend, CommandBackend) and name != "thorough"
     generated = crash_states(
         recording.initial,
         recording.ops,
         model,
         limit=STATE_LIMITS[name],
-        per_point=PER_POINT[name],
+        per_point=COMMAND_PER_POINT if command else PER_POINT[name],
     )
     failure = None
     judged = 0
     probed: set[tuple[object, ...]] = set()
+    seen: set[tuple[object, ...]] = set()
     for number, state in enumerate(generated.states):
+        if command:
+            key = (shape(state), state.acknowledged, state.in_flight)
+            if key in seen:
+                continue
+            seen.add(key)
         judged += 1
         probe = judgement.probe and failure is None
         probe = probe and (name == "thorough" or shape(state) not in probed)
