@@ -39,6 +39,7 @@ from memspec.fuzz.exploration import (
 )
 from memspec.fuzz.programs import generate_program, limits_for
 from memspec.fuzz.repro import repro_of, save_repro
+from memspec.fuzz.roots import claimed_features
 from memspec.fuzz.runner import fresh_root, plan
 from memspec.fuzz.schedule import Chooser
 
@@ -102,6 +103,7 @@ def random_schedules(ctx: CheckContext) -> None:
     require_python_backend(ctx.backend)
     count, length = SESSIONS.get(ctx.profile.name, SESSIONS["ci"])
     check_id = "interleavings.random_schedules"
+    batch = "batch" in claimed_features(ctx)
     run = plan(ctx, check_id)
     examples = max(5, ctx.profile.examples // 5)  # each example starts its sessions' processes
     run = replace(run, settings=settings(run.settings, max_examples=examples))
@@ -109,7 +111,7 @@ def random_schedules(ctx: CheckContext) -> None:
     @given(seed=st.integers(0, 2**16), data=st.data())
     def schedules(seed: int, data: Any) -> None:
         rng = random.Random(seed)
-        programs = [generate_program(p, rng, length) for p in range(count)]
+        programs = [generate_program(p, rng, length, batch=batch) for p in range(count)]
         program = Program(
             tuple((f"p{p}", ops) for p, ops in enumerate(programs)), limits_for(programs)
         )
