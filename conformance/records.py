@@ -23,6 +23,8 @@ from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
 STATUSES = ("passed", "failed", "skipped", "xfailed")
+FIGURES_PROPERTY = "memspec_figures"
+"""The pytest user property that carries a check's figures (JSON) from the test to its record."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class CheckRecord:
     """A CheckRecord is the verdict of one check: its id, clauses, status, message, duration.
 
     ``status`` is ``passed``, ``failed``, ``skipped`` (with the reason) or ``xfailed`` (failed
-    and listed in the expected-failures file).
+    and listed in the expected-failures file). ``figures`` are the numbers the check reported
+    (``CheckContext.figures``: counts, seconds), name -> value.
     """
 
     id: str
@@ -39,6 +42,7 @@ class CheckRecord:
     status: str
     message: str
     duration: float
+    figures: dict[str, Any] = field(default_factory=dict)
 
     @property
     def area(self) -> str:
@@ -71,7 +75,9 @@ class CheckRecord:
             message = _failure_text(report) if report.failed else ""
         clauses = tuple(filter(None, properties.get("memspec_clauses", "").split(",")))
         features = tuple(filter(None, properties.get("memspec_features", "").split(",")))
-        return cls(check_id, clauses, features, status, message, round(report.duration, 4))
+        figures = json.loads(properties.get(FIGURES_PROPERTY) or "{}")
+        duration = round(report.duration, 4)
+        return cls(check_id, clauses, features, status, message, duration, figures)
 
 
 def _failure_text(report: Any) -> str:
@@ -228,6 +234,12 @@ def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict
         lines.append(
             f"| {row['clause']} | {row['level']} | {row['status']} | {len(row['checks'])} | {why} |"
         )
+    measured = [r for r in records if r.figures]
+    if measured:
+        lines += ["", "## Figures", "", "| check | figure | value |", "|---|---|---|"]
+        for record in measured:
+            for name, value in record.figures.items():
+                lines.append(f"| {record.id} | {name} | {value} |")
     failures = [r for r in records if r.status == "failed"]
     if failures:
         lines += ["", "## Failures", ""]

@@ -6,6 +6,8 @@ Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each te
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from memspec.conformance.backend import Backend, InProcessBackend
 from memspec.conformance.examples import run_on_backend
 from memspec.conformance.plugin import memspec_settings
 from memspec.conformance.profiles import Profile
+from memspec.conformance.records import FIGURES_PROPERTY
 from memspec.conformance.registry import (
     Check,
     CheckContext,
@@ -72,8 +75,9 @@ def test_check(
     memspec_profile: Profile,
     pytestconfig: pytest.Config,
     tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
-    """Runs one named check on a fresh root."""
+    """Runs one named check on a fresh root; the figures it reports go into its record."""
     if check.python_only and not isinstance(memspec_backend, InProcessBackend):
         pytest.skip(
             "needs a Python backend (--backend MODULE:FACTORY): it runs the backend's "
@@ -81,22 +85,24 @@ def test_check(
         )
     settings = memspec_settings(pytestconfig)
     artifacts = settings.report / "artifacts" if settings.report else None
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    context = CheckContext(
+        memspec_backend,
+        memspec_root,
+        scratch,
+        memspec_profile,
+        settings.seed,
+        settings.hypothesis_db,
+        artifacts,
+    )
     try:
-        scratch = tmp_path / "scratch"
-        scratch.mkdir()
-        check.run(
-            CheckContext(
-                memspec_backend,
-                memspec_root,
-                scratch,
-                memspec_profile,
-                settings.seed,
-                settings.hypothesis_db,
-                artifacts,
-            )
-        )
+        check.run(context)
     except NotApplicable as error:
         pytest.skip(str(error))
+    finally:
+        if context.figures:
+            record_property(FIGURES_PROPERTY, json.dumps(context.figures, sort_keys=True))
 
 
 @pytest.mark.memspec(clauses=["CONTRACT-1"], features=[])
