@@ -499,13 +499,15 @@ def explain(
         if op.kind == "truncate" and index not in gone:
             later = [
                 after
-                for after in range(index + 1, state.point)
-                if ops[after].kind == "write" and ops[after].ino == op.ino and lost(after)
+                for after in range(index + 1, len(ops))
+                if ops[after].kind == "write"
+                and ops[after].ino == op.ino
+                and (after >= state.point or lost(after))
             ]
             if later:
                 sentences.append(
-                    f"the truncate at {at(index)} may persist while the data written at "
-                    f"{at(later[0])} does not, or only in part: "
+                    f"the truncate at {at(index)} may persist without the data written at "
+                    f"{at(later[0])} (or with only part of it): "
                     f"{role(names.get(op.ino or -1, '?'))} is rewritten in place; write a temp "
                     "file and rename it instead (ATOMIC-2)"
                 )
