@@ -130,15 +130,16 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     out = Path(args.out)
     options = _certify_options(args)
     columns = [Column.load(Path(directory)) for directory in args.from_report]
-    backends: list[list[str]] = [["--backend", spec] for spec in args.backend]
-    backends += [["--backend-cmd", command] for command in args.backend_cmd]
+    backends: list[tuple[str, list[str]]] = [(s, ["--backend", s]) for s in args.backend]
+    backends += [(c, ["--backend-cmd", c]) for c in args.backend_cmd]
     for text in args.hermes:
         release = _release(text)
-        backends.append(["--backend-cmd", hermes_command(release, args.cache, args.python)])
+        command = hermes_command(release, args.cache, args.python)
+        backends.append((release.label, ["--backend-cmd", command]))
     if not columns and not backends:
         raise UsageError("name at least one backend or --from-report DIR")
-    for backend in backends:
-        columns.append(_certified_column(backend, out / "reports" / _slug(backend[1]), options))
+    for name, backend in backends:
+        columns.append(_certified_column(backend, out / "reports" / _slug(name), options))
     matrix = Matrix.build(columns)
     _write(out / "matrix.md", render_markdown(matrix))
     _write(out / "matrix.html", render_html(matrix))
