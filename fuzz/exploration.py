@@ -190,8 +190,11 @@ def explore(
         summary.runs += 1
         yield execution
         schedule, enabled = execution.run.schedule, execution.run.enabled
+        private = private_calls(execution.run)
         branches = []
         for number in range(len(prefix), len(schedule)):
+            if number in private:
+                continue
             for other in enabled[number]:
                 if other == schedule[number]:
                     continue
@@ -204,6 +207,26 @@ def explore(
         frontier.extend(reversed(branches))
     summary.complete = not frontier
     summary.seconds = time.monotonic() - started
+
+
+def private_calls(run: ScheduledRun) -> set[int]:
+    """Returns the decisions whose granted call no other session can observe: calls on the
+    directory's own descriptor (open, fsync, close) and on a file no other session touched in
+    the run (a session's own temp file). Running such a call before or after another session's
+    calls gives the same states, so the exploration does not switch away in front of it."""
+    users: dict[str, set[str]] = {}
+    for step in run.steps:
+        users.setdefault(step.call.get("path", ""), set()).add(step.process)
+    return {
+        number
+        for number, step in enumerate(run.steps)
+        if (step.call.get("kind") == "dir" and step.call.get("name") != "rename")
+        or (
+            step.call.get("kind") == "temp"
+            and len(users.get(step.call.get("path", ""), ())) == 1
+            and step.call.get("name") not in ("rename", "replace", "unlink")
+        )
+    }
 
 
 def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:

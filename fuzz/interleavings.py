@@ -43,8 +43,11 @@ from memspec.fuzz.roots import claimed_features
 from memspec.fuzz.runner import fresh_root, plan
 from memspec.fuzz.schedule import Chooser
 
-BOUNDS = {"smoke": (1, 30), "ci": (1, 200), "thorough": (2, 5000)}
-"""Preemption bound and most schedules run, per profile."""
+BOUNDS = {"smoke": (1, 30, (1, 1)), "ci": (1, 200, (1, 1)), "thorough": (2, 5000, (2, 1))}
+"""Preemption bound, most schedules run and adds per session, per profile. Two adds by one
+session and two switches let a session lock the new file of a rename while another still holds
+the old one (a lock on the data file itself)."""
+NOTES = ("Project uses Go 1.22", "Editor: helix")
 SEED_ENTRY = b"User prefers tabs over spaces"
 SESSIONS = {"smoke": (2, 3), "ci": (3, 4), "thorough": (3, 8)}
 """Sessions and operations per session of the random schedules, per profile."""
@@ -54,23 +57,35 @@ def _artifacts(ctx: CheckContext) -> Path:
     return ctx.artifacts or ctx.scratch
 
 
-def fail_with_repro(ctx: CheckContext, execution: Execution, check_id: str) -> None:
+def fail_with_repro(
+    ctx: CheckContext, execution: Execution, check_id: str, seed: int | None = None
+) -> None:
     """Saves the failing execution's repro file and raises the AssertionError that explains it."""
     finding = execution.finding
     assert finding is not None
     name = f"repro-{check_id.rsplit('.', 1)[-1]}-{len(execution.schedule)}.json"
     spec = getattr(ctx.backend, "spec", "?")
-    path = save_repro(_artifacts(ctx) / name, repro_of(execution, spec, check_id))
+    path = save_repro(_artifacts(ctx) / name, repro_of(execution, spec, check_id, seed))
     raise AssertionError(
         f"{finding.render()}\n\nReplay it with: memspec repro {path}\n\n"
         f"{render_interleaving(execution)}"
     )
 
 
-def _two_adds() -> Program:
+def _adds(*per_session: int) -> Program:
+    """Sessions that load and then add ``per_session[i]`` entries each, to a store holding one."""
     sessions = tuple(
-        (f"p{index}", ({"op": "load"}, {"op": "add", "target": "memory", "content": text}))
-        for index, text in enumerate(("Project uses Go 1.22", "Editor: helix"))
+        (
+            f"p{index}",
+            (
+                {"op": "load"},
+                *(
+                    {"op": "add", "target": "memory", "content": f"Note {index}.{n}: {NOTES[n]}"}
+                    for n in range(count)
+                ),
+            ),
+        )
+        for index, count in enumerate(per_session)
     )
     return Program(sessions, files={"memory": SEED_ENTRY})
 
@@ -79,8 +94,8 @@ def _two_adds() -> Program:
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
     require_python_backend(ctx.backend)
-    bound, budget = BOUNDS.get(ctx.profile.name, BOUNDS["ci"])
-    program = _two_adds()
+    bound, budget, adds = BOUNDS.get(ctx.profile.name, BOUNDS["ci"])
+    program = _adds(*adds)
     summary = Exploration()
 
     def run_one(choose: Chooser) -> Execution:
@@ -118,6 +133,6 @@ def random_schedules(ctx: CheckContext) -> None:
         with fresh_root(ctx) as root:
             execution = execute(ctx.backend, root, program, hypothesis_chooser(data))
         if execution.finding is not None:
-            fail_with_repro(ctx, execution, check_id)
+            fail_with_repro(ctx, execution, check_id, seed)
 
     run.run(run.apply(schedules))

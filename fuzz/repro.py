@@ -8,14 +8,16 @@ A repro file is one JSON object::
      "limits": {"memory": 2200, "user": 1375},
      "files": {"memory": "7365656420656e747279", "user": null},
      "sessions": [{"name": "p0", "operations": [{"op": "load"}, ...]}, ...],
-     "schedule": ["p1", "p1", "p0", ...],
+     "schedule": ["p1", "p1", "p0", ...], "seed": 4711,
      "failure": {"checker": "acknowledged", "clause": "LOCK-3", "summary": "..."}}
 
 ``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
 ``schedule`` the session chosen at each decision of the scheduler
-(:mod:`memspec.fuzz.schedule`). Replaying runs the same sessions on a fresh root, granting the
-calls in the same order; a backend whose calls depend on anything but the interleaving (the
-clock, randomness that changes which files it touches) may *diverge*, which the replay reports.
+(:mod:`memspec.fuzz.schedule`), ``seed`` the seed the operations were generated from (``null``
+for fixed programs; replaying never needs it, the operations are in the file). Replaying runs
+the same sessions on a fresh root, granting the calls in the same order; a backend whose calls
+depend on anything but the interleaving (the clock, randomness that changes which files it
+touches) may *diverge*, which the replay reports.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Repro:
     schedule: tuple[str, ...]
     check: str = ""
     failure: Mapping[str, str] | None = None
+    seed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Returns the repro as the JSON object of its file."""
@@ -64,12 +67,13 @@ class Repro:
                 for name, operations in self.program.sessions
             ],
             "schedule": list(self.schedule),
+            "seed": self.seed,
             "failure": dict(self.failure) if self.failure else None,
         }
 
 
-def repro_of(execution: Execution, backend: str, check: str = "") -> Repro:
-    """Returns the repro of a (failing) execution."""
+def repro_of(execution: Execution, backend: str, check: str = "", seed: int | None = None) -> Repro:
+    """Returns the repro of a (failing) execution (``seed``: the one its programs came from)."""
     failure = None
     if execution.finding is not None:
         finding = execution.finding
@@ -78,7 +82,7 @@ def repro_of(execution: Execution, backend: str, check: str = "") -> Repro:
             "clause": finding.clause,
             "summary": finding.message.split("\n", 1)[0],
         }
-    return Repro(backend, execution.program, tuple(execution.schedule), check, failure)
+    return Repro(backend, execution.program, tuple(execution.schedule), check, failure, seed)
 
 
 def save_repro(path: Path, repro: Repro) -> Path:
@@ -148,12 +152,15 @@ def load_repro(path: Path) -> Repro:
         "the schedule must list session names",
     )
     failure = record.get("failure")
+    seed = record.get("seed")
+    _require(seed is None or isinstance(seed, int), path, "seed must be an integer or null")
     return Repro(
         backend,
         Program(tuple(program_sessions), dict(limits), starting),
         tuple(schedule),
         str(record.get("check") or ""),
         failure if isinstance(failure, dict) else None,
+        seed,
     )
 
 

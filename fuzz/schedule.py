@@ -75,7 +75,8 @@ class Step:
 class ScheduledRun:
     """A ScheduledRun is a finished run: the results, the steps, the schedule, the decisions.
 
-    ``schedule`` is the chosen name at each decision (replaying it repeats the run);
+    ``steps[i]`` is the call granted at decision ``i``; ``schedule`` is the chosen name at each
+    decision (replaying it repeats the run);
     ``enabled`` the enabled names at each decision; ``notes`` say where the run was not fully
     serialised (a call that blocked outside the lock model).
     """
@@ -268,6 +269,7 @@ def run_scheduled(
             granted_at = time.monotonic()
             if not chosen.worker.grant():
                 chosen.gone = True
+                run.steps.append(Step(len(run.steps) + 1, chosen.name, call, granted_at, True))
                 continue
             returns = chosen.settle(locks, step_timeout)
             if chosen.blocked:
