@@ -456,3 +456,26 @@ def test_hermes_agent_0_19_0_is_certified_with_its_known_failures(tmp_path: Path
     }
     assert HERMES_0_19_0_FAILS - failed == set(), "known failures that passed"
     assert failed - HERMES_0_19_0_FAILS - TIMING_DEPENDENT == set(), "new failures"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (
+            "ERROR: Could not find a version that satisfies the requirement hermes-agent==9 "
+            "(from versions: 0.18.0, 0.19.0)\nERROR: No matching distribution found",
+            "hermes-agent 9 is not on the package index; it has 0.18.0, 0.19.0",
+        ),
+        (
+            "ERROR: Could not find a version (from versions: none)",
+            "the package index lists no release of hermes-agent: is it reachable",
+        ),
+        ("WARNING: Retrying after connection broken by NewConnectionError", "is it reachable"),
+        ("ERROR: disk full\n", "pip failed installing hermes-agent==9: ERROR: disk full"),
+    ],
+)
+def test_pip_failures_read_as_one_line(output: str, expected: str) -> None:
+    from memspec.conformance.hermes import _pip_problem
+
+    message = _pip_problem("hermes-agent", "9", output)
+    assert expected in message and "\n" not in message
