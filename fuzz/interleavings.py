@@ -63,7 +63,8 @@ def fail_with_repro(
     """Saves the failing execution's repro file and raises the AssertionError that explains it."""
     finding = execution.finding
     assert finding is not None
-    name = f"repro-{check_id.rsplit('.', 1)[-1]}-{len(execution.schedule)}.json"
+    # One file per check: Hypothesis replays its shrunk example last, so the file ends minimal.
+    name = f"repro-{check_id.rsplit('.', 1)[-1]}.json"
     spec = getattr(ctx.backend, "spec", "?")
     path = save_repro(_artifacts(ctx) / name, repro_of(execution, spec, check_id, seed))
     raise AssertionError(

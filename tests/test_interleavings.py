@@ -215,3 +215,22 @@ def test_certify_checks_pass_on_the_reference_and_save_repros_on_racy_stores(
         preemption_bounded_schedules(context("open_no_lock", racy))
     (saved,) = racy.glob("repro-*.json")
     assert replay(load_repro(saved)).reproduced
+
+
+def test_random_schedules_catch_a_lock_on_the_data_file_and_replay_it(tmp_path: Path) -> None:
+    """A flock on MEMORY.md itself needs a session to lock the renamed file while another holds
+    the old inode: Hypothesis-drawn schedules of three sessions find it; the repro is exact."""
+    where = _mk(tmp_path / "w")
+    context = CheckContext(
+        _backend("open_data_file_lock"),
+        _mk(where / "root"),
+        _mk(where / "scratch"),
+        PROFILES["ci"],
+        artifacts=where,
+    )
+    with pytest.raises(AssertionError, match=r"(?s)(LOCK-3|ATOMIC-2) .*Replay it with"):
+        random_schedules(context)
+    (saved,) = where.glob("repro-random_schedules.json")
+    repro = load_repro(saved)
+    assert repro.seed is not None and len(repro.program.sessions) == 3
+    assert all(replay(repro).reproduced for _ in range(10))
