@@ -12,11 +12,13 @@ The operations and the samples form one Jepsen-style history, which
 and nothing unwritten appears, every sample is a state the store could have been in, no limit
 is exceeded, and the whole history is linearizable against the spec model. A failure names the
 checker and the clause, shows what was observed against what the model allows, with a timeline
-of the sessions, and saves the history as JSON Lines in the check's scratch directory, named in
-the message, for ``memspec``'s history tools and for a person to read.
+of the sessions, and saves the history as JSON Lines among the check's artifacts (the report
+directory's ``artifacts`` with ``--report``, else its scratch directory), named in the message.
 
-The programs come from the seed (``--seed``; a fixed one otherwise), so the same programs run
-every time under the deterministic ``ci`` profile; the interleaving is the operating system's.
+The programs come from the seed (``--seed``; under the deterministic ``ci`` profile a fixed one,
+so the same programs run every time; under ``thorough`` a drawn one, named in a failure); the
+interleaving is the operating system's. The check reports its figures (samples, seconds of the
+run and of each checker) with its result.
 A search that runs out of time is reported as undecided (skipped), never as a pass.
 """
 
@@ -71,16 +73,19 @@ def run_history(
 
 
 def _save(ctx: CheckContext, events: list[Event]) -> Path:
-    path = ctx.scratch / HISTORY_FILE
+    folder = ctx.artifacts or ctx.scratch
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / HISTORY_FILE
     write_history(path, events)
     return path
 
 
-def _scale(ctx: CheckContext, seed: int, extra: dict[str, float]) -> str:
-    return (
-        f"{ctx.profile.processes} sessions x {ctx.profile.operations} operations, "
-        f"{int(extra['samples'])} samples, seed {seed}"
-    )
+def _seed(ctx: CheckContext) -> int:
+    """The seed of the programs: ``--seed``; else fixed for a derandomized profile (``ci``),
+    drawn for one that is not (``thorough``) and named in any failure."""
+    if ctx.seed is not None:
+        return ctx.seed
+    return SEED if ctx.profile.derandomize else random.SystemRandom().randrange(2**32)
 
 
 @check(
@@ -88,14 +93,28 @@ def _scale(ctx: CheckContext, seed: int, extra: dict[str, float]) -> str:
 )
 def history_is_linearizable(ctx: CheckContext) -> None:
     """Concurrent sessions and a reader form a history every checker accepts (LOCK-3)."""
-    seed = ctx.seed if ctx.seed is not None else SEED
+    seed = _seed(ctx)
     events, limits, extra = run_history(ctx, seed)
-    findings = judge_history(events, limits, start={}, timeout=CHECK_TIMEOUT)
+    seconds: dict[str, float] = {}
+    findings = judge_history(events, limits, start={}, timeout=CHECK_TIMEOUT, seconds=seconds)
+    ctx.figures.update(
+        {
+            "sessions": ctx.profile.processes,
+            "operations per session": ctx.profile.operations,
+            "samples": int(extra["samples"]),
+            "seed": seed,
+            "run seconds": round(extra["run"], 2),
+            **{f"{name} seconds": round(value, 3) for name, value in seconds.items()},
+        }
+    )
     if not findings:
         return
     saved = _save(ctx, events)
     violations = [f for f in findings if not f.undecided]
-    scale = _scale(ctx, seed, extra)
+    scale = (
+        f"{ctx.profile.processes} sessions x {ctx.profile.operations} operations, "
+        f"{int(extra['samples'])} samples, seed {seed}"
+    )
     if not violations:
         raise NotApplicable(f"{findings[0].message} ({scale}; history saved to {saved})")
     first: Finding = violations[0]
@@ -103,5 +122,6 @@ def history_is_linearizable(ctx: CheckContext) -> None:
     # LOCK-3 and the clause of the checker at fault: every checker accepts the history.
     raise AssertionError(
         f"{first.clause}: the {first.checker} checker rejects the history of {scale} "
-        f"(saved to {saved}; limits {limits}):\n{first.message}{others}"
+        f"(saved to {saved}; limits {limits}; repeat the programs with --seed {seed}):\n"
+        f"{first.message}{others}"
     )

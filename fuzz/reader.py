@@ -7,7 +7,9 @@ fast as it can with a short pause between rounds, and stamps each read with
 ``time.monotonic()`` right before opening the file and right after reading it: the system-wide
 clock the workers use too, so its samples and the sessions' operations form one history.
 
-It keeps the samples in memory, each distinct content once, and hands them over when it is
+The sessions should start only once it samples (a run whose first writes nobody saw is
+harder to check), so creating a :class:`Reader` waits for its first round of reads. It keeps
+the samples in memory, each distinct content once, and hands them over when it is
 stopped, so no pipe fills up while the harness is busy elsewhere. After the stop it reads each
 file once more: that last sample is the state the run left. Every wait has a timeout, and the
 process is always reaped (killed if it does not end in time)::
@@ -34,6 +36,8 @@ PAUSE = 0.0005
 """Seconds between two rounds of reads."""
 MAX_SAMPLES = 500_000
 """Samples kept before the reader stops sampling (it then only waits for the stop)."""
+START_TIMEOUT = 30.0
+"""Longest wait for the reader's first samples: the sessions start only once it samples."""
 STOP_TIMEOUT = 30.0
 """Longest wait for the reader's samples after the stop."""
 REAP_TIMEOUT = 5.0
@@ -55,10 +59,15 @@ def _read(path: Path) -> bytes | str | None:
 
 
 def sample_files(
-    paths: Sequence[tuple[str, str]], stop: Any, sender: Any, pause: float = PAUSE
+    paths: Sequence[tuple[str, str]],
+    stop: Any,
+    sender: Any,
+    pause: float = PAUSE,
+    ready: Any = None,
 ) -> None:
     """The reader's body: samples ``paths`` (target, file) until ``stop`` is set, then once
     more, and sends ``{"values": [...], "samples": [(target, call, ret, value index)]}``.
+    ``ready`` is set once the first round of samples is taken.
 
     A value is the file's bytes, ``None`` (no file) or the text of the error reading it.
     """
@@ -76,6 +85,9 @@ def sample_files(
                 values.append(value)
             samples.append((target, call, ret, index[value]))
 
+    take()
+    if ready is not None:
+        ready.set()
     while not stop.is_set():
         if len(samples) < MAX_SAMPLES:
             take()
@@ -110,17 +122,22 @@ class Reader:
         self.process_number = process
         self.targets = tuple(targets)
         self._stop = context.Event()
+        ready = context.Event()
         self._receiver, sender = context.Pipe(duplex=False)
         paths = [(target, str(Path(root) / FILENAMES[target])) for target in self.targets]
         self._process = context.Process(
             target=sample_files,
-            args=(paths, self._stop, sender, pause),
+            args=(paths, self._stop, sender, pause, ready),
             name="memspec-reader",
             daemon=True,
         )
         self._process.start()
         sender.close()
         self._events: list[Event] | None = None
+        if not ready.wait(START_TIMEOUT):
+            self._stop.set()
+            self._reap(0)
+            raise ReaderError(f"the reader took no sample within {START_TIMEOUT:g} s")
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> list[Event]:
         """Stops sampling and returns the samples as history events (raises ReaderError when

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memspec.fuzz.analysis import (
@@ -133,19 +133,33 @@ def _memoised(base: Model[model.State]) -> Model[model.State]:
     return Model(base.init, step, base.partition, base.describe)
 
 
-def effect_windows(view: TargetView) -> dict[int, tuple[float, float]]:
+@dataclass(frozen=True)
+class Window:
+    """When a mutation's effect must have happened, by the samples: after ``low``, no later than
+    ``high``; ``rank`` is the order in which its text first appears (the file order of
+    appends), the order in which the search tries mutations whose windows open together."""
+
+    low: float
+    high: float
+    rank: int = 0
+
+
+def effect_windows(view: TargetView) -> dict[int, Window]:
     """Returns, per acknowledged call (by id), the window its effect must fall in, from the
     samples: after the last sample before its text first appears, and no later than the end of
     that first sample; after the last sample holding a text it removes, and no later than the
-    end of the next sample.
+    end of the next sample. Appends also take each other's bounds in the order their entries
+    stand in the file: the later entry was appended after the earlier one.
 
     This holds in every linearization whenever the text has one writer and one remover, which
     is what is checked here; the search given these narrower intervals therefore reaches the
-    same verdict, without trying every order of the sessions that wait for the lock together.
+    same verdict, without trying every order of the sessions that wait for the lock together
+    (say, while the reader was not scheduled).
     """
     order = {id(sample): index for index, sample in enumerate(view.samples)}
     samples = view.samples
     windows: dict[int, tuple[float, float]] = {}
+    ranks: dict[int, int] = {}
 
     def narrow(call: Call, low: float, high: float) -> None:
         old_low, old_high = windows.get(id(call), (call.call, call.ret))
@@ -173,25 +187,76 @@ def effect_windows(view: TargetView) -> dict[int, tuple[float, float]]:
         last = view.runs[present[-1]].last
         after = readable(order[id(last)] + 1, 1)
         narrow(remover, last.call, after.ret if after is not None else math.inf)
-    return {key: window for key, window in windows.items() if window[0] <= window[1]}
+    _chain_appends(view, windows, ranks)
+    return {
+        key: Window(low, high, ranks.get(key, 0))
+        for key, (low, high) in windows.items()
+        if low <= high
+    }
 
 
-def _narrowed(analysis: Analysis, ops: list[Operation]) -> list[Operation]:
+def _chain_appends(
+    view: TargetView, windows: dict[int, tuple[float, float]], ranks: dict[int, int]
+) -> None:
+    """Makes the windows of appends monotone in the file order of their entries, and ranks
+    them by first appearance: where an entry stands before another, its append came first (a
+    replacement stands where the entry it replaced was appended, REPLACE-1)."""
+    for run in view.runs:
+        appends: list[Call] = []
+        fresh = False
+        for text in run.entries or ():
+            call = _append_of(view, text)
+            if call is None:
+                continue
+            windows.setdefault(id(call), (call.call, call.ret))
+            if not appends or appends[-1] is not call:
+                appends.append(call)
+            if id(call) not in ranks:
+                ranks[id(call)] = len(ranks) + 1
+                fresh = True
+        if not fresh:
+            continue
+        low = -math.inf
+        for call in appends:
+            low = max(low, windows[id(call)][0])
+            windows[id(call)] = (low, windows[id(call)][1])
+        high = math.inf
+        for call in reversed(appends):
+            high = min(high, windows[id(call)][1])
+            windows[id(call)] = (windows[id(call)][0], high)
+
+
+def _append_of(view: TargetView, text: str, depth: int = 0) -> Call | None:
+    """Returns the acknowledged append that made ``text``'s place in the file: its writer, or,
+    for a replacement, the append of the entry it replaced (``None``: unknown)."""
+    sole = view.sole_producer(text)
+    if sole is None or sole[0].status != "ok" or depth > 64:
+        return None
+    call, written = sole
+    if written.replaces is None:
+        return call
+    replaced = view.sole_match(written.replaces)
+    return None if replaced is None else _append_of(view, replaced, depth + 1)
+
+
+def _narrowed(analysis: Analysis, ops: list[Operation]) -> list[tuple[Operation, Operation]]:
     """Returns ``ops`` with each acknowledged mutation's interval narrowed by
-    :func:`effect_windows`."""
-    windows: dict[tuple[int, float], tuple[float, float]] = {}
+    :func:`effect_windows`, in the order of their narrowed calls and ranks, each paired with the
+    operation as recorded."""
+    windows: dict[tuple[int, float], Window] = {}
     for view in analysis.targets.values():
         calls = {id(call): call for call in view.calls}
         for key, window in effect_windows(view).items():
             windows[(calls[key].process, calls[key].call)] = window
-    narrowed = []
-    for op in ops:
+    narrowed: list[tuple[float, int, int, Operation, Operation]] = []
+    for index, op in enumerate(ops):
         window = windows.get((op.process, op.call))
         if window is None or isinstance(op.input, DiskRead):
-            narrowed.append(op)
+            narrowed.append((op.call, 0, index, op, op))
             continue
-        narrowed.append(replace(op, call=window[0], ret=window[1]))
-    return narrowed
+        new = replace(op, call=window.low, ret=window.high)
+        narrowed.append((window.low, window.rank, index, new, op))
+    return [(new, op) for *_, new, op in sorted(narrowed, key=lambda item: item[:3])]
 
 
 def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Finding]:
@@ -202,8 +267,8 @@ def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Findin
     which keeps the same verdict; a failure is explained with the recorded times.
     """
     memory = _memoised(_spec_model(analysis))
-    recorded = operations(analysis.events)
-    ops = _narrowed(analysis, recorded)
+    pairs = _narrowed(analysis, operations(analysis.events))
+    ops = [new for new, _ in pairs]
     result = check_history(memory, ops, timeout=timeout)
     scale = f"{len(ops)} operations"
     if result.verdict == "unknown":
@@ -219,7 +284,7 @@ def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Findin
     if result.verdict == "ok":
         return []
     assert result.explanation is not None
-    originals = {id(new): old for new, old in zip(ops, recorded, strict=True)}
+    originals = {id(new): old for new, old in pairs}
     text, moment = _explain(analysis, _recorded(result.explanation, originals))
     message = (
         f"LOCK-3: the history of {scale} is not linearizable: no order of the mutations that "
