@@ -19,6 +19,7 @@ timeline.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
     bound, budget, adds = BOUNDS.get(ctx.profile.name, BOUNDS["ci"])
     program = _adds(*adds)
     summary = Exploration()
+    started = time.monotonic()
 
     def run_one(choose: Chooser) -> Execution:
         with fresh_root(ctx) as root:
@@ -105,10 +107,18 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
 
     undecided = []
     for execution in explore(run_one, bound, budget, summary):
+        ctx.figures.update(
+            {
+                "schedules run": summary.runs,
+                "preemption bound": bound,
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        )
         if execution.finding is not None:
             fail_with_repro(ctx, execution, "interleavings.preemption_bounded_schedules")
         if execution.undecided:
             undecided.append(execution.undecided)
+    ctx.figures["every schedule within the bound run"] = summary.complete
     if undecided:
         raise NotApplicable(f"LOCK-3: undecided: {undecided[0]}")
 
