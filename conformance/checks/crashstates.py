@@ -9,24 +9,27 @@ acknowledged entries: through the interposition layer for a Python backend
 (skipped, with the reason, where strace is missing or not permitted). The trace is read as
 logical operations (:mod:`memspec.fuzz.fstrace`) and each persistence model of
 :mod:`memspec.fuzz.persistence` — ``process-crash``, ``posix-weak``, ``ext4-ordered`` — generates
-the crash states it allows. Each state is written to a fresh root, and a fresh session judges it:
+the crash states it allows. Each state is written to a fresh root and a fresh session opened
+on it; three checks judge the states:
 
-- ``load`` + ``entries``, and the bytes of MEMORY.md, are the file as some mutation left it:
-  under ``process-crash`` the state before or after the mutation in flight, every acknowledged
-  mutation present (CRASH-1); after a power loss never empty, torn or mixed (CRASH-4);
-- an add then succeeds (no lock is left held, CRASH-3), replaces MEMORY.md by a new file rather
-  than writing through a name the crash left behind (CRASH-4), and removes the temp files the
-  crash left (CRASH-2). Below the ``thorough`` profile this add runs once per *shape* — the
-  names, their links and the bytes of MEMORY.md — since states that differ only in the bytes
-  of other files (an unsynced digest in a lock file) give it nothing new to trip on. A command
-  backend starts a process per session, so below ``thorough`` its states are judged once per
-  shape and acknowledgement (:data:`COMMAND_PER_POINT` candidates per crash point).
+- :func:`crash_states_are_old_or_new`: ``load`` + ``entries``, and the bytes of MEMORY.md, are
+  the file as some mutation left it — under ``process-crash`` the state before or after the
+  mutation in flight, every acknowledged mutation present (CRASH-1); after a power loss never
+  empty, torn or mixed (CRASH-4);
+- :func:`every_crash_state_recovers`: an add succeeds (no lock is left held, CRASH-3) and
+  removes the temp files the crash left, never writing the live file through one of them
+  (CRASH-2). Below the ``thorough`` profile this runs once per *shape* — the names, their links
+  and the bytes of MEMORY.md — since states that differ only in the bytes of other files (an
+  unsynced digest in a lock file) give the add nothing new to trip on;
+- :func:`acknowledged_mutations_survive_power_loss`, for a backend claiming ``durable``: under
+  the power-loss models every mutation acknowledged before the power loss is there (CRASH-5,
+  ATOMIC-3).
 
-For a backend claiming ``durable``, :func:`acknowledged_mutations_survive_power_loss` requires
-more of the power-loss states: every mutation acknowledged before the power loss is there
-(CRASH-5, ATOMIC-3). A failure names the model, the crash point and, in plain words, the step
-of the write protocol at fault, with the mutation's trace. The number of states and the time
-taken per model are attached to the check's result as figures (``ctx.figures``).
+A command backend starts a process per session, so below ``thorough`` its states are judged
+once per shape and acknowledgement (:data:`COMMAND_PER_POINT` candidates per crash point). A
+failure names the model, the crash point and, in plain words, the step of the write protocol at
+fault, with the mutation's trace. The number of states, how many were judged and the time taken
+per model are attached to the check's result as figures (``ctx.figures``).
 """
 
 from __future__ import annotations
@@ -297,12 +300,13 @@ def _strange(found: Sequence[str] | None, allowed: Sequence[tuple[str, ...]]) ->
 
 @dataclass(frozen=True)
 class Judgement:
-    """How a model's states are judged: the clause, which mutation states are allowed, and
-    whether the recovery add runs."""
+    """How a check judges a crash state: the clause of a wrong file, the mutation states that
+    are allowed (indices into ``Recording.expected``), and whether a recovery add runs instead
+    of the file judgement."""
 
     clause: str
     allowed: Callable[[Recording, CrashState], list[int]]
-    probe: bool
+    recovery: bool = False
 
 
 def _old_or_new(recording: Recording, state: CrashState) -> list[int]:
@@ -317,6 +321,11 @@ def _acknowledged_kept(recording: Recording, state: CrashState) -> list[int]:
     return list(range(state.acknowledged, upper + 1))
 
 
+OLD_OR_NEW = Judgement("CRASH-4", _old_or_new)
+RECOVERY = Judgement("CRASH-2", _old_or_new, recovery=True)
+DURABLE = Judgement("CRASH-5", _acknowledged_kept)
+
+
 def shape(state: CrashState) -> tuple[object, ...]:
     """Returns what the recovery add depends on: names, links and the bytes of MEMORY.md."""
     first: dict[int, str] = {}
@@ -327,86 +336,87 @@ def shape(state: CrashState) -> tuple[object, ...]:
 
 
 def _problem(
-    ctx: CheckContext,
-    recording: Recording,
-    state: CrashState,
-    judgement: Judgement,
-    number: int,
-    probe: bool,
+    ctx: CheckContext, recording: Recording, state: CrashState, judgement: Judgement, number: int
 ) -> str | None:
-    """Materialises ``state`` in a fresh root, recovers it with a fresh session and returns
-    what is wrong (``None``: nothing)."""
+    """Materialises ``state`` in a fresh root, opens a fresh session on it and returns what is
+    wrong (``None``: nothing)."""
     root = ctx.scratch / f"state-{state.model}-{number}"
     root.mkdir()
     try:
         materialise(root, state.files)
-        return _recover(ctx, recording, state, judgement, root, probe)
+        session = ctx.backend.open(root, LIMITS)
+        try:
+            session.request("load")
+            if judgement.recovery:
+                return _judge_recovery(session, state, root)
+            return _judge_files(session, recording, state, judgement, root)
+        finally:
+            session.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _recover(
-    ctx: CheckContext,
-    recording: Recording,
-    state: CrashState,
-    judgement: Judgement,
-    root: Path,
-    probe: bool,
+def _judge_files(
+    session: Any, recording: Recording, state: CrashState, judgement: Judgement, root: Path
 ) -> str | None:
+    """The entries a fresh session finds, and those MEMORY.md's bytes parse to, are allowed."""
     allowed = [recording.expected[index] for index in judgement.allowed(recording, state)]
+    choices = " or ".join(_show(entries) for entries in dict.fromkeys(allowed))
+    clause = "CRASH-1" if state.model == "process-crash" else judgement.clause
+    found = tuple(session.request("entries", target="memory")["entries"])
+    # CRASH-1, CRASH-4, CRASH-5: the file is as an allowed mutation left it.
+    if found not in allowed:
+        return (
+            f"{clause}: a fresh session finds {_show(found)}{_strange(found, allowed)}; the spec "
+            f"allows only {choices}"
+        )
+    data = root / "MEMORY.md"
+    raw = data.read_bytes() if data.exists() else None
+    on_disk = classify_bytes(raw, LIMIT).entries
+    # CRASH-1, CRASH-4: never torn, empty or mixed on disk either (a durable store may recover
+    # from elsewhere, so CRASH-5 judges what a session finds).
+    if on_disk not in allowed and judgement.clause != "CRASH-5":
+        return (
+            f"{clause}: MEMORY.md holds {_show(on_disk)}{_strange(on_disk, allowed)} "
+            f"({len(raw or b'')} bytes); the spec allows only {choices}"
+        )
+    return None
+
+
+def _judge_recovery(session: Any, state: CrashState, root: Path) -> str | None:
+    """An add succeeds, replaces MEMORY.md by a new file and removes the crash's temps."""
     strays = {
         name: os.lstat(root / name).st_ino
         for name, _, _ in state.files
         if kind_of_name(name) == "temp"
     }
     data = root / "MEMORY.md"
-    before = os.lstat(data).st_ino if data.exists() else None
-    on_disk = classify_bytes(data.read_bytes() if data.exists() else None, LIMIT).entries
-    session = ctx.backend.open(root, LIMITS)
-    try:
-        session.request("load")
-        found = tuple(session.request("entries", target="memory")["entries"])
-        ok_clause = "CRASH-1" if state.model == "process-crash" else judgement.clause
-        if found not in allowed:
-            return (
-                f"{ok_clause}: a fresh session finds {_show(found)}{_strange(found, allowed)}; "
-                "the spec allows only "
-                + " or ".join(_show(entries) for entries in dict.fromkeys(allowed))
-            )
-        if on_disk not in allowed and judgement.clause != "CRASH-5":
-            return (
-                f"{ok_clause}: MEMORY.md holds {_show(on_disk)}{_strange(on_disk, allowed)} "
-                f"({len(data.read_bytes()) if data.exists() else 0} bytes); the spec allows "
-                "only " + " or ".join(_show(entries) for entries in dict.fromkeys(allowed))
-            )
-        if not probe:
-            return None
-        answer = session.request("add", target="memory", content="<p1> probe after the crash")
-        if answer.get("code") != "OK":
-            return (
-                f"CRASH-3: after the crash the next add answered {answer}: a crash must never "
-                "leave the target locked or the store unable to write"
-            )
-        after = os.lstat(data).st_ino if data.exists() else None
-        if before is not None and after == before:
-            linked = [name for name, ino in strays.items() if ino == before]
-            through = f" through {linked[0]}, a second name of it the crash left" if linked else ""
-            return (
-                f"CRASH-4: the add after the crash wrote MEMORY.md in place{through} (its inode "
-                "did not change): create each temp file under a new unique name with O_EXCL "
-                "and remove stale ones under the lock, so that no name a crash leaves can "
-                "point at the live file"
-            )
-        kept = [name for name, ino in strays.items() if _ino(root / name) == ino]
-        if kept:
-            return (
-                f"CRASH-2: {', '.join(kept)} left by the crash {'is' if len(kept) == 1 else 'are'}"
-                " still in the root after the next add completed; remove stale temp files under"
-                " the lock so that they never accumulate"
-            )
-        return None
-    finally:
-        session.close()
+    before = _ino(data)
+    answer = session.request("add", target="memory", content="<p1> probe after the crash")
+    # CRASH-3: nothing a crash leaves keeps the next mutation from completing.
+    if answer.get("code") != "OK":
+        return (
+            f"CRASH-3: after the crash the next add answered {answer}: a crash must never leave "
+            "the target locked or the store unable to write"
+        )
+    linked = [name for name, ino in strays.items() if before is not None and ino == before]
+    # CRASH-2: a temp name the crash left is removed, never written through to the live file.
+    if linked and _ino(data) == before:
+        return (
+            f"CRASH-2: the add after the crash wrote MEMORY.md in place through {linked[0]}, a "
+            "second name of it the crash left (the inode of MEMORY.md did not change): create "
+            "each temp file under a new unique name with O_EXCL and remove stale ones under the "
+            "lock, so that no name a crash leaves can point at the live file"
+        )
+    kept = [name for name, ino in strays.items() if _ino(root / name) == ino]
+    # CRASH-2: the crash's temp files are gone once a later mutation completed.
+    if kept:
+        return (
+            f"CRASH-2: {', '.join(kept)} left by the crash {'is' if len(kept) == 1 else 'are'} "
+            "still in the root after the next add completed; remove stale temp files under the "
+            "lock so that they never accumulate"
+        )
+    return None
 
 
 def _ino(path: Path) -> int | None:
@@ -419,8 +429,11 @@ def _ino(path: Path) -> int | None:
 def judge_model(
     ctx: CheckContext, recording: Recording, model: str, judgement: Judgement
 ) -> tuple[str | None, dict[str, Any]]:
-    """Judges every crash state ``model`` allows; returns the first failure, explained, or
-    ``None``, and the figures (states, seconds, capped)."""
+    """Judges the crash states ``model`` allows; returns the first failure, explained, or
+    ``None``, and the figures (states, judged, seconds, capped).
+
+    Every state's files are judged (a command backend's once per shape and acknowledgement,
+    below ``thorough``); the recovery add runs once per shape, below ``thorough``."""
     started = time.monotonic()
     name = ctx.profile.name if ctx.profile.name in STATE_LIMITS else "ci"
     command = isinstance(ctx.backend, CommandBackend) and name != "thorough"
@@ -433,27 +446,22 @@ def judge_model(
     )
     failure = None
     judged = 0
-    probed: set[tuple[object, ...]] = set()
     seen: set[tuple[object, ...]] = set()
     for number, state in enumerate(generated.states):
-        if command:
+        if judgement.recovery and name != "thorough":
+            key: tuple[object, ...] = shape(state)
+        elif command:
             key = (shape(state), state.acknowledged, state.in_flight)
-            if key in seen:
-                continue
-            seen.add(key)
-        judged += 1
-        probe = judgement.probe and failure is None
-        probe = probe and (name == "thorough" or shape(state) not in probed)
-        probed.add(shape(state))
-        problem = _problem(ctx, recording, state, judgement, number, probe)
-        if problem is None:
+        else:
+            key = (number,)
+        if key in seen:
             continue
-        explained = _explained(recording, state, problem)
-        if not problem.startswith(("CRASH-2", "CRASH-3", "CRASH-4: the add")):
-            failure = explained
+        seen.add(key)
+        judged += 1
+        problem = _problem(ctx, recording, state, judgement, number)
+        if problem is not None:
+            failure = _explained(recording, state, problem)
             break
-        # A state the files are wrong in explains more than one the next add trips on.
-        failure = failure or explained
     figures = {
         "states": len(generated.states),
         "judged": judged,
@@ -487,20 +495,27 @@ def _run(ctx: CheckContext, models: Sequence[str], judgement: Judgement, key: st
         if failure is not None:
             failures.append(failure)
     ctx.figures[f"{key} recorder"] = recording.recorder
-    # CRASH-1..5: every crash state recovers (the first failure of each model is shown).
+    # CRASH-1..5: every crash state is judged (the first failure of each model is shown).
     assert not failures, "\n".join(failures)
 
 
-@check("CRASH-1", "CRASH-2", "CRASH-3", "CRASH-4", features=("crash-safe",))
+@check("CRASH-1", "CRASH-4", features=("crash-safe",))
+def crash_states_are_old_or_new(ctx: CheckContext) -> None:
+    """Records an add, replace, remove (and batch) on a seeded store; in every crash state of
+    the process-crash, posix-weak and ext4-ordered models, a fresh session finds MEMORY.md as
+    a mutation left it, never torn, empty or mixed (CRASH-1, CRASH-4)."""
+    _run(ctx, MODELS, OLD_OR_NEW, "old-or-new")
+
+
+@check("CRASH-2", "CRASH-3", features=("crash-safe",))
 def every_crash_state_recovers(ctx: CheckContext) -> None:
-    """Records an add, replace, remove (and batch) on a seeded store; every crash state of the
-    process-crash, posix-weak and ext4-ordered models recovers to a whole old or new file,
-    with no lock held and the crash's temp files removed by the next add (CRASH-1..4)."""
-    _run(ctx, MODELS, Judgement("CRASH-4", _old_or_new, probe=True), "crash states")
+    """In every crash state of the three models, the next add succeeds (no lock is left held)
+    and removes the temp files the crash left, never writing through them (CRASH-2, CRASH-3)."""
+    _run(ctx, MODELS, RECOVERY, "recovery")
 
 
 @check("CRASH-5", "ATOMIC-3", features=("durable",))
 def acknowledged_mutations_survive_power_loss(ctx: CheckContext) -> None:
     """Every crash state of the posix-weak and ext4-ordered models keeps every mutation that
     was acknowledged before the power loss (CRASH-5, ATOMIC-3)."""
-    _run(ctx, POWER_LOSS_MODELS, Judgement("CRASH-5", _acknowledged_kept, probe=False), "durable")
+    _run(ctx, POWER_LOSS_MODELS, DURABLE, "durable")

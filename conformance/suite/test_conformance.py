@@ -7,7 +7,6 @@ Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each te
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,7 +74,7 @@ def test_check(
     memspec_profile: Profile,
     pytestconfig: pytest.Config,
     tmp_path: Path,
-    record_property: Callable[[str, object], None],
+    request: pytest.FixtureRequest,
 ) -> None:
     """Runs one named check on a fresh root; the figures it reports go into its record."""
     if check.python_only and not isinstance(memspec_backend, InProcessBackend):
@@ -102,7 +101,8 @@ def test_check(
         pytest.skip(str(error))
     finally:
         if context.figures:
-            record_property(FIGURES_PROPERTY, json.dumps(context.figures, sort_keys=True))
+            figures = json.dumps(context.figures, sort_keys=True)
+            request.node.user_properties.append((FIGURES_PROPERTY, figures))
 
 
 @pytest.mark.memspec(clauses=["CONTRACT-1"], features=[])
