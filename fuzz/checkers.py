@@ -68,8 +68,6 @@ __all__ = [
 
 CHECKERS = ("acknowledged", "samples", "limits", "linearizability")
 """The checkers in the order :func:`judge_history` runs them, cheapest first."""
-PREFIX_LOOKAHEAD = 16
-"""Runs after a sample searched for the complete file it is the start of (a partial file)."""
 
 
 # -- 1. acknowledged ----------------------------------------------------------------------------
@@ -92,33 +90,20 @@ class _Missing:
 
 
 def _is_partial(view: TargetView, index: int, text: str) -> bool:
-    """Whether run ``index`` reads an empty file, or the start of one of the next runs that has
-    ``text`` back: a file caught while it was written in place (truncated, then written entry
-    by entry). A lost update differs: the text does not come back."""
-    here = view.runs[index].entries
-    if here is None:
+    """Whether run ``index``, which lacks ``text``, reads a file caught while it was written in
+    place (truncated, then written entry by entry): it is empty, or ``text`` is back in a
+    later sample without anyone having written it again. A lost update differs: the text is
+    gone for good."""
+    if view.runs[index].entries is None:
         return False
-    if not here:
-        return True
-    return any(
-        text in run.present and _starts(run.entries, here)
-        for run in view.runs[index + 1 : index + 1 + PREFIX_LOOKAHEAD]
-    )
-
-
-def _starts(whole: tuple[str, ...] | None, part: tuple[str, ...]) -> bool:
-    """Whether ``part`` is what reading the start of ``whole`` gives (its last entry may be cut
-    short)."""
-    if whole is None or len(part) > len(whole) or part == whole:
-        return False
-    head, last = part[:-1], part[-1]
-    return whole[: len(head)] == head and whole[len(head)].startswith(last)
+    present = view.present_runs.get(text, [])
+    return not view.runs[index].entries or bisect.bisect_right(present, index) < len(present)
 
 
 def _missing(view: TargetView) -> list[_Missing]:
     """Acknowledged texts absent from a sample taken after the acknowledgement and before any
     mutation that could remove them was invoked, at the first such sample; ``partial`` when
-    that sample read an empty file or the start of a later one (:func:`_is_partial`)."""
+    that sample read an empty file or the text comes back later (:func:`_is_partial`)."""
     found: list[_Missing] = []
     samples_calls = [s.call for s in view.samples]
     samples_rets = [s.ret for s in view.samples]
@@ -289,6 +274,7 @@ def _partial(view: TargetView) -> list[Problem]:
             continue
         sample = m.sample
         what = "an empty file" if not sample.entries else "a partial file"
+        again = ", though a later sample has it again" if sample.entries else ""
         # ATOMIC-2: never an empty or partial file, not even for a moment.
         problems.append(
             (
@@ -296,9 +282,8 @@ def _partial(view: TargetView) -> list[Problem]:
                 "ATOMIC-2",
                 f"ATOMIC-2: the reader saw {what}: {short(m.text)}, acknowledged at "
                 f"{m.producer.ret:.6f} and not removable yet, is missing from {sample_at(sample)}, "
-                f"which holds {sample_text(sample)}: nothing, or the start of what a later "
-                "sample reads. The file was truncated and written in place (write a temp file "
-                "and rename it over the file)",
+                f"which holds {sample_text(sample)}{again}. The file was truncated and written "
+                "in place (write a temp file and rename it over the file)",
                 [m.producer],
             )
         )
