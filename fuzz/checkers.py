@@ -8,19 +8,20 @@ pure function, and returns what they found:
    acknowledgement until someone could have removed it (LOCK-3, ATOMIC-5), and no entry appears
    that no invoked mutation could have written: none written by a refused one (CONTRACT-3,
    LIMIT-3, BATCH-2), none before its mutation was invoked, none that nobody sent (ATOMIC-2).
-2. ``samples`` — every sample is a state the store could have been in: it decodes, it does not
-   miss an entry that it had before and has again after (a partial or empty file, ATOMIC-2), it
-   does not show a removed entry again (a lost remove, LOCK-3), an entry twice (LOCK-3), both
-   the old and the new text of a replace (REPLACE-1), part of a batch (BATCH-2), or entries in
-   an order no sequence of appends explains (LOCK-3).
+2. ``samples`` — every sample is a state the store could have been in: it decodes, it is not
+   empty or partial (it lacks an acknowledged entry that a later sample has again, ATOMIC-2),
+   it does not show a removed entry again (a lost remove, LOCK-3), an entry twice (LOCK-3),
+   both the old and the new text of a replace (REPLACE-1), part of a batch (BATCH-2), or
+   entries in an order no sequence of appends explains (LOCK-3).
 3. ``limits`` — no sample is over its limit, unless the file started over it and has not grown
    since (LIMIT-2, LIMIT-4).
 4. ``linearizability`` — the whole history is linearizable against the spec model
-   (:mod:`memspec.fuzz.linearizability`): the final word, which also judges every refusal code.
+   (:mod:`memspec.fuzz.spec_search` over :mod:`memspec.fuzz.linearizability`): the final word,
+   which also judges every refusal code.
 
 The first three are sound approximations of the fourth: whatever they report, no order of the
-mutations explains. They work on entries, never on a search, so they take time linear in the
-size of the history, and their message names the entry, the sample and the operations involved.
+mutations explains. They work on entries, never on a search, so they take time about linear in
+the size of the history, and their message names the entry, the sample and the operations involved.
 When one of them finds something, the search is skipped (it could only agree, slowly).
 
 They rest on one assumption that the generated programs (:mod:`memspec.fuzz.programs`) keep
