@@ -1,11 +1,11 @@
 """A concurrent history taken apart for the checkers of :mod:`memspec.fuzz.checkers`.
 
 :func:`analyse` splits a history (:mod:`memspec.fuzz.history`) by target into the sessions'
-mutations (:class:`Call`) and the reader's samples (:class:`Sample`, grouped into
-:class:`Run`\\ s of equal content), and indexes which mutation writes each text and which
-mutations may remove it (:class:`TargetView`). It also renders what the checkers report: a
-:class:`Finding` with the calls involved and a timeline of the sessions around the moment at
-fault.
+mutations (:class:`Call`) and the samples of one reader, which reads one file at a time
+(:class:`Sample`, grouped into runs of equal content, :class:`Run`), and indexes which
+mutation writes each text and which mutations may remove it (:class:`TargetView`). It also
+renders what the checkers report: a :class:`Finding` with the calls involved and a timeline of
+the sessions around the moment at fault.
 
 The index rests on one assumption that the generated programs (:mod:`memspec.fuzz.programs`)
 keep: a text that a mutation writes is written by no other mutation, so an entry in a sample
