@@ -35,6 +35,11 @@ from memspec.spec.examples import spec_text
 FEATURE_SKIP = re.compile(r"needs feature (?P<features>[\w, -]+), which the backend does not claim")
 REASON_WIDTH = 240
 DEFECT = "backend defect: "
+GENERATED_CHECKS = r"(properties|machine|crash|crashstates)\.\w+"
+GENERATED_NOTE = (
+    "decided by a generated or timed check (a property, the state machine, kill -9 at random "
+    "moments): where it stops first follows its inputs and timing, not only the release."
+)
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,19 @@ class Change:
     before: Verdict
     after: Verdict
 
+    @property
+    def why(self) -> str:
+        """The reason of the new verdict, or of the old one when the clause now passes."""
+        if self.after.status == "pass" and self.before.reason:
+            return f"was: {self.before.reason}"
+        return self.after.reason or self.before.reason
+
+    @property
+    def generated(self) -> bool:
+        """Whether a generated or timed check decided either verdict (see GENERATED_NOTE)."""
+        reasons = (self.before.reason, self.after.reason)
+        return any(re.search(GENERATED_CHECKS, reason) for reason in reasons)
+
 
 def timeline(matrix: Matrix) -> list[Change]:
     """Returns, for columns in release order, every clause verdict that changed, oldest first:
@@ -282,11 +300,13 @@ def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
     if not changes:
         lines.append("- none")
     for change in changes:
-        why = change.after.reason or change.before.reason
+        mark = " †" if change.generated else ""
         lines.append(
             f"- **{change.clause}** {change.before.status} → {change.after.status} in "
-            f"{_md(change.release)}" + (f": {_md(why)}" if why else "")
+            f"{_md(change.release)}{mark}" + (f": {_md(change.why)}" if change.why else "")
         )
+    if any(change.generated for change in changes):
+        lines += ["", f"† {GENERATED_NOTE}"]
     return "\n".join(lines) + "\n"
 
 
@@ -294,8 +314,10 @@ def render_timeline_html(matrix: Matrix, changes: Sequence[Change], title: str) 
     """Returns the sweep as one self-contained HTML page: the changes, then the whole matrix."""
     items = "".join(
         f"<li><b>{c.clause}</b> {c.before.status} → {c.after.status} in "
-        f"{html.escape(c.release)}: {html.escape(c.after.reason or c.before.reason)}</li>"
+        f"{html.escape(c.release)}{' †' if c.generated else ''}: {html.escape(c.why)}</li>"
         for c in changes
     )
+    if any(c.generated for c in changes):
+        items += f"<li>† {html.escape(GENERATED_NOTE)}</li>"
     page = render_html(matrix, title)
     return page.replace("<table>", f"<h2>Changes</h2><ul>{items or '<li>none</li>'}</ul><table>", 1)
