@@ -1,0 +1,448 @@
+"""The zoo: every backend broken on purpose, one defect each, and how certification catches it.
+
+:data:`ZOO` is the one table of them: the factory, the area of the spec it breaks, the defect,
+the clause ids a failure must name, and ``proof``, the example or named check that catches it
+fastest. ``tests/test_zoo.py`` asserts that each member fails its proof on one of its clauses;
+this module, run as a command from the project root, certifies each member with the whole
+harness and prints the detection table and the catch rate::
+
+    python -m tests.zoo                      # every member, profile ci (the default), 2 at once
+    python -m tests.zoo -k limit -k snap     # members whose factory or area contains a word
+    python -m tests.zoo --profile smoke --jobs 1 --out zoo-reports
+    python -m tests.zoo -k stuck --checks limit      # only the checks matching a -k expression
+
+A member is *caught* when certification fails a check on one of its clauses; *elsewhere* when
+it fails only on other clauses. Time to detection is the sum of the check times, in run order,
+up to the first failure; the wall time is the whole certification. Exit status: 0 when the
+catch rate reaches :data:`TARGET`, 1 when it does not, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.matrix import DEFECT, failure_reason
+
+PROJECT = Path(__file__).resolve().parent.parent
+TARGET = 0.95
+"""The share of the zoo the default profile must catch on the members' own clauses."""
+CERTIFY_TIMEOUT = 1800.0
+"""Seconds one member's certification may take before it is reported as timed out."""
+AREAS = (
+    "format",
+    "limits",
+    "matching",
+    "snapshot",
+    "locking",
+    "atomicity",
+    "durability",
+    "drift",
+    "scanning",
+    "fence",
+    "faults",
+    "files",
+    "contract",
+)
+
+NAIVE = "tests.backends.naive_broken"
+PROCS = "tests.backends.procs"
+FUZZ = "tests.backends.fuzzbroken"
+WRAP = "tests.backends.wrappers"
+ZOO_BROKEN = "tests.backends.zoo_broken"
+
+
+@dataclass(frozen=True)
+class Member:
+    """A Member is one backend broken on purpose: where it breaks the spec, and how it is caught.
+
+    ``backend`` is ``MODULE:FACTORY``; ``clauses`` are the ids a failure may name; ``proof`` is
+    a SPEC.md example id or a named check id that fails for it on one of those clauses.
+    """
+
+    backend: str
+    area: str
+    defect: str
+    clauses: tuple[str, ...]
+    proof: str
+
+    @property
+    def name(self) -> str:
+        """The factory's name, for tables."""
+        return self.backend.split(":", 1)[1]
+
+
+def _m(backend: str, area: str, defect: str, clauses: str, proof: str) -> Member:
+    return Member(backend, area, defect, tuple(clauses.split()), proof)
+
+
+ZOO: tuple[Member, ...] = (
+    # format and reading
+    _m(f"{ZOO_BROKEN}:trailing_newline", "format", "ends each file with a line feed",
+       "FORMAT-4", "format-writer-is-canonical"),
+    _m(f"{FUZZ}:splits_on_bare_section", "format", "splits entries on every §",
+       "FORMAT-3 FORMAT-5", "properties.delimiter_round_trip"),
+    _m(f"{FUZZ}:accepts_delimiter_line", "format", "stores content holding a § line (#54403)",
+       "ENTRY-3 FORMAT-5", "properties.delimiter_round_trip"),
+    _m(f"{ZOO_BROKEN}:keeps_bom_on_read", "format", "glues a BOM to the first entry (#10878)",
+       "READ-1", "read-bom-dropped"),
+    _m(f"{WRAP}:dedup_on_read", "format", "drops duplicates when reading",
+       "READ-5 DUP-4", "read-faithful-order-and-duplicates"),
+    _m(f"{ZOO_BROKEN}:raises_on_surrogate", "format", "raises on a lone surrogate",
+       "ENTRY-4 CONTRACT-6", "entry-lone-surrogate-refused"),
+    # limits and duplicates
+    _m(f"{WRAP}:truncates_to_fit", "limits", "cuts content down to fit",
+       "LIMIT-2 LIMIT-3", "limit-one-over-refused"),
+    _m(f"{ZOO_BROKEN}:counts_bytes", "limits", "counts UTF-8 bytes, not code points",
+       "LIMIT-1", "limit-counts-code-points"),
+    _m(f"{ZOO_BROKEN}:refuses_exact_limit", "limits", "refuses a result of exactly the limit",
+       "LIMIT-2", "limit-exact-boundary-accepted"),
+    _m(f"{ZOO_BROKEN}:stuck_when_full", "limits", "refuses removes while over the limit",
+       "LIMIT-4 LIMIT-5", "limit-over-limit-file-from-others"),
+    _m(f"{ZOO_BROKEN}:shared_limit", "limits", "applies the memory limit to USER.md",
+       "LIMIT-6", "limit-per-target"),
+    _m(f"{ZOO_BROKEN}:duplicate_refused_when_full", "limits", "refuses a duplicate when full",
+       "DUP-2", "dup-add-ok-when-full"),
+    _m(f"{ZOO_BROKEN}:case_insensitive_duplicates", "limits", "duplicates ignore case",
+       "DUP-3", "dup-whole-entry-exact"),
+    # matching, replace, batch
+    _m(f"{ZOO_BROKEN}:first_of_ambiguous", "matching", "acts on the first of distinct matches",
+       "MATCH-5", "match-ambiguous-distinct"),
+    _m(f"{ZOO_BROKEN}:no_exact_preference", "matching", "an exact entry does not win (#109177)",
+       "MATCH-3", "match-exact-entry-wins"),
+    _m(f"{ZOO_BROKEN}:replaces_substring", "matching", "replaces old_text, not the entry",
+       "REPLACE-1", "replace-whole-entry-in-place"),
+    _m(f"{ZOO_BROKEN}:replace_moves_to_end", "matching", "replace reorders the entries",
+       "REPLACE-4", "replace-keeps-other-entries"),
+    _m(f"{ZOO_BROKEN}:batch_item_by_item", "matching", "a batch is not all-or-nothing",
+       "BATCH-2", "batch-all-or-nothing"),
+    _m(f"{ZOO_BROKEN}:batch_limit_per_item", "matching", "a batch checks the limit per item",
+       "BATCH-4", "batch-final-budget"),
+    # snapshot
+    _m(f"{WRAP}:float_percent", "snapshot", "percent by float division (29/100 → 28%)",
+       "SNAP-6", "snap-percent-integer-arithmetic"),
+    _m(f"{ZOO_BROKEN}:live_snapshot", "snapshot", "the snapshot follows every write",
+       "SNAP-1", "snap-frozen-until-load"),
+    _m(f"{ZOO_BROKEN}:plain_numbers", "snapshot", "no thousands separators",
+       "SNAP-7", "snap-thousands-separators"),
+    _m(f"{ZOO_BROKEN}:empty_block", "snapshot", "an empty target gets a block",
+       "SNAP-3", "snap-empty-target-is-null"),
+    # locking
+    _m(f"{PROCS}:open_no_lock", "locking", "takes no lock",
+       "LOCK-1 LOCK-3", "locking.lock_spans_read_to_rename"),
+    _m(f"{PROCS}:open_data_file_lock", "locking", "flock on the data file, not a lock file",
+       "LOCK-1 LOCK-3", "locking.lock_spans_read_to_rename"),
+    _m(f"{PROCS}:open_read_before_lock", "locking", "reads the file before locking",
+       "LOCK-2 LOCK-3", "locking.lock_spans_read_to_rename"),
+    _m(f"{PROCS}:open_loaded_list", "locking", "writes the list loaded at start",
+       "LOCK-2 LOCK-3", "lock-no-lost-update"),
+    _m(f"{NAIVE}:StaleWithoutLoad", "locking", "mutates its stale view, no re-read",
+       "CONTRACT-7 LOCK-2", "contract.mutation_without_load"),
+    _m(f"{PROCS}:open_marker_lock", "locking", "an O_EXCL marker file as the lock",
+       "CRASH-3", "crash.kill_at_each_write_step"),
+    # atomicity
+    _m(f"{NAIVE}:InPlaceWriter", "atomicity", "truncates and writes in place",
+       "ATOMIC-1 ATOMIC-2", "atomic.write_replaces_by_rename"),
+    _m(f"{NAIVE}:SlowInPlaceWriter", "atomicity", "writes in place, half at a time",
+       "ATOMIC-2", "atomic.readers_never_see_a_partial_file"),
+    _m(f"{NAIVE}:LazyWriter", "atomicity", "acknowledges before writing",
+       "ATOMIC-5", "atomic.acknowledged_is_visible"),
+    _m(f"{PROCS}:open_in_place", "atomicity", "in place, entry by entry (crash-safe claimed)",
+       "CRASH-1 ATOMIC-1 ATOMIC-2", "crash.kill_at_each_write_step"),
+    _m(f"{PROCS}:open_keeps_temps", "atomicity", "never sweeps a crash's temps",
+       "CRASH-2", "crash.kill_at_each_write_step"),
+    _m(f"{PROCS}:open_fixed_temp", "atomicity", "one fixed temp name for every writer",
+       "ATOMIC-1 CRASH-2", "durability.write_protocol_is_durable"),
+    # durability
+    _m(f"{PROCS}:open_no_temp_fsync", "durability", "renames without fsyncing the temp",
+       "ATOMIC-1 CRASH-4 CRASH-5", "durability.write_protocol_is_durable"),
+    _m(f"{PROCS}:open_unflushed_fsync", "durability", "fsyncs before flushing its buffer",
+       "ATOMIC-1 CRASH-4 CRASH-5", "durability.write_protocol_is_durable"),
+    _m(f"{PROCS}:open_no_dir_fsync", "durability", "never fsyncs the directory",
+       "ATOMIC-3 CRASH-5", "durability.write_protocol_is_durable"),
+    # drift
+    _m(f"{FUZZ}:raw_bytes_drift_guard", "drift", "cosmetic edits refused as drift (#61523)",
+       "DRIFT-1", "drift_properties.external_edits_are_kept"),
+    _m(f"{FUZZ}:rewrites_without_backup", "drift", "cuts a foreign file, no backup (#26045)",
+       "DRIFT-2 DRIFT-5", "drift_properties.external_edits_are_kept"),
+    _m(f"{NAIVE}:NoRewriteBackup", "drift", "rewrites others' bytes unsaved (#56464)",
+       "DRIFT-5", "drift.external_bytes_survive_rewrite"),
+    _m(f"{NAIVE}:FixedNameBackup", "drift", "one backup name, overwritten",
+       "DRIFT-4 DRIFT-5", "drift.external_bytes_survive_rewrite"),
+    _m(f"{NAIVE}:TimestampBackup", "drift", "backups named by time, duplicated",
+       "DRIFT-4 DRIFT-5", "drift.external_bytes_survive_rewrite"),
+    # scanning
+    _m(f"{NAIVE}:WindowedScan", "scanning", "scans the first 64 KiB only",
+       "SCAN-5", "scan.whole_content_is_scanned"),
+    _m(f"{ZOO_BROKEN}:scans_without_nfkc", "scanning", "no NFKC: full-width text passes",
+       "SCAN-3", "scan-nfkc-and-case"),
+    _m(f"{ZOO_BROKEN}:batch_skips_scan", "scanning", "batch items are not scanned (#117944)",
+       "BATCH-7 SCAN-1", "batch-items-scanned"),
+    _m(f"{ZOO_BROKEN}:trusts_blocked_prefix", "scanning", "[BLOCKED: skips the scan (#79009)",
+       "SCAN-8", "scan-forged-blocked-marker"),
+    _m(f"{ZOO_BROKEN}:no_load_scan", "scanning", "no scan at load",
+       "SCAN-6", "scan-load-time-placeholder"),
+    # fence
+    _m(f"{NAIVE}:SinglePassFence", "fence", "one stripping pass (#108964)",
+       "FENCE-3", "fence.sanitising_reaches_fixed_point"),
+    _m(f"{NAIVE}:CaseSensitiveFence", "fence", "strips undisguised tags only",
+       "FENCE-2", "fence.disguised_tags_are_removed"),
+    _m(f"{NAIVE}:KeepsForgedNotes", "fence", "keeps forged system notes",
+       "FENCE-4", "fence.forged_notes_are_removed"),
+    _m(f"{NAIVE}:UnstrippedFence", "fence", "frames unstripped text",
+       "FENCE-1", "fence.frame_is_exact"),
+    # faults
+    _m(f"{NAIVE}:UnreadableAsEmpty", "faults", "an unreadable file reads as empty",
+       "READ-7", "read.unreadable_file_is_not_empty"),
+    _m(f"{PROCS}:open_eio_as_empty", "faults", "EIO on read reads as empty",
+       "READ-7", "faults.read_errors_are_not_empty"),
+    _m(f"{PROCS}:open_ok_on_write_error", "faults", "answers OK when the write failed",
+       "ATOMIC-4", "faults.failed_write_keeps_old_file"),
+    _m(f"{PROCS}:open_keeps_failed_temp", "faults", "leaves its temp when the write fails",
+       "ATOMIC-4", "faults.failed_write_keeps_old_file"),
+    # files
+    _m(f"{NAIVE}:UmaskModes", "files", "lets the umask decide modes",
+       "FILES-1", "files.created_files_are_private"),
+    _m(f"{NAIVE}:ModeReset", "files", "rewrites reset the mode (#22889)",
+       "FILES-2", "files.rewrite_keeps_the_mode"),
+    _m(f"{NAIVE}:FollowsLockLink", "files", "follows a symlinked lock file",
+       "FILES-3", "files.symlinked_lock_is_refused"),
+    _m(f"{NAIVE}:ReplacesDataLink", "files", "replaces a symlinked data file",
+       "FILES-4", "files.symlinked_data_file_is_kept"),
+    _m(f"{NAIVE}:LeavesTemps", "files", "a temp file left at every write",
+       "FILES-5 CONTRACT-11", "files.file_count_stays_bounded"),
+    _m(f"{NAIVE}:LockBesideRoot", "files", "lock files outside the root",
+       "FILES-5 CONTRACT-1", "files.nothing_outside_root"),
+    # the contract
+    _m(f"{NAIVE}:TupleEntries", "contract", "entries answered as a tuple with None",
+       "CONTRACT-2", "contract.answers_have_contract_shapes"),
+    _m(f"{NAIVE}:BadOptionalFields", "contract", "usage a number, duplicate a string",
+       "CONTRACT-2", "contract.answers_have_contract_shapes"),
+    _m(f"{NAIVE}:UnknownFeature", "contract", "claims an unknown feature",
+       "CONTRACT-19", "contract.claimed_features_are_known"),
+    _m(f"{WRAP}:raises_on_add", "contract", "raises out of add",
+       "CONTRACT-6", "entry-non-string-invalid"),
+)  # fmt: skip
+"""Every zoo member. Left out on purpose: ``wrappers:hangs_on_add`` and ``procs:open_hangs``
+(every call waits for the timeout; the transport tests cover them), ``wrappers:accepts_delimiter``
+and ``fuzzbroken:single_pass_fence`` (the same defects as members above), and the JSON Lines
+servers of ``jsonl_naive`` and ``protocol_faults`` (the protocol, proven in the transport and
+power tests)."""
+
+
+# --- detection --------------------------------------------------------------------------------
+
+
+@dataclass
+class Detection:
+    """What certification of one member found: the failed checks in run order, and times."""
+
+    member: Member
+    status: int
+    failures: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    to_first_failure: float | None = None
+    wall: float = 0.0
+    note: str = ""
+
+    @property
+    def named(self) -> list[str]:
+        """The clause ids the failures name, in run order, without repeats."""
+        return list(dict.fromkeys(c for _, clauses in self.failures for c in clauses))
+
+    @property
+    def caught(self) -> bool:
+        """Whether a failure names one of the member's clauses."""
+        return bool(set(self.named) & set(self.member.clauses))
+
+    @property
+    def verdict(self) -> str:
+        """``caught``, ``elsewhere`` (failed on other clauses only) or ``missed``."""
+        return "caught" if self.caught else "elsewhere" if self.failures else "missed"
+
+
+def blamed_clauses(record: dict[str, Any]) -> tuple[str, ...]:
+    """The clauses a failed record blames: the id its message opens with (``LOCK-3: ...``),
+    CONTRACT-6 when the backend raised or died, else every clause the check cites."""
+    reason = failure_reason(str(record.get("message", ""))).removeprefix("AssertionError: ")
+    if reason.startswith(DEFECT):
+        return ("CONTRACT-6",)
+    found = re.match(r"([A-Z]+-\d+): ", reason)
+    return (found.group(1),) if found else tuple(record.get("clauses", ()))
+
+
+def read_detection(member: Member, report: Path, status: int, wall: float) -> Detection:
+    """Returns the detection a finished certification wrote to ``report``."""
+    detection = Detection(member, status, wall=wall)
+    try:
+        records = json.loads((report / "report.json").read_text(encoding="utf-8"))["checks"]
+        cases = list(ElementTree.parse(report / "junit.xml").getroot().iter("testcase"))
+    except (OSError, ValueError, KeyError, ElementTree.ParseError) as error:
+        detection.note = f"no report: {error}"
+        return detection
+    by_id = {record["id"]: record for record in records}
+    elapsed = 0.0
+    for case in cases:
+        elapsed += float(case.get("time", "0") or 0)
+        check_id = case.get("name", "").split("[", 1)[-1].rstrip("]")
+        record = by_id.get(check_id)
+        if record is None or record["status"] != "failed":
+            continue
+        detection.failures.append((check_id, blamed_clauses(record)))
+        if detection.to_first_failure is None:
+            detection.to_first_failure = elapsed
+    return detection
+
+
+def certify_member(
+    member: Member, profile: str, out: Path | None, checks: str | None = None
+) -> Detection:
+    """Certifies one member in its own ``memspec certify`` process and reads its report
+    (``checks``: only the checks matching this ``-k`` expression)."""
+    with tempfile.TemporaryDirectory(prefix="memspec-zoo-") as scratch:
+        report = (out / member.name) if out else Path(scratch, "report")
+        command = [sys.executable, "-m", "memspec.conformance", "certify", "--backend"]
+        command += [member.backend, "--profile", profile, "--report", str(report), "-q"]
+        command += ["-k", checks] if checks else []
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), *_pythonpath()])}
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                command, cwd=PROJECT, env=env, capture_output=True, timeout=CERTIFY_TIMEOUT
+            )
+        except subprocess.TimeoutExpired:
+            wall = time.monotonic() - started
+            detection = read_detection(member, report, -1, wall)
+            detection.note = f"certification timed out after {CERTIFY_TIMEOUT:g} s"
+            return detection
+        detection = read_detection(member, report, done.returncode, time.monotonic() - started)
+        if done.returncode not in (0, 1):
+            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            detection.note = f"certify exited {done.returncode}: {' '.join(tail)}"
+        return detection
+
+
+def _pythonpath() -> list[str]:
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def select(members: Sequence[Member], words: Sequence[str]) -> list[Member]:
+    """The members whose factory or area contains one of ``words`` (all when none)."""
+    if not words:
+        return list(members)
+    return [m for m in members if any(w.lower() in f"{m.backend} {m.area}".lower() for w in words)]
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def catch_rate(detections: Sequence[Detection]) -> float:
+    """The share of members caught on their own clauses."""
+    return sum(d.caught for d in detections) / len(detections) if detections else 0.0
+
+
+def render_table(detections: Sequence[Detection], profile: str) -> str:
+    """Returns the detection table (Markdown) and the catch rate line."""
+    lines = [
+        "| backend | area | defect | verdict | failed checks | clauses named | first failure "
+        "| to detection | certify |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in detections:
+        first = d.failures[0][0] if d.failures else "—"
+        expected = set(d.member.clauses)
+        named = ", ".join(f"**{c}**" if c in expected else c for c in d.named[:6])
+        more = f" (+{len(d.named) - 6})" if len(d.named) > 6 else ""
+        to_first = f"{d.to_first_failure:.1f} s" if d.to_first_failure is not None else "—"
+        verdict = d.verdict + (f" ({d.note})" if d.note else "")
+        lines.append(
+            f"| `{d.member.name}` | {d.member.area} | {d.member.defect} | {verdict} "
+            f"| {len(d.failures)} | {named or '—'}{more} | `{first}` | {to_first} "
+            f"| {d.wall:.0f} s |"
+        )
+    caught = sum(d.caught for d in detections)
+    failed = sum(bool(d.failures) for d in detections)
+    lines.append("")
+    lines.append(
+        f"caught on their own clauses: {caught}/{len(detections)} "
+        f"({100 * catch_rate(detections):.1f} %); failed certification: {failed}/"
+        f"{len(detections)}; profile {profile}"
+    )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m tests.zoo``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.zoo", description="certify every zoo member; print what caught it"
+    )
+    parser.add_argument("--profile", default="ci", choices=("smoke", "ci", "thorough"))
+    parser.add_argument(
+        "--jobs", type=int, default=2, metavar="N", help="members certified at once (default 2)"
+    )
+    parser.add_argument(
+        "-k", dest="words", action="append", default=[], metavar="WORD",
+        help="only members whose factory or area contains WORD (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--checks", metavar="EXPR", help="certify only the checks matching this -k expression"
+    )
+    parser.add_argument("--out", metavar="DIR", help="keep each member's report under DIR/NAME")
+    parser.add_argument("--json", metavar="FILE", help="also write the detections as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command; returns its exit status."""
+    args = build_parser().parse_args(argv)
+    if args.jobs < 1:
+        print(f"python -m tests.zoo: error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    members = select(ZOO, args.words)
+    if not members:
+        print(f"python -m tests.zoo: error: no member matches {args.words}", file=sys.stderr)
+        return 2
+    out = Path(args.out).absolute() if args.out else None
+    print(f"certifying {len(members)} zoo members, profile {args.profile}, {args.jobs} at once")
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        jobs = [pool.submit(certify_member, m, args.profile, out, args.checks) for m in members]
+        detections = []
+        for job in jobs:
+            detections.append(job.result())
+            d = detections[-1]
+            print(f"  {d.member.name}: {d.verdict} in {d.wall:.0f} s", flush=True)
+    print(render_table(detections, args.profile))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([_as_json(d) for d in detections], indent=1) + "\n", encoding="utf-8"
+        )
+    return 0 if catch_rate(detections) >= TARGET else 1
+
+
+def _as_json(d: Detection) -> dict[str, Any]:
+    return {
+        "backend": d.member.backend,
+        "area": d.member.area,
+        "clauses": list(d.member.clauses),
+        "verdict": d.verdict,
+        "failures": [[check, list(clauses)] for check, clauses in d.failures],
+        "to_first_failure": d.to_first_failure,
+        "wall": round(d.wall, 2),
+        "status": d.status,
+        "note": d.note,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
