@@ -104,14 +104,28 @@ def test_the_reference_passes_every_example_proof(tmp_path: Path) -> None:
         assert run_on_backend(EXAMPLES[proof], backend, root) is None, proof
 
 
-def test_certify_finds_a_member_and_passes_the_reference(tmp_path: Path) -> None:
-    """The command's certification path: a member caught on its clause, the reference not."""
-    member = next(m for m in ZOO if m.name == "stuck_when_full")
-    found = certify_member(member, "smoke", tmp_path, checks="limit")
+@pytest.mark.parametrize(
+    ("name", "checks", "first"),
+    [
+        ("stuck_when_full", "limit", ("LIMIT/limit-over-limit-file-from-others", ("LIMIT-4",))),
+        # A backend that claims no core skips every core check: the claim check still runs.
+        ("misnamed_core", "CONTRACT", ("CONTRACT/contract.claimed_features_are_known",
+                                       ("CONTRACT-19",))),
+    ],
+)  # fmt: skip
+def test_certify_catches_a_member(
+    name: str, checks: str, first: tuple[str, tuple[str, ...]], tmp_path: Path
+) -> None:
+    """The command's certification path: the member is caught on its clause, in run order."""
+    member = next(m for m in ZOO if m.name == name)
+    found = certify_member(member, "smoke", tmp_path, checks=checks)
     assert found.verdict == "caught", (found.failures, found.note)
-    assert found.failures[0] == ("LIMIT/limit-over-limit-file-from-others", ("LIMIT-4",))
+    assert found.failures[0] == first
     assert found.to_first_failure is not None and 0 < found.to_first_failure <= found.wall
-    assert (tmp_path / "stuck_when_full" / "report.json").is_file()
+    assert (tmp_path / name / "report.json").is_file()
+
+
+def test_certify_passes_the_reference() -> None:
     reference = Member("memspec.reference_impl:open_store", "none", "none", ("LIMIT-4",), "-")
     passed = certify_member(reference, "smoke", None, checks="limit")
     assert passed.status == 0 and passed.verdict == "missed" and not passed.note

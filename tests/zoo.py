@@ -232,6 +232,8 @@ ZOO: tuple[Member, ...] = (
        "CONTRACT-2", "contract.answers_have_contract_shapes"),
     _m(f"{NAIVE}:UnknownFeature", "contract", "claims an unknown feature",
        "CONTRACT-19", "contract.claimed_features_are_known"),
+    _m(f"{ZOO_BROKEN}:misnamed_core", "contract", "claims Core, not core: all core checks skip",
+       "CONTRACT-19", "contract.claimed_features_are_known"),
     _m(f"{WRAP}:raises_on_add", "contract", "raises out of add",
        "CONTRACT-6", "entry-non-string-invalid"),
 )  # fmt: skip

@@ -352,6 +352,15 @@ class EmptyBlock(Wrapper):
         return render_snapshot(target, [""], self.limits[target], find_threats)
 
 
+class MisnamedCore(Wrapper):
+    """Claims ``Core`` instead of ``core``: every check that needs ``core`` is skipped, so only a
+    check of the claim itself can fail it (CONTRACT-19)."""
+
+    def __init__(self, root: Path, **limits: int) -> None:
+        super().__init__(root, **limits)
+        self.features = tuple("Core" if f == "core" else f for f in self.inner.features)
+
+
 def _factory(cls: type) -> Any:
     def factory(root: Path, **limits: int) -> Any:
         return cls(root, **limits)
@@ -382,3 +391,4 @@ raises_on_surrogate = _factory(RaisesOnSurrogate)
 live_snapshot = _factory(LiveSnapshot)
 plain_numbers = _factory(PlainNumbers)
 empty_block = _factory(EmptyBlock)
+misnamed_core = _factory(MisnamedCore)
