@@ -172,6 +172,8 @@ ZOO: tuple[Member, ...] = (
        "ATOMIC-1 CRASH-4 CRASH-5", "durability.write_protocol_is_durable"),
     _m(f"{PROCS}:open_no_dir_fsync", "durability", "never fsyncs the directory",
        "ATOMIC-3 CRASH-5", "durability.write_protocol_is_durable"),
+    _m(f"{PROCS}:open_dir_sync_error_is_io", "durability", "E_IO when the directory sync fails",
+       "ATOMIC-3", "faults.failed_dir_sync_is_acknowledged"),
     # drift
     _m(f"{FUZZ}:raw_bytes_drift_guard", "drift", "cosmetic edits refused as drift (#61523)",
        "DRIFT-1", "drift_properties.external_edits_are_kept"),

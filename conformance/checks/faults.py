@@ -1,5 +1,5 @@
 """Fault injection at the operating-system boundary of a Python backend (READ-6, READ-7,
-ATOMIC-4).
+ATOMIC-3, ATOMIC-4).
 
 Each scenario runs one session in a worker process whose file-system calls are interposed
 (:mod:`memspec.conformance.interpose`): after two acknowledged adds, the third add meets one
@@ -13,6 +13,9 @@ files (harness ``observe`` steps) before and after the faulty add.
 - Writing the new file fails (``ENOSPC`` or ``EIO`` on the first write, ``EIO`` on its fsync
   or on the rename): the add answers ``E_IO``, ``MEMORY.md`` is byte for byte as before, no temp
   file is left, the next add works and every earlier acknowledged entry is there (ATOMIC-4).
+- The fsync of the directory after the rename fails (``EIO``): the new file is already in place,
+  so the add answers ``OK`` with a message saying durability is not confirmed, and the entry is
+  kept (ATOMIC-3, backends claiming ``durable``).
 
 A fault whose call never happens (a backend that does not fsync, or writes in place without a
 rename) leaves that scenario without an object. Faults on the read and on the first write must
@@ -207,6 +210,53 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     # READ-6: the other target is not affected.
     assert answer is not None and answer["code"] == codes.OK, (
         f"READ-6: with {label}, add user answered {answer}; expected OK (USER.md is fine)"
+    )
+
+
+@check("ATOMIC-3", features=("durable",), python_only=True)
+def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
+    """When the fsync of the directory after the rename fails once (EIO), the add still answers
+    OK with a message — the new file is already what every reader sees, and E_IO would promise
+    an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3)."""
+    require_python_backend(ctx.backend)
+    first, second, faulty, after = (f"Directory sync: {word} entry" for word in
+                                    ("first", "second", "faulty", "next"))  # fmt: skip
+    ops = (
+        {"op": "load"},
+        _add(first),
+        _add(second),
+        {"op": "observe"},
+        _add(faulty),
+        {"op": "observe"},
+        _add(after),
+        {"op": "load"},
+        {"op": "entries", "target": "memory"},
+    )
+    fault = Fault(_faulty("fsync", "fdatasync", kinds=("dir",)), errno=errno.EIO)
+    result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync")
+    fired = [call for call in result.calls if call.get("effect")]
+    if not fired:
+        raise NotApplicable(
+            "the add synced no directory, so no failure could be injected there; "
+            "durability.write_protocol_is_durable judges the missing directory fsync (ATOMIC-3)"
+        )
+    label = f"EIO on the fsync of the directory ({describe_call(fired[0])})"
+    answer = result.answer(FAULTY) or {}
+    # ATOMIC-3: a failed directory fsync after the rename is still OK, with a message.
+    assert answer.get("code") == codes.OK and answer.get("message"), (
+        f"ATOMIC-3: with {label}, add memory {faulty!r} answered {answer}; expected OK with a "
+        "message that durability is not confirmed (the new file is already in place)"
+    )
+    data = bytes.fromhex(_files(result, AFTER).get("MEMORY.md") or "")
+    # ATOMIC-3: the acknowledged entry is in the file readers see.
+    assert faulty.encode() in data, (
+        f"ATOMIC-3: with {label}, add answered OK but MEMORY.md holds {data!r}"
+    )
+    entries = (result.answer(ENTRIES) or {}).get("entries")
+    # ATOMIC-3: the next add works and every acknowledged entry is kept.
+    assert entries == [first, second, faulty, after], (
+        f"ATOMIC-3: after {label} on one add, a reload finds {entries}; expected "
+        f"{[first, second, faulty, after]}"
     )
 
 

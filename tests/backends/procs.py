@@ -22,6 +22,7 @@ factory                  defect                                                c
 ``open_eio_as_empty``    a read error reads as an empty file                   READ-7
 ``open_ok_on_write_error`` answers OK when the write raised                    ATOMIC-4
 ``open_keeps_failed_temp`` leaves its temp behind when the write fails         ATOMIC-4
+``open_dir_sync_error_is_io`` answers E_IO when the directory fsync fails      ATOMIC-3
 ``open_hangs``           never returns from a mutation (for the harness)       (timeouts)
 =======================  ====================================================  ==============
 """
@@ -124,7 +125,12 @@ class FileStore:
         outcome, result = decide(op, state, self.limits[op.target])
         if result is None:
             return {"ok": outcome.ok, "code": outcome.code}
-        self.write(path, result)
+        try:
+            self.write(path, result)
+        except NotDurable as error:
+            # ATOMIC-3: the new file is in place; only its durability is not confirmed.
+            self.live[op.target] = result
+            return {"ok": True, "code": codes.OK, "message": f"not confirmed durable: {error}"}
         self.live[op.target] = result
         return {"ok": True, "code": codes.OK}
 
@@ -175,8 +181,14 @@ class FileStore:
         fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(fd)
+        except OSError as error:
+            raise NotDurable(error.errno, error.strerror) from error
         finally:
             os.close(fd)
+
+
+class NotDurable(OSError):
+    """The directory fsync after the rename failed: the new file is in place (ATOMIC-3)."""
 
 
 class NoLock(FileStore):
@@ -347,6 +359,18 @@ class KeepsFailedTemp(FileStore):
         self.sync_directory()
 
 
+class DirSyncErrorIsIo(FileStore):
+    """Answers E_IO when the directory fsync after the rename fails, although the new file is
+    already what every reader sees (ATOMIC-3: E_IO promises an intact old file)."""
+
+    def sync_directory(self) -> None:
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 class Hangs(FileStore):
     """Never returns from a mutation: the harness must time out and kill it."""
 
@@ -378,4 +402,5 @@ open_unflushed_fsync = _factory(UnflushedFsync)
 open_eio_as_empty = _factory(EioAsEmpty)
 open_ok_on_write_error = _factory(OkOnWriteError)
 open_keeps_failed_temp = _factory(KeepsFailedTemp)
+open_dir_sync_error_is_io = _factory(DirSyncErrorIsIo)
 open_hangs = _factory(Hangs)
