@@ -51,6 +51,7 @@ CAUGHT = [
     ("NoRewriteBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("FixedNameBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("TimestampBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
+    ("FixedNameBackup", "drift.taken_backup_name_is_kept", "DRIFT-4"),
 ]
 PROTOCOL_CAUGHT = [
     ("counts-ids", "protocol.answers_echo_ids_in_order", "CONTRACT-13"),

@@ -185,6 +185,8 @@ ZOO: tuple[Member, ...] = (
        "DRIFT-4 DRIFT-5", "drift.external_bytes_survive_rewrite"),
     _m(f"{NAIVE}:TimestampBackup", "drift", "backups named by time, duplicated",
        "DRIFT-4 DRIFT-5", "drift.external_bytes_survive_rewrite"),
+    _m(f"{ZOO_BROKEN}:overwrites_taken_backup", "drift", "overwrites a taken backup name",
+       "DRIFT-4", "drift.taken_backup_name_is_kept"),
     # scanning
     _m(f"{NAIVE}:WindowedScan", "scanning", "scans the first 64 KiB only",
        "SCAN-5", "scan.whole_content_is_scanned"),

@@ -12,6 +12,7 @@ afterwards, which is what a rewrite of an appended, delimited entry looks like.
 from __future__ import annotations
 
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
@@ -89,3 +90,48 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
             f"DRIFT-5: the same external content {first!r} was rewritten twice and is now in "
             f"{saved.count(first)} backups; backups are content-addressed, so it must be in one"
         )
+
+
+def _refused_with_backup(session: Any, ctx: CheckContext, external: bytes, sent: str) -> Path:
+    """Asks for an add on the foreign file ``external``; returns the backup the E_DRIFT names
+    after checking that it is in the root, named ``MEMORY.md.bak.<suffix>``, and byte-exact."""
+    answer = session.request("add", target="memory", content="Editor: vim")
+    # DRIFT-3: a foreign file is refused with E_DRIFT, naming its backup.
+    assert answer["code"] == codes.E_DRIFT and isinstance(answer.get("backup"), str), (
+        f"DRIFT-3: {sent}: add memory 'Editor: vim' answered {answer}; expected E_DRIFT with "
+        "the backup's path in 'backup'"
+    )
+    backup = Path(answer["backup"])
+    backup = backup if backup.is_absolute() else ctx.root / backup
+    # DRIFT-3: the backup is named MEMORY.md.bak.<suffix> in the root and holds the bytes exactly.
+    assert backup.parent == ctx.root and backups(ctx.root, "memory").get(backup) == external, (
+        f"DRIFT-3: {sent}: the E_DRIFT names the backup {answer['backup']!r}, which is not a "
+        f"MEMORY.md.bak.* file of the root holding the file's bytes {external!r} exactly; "
+        f"backups found: {backups(ctx.root, 'memory')}"
+    )
+    return backup
+
+
+@check("DRIFT-4", "DRIFT-3", features=("drift-guard",))
+def taken_backup_name_is_kept(ctx: CheckContext) -> None:
+    """A backup name that already holds other bytes is never overwritten: when the name a
+    store would give a backup is taken (a user's file, a clash of the suffix), the foreign file
+    is still backed up byte-exactly under another ``MEMORY.md.bak.<suffix>`` name (DRIFT-4,
+    DRIFT-3)."""
+    external = b"User prefers tabs\n" + b"pasted by hand without any delimiter line " * 2
+    other = b"a file the user keeps under this name\n"
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root, {"memory": 40, "user": 30})
+        stack.callback(session.close)
+        session.request("load")
+        put(ctx.root, "memory", external)
+        first = _refused_with_backup(session, ctx, external, "on a foreign MEMORY.md")
+        first.write_bytes(other)
+        sent = f"after the backup {first.name} was replaced by other bytes"
+        second = _refused_with_backup(session, ctx, external, sent)
+    # DRIFT-4: a backup is never overwritten by different content.
+    assert read_or_none(first) == other and second != first, (
+        f"DRIFT-4: {sent}, a second E_DRIFT on the same foreign file overwrote it: "
+        f"{first.name} now holds {read_or_none(first)!r}, expected {other!r} kept and the "
+        "foreign bytes saved under another name"
+    )

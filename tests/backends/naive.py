@@ -194,8 +194,12 @@ class NaiveStore:
         return path.with_name(f"{path.name}.bak.{self.digest(data)[:16]}")
 
     def write_backup(self, path: Path, data: bytes) -> Path:
-        """Saves ``data`` byte-exactly under its content-addressed name (DRIFT-3, DRIFT-4)."""
+        """Saves ``data`` byte-exactly under its content-addressed name (DRIFT-3, DRIFT-4), or
+        under the full digest when other bytes hold that name (a backup is never overwritten)."""
         backup = self.backup_path(path, data)
+        content_addressed = backup == NaiveStore.backup_path(self, path, data)
+        if content_addressed and self.read_bytes(backup) not in (None, data):
+            backup = path.with_name(f"{path.name}.bak.{self.digest(data)}")
         if self.read_bytes(backup) != data:
             self.write_file(backup, data)
         return backup

@@ -42,6 +42,17 @@ class TrailingNewline(NaiveStore):
         super().write_file(path, data + extra)
 
 
+class OverwritesTakenBackup(NaiveStore):
+    """Writes a backup under its content-addressed name even when other bytes hold that name,
+    overwriting them (DRIFT-4)."""
+
+    def write_backup(self, path: Path, data: bytes) -> Path:
+        backup = self.backup_path(path, data)
+        if self.read_bytes(backup) != data:
+            self.write_file(backup, data)
+        return backup
+
+
 class ScansWithoutNfkc(NaiveStore):
     """Matches the threat patterns on the raw text, not on its NFKC form: full-width letters
     slip an injection past the write-time scan (SCAN-3)."""
@@ -370,6 +381,7 @@ def _factory(cls: type) -> Any:
 
 
 trailing_newline = _factory(TrailingNewline)
+overwrites_taken_backup = _factory(OverwritesTakenBackup)
 scans_without_nfkc = _factory(ScansWithoutNfkc)
 batch_skips_scan = _factory(BatchSkipsScan)
 trusts_blocked_prefix = _factory(TrustsBlockedPrefix)
