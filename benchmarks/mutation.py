@@ -1,0 +1,145 @@
+"""Mutation testing of the reference store against the harness's own checks (docs/MUTATION.md).
+
+Every mutant of ``reference_impl/store.py``, ``files.py`` and ``fence.py`` that mutmut makes is
+certified with the conformance suite — the checks ``memspec certify`` runs — at the ``smoke``
+profile, stopping at the first failure (``-x``). A mutant is killed when a check fails (or the
+run exceeds mutmut's timeout), and survives when every check passes. ``providers.py`` is left
+out: the external-provider orchestration is agent-side (PROV clauses, ``n/a`` in the matrix)
+and the contract cannot observe it.
+
+mutmut rewrites the files it mutates, so the run happens in clones of this repository (one
+per group of files, run side by side) with their own virtual environment, never in the working
+tree. From the project root::
+
+    python -m benchmarks.mutation --work /var/tmp/memspec-mutation        # about an hour, 2 cores
+    python -m benchmarks.mutation --work DIR --report-only                 # summarise a past run
+
+It needs ``git`` and the package index (``mutmut==2.5.1`` and memspec's dependencies go into
+one venv per clone, ``DIR/clone<N>-venv``). A clone is of the committed ``HEAD``. The summary
+lists the counts and every surviving mutant as a diff; run it only after the mutation runs
+ended (``mutmut show`` recomputes mutants from the files on disk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+MUTMUT = "mutmut==2.5.1"
+GROUPS = (("reference_impl/store.py", "reference_impl/fence.py"), ("reference_impl/files.py",))
+"""Files mutated together in one clone; the clones run side by side."""
+RUNNER = """#!/usr/bin/env bash
+# One mutant: the conformance suite against the mutated reference, smoke profile, stop at the
+# first failure. Bytecode of the mutated package is dropped so that no stale .pyc is loaded.
+cd "{clone}"
+rm -rf reference_impl/__pycache__
+printf '[pytest]\\n' > "{work}/pytest.ini"
+exec "{python}" -m pytest -c "{work}/pytest.ini" --rootdir conformance/suite -p no:cacheprovider \\
+    -x -q --tb=line --pyargs memspec.conformance.suite \\
+    --memspec-backend memspec.reference_impl:open_store --memspec-profile {profile}
+"""
+
+
+def _run(argv: Sequence[str], cwd: Path | None = None) -> None:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SystemExit(f"{' '.join(argv[:4])} failed: {' '.join(tail)}")
+
+
+def prepare(work: Path, profile: str) -> list[Path]:
+    """Clones the project once per group, each with its own venv (memspec installed editable
+    from that clone, and mutmut), and writes the runners; returns the clones."""
+    work.mkdir(parents=True, exist_ok=True)
+    clones = [work / f"clone{index}" for index in range(len(GROUPS))]
+    for clone in clones:
+        if not clone.exists():
+            _run(["git", "clone", "--quiet", str(PROJECT), str(clone)])
+        python = _venv(work, clone) / "bin" / "python"
+        if not python.exists():
+            _run([sys.executable, "-m", "venv", str(_venv(work, clone))])
+            _run([str(python), "-m", "pip", "install", "--quiet", MUTMUT, "-e", str(clone)])
+        runner = clone / "mutation-runner.sh"
+        runner.write_text(
+            RUNNER.format(clone=clone, work=work, python=python, profile=profile), encoding="utf-8"
+        )
+    return clones
+
+
+def _venv(work: Path, clone: Path) -> Path:
+    return work / f"{clone.name}-venv"
+
+
+def launch(work: Path, clones: list[Path]) -> list[subprocess.Popen[bytes]]:
+    """Starts one ``mutmut run`` per clone, niced, logging to ``work/clone<N>.log``."""
+    runs = []
+    for clone, group in zip(clones, GROUPS, strict=True):
+        log = (work / f"{clone.name}.log").open("wb")
+        mutmut = _venv(work, clone) / "bin" / "mutmut"
+        argv = ["nice", "-n", "10", str(mutmut), "run", "--paths-to-mutate", ",".join(group)]
+        argv += ["--runner", f"bash {clone / 'mutation-runner.sh'}", "--tests-dir", "tests"]
+        argv += ["--test-time-base", "60", "--no-progress", "--simple-output"]
+        runs.append(subprocess.Popen(argv, cwd=clone, stdout=log, stderr=log))
+    return runs
+
+
+def summary(work: Path, clones: list[Path]) -> str:
+    """Counts per status and the diff of every surviving mutant."""
+    lines, totals = [], {}
+    for clone in clones:
+        cache = clone / ".mutmut-cache"
+        if not cache.exists():
+            lines.append(f"{clone.name}: no results yet")
+            continue
+        with sqlite3.connect(f"file:{cache}?mode=ro", uri=True) as db:
+            rows = db.execute("select status, count(*) from Mutant group by status").fetchall()
+            survivors = [r[0] for r in db.execute("select id from Mutant where status = ?",
+                                                  ("bad_survived",))]  # fmt: skip
+        for status, count in rows:
+            totals[status] = totals.get(status, 0) + count
+        lines.append(f"{clone.name} ({', '.join(GROUPS[clones.index(clone)])}): {dict(rows)}")
+        for ident in survivors:
+            mutmut = _venv(work, clone) / "bin" / "mutmut"
+            shown = subprocess.run(
+                [str(mutmut), "show", str(ident)], cwd=clone, capture_output=True, text=True
+            ).stdout
+            diff = [line for line in shown.splitlines() if line[:1] in "-+@" and line[:3] not in
+                    ("---", "+++")]  # fmt: skip
+            lines.append(f"  survivor {clone.name}#{ident}: " + " | ".join(diff))
+    killed = totals.get("ok_killed", 0) + totals.get("bad_timeout", 0)
+    tested = killed + totals.get("bad_survived", 0) + totals.get("ok_suspicious", 0)
+    lines.append(
+        f"total: {tested} mutants tested, {killed} killed, {totals.get('bad_survived', 0)} "
+        f"survived, {totals.get('untested', 0)} untested; raw score {killed / max(tested, 1):.1%}"
+        " (docs/MUTATION.md argues each survivor)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.mutation", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--work", required=True, metavar="DIR", help="clones, venv, logs")
+    parser.add_argument("--profile", default="smoke", choices=("smoke", "ci"))
+    parser.add_argument("--report-only", action="store_true", help="summarise a past run")
+    args = parser.parse_args(argv)
+    work = Path(args.work).absolute()
+    clones = [work / f"clone{index}" for index in range(len(GROUPS))]
+    if not args.report_only:
+        clones = prepare(work, args.profile)
+        runs = launch(work, clones)
+        print(f"mutating {len(GROUPS)} groups in {work} (logs: clone<N>.log)", flush=True)
+        for run in runs:
+            run.wait()
+    print(summary(work, clones))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
