@@ -115,9 +115,11 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
             ("add", {"target": "user", "content": "Timezone: UTC"}),
         ]
         if "batch" in session.features:
-            mutations.append(
-                ("batch", {"target": "memory", "operations": [{"action": "add", "content": "Go"}]})
-            )
+            missing = [{"action": "remove", "old_text": "nowhere to be found"}]
+            mutations += [
+                ("batch", {"target": "memory", "operations": [{"action": "add", "content": "Go"}]}),
+                ("batch", {"target": "memory", "operations": missing}),
+            ]
         # Refusals carry the same optional fields: E_DELIMITER, E_THREAT (where scanned) and,
         # last, E_INVALID for content that is not a string.
         mutations += [
