@@ -11,6 +11,7 @@ shared database. Before the first process, the same replay finds nothing.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -110,7 +111,10 @@ def _replay(url: str) -> subprocess.CompletedProcess[str]:
 
 
 def _falsifying_example(output: str) -> str:
-    start = output.index("Falsifying example:")
+    # Hypothesis names the shrunk example "Falsifying example" (older) or "Failing test case".
+    found = re.search(r"(Falsifying example|Failing test case):", output)
+    assert found, output
+    start = found.start()
     return output[start : output.index("Reproduce with:", start)].replace("E   ", "").strip()
 
 
