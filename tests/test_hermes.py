@@ -385,6 +385,7 @@ HERMES_0_19_0_FAILS = frozenset(
     (
         "BATCH-5",
         "BATCH-6",
+        "CONTRACT-2",
         "CONTRACT-3",
         "CONTRACT-4",
         "CONTRACT-5",
