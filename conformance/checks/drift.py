@@ -96,10 +96,15 @@ def _refused_with_backup(session: Any, ctx: CheckContext, external: bytes, sent:
     """Asks for an add on the foreign file ``external``; returns the backup the E_DRIFT names
     after checking that it is in the root, named ``MEMORY.md.bak.<suffix>``, and byte-exact."""
     answer = session.request("add", target="memory", content="Editor: vim")
-    # DRIFT-3: a foreign file is refused with E_DRIFT, naming its backup.
-    assert answer["code"] == codes.E_DRIFT and isinstance(answer.get("backup"), str), (
+    # DRIFT-3: a foreign file is refused with E_DRIFT, naming its backup, with a message.
+    assert (
+        answer["code"] == codes.E_DRIFT
+        and isinstance(answer.get("backup"), str)
+        and isinstance(answer.get("message"), str)
+        and answer["message"].strip()
+    ), (
         f"DRIFT-3: {sent}: add memory 'Editor: vim' answered {answer}; expected E_DRIFT with "
-        "the backup's path in 'backup'"
+        "the backup's path in 'backup' and a 'message' saying how to repair the file"
     )
     backup = Path(answer["backup"])
     backup = backup if backup.is_absolute() else ctx.root / backup

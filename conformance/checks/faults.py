@@ -213,11 +213,13 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     )
 
 
-@check("ATOMIC-3", features=("durable",), python_only=True)
+@check("ATOMIC-3", "DRIFT-3", features=("durable",), python_only=True)
 def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     """When the fsync of the directory after the rename fails once (EIO), the add still answers
     OK with a message — the new file is already what every reader sees, and E_IO would promise
-    an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3)."""
+    an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3). For
+    ``drift-guard`` backends, an E_DRIFT whose backup's directory sync fails still names the
+    backup, in place (DRIFT-3)."""
     require_python_backend(ctx.backend)
     first, second, faulty, after = (f"Directory sync: {word} entry" for word in
                                     ("first", "second", "faulty", "next"))  # fmt: skip
@@ -257,6 +259,45 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     assert entries == [first, second, faulty, after], (
         f"ATOMIC-3: after {label} on one add, a reload finds {entries}; expected "
         f"{[first, second, faulty, after]}"
+    )
+    if "drift-guard" in _claimed(ctx):
+        _drift_backup_with_failed_dir_sync(ctx, fault)
+
+
+def _claimed(ctx: CheckContext) -> frozenset[str]:
+    probe = ctx.scratch / "features"
+    probe.mkdir(exist_ok=True)
+    session = ctx.backend.open(probe)
+    try:
+        return frozenset(session.features)
+    finally:
+        session.close()
+
+
+def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
+    """An E_DRIFT whose backup's directory fsync fails still answers E_DRIFT, naming the backup,
+    which holds the foreign bytes (DRIFT-3; the backup is in place, only not confirmed durable)."""
+    foreign = ("Pasted by hand, no delimiter line. " * 70).encode()
+    ops = (
+        {"op": "load"},
+        _add("Directory sync: kept entry"),
+        {"op": "put", "target": "memory", "hex": foreign.hex()},
+        {"op": "observe"},
+        _add("Directory sync: refused entry"),
+        {"op": "observe"},
+    )
+    result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-drift")
+    if not [call for call in result.calls if call.get("effect")]:
+        return
+    answer = result.answer(FAULTY) or {}
+    backup = str(answer.get("backup", ""))
+    files = _files(result, AFTER)
+    name = backup.rsplit("/", 1)[-1]
+    # DRIFT-3: the refusal names its backup even when syncing the directory failed.
+    assert answer.get("code") == codes.E_DRIFT and files.get(name) == foreign.hex(), (
+        f"DRIFT-3: with EIO on the directory fsync of the backup, add on a foreign MEMORY.md "
+        f"answered {answer}; expected E_DRIFT naming a backup that holds the foreign bytes "
+        f"(files after: {sorted(files)})"
     )
 
 
