@@ -52,12 +52,15 @@ def _run(argv: Sequence[str], cwd: Path | None = None) -> None:
         raise SystemExit(f"{' '.join(argv[:4])} failed: {' '.join(tail)}")
 
 
-def prepare(work: Path, profile: str) -> list[Path]:
-    """Clones the project once per group, each with its own venv (memspec installed editable
-    from that clone, and mutmut), and writes the runners; returns the clones."""
+def _clone(work: Path, index: int) -> Path:
+    return work / f"clone{index}"
+
+
+def prepare(work: Path, profile: str, indices: Sequence[int]) -> None:
+    """Clones the project once per chosen group, each with its own venv (memspec installed
+    editable from that clone, and mutmut), and writes the runners."""
     work.mkdir(parents=True, exist_ok=True)
-    clones = [work / f"clone{index}" for index in range(len(GROUPS))]
-    for clone in clones:
+    for clone in (_clone(work, index) for index in indices):
         if not clone.exists():
             _run(["git", "clone", "--quiet", str(PROJECT), str(clone)])
         python = _venv(work, clone) / "bin" / "python"
@@ -68,17 +71,17 @@ def prepare(work: Path, profile: str) -> list[Path]:
         runner.write_text(
             RUNNER.format(clone=clone, work=work, python=python, profile=profile), encoding="utf-8"
         )
-    return clones
 
 
 def _venv(work: Path, clone: Path) -> Path:
     return work / f"{clone.name}-venv"
 
 
-def launch(work: Path, clones: list[Path]) -> list[subprocess.Popen[bytes]]:
-    """Starts one ``mutmut run`` per clone, niced, logging to ``work/clone<N>.log``."""
+def launch(work: Path, indices: Sequence[int]) -> list[subprocess.Popen[bytes]]:
+    """Starts one ``mutmut run`` per chosen group, niced, logging to ``work/clone<N>.log``."""
     runs = []
-    for clone, group in zip(clones, GROUPS, strict=True):
+    for index in indices:
+        clone, group = _clone(work, index), GROUPS[index]
         log = (work / f"{clone.name}.log").open("wb")
         mutmut = _venv(work, clone) / "bin" / "mutmut"
         argv = ["nice", "-n", "10", str(mutmut), "run", "--paths-to-mutate", ",".join(group)]
@@ -88,10 +91,11 @@ def launch(work: Path, clones: list[Path]) -> list[subprocess.Popen[bytes]]:
     return runs
 
 
-def summary(work: Path, clones: list[Path]) -> str:
+def summary(work: Path, indices: Sequence[int]) -> str:
     """Counts per status and the diff of every surviving mutant."""
     lines, totals = [], {}
-    for clone in clones:
+    for index in indices:
+        clone = _clone(work, index)
         cache = clone / ".mutmut-cache"
         if not cache.exists():
             lines.append(f"{clone.name}: no results yet")
@@ -102,7 +106,7 @@ def summary(work: Path, clones: list[Path]) -> str:
                                                   ("bad_survived",))]  # fmt: skip
         for status, count in rows:
             totals[status] = totals.get(status, 0) + count
-        lines.append(f"{clone.name} ({', '.join(GROUPS[clones.index(clone)])}): {dict(rows)}")
+        lines.append(f"{clone.name} ({', '.join(GROUPS[index])}): {dict(rows)}")
         for ident in survivors:
             mutmut = _venv(work, clone) / "bin" / "mutmut"
             shown = subprocess.run(
@@ -128,16 +132,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", required=True, metavar="DIR", help="clones, venv, logs")
     parser.add_argument("--profile", default="smoke", choices=("smoke", "ci"))
     parser.add_argument("--report-only", action="store_true", help="summarise a past run")
+    parser.add_argument(
+        "--groups",
+        default=",".join(str(i) for i in range(len(GROUPS))),
+        help=f"indices of the groups to mutate: {', '.join(map(str, range(len(GROUPS))))} = "
+        + "; ".join(" and ".join(group) for group in GROUPS),
+    )
     args = parser.parse_args(argv)
     work = Path(args.work).absolute()
-    clones = [work / f"clone{index}" for index in range(len(GROUPS))]
+    chosen = args.groups.split(",")
+    if not set(chosen) <= {str(i) for i in range(len(GROUPS))}:
+        parser.error(f"--groups takes indices below {len(GROUPS)}, got {args.groups!r}")
+    indices = sorted({int(i) for i in chosen})
     if not args.report_only:
-        clones = prepare(work, args.profile)
-        runs = launch(work, clones)
-        print(f"mutating {len(GROUPS)} groups in {work} (logs: clone<N>.log)", flush=True)
+        prepare(work, args.profile, indices)
+        runs = launch(work, indices)
+        print(f"mutating groups {indices} in {work} (logs: clone<N>.log)", flush=True)
         for run in runs:
             run.wait()
-    print(summary(work, clones))
+    print(summary(work, indices))
     return 0
 
 
