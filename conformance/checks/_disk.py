@@ -51,15 +51,19 @@ def listing(directory: Path, *, exclude: Path | None = None, recursive: bool = T
 
 
 def outside_root(ctx: CheckContext) -> Listing:
-    """Returns the listing of what the check watches outside ``ctx.root``: the scratch directory,
-    recursively, the root excluded (FILES-5, CONTRACT-1).
+    """Returns the listing of what the check watches outside ``ctx.root``: the directory that
+    holds the root and the scratch directory, recursively, the root excluded (FILES-5,
+    CONTRACT-1).
 
-    The conformance suite makes the root a subdirectory of the scratch directory, so the root's
-    siblings (where a ``root + ".lock"`` or a temp file beside the root would land) are watched
-    too. Directories outside the scratch (``/tmp``, the working directory) are shared with other
-    processes and are not watched.
+    The harness makes both: the root's siblings (where a ``root + ".lock"`` or a temp file
+    beside the root would land) are watched whether or not the scratch directory holds the root
+    (in the conformance suite they are siblings). Directories the harness did not make (``/tmp``,
+    the working directory) are shared with other processes and are not watched.
     """
-    return listing(ctx.scratch, exclude=ctx.root)
+    found = listing(ctx.root.parent, exclude=ctx.root)
+    if not ctx.scratch.resolve().is_relative_to(ctx.root.parent.resolve()):
+        found |= {f"scratch/{path}": info for path, info in listing(ctx.scratch).items()}
+    return found
 
 
 def listing_changes(before: Listing, after: Listing) -> list[str]:
