@@ -126,12 +126,18 @@ def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
     assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
 
 
-def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: list[str]) -> None:
-    """Runs one scenario; ``kept`` holds the entries acknowledged so far and is extended."""
+def _entries(label: str) -> tuple[str, str, str, str]:
+    """The first, second, faulty and next entry of a scenario called ``label``."""
     first, second, faulty, after = (
-        f"Fault scenario {number}: {word} entry" for word in ("first", "second", "faulty", "next")
+        f"{label}: {word} entry" for word in ("first", "second", "faulty", "next")
     )
-    ops = (
+    return first, second, faulty, after
+
+
+def _faulty_add_between(first: str, second: str, faulty: str, after: str) -> tuple[Any, ...]:
+    """Two adds, the faulty add between two observations of the files, one more add, a load and
+    the entries: the operations of every fault scenario."""
+    return (
         {"op": "load"},
         _add(first),
         _add(second),
@@ -142,6 +148,12 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
         {"op": "load"},
         {"op": "entries", "target": "memory"},
     )
+
+
+def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: list[str]) -> None:
+    """Runs one scenario; ``kept`` holds the entries acknowledged so far and is extended."""
+    first, second, faulty, after = _entries(f"Fault scenario {number}")
+    ops = _faulty_add_between(first, second, faulty, after)
     result = _run(ctx, ops, Plan(faults=(scenario.fault,), trace=False), f"fault{number}")
     kept += [first, second]
     fired = [call for call in result.calls if call.get("effect")]
@@ -221,19 +233,8 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     ``drift-guard`` backends, an E_DRIFT whose backup's directory sync fails still names the
     backup, in place (DRIFT-3)."""
     require_python_backend(ctx.backend)
-    first, second, faulty, after = (f"Directory sync: {word} entry" for word in
-                                    ("first", "second", "faulty", "next"))  # fmt: skip
-    ops = (
-        {"op": "load"},
-        _add(first),
-        _add(second),
-        {"op": "observe"},
-        _add(faulty),
-        {"op": "observe"},
-        _add(after),
-        {"op": "load"},
-        {"op": "entries", "target": "memory"},
-    )
+    first, second, faulty, after = _entries("Directory sync")
+    ops = _faulty_add_between(first, second, faulty, after)
     fault = Fault(_faulty("fsync", "fdatasync", kinds=("dir",)), errno=errno.EIO)
     result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync")
     fired = [call for call in result.calls if call.get("effect")]
