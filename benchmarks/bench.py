@@ -12,9 +12,10 @@ Sections:
   and of hermes-agent (0.19.0 unless ``--hermes``), in the same run and through the same
   transport: each is one JSON Lines session process (``memspec serve`` for the reference, the
   Hermes adapter in the release's own environment, built by ``memspec hermes``'s code), driven
-  by the same requests — rounds of add, replace, remove of one entry beside five others. The
-  reference also fsyncs the directory after every rename; Hermes does not. The reference is
-  timed in-process too, without the transport.
+  by the same requests — rounds of add, replace, remove of one entry beside five others — and
+  in-process for both: the reference store's methods called directly, and Hermes' adapter
+  session (``HermesSession.handle``) called directly by a small script in its environment. The
+  reference also fsyncs the directory after every rename; Hermes does not.
 - ``fsync``: the machine's floor — a small file written and fsynced; the same plus an fsync of
   its directory; a whole durable atomic write (temp, fsync, rename, directory fsync) — and the
   reference's in-process mutation time as a multiple of it.
@@ -39,9 +40,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.backend import InProcessBackend, Session, UsageError
+from memspec.conformance.backend import Session, UsageError
 from memspec.conformance.hermes import ADAPTER, Release, adapter_command, cache_dir, ensure_venv
 from memspec.conformance.jsonlines import CommandBackend
+from memspec.reference_impl import open_store
 
 REFERENCE = "memspec.reference_impl:open_store"
 SECTIONS = ("ops", "fsync", "certify", "lin", "zoo")
@@ -154,12 +156,30 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     return by_speed[len(by_speed) // 2]
 
 
+class DirectBackend:
+    """The reference store called directly, as the Hermes script calls its session: no harness
+    layer (answer validation, per-call timeout thread) in between."""
+
+    def open(self, root: Path) -> DirectBackend:
+        self.store = open_store(root)
+        return self
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        if op == "load":
+            self.store.load()
+            return {"ok": True, "code": "OK"}
+        return dict(getattr(self.store, op)(**fields))
+
+    def close(self) -> None:
+        self.store.close()
+
+
 def section_ops(rounds: int, hermes: str, repeat: int) -> dict[str, Any]:
     """Each store ``repeat`` times, alternating, through each path; the median run of each."""
     serve = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"
     measured: dict[str, Callable[[], dict[str, float]]] = {
         "reference, JSON Lines": lambda: store_speed(CommandBackend(serve, 30.0), rounds),
-        "reference, in-process": lambda: store_speed(InProcessBackend(REFERENCE, 30.0), rounds),
+        "reference, in-process": lambda: store_speed(DirectBackend(), rounds),
     }
     results: dict[str, Any] = {}
     try:
@@ -261,9 +281,7 @@ def section_fsync(count: int, reference_ms: float | None) -> dict[str, float]:
             "atomic_ms": 1000 * _per_call(atomic, count),
         }
     if reference_ms is None:
-        reference_ms = store_speed(InProcessBackend(REFERENCE, 30.0), max(count // 3, 10))[
-            "ms_per_op"
-        ]
+        reference_ms = store_speed(DirectBackend(), max(count // 3, 10))["ms_per_op"]
     figures["reference_ms"] = reference_ms
     return figures
 
