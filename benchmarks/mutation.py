@@ -11,7 +11,7 @@ mutmut rewrites the files it mutates, so the run happens in clones of this repos
 per group of files, run side by side) with their own virtual environment, never in the working
 tree. From the project root::
 
-    python -m benchmarks.mutation --work /var/tmp/memspec-mutation        # about an hour, 2 cores
+    python -m benchmarks.mutation --work ../memspec-mutation        # about an hour, 2 cores
     python -m benchmarks.mutation --work DIR --report-only                 # summarise a past run
 
 It needs ``git`` and the package index (``mutmut==2.5.1`` and memspec's dependencies go into
@@ -36,12 +36,15 @@ GROUPS = (("reference_impl/store.py", "reference_impl/fence.py"), ("reference_im
 RUNNER = """#!/usr/bin/env bash
 # One mutant: the conformance suite against the mutated reference, smoke profile, stop at the
 # first failure. Bytecode of the mutated package is dropped so that no stale .pyc is loaded.
+# mutmut 2 counts only exit status 1 as a kill, so every failing status (4: the mutated
+# reference cannot even be imported) becomes 1.
 cd "{clone}"
 rm -rf reference_impl/__pycache__
 printf '[pytest]\\n' > "{work}/pytest.ini"
-exec "{python}" -m pytest -c "{work}/pytest.ini" --rootdir conformance/suite -p no:cacheprovider \\
+"{python}" -m pytest -c "{work}/pytest.ini" --rootdir conformance/suite -p no:cacheprovider \\
     -x -q --tb=line --pyargs memspec.conformance.suite \\
     --memspec-backend memspec.reference_impl:open_store --memspec-profile {profile}
+[ $? -eq 0 ] || exit 1
 """
 
 
