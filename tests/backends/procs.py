@@ -46,6 +46,7 @@ from memspec.spec.rules import argument_error, decide
 from memspec.spec.snapshot import render_snapshot, render_unreadable
 from memspec.spec.targets import FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
+from tests.backends import factory_of
 
 ALL_FEATURES = ("core", "multi-process", "crash-safe", "durable")
 
@@ -379,28 +380,20 @@ class Hangs(FileStore):
         return {"ok": False, "code": codes.E_IO}
 
 
-def _factory(cls: type[FileStore]) -> Any:
-    def open_store(root: Path, **limits: int) -> FileStore:
-        return cls(root, **limits)
-
-    open_store.__doc__ = cls.__doc__
-    return open_store
-
-
-open_sound = _factory(FileStore)
-open_no_lock = _factory(NoLock)
-open_data_file_lock = _factory(DataFileLock)
-open_read_before_lock = _factory(ReadBeforeLock)
-open_loaded_list = _factory(LoadedList)
-open_in_place = _factory(InPlace)
-open_keeps_temps = _factory(KeepsTemps)
-open_marker_lock = _factory(MarkerLock)
-open_no_temp_fsync = _factory(NoTempFsync)
-open_no_dir_fsync = _factory(NoDirFsync)
-open_fixed_temp = _factory(FixedTemp)
-open_unflushed_fsync = _factory(UnflushedFsync)
-open_eio_as_empty = _factory(EioAsEmpty)
-open_ok_on_write_error = _factory(OkOnWriteError)
-open_keeps_failed_temp = _factory(KeepsFailedTemp)
-open_dir_sync_error_is_io = _factory(DirSyncErrorIsIo)
-open_hangs = _factory(Hangs)
+open_sound = factory_of(FileStore)
+open_no_lock = factory_of(NoLock)
+open_data_file_lock = factory_of(DataFileLock)
+open_read_before_lock = factory_of(ReadBeforeLock)
+open_loaded_list = factory_of(LoadedList)
+open_in_place = factory_of(InPlace)
+open_keeps_temps = factory_of(KeepsTemps)
+open_marker_lock = factory_of(MarkerLock)
+open_no_temp_fsync = factory_of(NoTempFsync)
+open_no_dir_fsync = factory_of(NoDirFsync)
+open_fixed_temp = factory_of(FixedTemp)
+open_unflushed_fsync = factory_of(UnflushedFsync)
+open_eio_as_empty = factory_of(EioAsEmpty)
+open_ok_on_write_error = factory_of(OkOnWriteError)
+open_keeps_failed_temp = factory_of(KeepsFailedTemp)
+open_dir_sync_error_is_io = factory_of(DirSyncErrorIsIo)
+open_hangs = factory_of(Hangs)

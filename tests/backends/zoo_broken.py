@@ -28,6 +28,7 @@ from memspec.spec.rules import Outcome, argument_error, choose_entry, decide
 from memspec.spec.snapshot import render_snapshot
 from memspec.spec.targets import FILENAMES
 from memspec.spec.threats import find_threats
+from tests.backends import factory_of
 from tests.backends.fuzzbroken import Wrapper
 from tests.backends.naive import NaiveStore
 
@@ -372,35 +373,27 @@ class MisnamedCore(Wrapper):
         self.features = tuple("Core" if f == "core" else f for f in self.inner.features)
 
 
-def _factory(cls: type) -> Any:
-    def factory(root: Path, **limits: int) -> Any:
-        return cls(root, **limits)
-
-    factory.__doc__ = cls.__doc__
-    return factory
-
-
-trailing_newline = _factory(TrailingNewline)
-overwrites_taken_backup = _factory(OverwritesTakenBackup)
-scans_without_nfkc = _factory(ScansWithoutNfkc)
-batch_skips_scan = _factory(BatchSkipsScan)
-trusts_blocked_prefix = _factory(TrustsBlockedPrefix)
-no_load_scan = _factory(NoLoadScan)
-keeps_bom_on_read = _factory(KeepsBomOnRead)
-counts_bytes = _factory(CountsBytes)
-refuses_exact_limit = _factory(RefusesExactLimit)
-stuck_when_full = _factory(StuckWhenFull)
-shared_limit = _factory(SharedLimit)
-duplicate_refused_when_full = _factory(DuplicateRefusedWhenFull)
-case_insensitive_duplicates = _factory(CaseInsensitiveDuplicates)
-first_of_ambiguous = _factory(FirstOfAmbiguous)
-no_exact_preference = _factory(NoExactPreference)
-replaces_substring = _factory(ReplacesSubstring)
-replace_moves_to_end = _factory(ReplaceMovesToEnd)
-batch_item_by_item = _factory(BatchItemByItem)
-batch_limit_per_item = _factory(BatchLimitPerItem)
-raises_on_surrogate = _factory(RaisesOnSurrogate)
-live_snapshot = _factory(LiveSnapshot)
-plain_numbers = _factory(PlainNumbers)
-empty_block = _factory(EmptyBlock)
-misnamed_core = _factory(MisnamedCore)
+trailing_newline = factory_of(TrailingNewline)
+overwrites_taken_backup = factory_of(OverwritesTakenBackup)
+scans_without_nfkc = factory_of(ScansWithoutNfkc)
+batch_skips_scan = factory_of(BatchSkipsScan)
+trusts_blocked_prefix = factory_of(TrustsBlockedPrefix)
+no_load_scan = factory_of(NoLoadScan)
+keeps_bom_on_read = factory_of(KeepsBomOnRead)
+counts_bytes = factory_of(CountsBytes)
+refuses_exact_limit = factory_of(RefusesExactLimit)
+stuck_when_full = factory_of(StuckWhenFull)
+shared_limit = factory_of(SharedLimit)
+duplicate_refused_when_full = factory_of(DuplicateRefusedWhenFull)
+case_insensitive_duplicates = factory_of(CaseInsensitiveDuplicates)
+first_of_ambiguous = factory_of(FirstOfAmbiguous)
+no_exact_preference = factory_of(NoExactPreference)
+replaces_substring = factory_of(ReplacesSubstring)
+replace_moves_to_end = factory_of(ReplaceMovesToEnd)
+batch_item_by_item = factory_of(BatchItemByItem)
+batch_limit_per_item = factory_of(BatchLimitPerItem)
+raises_on_surrogate = factory_of(RaisesOnSurrogate)
+live_snapshot = factory_of(LiveSnapshot)
+plain_numbers = factory_of(PlainNumbers)
+empty_block = factory_of(EmptyBlock)
+misnamed_core = factory_of(MisnamedCore)
