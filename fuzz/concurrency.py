@@ -65,9 +65,7 @@ def run_history(
     seconds = time.monotonic() - started
     for result in results:
         result.expect_done()
-    events = [
-        Event(e["type"], e["process"], e["op"], e["time"], e.get("value")) for e in history(results)
-    ]
+    events = [Event.from_record(record) for record in history(results)]
     ordered = sorted([*events, *samples], key=lambda e: (e.time, e.type != "invoke"))
     return ordered, limits, {"run": seconds, "samples": len(samples) / 2}
 

@@ -126,10 +126,7 @@ def execute(backend: Any, root: Path, program: Program, choose: Chooser) -> Exec
 def history_of(run: ScheduledRun, reader: int) -> list[Event]:
     """Returns the run's mutations and the harness's samples as one history (the samples of
     each target as reader process ``reader``, ``reader + 1``...)."""
-    events = [
-        Event(e["type"], e["process"], e["op"], e["time"], e.get("value"))
-        for e in history(run.results)
-    ]
+    events = [Event.from_record(record) for record in history(run.results)]
     for start, end, seen in run.samples:
         for offset, target in enumerate(TARGETS):
             if target not in seen:

@@ -48,6 +48,17 @@ class Event:
     time: float
     value: dict[str, Any] | None = None
 
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Event:
+        """Returns the event of a JSON record (raises KeyError, TypeError or ValueError)."""
+        return cls(
+            record["type"],
+            int(record["process"]),
+            dict(record["op"]),
+            float(record["time"]),
+            record.get("value"),
+        )
+
     def to_json(self) -> dict[str, Any]:
         """Returns the event as a JSON-ready record."""
         record: dict[str, Any] = {
@@ -82,14 +93,7 @@ def read_history(path: Path) -> list[Event]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            event = Event(
-                record["type"],
-                int(record["process"]),
-                dict(record["op"]),
-                float(record["time"]),
-                record.get("value"),
-            )
+            event = Event.from_record(json.loads(line))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise HistoryError(f"{path}:{number}: not a history event ({error})") from None
         if event.type not in EVENT_TYPES:
