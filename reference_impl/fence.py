@@ -12,7 +12,10 @@ and repeats until nothing is found, because one pass can reassemble a tag (FENCE
     >>> sanitize_recalled("  a <memory-con<memory-context>text> b ")
     'a  b'
 
-Each pass removes at least one character, so the loop ends.
+Each pass removes at least one character, so the loop ends. A reassembled tag holds the place
+where a removed span was joined, so after the first pass the search looks near those joins
+first, and the whole text is searched again only when nothing is found there: nested input
+(``<<<…/memory-context>/memory-context>…``) costs a short search per layer, not a whole pass.
 """
 
 from __future__ import annotations
@@ -20,18 +23,54 @@ from __future__ import annotations
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import find_fence_tags, find_system_notes, frame
 
+NEAR_A_JOIN = 320  # characters each side of a join searched before the whole text
+
+
+def _spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    return find_fence_tags(text, start, end) + find_system_notes(text, start, end)
+
+
+def _remove(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[int]]:
+    """Returns ``text`` without ``spans`` (which may overlap) and where the pieces were joined."""
+    kept: list[str] = []
+    joins: list[int] = []
+    position = length = 0
+    for start, end in sorted(spans):
+        if end > position:
+            piece = text[position : max(position, start)]
+            kept.append(piece)
+            length += len(piece)
+            joins.append(length)
+            position = end
+    kept.append(text[position:])
+    return "".join(kept), joins
+
+
+def _spans_near(text: str, joins: list[int]) -> list[tuple[int, int]]:
+    """Returns the tags and notes found within :data:`NEAR_A_JOIN` characters of a join."""
+    found: list[tuple[int, int]] = []
+    windows: list[list[int]] = []
+    for join in joins:
+        low, high = max(0, join - NEAR_A_JOIN), join + NEAR_A_JOIN
+        if windows and low <= windows[-1][1]:
+            windows[-1][1] = high
+        else:
+            windows.append([low, high])
+    for low, high in windows:
+        found += _spans(text, low, high)
+    return found
+
 
 def sanitize_recalled(text: str) -> str:
     """Returns ``text`` without any fence tag or forged system note, stripped of ASCII whitespace.
 
-    Removal repeats until a pass finds nothing (a fixed point), so the result holds none either.
+    Removal repeats until a search of the whole text finds nothing (a fixed point), so the
+    result holds none either.
     """
-    while spans := sorted(find_fence_tags(text) + find_system_notes(text)):
-        kept, position = [], 0
-        for start, end in spans:
-            kept.append(text[position : max(position, start)])
-            position = max(position, end)
-        text = "".join(kept) + text[position:]
+    spans = _spans(text)
+    while spans:
+        text, joins = _remove(text, spans)
+        spans = _spans_near(text, joins) or _spans(text)
     return text.strip(WHITESPACE)
 
 

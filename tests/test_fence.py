@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memspec.reference_impl.fence import build_fence, sanitize_recalled
+from memspec.reference_impl.fence import NEAR_A_JOIN, build_fence, sanitize_recalled
 from memspec.spec.fence import (
     FENCE_CLOSE,
     FENCE_NOTE,
@@ -253,6 +253,16 @@ def test_judge_catches_a_single_pass_sanitizer() -> None:
         ("[Sys[system note]tem note] ok", "ok"),
         ("x\u3000", "x\u3000"),
         ("keep <memory> and [note]", "keep <memory> and [note]"),
+        # reassembled from far before the join: found by the search of the whole text
+        pytest.param(
+            "<mem" + "\u200b" * 2 * NEAR_A_JOIN + "ory-con<memory-context>text> b", "b", id="far"
+        ),
+        pytest.param("<" * 3000 + "/memory-context>" * 3000 + "!", "!", id="nested-3000"),
+        pytest.param(
+            "&lt;" * 500 + "[" * 500 + " system note]" * 500 + "/memory-context>" * 500,
+            "",
+            id="nested-notes-in-tags",
+        ),
     ],
 )
 def test_sanitizer_strips_to_a_fixed_point(raw: str, clean: str) -> None:
@@ -384,6 +394,17 @@ def test_sanitizer_is_idempotent_and_leaves_nothing(raw: str) -> None:
     assert sanitize_recalled(clean) == clean
     assert find_fence_tags(clean) == [] and find_system_notes(clean) == []
     assert clean == clean.strip(" \t\n\r\x0b\x0c")
+
+
+@given(RECALLED, st.integers(0, 40), st.integers(0, 40))
+def test_a_window_search_finds_whole_matches(text: str, start: int, length: int) -> None:
+    # Searching text[start:end] returns matches starting there, each as long as in the whole text.
+    end = start + length
+    for find in (find_fence_tags, find_system_notes):
+        for low, high in find(text, start, end):
+            assert start <= low < end
+            assert find(text[low:])[0] == (0, high - low)
+        assert find(text, 0, len(text)) == find(text)
 
 
 @given(st.text(st.characters(blacklist_characters="<＜﹤&[［﹇")))
