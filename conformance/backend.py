@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import queue
 import sys
 import threading
 import traceback
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -142,45 +144,73 @@ def load_factory(spec: str) -> Callable[..., Any]:
     return factory
 
 
-def call_with_timeout(function: Callable[[], Any], timeout: float | None) -> Any:
-    """Returns ``function()``, run in a daemon thread so that a hung backend cannot hang us.
+class SessionThread:
+    """The one daemon thread that runs a session's factory and every call, in order.
 
-    Raises :class:`TimeoutError` after ``timeout`` seconds (the thread is abandoned) and
-    re-raises whatever ``function`` raised.
+    A store may therefore hold thread-bound resources (a ``sqlite3`` connection), and a hung
+    store cannot hang the harness: :meth:`call` raises :class:`TimeoutError` after ``timeout``
+    seconds and the thread is abandoned to the call. With no timeout, calls run inline in the
+    caller's thread instead (``memspec serve``: the harness on the other end keeps the time).
+    The thread ends when :meth:`stop` is called or the thread object is collected.
     """
-    if timeout is None:
-        return function()
-    result: list[Any] = []
-    failure: list[BaseException] = []
 
-    def target() -> None:
-        try:
-            result.append(function())
-        except BaseException as error:
-            failure.append(error)
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] | None = None
+        if timeout is not None:
+            self._jobs = queue.SimpleQueue()
+            threading.Thread(
+                target=_run_jobs, args=(self._jobs,), daemon=True, name="memspec-backend-session"
+            ).start()
+            weakref.finalize(self, self._jobs.put, None)
 
-    worker = threading.Thread(target=target, daemon=True, name="memspec-backend-call")
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise TimeoutError(f"did not return within {timeout:g} s")
-    if failure:
-        raise failure[0]
-    return result[0]
+    def call(self, function: Callable[[], Any]) -> Any:
+        """Returns ``function()`` run on the thread; re-raises what it raised."""
+        if self._jobs is None:
+            return function()
+        done = threading.Event()
+        result: list[Any] = []
+        failure: list[BaseException] = []
+
+        def job() -> None:
+            try:
+                result.append(function())
+            except BaseException as error:
+                failure.append(error)
+            finally:
+                done.set()
+
+        self._jobs.put(job)
+        if not done.wait(self.timeout):
+            raise TimeoutError(f"did not return within {self.timeout:g} s")
+        if failure:
+            raise failure[0]
+        return result[0]
+
+    def stop(self) -> None:
+        """Lets the thread end once the calls already queued have run."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+
+
+def _run_jobs(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+    while (job := jobs.get()) is not None:
+        job()
 
 
 @dataclass
 class InProcessSession:
     """A session on a Python store object: requests become method calls (CONTRACT-*).
 
-    After a call times out the session is dead: the store may still be running in the
-    abandoned thread, so every later request is refused as a defect.
+    Calls run on the session's :class:`SessionThread`. After a call times out the session is
+    dead: the store may still be running in the abandoned thread, so every later request is
+    refused as a defect.
     """
 
     store: Any
     name: str
     features: frozenset[str] = field(default_factory=frozenset)
-    timeout: float | None = None
+    thread: SessionThread = field(default_factory=lambda: SessionThread(None))
     dead: bool = False
     version: str = ""
 
@@ -194,10 +224,15 @@ class InProcessSession:
         method = getattr(self.store, op, None)
         if feature and (feature not in self.features or not callable(method)):
             return {"ok": False, "code": codes.E_UNSUPPORTED}
+        return check_answer(op, sent, self._on_thread(lambda: self._call(op, fields), sent))
+
+    def _on_thread(self, function: Callable[[], Any], sent: dict[str, Any]) -> Any:
+        """Returns ``function()`` run on the session's thread; a raise or a timeout is a
+        BackendDefect, and a timeout leaves the session dead."""
         if self.dead:
             raise BackendDefect("the session is dead after an earlier timeout", sent)
         try:
-            result = call_with_timeout(lambda: self._call(op, fields), self.timeout)
+            return self.thread.call(function)
         except TimeoutError as error:
             self.dead = True
             raise BackendDefect(
@@ -209,7 +244,6 @@ class InProcessSession:
                 sent,
                 "".join(traceback.format_exception(error)[-3:]),
             ) from None
-        return check_answer(op, sent, result)
 
     def _call(self, op: str, fields: dict[str, Any]) -> Any:
         store = self.store
@@ -231,10 +265,13 @@ class InProcessSession:
         return store.batch(fields["target"], fields["operations"])
 
     def close(self) -> None:
-        """Calls the store's optional ``close``."""
+        """Calls the store's optional ``close`` (on the session's thread), then ends the thread."""
         close = getattr(self.store, "close", None)
-        if callable(close):
-            close()
+        try:
+            if callable(close) and not self.dead:
+                self._on_thread(close, {"op": "close"})
+        finally:
+            self.thread.stop()
 
 
 @dataclass
@@ -269,9 +306,11 @@ class InProcessBackend:
         """Calls the factory on ``root`` with the limits (raises BackendDefect if it fails)."""
         limits = {**DEFAULT_LIMITS, **(limits or {})}
         kwargs = {"memory_char_limit": limits["memory"], "user_char_limit": limits["user"]}
+        thread = SessionThread(self.timeout)
         try:
-            store = call_with_timeout(lambda: self.factory(root, **kwargs), self.timeout)
+            store = thread.call(lambda: self.factory(root, **kwargs))
         except Exception as error:
+            thread.stop()
             raise BackendDefect(
                 f"the factory raised {type(error).__name__}: {error}",
                 {"op": "open", "root": str(root), **kwargs},
@@ -286,6 +325,4 @@ class InProcessBackend:
             or getattr(self, "_version", None)
             or _module_version(self.spec)
         )
-        return InProcessSession(
-            store, self.spec, frozenset(claimed), self.timeout, version=str(version)
-        )
+        return InProcessSession(store, self.spec, frozenset(claimed), thread, version=str(version))

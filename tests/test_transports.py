@@ -6,6 +6,8 @@ import io
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -160,6 +162,28 @@ def test_in_process_defects(tmp_path: Path) -> None:
         hung.request("load")
     with pytest.raises(BackendDefect, match="factory raised OSError"):
         InProcessBackend("tests.backends.wrappers:factory_raises").open(tmp_path)
+
+
+def test_a_session_runs_on_one_thread(tmp_path: Path) -> None:
+    # The factory and every call of a session share a thread, so thread-bound stores work.
+    threads = threading.active_count()
+    session = InProcessBackend("tests.backends.wrappers:thread_bound", 5).open(tmp_path)
+    assert session.request("load")["ok"]
+    assert session.request("add", target="memory", content="User prefers tabs")["ok"]
+    assert session.request("entries", target="memory")["entries"] == ["User prefers tabs"]
+    assert session.request("snapshot", target="memory")["ok"]
+    session.close()
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == threads  # close ended the session's thread
+
+
+def test_a_hung_close_is_a_defect(tmp_path: Path) -> None:
+    session = InProcessBackend("tests.backends.wrappers:hangs_on_close", 0.2).open(tmp_path)
+    with pytest.raises(BackendDefect, match=r"did not return within 0\.2 s"):
+        session.close()
+    session.close()  # dead: close does not call the store again
 
 
 @pytest.mark.parametrize("spec", ["nocolon", ":x", "memspec.nope:open", "memspec.spec:nothing"])

@@ -4,6 +4,7 @@ contract (they change what the store answers or writes, never its internals)."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,34 @@ class HangsOnAdd(Wrapper):
         return {}
 
 
+class ThreadBound(Wrapper):
+    """A correct store whose resources belong to the thread that opened it, as a ``sqlite3``
+    connection's do: a call from any other thread raises."""
+
+    def __init__(self, root: Path, **limits: int) -> None:
+        super().__init__(root, **limits)
+        self.owner = threading.get_ident()
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.inner, name)
+        if not callable(found):
+            return found
+
+        def on_the_owner(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != self.owner:
+                raise RuntimeError(f"{name} called from a thread that did not open the store")
+            return found(*args, **kwargs)
+
+        return on_the_owner
+
+
+class HangsOnClose(Wrapper):
+    """Never returns from ``close``."""
+
+    def close(self) -> None:
+        time.sleep(3600)
+
+
 class ClaimsNoBatch(Wrapper):
     """A correct store that claims only ``core`` (feature-gated checks must be skipped)."""
 
@@ -116,6 +145,14 @@ def raises_on_add(root: Path, **limits: int) -> RaisesOnAdd:
 
 def hangs_on_add(root: Path, **limits: int) -> HangsOnAdd:
     return HangsOnAdd(root, **limits)
+
+
+def thread_bound(root: Path, **limits: int) -> ThreadBound:
+    return ThreadBound(root, **limits)
+
+
+def hangs_on_close(root: Path, **limits: int) -> HangsOnClose:
+    return HangsOnClose(root, **limits)
 
 
 def core_only(root: Path, **limits: int) -> ClaimsNoBatch:
