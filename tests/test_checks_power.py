@@ -46,6 +46,8 @@ CAUGHT = [
     ("CaseSensitiveFence", "fence.arbitrary_recalled_text", "FENCE-2"),
     ("SinglePassFence", "fence.sanitising_reaches_fixed_point", "FENCE-3"),
     ("SinglePassFence", "fence.arbitrary_recalled_text", "FENCE-"),
+    ("GivesUpFence", "fence.sanitising_reaches_fixed_point", "FENCE-3"),
+    ("NearJoinsFence", "fence.sanitising_reaches_fixed_point", "FENCE-3"),
     ("KeepsForgedNotes", "fence.forged_notes_are_removed", "FENCE-4"),
     ("WindowedScan", "scan.whole_content_is_scanned", "SCAN-5"),
     ("NoRewriteBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),

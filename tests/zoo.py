@@ -201,6 +201,10 @@ ZOO: tuple[Member, ...] = (
     # fence
     _m(f"{NAIVE}:SinglePassFence", "fence", "one stripping pass (#108964)",
        "FENCE-3", "fence.sanitising_reaches_fixed_point"),
+    _m(f"{NAIVE}:GivesUpFence", "fence", "gives up after eight passes",
+       "FENCE-3", "fence.sanitising_reaches_fixed_point"),
+    _m(f"{NAIVE}:NearJoinsFence", "fence", "looks again only near its first removal",
+       "FENCE-3", "fence.sanitising_reaches_fixed_point"),
     _m(f"{NAIVE}:CaseSensitiveFence", "fence", "strips undisguised tags only",
        "FENCE-2", "fence.disguised_tags_are_removed"),
     _m(f"{NAIVE}:KeepsForgedNotes", "fence", "keeps forged system notes",

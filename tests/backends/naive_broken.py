@@ -159,16 +159,48 @@ class UnknownFeature(NaiveStore):
     features = (*FEATURES, "transactions")
 
 
+def _without(raw: str, spans: list[tuple[int, int]]) -> str:
+    """Returns ``raw`` with the (possibly overlapping) ``spans`` cut out."""
+    kept, position = [], 0
+    for start, end in sorted(spans):
+        kept.append(raw[position : max(position, start)])
+        position = max(position, end)
+    return "".join(kept) + raw[position:]
+
+
+def _tags_and_notes(raw: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    return find_fence_tags(raw, start, end) + find_system_notes(raw, start, end)
+
+
 class SinglePassFence(NaiveStore):
     """Strips fence tags and notes in one pass, so ``<</memory-context>/memory-context>``
     reassembles a live tag (FENCE-3, hermes-agent #108964)."""
 
     def sanitize(self, raw: str) -> str:
-        kept, position = [], 0
-        for start, end in sorted(find_fence_tags(raw) + find_system_notes(raw)):
-            kept.append(raw[position : max(position, start)])
-            position = max(position, end)
-        return ("".join(kept) + raw[position:]).strip(WHITESPACE)
+        return _without(raw, _tags_and_notes(raw)).strip(WHITESPACE)
+
+
+class GivesUpFence(NaiveStore):
+    """Repeats the stripping pass at most eight times, so a tag nested deeper survives
+    (FENCE-3)."""
+
+    def sanitize(self, raw: str) -> str:
+        for _ in range(8):
+            raw = _without(raw, _tags_and_notes(raw))
+        return raw.strip(WHITESPACE)
+
+
+class NearJoinsFence(NaiveStore):
+    """After the first pass, looks for reassembled tags only within 64 characters of the first
+    removal, so a tag whose start lies further back survives (FENCE-3)."""
+
+    def sanitize(self, raw: str) -> str:
+        spans = _tags_and_notes(raw)
+        while spans:
+            first = min(spans)[0]
+            raw = _without(raw, spans)
+            spans = _tags_and_notes(raw, max(0, first - 64), first + 64)
+        return raw.strip(WHITESPACE)
 
 
 class CaseSensitiveFence(NaiveStore):
