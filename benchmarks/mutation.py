@@ -11,7 +11,7 @@ mutmut rewrites the files it mutates, so the run happens in clones of this repos
 per group of files, run side by side) with their own virtual environment, never in the working
 tree. From the project root::
 
-    python -m benchmarks.mutation --work ../memspec-mutation        # about an hour, 2 cores
+    python -m benchmarks.mutation --work ../memspec-mutation        # about 20 minutes, 2 cores
     python -m benchmarks.mutation --work DIR --report-only                 # summarise a past run
 
 It needs ``git`` and the package index (``mutmut==2.5.1`` and memspec's dependencies go into
