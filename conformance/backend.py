@@ -194,8 +194,12 @@ class SessionThread:
 
 
 def _run_jobs(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
-    while (job := jobs.get()) is not None:
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
         job()
+        del job  # the finished job holds the session: keeping it would keep the thread alive
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import subprocess
@@ -164,6 +165,13 @@ def test_in_process_defects(tmp_path: Path) -> None:
         InProcessBackend("tests.backends.wrappers:factory_raises").open(tmp_path)
 
 
+def _threads_settle_at(count: int) -> bool:
+    deadline = time.monotonic() + 5
+    while threading.active_count() > count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return threading.active_count() <= count  # fewer: an earlier test's thread ended meanwhile
+
+
 def test_a_session_runs_on_one_thread(tmp_path: Path) -> None:
     # The factory and every call of a session share a thread, so thread-bound stores work.
     threads = threading.active_count()
@@ -173,10 +181,21 @@ def test_a_session_runs_on_one_thread(tmp_path: Path) -> None:
     assert session.request("entries", target="memory")["entries"] == ["User prefers tabs"]
     assert session.request("snapshot", target="memory")["ok"]
     session.close()
-    deadline = time.monotonic() + 5
-    while threading.active_count() > threads and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert threading.active_count() == threads  # close ended the session's thread
+    assert _threads_settle_at(threads)  # close ended the session's thread
+
+
+def test_a_dropped_session_ends_its_thread(tmp_path: Path) -> None:
+    # A session nobody closes still lets its thread end once it is garbage.
+    threads = threading.active_count()
+    backend = InProcessBackend(REFERENCE, 5)
+    for index in range(5):
+        root = tmp_path / str(index)
+        root.mkdir()
+        session = backend.open(root)
+        assert session.request("entries", target="memory")["ok"]
+        del session
+    gc.collect()
+    assert _threads_settle_at(threads)
 
 
 def test_a_hung_close_is_a_defect(tmp_path: Path) -> None:
