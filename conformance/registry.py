@@ -40,6 +40,14 @@ class CheckContext:
     artifacts: Path | None = None
     figures: dict[str, Any] = field(default_factory=dict)
 
+    def claimed_features(self) -> frozenset[str]:
+        """Returns the features the backend claims, from one session opened on the root."""
+        session = self.backend.open(self.root)
+        try:
+            return frozenset(session.features)
+        finally:
+            session.close()
+
 
 CheckFunction = Callable[[CheckContext], None]
 

@@ -34,7 +34,6 @@ from memspec.fuzz.checkers import Finding, judge_history
 from memspec.fuzz.history import Event, write_history
 from memspec.fuzz.programs import generate_program, limits_for
 from memspec.fuzz.reader import Reader
-from memspec.fuzz.roots import claimed_features
 
 TARGETS = ("memory", "user")
 SEED = 20240605
@@ -50,7 +49,7 @@ def run_history(
     """Runs the sessions and the reader on ``ctx.root``; returns the history, the limits and
     timings (seconds: ``run``)."""
     processes, count = ctx.profile.processes, ctx.profile.operations
-    batch = "batch" in claimed_features(ctx)
+    batch = "batch" in ctx.claimed_features()
     rng = random.Random(seed)
     programs = [generate_program(p, rng, count, TARGETS, batch=batch) for p in range(processes)]
     limits = limits_for(programs)

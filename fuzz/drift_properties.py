@@ -29,7 +29,7 @@ from memspec.conformance.examples import show
 from memspec.conformance.registry import CheckContext, check
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
-from memspec.fuzz.roots import FuzzRoot, claimed_features
+from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, external_edits, requests
 from memspec.spec import codes, model
@@ -97,7 +97,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
     (DRIFT-1), foreign content is never silently rewritten (DRIFT-2, DRIFT-3), the external bytes
     are recoverable byte for byte from the file or a ``NAME.bak.*`` backup (DRIFT-5), and
     backups never overwrite one another (DRIFT-4)."""
-    features = claimed_features(ctx)
+    features = ctx.claimed_features()
     run = plan(ctx, "drift_properties.external_edits_are_kept")
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
 

@@ -40,7 +40,6 @@ from memspec.fuzz.exploration import (
 )
 from memspec.fuzz.programs import generate_program, limits_for
 from memspec.fuzz.repro import repro_of, save_repro
-from memspec.fuzz.roots import claimed_features
 from memspec.fuzz.runner import fresh_root, plan
 from memspec.fuzz.schedule import Chooser
 
@@ -129,7 +128,7 @@ def random_schedules(ctx: CheckContext) -> None:
     require_python_backend(ctx.backend)
     count, length = SESSIONS.get(ctx.profile.name, SESSIONS["ci"])
     check_id = "interleavings.random_schedules"
-    batch = "batch" in claimed_features(ctx)
+    batch = "batch" in ctx.claimed_features()
     run = plan(ctx, check_id)
     examples = max(5, ctx.profile.examples // 5)  # each example starts its sessions' processes
     run = replace(run, settings=settings(run.settings, max_examples=examples))

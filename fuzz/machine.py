@@ -44,7 +44,7 @@ from memspec.fuzz.oracle import (
     mutation_of,
     snapshot_problem,
 )
-from memspec.fuzz.roots import FuzzRoot, claimed_features
+from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
@@ -301,7 +301,7 @@ def memory_machine(ctx: CheckContext) -> None:
     the backend and the spec model in lockstep; after every step the codes, files, backups, live
     entries and snapshots must agree, up to the choices the spec leaves open (BATCH-8, a missing
     or stricter threat scan, a missing drift guard, CONTRACT-8's fresher entries)."""
-    features = claimed_features(ctx)
+    features = ctx.claimed_features()
     steps = min(STEPS_MAX, max(5, ctx.profile.operations))
     run = plan(ctx, "machine.memory_machine", stateful_step_count=steps)
     machine = type("MemoryMachine", (MemoryMachine,), {"ctx": ctx, "features": features})

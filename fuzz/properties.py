@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from memspec.conformance.examples import show
 from memspec.conformance.registry import CheckContext, check
 from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
-from memspec.fuzz.roots import FuzzRoot, claimed_features
+from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import (
     contents,
@@ -118,7 +118,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     are exactly what the spec's independent reader (``parse_text``) finds in the file, and what a
     new session loads (FORMAT-5); a cosmetic edit (BOM, CRLF, spaces around ``§``) changes none
     of them (READ-1 to READ-4), and the next write is canonical again (FORMAT-4)."""
-    features = claimed_features(ctx)
+    features = ctx.claimed_features()
     run = plan(ctx, "properties.delimiter_round_trip")
     text = st.one_of(section_texts(), storable_texts(), contents((40,)))
     adds = st.fixed_dictionaries(
@@ -227,7 +227,7 @@ def limits_hold(ctx: CheckContext) -> None:
     ``E_LIMIT`` exactly when the result would be over the limit and larger (LIMIT-1, LIMIT-2),
     no accepted state grows past a limit, a refusal writes nothing and nothing is truncated
     (LIMIT-3), and a full store can always be brought back (LIMIT-5)."""
-    features = claimed_features(ctx)
+    features = ctx.claimed_features()
     run = plan(ctx, "properties.limits_hold")
     cases = SMALL_LIMITS.flatmap(
         lambda pair: st.tuples(
@@ -262,7 +262,7 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
     """Whatever this session, another session or another writer does, a session's snapshot stays
     byte-identical until its next load (SNAP-1, SNAP-10); right after a load it is exactly the
     block the spec renders from the bytes on disk (SNAP-2 to SNAP-9)."""
-    features = claimed_features(ctx)
+    features = ctx.claimed_features()
     run = plan(ctx, "properties.snapshot_frozen_until_load")
 
     @given(limits=SMALL_LIMITS, steps=st.lists(SNAPSHOT_STEPS, max_size=8))

@@ -119,12 +119,3 @@ class FuzzRoot:
             for name in names - set(FILENAMES.values())
             if not any(name.startswith(f + ".bak.") for f in FILENAMES.values())
         )
-
-
-def claimed_features(ctx: CheckContext) -> frozenset[str]:
-    """Returns the features the backend claims, from one session opened on the check's root."""
-    session = ctx.backend.open(ctx.root)
-    try:
-        return frozenset(session.features)
-    finally:
-        session.close()

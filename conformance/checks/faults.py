@@ -261,18 +261,8 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
         f"ATOMIC-3: after {label} on one add, a reload finds {entries}; expected "
         f"{[first, second, faulty, after]}"
     )
-    if "drift-guard" in _claimed(ctx):
+    if "drift-guard" in ctx.claimed_features():
         _drift_backup_with_failed_dir_sync(ctx, fault)
-
-
-def _claimed(ctx: CheckContext) -> frozenset[str]:
-    probe = ctx.scratch / "features"
-    probe.mkdir(exist_ok=True)
-    session = ctx.backend.open(probe)
-    try:
-        return frozenset(session.features)
-    finally:
-        session.close()
 
 
 def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
