@@ -143,6 +143,15 @@ class Deciding(Wrapper):
         state = self.state(op.target) if argument_error(op) is None else None
         return state is not None and state.kind in ("absent", "canonical", "cosmetic")
 
+    def replaced_entry(self, op: Mutation) -> tuple[Replace, tuple[str, ...], int] | None:
+        """For a Replace that :meth:`passes` and whose ``old_text`` picks one entry: the op, the
+        entries and the index of the one it picks."""
+        if not (isinstance(op, Replace) and self.passes(op)):
+            return None
+        current = self.entries_now(op.target)
+        index, refusal = choose_entry(current, op.old_text)
+        return None if refusal is not None or index is None else (op, current, index)
+
 
 class KeepsBomOnRead(Wrapper):
     """Reads a leading byte order mark as part of the first entry (READ-1, hermes-agent
@@ -258,13 +267,11 @@ class ReplacesSubstring(Deciding):
     (REPLACE-1)."""
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
-        if isinstance(op, Replace) and self.passes(op):
-            current = self.entries_now(op.target)
-            index, refusal = choose_entry(current, op.old_text)
-            if refusal is None and index is not None and isinstance(op.new_content, str):
-                needle, chosen = normalize_content(op.old_text), current[index]
-                spliced = chosen.replace(needle, normalize_content(op.new_content), 1)
-                return self.inner.replace(op.target, chosen, spliced)
+        if picked := self.replaced_entry(op):
+            replace, current, index = picked
+            needle, chosen = normalize_content(replace.old_text), current[index]
+            spliced = chosen.replace(needle, normalize_content(replace.new_content), 1)
+            return self.inner.replace(op.target, chosen, spliced)
         return super().mutate(op)
 
 
@@ -273,12 +280,10 @@ class ReplaceMovesToEnd(Deciding):
     (REPLACE-4)."""
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
-        if isinstance(op, Replace) and self.passes(op):
-            current = self.entries_now(op.target)
-            index, refusal = choose_entry(current, op.old_text)
-            if refusal is None and index is not None and argument_error(op) is None:
-                removed = self.inner.remove(op.target, current[index])
-                return self.inner.add(op.target, op.new_content) if removed["ok"] else removed
+        if picked := self.replaced_entry(op):
+            replace, current, index = picked
+            removed = self.inner.remove(op.target, current[index])
+            return self.inner.add(op.target, replace.new_content) if removed["ok"] else removed
         return super().mutate(op)
 
 
