@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -158,7 +159,7 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
 
 class DirectBackend:
     """The reference store called directly, as the Hermes script calls its session: no harness
-    layer (answer validation, per-call timeout thread) in between."""
+    layer (answer validation, the session's thread) in between."""
 
     def open(self, root: Path) -> DirectBackend:
         self.store = open_store(root)
@@ -362,8 +363,18 @@ def section_zoo(path: Path) -> list[dict[str, Any]]:
         records = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise UsageError(f"cannot read the zoo detections {path}: {error}") from None
-    if not isinstance(records, list):
-        raise UsageError(f"{path} is not the JSON that python -m tests.zoo --json writes")
+    number = (int, float)
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict)
+        and isinstance(r.get("area"), str)
+        and isinstance(r.get("wall"), number)
+        and isinstance(r.get("to_first_failure"), (*number, type(None)))
+        for r in records
+    ):
+        raise UsageError(
+            f"{path} is not the JSON that python -m tests.zoo --json writes (a list of "
+            "records with area, wall and to_first_failure)"
+        )
     return records
 
 
@@ -420,10 +431,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = args.lin.split(",")
     if unknown or min(args.rounds, args.fsyncs, args.repeat) < 1:
         parser.error(f"unknown sections {unknown}" if unknown else "counts must be positive")
+    if args.json and not Path(args.json).absolute().parent.is_dir():
+        parser.error(f"--json {args.json}: no such directory")
     if "zoo" in sections and not args.zoo:
         parser.error("the zoo section reads --zoo FILE (from python -m tests.zoo --json)")
-    if any(len(s.split("x")) != 2 or not s.replace("x", "").isdigit() for s in sizes):
-        parser.error(f"--lin sizes look like 4x25, got {args.lin!r}")
+    if not all(re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", size) for size in sizes):
+        parser.error(f"--lin sizes are positive NxM, like 4x25; got {args.lin!r}")
     figures: dict[str, Any] = {"cpus": os.cpu_count(), "load": os.getloadavg()[0]}
     print(f"{os.cpu_count()} CPUs, load average {figures['load']:.1f}", flush=True)
     try:
@@ -449,7 +462,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m benchmarks.bench: error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+        try:
+            Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+        except OSError as error:
+            print(f"python -m benchmarks.bench: error: cannot write {args.json}: {error}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     return 0
 
 

@@ -148,6 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--groups takes indices below {len(GROUPS)}, got {args.groups!r}")
     indices = sorted({int(i) for i in chosen})
     if not args.report_only:
+        try:
+            work.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            parser.error(f"--work {args.work}: {error.strerror or error}")
+    if not args.report_only:
         prepare(work, args.profile, indices)
         runs = launch(work, indices)
         print(f"mutating groups {indices} in {work} (logs: clone<N>.log)", flush=True)

@@ -423,6 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not members:
         print(f"python -m tests.zoo: error: no member matches {args.words}", file=sys.stderr)
         return 2
+    if args.json and not Path(args.json).absolute().parent.is_dir():
+        print(f"python -m tests.zoo: error: --json {args.json}: no such directory", file=sys.stderr)
+        return 2
     out = Path(args.out).absolute() if args.out else None
     print(f"certifying {len(members)} zoo members, profile {args.profile}, {args.jobs} at once")
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

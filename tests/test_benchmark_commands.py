@@ -1,0 +1,65 @@
+"""The benchmark commands refuse bad input with one clear line and exit status 2, before any
+long work starts (``benchmarks/bench.py``, ``benchmarks/mutation.py``, ``tests/zoo.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench, mutation
+from tests import zoo
+
+
+def _refused(main: Callable[[Sequence[str]], int], argv: list[str], capsys) -> str:
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's parser.error
+        status = exit_.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    "records",
+    [[1, 2], [{"area": "x"}], {"area": "x"}, [{"area": "x", "wall": "9", "to_first_failure": 1}]],
+)
+def test_bench_refuses_a_zoo_file_it_cannot_read(tmp_path: Path, records: object, capsys) -> None:
+    path = tmp_path / "zoo.json"
+    path.write_text(json.dumps(records))
+    err = _refused(bench.main, ["--only", "zoo", "--zoo", str(path)], capsys)
+    assert "is not the JSON that python -m tests.zoo --json writes" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--only", "lin", "--lin", "0x5"],
+        ["--only", "lin", "--lin", "4x"],
+        ["--only", "nope"],
+        ["--rounds", "0"],
+        ["--only", "zoo"],
+        ["--only", "lin", "--json", "/nonexistent-dir/figures.json"],
+    ],
+)
+def test_bench_refuses_bad_arguments(argv: list[str], capsys) -> None:
+    _refused(bench.main, argv, capsys)
+
+
+@pytest.mark.parametrize("argv", [["--work", "{file}/under", "--groups", "0"], ["--groups", "7"]])
+def test_mutation_refuses_bad_arguments(tmp_path: Path, argv: list[str], capsys) -> None:
+    (tmp_path / "file").write_text("")
+    argv = [a.format(file=tmp_path / "file") for a in argv]
+    if "--work" not in argv:
+        argv += ["--work", str(tmp_path / "work")]
+    _refused(mutation.main, argv, capsys)
+    assert not (tmp_path / "work").exists()
+
+
+def test_zoo_refuses_a_json_path_it_cannot_write(capsys) -> None:
+    err = _refused(zoo.main, ["-k", "trailing", "--json", "/nonexistent-dir/zoo.json"], capsys)
+    assert "no such directory" in err
