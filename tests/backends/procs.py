@@ -365,11 +365,10 @@ class DirSyncErrorIsIo(FileStore):
     already what every reader sees (ATOMIC-3: E_IO promises an intact old file)."""
 
     def sync_directory(self) -> None:
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            super().sync_directory()
+        except NotDurable as error:
+            raise OSError(error.errno, error.strerror) from error
 
 
 class Hangs(FileStore):
