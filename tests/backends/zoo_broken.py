@@ -83,35 +83,36 @@ class BatchSkipsScan(NaiveStore):
         return refusal
 
 
-class TrustsBlockedPrefix(NaiveStore):
+class RescansAtLoad(NaiveStore):
+    """Not broken by itself: renders the snapshots again at load, scanning each entry with
+    :meth:`load_scan` (the spec's scanner here; each subclass breaks it one way)."""
+
+    def load_scan(self, entry: str) -> tuple[str, ...]:
+        return find_threats(entry)
+
+    def load(self) -> None:
+        super().load()
+        for target in self.live:
+            block = self.snapshots[target]
+            if block is not None and not block.splitlines()[1].endswith("[unreadable]"):
+                self.snapshots[target] = render_snapshot(
+                    target, self.live[target], self.limits[target], self.load_scan
+                )
+
+
+class TrustsBlockedPrefix(RescansAtLoad):
     """At load, shows an entry that already begins with ``[BLOCKED:`` verbatim, unscanned
     (SCAN-8, hermes-agent #79009)."""
 
-    def load(self) -> None:
-        super().load()
-        for target in self.live:
-            block = self.snapshots[target]
-            if block is not None and not block.splitlines()[1].endswith("[unreadable]"):
-                self.snapshots[target] = render_snapshot(
-                    target, self.live[target], self.limits[target], _trusting_scan
-                )
+    def load_scan(self, entry: str) -> tuple[str, ...]:
+        return () if entry.startswith("[BLOCKED:") else find_threats(entry)
 
 
-def _trusting_scan(entry: str) -> tuple[str, ...]:
-    return () if entry.startswith("[BLOCKED:") else find_threats(entry)
-
-
-class NoLoadScan(NaiveStore):
+class NoLoadScan(RescansAtLoad):
     """Scans on write only: an entry poisoned on disk reaches the snapshot verbatim (SCAN-6)."""
 
-    def load(self) -> None:
-        super().load()
-        for target in self.live:
-            block = self.snapshots[target]
-            if block is not None and not block.splitlines()[1].endswith("[unreadable]"):
-                self.snapshots[target] = render_snapshot(
-                    target, self.live[target], self.limits[target], lambda entry: ()
-                )
+    def load_scan(self, entry: str) -> tuple[str, ...]:
+        return ()
 
 
 # --- the reference store behind a wrapper -------------------------------------------------------
