@@ -5,6 +5,7 @@ Run from the project root (figures, not tests; each section prints a Markdown ta
     python -m benchmarks.bench                          # every section but thorough certify
     python -m benchmarks.bench --only ops,fsync         # some sections
     python -m benchmarks.bench --thorough --zoo zoo.json --json figures.json
+    python -m benchmarks.bench --only ops,fsync,certify,lin --page docs/results/benchmarks.md
 
 Sections:
 
@@ -32,7 +33,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +44,7 @@ from typing import Any
 from memspec.conformance.backend import Session, UsageError
 from memspec.conformance.hermes import ADAPTER, Release, adapter_command, cache_dir, ensure_venv
 from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.results_page import PageRun, writable_page
 from memspec.reference_impl import open_store
 
 REFERENCE = "memspec.reference_impl:open_store"
@@ -379,25 +380,70 @@ def section_zoo(path: Path) -> list[dict[str, Any]]:
 
 
 def render_zoo(records: list[dict[str, Any]]) -> str:
-    times = sorted(r["to_first_failure"] for r in records if r.get("to_first_failure"))
-    walls = [r["wall"] for r in records]
-    by_area: dict[str, list[float]] = {}
-    for r in records:
-        if r.get("to_first_failure"):
-            by_area.setdefault(r["area"], []).append(r["to_first_failure"])
-    lines = ["| area | members | median time to detection | slowest |", "|---|---|---|---|"]
-    for area, found in sorted(by_area.items()):
-        lines.append(
-            f"| {area} | {len(found)} | {statistics.median(found):.1f} s | {max(found):.1f} s |"
-        )
-    if times:
-        lines += [
-            "",
-            f"time to detection over {len(times)} detected members: median "
-            f"{statistics.median(times):.1f} s, slowest {times[-1]:.1f} s; certification wall "
-            f"time median {statistics.median(walls):.0f} s",
+    """Returns the time to detection per zoo area (the zoo's own results page has it too)."""
+    from tests.zoo import render_areas
+
+    return render_areas(records)
+
+
+# --- the results page -------------------------------------------------------------------------
+
+PAGE_INTRO = """Figures, not timed tests. Absolute times move with whatever else the machine is
+doing: the load average is {load:.2f} at the start of the run (in the stamp) and
+{load_end:.2f} at its end, on {cpus} CPUs."""
+
+OPS_NOTE = """Rounds of add, replace and remove of one entry beside {others} others, at the default
+limits, both stores through the same path: the same JSON Lines transport (`memspec serve` for
+the reference, the Hermes adapter in the release's own environment, one session process each,
+driven by the same harness client), or in-process for both (the reference's methods called
+directly; Hermes' adapter session called directly by a small script inside its environment).
+The reference fsyncs the temp file and then the directory after every rename; Hermes fsyncs
+only the temp file."""
+
+FSYNC_NOTE = """The same disk's floor, and the reference against it (each figure after ten warm-up
+calls). A durable atomic write (new temp, fsync, rename, directory fsync) is the least any
+store keeping ATOMIC-1 and ATOMIC-3 can do; the rest of a reference mutation is the lock, the
+re-read under it, the stale-temp sweep and the digest record."""
+
+
+def render_page(figures: dict[str, Any], args: argparse.Namespace) -> str:
+    """Returns the body of the benchmarks results page: every section the run measured."""
+    parts = [
+        PAGE_INTRO.format(
+            load=figures["load"], load_end=figures.get("load_end", figures["load"]),
+            cpus=figures["cpus"],
+        ),
+    ]  # fmt: skip
+    if "ops" in figures:
+        parts += [
+            f"## Store speed against hermes-agent {args.hermes}",
+            OPS_NOTE.format(others=OTHERS),
+            render_ops(figures["ops"], args.rounds, args.repeat),
         ]
-    return "\n".join(lines)
+    if "fsync" in figures:
+        parts += ["## The fsync floor", FSYNC_NOTE, render_fsync(figures["fsync"], args.fsyncs)]
+    if "certify" in figures:
+        parts += [
+            "## Certification of the reference",
+            "Wall time of `memspec certify --backend memspec.reference_impl:open_store` per "
+            "profile, each in its own process.",
+            render_certify(figures["certify"]),
+        ]
+    if "lin" in figures:
+        parts += [
+            "## The linearizability checker",
+            "By history size (sessions x operations), one real history of the reference each; "
+            "`python -m benchmarks.linearizability` has more sizes.",
+            render_lin(figures["lin"]),
+        ]
+    if "zoo" in figures:
+        parts += [
+            "## Time to detection per zoo area",
+            "From the JSON of `python -m tests.zoo --json` (`--zoo`); the zoo's own page, "
+            "[zoo.md](zoo.md), has the same table from its run.",
+            render_zoo(figures["zoo"]),
+        ]
+    return "\n\n".join(parts)
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -418,12 +464,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lin", default=",".join(LIN_SIZES), help="history sizes, NxM,...")
     parser.add_argument("--zoo", metavar="FILE", help="JSON from python -m tests.zoo --json")
     parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
+    parser.add_argument(
+        "--page", metavar="FILE", help="also write the results page (docs/results/benchmarks.md)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    run = PageRun.start("python -m benchmarks.bench", argv)
     sections = args.only.split(",") if args.only else [s for s in SECTIONS if s != "zoo"]
     if args.zoo and not args.only:
         sections.append("zoo")
@@ -433,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown sections {unknown}" if unknown else "counts must be positive")
     if args.json and not Path(args.json).absolute().parent.is_dir():
         parser.error(f"--json {args.json}: no such directory")
+    if args.page and writable_page(args.page):
+        parser.error(str(writable_page(args.page)))
     if "zoo" in sections and not args.zoo:
         parser.error("the zoo section reads --zoo FILE (from python -m tests.zoo --json)")
     if not all(re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", size) for size in sizes):
@@ -468,6 +520,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"python -m benchmarks.bench: error: cannot write {args.json}: {error}",
                   file=sys.stderr)  # fmt: skip
             return 2
+    if args.page:
+        figures["load_end"] = os.getloadavg()[0]
+        body = render_page(figures, args)
+        print(f"page: {run.write(args.page, 'Benchmarks', body)}")
     return 0
 
 

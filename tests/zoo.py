@@ -10,6 +10,7 @@ harness and prints the detection table and the catch rate::
     python -m tests.zoo -k limit -k snap     # members whose factory or area contains a word
     python -m tests.zoo --profile smoke --jobs 1 --out zoo-reports
     python -m tests.zoo -k stuck --checks limit      # only the checks matching a -k expression
+    python -m tests.zoo --page docs/results/zoo.md   # also write the results page
 
 A member is *caught* when certification fails a check on one of its clauses; *elsewhere* when
 it fails only on other clauses. Time to detection is the sum of the check times, in run order,
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.matrix import DEFECT, failure_reason
+from memspec.conformance.results_page import PageRun, writable_page
 
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 0.95
@@ -392,6 +395,56 @@ def render_table(detections: Sequence[Detection], profile: str) -> str:
     return "\n".join(lines)
 
 
+def render_areas(records: Sequence[dict[str, Any]]) -> str:
+    """Returns the time to detection per area (Markdown) and its summary line, from records
+    with ``area``, ``wall`` and ``to_first_failure`` (as ``--json`` writes them)."""
+    times = sorted(r["to_first_failure"] for r in records if r.get("to_first_failure") is not None)
+    walls = [r["wall"] for r in records]
+    by_area: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("to_first_failure") is not None:
+            by_area.setdefault(r["area"], []).append(r["to_first_failure"])
+    lines = ["| area | members | median time to detection | slowest |", "|---|---|---|---|"]
+    for area, found in sorted(by_area.items()):
+        lines.append(
+            f"| {area} | {len(found)} | {statistics.median(found):.1f} s | {max(found):.1f} s |"
+        )
+    if times:
+        lines += [
+            "",
+            f"time to detection over {len(times)} detected members: median "
+            f"{statistics.median(times):.1f} s, slowest {times[-1]:.1f} s; certification wall "
+            f"time median {statistics.median(walls):.0f} s",
+        ]
+    return "\n".join(lines)
+
+
+def render_page(detections: Sequence[Detection], profile: str) -> str:
+    """Returns the body of the zoo's results page: the catch rate, the detection table and the
+    time to detection per area."""
+    caught = sum(d.caught for d in detections)
+    return "\n".join(
+        [
+            f"{len(detections)} backends broken on purpose (`tests/zoo.py`), each certified with "
+            f"the whole harness at profile `{profile}`: **{caught} of {len(detections)} "
+            f"({100 * catch_rate(detections):.1f} %) caught on their own clauses**.",
+            "",
+            "A member is *caught* when certification fails a check on one of its own clauses "
+            '(bold in the table), *elsewhere* when it fails only on other clauses. "To '
+            'detection" adds the check times in run order up to the first failure; "certify" '
+            "is the whole certification's wall time.",
+            "",
+            "## Detection per member",
+            "",
+            render_table(detections, profile),
+            "",
+            "## Time to detection per area",
+            "",
+            render_areas([_as_json(d) for d in detections]),
+        ]
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m tests.zoo``."""
     parser = argparse.ArgumentParser(
@@ -410,12 +463,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", metavar="DIR", help="keep each member's report under DIR/NAME")
     parser.add_argument("--json", metavar="FILE", help="also write the detections as JSON")
+    parser.add_argument(
+        "--page", metavar="FILE", help="also write the results page (docs/results/zoo.md)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command; returns its exit status."""
     args = build_parser().parse_args(argv)
+    run = PageRun.start("python -m tests.zoo", argv)
     if args.jobs < 1:
         print(f"python -m tests.zoo: error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
@@ -425,6 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.json and not Path(args.json).absolute().parent.is_dir():
         print(f"python -m tests.zoo: error: --json {args.json}: no such directory", file=sys.stderr)
+        return 2
+    if args.page and writable_page(args.page):
+        print(f"python -m tests.zoo: error: {writable_page(args.page)}", file=sys.stderr)
         return 2
     out = Path(args.out).absolute() if args.out else None
     print(f"certifying {len(members)} zoo members, profile {args.profile}, {args.jobs} at once")
@@ -440,6 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.json).write_text(
             json.dumps([_as_json(d) for d in detections], indent=1) + "\n", encoding="utf-8"
         )
+    if args.page:
+        title = "The zoo: backends broken on purpose"
+        print(f"page: {run.write(args.page, title, render_page(detections, args.profile))}")
     return 0 if catch_rate(detections) >= TARGET else 1
 
 
