@@ -13,6 +13,11 @@
   ``DIR/timeline.md`` / ``timeline.html`` (for each clause, the release where its verdict
   changed) beside the matrix of all releases.
 
+``matrix --page FILE`` and ``sweep --page FILE`` also write a results page (docs/results/):
+the same tables under a stamp naming the command, the date and the machine; the matrix page
+adds, for each failing clause, the line of :mod:`memspec.conformance.failure_notes` that
+explains it. With ``--page`` and no ``--out``, the reports go to a new temporary directory.
+
 ``matrix`` and ``sweep`` exit 0 once their pages are written (failures of the backends are what
 the pages show), and 2 for a usage error or a backend that could not be started.
 """
@@ -23,11 +28,13 @@ import argparse
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.failure_notes import NO_EXPLANATION, explain
 from memspec.conformance.hermes import (
     PACKAGES,
     Release,
@@ -47,6 +54,7 @@ from memspec.conformance.matrix import (
     timeline,
 )
 from memspec.conformance.profiles import PROFILES
+from memspec.conformance.results_page import PageRun, writable_page
 
 CERTIFY_TIMEOUT = 7200.0
 USAGE = 2
@@ -110,6 +118,91 @@ def _write(path: Path, text: str) -> None:
         raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
 
 
+def _page_run(args: argparse.Namespace) -> PageRun | None:
+    """Returns the stamp's run of this ``matrix`` or ``sweep`` when ``--page`` is given: the
+    command line as typed (rebuilt from the parsed options when memspec was called in-process)."""
+    if not args.page:
+        return None
+    if writable_page(args.page):
+        raise UsageError(str(writable_page(args.page)))
+    if sys.argv[1:2] == [args.command]:
+        return PageRun.start("memspec", sys.argv[1:])
+    argv = [args.command]
+    for flag, name in _REBUILT:
+        value = getattr(args, name, None)
+        for item in value if isinstance(value, list) else [value]:
+            if item is True:
+                argv.append(flag)
+            elif item not in (None, False):
+                argv += [flag, str(item)]
+    return PageRun.start("memspec", argv)
+
+
+_REBUILT = (
+    ("--package", "package"),
+    ("--from", "first"),
+    ("--to", "last"),
+    ("--out", "out"),
+    ("--backend", "backend"),
+    ("--backend-cmd", "backend_cmd"),
+    ("--hermes", "hermes"),
+    ("--from-report", "from_report"),
+    ("--reuse", "reuse"),
+    ("--profile", "profile"),
+    ("-n", "workers"),
+    ("--timeout", "timeout"),
+    ("--page", "page"),
+)
+
+MATRIX_INTRO = """Each backend certified with `memspec certify` (each in its own process). A clause
+*fails* when a check citing it fails and its message does not blame another clause; it is
+*skipped* when nothing verified it or when a check needed a feature the backend does not claim
+(so a missing mechanism never reads as a pass), and *n/a* for rules of the agent that the
+contract cannot observe."""
+
+
+def render_explanations(matrix: Matrix) -> str:
+    """Returns, for every clause that fails for some backend, the backends it fails for and
+    the line of reasoning that explains it (clauses sharing both are listed together). The
+    lines explain Hermes' memory tool: a clause failing for no Hermes column gets
+    :data:`~memspec.conformance.failure_notes.NO_EXPLANATION`."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
+        failing = tuple(
+            column.label
+            for column, verdict in zip(matrix.columns, row, strict=True)
+            if verdict.status == "fail"
+        )
+        if failing:
+            hermes = any("hermes" in label.lower() for label in failing)
+            line = explain(clause.id) if hermes else NO_EXPLANATION
+            groups.setdefault((line, failing), []).append(clause.id)
+    if not groups:
+        return "No clause fails for any backend."
+    lines = []
+    for (line, failing), clauses in groups.items():
+        names = ", ".join(f"**{c}**" for c in clauses)
+        lines.append(f"- {names} (fails for {', '.join(failing)}) — {line}")
+    return "\n".join(lines)
+
+
+def matrix_page(matrix: Matrix) -> str:
+    """Returns the body of the matrix's results page: the table, every fail and skip with its
+    reason, and why each failing clause fails."""
+    return "\n\n".join(
+        [
+            MATRIX_INTRO,
+            render_markdown(matrix, "The matrix").strip(),
+            "## Why the real backends fail",
+            "Reasoning, not measurement: one line per clause on why Hermes' memory tool fails it "
+            "(kept in `conformance/failure_notes.py`; `#N` is the NousResearch/hermes-agent "
+            "issue of the same bug), rendered for each clause this run saw fail, beside the "
+            "backends it failed for.",
+            render_explanations(matrix),
+        ]
+    )
+
+
 def _cmd_hermes(args: argparse.Namespace) -> int:
     from memspec.conformance.cli import main
 
@@ -126,8 +219,20 @@ def _cmd_hermes(args: argparse.Namespace) -> int:
     return main([*argv, "-q"] if args.quiet else argv)
 
 
+def _out(args: argparse.Namespace) -> Path:
+    """Returns ``--out``, or with only ``--page`` a new directory under the temporary one."""
+    if args.out:
+        return Path(args.out)
+    if not args.page:
+        raise UsageError(f"{args.command} needs --out DIR (or --page FILE)")
+    out = Path(tempfile.mkdtemp(prefix=f"memspec-{args.command}-"))
+    print(f"memspec: reports under {out}", flush=True)
+    return out
+
+
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    run = _page_run(args)
+    out = _out(args)
     options = _certify_options(args)
     columns = [Column.load(Path(directory)) for directory in args.from_report]
     backends: list[tuple[str, list[str]]] = [(s, ["--backend", s]) for s in args.backend]
@@ -147,11 +252,14 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         counts = matrix.counts(index)
         print(f"{column.label}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     print(f"matrix: {out / 'matrix.md'}, {out / 'matrix.html'}")
+    if run:
+        print(f"page: {run.write(args.page, 'The clause matrix', matrix_page(matrix))}")
     return 0
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    run = _page_run(args)
+    out = _out(args)
     versions = versions_between(index_versions(args.package), args.first, args.last)
     if not versions:
         raise UsageError(
@@ -178,6 +286,19 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _write(out / "matrix.md", render_markdown(matrix, title))
     print(f"{len(changes)} clause verdicts changed across {len(versions)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
+    if run:
+        body = "\n\n".join(
+            [
+                f"Every release of {args.package} on the package index from {versions[0]} to "
+                f"{versions[-1]}, each certified in its own environment (profile "
+                f"`{args.profile}`). For each clause, the release where its verdict changed.",
+                "## Timeline",
+                render_timeline_markdown(matrix, changes).strip(),
+                render_markdown(matrix, "Every clause, every release").strip(),
+            ]
+        )
+        page_title = f"Release sweep: {args.package} {versions[0]} to {versions[-1]}"
+        print(f"page: {run.write(args.page, page_title, body)}")
     return 0
 
 
@@ -204,6 +325,13 @@ def _common(parser: argparse.ArgumentParser, workers: Any, seconds: Any, profile
     )
 
 
+def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(
+        "--page", metavar="FILE", help=f"also write the results page (docs/results/{name}.md)"
+    )
+    parser.set_defaults(command=name)
+
+
 def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
     """Adds the ``hermes``, ``matrix`` and ``sweep`` subcommands to memspec's parser."""
     hermes = commands.add_parser("hermes", help="certify a hermes-agent release from the index")
@@ -217,7 +345,11 @@ def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
     hermes.set_defaults(run=_cmd_hermes)
 
     matrix = commands.add_parser("matrix", help="one clause table for several backends")
-    matrix.add_argument("--out", required=True, metavar="DIR", help="where the pages are written")
+    matrix.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where the pages are written (with --page: a new temporary one)",
+    )
     matrix.add_argument("--backend", action="append", default=[], metavar="MODULE:FACTORY")
     matrix.add_argument("--backend-cmd", action="append", default=[], metavar="CMD")
     matrix.add_argument(
@@ -226,6 +358,7 @@ def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
     matrix.add_argument(
         "--from-report", action="append", default=[], metavar="DIR", help="a saved certification"
     )
+    _page_option(matrix, "matrix")
     _common(matrix, workers, seconds, "ci")
     matrix.set_defaults(run=_cmd_matrix)
 
@@ -233,9 +366,14 @@ def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
     sweep.add_argument("--package", default="hermes-agent", choices=PACKAGES)
     sweep.add_argument("--from", dest="first", default="0.13.0", metavar="VERSION")
     sweep.add_argument("--to", dest="last", default=None, metavar="VERSION")
-    sweep.add_argument("--out", required=True, metavar="DIR", help="where the pages are written")
+    sweep.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where the pages are written (with --page: a new temporary one)",
+    )
     sweep.add_argument(
         "--reuse", action="store_true", help="keep a release's saved report of the same profile"
     )
+    _page_option(sweep, "sweep")
     _common(sweep, workers, seconds, "smoke")
     sweep.set_defaults(run=_cmd_sweep)

@@ -1,0 +1,141 @@
+"""Why real backends fail a clause: one line of reasoning per clause id, for the matrix page.
+
+The matrix is measured; these lines are reasoning about what the measured failures mean for a
+user of Hermes' memory tool, written by reading its code. ``memspec matrix --page FILE`` renders
+the line of each clause that fails for some backend, beside the backends it fails for, so a
+clause that starts or stops failing shows up in the page at once; a failing clause without a
+line here is rendered as "(no explanation yet)". ``#N`` is the NousResearch/hermes-agent issue
+of the same bug.
+"""
+
+from __future__ import annotations
+
+NO_EXPLANATION = "(no explanation yet)"
+
+_BY_GROUP: dict[tuple[str, ...], str] = {
+    ("FORMAT-4", "DRIFT-1"): (
+        "a file with a BOM, CRLF line ends or spaces around `§` is parsed on the exact bytes "
+        '`"\\n§\\n"` only, so a rewrite glues entries together instead of writing the canonical '
+        "form."
+    ),
+    ("FORMAT-5", "ENTRY-3", "REPLACE-2", "CONTRACT-4"): (
+        "content holding a line that is `§` alone is accepted and comes back as two entries "
+        "(#54403); a replace checks the match before the content."
+    ),
+    ("LIMIT-3",): '`add "§"` is acknowledged, but the file then holds no entry at all.',
+    ("READ-1",): (
+        "a UTF-8 BOM is glued to the first entry (#10878), which then matches nothing and is "
+        "blocked by the scanner as an invisible character."
+    ),
+    ("READ-3",): (
+        "blank lines or spaces around a `§` line are not a delimiter: neighbouring entries merge "
+        "into one (the file shape of #61523)."
+    ),
+    ("READ-4",): "a trailing `§` or blank piece reads as an entry `§`.",
+    ("READ-5", "DUP-4", "MATCH-4", "MATCH-5", "CONTRACT-3"): (
+        "duplicates on disk are dropped at load, and the next rewrite deletes them from the "
+        "file: an entry another writer added twice loses a copy, and the entries the model sees "
+        "are not the file's."
+    ),
+    ("READ-6",): (
+        "a file that is not valid UTF-8 makes `load` and every write raise `UnicodeDecodeError`: "
+        'memory is unusable until the file is repaired by hand (the "invalid UTF-8 crashed the '
+        'write path" bug).'
+    ),
+    ("READ-7", "SNAP-9"): (
+        "a file that exists but cannot be read or decoded is shown as no memory at all, instead "
+        "of a block saying it is unreadable: the agent silently runs without its memory."
+    ),
+    ("CONTRACT-2",): (
+        "content that is not a string (an `add` of `42`) raises inside the memory tool instead "
+        "of being refused with `E_INVALID`: a malformed tool call from the model crashes the "
+        "call rather than telling it what was wrong."
+    ),
+    ("CONTRACT-5",): (
+        "conditions are reported in another order: hermes-agent crashes on an undecodable file "
+        "before looking at the arguments; the async rewrite reports an empty `old_text` before "
+        "a content that is not a string."
+    ),
+    ("ENTRY-1", "REPLACE-1", "MATCH-1"): (
+        "CR LF in content and in `old_text` is kept, and non-ASCII spaces are stripped: an entry "
+        "is stored differently from what was sent, and an `old_text` copied with CR LF never "
+        "matches."
+    ),
+    ("ENTRY-4",): "content with a lone surrogate raises `UnicodeEncodeError` from the write.",
+    ("ENTRY-7", "CONTRACT-6"): (
+        "a content that is not a string (a number from a sloppy tool call) raises "
+        "`AttributeError`, in a batch `TypeError` from the scanner, instead of a refusal."
+    ),
+    (
+        "BATCH-5",
+    ): "`operations: []` answers \"Unknown action ''\" instead of refusing an empty batch.",
+    ("BATCH-6",): (
+        "batch items are scanned for threats before their arguments are checked, so a malformed "
+        "item is refused for the wrong reason."
+    ),
+    ("LIMIT-4",): (
+        "a file another writer left over the limit refuses even a replace that does not grow "
+        "it: the user can only remove entries."
+    ),
+    ("MATCH-3",): (
+        "an entry contained in a longer one cannot be addressed: an `old_text` equal to a whole "
+        "entry is still ambiguous (#109177)."
+    ),
+    ("SNAP-2", "SNAP-8", "SCAN-6", "SCAN-9", "CONTRACT-9"): (
+        "the header's usage counts the `[BLOCKED: …]` placeholder instead of the real entries, "
+        "so the percentage the model sees is wrong."
+    ),
+    ("SNAP-6",): "the percentage uses float division: 29/100 shows as 28%.",
+    ("SCAN-2",): (
+        "hard-coded secrets such as AWS access keys (`AKIA…`) are not refused, and reach every "
+        "future prompt."
+    ),
+    ("SCAN-4",): (
+        "content starting with a BOM is refused as a threat rather than as a delimiter problem "
+        "(refused either way; only the code differs)."
+    ),
+    ("SCAN-5",): "only the first 64 KiB are scanned: an injection after that reaches the prompt.",
+    ("SCAN-8",): (
+        "an entry that already starts with `[BLOCKED:` skips the load-time scan and reaches the "
+        "prompt verbatim (#79009)."
+    ),
+    ("FENCE-1", "FENCE-2", "FENCE-3", "FENCE-4"): (
+        "the frame's note tells the model that recalled text is \"authoritative reference data "
+        '… should inform all responses", not informational background, so every fence check '
+        "stops on the frame. Called directly, the one-pass sanitiser also turns "
+        "`<</memory-context>/memory-context>` into a live closing tag (#108964) and keeps "
+        "full-width, HTML-entity and `< /` disguises: recalled text can close the fence and "
+        "speak as the user."
+    ),
+    ("CRASH-2",): (
+        "a writer killed mid-write leaves its `.mem_*.tmp` file, and nothing removes it: temp "
+        "files accumulate in the memory directory."
+    ),
+    ("DRIFT-2", "DRIFT-3", "DRIFT-4"): (
+        "`add` skips the drift guard: on a file holding text pasted without delimiters it "
+        'answers "limit exceeded" instead of refusing with a backup (and backups are named by '
+        "the second, so two in one second overwrite each other)."
+    ),
+    ("DRIFT-5",): (
+        "a file another tool wrote without delimiters, under the limit, passes the drift check, "
+        "and one replace rewrites the whole file as the new entry with no backup (#56464, the "
+        "class of #26045)."
+    ),
+    ("FILES-1",): "lock files are created 0644 under umask 022.",
+    ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",
+    ("FILES-3",): "a lock file that is a symbolic link is followed and created wherever it points.",
+    ("FILES-4",): (
+        "a data file that is a symbolic link is written through, to a file outside the memory "
+        "directory."
+    ),
+}
+
+EXPLANATIONS: dict[str, str] = {
+    clause: line for group, line in _BY_GROUP.items() for clause in group
+}
+"""Clause id -> why Hermes' memory tool fails it, one line."""
+
+
+def explain(clause: str) -> str:
+    """Returns the line explaining why ``clause`` fails, or :data:`NO_EXPLANATION`."""
+    return EXPLANATIONS.get(clause, NO_EXPLANATION)
