@@ -4,11 +4,15 @@ that regenerates it, and the stamp itself says what it must (conformance/results
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from memspec.conformance.failure_notes import EXPLANATIONS
 from memspec.conformance.results_page import (
     COMMANDS,
     PageRun,
@@ -113,3 +117,38 @@ def test_the_index_lists_every_page_with_its_command() -> None:
         found = read_stamp(page.read_text(encoding="utf-8"))
         if found and "--out" not in found["command"] and "--work" not in found["command"]:
             assert f"`{found['command']}`" in index, f"the index gives another command for {page}"
+
+
+def _saved_report(directory: Path, name: str, failing: list[str]) -> Path:
+    checks = [
+        {"id": f"X/{c}", "clauses": [c], "status": "failed", "message": "E boom"} for c in failing
+    ]
+    checks.append({"id": "X/ok", "clauses": ["FORMAT-2"], "status": "passed", "message": ""})
+    run = {"backend": "b", "name": name, "version": "1", "features": ["core"], "profile": "ci"}
+    directory.mkdir(parents=True)
+    (directory / "report.json").write_text(json.dumps({"run": run, "checks": checks}))
+    return directory
+
+
+def test_matrix_page_explains_each_failing_clause(tmp_path: Path, monkeypatch, capsys) -> None:
+    from memspec.conformance import cli
+
+    hermes = _saved_report(tmp_path / "h", "hermes-agent", ["FORMAT-4", "DRIFT-1", "FORMAT-1"])
+    other = _saved_report(tmp_path / "o", "other", ["SNAP-6"])
+    monkeypatch.setattr("sys.argv", ["pytest"])
+    page = tmp_path / "matrix.md"
+    argv = ["matrix", "--from-report", str(hermes), "--from-report", str(other)]
+    assert cli.main([*argv, "--page", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    found = read_stamp(text)
+    assert found and found["command"].startswith("memspec matrix --from-report ")
+    assert not MACHINE_PATHS.search(text)
+    why = text.split("## Why the real backends fail", 1)[1]
+    line = EXPLANATIONS["FORMAT-4"]
+    assert f"- **FORMAT-4**, **DRIFT-1** (fails for hermes-agent 1) — {line}" in why
+    assert "**FORMAT-1** (fails for hermes-agent 1) — (no explanation yet)" in why
+    assert "**SNAP-6** (fails for other 1) — (no explanation yet)" in why
+    assert "FORMAT-2" not in why
+    reports = re.search(r"reports under (\S+)", capsys.readouterr().out)
+    assert reports and reports[1].startswith(tempfile.gettempdir())
+    shutil.rmtree(reports[1])
