@@ -45,6 +45,7 @@ from memspec.conformance.hermes import (
     versions_between,
 )
 from memspec.conformance.matrix import (
+    Change,
     Column,
     Matrix,
     render_html,
@@ -203,6 +204,22 @@ def matrix_page(matrix: Matrix) -> str:
     )
 
 
+def sweep_page(matrix: Matrix, changes: Sequence[Change], package: str, profile: str) -> str:
+    """Returns the body of the sweep's results page: clause counts per release, each verdict
+    change with why, then the clause table of every release (columns in release order)."""
+    first, last = matrix.columns[0].label, matrix.columns[-1].label
+    return "\n\n".join(
+        [
+            f"Every release of {package} on the package index from {first} to {last}, each "
+            f"certified in its own environment (profile `{profile}`), and for each clause the "
+            "release where its verdict changed.",
+            "## Timeline",
+            render_timeline_markdown(matrix, changes).strip(),
+            render_markdown(matrix, "Every clause, every release").split("\n### ")[0].strip(),
+        ]
+    )
+
+
 def _cmd_hermes(args: argparse.Namespace) -> int:
     from memspec.conformance.cli import main
 
@@ -287,16 +304,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(changes)} clause verdicts changed across {len(versions)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
     if run:
-        body = "\n\n".join(
-            [
-                f"Every release of {args.package} on the package index from {versions[0]} to "
-                f"{versions[-1]}, each certified in its own environment (profile "
-                f"`{args.profile}`). For each clause, the release where its verdict changed.",
-                "## Timeline",
-                render_timeline_markdown(matrix, changes).strip(),
-                render_markdown(matrix, "Every clause, every release").strip(),
-            ]
-        )
+        body = sweep_page(matrix, changes, args.package, args.profile)
         page_title = f"Release sweep: {args.package} {versions[0]} to {versions[-1]}"
         print(f"page: {run.write(args.page, page_title, body)}")
     return 0

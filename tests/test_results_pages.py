@@ -152,3 +152,16 @@ def test_matrix_page_explains_each_failing_clause(tmp_path: Path, monkeypatch, c
     reports = re.search(r"reports under (\S+)", capsys.readouterr().out)
     assert reports and reports[1].startswith(tempfile.gettempdir())
     shutil.rmtree(reports[1])
+
+
+def test_sweep_page_has_the_timeline_and_the_table(tmp_path: Path) -> None:
+    from memspec.conformance.cli_hermes import sweep_page
+    from memspec.conformance.matrix import Column, Matrix, timeline
+
+    old = Column.load(_saved_report(tmp_path / "a", "h", []), "0.13.0")
+    new = Column.load(_saved_report(tmp_path / "b", "h", ["SNAP-6"]), "0.14.0")
+    matrix = Matrix.build([old, new])
+    body = sweep_page(matrix, timeline(matrix), "hermes-agent", "smoke")
+    assert "from 0.13.0 to 0.14.0" in body and "profile `smoke`" in body
+    assert "- **SNAP-6** n/a → fail in 0.14.0" in body
+    assert "| SNAP-6 | MUST | n/a | **FAIL** |" in body and "fails and skips" not in body
