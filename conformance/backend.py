@@ -144,6 +144,19 @@ def load_factory(spec: str) -> Callable[..., Any]:
     return factory
 
 
+def factory_name(factory: Callable[..., Any]) -> str | None:
+    """Returns the ``MODULE:FACTORY`` name that imports ``factory`` itself, or ``None`` when
+    there is none (a lambda, a function defined inside another, a bound method)."""
+    module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
+    if not module or module == "__main__" or not qualname or "<" in qualname or "." in qualname:
+        return None
+    name = f"{module}:{qualname}"
+    try:
+        return name if load_factory(name) is factory else None
+    except UsageError:
+        return None
+
+
 class SessionThread:
     """The one daemon thread that runs a session's factory and every call, in order.
 
@@ -280,26 +293,56 @@ class InProcessSession:
 
 @dataclass
 class InProcessBackend:
-    """A Python backend named ``MODULE:FACTORY``, run in the harness's own process."""
+    """A Python backend named ``MODULE:FACTORY``, run in the harness's own process.
+
+    :meth:`of_factory` makes one of a factory object that has no importable name instead; its
+    ``spec`` is then a label, and the factory travels to worker processes by value (dill).
+    """
 
     spec: str
     timeout: float | None = None
     factory: Callable[..., Any] = field(init=False, repr=False)
+    named: bool = field(default=True, repr=False)
 
     def __post_init__(self) -> None:
-        self.factory = load_factory(self.spec)
+        if self.named:
+            self.factory = load_factory(self.spec)
+
+    @classmethod
+    def of_factory(cls, factory: Callable[..., Any], timeout: float | None) -> InProcessBackend:
+        """Returns the backend of a factory object (named by its module and qualified name)."""
+        module = getattr(factory, "__module__", None) or "?"
+        label = f"{module}:{getattr(factory, '__qualname__', type(factory).__name__)}"
+        backend = cls(label, timeout, named=False)
+        backend.factory = factory
+        return backend
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickles the backend by name, so that it can travel to a worker process (with its
-        version, which the worker could only look up slowly)."""
-        return {"spec": self.spec, "timeout": self.timeout, "version": _module_version(self.spec)}
+        version, which the worker could only look up slowly), or a nameless factory by value."""
+        state = {"spec": self.spec, "timeout": self.timeout, "version": self._version_of()}
+        if self.named:
+            return state
+        import dill  # multiprocess's pickler: it pickles lambdas and closures by value
+
+        return {**state, "factory": dill.dumps(self.factory, recurse=True)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Imports the factory again from its ``MODULE:FACTORY`` name (in the worker)."""
         self.spec = state["spec"]
         self.timeout = state["timeout"]
-        self.__post_init__()
+        self.named = "factory" not in state
+        if self.named:
+            self.__post_init__()
+        else:
+            import dill
+
+            self.factory = dill.loads(state["factory"])
         self._version = state["version"]
+
+    def _version_of(self) -> str:
+        """Returns the version of the backend's module or distribution ("" when unknown)."""
+        return getattr(self, "_version", None) or _module_version(self.spec)
 
     @property
     def label(self) -> str:
@@ -324,9 +367,5 @@ class InProcessBackend:
             raise BackendDefect(
                 "the store's features must be an iterable of str", {"op": "open"}, repr(claimed)
             )
-        version = (
-            getattr(store, "version", None)
-            or getattr(self, "_version", None)
-            or _module_version(self.spec)
-        )
+        version = getattr(store, "version", None) or self._version_of()
         return InProcessSession(store, self.spec, frozenset(claimed), thread, version=str(version))

@@ -3,12 +3,25 @@
 Certification is a pytest run of :mod:`memspec.conformance.suite` with the memspec plugin, so
 that pytest-xdist parallelism (``-n``), junit.xml and the plugin's reports come for free and a
 check behaves the same whether certify or a user's own pytest runs it.
+
+A certification writes only where the user said. Reports go where ``--report`` points; every
+temporary file (pytest's base temp, roots, worker sockets, a command backend's own temp files)
+goes under one scratch directory in the system temp directory, removed at exit unless
+``keep_temp``; Hypothesis's caches go under the user cache directory
+(:func:`memspec.conformance.locations.cache_dir`), or the scratch directory where that cannot be
+written. Nothing is written under the installed package, so a read-only install certifies.
+Relative paths are resolved against the directory certify was called from.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +30,8 @@ import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend, UsageError
 from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, INVOCATION_DIR, CommandBackend
-from memspec.conformance.plugin import read_expected_failures, recorder_key
+from memspec.conformance.locations import cache_dir, writable_dir
+from memspec.conformance.plugin import GivenBackend, read_expected_failures, recorder_key
 from memspec.conformance.records import CheckRecord, summary_counts
 
 PYTEST_INTERNAL_ERROR = 3
@@ -41,26 +55,50 @@ class CertifyRequest:
     verbose: bool = True
     select: str | None = None
     hypothesis_db: str | None = None
+    keep_temp: bool = False
+    given: Backend | None = None
+    """A backend object to certify instead of a name (a factory that has no importable name)."""
 
 
 @dataclass
 class CertifyResult:
-    """The outcome of a certification: exit status, counts, records and notes for the user."""
+    """The outcome of a certification: exit status, counts, records and notes for the user.
+
+    ``status`` is the CLI's exit status (0 nothing failed unexpectedly, 1 something did, 2 a
+    usage error); ``output`` is what pytest printed when the run was quiet (empty otherwise).
+    """
 
     status: int
     counts: dict[str, int]
     records: list[CheckRecord]
     notes: list[str] = field(default_factory=list)
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the certification passed (nothing failed unexpectedly)."""
+        return self.status == 0
+
+    @property
+    def summary(self) -> str:
+        """The CLI's last line, ``N passed, N failed, N skipped``, and the failed check ids."""
+        counts = self.counts
+        line = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+        failed = [record.id for record in self.records if record.status == "failed"]
+        return line + (f" (failed: {', '.join(failed)})" if failed else "")
 
 
 def make_backend(request: CertifyRequest) -> Backend:
     """Returns the backend the request names (raises UsageError)."""
     timeout = request.timeout or DEFAULT_TIMEOUT
-    if request.backend and not request.backend_cmd:
+    named = [bool(request.backend), bool(request.backend_cmd), request.given is not None]
+    if sum(named) != 1:
+        raise UsageError("give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD")
+    if request.given is not None:
+        return request.given
+    if request.backend:
         return InProcessBackend(request.backend, timeout)
-    if request.backend_cmd and not request.backend:
-        return CommandBackend(request.backend_cmd, timeout)
-    raise UsageError("give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD")
+    return CommandBackend(str(request.backend_cmd), timeout)
 
 
 def probe_backend(request: CertifyRequest) -> None:
@@ -80,20 +118,28 @@ def probe_backend(request: CertifyRequest) -> None:
 
 
 class _Tally:
-    """Keeps hold of the pytest config so the records can be read after the run."""
+    """Keeps hold of the pytest config so the records can be read after the run, and gives the
+    run back the user's working directory as soon as pytest has read where it was started."""
 
-    config: pytest.Config | None = None
+    def __init__(self, home: str) -> None:
+        self.home = home
+        self.config: pytest.Config | None = None
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
+        os.chdir(self.home)
 
 
-def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
+def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list[str]:
     """Returns the pytest command line that certifies the request's backend."""
-    autoload_off = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
     suite = Path(__file__).resolve().parent / "suite"
     args = ["-c", str(ini), "--rootdir", str(suite), "-p", "no:cacheprovider"]
-    args += ["-p", "memspec"] if autoload_off else []
+    args += ["--basetemp", str(basetemp)]
+    for plugin in PLUGINS:
+        args += ["-p", plugin]
+    # The memspec command imported the plugin before pytest could rewrite its asserts: it has none.
+    args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
     args += [
         "--pyargs",
         "memspec.conformance.suite",
@@ -102,11 +148,10 @@ def pytest_arguments(request: CertifyRequest, ini: Path) -> list[str]:
         "--tb=short",
         "-rfE",
     ]
-    args += (
-        ["--memspec-backend", request.backend]
-        if request.backend
-        else ["--memspec-backend-cmd", str(request.backend_cmd)]
-    )
+    if request.backend:
+        args += ["--memspec-backend", request.backend]
+    elif request.backend_cmd:
+        args += ["--memspec-backend-cmd", request.backend_cmd]
     args.append("-v" if request.verbose else "-q")
     if request.timeout is not None:
         args += ["--memspec-timeout", str(request.timeout)]
@@ -152,31 +197,101 @@ def start_coverage(request: CertifyRequest) -> Any:
     return BackendCoverage(str(request.backend), request.report)
 
 
+PLUGINS = ("memspec", "xdist.plugin", "_hypothesis_pytestplugin")
+"""The pytest plugins a certification loads; the others installed beside memspec are not, so
+that none of them changes the verdicts or writes files of its own (pytest-benchmark, say)."""
+HYPOTHESIS_HOME = "HYPOTHESIS_STORAGE_DIRECTORY"
+"""The variable Hypothesis reads for the directory of its caches (default ``./.hypothesis``)."""
+
+
+def hypothesis_home(scratch: Path) -> Path:
+    """Returns where Hypothesis keeps its caches during a certification: the user cache
+    directory, or ``scratch`` when that cannot be written (a read-only home)."""
+    wanted = cache_dir() / "hypothesis"
+    return wanted if writable_dir(wanted) else scratch / "hypothesis"
+
+
+@contextlib.contextmanager
+def run_environment(scratch: Path) -> Iterator[None]:
+    """Points every temporary file and Hypothesis's caches away from the working and package
+    directories for the duration of a run, in this process and the processes it starts, and
+    restores what was there before."""
+    temp = scratch / "tmp"
+    temp.mkdir()
+    # Workers' sockets live in a directory multiprocess makes once per process: make it in the
+    # real temp directory now, so that a later run in this process does not find it removed.
+    import multiprocess.util
+
+    multiprocess.util.get_temp_dir()
+    import hypothesis.configuration  # here: pytest warns about plugins imported before it starts
+
+    variables = {
+        "TMPDIR": str(temp),
+        HYPOTHESIS_HOME: str(hypothesis_home(scratch)),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        # pytest would cache the modules it rewrites in __pycache__ beside them.
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    saved = {name: os.environ.get(name) for name in variables}
+    saved_tempdir, saved_bytecode = tempfile.tempdir, sys.dont_write_bytecode
+    saved_home = vars(hypothesis.configuration).get("__hypothesis_home_directory")
+    os.environ.update(variables)
+    tempfile.tempdir, sys.dont_write_bytecode = None, True
+    hypothesis.configuration.set_hypothesis_home_dir(variables[HYPOTHESIS_HOME])
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir, sys.dont_write_bytecode = saved_tempdir, saved_bytecode
+        hypothesis.configuration.set_hypothesis_home_dir(saved_home)
+
+
 def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
-    """Runs the certification and returns its result (pytest prints the progress).
+    """Runs the certification and returns its result (pytest prints the progress, unless the
+    request is quiet: then its output is in the result).
 
     ``measured`` is the :func:`start_coverage` of a ``--coverage`` run.
     """
-    tally = _Tally()
+    here = os.getcwd()
+    tally = _Tally(here)
     plugins: list[Any] = [tally]
     notes: list[str] = []
     if measured is not None:
         plugins.append(measured)
         if request.workers:
             notes.append("--coverage runs the checks in one process: -n was ignored")
+    if request.given is not None:
+        if request.workers:
+            raise UsageError(
+                "a factory with no importable name (a lambda, or a function defined inside "
+                "another) runs in one process: define it at module level to use workers"
+            )
+        plugins.append(GivenBackend(request.given))
     request = _absolute_paths(request)
-    here = os.getcwd()
     os.environ.setdefault(INVOCATION_DIR, here)
-    with tempfile.TemporaryDirectory(prefix="memspec-certify-") as scratch:
-        ini = Path(scratch) / "pytest.ini"
+    scratch = Path(tempfile.mkdtemp(prefix="memspec-certify-"))
+    output = io.StringIO()
+    try:
+        ini = scratch / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
-        # Run from the suite's folder so that pytest names checks by their ids, not by paths.
-        os.chdir(Path(__file__).resolve().parent / "suite")
-        try:
-            code = int(pytest.main(pytest_arguments(request, ini), plugins=plugins))
-        finally:
-            os.chdir(here)
-    records = tally.config.stash[recorder_key].records if tally.config else []
+        quiet = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(output)
+        with run_environment(scratch), quiet:
+            # pytest names checks by their ids (not by paths) when started from the suite's
+            # folder; _Tally goes back to the user's directory before anything runs.
+            os.chdir(Path(__file__).resolve().parent / "suite")
+            code = int(pytest.main(pytest_arguments(request, ini, scratch / "pytest"), plugins))
+    finally:
+        os.chdir(here)
+        if request.keep_temp:
+            notes.append(f"temporary files kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    recorder = tally.config.stash.get(recorder_key, None) if tally.config else None
+    records = recorder.records if recorder is not None else []
     counts = summary_counts(records)
     if counts["xfailed"]:
         notes.append(
@@ -186,12 +301,16 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
         notes.extend(measured.notes)
     if request.report:
         notes.append(f"reports: {Path(request.report) / 'report.md'}, report.json, junit.xml")
-    if code == PYTEST_USAGE_ERROR:
-        return CertifyResult(2, counts, records, notes)
-    if code == PYTEST_INTERRUPTED and not records:
-        return CertifyResult(2, counts, records, notes)
+    status = _status(code, counts, records)
     if code == PYTEST_INTERNAL_ERROR:
         notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
-        return CertifyResult(1, counts, records, notes)
-    failed = counts["failed"] > 0 or code not in (0, 5)
-    return CertifyResult(1 if failed else 0, counts, records, notes)
+    return CertifyResult(status, counts, records, notes, output.getvalue())
+
+
+def _status(code: int, counts: dict[str, int], records: list[CheckRecord]) -> int:
+    """Returns certify's exit status for pytest's exit ``code`` and the records."""
+    if code == PYTEST_USAGE_ERROR or (code == PYTEST_INTERRUPTED and not records):
+        return 2
+    if code == PYTEST_INTERNAL_ERROR:
+        return 1
+    return 1 if counts["failed"] > 0 or code not in (0, 5) else 0

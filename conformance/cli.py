@@ -167,6 +167,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         verbose=not args.quiet,
         select=args.select,
         hypothesis_db=args.hypothesis_db,
+        keep_temp=args.keep_temp,
     )
     measured = start_coverage(request) if request.coverage else None
     try:
@@ -273,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="example database of the randomized property checks: a directory or "
         "redis://host:port/db shared by a multi-machine campaign (needs memspec[campaign])",
+    )
+    certify_cmd.add_argument(
+        "--keep-temp",
+        action="store_true",
+        help="keep the run's temporary files (roots, histories) and print where they are",
     )
     certify_cmd.add_argument("-q", "--quiet", action="store_true", help="print less progress")
     certify_cmd.set_defaults(run=_cmd_certify)

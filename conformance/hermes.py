@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.locations import cache_dir as cache_dir  # re-exported
 
 PACKAGES = ("hermes-agent", "async-hermes-agent")
 MEMORY_TOOL_DEPENDENCIES = ("pyyaml", "aiofiles")
@@ -61,16 +62,6 @@ class Release:
     def label(self) -> str:
         """``package==version``, the name reports and the matrix use."""
         return f"{self.package}=={self.version}"
-
-
-def cache_dir(override: str | None = None) -> Path:
-    """Returns the cache directory of memspec (see the module docstring for the precedence)."""
-    if override:
-        return Path(override).expanduser().absolute()
-    if os.environ.get("MEMSPEC_CACHE_DIR"):
-        return Path(os.environ["MEMSPEC_CACHE_DIR"]).expanduser().absolute()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser().absolute() / "memspec"
 
 
 def venv_python(venv: Path) -> Path:

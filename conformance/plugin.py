@@ -48,6 +48,14 @@ class Settings:
     hypothesis_db: str | None = None
 
 
+@dataclass(eq=False)
+class GivenBackend:
+    """A GivenBackend, passed to ``pytest.main`` as a plugin, names the backend to certify by
+    object instead of by option (``memspec.certify`` given a factory with no importable name)."""
+
+    backend: Backend
+
+
 settings_key = pytest.StashKey[Settings]()
 recorder_key = pytest.StashKey["Recorder"]()
 
@@ -137,7 +145,10 @@ def _resolve(config: pytest.Config) -> Settings:
     timeout = option("--memspec-timeout") or DEFAULT_TIMEOUT
     if timeout <= 0:
         raise UsageError(f"--memspec-timeout must be positive seconds, got {timeout!r}")
-    backend: Backend | None = None
+    given = [p for p in config.pluginmanager.get_plugins() if isinstance(p, GivenBackend)]
+    if given and (module or command):
+        raise UsageError("a backend was given by object: pass no --memspec-backend option")
+    backend: Backend | None = given[0].backend if given else None
     if module:
         backend = InProcessBackend(module, timeout)
     elif command:
