@@ -37,6 +37,7 @@ from memspec.conformance.records import CheckRecord, summary_counts
 PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4
 PYTEST_INTERRUPTED = 2
+PYTEST_NO_TESTS = 5
 
 
 @dataclass(frozen=True)
@@ -302,6 +303,8 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
     if request.report:
         notes.append(f"reports: {Path(request.report) / 'report.md'}, report.json, junit.xml")
     status = _status(code, counts, records)
+    if code == PYTEST_NO_TESTS:
+        notes.append(f"no check matched -k {request.select!r}: nothing was certified")
     if code == PYTEST_INTERNAL_ERROR:
         notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
     return CertifyResult(status, counts, records, notes, output.getvalue())
@@ -309,8 +312,10 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
 
 def _status(code: int, counts: dict[str, int], records: list[CheckRecord]) -> int:
     """Returns certify's exit status for pytest's exit ``code`` and the records."""
-    if code == PYTEST_USAGE_ERROR or (code == PYTEST_INTERRUPTED and not records):
+    if code in (PYTEST_USAGE_ERROR, PYTEST_NO_TESTS) or (
+        code == PYTEST_INTERRUPTED and not records
+    ):
         return 2
     if code == PYTEST_INTERNAL_ERROR:
         return 1
-    return 1 if counts["failed"] > 0 or code not in (0, 5) else 0
+    return 1 if counts["failed"] > 0 or code != 0 else 0

@@ -350,6 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memspec: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``memspec spec --dump-json | head``): say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

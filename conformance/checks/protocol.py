@@ -39,6 +39,8 @@ def _raw_exchange(ctx: CheckContext, clause: str, requests: list[dict[str, Any]]
             input=lines,
             capture_output=True,
             text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
             timeout=timeout,
             start_new_session=True,
             check=False,
