@@ -219,17 +219,20 @@ def run_environment(scratch: Path) -> Iterator[None]:
     restores what was there before."""
     temp = scratch / "tmp"
     temp.mkdir()
-    # Workers' sockets live in a directory multiprocess makes once per process: make it in the
-    # real temp directory now, so that a later run in this process does not find it removed.
-    import multiprocess.util
+    # Worker processes outlive a run (their server and its socket directory are made once per
+    # process): start them in the real environment, so that a later run does not find their
+    # temp directory removed.
+    from memspec.conformance.workers import start_process_server
 
-    multiprocess.util.get_temp_dir()
+    start_process_server()
     import hypothesis.configuration  # here: pytest warns about plugins imported before it starts
 
     variables = {
         "TMPDIR": str(temp),
         HYPOTHESIS_HOME: str(hypothesis_home(scratch)),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        # Command backends start in the directory certify was called from (pytest's is not).
+        INVOCATION_DIR: os.environ.get(INVOCATION_DIR) or os.getcwd(),
         # pytest would cache the modules it rewrites in __pycache__ beside them.
         "PYTHONDONTWRITEBYTECODE": "1",
     }
@@ -273,7 +276,6 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
             )
         plugins.append(GivenBackend(request.given))
     request = _absolute_paths(request)
-    os.environ.setdefault(INVOCATION_DIR, here)
     scratch = Path(tempfile.mkdtemp(prefix="memspec-certify-"))
     output = io.StringIO()
     try:

@@ -72,6 +72,7 @@ class CommandSession:
     features: frozenset[str] = frozenset({"core"})
     name: str = ""
     version: str = ""
+    cwd: str | None = None
     process: subprocess.Popen[str] = field(init=False, repr=False)
     _lines: queue.Queue[object] = field(init=False, repr=False)
     _stderr: deque[str] = field(init=False, repr=False)
@@ -96,7 +97,7 @@ class CommandSession:
                 encoding="utf-8",
                 errors="surrogateescape",
                 bufsize=1,
-                cwd=invocation_dir(),
+                cwd=self.cwd or invocation_dir(),
                 start_new_session=True,
             )
         except OSError as error:
@@ -206,11 +207,13 @@ class CommandBackend:
     """A backend in any language, named by the command that starts one session.
 
     The command runs in the directory memspec was invoked from, so that a relative path in it
-    (``node backends/node/memspec_backend.js``) means what the user typed.
+    (``node backends/node/memspec_backend.js``) means what the user typed. That directory is
+    taken when the backend is made and travels with it to worker processes.
     """
 
     command: str
     timeout: float = DEFAULT_TIMEOUT
+    cwd: str = field(default_factory=invocation_dir)
 
     @property
     def label(self) -> str:
@@ -219,9 +222,8 @@ class CommandBackend:
 
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> CommandSession:
         """Starts one backend process on ``root``."""
-        return CommandSession(
-            self.command, root, {**DEFAULT_LIMITS, **(limits or {})}, self.timeout
-        )
+        limits = {**DEFAULT_LIMITS, **(limits or {})}
+        return CommandSession(self.command, root, limits, self.timeout, cwd=self.cwd)
 
 
 def _error(request_id: Any, code: str, message: str) -> dict[str, Any]:

@@ -92,6 +92,16 @@ def process_context() -> Any:
     return _context
 
 
+def start_process_server() -> None:
+    """Starts the fork server now if workers start from one, so that it and every worker take
+    this moment's environment and working directory, not those of a later run."""
+    context = process_context()
+    if context.get_start_method() == "forkserver":
+        from multiprocess import forkserver
+
+        forkserver.ensure_running()
+
+
 @dataclass(frozen=True)
 class Job:
     """A Job is one session to run in a worker: backend, root, limits, operations, plan.

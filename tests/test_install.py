@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance import certify as certify_module
+from memspec.conformance.jsonlines import INVOCATION_DIR
 from memspec.conformance.locations import cache_dir
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -159,9 +160,11 @@ def test_hypothesis_caches_fall_back_to_scratch_when_the_cache_is_unwritable(
 
 
 def test_run_environment_restores_what_it_changed(tmp_path: Path) -> None:
-    before = {name: os.environ.get(name) for name in ("TMPDIR", certify_module.HYPOTHESIS_HOME)}
+    names = ("TMPDIR", certify_module.HYPOTHESIS_HOME, INVOCATION_DIR, "PYTHONDONTWRITEBYTECODE")
+    before = {name: os.environ.get(name) for name in names}
     with certify_module.run_environment(tmp_path):
         assert tempfile.gettempdir() == str(tmp_path / "tmp")
         assert os.environ["TMPDIR"] == str(tmp_path / "tmp")
+        assert os.environ[INVOCATION_DIR] == os.getcwd() and sys.dont_write_bytecode
     assert {name: os.environ.get(name) for name in before} == before
     assert tempfile.gettempdir() != str(tmp_path / "tmp")

@@ -44,7 +44,7 @@ def _raw_exchange(ctx: CheckContext, clause: str, requests: list[dict[str, Any]]
             timeout=timeout,
             start_new_session=True,
             check=False,
-            cwd=invocation_dir(),
+            cwd=getattr(ctx.backend, "cwd", None) or invocation_dir(),
         )
     except subprocess.TimeoutExpired:
         raise AssertionError(
