@@ -306,7 +306,10 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
         notes.append(f"reports: {Path(request.report) / 'report.md'}, report.json, junit.xml")
     status = _status(code, counts, records)
     if code == PYTEST_NO_TESTS:
-        notes.append(f"no check matched -k {request.select!r}: nothing was certified")
+        notes.append(
+            f"no check matched -k {request.select!r}: nothing was certified (-k matches check "
+            "ids such as DRIFT/drift-backup-byte-exact or SNAP/properties.limits_hold)"
+        )
     if code == PYTEST_INTERNAL_ERROR:
         notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
     return CertifyResult(status, counts, records, notes, output.getvalue())

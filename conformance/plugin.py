@@ -217,12 +217,6 @@ def _marker(item: pytest.Item) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(mark.kwargs.get("clauses", ())), tuple(mark.kwargs.get("features", ("core",)))
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Lets ``-k`` select a check by the clause ids it cites, e.g. ``-k DRIFT-3``."""
-    clauses, _ = _marker(item)
-    item.extra_keyword_matches.update(clauses)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Turns listed expected failures into strict xfails (a stale entry fails the run)."""
     expected = memspec_settings(config).expected_failures

@@ -79,10 +79,7 @@ def test_factory_names() -> None:
     assert factory_name(InProcessBackend.of_factory) is None
 
 
-def test_select_by_clause_id_and_selecting_nothing_is_a_usage_error() -> None:
-    drift = memspec.certify(open_store, profile="smoke", select="DRIFT-3")
-    assert drift.ok and drift.records, drift.summary
-    assert all("DRIFT-3" in r.clauses for r in drift.records)
+def test_selecting_nothing_is_a_usage_error() -> None:
     nothing = memspec.certify(open_store, profile="smoke", select="NO-SUCH-CLAUSE")
     assert nothing.status == 2 and not nothing.records
     assert "no check matched -k 'NO-SUCH-CLAUSE'" in nothing.notes[0]
