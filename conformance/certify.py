@@ -308,7 +308,7 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
     if code == PYTEST_NO_TESTS:
         notes.append(
             f"no check matched -k {request.select!r}: nothing was certified (-k matches check "
-            "ids such as DRIFT/drift-backup-byte-exact or SNAP/properties.limits_hold)"
+            "ids such as DRIFT/drift-backup-byte-exact or LIMIT/properties.limits_hold)"
         )
     if code == PYTEST_INTERNAL_ERROR:
         notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
