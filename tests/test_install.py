@@ -52,6 +52,19 @@ def read_only_command(package: Path, command: list[str]) -> list[str]:
     return ["unshare", "--mount", "sh", "-c", script, "sh", str(package), *command]
 
 
+@pytest.fixture
+def short_temp(tmp_path: Path) -> Iterator[Path]:
+    """A new, empty temp directory with a short path, linked from ``tmp_path/tmp``.
+
+    Worker processes talk through a Unix socket under the temp directory, and a socket's path
+    may not exceed 107 bytes: pytest's own ``tmp_path`` can be too long for that.
+    """
+    temp = Path(tempfile.mkdtemp(prefix="ms-"))
+    (tmp_path / "tmp").symlink_to(temp)
+    yield temp
+    shutil.rmtree(temp, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A virtual environment with memspec installed from the project, not editable."""
@@ -83,15 +96,16 @@ def _package_dir(venv: Path) -> Path:
 )
 @pytest.mark.parametrize("mount", ["as installed", "read-only"])
 def test_an_install_certifies_and_writes_only_where_told(
-    installed: Path, tmp_path: Path, mount: str
+    installed: Path, tmp_path: Path, short_temp: Path, mount: str
 ) -> None:
     """As installed, a write under the package would show (root may write anywhere); mounted
     read-only, certification must still pass."""
     package = _package_dir(installed)
     assert installed in package.parents, f"memspec was not installed into the venv: {package}"
-    work, home, temp = tmp_path / "work", tmp_path / "home", tmp_path / "tmp"
-    for folder in (work, home, temp):
+    work, home = tmp_path / "work", tmp_path / "home"
+    for folder in (work, home):
         folder.mkdir()
+    temp = short_temp
     env = {
         key: value
         for key, value in os.environ.items()
@@ -126,9 +140,10 @@ def test_an_install_certifies_and_writes_only_where_told(
     assert (home / ".cache" / "memspec" / "hypothesis").is_dir()
 
 
-def test_keep_temp_keeps_the_scratch_directory_and_says_where(tmp_path: Path) -> None:
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+def test_keep_temp_keeps_the_scratch_directory_and_says_where(
+    tmp_path: Path, short_temp: Path
+) -> None:
+    temp = short_temp
     env = {**os.environ, "TMPDIR": str(temp), "MEMSPEC_CACHE_DIR": str(tmp_path / "cache")}
     command = [sys.executable, "-m", "memspec.conformance", "certify", "--profile", "smoke",
                "--backend", "memspec.reference_impl:open_store", "-q", "-k", "FORMAT"]  # fmt: skip
@@ -145,7 +160,7 @@ def test_keep_temp_keeps_the_scratch_directory_and_says_where(tmp_path: Path) ->
                            timeout=300)  # fmt: skip
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert list(temp.iterdir()) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"]  # tmp: a link
 
 
 def test_hypothesis_caches_fall_back_to_scratch_when_the_cache_is_unwritable(
