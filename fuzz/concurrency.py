@@ -86,7 +86,14 @@ def _seed(ctx: CheckContext) -> int:
 
 
 @check(
-    "LOCK-3", "LOCK-2", "ATOMIC-2", "ATOMIC-5", "LIMIT-2", "BATCH-2", features=("multi-process",)
+    "LOCK-3",
+    "LOCK-2",
+    "ATOMIC-2",
+    "ATOMIC-5",
+    "LIMIT-2",
+    "BATCH-2",
+    features=("multi-process",),
+    id="concurrency.history_is_linearizable",
 )
 def history_is_linearizable(ctx: CheckContext) -> None:
     """Concurrent sessions and a reader form a history every checker accepts (LOCK-3)."""

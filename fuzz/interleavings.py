@@ -91,7 +91,14 @@ def _adds(*per_session: int) -> Program:
     return Program(sessions, files={"memory": SEED_ENTRY})
 
 
-@check("LOCK-3", "LOCK-2", "ATOMIC-2", features=("multi-process",), python_only=True)
+@check(
+    "LOCK-3",
+    "LOCK-2",
+    "ATOMIC-2",
+    features=("multi-process",),
+    python_only=True,
+    id="interleavings.preemption_bounded_schedules",
+)
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
     require_python_backend(ctx.backend)
@@ -122,7 +129,15 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
         raise NotApplicable(f"LOCK-3: undecided: {undecided[0]}")
 
 
-@check("LOCK-3", "LOCK-2", "ATOMIC-2", "LIMIT-2", features=("multi-process",), python_only=True)
+@check(
+    "LOCK-3",
+    "LOCK-2",
+    "ATOMIC-2",
+    "LIMIT-2",
+    features=("multi-process",),
+    python_only=True,
+    id="interleavings.random_schedules",
+)
 def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
     require_python_backend(ctx.backend)

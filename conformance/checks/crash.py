@@ -320,7 +320,7 @@ def _final(recovery: Recovery) -> None:
     result.expect_done()
 
 
-@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",))
+@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",), id="crash.kill_at_random_moments")
 def kill_at_random_moments(ctx: CheckContext) -> None:
     """Kills a session with SIGKILL at random moments while it adds, replaces and removes
     (at least ``trials`` times); after each kill the file is old or new, every acknowledged
@@ -345,7 +345,14 @@ def kill_at_random_moments(ctx: CheckContext) -> None:
     _final(recovery)
 
 
-@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",), python_only=True)
+@check(
+    "CRASH-1",
+    "CRASH-2",
+    "CRASH-3",
+    features=("crash-safe",),
+    python_only=True,
+    id="crash.kill_at_each_write_step",
+)
 def kill_at_each_write_step(ctx: CheckContext) -> None:
     """Traces one add of a Python backend, then kills the session right before and right after
     each of its interposed writes, flushes, syncs and renames; after each kill the file is old or

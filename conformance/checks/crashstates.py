@@ -499,7 +499,7 @@ def _run(ctx: CheckContext, models: Sequence[str], judgement: Judgement, key: st
     assert not failures, "\n".join(failures)
 
 
-@check("CRASH-1", "CRASH-4", features=("crash-safe",))
+@check("CRASH-1", "CRASH-4", features=("crash-safe",), id="crashstates.crash_states_are_old_or_new")
 def crash_states_are_old_or_new(ctx: CheckContext) -> None:
     """Records an add, replace, remove (and batch) on a seeded store; in every crash state of
     the process-crash, posix-weak and ext4-ordered models, a fresh session finds MEMORY.md as
@@ -507,14 +507,19 @@ def crash_states_are_old_or_new(ctx: CheckContext) -> None:
     _run(ctx, MODELS, OLD_OR_NEW, "old-or-new")
 
 
-@check("CRASH-2", "CRASH-3", features=("crash-safe",))
+@check("CRASH-2", "CRASH-3", features=("crash-safe",), id="crashstates.every_crash_state_recovers")
 def every_crash_state_recovers(ctx: CheckContext) -> None:
     """In every crash state of the three models, the next add succeeds (no lock is left held)
     and removes the temp files the crash left, never writing through them (CRASH-2, CRASH-3)."""
     _run(ctx, MODELS, RECOVERY, "recovery")
 
 
-@check("CRASH-5", "ATOMIC-3", features=("durable",))
+@check(
+    "CRASH-5",
+    "ATOMIC-3",
+    features=("durable",),
+    id="crashstates.acknowledged_mutations_survive_power_loss",
+)
 def acknowledged_mutations_survive_power_loss(ctx: CheckContext) -> None:
     """Every crash state of the posix-weak and ext4-ordered models keeps every mutation that
     was acknowledged before the power loss (CRASH-5, ATOMIC-3)."""

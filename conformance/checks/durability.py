@@ -118,7 +118,13 @@ def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
     return temp
 
 
-@check("ATOMIC-3", "ATOMIC-1", features=("durable",), python_only=True)
+@check(
+    "ATOMIC-3",
+    "ATOMIC-1",
+    features=("durable",),
+    python_only=True,
+    id="durability.write_protocol_is_durable",
+)
 def write_protocol_is_durable(ctx: CheckContext) -> None:
     """Two adds in two processes, interposed: each writes a temp in the same directory, fsyncs
     it after its last write, renames it onto MEMORY.md and fsyncs the directory before

@@ -188,7 +188,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     )
 
 
-@check("READ-7", "READ-6", python_only=True)
+@check("READ-7", "READ-6", python_only=True, id="faults.read_errors_are_not_empty")
 def read_errors_are_not_empty(ctx: CheckContext) -> None:
     """A read of MEMORY.md that fails once (EIO on the read, EACCES on the open) makes the add
     answer E_UNREADABLE and write nothing, and the next add works; a file made undecodable
@@ -225,7 +225,13 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     )
 
 
-@check("ATOMIC-3", "DRIFT-3", features=("durable",), python_only=True)
+@check(
+    "ATOMIC-3",
+    "DRIFT-3",
+    features=("durable",),
+    python_only=True,
+    id="faults.failed_dir_sync_is_acknowledged",
+)
 def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     """When the fsync of the directory after the rename fails once (EIO), the add still answers
     OK with a message — the new file is already what every reader sees, and E_IO would promise
@@ -292,7 +298,7 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     )
 
 
-@check("ATOMIC-4", python_only=True)
+@check("ATOMIC-4", python_only=True, id="faults.failed_write_keeps_old_file")
 def failed_write_keeps_old_file(ctx: CheckContext) -> None:
     """A write that fails once (ENOSPC or EIO on the first write, EIO on the fsync or the
     rename) makes the add answer E_IO with MEMORY.md byte for byte as before and no temp file

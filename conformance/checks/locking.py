@@ -61,7 +61,7 @@ def _fresh_entries(ctx: CheckContext, limits: dict[str, int]) -> list[str]:
     return list(answer["entries"])
 
 
-@check("LOCK-1", "LOCK-3", features=("multi-process",))
+@check("LOCK-1", "LOCK-3", features=("multi-process",), id="locking.concurrent_adds_are_all_kept")
 def concurrent_adds_are_all_kept(ctx: CheckContext) -> None:
     """``processes`` sessions in as many processes each add ``operations`` unique entries at
     once; afterwards every acknowledged add is present exactly once, nothing else is, and an add
@@ -171,7 +171,14 @@ def trace_of_add(ctx: CheckContext, index: int = 2) -> list[dict[str, Any]]:
     return run_session(job, timeout=30).expect_done().calls_during(index)
 
 
-@check("LOCK-1", "LOCK-2", "LOCK-3", features=("multi-process",), python_only=True)
+@check(
+    "LOCK-1",
+    "LOCK-2",
+    "LOCK-3",
+    features=("multi-process",),
+    python_only=True,
+    id="locking.lock_spans_read_to_rename",
+)
 def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     """One add, interposed: an exclusive flock on MEMORY.md.lock is taken before MEMORY.md is
     read and released only after the new file is in place (LOCK-1, LOCK-2, LOCK-3)."""
