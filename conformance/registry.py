@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +103,50 @@ def check(
     return register
 
 
+class HarnessError(Exception):
+    """memspec itself is broken or badly installed (a check module named by its entry points
+    does not import): not the backend's fault. The message names the module; fix it, or
+    reinstall memspec (``pip install -e .`` from a checkout) so that its metadata is current."""
+
+
+CHECK_MODULES = "memspec.checks"
+"""The entry-point group that names the modules registering checks (``pyproject.toml``)."""
+HOME_MODULE = "memspec.conformance.checks"
+"""The check module every installation of memspec names in :data:`CHECK_MODULES`."""
+
+
+def check_modules() -> list[metadata.EntryPoint]:
+    """Returns the entry points of :data:`CHECK_MODULES`, one per module, in the order of the
+    installed metadata (raises HarnessError when memspec's own are missing)."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for entry in metadata.entry_points(group=CHECK_MODULES):
+        found.setdefault(entry.value, entry)
+    if HOME_MODULE not in found:
+        raise HarnessError(
+            f"the installed metadata of memspec names no {CHECK_MODULES!r} entry point for "
+            f"{HOME_MODULE} (found {sorted(found) or 'none'}): memspec is installed from an older "
+            "checkout; reinstall it (pip install -e . from a checkout)"
+        )
+    return list(found.values())
+
+
 def all_checks() -> dict[str, Check]:
     """Returns every registered check, importing the check modules first.
 
-    The property suites of :mod:`memspec.fuzz` register themselves the same way, so certify
-    runs them like any other check.
+    The modules are those the ``memspec.checks`` entry points name: the conformance checks
+    (:mod:`memspec.conformance.checks`) and the property checks of :mod:`memspec.fuzz`, which
+    register themselves with the same decorator, so certify runs them like any other check. The
+    harness never imports :mod:`memspec.fuzz` by name; a module that fails to import is a
+    :class:`HarnessError` naming it, never a silent drop of its checks.
     """
-    from memspec import fuzz  # noqa: F401 - importing registers the property checks
-    from memspec.conformance import checks  # noqa: F401 - importing registers the checks
-
+    for entry in check_modules():
+        try:
+            entry.load()
+        except Exception as error:
+            raise HarnessError(
+                f"the check module {entry.value} (entry point {entry.name!r} of "
+                f"{CHECK_MODULES!r}) failed to import: {type(error).__name__}: {error}"
+            ) from error
     return dict(CHECKS)
 
 

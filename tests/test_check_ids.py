@@ -55,3 +55,20 @@ def test_a_check_needs_a_well_formed_id() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         check("READ-7", id=name)(lambda ctx: None)
     assert CHECKS[name].id == name
+
+
+def test_a_check_module_that_fails_to_import_is_a_harness_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib import metadata
+
+    from memspec.conformance import registry
+
+    broken = metadata.EntryPoint("broken", "memspec.conformance.no_such_module", "memspec.checks")
+    home = metadata.EntryPoint("conformance", registry.HOME_MODULE, "memspec.checks")
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [home, broken])
+    with pytest.raises(registry.HarnessError, match=r"memspec\.conformance\.no_such_module"):
+        registry.all_checks()
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [])
+    with pytest.raises(registry.HarnessError, match="reinstall"):
+        registry.all_checks()

@@ -2,8 +2,8 @@
 ATOMIC-3, ATOMIC-4).
 
 Each scenario runs one session in a worker process whose file-system calls are interposed
-(:mod:`memspec.conformance.interpose`): after two acknowledged adds, the third add meets one
-injected error, then the session adds once more and reloads. The harness observes the root's
+(:mod:`memspec.conformance.processes.interpose`): after two acknowledged adds, the third add meets
+one injected error, then the session adds once more and reloads. The harness observes the root's
 files (harness ``observe`` steps) before and after the faulty add.
 
 - A read of ``MEMORY.md`` fails (``EIO`` on a read, ``EACCES`` on the open): the add answers
@@ -29,9 +29,14 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.workers import (
+    Job,
+    WorkerResult,
+    require_python_backend,
+    run_session,
+)
 from memspec.conformance.registry import CheckContext, NotApplicable, check
-from memspec.conformance.workers import Job, WorkerResult, require_python_backend, run_session
 from memspec.spec import codes
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
