@@ -21,9 +21,9 @@ from collections import Counter
 from pathlib import Path
 
 from memspec.conformance.backend import InProcessBackend
+from memspec.conformance.checks.locking import history_is_linearizable
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, NotApplicable
-from memspec.fuzz.concurrency import history_is_linearizable
 
 STORES = {
     "reference": "memspec.reference_impl:open_store",

@@ -2,9 +2,9 @@
 
 For each size (sessions x operations per session) it records one real history of the reference
 store — the sessions and the reader process of ``concurrency.history_is_linearizable`` — and
-times :func:`memspec.fuzz.checkers.judge_history` on it: taking the history apart, the three
-cheap checkers, and the linearizability search. The issue's bar: a 4 x 25 history checks in
-under a second. Run from the project root::
+times :func:`memspec.conformance.history.checkers.judge_history` on it: taking the history apart,
+the three cheap checkers, and the linearizability search. The issue's bar: a 4 x 25 history checks
+in under a second. Run from the project root::
 
     python -m benchmarks.linearizability                  # 2x10 4x25 8x50 8x100 8x200
     python -m benchmarks.linearizability 4x25 8x200 --repeat 3
@@ -21,10 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from memspec.conformance.backend import InProcessBackend
+from memspec.conformance.checks.locking import SEED, run_history
+from memspec.conformance.history.checkers import judge_history
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext
-from memspec.fuzz.checkers import judge_history
-from memspec.fuzz.concurrency import SEED, run_history
 
 SIZES = ("2x10", "4x25", "8x50", "8x100", "8x200")
 REFERENCE = "memspec.reference_impl:open_store"

@@ -222,7 +222,7 @@ def run_environment(scratch: Path) -> Iterator[None]:
     # Worker processes outlive a run (their server and its socket directory are made once per
     # process): start them in the real environment, so that a later run does not find their
     # temp directory removed.
-    from memspec.conformance.workers import start_process_server
+    from memspec.conformance.processes.workers import start_process_server
 
     start_process_server()
     import hypothesis.configuration  # here: pytest warns about plugins imported before it starts

@@ -185,8 +185,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 def _cmd_repro(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memspec.fuzz.exploration import render_interleaving
-    from memspec.fuzz.repro import load_repro, replay
+    from memspec.conformance.schedule.exploration import render_interleaving
+    from memspec.conformance.schedule.repro import load_repro, replay
 
     repro = load_repro(Path(args.file))
     backend = InProcessBackend(args.backend or repro.backend, args.timeout)

@@ -11,8 +11,10 @@ run against a Python backend) raises :class:`NotApplicable`, which the suite rep
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -70,35 +72,81 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
+CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*")
+"""A check id: ``group.name``, e.g. ``concurrency.history_is_linearizable``."""
+
+
 def check(
-    *clauses: str, features: Iterable[str] = ("core",), python_only: bool = False
+    *clauses: str, id: str, features: Iterable[str] = ("core",), python_only: bool = False
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Registers the decorated function as a check of ``clauses`` (validated when defined)."""
+    """Registers the decorated function as the check ``id`` of ``clauses`` (validated when
+    defined).
+
+    The id is given, not derived from where the function lives: users name it in
+    expected-failures files and ``-k``, and it keys the Hypothesis example database and the
+    repro commands, so moving a check to another module must not change it.
+    """
     for clause in clauses:
         if not CLAUSE_ID.fullmatch(clause):
             raise ValueError(f"clause ids look like AREA-N, got {clause!r}")
     if not clauses:
         raise ValueError("a check must name the clause ids it verifies")
+    if not CHECK_ID.fullmatch(id):
+        raise ValueError(f"check ids look like group.name, got {id!r}")
 
     def register(function: CheckFunction) -> CheckFunction:
-        name = f"{function.__module__.rsplit('.', 1)[-1]}.{function.__name__}"
-        if name in CHECKS:
-            raise ValueError(f"check {name} is registered twice")
-        CHECKS[name] = Check(name, tuple(clauses), tuple(features), function, python_only)
+        if id in CHECKS:
+            raise ValueError(f"check {id} is registered twice")
+        CHECKS[id] = Check(id, tuple(clauses), tuple(features), function, python_only)
         return function
 
     return register
 
 
+class HarnessError(Exception):
+    """memspec itself is broken or badly installed (a check module named by its entry points
+    does not import): not the backend's fault. The message names the module; fix it, or
+    reinstall memspec (``pip install -e .`` from a checkout) so that its metadata is current."""
+
+
+CHECK_MODULES = "memspec.checks"
+"""The entry-point group that names the modules registering checks (``pyproject.toml``)."""
+HOME_MODULE = "memspec.conformance.checks"
+"""The check module every installation of memspec names in :data:`CHECK_MODULES`."""
+
+
+def check_modules() -> list[metadata.EntryPoint]:
+    """Returns the entry points of :data:`CHECK_MODULES`, one per module, in the order of the
+    installed metadata (raises HarnessError when memspec's own are missing)."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for entry in metadata.entry_points(group=CHECK_MODULES):
+        found.setdefault(entry.value, entry)
+    if HOME_MODULE not in found:
+        raise HarnessError(
+            f"the installed metadata of memspec names no {CHECK_MODULES!r} entry point for "
+            f"{HOME_MODULE} (found {sorted(found) or 'none'}): memspec is installed from an older "
+            "checkout; reinstall it (pip install -e . from a checkout)"
+        )
+    return list(found.values())
+
+
 def all_checks() -> dict[str, Check]:
     """Returns every registered check, importing the check modules first.
 
-    The property suites of :mod:`memspec.fuzz` register themselves the same way, so certify
-    runs them like any other check.
+    The modules are those the ``memspec.checks`` entry points name: the conformance checks
+    (:mod:`memspec.conformance.checks`) and the property checks of :mod:`memspec.fuzz`, which
+    register themselves with the same decorator, so certify runs them like any other check. The
+    harness never imports :mod:`memspec.fuzz` by name; a module that fails to import is a
+    :class:`HarnessError` naming it, never a silent drop of its checks.
     """
-    from memspec import fuzz  # noqa: F401 - importing registers the property checks
-    from memspec.conformance import checks  # noqa: F401 - importing registers the checks
-
+    for entry in check_modules():
+        try:
+            entry.load()
+        except Exception as error:
+            raise HarnessError(
+                f"the check module {entry.value} (entry point {entry.name!r} of "
+                f"{CHECK_MODULES!r}) failed to import: {type(error).__name__}: {error}"
+            ) from error
     return dict(CHECKS)
 
 

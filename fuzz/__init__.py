@@ -1,14 +1,16 @@
-"""Property fuzzing of memory backends through the contract (BRIEF section 3).
+"""Property fuzzing of memory backends through the contract, with Hypothesis (BRIEF section 3).
 
-Importing this package registers its checks with :mod:`memspec.conformance.registry`, so that
-``memspec certify`` runs them like any other check: the delimiter round trip, the limits, the
-frozen snapshot, the fence escape (:mod:`memspec.fuzz.properties`), external drift
-(:mod:`memspec.fuzz.drift_properties`) and the stateful differential test against the spec model
-(:mod:`memspec.fuzz.machine`). The strategies are public for other harnesses to reuse.
+Importing this package registers its checks with :mod:`memspec.conformance.registry`: the
+delimiter round trip, the limits, the frozen snapshot, the fence escape
+(:mod:`memspec.fuzz.properties`), external drift (:mod:`memspec.fuzz.drift_properties`), the
+stateful differential test against the spec model (:mod:`memspec.fuzz.machine`) and random
+schedules of concurrent sessions (:mod:`memspec.fuzz.interleavings`). The conformance harness
+never imports this package: ``memspec certify`` finds these modules through the ``memspec.checks``
+entry points in ``pyproject.toml``, and runs their checks like any other. Everything here uses
+Hypothesis; the strategies are public for other harnesses to reuse.
 """
 
 from memspec.fuzz import (  # noqa: F401 - importing registers the checks
-    concurrency,
     drift_properties,
     interleavings,
     machine,

@@ -91,7 +91,16 @@ def _drift_step(
         assert problem is None, f"{problem} (after {sent})"
 
 
-@check("DRIFT-1", "DRIFT-2", "DRIFT-3", "DRIFT-4", "DRIFT-5", "READ-6", features=("drift-guard",))
+@check(
+    "DRIFT-1",
+    "DRIFT-2",
+    "DRIFT-3",
+    "DRIFT-4",
+    "DRIFT-5",
+    "READ-6",
+    features=("drift-guard",),
+    id="drift_properties.external_edits_are_kept",
+)
 def external_edits_are_kept(ctx: CheckContext) -> None:
     """After any external edit followed by any operations: cosmetic edits are never refused
     (DRIFT-1), foreign content is never silently rewritten (DRIFT-2, DRIFT-3), the external bytes

@@ -295,6 +295,7 @@ class MemoryMachine(RuleBasedStateMachine):
     "CONTRACT-4", "CONTRACT-5", "CONTRACT-8", "FORMAT-4", "FORMAT-5", "DUP-1", "DUP-4",
     "MATCH-1", "MATCH-3", "MATCH-4", "MATCH-5", "REPLACE-1", "REMOVE-1", "LIMIT-2", "LOCK-2",
     "SNAP-1", "SNAP-2", "SNAP-10", "DRIFT-1", "DRIFT-3", "DRIFT-4", "READ-6", "BATCH-3",
+    id="machine.memory_machine",
 )  # fmt: skip
 def memory_machine(ctx: CheckContext) -> None:
     """Random programs of store calls, loads, external edits and a second session, run against

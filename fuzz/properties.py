@@ -111,7 +111,7 @@ def _round_trip_step(world: FuzzRoot, request: dict[str, Any]) -> None:
 
 @check(
     "FORMAT-3", "FORMAT-4", "FORMAT-5", "READ-1", "READ-2", "READ-3", "READ-4", "READ-5",
-    "ENTRY-1", "ENTRY-3", "ENTRY-4", "ENTRY-5",
+    "ENTRY-1", "ENTRY-3", "ENTRY-4", "ENTRY-5", id="properties.delimiter_round_trip",
 )  # fmt: skip
 def delimiter_round_trip(ctx: CheckContext) -> None:
     """After any sequence of operations with adversarial content, the entries the store reports
@@ -221,7 +221,7 @@ def _bring_back(world: FuzzRoot, target: str) -> None:
     )
 
 
-@check("LIMIT-1", "LIMIT-2", "LIMIT-3", "LIMIT-4", "LIMIT-5", "DUP-2")
+@check("LIMIT-1", "LIMIT-2", "LIMIT-3", "LIMIT-4", "LIMIT-5", "DUP-2", id="properties.limits_hold")
 def limits_hold(ctx: CheckContext) -> None:
     """With small limits and content of about a limit's length (in 1- to 4-byte characters):
     ``E_LIMIT`` exactly when the result would be over the limit and larger (LIMIT-1, LIMIT-2),
@@ -257,7 +257,18 @@ SNAPSHOT_STEPS = st.one_of(
 )  # fmt: skip
 
 
-@check("SNAP-1", "SNAP-2", "SNAP-3", "SNAP-4", "SNAP-5", "SNAP-6", "SNAP-8", "SNAP-9", "SNAP-10")
+@check(
+    "SNAP-1",
+    "SNAP-2",
+    "SNAP-3",
+    "SNAP-4",
+    "SNAP-5",
+    "SNAP-6",
+    "SNAP-8",
+    "SNAP-9",
+    "SNAP-10",
+    id="properties.snapshot_frozen_until_load",
+)
 def snapshot_frozen_until_load(ctx: CheckContext) -> None:
     """Whatever this session, another session or another writer does, a session's snapshot stays
     byte-identical until its next load (SNAP-1, SNAP-10); right after a load it is exactly the
@@ -326,7 +337,16 @@ def _fence_clause(raw: str, clean: str) -> str:
     return "FENCE-2" if find_fence_tags(clean) else "FENCE-4"
 
 
-@check("FENCE-1", "FENCE-2", "FENCE-3", "FENCE-4", "FENCE-5", "CONTRACT-10", features=("fence",))
+@check(
+    "FENCE-1",
+    "FENCE-2",
+    "FENCE-3",
+    "FENCE-4",
+    "FENCE-5",
+    "CONTRACT-10",
+    features=("fence",),
+    id="properties.fence_escape",
+)
 def fence_escape(ctx: CheckContext) -> None:
     """For any recalled text — nested and overlapping tags, disguised names and brackets, HTML
     references, forged notes, tags split across lines — the block is ``""`` or the exact frame

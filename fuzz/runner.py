@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import random
 import shlex
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
@@ -156,13 +153,3 @@ def failure_report(run: PropertyRun) -> Iterator[None]:
     except Exception as error:
         error.add_note(run.reproduce)
         raise
-
-
-@contextmanager
-def fresh_root(ctx: CheckContext) -> Iterator[Path]:
-    """Yields a new empty root directory under the check's scratch directory, removed after."""
-    root = Path(tempfile.mkdtemp(prefix="root-", dir=ctx.scratch))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)

@@ -1,5 +1,5 @@
 """A campaign on several machines shares one Hypothesis example database in Redis, so that a
-failure one campaign process finds replays in every other (``fuzz/CAMPAIGN.md``).
+failure one campaign process finds replays in every other (``docs/campaigns.md``).
 
 The test starts its own ``redis-server`` on a free loopback port, runs one campaign process —
 ``memspec certify --profile thorough --hypothesis-db redis://...`` against a backend broken on

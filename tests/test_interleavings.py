@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from memspec.conformance.backend import InProcessBackend
+from memspec.conformance.checks.locking import preemption_bounded_schedules
 from memspec.conformance.cli import main
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext
-from memspec.fuzz.exploration import (
+from memspec.conformance.schedule.exploration import (
     Execution,
     Exploration,
     Program,
@@ -26,9 +27,9 @@ from memspec.fuzz.exploration import (
     preemptions,
     render_interleaving,
 )
-from memspec.fuzz.interleavings import preemption_bounded_schedules, random_schedules
-from memspec.fuzz.repro import load_repro, replay, repro_of, save_repro
-from memspec.fuzz.schedule import Chooser, Decision, follow, keep_running
+from memspec.conformance.schedule.repro import load_repro, replay, repro_of, save_repro
+from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
+from memspec.fuzz.interleavings import random_schedules
 
 REFERENCE = "memspec.reference_impl:open_store"
 SEED = b"User prefers tabs over spaces"
@@ -196,7 +197,7 @@ def test_a_broken_repro_file_is_a_usage_error(
 
 
 def _empty_run() -> Any:
-    from memspec.fuzz.schedule import ScheduledRun
+    from memspec.conformance.schedule.schedule import ScheduledRun
 
     return ScheduledRun([], [], ["p0"], [("p0",)])
 

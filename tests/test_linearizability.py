@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.fuzz.history import (
+from memspec.conformance.history.history import (
     DiskRead,
     Event,
     HistoryError,
@@ -17,7 +17,7 @@ from memspec.fuzz.history import (
     timeline,
     write_history,
 )
-from memspec.fuzz.linearizability import Model, Operation, check_history
+from memspec.conformance.history.linearizability import Model, Operation, check_history
 
 HISTORIES = Path(__file__).parent / "histories"
 

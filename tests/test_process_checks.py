@@ -20,11 +20,9 @@ import pytest
 from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks import crash
 from memspec.conformance.checks.locking import _judge_adds
-from memspec.conformance.interpose import Fault, Match, Plan
 from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
-from memspec.conformance.workers import (
+from memspec.conformance.processes.interpose import Fault, Match, Plan
+from memspec.conformance.processes.workers import (
     Job,
     OpRecord,
     Worker,
@@ -32,6 +30,8 @@ from memspec.conformance.workers import (
     run_session,
     run_together,
 )
+from memspec.conformance.profiles import PROFILES
+from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"

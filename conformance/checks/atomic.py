@@ -40,7 +40,7 @@ def _hard_link(path: Path, ctx: CheckContext) -> Path:
     raise AssertionError("BUG IN CHECK: could not hard-link MEMORY.md")  # pragma: no cover
 
 
-@check("ATOMIC-1", "ATOMIC-2")
+@check("ATOMIC-1", "ATOMIC-2", id="atomic.write_replaces_by_rename")
 def write_replaces_by_rename(ctx: CheckContext) -> None:
     """Each accepted add, replace and remove puts a new file in place by rename: a hard link made
     to ``MEMORY.md`` before the write still holds the old bytes afterwards, and ``MEMORY.md`` is a
@@ -135,7 +135,7 @@ class _Sampler(threading.Thread):
         return None
 
 
-@check("ATOMIC-2")
+@check("ATOMIC-2", id="atomic.readers_never_see_a_partial_file")
 def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
     """A reader never sees an empty, partial or mixed file (ATOMIC-2): a thread samples
     ``MEMORY.md`` continuously while one session adds ``profile.operations`` long, unique entries,
@@ -168,7 +168,7 @@ def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
     )
 
 
-@check("ATOMIC-5")
+@check("ATOMIC-5", id="atomic.acknowledged_is_visible")
 def acknowledged_is_visible(ctx: CheckContext) -> None:
     """When a mutation answers ``OK`` its result is already in the file and another session finds
     it (ATOMIC-5): after each accepted add, replace or remove, ``MEMORY.md`` parses into the

@@ -26,7 +26,7 @@ FEATURE_NAMES = frozenset((
 OPTIONAL_FIELD_TYPES = {"message": str, "usage": str, "duplicate": bool}
 
 
-@check("CONTRACT-1")
+@check("CONTRACT-1", id="contract.factory_stays_in_root")
 def factory_stays_in_root(ctx: CheckContext) -> None:
     """The factory opens on an existing root, several sessions may be open on it at once, and
     opening, reading and writing touch nothing outside it (CONTRACT-1)."""
@@ -89,7 +89,7 @@ def _check_outcome(ctx: CheckContext, sent: str, answer: dict[str, Any]) -> None
     ), f"CONTRACT-2: {sent} answered backup={backup!r}, expected the path of a NAME.bak.* in root"
 
 
-@check("CONTRACT-2")
+@check("CONTRACT-2", id="contract.answers_have_contract_shapes")
 def answers_have_contract_shapes(ctx: CheckContext) -> None:
     """Every method of the claimed features answers with the contract's shape (CONTRACT-2):
     ``load`` succeeds, ``entries`` is a list of str, ``snapshot`` a str or null, ``fence`` a str,
@@ -140,7 +140,7 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
             _shaped(session, "fence", raw="recalled text")
 
 
-@check("CONTRACT-7")
+@check("CONTRACT-7", id="contract.mutation_without_load")
 def mutation_without_load(ctx: CheckContext) -> None:
     """A mutation on a session that never loaded behaves exactly as after a load (CONTRACT-7):
     an add and a remove in fresh, never-loaded sessions keep the entries other sessions wrote."""
@@ -177,7 +177,7 @@ def mutation_without_load(ctx: CheckContext) -> None:
             )
 
 
-@check("CONTRACT-19", features=())
+@check("CONTRACT-19", features=(), id="contract.claimed_features_are_known")
 def claimed_features_are_known(ctx: CheckContext) -> None:
     """Every claimed feature is one of the eight names of the contract, and ``core`` is claimed
     (or implied by claiming nothing) (CONTRACT-19). It needs no feature: a backend that claims

@@ -17,7 +17,8 @@ killed. The recovery judges the previous round's crash:
 process too, for a command backend) a random moment after a randomly chosen operation started.
 ``kill_at_each_write_step`` is for Python backends: it traces one add, then kills the worker
 right before and right after each of its interposed writes, flushes, syncs and renames in turn
-(:mod:`memspec.conformance.interpose`), so every step of the write protocol is a crash point.
+(:mod:`memspec.conformance.processes.interpose`), so every step of the write protocol is a crash
+point.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memspec.conformance.backend import BackendDefect
-from memspec.conformance.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.workers import Job, Worker, WorkerResult, require_python_backend
 from memspec.conformance.registry import CheckContext, NotApplicable, check
-from memspec.conformance.workers import Job, Worker, WorkerResult, require_python_backend
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Mutation, Remove, Replace
@@ -320,7 +321,7 @@ def _final(recovery: Recovery) -> None:
     result.expect_done()
 
 
-@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",))
+@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",), id="crash.kill_at_random_moments")
 def kill_at_random_moments(ctx: CheckContext) -> None:
     """Kills a session with SIGKILL at random moments while it adds, replaces and removes
     (at least ``trials`` times); after each kill the file is old or new, every acknowledged
@@ -345,7 +346,14 @@ def kill_at_random_moments(ctx: CheckContext) -> None:
     _final(recovery)
 
 
-@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",), python_only=True)
+@check(
+    "CRASH-1",
+    "CRASH-2",
+    "CRASH-3",
+    features=("crash-safe",),
+    python_only=True,
+    id="crash.kill_at_each_write_step",
+)
 def kill_at_each_write_step(ctx: CheckContext) -> None:
     """Traces one add of a Python backend, then kills the session right before and right after
     each of its interposed writes, flushes, syncs and renames; after each kill the file is old or

@@ -7,10 +7,10 @@ replace, a remove and, for a backend claiming ``batch``, a batch — on a store 
 acknowledged entries: through the interposition layer for a Python backend
 (``Plan(trace=True, data=True)``), through ``strace -f`` for a ``--backend-cmd`` backend
 (skipped, with the reason, where strace is missing or not permitted). The trace is read as
-logical operations (:mod:`memspec.fuzz.fstrace`) and each persistence model of
-:mod:`memspec.fuzz.persistence` — ``process-crash``, ``posix-weak``, ``ext4-ordered`` — generates
-the crash states it allows. Each state is written to a fresh root and a fresh session opened
-on it; three checks judge the states:
+logical operations (:mod:`memspec.conformance.crash.fstrace`) and each persistence model of
+:mod:`memspec.conformance.crash.persistence` — ``process-crash``, ``posix-weak``, ``ext4-ordered`` —
+generates the crash states it allows. Each state is written to a fresh root and a fresh session
+opened on it; three checks judge the states:
 
 - :func:`crash_states_are_old_or_new`: ``load`` + ``entries``, and the bytes of MEMORY.md, are
   the file as some mutation left it — under ``process-crash`` the state before or after the
@@ -46,12 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.interpose import Plan, describe_call, kind_of_name
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.registry import CheckContext, NotApplicable, check
-from memspec.conformance.workers import Job, run_session
-from memspec.fuzz.fstrace import STRACE_ARGUMENTS, calls_from_strace, ops_from_calls
-from memspec.fuzz.persistence import (
+from memspec.conformance.crash.fstrace import STRACE_ARGUMENTS, calls_from_strace, ops_from_calls
+from memspec.conformance.crash.persistence import (
     MODELS,
     POWER_LOSS_MODELS,
     CrashState,
@@ -59,6 +55,10 @@ from memspec.fuzz.persistence import (
     crash_states,
     explain,
 )
+from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.processes.interpose import Plan, describe_call, kind_of_name
+from memspec.conformance.processes.workers import Job, run_session
+from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec.codec import classify_bytes
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
@@ -499,7 +499,7 @@ def _run(ctx: CheckContext, models: Sequence[str], judgement: Judgement, key: st
     assert not failures, "\n".join(failures)
 
 
-@check("CRASH-1", "CRASH-4", features=("crash-safe",))
+@check("CRASH-1", "CRASH-4", features=("crash-safe",), id="crashstates.crash_states_are_old_or_new")
 def crash_states_are_old_or_new(ctx: CheckContext) -> None:
     """Records an add, replace, remove (and batch) on a seeded store; in every crash state of
     the process-crash, posix-weak and ext4-ordered models, a fresh session finds MEMORY.md as
@@ -507,14 +507,19 @@ def crash_states_are_old_or_new(ctx: CheckContext) -> None:
     _run(ctx, MODELS, OLD_OR_NEW, "old-or-new")
 
 
-@check("CRASH-2", "CRASH-3", features=("crash-safe",))
+@check("CRASH-2", "CRASH-3", features=("crash-safe",), id="crashstates.every_crash_state_recovers")
 def every_crash_state_recovers(ctx: CheckContext) -> None:
     """In every crash state of the three models, the next add succeeds (no lock is left held)
     and removes the temp files the crash left, never writing through them (CRASH-2, CRASH-3)."""
     _run(ctx, MODELS, RECOVERY, "recovery")
 
 
-@check("CRASH-5", "ATOMIC-3", features=("durable",))
+@check(
+    "CRASH-5",
+    "ATOMIC-3",
+    features=("durable",),
+    id="crashstates.acknowledged_mutations_survive_power_loss",
+)
 def acknowledged_mutations_survive_power_loss(ctx: CheckContext) -> None:
     """Every crash state of the posix-weak and ext4-ordered models keeps every mutation that
     was acknowledged before the power loss (CRASH-5, ATOMIC-3)."""

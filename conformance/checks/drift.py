@@ -50,7 +50,7 @@ def _edit_and_rewrite(
     return answer, after != external
 
 
-@check("DRIFT-5", features=("drift-guard",))
+@check("DRIFT-5", features=("drift-guard",), id="drift.external_bytes_survive_rewrite")
 def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
     """After another writer's edit, a rewrite keeps the external bytes: an appended, delimited
     entry stays in the file or is backed up; a delimiter-less paragraph under the limit (#56464)
@@ -117,7 +117,7 @@ def _refused_with_backup(session: Any, ctx: CheckContext, external: bytes, sent:
     return backup
 
 
-@check("DRIFT-4", "DRIFT-3", features=("drift-guard",))
+@check("DRIFT-4", "DRIFT-3", features=("drift-guard",), id="drift.taken_backup_name_is_kept")
 def taken_backup_name_is_kept(ctx: CheckContext) -> None:
     """A backup name that already holds other bytes is never overwritten: when the name a
     store would give a backup is taken (a user's file, a clash of the suffix), the foreign file

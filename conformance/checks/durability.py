@@ -2,8 +2,8 @@
 ATOMIC-3).
 
 Process crashes cannot show a missing ``fsync``: the page cache survives them. So for a Python
-backend the check records the file-system calls of one add (:mod:`memspec.conformance.interpose`)
-and reads the protocol off the trace:
+backend the check records the file-system calls of one add
+(:mod:`memspec.conformance.processes.interpose`) and reads the protocol off the trace:
 
 1. the new bytes are written to a temp file in the same directory as ``MEMORY.md``;
 2. they reach the kernel (a buffered file object is flushed or closed) and are then fsynced
@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from memspec.conformance.interpose import Plan, opens_for_writing, render_trace
+from memspec.conformance.processes.interpose import Plan, opens_for_writing, render_trace
+from memspec.conformance.processes.workers import Job, require_python_backend, run_session
 from memspec.conformance.registry import CheckContext, check
-from memspec.conformance.workers import Job, require_python_backend, run_session
 
 Steps = list[tuple[int, dict[str, Any]]]
 WRITES = ("write", "pwrite")
@@ -118,7 +118,13 @@ def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
     return temp
 
 
-@check("ATOMIC-3", "ATOMIC-1", features=("durable",), python_only=True)
+@check(
+    "ATOMIC-3",
+    "ATOMIC-1",
+    features=("durable",),
+    python_only=True,
+    id="durability.write_protocol_is_durable",
+)
 def write_protocol_is_durable(ctx: CheckContext) -> None:
     """Two adds in two processes, interposed: each writes a temp in the same directory, fsyncs
     it after its last write, renames it onto MEMORY.md and fsyncs the directory before

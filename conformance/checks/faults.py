@@ -2,8 +2,8 @@
 ATOMIC-3, ATOMIC-4).
 
 Each scenario runs one session in a worker process whose file-system calls are interposed
-(:mod:`memspec.conformance.interpose`): after two acknowledged adds, the third add meets one
-injected error, then the session adds once more and reloads. The harness observes the root's
+(:mod:`memspec.conformance.processes.interpose`): after two acknowledged adds, the third add meets
+one injected error, then the session adds once more and reloads. The harness observes the root's
 files (harness ``observe`` steps) before and after the faulty add.
 
 - A read of ``MEMORY.md`` fails (``EIO`` on a read, ``EACCES`` on the open): the add answers
@@ -29,9 +29,14 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.workers import (
+    Job,
+    WorkerResult,
+    require_python_backend,
+    run_session,
+)
 from memspec.conformance.registry import CheckContext, NotApplicable, check
-from memspec.conformance.workers import Job, WorkerResult, require_python_backend, run_session
 from memspec.spec import codes
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
@@ -188,7 +193,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     )
 
 
-@check("READ-7", "READ-6", python_only=True)
+@check("READ-7", "READ-6", python_only=True, id="faults.read_errors_are_not_empty")
 def read_errors_are_not_empty(ctx: CheckContext) -> None:
     """A read of MEMORY.md that fails once (EIO on the read, EACCES on the open) makes the add
     answer E_UNREADABLE and write nothing, and the next add works; a file made undecodable
@@ -225,7 +230,13 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     )
 
 
-@check("ATOMIC-3", "DRIFT-3", features=("durable",), python_only=True)
+@check(
+    "ATOMIC-3",
+    "DRIFT-3",
+    features=("durable",),
+    python_only=True,
+    id="faults.failed_dir_sync_is_acknowledged",
+)
 def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     """When the fsync of the directory after the rename fails once (EIO), the add still answers
     OK with a message — the new file is already what every reader sees, and E_IO would promise
@@ -292,7 +303,7 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     )
 
 
-@check("ATOMIC-4", python_only=True)
+@check("ATOMIC-4", python_only=True, id="faults.failed_write_keeps_old_file")
 def failed_write_keeps_old_file(ctx: CheckContext) -> None:
     """A write that fails once (ENOSPC or EIO on the first write, EIO on the fsync or the
     rename) makes the add answer E_IO with MEMORY.md byte for byte as before and no temp file

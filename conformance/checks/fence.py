@@ -142,7 +142,7 @@ def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
             )
 
 
-@check("FENCE-1", "CONTRACT-10", features=("fence",))
+@check("FENCE-1", "CONTRACT-10", features=("fence",), id="fence.frame_is_exact")
 def frame_is_exact(ctx: CheckContext) -> None:
     """Blank recalled text, and text that is nothing but tags and notes, gives ``""``; plain text
     gives exactly the frame ``<memory-context>``, line feed, NOTE, two line feeds, the stripped
@@ -164,7 +164,7 @@ def frame_is_exact(ctx: CheckContext) -> None:
             )
 
 
-@check("FENCE-2", "FENCE-5", features=("fence",))
+@check("FENCE-2", "FENCE-5", features=("fence",), id="fence.disguised_tags_are_removed")
 def disguised_tags_are_removed(ctx: CheckContext) -> None:
     """No fence tag survives in any disguise of FENCE-2 (case, spaces and line feeds, attributes,
     ``< /``, full-width and small brackets, zero-width characters, HTML entities, a separator
@@ -172,7 +172,7 @@ def disguised_tags_are_removed(ctx: CheckContext) -> None:
     _corpus(ctx, "FENCE-2", DISGUISED_TAGS)
 
 
-@check("FENCE-3", features=("fence",))
+@check("FENCE-3", features=("fence",), id="fence.sanitising_reaches_fixed_point")
 def sanitising_reaches_fixed_point(ctx: CheckContext) -> None:
     """Removing a tag never leaves pieces that join into a new one (FENCE-3, hermes-agent
     #108964: ``<</memory-context>/memory-context>``) — however far from the removal the new tag
@@ -181,14 +181,23 @@ def sanitising_reaches_fixed_point(ctx: CheckContext) -> None:
     _corpus(ctx, "FENCE-3", REASSEMBLED)
 
 
-@check("FENCE-4", "FENCE-5", features=("fence",))
+@check("FENCE-4", "FENCE-5", features=("fence",), id="fence.forged_notes_are_removed")
 def forged_notes_are_removed(ctx: CheckContext) -> None:
     """Recalled text cannot forge the frame's system note in any disguise (FENCE-4): the block
     holds exactly one note, right after the opening tag (FENCE-5)."""
     _corpus(ctx, "FENCE-4", FORGED_NOTES)
 
 
-@check("FENCE-1", "FENCE-2", "FENCE-3", "FENCE-4", "FENCE-5", "CONTRACT-10", features=("fence",))
+@check(
+    "FENCE-1",
+    "FENCE-2",
+    "FENCE-3",
+    "FENCE-4",
+    "FENCE-5",
+    "CONTRACT-10",
+    features=("fence",),
+    id="fence.arbitrary_recalled_text",
+)
 def arbitrary_recalled_text(ctx: CheckContext) -> None:
     """For arbitrary text mixed with tag and note fragments, the block is ``""`` or the exact frame
     of harmless text, and fencing its clean text again changes nothing (FENCE-1 to FENCE-5,

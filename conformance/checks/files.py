@@ -31,7 +31,7 @@ def _expect(clause: str, answer: dict[str, Any], code: str, sent: str) -> None:
     assert answer["code"] == code, f"{clause}: {sent} answered {answer}, expected {code}"
 
 
-@check("FILES-1", "CONTRACT-11")
+@check("FILES-1", "CONTRACT-11", id="files.created_files_are_private")
 def created_files_are_private(ctx: CheckContext) -> None:
     """Every file the store creates in its root — data files, lock files, backups, sidecars — has
     mode 0600 whatever the umask (FILES-1).
@@ -75,7 +75,7 @@ def created_files_are_private(ctx: CheckContext) -> None:
     )
 
 
-@check("FILES-2")
+@check("FILES-2", id="files.rewrite_keeps_the_mode")
 def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
     """A rewrite gives the new data file the mode of the file it replaces (FILES-2, hermes-agent
     #22889): MEMORY.md put by hand with 0640 and USER.md with 0660 keep those modes through two
@@ -120,7 +120,7 @@ def _lock_file_kept(ctx: CheckContext) -> bool:
     return os.path.lexists(probe / "MEMORY.md.lock")
 
 
-@check("FILES-3")
+@check("FILES-3", id="files.symlinked_lock_is_refused")
 def symlinked_lock_is_refused(ctx: CheckContext) -> None:
     """A lock file that is a symbolic link is not followed (FILES-3): the mutation answers
     ``E_IO`` and writes nothing, and the file the link points to is neither truncated nor created.
@@ -171,7 +171,7 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
             )
 
 
-@check("FILES-4")
+@check("FILES-4", id="files.symlinked_data_file_is_kept")
 def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
     """A data file that is a symbolic link is never replaced by a regular file (FILES-4): the
     mutation answers ``E_IO``, the link stays, and the file it points to keeps its bytes (or,
@@ -248,7 +248,7 @@ def _run(session: Any, ops: list[dict[str, Any]]) -> None:
         session.request(op["op"], **fields)
 
 
-@check("FILES-5", "CONTRACT-1")
+@check("FILES-5", "CONTRACT-1", id="files.nothing_outside_root")
 def nothing_outside_root(ctx: CheckContext) -> None:
     """The store writes nothing outside its root (FILES-5, CONTRACT-1): 50 mixed operations leave
     the scratch directory — which holds the root, decoy ``MEMORY.md``/``USER.md`` files beside it
@@ -269,7 +269,7 @@ def nothing_outside_root(ctx: CheckContext) -> None:
     )
 
 
-@check("FILES-5", "CONTRACT-11")
+@check("FILES-5", "CONTRACT-11", id="files.file_count_stays_bounded")
 def file_count_stays_bounded(ctx: CheckContext) -> None:
     """The number of files in the root does not grow with the number of operations (FILES-5,
     CONTRACT-11): temp files never accumulate. With no external edits there is nothing to back

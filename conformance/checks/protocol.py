@@ -67,7 +67,7 @@ def _raw_exchange(ctx: CheckContext, clause: str, requests: list[dict[str, Any]]
     return answers
 
 
-@check("CONTRACT-13")
+@check("CONTRACT-13", id="protocol.answers_echo_ids_in_order")
 def answers_echo_ids_in_order(ctx: CheckContext) -> None:
     """Each answer echoes its request's integer ``id`` in order and carries ``ok`` and ``code``;
     ``open`` answers ``features``, ``backend`` and ``version``; ``entries``, ``snapshot`` and
@@ -120,7 +120,7 @@ def answers_echo_ids_in_order(ctx: CheckContext) -> None:
         )
 
 
-@check("CONTRACT-14")
+@check("CONTRACT-14", id="protocol.unknown_op_is_unsupported")
 def unknown_op_is_unsupported(ctx: CheckContext) -> None:
     """An op the backend does not support answers ``ok`` false with code ``E_UNSUPPORTED`` and the
     request's id, and the session goes on (CONTRACT-14)."""

@@ -16,7 +16,7 @@ from memspec.spec import codes
 from memspec.spec.snapshot import UNREADABLE_PREFIX
 
 
-@check("READ-7", "CONTRACT-9")
+@check("READ-7", "CONTRACT-9", id="read.unreadable_file_is_not_empty")
 def unreadable_file_is_not_empty(ctx: CheckContext) -> None:
     """With ``MEMORY.md`` a directory, ``load`` + ``snapshot`` gives a block with a line starting
     ``[UNREADABLE:`` (not null), and add, replace and remove answer ``E_UNREADABLE`` and write

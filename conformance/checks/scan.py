@@ -24,7 +24,7 @@ PADDINGS = {
 }
 
 
-@check("SCAN-5", "SCAN-1", features=("threat-scan",))
+@check("SCAN-5", "SCAN-1", features=("threat-scan",), id="scan.whole_content_is_scanned")
 def whole_content_is_scanned(ctx: CheckContext) -> None:
     """A threat after 70 KiB of ordinary text, or after 64 Ki CJK characters, is refused with
     ``E_THREAT`` and nothing is stored (SCAN-5, SCAN-1); the same padding alone is accepted."""

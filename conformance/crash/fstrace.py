@@ -1,10 +1,10 @@
 """Recorded file-system calls turned into the logical operations of :mod:`.persistence`.
 
 Two recorders produce the same *call records* (the dicts of
-:mod:`memspec.conformance.interpose`, recorded with ``Plan(data=True)``): the interposition
-layer, for a Python backend, and ``strace``, for a ``--backend-cmd`` backend, whose output
-:func:`calls_from_strace` parses. :func:`ops_from_calls` then reads the records of a session's
-mutations as :class:`~memspec.fuzz.persistence.Op` values. Both are pure.
+:mod:`memspec.conformance.processes.interpose`, recorded with ``Plan(data=True)``): the
+interposition layer, for a Python backend, and ``strace``, for a ``--backend-cmd`` backend, whose
+output :func:`calls_from_strace` parses. :func:`ops_from_calls` then reads the records of a
+session's mutations as :class:`~memspec.conformance.crash.persistence.Op` values. Both are pure.
 
 **Reading calls as operations.** An ``open`` that creates a name (``O_CREAT``, or a file mode
 ``w``/``a``/``x``) on a name that was absent or named another inode is a ``create``; on an
@@ -38,7 +38,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from memspec.fuzz.persistence import Op
+from memspec.conformance.crash.persistence import Op
 
 STRACE_CALLS = (
     "open,openat,creat,write,pwrite64,writev,pwritev,lseek,ftruncate,truncate,fsync,"

@@ -7,8 +7,8 @@ that report each call to a :class:`Hook` before and after the real call. A hook 
 call, raise an ``OSError`` instead of making it, or kill the process right before or after it.
 :class:`PlanHook` does all three from a picklable :class:`Plan`; a scheduler brings its own hook.
 
-It is installed by :mod:`memspec.conformance.workers` in a worker process only — never in the
-harness process, whose own file I/O must stay untouched.
+It is installed by :mod:`memspec.conformance.processes.workers` in a worker process only — never in
+the harness process, whose own file I/O must stay untouched.
 
 **What is interposed.** These attributes are replaced while installed (the originals are put
 back by :meth:`Interposer.uninstall`):
@@ -241,7 +241,7 @@ class Plan:
     With ``data`` (opt-in, it makes traces larger) every traced call also carries the bytes it
     wrote and where, truncation sizes, open flags and inode numbers (:data:`DATA_DETAILS`), and
     is sent once it has returned, with ``error`` (the errno name, or ``None``), so that a
-    crash-state generator can replay it (:mod:`memspec.fuzz.persistence`).
+    crash-state generator can replay it (:mod:`memspec.conformance.crash.persistence`).
     """
 
     faults: tuple[Fault, ...] = ()

@@ -1,12 +1,12 @@
 """A deterministic scheduler for the file-system calls of concurrent sessions (LOCK-2, LOCK-3).
 
 Each session runs in a worker process whose interposed file-system calls wait for their turn
-(:mod:`memspec.conformance.turns`). The scheduler lets exactly one worker make one call at a
-time: at every *decision* it looks at the workers parked before a call, asks a
-:data:`Chooser` which one goes, grants that worker its call and waits until the worker is parked
-again (before its next call) or has ended. So a run is a sequence of steps, one call each, and
-the list of choices — the *schedule* — fixes the interleaving: replaying the same schedule on
-the same program makes the same calls in the same order.
+(:mod:`memspec.conformance.processes.turns`). The scheduler lets exactly one worker make one call at
+a time: at every *decision* it looks at the workers parked before a call, asks a :data:`Chooser`
+which one goes, grants that worker its call and waits until the worker is parked again (before its
+next call) or has ended. So a run is a sequence of steps, one call each, and the list of choices —
+the *schedule* — fixes the interleaving: replaying the same schedule on the same program makes the
+same calls in the same order.
 
 A call that would block in the kernel must not be granted, or the run would stop being
 serialised. The scheduler therefore keeps a model of ``flock``/``lockf`` locks (by inode,
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memspec.conformance.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
+from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
 
 STEP_TIMEOUT = 5.0
 """Seconds a granted call and the code after it may run before the worker counts as blocked."""

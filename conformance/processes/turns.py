@@ -1,15 +1,16 @@
 """The worker side of a scheduled run: every interposed call waits for its turn (LOCK-2, LOCK-3).
 
 A :class:`TurnHook` is the interposition hook of a worker whose session runs under the
-deterministic scheduler (:mod:`memspec.conformance.schedule`). Right before each file-system call
-on the store's root it reports the call to the harness as a ``park`` record and blocks until the
-harness sends ``go`` on the worker's turnstile; right after the call it reports a ``return``
-record. Only one worker holds a turn at a time, so the harness decides the whole interleaving of
-the sessions' file-system calls: for example, that both sessions read ``MEMORY.md`` before
-either writes it.
+deterministic scheduler (:mod:`memspec.conformance.schedule.schedule`, in the harness process).
+Right before each file-system call on the store's root it reports the call to the harness as a
+``park`` record and blocks until the harness sends ``go`` on the worker's turnstile; right after the
+call it reports a ``return`` record. Only one worker holds a turn at a time, so the harness decides
+the whole interleaving of the sessions' file-system calls: for example, that both sessions read
+``MEMORY.md`` before either writes it.
 
-The hook may wrap another hook (a tracing or fault :class:`~memspec.conformance.interpose.PlanHook`)
-which then sees each call once its turn has come.
+The hook may wrap another hook (a tracing or fault
+:class:`~memspec.conformance.processes.interpose.PlanHook`) which then sees each call once its turn
+has come.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from memspec.conformance.interpose import Call, Hook
+from memspec.conformance.processes.interpose import Call, Hook
 
 TURN_TIMEOUT = 120.0
 """Seconds a parked worker waits for its turn before it gives up (the harness is gone or hung)."""

@@ -13,8 +13,9 @@ have happened). Times are the harness's monotonic clock in seconds. A ``read`` o
 sample of the file by a reader process (``{"op": "read", "target": "memory"}``, value
 ``{"entries": [...]}``, or ``{"unreadable": true}``).
 
-:func:`memory_model` turns the spec model into a :class:`~memspec.fuzz.linearizability.Model`
-(LOCK-3: the mutations of one target are linearizable), partitioned by target.
+:func:`memory_model` turns the spec model into a
+:class:`~memspec.conformance.history.linearizability.Model` (LOCK-3: the mutations of one target are
+linearizable), partitioned by target.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memspec.fuzz.linearizability import Model, Operation
+from memspec.conformance.history.linearizability import Model, Operation
 from memspec.spec import codes, model
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
 

@@ -2,11 +2,11 @@
 
 A :class:`Program` is what a scheduled run does: the starting files, the limits and one
 operation list per session. :func:`execute` runs it on a fresh root under the deterministic
-scheduler (:mod:`memspec.fuzz.schedule`) as a :data:`~memspec.fuzz.schedule.Chooser` decides,
-with the harness sampling ``MEMORY.md`` and ``USER.md`` after every step, and judges the
-resulting history against the spec model: every sample must be a state the store could have
-been in, every answer one the model allows, in some order of the mutations that respects the
-real-time order of the run (LOCK-3, ATOMIC-2).
+scheduler (:mod:`memspec.conformance.schedule.schedule`) as a
+:data:`~memspec.conformance.schedule.schedule.Chooser` decides, with the harness sampling
+``MEMORY.md`` and ``USER.md`` after every step, and judges the resulting history against the spec
+model: every sample must be a state the store could have been in, every answer one the model allows,
+in some order of the mutations that respects the real-time order of the run (LOCK-3, ATOMIC-2).
 
 Two ways to pick schedules:
 
@@ -15,27 +15,31 @@ Two ways to pick schedules:
   alternative switches to another session at one decision. A bound of 1 covers "session A reads
   the file, session B runs to its end, session A writes" — the lost update of a store that reads
   before it locks — for every read of A; a bound of 2 covers every pair of switches.
-- :func:`hypothesis_chooser` lets Hypothesis draw the switches, so that longer programs get
-  random schedules that shrink towards the fewest switches.
+- any other :data:`~memspec.conformance.schedule.schedule.Chooser`: the random-schedule check of
+  :mod:`memspec.fuzz.interleavings` lets Hypothesis draw the switches, so that longer programs
+  get random schedules that shrink towards the fewest switches.
 
 :func:`render_interleaving` prints a run as a timeline, one column per session.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.interpose import describe_call
-from memspec.conformance.workers import Job, history
-from memspec.fuzz.checkers import Finding, judge_history
-from memspec.fuzz.history import Event
-from memspec.fuzz.schedule import (
+from memspec.conformance.history.checkers import Finding, judge_history
+from memspec.conformance.history.history import Event
+from memspec.conformance.processes.interpose import describe_call
+from memspec.conformance.processes.workers import Job, history
+from memspec.conformance.registry import CheckContext
+from memspec.conformance.schedule.schedule import (
     Chooser,
-    Decision,
     ScheduledRun,
     follow,
     keep_running,
@@ -138,8 +142,9 @@ def history_of(run: ScheduledRun, reader: int) -> list[Event]:
 
 
 def judge(program: Program, events: Sequence[Event]) -> tuple[Finding | None, str]:
-    """Returns the first finding of the checkers (:func:`~memspec.fuzz.checkers.judge_history`)
-    against the run's history, and why the verdict is undecided if it is."""
+    """Returns the first finding of the checkers
+    (:func:`~memspec.conformance.history.checkers.judge_history`) against the run's history, and why
+    the verdict is undecided if it is."""
     findings = judge_history(events, program.limits, start=program.files, timeout=CHECK_TIMEOUT)
     decided = [finding for finding in findings if not finding.undecided]
     if decided:
@@ -226,21 +231,14 @@ def private_calls(run: ScheduledRun) -> set[int]:
     }
 
 
-def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
-    """Returns a Chooser whose switches Hypothesis draws from ``data`` (``st.data()``): at
-    each decision the last session goes on unless a switch is drawn (about one in
-    ``switch_one_in``), so shrinking leads to the fewest switches."""
-    from hypothesis import strategies as st
-
-    def choose(decision: Decision) -> str:
-        others = [name for name in decision.enabled if name != decision.last]
-        if decision.last not in decision.enabled:
-            return others[0] if len(others) == 1 else data.draw(st.sampled_from(others))
-        if not others or data.draw(st.integers(0, switch_one_in - 1)) != switch_one_in - 1:
-            return str(decision.last)
-        return others[0] if len(others) == 1 else data.draw(st.sampled_from(others))
-
-    return choose
+@contextmanager
+def fresh_root(ctx: CheckContext) -> Iterator[Path]:
+    """Yields a new empty root directory under the check's scratch directory, removed after."""
+    root = Path(tempfile.mkdtemp(prefix="root-", dir=ctx.scratch))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # -- rendering ------------------------------------------------------------------------------

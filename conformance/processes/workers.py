@@ -3,7 +3,7 @@
 The concurrency, crash and fault checks (LOCK-*, CRASH-*, ATOMIC-*, READ-7) run store sessions
 in processes of their own, so that several sessions really race, so that a session can be killed
 with ``kill -9``, and so that the file-system calls of a Python backend can be interposed
-(:mod:`memspec.conformance.interpose`) without touching the harness process.
+(:mod:`memspec.conformance.processes.interpose`) without touching the harness process.
 
 A :class:`Job` names the backend (an ``InProcessBackend`` travels by its ``MODULE:FACTORY`` name;
 a ``CommandBackend``'s worker starts and drives the backend command), the root, the limits, the
@@ -51,9 +51,9 @@ import multiprocess
 from multiprocess import connection
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend
-from memspec.conformance.interpose import Interposer, Plan, PlanHook
+from memspec.conformance.processes.interpose import Interposer, Plan, PlanHook
+from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.registry import NotApplicable
-from memspec.conformance.turns import TurnHook
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -178,7 +178,7 @@ def run_job(job: Job, sender: Any, barrier: Any = None, turnstile: Any = None) -
     """The worker's body: runs ``job`` and sends its records through ``sender``.
 
     With a ``turnstile`` (the receiving end of the scheduler's pipe) every interposed call
-    waits for its turn (:mod:`memspec.conformance.turns`)."""
+    waits for its turn (:mod:`memspec.conformance.processes.turns`)."""
     outbox = _Outbox(sender)
     interposer: Interposer | None = None
     hook: PlanHook | TurnHook | None = None
@@ -588,7 +588,7 @@ def history(
 
     Each operation whose ``op`` is in ``ops`` (mutations by default; ``None``: all) gives an
     ``invoke`` event and an ``ok``/``fail``/``info`` event, in the format of
-    :mod:`memspec.fuzz.history`: ``{"type", "process", "op", "time", "value"}`` with
+    :mod:`memspec.conformance.history.history`: ``{"type", "process", "op", "time", "value"}`` with
     ``process`` the index of the worker in ``results`` and ``value`` the answer. An ``info``
     event carries the invoke's time: nobody knows when, or whether, it took effect.
     """

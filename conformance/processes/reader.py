@@ -1,11 +1,11 @@
 """A reader process that samples a root's files while sessions write them (ATOMIC-2, LOCK-3).
 
 The reader runs in a process of its own (the worker context of
-:mod:`memspec.conformance.workers`), so it samples truly in parallel with the sessions and never
-competes with the harness for its interpreter lock. It reads each target's file in turn, as
-fast as it can with a short pause between rounds, and stamps each read with
-``time.monotonic()`` right before opening the file and right after reading it: the system-wide
-clock the workers use too, so its samples and the sessions' operations form one history.
+:mod:`memspec.conformance.processes.workers`), so it samples truly in parallel with the sessions and
+never competes with the harness for its interpreter lock. It reads each target's file in turn, as
+fast as it can with a short pause between rounds, and stamps each read with ``time.monotonic()``
+right before opening the file and right after reading it: the system-wide clock the workers use too,
+so its samples and the sessions' operations form one history.
 
 The sessions should start only once it samples (a run whose first writes nobody saw is
 harder to check), so creating a :class:`Reader` waits for its first round of reads. It keeps
@@ -16,7 +16,7 @@ process is always reaped (killed if it does not end in time)::
 
     with Reader(root, ("memory", "user"), process=4) as reader:
         results = run_together(jobs)
-        samples = reader.stop()   # history events: a read invoke and its ok, per sample
+        samples = reader.stop()   # history records: a read invoke and its ok, per sample
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.workers import process_context
-from memspec.fuzz.history import Event
+from memspec.conformance.processes.workers import process_context
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import FILENAMES
 
@@ -133,15 +132,18 @@ class Reader:
         )
         self._process.start()
         sender.close()
-        self._events: list[Event] | None = None
+        self._events: list[dict[str, Any]] | None = None
         if not ready.wait(START_TIMEOUT):
             self._stop.set()
             self._reap(0)
             raise ReaderError(f"the reader took no sample within {START_TIMEOUT:g} s")
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> list[Event]:
-        """Stops sampling and returns the samples as history events (raises ReaderError when
-        the reader sends nothing within ``timeout`` seconds). The process is reaped."""
+    def stop(self, timeout: float = STOP_TIMEOUT) -> list[dict[str, Any]]:
+        """Stops sampling and returns the samples as history records in the format of
+        :mod:`memspec.conformance.history.history` (``{"type", "process", "op", "time",
+        "value"}``, as :func:`~memspec.conformance.processes.workers.history` returns the
+        sessions' operations), in the order taken; raises ReaderError when the reader sends nothing
+        within ``timeout`` seconds. The process is reaped."""
         if self._events is not None:
             return self._events
         self._stop.set()
@@ -156,13 +158,17 @@ class Reader:
         self._events = self._to_events(record)
         return self._events
 
-    def _to_events(self, record: dict[str, Any]) -> list[Event]:
+    def _to_events(self, record: dict[str, Any]) -> list[dict[str, Any]]:
         values = [sample_value(value) for value in record["values"]]
-        events: list[Event] = []
+        events: list[dict[str, Any]] = []
+        process = self.process_number
         for target, call, ret, index in record["samples"]:
             request = {"op": "read", "target": target}
-            events.append(Event("invoke", self.process_number, request, call))
-            events.append(Event("ok", self.process_number, request, ret, values[index]))
+            events.append({"type": "invoke", "process": process, "op": request, "time": call})
+            value = values[index]
+            events.append(
+                {"type": "ok", "process": process, "op": request, "time": ret, "value": value}
+            )
         return events
 
     def _reap(self, timeout: float) -> None:

@@ -1,7 +1,7 @@
 """Checkers of a concurrent history, cheapest first (LOCK-3, ATOMIC-2, ATOMIC-5, LIMIT-2, ...).
 
-A history (:mod:`memspec.fuzz.history`) holds the mutations of several sessions and the
-``read`` samples of a reader process. :func:`judge_history` runs four checkers over it, each a
+A history (:mod:`memspec.conformance.history.history`) holds the mutations of several sessions and
+the ``read`` samples of a reader process. :func:`judge_history` runs four checkers over it, each a
 pure function, and returns what they found:
 
 1. ``acknowledged`` — every acknowledged entry is still there for every sample taken after the
@@ -16,18 +16,20 @@ pure function, and returns what they found:
 3. ``limits`` — no sample is over its limit, unless the file started over it and has not grown
    since (LIMIT-2, LIMIT-4).
 4. ``linearizability`` — the whole history is linearizable against the spec model
-   (:mod:`memspec.fuzz.spec_search` over :mod:`memspec.fuzz.linearizability`): the final word,
-   which also judges every refusal code.
+   (:mod:`memspec.conformance.history.spec_search` over
+   :mod:`memspec.conformance.history.linearizability`): the final word, which also judges every
+   refusal code.
 
 The first three are sound approximations of the fourth: whatever they report, no order of the
 mutations explains. They work on entries, never on a search, so they take time about linear in
 the size of the history, and their message names the entry, the sample and the operations involved.
 When one of them finds something, the search is skipped (it could only agree, slowly).
 
-They rest on one assumption that the generated programs (:mod:`memspec.fuzz.programs`) keep
-and that the search does not need: a text that a mutation writes is written by no other
-mutation, so an entry in a sample names the operation that wrote it. Where a history breaks it
-(the same text written twice), the cheap checkers skip that entry rather than guess.
+They rest on one assumption that the generated programs
+(:mod:`memspec.conformance.history.programs`) keep and that the search does not need: a text that a
+mutation writes is written by no other mutation, so an entry in a sample names the operation that
+wrote it. Where a history breaks it (the same text written twice), the cheap checkers skip that
+entry rather than guess.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memspec.fuzz.analysis import (
+from memspec.conformance.history.analysis import (
     Analysis,
     Call,
     Finding,
@@ -52,8 +54,8 @@ from memspec.fuzz.analysis import (
     sample_text,
     short,
 )
-from memspec.fuzz.history import Event
-from memspec.fuzz.spec_search import check_linearizable
+from memspec.conformance.history.history import Event
+from memspec.conformance.history.spec_search import check_linearizable
 from memspec.spec.codec import usage
 from memspec.spec.requests import MUTATIONS
 
@@ -516,7 +518,7 @@ def judge_history(
     seconds: dict[str, float] | None = None,
 ) -> list[Finding]:
     """Runs the checkers cheapest first and returns their findings (empty: all green).
-    `events` are fuzz.history.Event (mutations of the sessions + `read` samples of a reader);
+    `events` are history.Event (mutations of the sessions + `read` samples of a reader);
     `start` the files' bytes before the run (None: absent).
 
     The linearizability search runs only when the cheap checkers found nothing: each of their

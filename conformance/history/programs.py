@@ -23,7 +23,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from memspec.fuzz.history import to_input
+from memspec.conformance.history.history import to_input
 from memspec.spec.codec import usage
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.requests import MUTATIONS

@@ -1,17 +1,17 @@
-"""A concurrent history taken apart for the checkers of :mod:`memspec.fuzz.checkers`.
+"""A concurrent history taken apart for the checkers of :mod:`memspec.conformance.history.checkers`.
 
-:func:`analyse` splits a history (:mod:`memspec.fuzz.history`) by target into the sessions'
-mutations (:class:`Call`) and the samples of one reader, which reads one file at a time
-(:class:`Sample`, grouped into runs of equal content, :class:`Run`), and indexes which
-mutation writes each text and which mutations may remove it (:class:`TargetView`). It also
-renders what the checkers report: a :class:`Finding` with the calls involved and a timeline of
-the sessions around the moment at fault.
+:func:`analyse` splits a history (:mod:`memspec.conformance.history.history`) by target into the
+sessions' mutations (:class:`Call`) and the samples of one reader, which reads one file at a time
+(:class:`Sample`, grouped into runs of equal content, :class:`Run`), and indexes which mutation
+writes each text and which mutations may remove it (:class:`TargetView`). It also renders what the
+checkers report: a :class:`Finding` with the calls involved and a timeline of the sessions around
+the moment at fault.
 
-The index rests on one assumption that the generated programs (:mod:`memspec.fuzz.programs`)
-keep: a text that a mutation writes is written by no other mutation, so an entry in a sample
-names the operation that wrote it. Where a history breaks it (the same text written twice), the
-index says so (:meth:`TargetView.sole_producer` is ``None``) and the checkers skip that entry
-rather than guess.
+The index rests on one assumption that the generated programs
+(:mod:`memspec.conformance.history.programs`) keep: a text that a mutation writes is written by no
+other mutation, so an entry in a sample names the operation that wrote it. Where a history breaks it
+(the same text written twice), the index says so (:meth:`TargetView.sole_producer` is ``None``) and
+the checkers skip that entry rather than guess.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memspec.fuzz.history import Event, timeline
+from memspec.conformance.history.history import Event, timeline
 from memspec.spec.codec import decode, normalize_content, parse_text
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS

@@ -1,8 +1,9 @@
-"""The linearizability checker of :func:`~memspec.fuzz.checkers.judge_history` (LOCK-3).
+"""The linearizability checker of :func:`~memspec.conformance.history.checkers.judge_history`
+(LOCK-3).
 
-It runs the generic search of :mod:`memspec.fuzz.linearizability` with the spec model
-(:func:`memspec.fuzz.history.memory_model`), made practical for long histories in two ways that
-keep its verdict:
+It runs the generic search of :mod:`memspec.conformance.history.linearizability` with the spec model
+(:func:`memspec.conformance.history.history.memory_model`), made practical for long histories in two
+ways that keep its verdict:
 
 - the model's steps are memoised: a backtracking search asks the same step of the same state
   many times, and each step parses the whole file;
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memspec.fuzz.analysis import (
+from memspec.conformance.history.analysis import (
     SHOWN,
     Analysis,
     Call,
@@ -34,8 +35,8 @@ from memspec.fuzz.analysis import (
     short,
     timeline_near,
 )
-from memspec.fuzz.history import DiskRead, memory_model, operations
-from memspec.fuzz.linearizability import Explanation, Model, Operation, check_history
+from memspec.conformance.history.history import DiskRead, memory_model, operations
+from memspec.conformance.history.linearizability import Explanation, Model, Operation, check_history
 from memspec.spec import model
 from memspec.spec.targets import DEFAULT_LIMITS
 

@@ -13,11 +13,11 @@ A repro file is one JSON object::
 
 ``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
 ``schedule`` the session chosen at each decision of the scheduler
-(:mod:`memspec.fuzz.schedule`), ``seed`` the seed the operations were generated from (``null``
-for fixed programs; replaying never needs it, the operations are in the file). Replaying runs
-the same sessions on a fresh root, granting the calls in the same order; a backend whose calls
-depend on anything but the interleaving (the clock, randomness that changes which files it
-touches) may *diverge*, which the replay reports.
+(:mod:`memspec.conformance.schedule.schedule`), ``seed`` the seed the operations were generated from
+(``null`` for fixed programs; replaying never needs it, the operations are in the file). Replaying
+runs the same sessions on a fresh root, granting the calls in the same order; a backend whose calls
+depend on anything but the interleaving (the clock, randomness that changes which files it touches)
+may *diverge*, which the replay reports.
 """
 
 from __future__ import annotations
@@ -30,8 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import InProcessBackend, UsageError
-from memspec.fuzz.exploration import Execution, Program, execute
-from memspec.fuzz.schedule import ScheduleDiverged, follow
+from memspec.conformance.registry import CheckContext
+from memspec.conformance.schedule.exploration import (
+    Execution,
+    Program,
+    execute,
+    render_interleaving,
+)
+from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
 from memspec.spec.requests import OPS
 from memspec.spec.targets import TARGETS
 
@@ -185,3 +191,20 @@ def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
             return Replay(execute(backend, Path(root), repro.program, follow(repro.schedule)))
         except ScheduleDiverged as diverged:
             return Replay(None, str(diverged))
+
+
+def fail_with_repro(
+    ctx: CheckContext, execution: Execution, check_id: str, seed: int | None = None
+) -> None:
+    """Saves the failing execution's repro file and raises the AssertionError that explains it."""
+    finding = execution.finding
+    assert finding is not None
+    # One file per check: Hypothesis replays its shrunk example last, so the file ends minimal.
+    name = f"repro-{check_id.rsplit('.', 1)[-1]}.json"
+    spec = getattr(ctx.backend, "spec", "?")
+    folder = ctx.artifacts or ctx.scratch
+    path = save_repro(folder / name, repro_of(execution, spec, check_id, seed))
+    raise AssertionError(
+        f"{finding.render()}\n\nReplay it with: memspec repro {path}\n\n"
+        f"{render_interleaving(execution)}"
+    )
