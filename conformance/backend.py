@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
+from memspec.conformance.findings import Finding
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -48,9 +49,11 @@ class UsageError(ValueError):
     """
 
 
-class BackendDefect(Exception):
+class BackendDefect(Finding):
     """The backend broke the contract at the transport level: it raised, hung, died, or answered
     with something that is not a valid response. ``sent`` and ``received`` say exactly what."""
+
+    kind = "defect"
 
     def __init__(self, message: str, sent: Any = None, received: Any = None) -> None:
         super().__init__(message)

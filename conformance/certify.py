@@ -296,6 +296,11 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
     recorder = tally.config.stash.get(recorder_key, None) if tally.config else None
     records = recorder.records if recorder is not None else []
     counts = summary_counts(records)
+    if counts["errors"]:
+        notes.append(
+            f"{counts['errors']} check(s) stopped on a harness error: a bug in memspec, not a "
+            "failure of the backend (their clauses read not verified; see the report)"
+        )
     if counts["xfailed"]:
         notes.append(
             f"{counts['xfailed']} expected failure(s) as listed in {request.expected_failures}"

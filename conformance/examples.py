@@ -12,7 +12,7 @@ import contextlib
 import json
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,6 +64,8 @@ class ExampleFailure:
     received: Any
     expected: Any
     reason: str
+    detail: str = ""
+    """For a backend that broke (raised, died), the last line it printed, e.g. its exception."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""
@@ -77,6 +79,11 @@ class ExampleFailure:
             "expected": _plain(self.expected),
             "reason": self.reason,
         }
+
+    def summary(self) -> str:
+        """Returns the failure on one line: the example, the step and what went wrong."""
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"example {self.example}: {self.step} → {self.reason}{detail}"
 
     def render(self) -> str:
         """Returns the failure as labelled blocks a person can act on."""
@@ -150,10 +157,18 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 driver.request(step.session, "load", {})
             problem = _run_step(step, driver, fail)
         except BackendDefect as defect:
-            return fail(defect.sent, defect.received, step.expect, str(defect))
+            failure = fail(defect.sent, defect.received, step.expect, str(defect))
+            return replace(failure, detail=_last_line(defect.received))
         if problem is not None:
             return problem
     return None
+
+
+def _last_line(received: Any) -> str:
+    """Returns the last non-blank line of what a broken backend printed ("" if not text)."""
+    lines = [line.strip() for line in received.splitlines()] if isinstance(received, str) else []
+    lines = [line for line in lines if line]
+    return lines[-1] if lines else ""
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]

@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.findings import DEFECT_CLAUSE, shorten
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
-FEATURE_SKIP = re.compile(r"needs feature (?P<features>[\w, -]+), which the backend does not claim")
-REASON_WIDTH = 240
-DEFECT = "backend defect: "
-GENERATED_CHECKS = r"(properties|machine|crash|crashstates)\.\w+"
+GENERATED_GROUPS = ("properties", "drift_properties", "machine", "crash", "crashstates")
+"""Check-id groups whose checks are generated or timed (a property, the state machine, kill -9
+at random moments)."""
 GENERATED_NOTE = (
     "decided by a generated or timed check (a property, the state machine, kill -9 at random "
     "moments): where it stops first follows its inputs and timing, not only the release."
@@ -69,87 +68,80 @@ class Column:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A Verdict is a clause's status for one backend, with the reason when it is not a pass."""
+    """A Verdict is a clause's status for one backend, with the reason when it is not a pass,
+    and the ids of the checks that decided it."""
 
     status: str
     reason: str = ""
+    checks: tuple[str, ...] = ()
 
 
-def failure_reason(message: str) -> str:
-    """Returns one line saying why a check failed, from its report message.
-
-    An example's failure is its step and the difference (``add "memory" "a\\n§\\nb": expected
-    code E_DELIMITER, got OK``); a named check's is its assertion line; a backend that raised
-    adds the exception's last line.
-    """
-    lines = [line[1:].strip() for line in message.splitlines() if line.startswith("E ")]
-    if not lines:
-        plain = [line.strip() for line in message.splitlines() if line.strip()]
-        plain = [line for line in plain if not line.startswith("[gw")]
-        return _shorten(plain[0] if plain else "failed")
-    first = lines[0].removeprefix("AssertionError: ")
-    first = re.sub(r"^(memspec\.conformance\.backend\.)?BackendDefect: ", DEFECT, first)
-    fields = {
-        key: line.split(":", 1)[1].strip()
-        for line in lines
-        for key in ("step", "why")
-        if line.startswith(f"{key}:")
-    }
-    if first.startswith("example ") and "why" in fields:
-        first = f"{first.split(' (', 1)[0]}: {fields.get('step', '')} → {fields['why']}"
-    raised = [line for line in lines if re.match(r"^\w+(Error|Exception): ", line)]
-    if raised and "exited" in first:
-        first += f" ({raised[-1]})"
-    return _shorten(first)
+def failure_reason(check: dict[str, Any]) -> str:
+    """Returns one line saying why a check did not pass: its recorded reason (the record's
+    verdict, :mod:`memspec.conformance.findings`), or for a report of an older memspec that
+    has none, the first line of its message."""
+    reason = str(check.get("reason") or "")
+    if reason:
+        return reason
+    lines = [line.strip() for line in str(check.get("message", "")).splitlines() if line.strip()]
+    return shorten(lines[0] if lines else "failed")
 
 
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 1] + "…"
+def blamed(check: dict[str, Any]) -> str:
+    """Returns the clause a failed check blames ("" for every clause it cites)."""
+    if check.get("kind") == "defect":
+        return str(check.get("blamed") or DEFECT_CLAUSE)
+    return str(check.get("blamed") or "")
 
 
-def _blamed(check: dict[str, Any]) -> str | None:
-    """Returns the clause a failure message blames: the id it starts with (``DRIFT-5: ...``),
-    or CONTRACT-6 when a named check stopped because the backend raised or died."""
-    reason = failure_reason(str(check.get("message", "")))
-    if reason.startswith(DEFECT):
-        return "CONTRACT-6"
-    found = re.match(r"([A-Z]+-\d+): ", reason)
-    return found.group(1) if found else None
+def _against(check: dict[str, Any], clause: str) -> bool:
+    """Whether a check's record is a failure of the backend on ``clause``."""
+    return (
+        check["status"] in ("failed", "xfailed")
+        and check.get("kind") not in ("harness-error", "stale")
+        and blamed(check) in ("", clause)
+    )
+
+
+def _stopped(check: dict[str, Any]) -> str:
+    if check.get("kind") == "harness-error":
+        return f"{check['id']} stopped on a harness error"
+    return f"{check['id']} stopped on {blamed(check)}"
 
 
 def clause_verdict(clause: str, column: Column) -> Verdict:
     """Returns the verdict of ``clause`` for ``column`` (rules in the module docstring).
 
-    A failure counts against the clause unless its message blames another clause: the state
-    machine cites twenty clauses, and when it stops on ``DRIFT-5: ...`` the other nineteen were
-    not shown to fail (nor to pass, by that check).
+    A failure counts against the clause unless it blames another clause: the state machine
+    cites twenty clauses, and when it stops on ``DRIFT-5`` the other nineteen were not shown to
+    fail (nor to pass, by that check). A harness error counts against no clause.
     """
     cited = [check for check in column.checks if clause in check.get("clauses", ())]
     if not cited:
         return Verdict("n/a")
-    failures = [check for check in cited if check["status"] in ("failed", "xfailed")]
     own = sorted(
-        (check for check in failures if _blamed(check) in (None, clause)),
-        key=lambda check: (_blamed(check) != clause, len(check.get("clauses", ()))),
+        (check for check in cited if _against(check, clause)),
+        key=lambda check: (blamed(check) != clause, len(check.get("clauses", ()))),
     )
     if own:
         check = own[0]
         expected = " (expected)" if check["status"] == "xfailed" else ""
-        reason = failure_reason(str(check.get("message", "")))
-        return Verdict("fail", f"{check['id']}{expected}: {reason}")
+        return Verdict("fail", f"{check['id']}{expected}: {failure_reason(check)}", (check["id"],))
     skipped = [check for check in cited if check["status"] == "skipped"]
     for check in skipped:
-        missing = FEATURE_SKIP.search(str(check.get("message", "")))
+        missing = check.get("missing_features") or ()
         if missing:
-            return Verdict("skip", f"needs feature {missing['features']}, not claimed")
-    others = [f"{check['id']} stopped on {_blamed(check)}" for check in failures]
-    if any(check["status"] == "passed" for check in cited):
+            reason = f"needs feature {', '.join(missing)}, not claimed"
+            return Verdict("skip", reason, (check["id"],))
+    others = [check for check in cited if check["status"] in ("failed", "xfailed")]
+    stopped = [_stopped(check) for check in others if check.get("kind") != "stale"]
+    ids = tuple(check["id"] for check in others)
+    if any(check["status"] == "passed" or check.get("kind") == "stale" for check in cited):
         notes = [f"{len(skipped)} of {len(cited)} checks skipped"] if skipped else []
-        return Verdict("pass", "; ".join(notes + others))
-    if others:
-        return Verdict("skip", "not verified: " + "; ".join(others))
-    return Verdict("skip", _shorten(str(skipped[0].get("message", "")).splitlines()[0]))
+        return Verdict("pass", "; ".join(notes + stopped), ids)
+    if stopped:
+        return Verdict("skip", "not verified: " + "; ".join(stopped), ids)
+    return Verdict("skip", failure_reason(skipped[0]), (skipped[0]["id"],))
 
 
 @dataclass(frozen=True)
@@ -269,8 +261,9 @@ class Change:
     @property
     def generated(self) -> bool:
         """Whether a generated or timed check decided either verdict (see GENERATED_NOTE)."""
-        reasons = (self.before.reason, self.after.reason)
-        return any(re.search(GENERATED_CHECKS, reason) for reason in reasons)
+        decided = (*self.before.checks, *self.after.checks)
+        groups = {check.split("/", 1)[-1].split(".", 1)[0] for check in decided}
+        return bool(groups & set(GENERATED_GROUPS))
 
 
 def timeline(matrix: Matrix) -> list[Change]:

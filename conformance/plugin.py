@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from memspec.conformance.backend import Backend, BackendDefect, InProcessBackend, UsageError
+from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, verdict_of
 from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, CommandBackend
 from memspec.conformance.profiles import Profile, resolve_profile
 from memspec.conformance.records import CheckRecord, RunInfo, write_reports
@@ -294,17 +295,25 @@ def _memspec_feature_gate(request: pytest.FixtureRequest) -> None:
     claimed: frozenset[str] = request.getfixturevalue("memspec_features")
     missing = [feature for feature in needed if feature not in claimed]
     if missing:
-        pytest.skip(f"needs feature {', '.join(missing)}, which the backend does not claim")
+        reason = f"needs feature {', '.join(missing)}, which the backend does not claim"
+        verdict = Verdict("unsupported", reason=reason, missing_features=tuple(missing))
+        request.node.user_properties.append(verdict.to_property())
+        pytest.skip(reason)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Attaches the clause ids to the report, so that xdist workers hand them back."""
+    """Attaches the clause ids to the report, and the verdict of a check that failed, taken
+    from the exception itself, so that xdist workers hand them back as data."""
     report = yield
     clauses, features = _marker(item)
     if clauses:
         report.user_properties.append(("memspec_clauses", ",".join(clauses)))
         report.user_properties.append(("memspec_features", ",".join(features)))
+        given = any(name == VERDICT_PROPERTY for name, _ in report.user_properties)
+        raised = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
+        if raised and (report.failed or hasattr(report, "wasxfail")) and not given:
+            report.user_properties.append(verdict_of(call.excinfo.value).to_property())
     return report
 
 

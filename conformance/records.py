@@ -13,12 +13,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import Backend, BackendDefect, UsageError
+from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, shorten
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -34,6 +35,11 @@ class CheckRecord:
     ``status`` is ``passed``, ``failed``, ``skipped`` (with the reason) or ``xfailed`` (failed
     and listed in the expected-failures file). ``figures`` are the numbers the check reported
     (``CheckContext.figures``: counts, seconds), name -> value.
+
+    A check that did not pass carries its verdict as data (:mod:`memspec.conformance.findings`):
+    ``kind`` (``violation``, ``defect``, ``harness-error``, ``unsupported``, or ``stale`` for a
+    listed expected failure that passed), ``blamed`` (the clause the failure names, "" for every
+    clause the check cites), ``reason`` (one line) and ``missing_features``.
     """
 
     id: str
@@ -43,6 +49,15 @@ class CheckRecord:
     message: str
     duration: float
     figures: dict[str, Any] = field(default_factory=dict)
+    kind: str = ""
+    blamed: str = ""
+    reason: str = ""
+    missing_features: tuple[str, ...] = ()
+
+    @property
+    def counts_against_backend(self) -> bool:
+        """Whether this record is a failure of the backend (a harness error never is)."""
+        return self.status in ("failed", "xfailed") and self.kind not in ("harness-error", "stale")
 
     @property
     def area(self) -> str:
@@ -77,7 +92,18 @@ class CheckRecord:
         features = tuple(filter(None, properties.get("memspec_features", "").split(",")))
         figures = json.loads(properties.get(FIGURES_PROPERTY) or "{}")
         duration = round(report.duration, 4)
-        return cls(check_id, clauses, features, status, message, duration, figures)
+        verdict = Verdict.from_property(properties.get(VERDICT_PROPERTY))
+        if stale:
+            verdict = Verdict("stale", reason=shorten(message))
+        elif verdict is None and status in ("failed", "xfailed", "skipped"):
+            verdict = Verdict(
+                "unsupported" if status == "skipped" else "harness-error",
+                reason=shorten(message.splitlines()[0] if message.strip() else status),
+            )
+        return cls(
+            check_id, clauses, features, status, message, duration, figures,
+            *(astuple(verdict) if verdict else ()),
+        )  # fmt: skip
 
 
 def _failure_text(report: Any) -> str:
@@ -165,12 +191,17 @@ def clause_matrix(
     rows = []
     for clause in clauses:
         cited = by_clause.get(clause.id, [])
-        statuses = {record.status for record in cited}
+        statuses = {
+            record.status
+            if record.status in ("passed", "skipped") or _against(record, clause.id)
+            else "other"
+            for record in cited
+        }
         if "failed" in statuses:
             status = "fail"
         elif "xfailed" in statuses:
             status = "expected fail"
-        elif "passed" in statuses:
+        elif "passed" in statuses or any(record.kind == "stale" for record in cited):
             status = "pass"
         elif cited:
             status = "skip"
@@ -180,9 +211,9 @@ def clause_matrix(
             status = "unchecked"
         why = sorted(
             {
-                r.message.splitlines()[0]
+                r.reason if _against(r, clause.id) else f"not verified: {r.id}: {r.reason}"
                 for r in cited
-                if r.status in ("failed", "skipped", "xfailed") and r.message
+                if r.status in ("failed", "skipped", "xfailed") and r.reason
             }
         )
         if status == "n/a":
@@ -202,11 +233,21 @@ def clause_matrix(
     return rows
 
 
+def _against(record: CheckRecord, clause: str) -> bool:
+    """Whether ``record`` is a failure of the backend on ``clause``: a failure that blames it or
+    no clause in particular; never a harness error, nor a listed failure that passed."""
+    return record.counts_against_backend and record.blamed in ("", clause)
+
+
 def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
-    """Returns how many checks passed, failed, were skipped and failed as expected."""
-    counts = dict.fromkeys(STATUSES, 0)
+    """Returns how many checks passed, failed, were skipped and failed as expected, and how many
+    stopped on a harness error (counted apart: never a failure of the backend)."""
+    counts = dict.fromkeys((*STATUSES, "errors"), 0)
     for record in records:
-        counts[record.status] += 1
+        if record.kind == "harness-error" and record.status == "failed":
+            counts["errors"] += 1
+        else:
+            counts[record.status] += 1
     return counts
 
 
@@ -222,7 +263,12 @@ def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict
         f"- memspec {info.memspec}, started {info.started}",
         "",
         f"**{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped**"
-        + (f" ({counts['xfailed']} expected failures)" if counts["xfailed"] else ""),
+        + (f" ({counts['xfailed']} expected failures)" if counts["xfailed"] else "")
+        + (
+            f"; **{counts['errors']} harness errors** (bugs in memspec, not in the backend)"
+            if counts["errors"]
+            else ""
+        ),
         "",
         "## Clauses",
         "",
@@ -244,8 +290,10 @@ def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict
     if failures:
         lines += ["", "## Failures", ""]
         for record in failures:
+            kind = "" if record.kind == "violation" else f" — {record.kind}"
+            blamed = f", blames {record.blamed}" if record.blamed else ""
             lines += [
-                f"### {record.id} ({', '.join(record.clauses)})",
+                f"### {record.id} ({', '.join(record.clauses)}{blamed}){kind}",
                 "",
                 "```",
                 record.message.strip()[:6000],

@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.findings import Finding
 from memspec.spec.clauses import CLAUSE_ID
 
 
@@ -54,8 +55,10 @@ class CheckContext:
 CheckFunction = Callable[[CheckContext], None]
 
 
-class NotApplicable(Exception):
+class NotApplicable(Finding):
     """The check does not apply to this backend; the suite reports it as skipped with the reason."""
+
+    kind = "unsupported"
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def check(
     return register
 
 
-class HarnessError(Exception):
+class HarnessError(Finding):
     """memspec itself is broken or badly installed (a check module named by its entry points
     does not import): not the backend's fault. The message names the module; fix it, or
     reinstall memspec (``pip install -e .`` from a checkout) so that its metadata is current."""

@@ -11,12 +11,14 @@ it on one of its clauses. The whole-harness detection table is the command's job
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend
 from memspec.conformance.examples import run_on_backend
+from memspec.conformance.findings import verdict_of
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.clauses import parse_clauses
@@ -82,10 +84,9 @@ def failure_clauses(member: Member, tmp_path: Path) -> tuple[str, ...]:
             failure = run_on_backend(EXAMPLES[member.proof], backend, root)
             return failure.clauses if failure is not None else ()
         CHECKS[member.proof].run(CheckContext(backend, root, tmp_path, PROFILES["ci"]))
-    except BackendDefect:
-        return ("CONTRACT-6",)
-    except AssertionError as failure:
-        return blamed_clauses({"message": f"AssertionError: {failure}"})
+    except (BackendDefect, AssertionError) as failure:
+        verdict = verdict_of(failure)
+        return blamed_clauses({"clauses": CHECKS[member.proof].clauses, **asdict(verdict)})
     return ()
 
 
@@ -143,14 +144,11 @@ def test_the_table_and_the_rate() -> None:
     assert catch_rate([caught, missed]) == 0.5
 
 
-def test_blamed_clauses_follow_the_message() -> None:
-    record = {"clauses": ["LOCK-1", "LOCK-3"], "message": "AssertionError: LOCK-3: lost"}
+def test_blamed_clauses_follow_the_verdict() -> None:
+    record = {"clauses": ["LOCK-1", "LOCK-3"], "kind": "violation", "blamed": "LOCK-3"}
     assert blamed_clauses(record) == ("LOCK-3",)
-    pytest_text = "    assert x\nE   AssertionError: LOCK-1: two holders\nE   more"
-    assert blamed_clauses({**record, "message": pytest_text}) == ("LOCK-1",)
-    assert blamed_clauses({**record, "message": "something else"}) == ("LOCK-1", "LOCK-3")
-    defect = "E   memspec.conformance.backend.BackendDefect: add raised RuntimeError"
-    assert blamed_clauses({**record, "message": defect}) == ("CONTRACT-6",)
+    assert blamed_clauses({**record, "blamed": ""}) == ("LOCK-1", "LOCK-3")
+    assert blamed_clauses({**record, "kind": "defect", "blamed": ""}) == ("CONTRACT-6",)
 
 
 def test_the_command_refuses_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.matrix import DEFECT, failure_reason
+from memspec.conformance.matrix import blamed
 from memspec.conformance.results_page import PageRun, writable_page
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -286,13 +285,10 @@ class Detection:
 
 
 def blamed_clauses(record: dict[str, Any]) -> tuple[str, ...]:
-    """The clauses a failed record blames: the id its message opens with (``LOCK-3: ...``),
-    CONTRACT-6 when the backend raised or died, else every clause the check cites."""
-    reason = failure_reason(str(record.get("message", ""))).removeprefix("AssertionError: ")
-    if reason.startswith(DEFECT):
-        return ("CONTRACT-6",)
-    found = re.match(r"([A-Z]+-\d+): ", reason)
-    return (found.group(1),) if found else tuple(record.get("clauses", ()))
+    """The clauses a failed record blames (its verdict's ``blamed``: CONTRACT-6 when the backend
+    raised or died), else every clause the check cites."""
+    clause = blamed(record)
+    return (clause,) if clause else tuple(record.get("clauses", ()))
 
 
 def read_detection(member: Member, report: Path, status: int, wall: float) -> Detection:
@@ -310,7 +306,7 @@ def read_detection(member: Member, report: Path, status: int, wall: float) -> De
         elapsed += float(case.get("time", "0") or 0)
         check_id = case.get("name", "").split("[", 1)[-1].rstrip("]")
         record = by_id.get(check_id)
-        if record is None or record["status"] != "failed":
+        if record is None or record["status"] != "failed" or record.get("kind") == "harness-error":
             continue
         detection.failures.append((check_id, blamed_clauses(record)))
         if detection.to_first_failure is None:

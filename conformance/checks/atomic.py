@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.checks._disk import read_or_none
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.registry import CheckContext, HarnessError, check
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 
@@ -37,7 +37,7 @@ def _hard_link(path: Path, ctx: CheckContext) -> Path:
                 raise
             continue
         return link
-    raise AssertionError("BUG IN CHECK: could not hard-link MEMORY.md")  # pragma: no cover
+    raise HarnessError("BUG IN CHECK: could not hard-link MEMORY.md")  # pragma: no cover
 
 
 @check("ATOMIC-1", "ATOMIC-2", id="atomic.write_replaces_by_rename")

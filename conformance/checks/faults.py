@@ -36,7 +36,7 @@ from memspec.conformance.processes.workers import (
     require_python_backend,
     run_session,
 )
-from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.spec import codes
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
@@ -109,7 +109,8 @@ def _add(content: str, target: str = "memory") -> dict[str, Any]:
 
 def _files(result: WorkerResult, index: int) -> dict[str, str]:
     answer = result.answer(index)
-    assert answer is not None, f"BUG IN CHECK: observe step {index} has no answer"
+    if answer is None:
+        raise HarnessError(f"BUG IN CHECK: observe step {index} has no answer")
     return dict(answer["files"])
 
 

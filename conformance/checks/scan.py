@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.registry import CheckContext, HarnessError, check
 from memspec.spec import codes
 from memspec.spec.threats import find_threats
 
@@ -33,7 +33,8 @@ def whole_content_is_scanned(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
         for label, padding in PADDINGS.items():
-            assert not find_threats(padding), f"BUG IN CHECK: the padding ({label}) is a threat"
+            if find_threats(padding):
+                raise HarnessError(f"BUG IN CHECK: the padding ({label}) is a threat")
             content = padding + "\n" + THREAT
             answer = session.request("add", target="memory", content=content)
             # SCAN-5: there is no window after which content goes unscanned.

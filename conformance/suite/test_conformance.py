@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend
 from memspec.conformance.examples import run_on_backend
+from memspec.conformance.findings import Mismatch, verdict_of
 from memspec.conformance.plugin import memspec_settings
 from memspec.conformance.profiles import Profile
 from memspec.conformance.records import FIGURES_PROPERTY
@@ -59,11 +61,18 @@ def _check_params() -> list[object]:
     ]
 
 
+def unsupported(request: pytest.FixtureRequest, error: NotApplicable) -> NoReturn:
+    """Skips the check because it does not apply, with its verdict as data."""
+    request.node.user_properties.append(verdict_of(error).to_property())
+    pytest.skip(str(error))
+
+
 @pytest.mark.parametrize("example", _example_params())
 def test_example(example: Example, memspec_backend: Backend, memspec_root: Path) -> None:
     """Runs one SPEC.md example on a fresh root."""
     failure = run_on_backend(example, memspec_backend, memspec_root)
-    assert failure is None, failure.render()
+    if failure is not None:
+        raise Mismatch(failure.render(), failure.summary())
 
 
 @pytest.mark.parametrize("check", _check_params())
@@ -78,9 +87,12 @@ def test_check(
 ) -> None:
     """Runs one named check on a fresh root; the figures it reports go into its record."""
     if check.python_only and not isinstance(memspec_backend, InProcessBackend):
-        pytest.skip(
-            "needs a Python backend (--backend MODULE:FACTORY): it runs the backend's "
-            "code under interposition"
+        unsupported(
+            request,
+            NotApplicable(
+                "needs a Python backend (--backend MODULE:FACTORY): it runs the backend's "
+                "code under interposition"
+            ),
         )
     settings = memspec_settings(pytestconfig)
     artifacts = settings.report / "artifacts" if settings.report else None
@@ -98,7 +110,7 @@ def test_check(
     try:
         check.run(context)
     except NotApplicable as error:
-        pytest.skip(str(error))
+        unsupported(request, error)
     finally:
         if context.figures:
             figures = json.dumps(context.figures, sort_keys=True)

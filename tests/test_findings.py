@@ -1,0 +1,98 @@
+"""Verdicts as data: how a check that did not pass ended, taken from the exception it raised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis.errors import FlakyFailure
+
+from memspec.conformance.backend import BackendDefect
+from memspec.conformance.findings import (
+    Mismatch,
+    Verdict,
+    Violation,
+    leading_clause,
+    verdict_of,
+)
+from memspec.conformance.registry import HarnessError, NotApplicable
+
+pytest_plugins = ["pytester"]
+PROJECT = str(Path(__file__).resolve().parent.parent)
+
+
+@pytest.mark.parametrize(
+    ("error", "verdict"),
+    [
+        (AssertionError("LOCK-3: an acknowledged write was lost\nmore"),
+         Verdict("violation", "LOCK-3", "LOCK-3: an acknowledged write was lost")),
+        (AssertionError("no clause named here"), Verdict("violation", "", "no clause named here")),
+        (AssertionError("LOCK-3 is not followed by a colon"),
+         Verdict("violation", "", "LOCK-3 is not followed by a colon")),
+        (Violation("DRIFT-3", "no backup"), Verdict("violation", "DRIFT-3", "DRIFT-3: no backup")),
+        (Mismatch("example x (READ-1)\n  step: load", "example x: load → differs"),
+         Verdict("violation", "", "example x: load → differs")),
+        (BackendDefect("add raised RuntimeError: boom"),
+         Verdict("defect", "CONTRACT-6", "backend defect: add raised RuntimeError: boom")),
+        (HarnessError("BUG IN CHECK: no answer"),
+         Verdict("harness-error", "", "BUG IN CHECK: no answer")),
+        (TypeError("'NoneType' object is not subscriptable"),
+         Verdict("harness-error", "", "TypeError: 'NoneType' object is not subscriptable")),
+        (NotApplicable("needs a Python backend"),
+         Verdict("unsupported", "", "needs a Python backend")),
+    ],
+)  # fmt: skip
+def test_the_verdict_follows_the_exception(error: BaseException, verdict: Verdict) -> None:
+    assert verdict_of(error) == verdict
+
+
+def test_a_group_of_failures_is_judged_by_its_first_finding() -> None:
+    group = FlakyFailure("two bugs", [ValueError("x"), AssertionError("SNAP-6: 28%")])
+    assert verdict_of(group) == Verdict("violation", "SNAP-6", "SNAP-6: 28%")
+
+
+def test_verdicts_round_trip_as_properties() -> None:
+    verdict = Verdict("unsupported", "", "needs feature batch", ("batch",))
+    _, value = verdict.to_property()
+    assert Verdict.from_property(value) == verdict and json.loads(value)["kind"] == "unsupported"
+    assert Verdict.from_property(None) is None
+    assert leading_clause("CONTRACT-10: x") == "CONTRACT-10" and leading_clause("E: x") == ""
+
+
+BOOM = """
+from dataclasses import replace
+from memspec.conformance import registry
+
+registry.all_checks()
+CHECK = "files.rewrite_keeps_the_mode"
+
+def boom(ctx):
+    raise TypeError("a bug in the check, not in the backend")
+
+registry.CHECKS[CHECK] = replace(registry.CHECKS[CHECK], run=boom)
+"""
+
+
+def test_a_bug_in_a_check_is_a_harness_error_never_a_backend_failure(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", PROJECT)
+    pytester.makeconftest(BOOM)
+    report = pytester.path / "report"
+    pytester.runpytest_subprocess(
+        "--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider",
+        "--memspec-backend", "tests.backends.wrappers:core_only",
+        "-k", "rewrite_keeps_the_mode or batch-applies-items", f"--memspec-report={report}",
+        timeout=300,
+    )  # fmt: skip
+    payload = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    by_id = {check["id"]: check for check in payload["checks"]}
+    boom = by_id["FILES/files.rewrite_keeps_the_mode"]
+    assert boom["status"] == "failed" and boom["kind"] == "harness-error"
+    assert boom["reason"] == "TypeError: a bug in the check, not in the backend"
+    assert payload["summary"]["errors"] == 1 and payload["summary"]["failed"] == 0
+    assert {row["clause"]: row["status"] for row in payload["clauses"]}["FILES-2"] != "fail"
+    # A check that needs a feature the backend does not claim carries the feature as data.
+    skipped = [check for check in payload["checks"] if check["status"] == "skipped"]
+    assert skipped and all(check["missing_features"] == ["batch"] for check in skipped)
