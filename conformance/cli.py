@@ -7,7 +7,10 @@ Subcommands:
 - ``memspec serve --backend MODULE:FACTORY``: a Python backend over JSON Lines on stdio.
 - ``memspec spec --dump-json``: every example of SPEC.md as JSON, for runners in any language.
 - ``memspec spec --check``: SPEC.md is well formed, every example agrees with the model, every
-  cited id exists, and every MUST clause has an example or a named check.
+  cited id exists, every MUST clause has an example or a named check, and every MUST clause is
+  cited by a function of spec/ or excused in ``trail.NOT_DECIDED_BY_THE_MODEL``.
+- ``memspec spec --clause ID [--json]``: the trail of one clause: its text, examples, and the
+  model functions, reference functions and checks that cite it.
 - ``memspec examples --backend MODULE:FACTORY``: runs every example against a backend.
 - ``memspec repro FILE``: replays a saved failing interleaving and prints it as a timeline
   (exit 1 when the failure reproduces, 0 when it does not).
@@ -23,13 +26,25 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
 from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.jsonlines import serve
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import clauses_with_checks
+from memspec.conformance.registry import all_checks, clauses_with_checks
+from memspec.conformance.trail import (
+    SOURCE_PACKAGES,
+    ClauseTrail,
+    UnknownClause,
+    check_sites,
+    citations_of,
+    clause_trail,
+    model_citation_problems,
+    package_sources,
+    unknown_citations,
+)
 from memspec.spec.clauses import (
     ClauseSyntaxError,
     missing_tests,
@@ -101,6 +116,10 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
         problems.append(
             f"{clause.id} (MUST, SPEC.md line {clause.line}) has no example and no named check"
         )
+    model = citations_of(package_sources(SOURCE_PACKAGES["model"]))
+    reference = citations_of(package_sources(SOURCE_PACKAGES["reference"]))
+    problems.extend(unknown_citations(clauses, [*model, *reference]))
+    problems.extend(model_citation_problems(clauses, model))
     counts = {
         "clauses": len(clauses),
         "must": sum(c.level == "MUST" for c in clauses),
@@ -110,8 +129,54 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
     return problems, counts
 
 
-def _cmd_spec(args: argparse.Namespace) -> int:
+def render_trail(trail: ClauseTrail) -> str:
+    """Returns a clause's trail as text for a terminal."""
+    clause = trail.clause
+    lines = [f"{clause.id} ({clause.level}), SPEC.md line {clause.line}"]
+    lines += textwrap.wrap(clause.text, 96, initial_indent="  ", subsequent_indent="  ")
+    lines.append(f"  Prevents: {trail.prevents or '(SPEC.md names no bug)'}")
+
+    def section(title: str, rows: list[tuple[str, str]]) -> None:
+        lines.extend(["", f"{title} ({len(rows)}):"])
+        width = max((len(left) for left, _ in rows), default=0)
+        lines.extend(f"  {left.ljust(width)}  {right}".rstrip() for left, right in rows)
+        if not rows:
+            lines.append("  none")
+
+    section("examples", [(slug, f"SPEC.md line {line}") for slug, line in trail.examples])
+    section("model, spec/", [(c.where, f"line {c.line}") for c in trail.model])
+    section("reference, reference_impl/", [(c.where, f"line {c.line}") for c in trail.reference])
+    section("checks", [(site.id, site.where) for site in trail.checks])
+    return "\n".join(lines)
+
+
+def _cmd_clause(args: argparse.Namespace) -> int:
     try:
+        trail = clause_trail(
+            args.clause,
+            spec_text(),
+            citations_of(package_sources(SOURCE_PACKAGES["model"])),
+            citations_of(package_sources(SOURCE_PACKAGES["reference"])),
+            check_sites(all_checks()),
+        )
+    except UnknownClause as error:
+        print(f"memspec: error: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(trail.to_json(), sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(render_trail(trail))
+    return 0
+
+
+def _cmd_spec(args: argparse.Namespace) -> int:
+    if args.json and not args.clause:
+        print("memspec: error: --json goes with --clause ID", file=sys.stderr)
+        return 2
+    try:
+        if args.clause:
+            return _cmd_clause(args)
         if args.dump_json:
             records = [example.to_json() for example in load_examples()]
             json.dump(records, sys.stdout, indent=1)
@@ -290,15 +355,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Python backend factory, e.g. memspec.reference_impl:open_store",
     )
     serve_cmd.set_defaults(run=_cmd_serve)
-    spec = commands.add_parser("spec", help="check SPEC.md or dump its examples as JSON")
+    spec = commands.add_parser(
+        "spec", help="check SPEC.md, dump its examples as JSON or follow a clause id"
+    )
     mode = spec.add_mutually_exclusive_group(required=True)
     mode.add_argument("--dump-json", action="store_true", help="print every example as JSON")
     mode.add_argument(
         "--check",
         action="store_true",
-        help="fail on any MUST clause without an "
-        "example or a named check, or an example the model disagrees with",
+        help="fail on any MUST clause without an example or a named check, or that no "
+        "function of spec/ cites, or an example the model disagrees with",
     )
+    mode.add_argument(
+        "--clause",
+        metavar="ID",
+        help="print the trail of one clause: its text, examples, and the model functions, "
+        "reference functions and checks that cite it",
+    )
+    spec.add_argument("--json", action="store_true", help="with --clause: print the trail as JSON")
     spec.set_defaults(run=_cmd_spec)
     examples = commands.add_parser("examples", help="run every SPEC.md example against a backend")
     examples.add_argument(

@@ -2,7 +2,7 @@
 
 Text recalled from an external memory provider is appended to a copy of the user's message, so
 it must not be able to close the ``<memory-context>`` fence early or forge its system note
-(FENCE-1 to FENCE-5). The sanitiser removes every span the spec's finders report —
+(FENCE-1, FENCE-2, FENCE-4, FENCE-5). The sanitiser removes every span the spec's finders report —
 :func:`~memspec.spec.fence.find_fence_tags` and :func:`~memspec.spec.fence.find_system_notes` —
 and repeats until nothing is found, because one pass can reassemble a tag (FENCE-3, hermes
 #108964)::
@@ -64,8 +64,9 @@ def _spans_near(text: str, joins: list[int]) -> list[tuple[int, int]]:
 def sanitize_recalled(text: str) -> str:
     """Returns ``text`` without any fence tag or forged system note, stripped of ASCII whitespace.
 
-    Removal repeats until a search of the whole text finds nothing (a fixed point), so the
-    result holds none either.
+    Every tag and note in any disguise is removed (FENCE-2, FENCE-4), and removal repeats until
+    a search of the whole text finds nothing (a fixed point), so the result holds none either
+    (FENCE-3).
     """
     spans = _spans(text)
     while spans:
@@ -75,7 +76,8 @@ def sanitize_recalled(text: str) -> str:
 
 
 def build_fence(raw: str) -> str:
-    """Returns the ``<memory-context>`` block for recalled ``raw`` text; ``""`` if nothing is left.
+    """Returns the ``<memory-context>`` block for recalled ``raw`` text; ``""`` if nothing is left
+    (FENCE-1, FENCE-5, CONTRACT-10).
 
     Raises TypeError when ``raw`` is not a str (the store turns that into a defect report).
     """

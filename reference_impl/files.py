@@ -4,11 +4,11 @@ Every function here acts on one data file (``root / "MEMORY.md"`` or ``root / "U
 the files kept beside it in the same directory:
 
 - ``MEMORY.md.lock``: the lock file. A separate file, because the data file's inode changes with
-  every rename and a lock held on it would be lost (LOCK clauses). Its content is the sha256 of
+  every rename and a lock held on it would be lost (LOCK-1). Its content is the sha256 of
   the bytes the store last wrote, so a later writer can tell its own bytes from external ones
-  (DRIFT clauses).
-- ``.MEMORY.md.tmp.<random>``: temp files, alive only while a lock holder writes (ATOMIC clauses).
-- ``MEMORY.md.bak.<sha256 hex[:16]>``: byte-exact, content-addressed backups (DRIFT clauses).
+  (DRIFT-5).
+- ``.MEMORY.md.tmp.<random>``: temp files, alive only while a lock holder writes (ATOMIC-1).
+- ``MEMORY.md.bak.<sha256 hex[:16]>``: byte-exact, content-addressed backups (DRIFT-3, DRIFT-4).
 
 The store calls them in this order for one mutation::
 
@@ -34,7 +34,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 NEW_FILE_MODE = 0o600
-"""The mode of every file the store creates: data files, lock files, backups (FILES clauses)."""
+"""The mode of every file the store creates: data files, lock files, backups (FILES-1)."""
 
 _DIGEST_RE = re.compile(rb"[0-9a-f]{64}")
 _MAX_LOCK_CONTENT = 128
@@ -46,7 +46,7 @@ class NotDurableError(OSError):
     """The rename of an atomic write happened but syncing the directory failed.
 
     The new bytes are in place and every reader sees them, but the rename may not survive a power
-    loss (ATOMIC clauses: a rename is durable only once its directory is synced). Raised by
+    loss (ATOMIC-3: a rename is durable only once its directory is synced). Raised by
     :func:`atomic_write` and :func:`write_backup` after the replace, so unlike any other
     ``OSError`` they raise, the old file is *not* intact any more; the caller decides whether the
     write counts as done. ``errno`` and ``strerror`` are those of the failed call.
@@ -54,7 +54,8 @@ class NotDurableError(OSError):
 
 
 def lock_path(data_path: Path) -> Path:
-    """Returns the lock file of ``data_path``: ``MEMORY.md`` -> ``MEMORY.md.lock`` (LOCK)."""
+    """Returns the lock file of ``data_path``: ``MEMORY.md`` -> ``MEMORY.md.lock``, never the data
+    file itself (LOCK-1)."""
     return data_path.with_name(data_path.name + ".lock")
 
 
@@ -64,8 +65,10 @@ def locked(data_path: Path) -> Iterator[int]:
 
     The lock file is opened with ``O_NOFOLLOW`` and created with mode 0600: a lock file that is a
     symlink raises ``OSError`` (``ELOOP``), which propagates, instead of locking (or creating)
-    whatever the link points to (LOCK and FILES clauses). The lock is released and the
-    descriptor closed on exit, also when the body raises.
+    whatever the link points to (FILES-3, FILES-1). The lock excludes every other session of
+    the root, in any process (LOCK-1), for the whole body (LOCK-3); it is released and the
+    descriptor closed on exit, also when the body raises, and the kernel releases a ``flock``
+    whose holder dies (CRASH-3).
     """
     fd = os.open(
         lock_path(data_path),
@@ -84,14 +87,14 @@ def locked(data_path: Path) -> Iterator[int]:
 
 def digest(data: bytes) -> str:
     """Returns the lowercase hex sha256 of ``data``, the name of bytes in the lock file and in
-    backup names (DRIFT clauses)."""
+    backup names (DRIFT-4, DRIFT-5)."""
     return hashlib.sha256(data).hexdigest()
 
 
 def read_recorded_digest(lock_fd: int) -> str | None:
     """Returns the digest recorded in the lock file, or ``None`` when it holds none.
 
-    The lock file holds the hex sha256 of the bytes the store family last wrote (DRIFT clauses).
+    The lock file holds the hex sha256 of the bytes the store family last wrote (DRIFT-5).
     Anything other than 64 lowercase hex digits (surrounding ASCII whitespace allowed) — an empty
     lock file from an older writer, a torn or foreign write — reads as ``None``: the store then
     treats the data file as not written by itself, which can at worst cost one extra backup.
@@ -104,7 +107,7 @@ def read_recorded_digest(lock_fd: int) -> str | None:
 
 
 def record_digest(lock_fd: int, digest: str) -> None:
-    """Records ``digest`` as the lock file's whole content (DRIFT clauses).
+    """Records ``digest`` as the lock file's whole content (DRIFT-5).
 
     Called while holding the lock, after :func:`atomic_write` returned. The lock file is not
     fsynced: if the record is lost in a power cut, the next writer sees bytes it cannot vouch for
@@ -125,7 +128,7 @@ def read_file(path: Path) -> bytes | None:
 
     Only ``FileNotFoundError`` means absent (a dangling symlink included). Every other
     ``OSError`` — permission denied, a directory, an I/O error — propagates, because an
-    unreadable file must never be taken for an empty one (FILES clauses; the store answers
+    unreadable file must never be taken for an empty one (READ-7; the store answers
     ``E_UNREADABLE``).
     """
     try:
@@ -139,7 +142,7 @@ def temp_prefix(data_path: Path) -> str:
     """Returns the name prefix of ``data_path``'s temp files: ``MEMORY.md`` -> ``.MEMORY.md.tmp.``.
 
     Temps of backups share it, so one sweep of :func:`remove_stale_temps` finds every leftover of
-    a writer of this data file (CRASH clauses).
+    a writer of this data file (CRASH-2).
     """
     return f".{data_path.name}.tmp."
 
@@ -148,9 +151,9 @@ def remove_stale_temps(data_path: Path) -> int:
     """Deletes the leftover temp files of ``data_path`` and returns how many it deleted.
 
     Only a lock holder writes temps, and it removes them before it releases the lock, so any temp
-    found by a caller holding the lock belongs to a writer that crashed (CRASH clauses); sweeping
-    them keeps the number of files in the directory bounded. A name that vanishes meanwhile is
-    skipped; directories are never touched (they are not ours).
+    found by a caller holding the lock belongs to a writer that crashed (CRASH-2); sweeping
+    them keeps the number of files in the directory bounded (FILES-5). A name that vanishes
+    meanwhile is skipped; directories are never touched (they are not ours).
     """
     prefix = temp_prefix(data_path)
     removed = 0
@@ -170,11 +173,12 @@ def atomic_write(data_path: Path, data: bytes) -> None:
     """Replaces ``data_path``'s content with ``data`` so that no reader or crash sees anything
     but the old or the new bytes.
 
-    The steps (ATOMIC, CRASH and FILES clauses): refuse a ``data_path`` that is a symlink
-    (``OSError`` ``ELOOP``: a link is never replaced by a regular file); create a unique temp
-    ``.MEMORY.md.tmp.<random>`` beside it with ``O_EXCL|O_NOFOLLOW``; give it the existing file's
-    mode, or 0600 for a new file (whatever the umask); write every byte; fsync; ``os.replace``;
-    fsync the directory so the rename itself is durable. Any failure before the replace removes
+    The steps: refuse a ``data_path`` that is a symlink (``OSError`` ``ELOOP``: a link is never
+    replaced by a regular file; FILES-4); create a unique temp ``.MEMORY.md.tmp.<random>``
+    beside it with ``O_EXCL|O_NOFOLLOW``; give it the existing file's mode (FILES-2), or 0600
+    for a new file whatever the umask (FILES-1); write every byte; fsync; ``os.replace``, never
+    a write in place (ATOMIC-1, ATOMIC-2, CRASH-1, CRASH-4); fsync the directory so the rename
+    itself is durable (ATOMIC-3, CRASH-5). Any failure before the replace removes
     the temp and re-raises, leaving the old file intact; a failure of the directory sync, after
     the replace, raises :class:`NotDurableError`.
     """
@@ -185,7 +189,8 @@ def backup_path(data_path: Path, data: bytes) -> Path:
     """Returns the content-addressed backup name of ``data``: ``MEMORY.md.bak.<sha256 hex[:16]>``.
 
     Identical content always gets the same name and different content (short of a 64-bit prefix
-    collision) a different one, so backups are neither duplicated nor overwritten (DRIFT clauses).
+    collision) a different one, so backups are neither duplicated nor overwritten (DRIFT-3:
+    ``<FILE>.bak.<suffix>``; DRIFT-4).
     """
     return data_path.with_name(f"{data_path.name}.bak.{digest(data)[:16]}")
 
@@ -195,9 +200,9 @@ def write_backup(data_path: Path, data: bytes) -> Path:
 
     When :func:`backup_path` already holds exactly ``data``, it is returned untouched. When it holds
     other bytes (a collision of the 16-digit prefix), the full 64-digit name is used instead. A
-    backup with different bytes is never overwritten (DRIFT clauses): if both names hold other
+    backup with different bytes is never overwritten (DRIFT-4): if both names hold other
     bytes, ``FileExistsError`` is raised. New backups are written like :func:`atomic_write`
-    (temp, fsync, rename, directory fsync) with mode 0600.
+    (temp, fsync, rename, directory fsync) with mode 0600 (FILES-1), byte-exact (DRIFT-3).
     """
     short = backup_path(data_path, data)
     for candidate in (short, short.with_name(f"{data_path.name}.bak.{digest(data)}")):
@@ -219,7 +224,8 @@ def _replace_via_temp(target: Path, data: bytes, prefix: str, *, keep_mode: bool
     """Writes ``data`` to a fresh temp named ``prefix + <random>`` and renames it over ``target``.
 
     The shared body of :func:`atomic_write` and :func:`write_backup`; ``keep_mode`` copies the
-    mode of an existing ``target`` instead of 0600.
+    mode of an existing ``target`` instead of 0600 (FILES-2). A failure before the rename
+    removes the temp and leaves ``target`` intact (ATOMIC-4).
     """
     try:
         current = os.lstat(target)
@@ -276,7 +282,7 @@ def _unlink_if_present(path: Path) -> None:
 
 
 def _fsync_directory(directory: Path) -> None:
-    """Syncs ``directory`` so that a rename inside it survives power loss (ATOMIC clauses).
+    """Syncs ``directory`` so that a rename inside it survives power loss (ATOMIC-3).
 
     A filesystem that cannot sync directories (``EINVAL``/``ENOTSUP``) is accepted as is; any
     other failure raises :class:`NotDurableError`.

@@ -1,4 +1,4 @@
-"""Provider orchestration: the built-in store plus at most one external memory provider (PROV).
+"""Provider orchestration: the built-in store plus at most one external memory provider.
 
 The built-in store is always present and used directly: its frozen snapshot blocks go into the
 system prompt. An external provider (mem0, Honcho, ...) is optional; its recalled text is fenced
@@ -52,7 +52,8 @@ def provider_name(provider: object) -> str:
 
 
 class MemoryOrchestrator:
-    """The built-in memory store plus at most one external provider (PROV clauses)."""
+    """The built-in memory store, always present (PROV-1), plus at most one external provider
+    (PROV-2)."""
 
     def __init__(self, builtin: SnapshotSource, external: MemoryProvider | None = None) -> None:
         self.builtin = builtin
@@ -68,7 +69,7 @@ class MemoryOrchestrator:
     def set_external(self, provider: MemoryProvider) -> None:
         """Makes ``provider`` the external provider; raises ``ValueError`` if one is active.
 
-        At most one external provider is active at a time (PROV clauses): two would both inject
+        At most one external provider is active at a time (PROV-2): two would both inject
         recalled text and contradict each other, so a second one is refused rather than silently
         replacing or joining the first.
         """
@@ -85,8 +86,8 @@ class MemoryOrchestrator:
 
         "" when there is no provider, when it recalls nothing, or when it fails: a provider that
         raises or returns something other than a ``str`` is logged and ignored, never allowed to
-        break the turn (PROV clauses). The raw text is sanitised and framed by
-        :func:`~memspec.reference_impl.fence.build_fence` (FENCE clauses).
+        break the turn (PROV-3). The raw text is sanitised and framed by
+        :func:`~memspec.reference_impl.fence.build_fence` (PROV-3, FENCE-1).
         """
         provider = self._external
         if provider is None:
@@ -111,7 +112,7 @@ class MemoryOrchestrator:
 
     def sync_turn(self, user: str, assistant: str) -> None:
         """Passes a finished turn to the external provider, if any; its failure is logged and
-        ignored (PROV clauses). The built-in store learns only through its own tool calls."""
+        ignored (PROV-3). The built-in store learns only through its own tool calls."""
         provider = self._external
         if provider is None:
             return
@@ -129,8 +130,8 @@ class MemoryOrchestrator:
 
         Blocks come in target order (memory, then user), targets without a block are skipped, and
         the parts are joined by a blank line. The blocks are the ones captured at the store's last
-        ``load()``, so the prompt stays byte-identical between loads (SNAP clauses) and recalled
-        text never enters it (PROV clauses).
+        ``load()``, so the prompt stays byte-identical between loads (SNAP-1) and recalled
+        text never enters it (FENCE-6).
         """
         blocks = [self.builtin.snapshot(target) for target in TARGETS]
         return "\n\n".join([base, *(block for block in blocks if block is not None)])
@@ -143,7 +144,7 @@ class MemoryOrchestrator:
         a ``str`` and :meth:`recall` returns a block, the copy's content becomes
         ``content + "\\n\\n" + block``. Every dict is a shallow copy and neither ``messages`` nor
         its dicts are changed, so the stored conversation never contains recalled text
-        (PROV and FENCE clauses). Example: ``[{"role": "user", "content": "hi"}]`` becomes
+        (FENCE-6). Example: ``[{"role": "user", "content": "hi"}]`` becomes
         ``[{"role": "user", "content": "hi\\n\\n<memory-context>\\n...</memory-context>"}]``.
         No user message, non-text content or no block: plain copies.
         """

@@ -2,8 +2,9 @@
 
 One :class:`Store` is one session. Many sessions, in one process or many, may open the same
 root: every mutation takes the target's lock, re-reads the file under it, decides the result
-with the spec's own rule functions and writes atomically (LOCK-*, ATOMIC-*). Reads for the
-snapshot take no lock: an atomic rename means a reader sees the old file or the new one.
+with the spec's own rule functions and writes atomically (LOCK-1, LOCK-2, LOCK-3, ATOMIC-1).
+Reads for the snapshot take no lock: an atomic rename means a reader sees the old file or the new
+one (ATOMIC-2).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ _MESSAGES: dict[str, Callable[[str], str]] = {
 
 
 def _answer(outcome: Outcome, name: str, **extra: Any) -> dict[str, Any]:
-    """Returns the contract Outcome mapping for a model outcome (CONTRACT Outcome clauses)."""
+    """Returns the contract Outcome mapping for a model outcome: ``ok``, ``code`` and the
+    optional ``message``, ``matches``, ``usage`` and ``duplicate`` (CONTRACT-3)."""
     answer: dict[str, Any] = {"ok": outcome.ok, "code": outcome.code}
     message = _MESSAGES.get(outcome.code)
     if message is not None:
@@ -81,10 +83,11 @@ def _failure(code: str, message: str, **extra: Any) -> dict[str, Any]:
 
 
 class Store:
-    """A Store is one session on a memory root (CONTRACT-* clauses).
+    """A Store is one session on a memory root, with the methods of CONTRACT-2.
 
-    ``entries`` reflects the disk as of this session's last load or mutation; ``snapshot``
-    returns the blocks frozen by the last :meth:`load` (SNAP-*).
+    ``entries`` reflects the disk as of this session's last load or mutation (CONTRACT-8);
+    ``snapshot`` returns the blocks frozen by the last :meth:`load` (SNAP-1). A mutation needs
+    no load first (CONTRACT-7).
     """
 
     features = FEATURES
@@ -99,6 +102,8 @@ class Store:
         return self.root / FILENAMES[target]
 
     def _read(self, target: str) -> FileState:
+        """Returns the state of ``target``'s file; one that cannot be read at all is unreadable,
+        never empty (READ-7)."""
         try:
             data = files.read_file(self._path(target))
         except OSError:
@@ -106,7 +111,13 @@ class Store:
         return classify_bytes(data, self.limits[target])
 
     def load(self) -> None:
-        """Reads both files and freezes the snapshot until the next load (SNAP-*, SCAN-*)."""
+        """Reads both files and freezes the snapshot until the next load (SNAP-1, SNAP-2).
+
+        The blocks are the spec's :func:`render_snapshot` (SNAP-3, SNAP-4, SNAP-5, SNAP-6, SNAP-7,
+        SNAP-8), entries that match a threat pattern shown as placeholders (SCAN-6) while the live
+        entries keep their raw text (SCAN-7); an unreadable file gets the unreadable block
+        (SNAP-9). The blocks belong to this session only (SNAP-10).
+        """
         for target in TARGETS:
             state = self._read(target)
             if state.entries is None:
@@ -118,33 +129,38 @@ class Store:
             )
 
     def entries(self, target: str) -> list[str]:
-        """Returns the live entries of ``target`` as this session last saw them."""
+        """Returns the live entries of ``target`` as this session last saw them (CONTRACT-8)."""
         self._check_target(target)
         return list(self._live[target])
 
     def snapshot(self, target: str) -> str | None:
-        """Returns the block frozen by the last load, ``None`` for an empty target (SNAP-*)."""
+        """Returns the block frozen by the last load, ``None`` for an empty target (SNAP-1,
+        SNAP-3)."""
         self._check_target(target)
         return self._snapshots[target]
 
     def fence(self, raw: str) -> str:
-        """Returns the ``<memory-context>`` block for recalled text (FENCE-*)."""
+        """Returns the ``<memory-context>`` block for recalled text (CONTRACT-10, FENCE-1)."""
         return build_fence(raw)
 
     def add(self, target: str, content: str) -> dict[str, Any]:
-        """Appends one entry (an exact duplicate is an accepted no-op; DUP-*)."""
+        """Appends one entry; an exact duplicate is an accepted no-op (DUP-1, decided by the spec's
+        ``decide``)."""
         return self._mutate(Add(target, content))
 
     def replace(self, target: str, old_text: str, new_content: str) -> dict[str, Any]:
-        """Replaces the whole entry ``old_text`` identifies (MATCH-*, REPLACE-*)."""
+        """Replaces the whole entry ``old_text`` identifies (REPLACE-1, decided by the spec's
+        ``choose_entry`` and ``decide``)."""
         return self._mutate(Replace(target, old_text, new_content))
 
     def remove(self, target: str, old_text: str) -> dict[str, Any]:
-        """Removes the entry ``old_text`` identifies (MATCH-*, REMOVE-*)."""
+        """Removes the entry ``old_text`` identifies (REMOVE-1, decided by the spec's
+        ``choose_entry`` and ``decide``)."""
         return self._mutate(Remove(target, old_text))
 
     def batch(self, target: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
-        """Applies add/replace/remove items all-or-nothing against the final budget (BATCH-*)."""
+        """Applies add/replace/remove items all-or-nothing against the final budget; offered, with
+        the feature ``batch`` claimed (BATCH-1), decided by the spec's ``decide`` (BATCH-2)."""
         return self._mutate(Batch(target, operations))
 
     def close(self) -> None:
@@ -156,6 +172,9 @@ class Store:
             raise ValueError(f"target must be 'memory' or 'user', got {target!r}")
 
     def _mutate(self, op: Mutation) -> dict[str, Any]:
+        """Returns the Outcome of a mutation, never raising for a condition of the code table
+        (CONTRACT-6): argument refusals come before the disk is touched (CONTRACT-5), and a lock
+        or write that fails is ``E_IO`` with the old file intact (ATOMIC-4, FILES-3)."""
         refusal = argument_error(op)
         if refusal is not None:
             return _answer(refusal, FILENAMES[op.target] if is_target(op.target) else "the store")
@@ -171,7 +190,17 @@ class Store:
             )
 
     def _mutate_locked(self, op: Mutation, path: Path, lock_fd: int) -> dict[str, Any]:
-        """The read-modify-write under the lock (LOCK-*, DRIFT-*, ATOMIC-*)."""
+        """The read-modify-write under the lock.
+
+        Sweeps a crash's temp files (CRASH-2), re-reads the file and decides on what it just
+        read (LOCK-2); an unreadable file is ``E_UNREADABLE`` and nothing is written (READ-6,
+        READ-7); a foreign one is ``E_DRIFT`` after a byte-exact backup named in ``backup``, with
+        a message saying how to repair it (DRIFT-2, DRIFT-3, DRIFT-6). A data file that is a
+        symlink is never replaced (FILES-4); bytes the store did not write are backed up before
+        the rewrite (DRIFT-5); the write is atomic and durable before the answer (ATOMIC-1,
+        ATOMIC-3, ATOMIC-5) and a directory sync that fails still answers ``OK`` with a message
+        (ATOMIC-3).
+        """
         files.remove_stale_temps(path)
         limit = self.limits[op.target]
         try:
@@ -227,7 +256,7 @@ class Store:
 
     @staticmethod
     def _is_external(state: FileState, lock_fd: int) -> bool:
-        """Whether the file holds entries this store family did not write (DRIFT-*).
+        """Whether the file holds entries this store family did not write (DRIFT-5).
 
         The lock file records the digest of the canonical bytes last written; a file whose
         canonical form has another digest was changed outside the store in more than cosmetics.
@@ -245,7 +274,8 @@ def open_store(
     memory_char_limit: int = DEFAULT_LIMITS["memory"],
     user_char_limit: int = DEFAULT_LIMITS["user"],
 ) -> Store:
-    """Returns a new session on ``root``, an existing directory the store owns (CONTRACT-*).
+    """Returns a new session on ``root``, an existing directory the store owns (CONTRACT-1), with
+    the default limits of FORMAT-1 and one limit per target (LIMIT-6).
 
     Raises ``TypeError`` or ``ValueError`` naming the bad argument.
     """

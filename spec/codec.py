@@ -1,9 +1,10 @@
 """The file format: parse, serialize and classify the bytes of a memory file.
 
-A memory file is its entries joined by ``"\\n§\\n"`` and nothing else (FORMAT-*). Readers are
-tolerant and writers canonical (READ-*): a BOM, CRLF or CR line ends, spaces or blank lines around
-a delimiter line and a trailing newline are cosmetic. Every strip in the spec uses the ASCII
-whitespace set :data:`WHITESPACE`, so that implementations in every language agree.
+A memory file is its entries joined by ``"\\n§\\n"`` and nothing else (FORMAT-2). Readers are
+tolerant and writers canonical (READ-1, READ-2, READ-3, READ-4, READ-5, FORMAT-4): a BOM, CRLF or
+CR line ends, spaces or blank lines around a delimiter line and a trailing newline are cosmetic.
+Every strip in the spec uses the ASCII whitespace set :data:`WHITESPACE`, so that
+implementations in every language agree.
 
 Worked example of the tolerant reader::
 
@@ -29,17 +30,20 @@ FileKind = Literal["absent", "canonical", "cosmetic", "foreign", "unreadable"]
 
 
 def normalize_newlines(text: str) -> str:
-    """Returns ``text`` with CRLF and lone CR turned into LF (ENTRY-*, READ-*)."""
+    """Returns ``text`` with CRLF and lone CR turned into LF (ENTRY-1, READ-2)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def normalize_content(text: str) -> str:
-    """Returns content as it will be stored: LF line ends, ASCII whitespace stripped (ENTRY-*)."""
+    """Returns content as it will be stored: LF line ends, ASCII whitespace stripped; other
+    space characters are content (ENTRY-1)."""
     return normalize_newlines(text).strip(WHITESPACE)
 
 
 def is_delimiter_line(line: str) -> bool:
-    """Returns whether one line (without its newline) reads as an entry delimiter (FORMAT-*)."""
+    """Returns whether one line (without its newline) reads as an entry delimiter: ``§`` alone
+    once spaces, tabs, vertical tabs and form feeds are stripped (READ-3); ``§`` with other text
+    on its line is ordinary text (FORMAT-3)."""
     return line.strip(LINE_SPACE) == DELIMITER_MARK
 
 
@@ -50,12 +54,13 @@ def starts_with_bom(text: str) -> bool:
 
 
 def has_delimiter_line(text: str) -> bool:
-    """Returns whether any line of ``text`` (after newline normalisation) is a delimiter line."""
+    """Returns whether any line of ``text`` (after newline normalisation) is a delimiter line
+    (ENTRY-3)."""
     return any(is_delimiter_line(line) for line in normalize_newlines(text).split("\n"))
 
 
 def is_encodable(text: str) -> bool:
-    """Returns whether ``text`` can be written as UTF-8 (no lone surrogates; ENTRY-*)."""
+    """Returns whether ``text`` can be written as UTF-8 (no lone surrogates; ENTRY-4)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -64,7 +69,8 @@ def is_encodable(text: str) -> bool:
 
 
 def decode(data: bytes) -> str | None:
-    """Returns the text of a file's bytes (strict UTF-8), or ``None`` when undecodable.
+    """Returns the text of a file's bytes (strict UTF-8), or ``None`` when undecodable: a file
+    that is not valid UTF-8 is unreadable, never empty (READ-6).
 
     A leading BOM is kept here; :func:`parse_text` drops it (READ-1).
     """
@@ -75,13 +81,15 @@ def decode(data: bytes) -> str | None:
 
 
 def parse_text(text: str) -> list[str]:
-    """Returns the entries of a file's text, read tolerantly (READ-*).
+    """Returns the entries of a file's text, read tolerantly (FORMAT-3, READ-3).
 
     Lines that are ``§`` alone (ignoring spaces and tabs around it) split the text into chunks;
     each chunk is stripped of ASCII whitespace and empty chunks are dropped, so blank lines and
     spaces around a delimiter line and a trailing newline never change the entries. A U+FEFF at
     the start of a chunk is dropped too: it is a byte order mark that two concatenated files
-    left inside the text, and a writer could not put it back where it was (READ-4).
+    left inside the text, and a writer could not put it back where it was (READ-4). A leading
+    BOM is dropped (READ-1), CR LF and lone CR read as LF (READ-2), and the entries come in file
+    order with duplicates kept (READ-5, DUP-4).
     """
     text = normalize_newlines(text.removeprefix(BOM))
     entries: list[str] = []
@@ -98,23 +106,27 @@ def parse_text(text: str) -> list[str]:
 
 
 def serialize(entries: Sequence[str]) -> str:
-    """Returns the canonical text of ``entries``: joined by the delimiter, nothing else."""
+    """Returns the canonical text of ``entries``: joined by the delimiter, nothing else
+    (FORMAT-2)."""
     return DELIMITER.join(entries)
 
 
 def encode_entries(entries: Sequence[str]) -> bytes:
-    """Returns the canonical bytes of a file holding ``entries`` (``b""`` for none; FORMAT-*)."""
+    """Returns the canonical bytes of a file holding ``entries``: UTF-8, no BOM, LF only, nothing
+    around the delimiters (FORMAT-4); ``b""`` for none, the zero-byte file that removing the last
+    entry leaves (REMOVE-2)."""
     return serialize(entries).encode("utf-8")
 
 
 def usage(entries: Sequence[str]) -> int:
-    """Returns the size the limit applies to: code points of the serialized form (LIMIT-*)."""
+    """Returns the size the limit applies to: code points of the serialized form, not bytes or
+    UTF-16 units (LIMIT-1)."""
     return len(serialize(entries))
 
 
 @dataclass(frozen=True)
 class FileState:
-    """A FileState is what a store sees in one file's bytes (READ-*, DRIFT-*).
+    """A FileState is what a store sees in one file's bytes (READ-6, DRIFT-1, DRIFT-2).
 
     ``kind`` is ``absent`` (no file), ``unreadable`` (not UTF-8), ``foreign`` (readable, but an
     entry alone exceeds the limit: text a rewrite would destroy), ``canonical`` (exactly what a
@@ -132,7 +144,12 @@ class FileState:
 
 
 def classify_bytes(data: bytes | None, limit: int) -> FileState:
-    """Returns the :class:`FileState` of a file's bytes for a store of ``limit`` code points."""
+    """Returns the :class:`FileState` of a file's bytes for a store of ``limit`` code points.
+
+    Not UTF-8 is ``unreadable`` (READ-6); an entry alone over the limit makes the file
+    ``foreign`` (DRIFT-2); otherwise it is ``canonical`` or ``cosmetic`` and a mutation works on
+    its entries (DRIFT-1), even when all of them together are over the limit (LIMIT-4).
+    """
     if data is None:
         return FileState("absent", ())
     text = decode(data)

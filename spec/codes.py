@@ -1,4 +1,4 @@
-"""Outcome codes of the backend contract (CONTRACT-* clauses of SPEC.md) and their precedence."""
+"""Outcome codes of the backend contract (CONTRACT-4) and their precedence (CONTRACT-5)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ PRECEDENCE: Final[tuple[str, ...]] = (
     E_LIMIT,
     E_IO,
 )
-"""When several conditions hold, the first of these is reported (CONTRACT precedence clause)."""
+"""When several conditions hold, the first of these is reported (CONTRACT-5)."""
 
 OUTCOME_CODES: Final[frozenset[str]] = frozenset((OK, *PRECEDENCE))
 """Every code an operation may return; ``E_UNSUPPORTED`` is a protocol answer, not an outcome."""

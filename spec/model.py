@@ -33,7 +33,8 @@ class State:
     """A State is the disk of one root plus what each session captured at its last load.
 
     ``files`` and ``limits`` are indexed like :data:`TARGETS` (memory, user); ``backups`` holds
-    ``(target, bytes)`` pairs that a conforming store must keep as backups (DRIFT-*);
+    ``(target, bytes)`` pairs that a conforming store must keep as backups, a set of contents,
+    so the same content is never backed up twice (DRIFT-4);
     ``snapshots`` maps session names to their frozen blocks, as sorted pairs.
     """
 
@@ -49,7 +50,8 @@ def initial_state(
     memory: bytes | None = None,
     user: bytes | None = None,
 ) -> State:
-    """Returns the state of a root holding the given files (``None``: no file), never loaded."""
+    """Returns the state of a root holding the given files (``None``: no file), never loaded,
+    with the default limits 2,200 and 1,375 (FORMAT-1) or one limit per target (LIMIT-6)."""
     for name, limit in (
         ("memory_char_limit", memory_char_limit),
         ("user_char_limit", user_char_limit),
@@ -69,7 +71,7 @@ def disk(state: State, target: str) -> bytes | None:
 
 
 def limit_of(state: State, target: str) -> int:
-    """Returns ``target``'s char limit."""
+    """Returns ``target``'s char limit, its own and never the other's (LIMIT-6)."""
     return state.limits[_index(target)]
 
 
@@ -79,7 +81,9 @@ def entries_on_disk(state: State, target: str) -> tuple[str, ...] | None:
 
 
 def render_from_disk(state: State, target: str) -> str | None:
-    """Returns the block a load captures for ``target`` now (SNAP-*, SCAN-*, READ-*)."""
+    """Returns the block a load captures for ``target`` now: the file as it is on disk at that
+    moment (SNAP-2), rendered with its threats blocked (SCAN-6), or the unreadable block when it
+    cannot be decoded (SNAP-9)."""
     entries = entries_on_disk(state, target)
     if entries is None:
         return render_unreadable(target)
@@ -87,7 +91,8 @@ def render_from_disk(state: State, target: str) -> str | None:
 
 
 def snapshot_of(state: State, session: str, target: str) -> str | None:
-    """Returns the block ``session`` captured at its last load (``None`` before any load)."""
+    """Returns the block ``session`` captured at its last load (``None`` before any load), unchanged
+    by any write until its next load (SNAP-1, SNAP-3)."""
     for name, blocks in state.snapshots:
         if name == session:
             return blocks[_index(target)]
@@ -95,7 +100,8 @@ def snapshot_of(state: State, session: str, target: str) -> str | None:
 
 
 def backups_of(state: State, target: str) -> frozenset[bytes]:
-    """Returns the contents that must exist as backups of ``target`` (DRIFT-*)."""
+    """Returns the contents that must exist as byte-exact backups of ``target`` (DRIFT-3,
+    DRIFT-4)."""
     return frozenset(data for name, data in state.backups if name == target)
 
 
@@ -106,12 +112,22 @@ def _with_file(state: State, target: str, data: bytes | None) -> State:
 
 
 def _load(state: State, session: str) -> State:
+    """Returns the state after ``session`` loads: its blocks captured from the disk now (SNAP-1,
+    SNAP-2), every other session's blocks untouched (SNAP-10)."""
     blocks = (render_from_disk(state, "memory"), render_from_disk(state, "user"))
     others = tuple(pair for pair in state.snapshots if pair[0] != session)
     return replace(state, snapshots=tuple(sorted((*others, (session, blocks)))))
 
 
 def _mutate(state: State, op: Mutation) -> tuple[Outcome, State]:
+    """Returns the outcome of a mutation and the state after it.
+
+    The decision is made on the file's bytes as they are at this step, never on a copy the
+    session loaded earlier (LOCK-2), and whether or not the session ever loaded (CONTRACT-7).
+    An ``E_DRIFT`` keeps a byte-exact backup of the file (DRIFT-3). An accepted change is in the
+    file, in canonical form, in the same step that answers ``OK`` (ATOMIC-5, FORMAT-4), so
+    reading it back gives exactly the entries decided (FORMAT-5).
+    """
     refusal = argument_error(op)
     if refusal is not None:
         return refusal, state

@@ -47,7 +47,7 @@ class FrozenMapping:
 
 @dataclass(frozen=True)
 class Load:
-    """A session reads both files and captures its frozen snapshot (SNAP-*)."""
+    """A session reads both files and captures its frozen snapshot (SNAP-1)."""
 
     session: str = "a"
 
@@ -96,7 +96,8 @@ class Batch:
 class ExternalWrite:
     """Another writer (an editor, ``cat >>``, another tool) puts ``data`` in the file.
 
-    ``data`` of ``None`` deletes the file (DRIFT-*, READ-*).
+    ``data`` of ``None`` deletes the file. Bytes that no store wrote are how drift, BOMs and
+    undecodable files enter the model.
     """
 
     target: str

@@ -20,6 +20,7 @@ OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "snapshot": ("target",),
     "fence": ("raw",),
 }
-"""Each op of a session and the fields of its request, in argument order."""
+"""Each op of a session and the fields of its request, in argument order: the store calls of
+CONTRACT-2 under the names CONTRACT-13 gives them."""
 
 OPS: Final[tuple[str, ...]] = tuple(OP_FIELDS)

@@ -1,5 +1,7 @@
-"""The rules that decide one mutation: arguments, matching, limits (ENTRY, MATCH, LIMIT, DUP,
-REPLACE, REMOVE, BATCH clauses).
+"""The rules that decide one mutation: arguments, matching, limits.
+
+Each function cites the clause ids it decides (the ENTRY, MATCH, LIMIT, DUP, REPLACE, REMOVE and
+BATCH sections of SPEC.md).
 
 These are pure functions over entry tuples. The model composes them into ``step``; a store may
 call them directly so that each rule lives in one place.
@@ -30,7 +32,8 @@ PREVIEW_LENGTH = 80
 
 @dataclass(frozen=True)
 class Outcome:
-    """An Outcome is the model's answer to one operation (CONTRACT Outcome clauses).
+    """An Outcome is the model's answer to one operation: a code, ``ok`` exactly for ``OK``
+    (CONTRACT-3, CONTRACT-4).
 
     ``matches`` holds the previews of an ``E_AMBIGUOUS`` answer, ``usage`` the label after an
     accepted mutation, ``duplicate`` marks the no-op add, ``threats`` the pattern names of an
@@ -51,16 +54,17 @@ class Outcome:
 
 
 def preview(entry: str) -> str:
-    """Returns an entry's preview in an ambiguity answer: 80 code points, then ``...`` (MATCH-*)."""
+    """Returns an entry's preview in an ambiguity answer: 80 code points, then ``...`` (MATCH-6)."""
     return entry if len(entry) <= PREVIEW_LENGTH else entry[:PREVIEW_LENGTH] + "..."
 
 
 def content_error(content: object) -> Outcome | None:
-    """Returns the refusal for new entry text, or ``None`` when it may be stored (ENTRY-*, SCAN-*).
+    """Returns the refusal for new entry text, or ``None`` when it may be stored.
 
     Order: not a string (``E_INVALID``), empty after normalisation (``E_EMPTY``), a delimiter
     line, a leading U+FEFF or a lone surrogate (``E_DELIMITER``: it could not be read back as
-    the same single entry), a threat pattern (``E_THREAT``).
+    the same single entry), a threat pattern (``E_THREAT``). ENTRY-7, ENTRY-2, ENTRY-3, ENTRY-4
+    and SCAN-1 in that order; every other character is stored as given (ENTRY-5).
     """
     if not isinstance(content, str):
         return Outcome(codes.E_INVALID)
@@ -76,7 +80,9 @@ def content_error(content: object) -> Outcome | None:
 
 
 def old_text_error(old_text: object) -> Outcome | None:
-    """Returns the refusal for an ``old_text`` argument, or ``None`` (MATCH-*)."""
+    """Returns the refusal for an ``old_text`` argument, or ``None``: not a string is
+    ``E_INVALID`` (ENTRY-7), empty after normalisation ``E_EMPTY``, and nothing else is checked
+    (ENTRY-6)."""
     if not isinstance(old_text, str):
         return Outcome(codes.E_INVALID)
     if not normalize_content(old_text):
@@ -88,7 +94,10 @@ _ITEM_FIELDS = {"add": ("content",), "replace": ("old_text", "content"), "remove
 
 
 def batch_item_error(item: object) -> Outcome | None:
-    """Returns the refusal for one batch item's arguments, or ``None`` (BATCH-*)."""
+    """Returns the refusal for one batch item's arguments, or ``None``: an object with a known
+    ``action`` and string fields (BATCH-5), its contents checked like those of ``add``
+    (BATCH-7), the first code of ``E_INVALID``, ``E_EMPTY``, ``E_DELIMITER``, ``E_THREAT``
+    deciding (BATCH-6)."""
     if not isinstance(item, FrozenMapping):
         return Outcome(codes.E_INVALID)
     action = item.get("action")
@@ -108,7 +117,9 @@ def argument_error(op: Mutation) -> Outcome | None:
     """Returns the refusal decided from the arguments alone, before the disk is touched.
 
     This is the first half of the precedence rule: ``E_TARGET``, ``E_INVALID``, ``E_EMPTY``,
-    ``E_DELIMITER``, ``E_THREAT`` (CONTRACT precedence clause).
+    ``E_DELIMITER``, ``E_THREAT`` (CONTRACT-5). ``replace`` validates ``new_content`` like
+    ``add`` before anything is read (REPLACE-2); a batch must be a non-empty list (BATCH-5) and
+    its items are checked in order before the file is read, the first bad one deciding (BATCH-6).
     """
     if not is_target(op.target):
         return Outcome(codes.E_TARGET)
@@ -132,12 +143,15 @@ def argument_error(op: Mutation) -> Outcome | None:
 
 
 def choose_entry(entries: Sequence[str], old_text: str) -> tuple[int | None, Outcome | None]:
-    """Returns the index of the entry ``old_text`` identifies, or the refusal (MATCH-*).
+    """Returns the index of the entry ``old_text`` identifies, or the refusal (see below).
 
     An entry equal to ``old_text`` wins over entries that merely contain it; matches that are
     all the same text act on the first; distinct matches are ambiguous. For example, with
     entries ``["tabs", "prefers tabs"]`` the text ``"tabs"`` picks index 0, while with
-    ``["uses tabs", "prefers tabs"]`` it is ``E_AMBIGUOUS``.
+    ``["uses tabs", "prefers tabs"]`` it is ``E_AMBIGUOUS``. Candidates contain the normalised
+    text literally (MATCH-1); none is ``E_NOMATCH`` (MATCH-2), also on a target without entries
+    (REMOVE-3); an equal entry wins (MATCH-3); candidates of one text act on the first
+    (MATCH-4); distinct texts are ``E_AMBIGUOUS`` with one preview each (MATCH-5).
     """
     needle = normalize_content(old_text)
     for index, entry in enumerate(entries):
@@ -153,6 +167,12 @@ def choose_entry(entries: Sequence[str], old_text: str) -> tuple[int | None, Out
 
 
 def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
+    """Returns the entries after one add, replace or remove, or its refusal.
+
+    An add of an exact, case-sensitive equal of an entry changes nothing (DUP-1, DUP-3); a
+    replace swaps the whole chosen entry in place and keeps a duplicate it creates (REPLACE-1,
+    REPLACE-4); a remove deletes exactly the chosen entry (REMOVE-1).
+    """
     if action == "add":
         text = normalize_content(content)
         return entries if text in entries else (*entries, text)
@@ -179,10 +199,11 @@ def _steps(op: Mutation) -> list[tuple[str, str, str]]:
 
 
 def exceeds_limit(result: Sequence[str], current: Sequence[str], limit: int) -> bool:
-    """Returns whether ``result`` must be refused with ``E_LIMIT`` (LIMIT-*).
+    """Returns whether ``result`` must be refused with ``E_LIMIT`` (LIMIT-2, REPLACE-3).
 
     Growth past the limit is refused; a result no larger than the current state is allowed even
-    above the limit, so a store that others filled over its limit can always be brought back.
+    above the limit, so a store that others filled over its limit can always be brought back
+    (LIMIT-4, LIMIT-5).
     """
     used = usage_of(result)
     return used > limit and used > usage_of(current)
@@ -192,7 +213,16 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
     """Returns the outcome of a mutation whose arguments passed, and the entries to write.
 
     The second value is ``None`` when nothing is to be written: a refusal, or a result equal to
-    the current entries (an exact-duplicate add is an accepted no-op even when full; DUP-*).
+    the current entries (an exact-duplicate add is an accepted no-op even when full; DUP-1,
+    DUP-2).
+
+    An unreadable file refuses with ``E_UNREADABLE`` however it failed (READ-6, READ-7), a
+    foreign one with ``E_DRIFT`` (DRIFT-2); otherwise the mutation works on the file's entries,
+    duplicates and entries blocked by the threat scan included (DRIFT-1, DUP-4, SCAN-9). Batch
+    items apply in order to a working copy (BATCH-3) and any refusal refuses the whole batch
+    (BATCH-2); the limit is checked once, on the final result (BATCH-4, LIMIT-3: a refusal
+    writes nothing). Removing the last entry is accepted (REMOVE-2); nothing is written when
+    no entry matches (MATCH-2, REMOVE-3).
     """
     if file.entries is None:
         return Outcome(codes.E_UNREADABLE), None

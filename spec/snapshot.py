@@ -1,4 +1,4 @@
-"""The frozen system-prompt block of a store and how a backend's block is compared (SNAP-*).
+"""The frozen system-prompt block of a store and how a backend's block is compared.
 
 A block is a bar of 46 ``═``, a header line with the usage, another bar, then the entries
 joined by the delimiter. The percentage is computed in integer arithmetic, so 29 of 100 code
@@ -23,13 +23,16 @@ Scanner = Callable[[str], tuple[str, ...]]
 
 
 def usage_label(used: int, limit: int) -> str:
-    """Returns the usage shown in a header and in Outcome ``usage`` fields (SNAP-*)."""
+    """Returns the usage shown in a header and in Outcome ``usage`` fields: the integer percent
+    ⌊100 × used / limit⌋ capped at 100 (SNAP-6), then ``USED/LIMIT chars`` with comma-grouped
+    numbers (SNAP-5, SNAP-7)."""
     percent = min(100, used * 100 // limit) if limit > 0 else 100
     return f"{percent}% — {used:,}/{limit:,} chars"
 
 
 def blocked_placeholder(target: str, names: Sequence[str]) -> str:
-    """Returns the text shown instead of an entry that matches threat patterns (SCAN-*)."""
+    """Returns the text shown instead of an entry that matches threat patterns: it starts
+    ``[BLOCKED:``, names the file and does not contain the entry (SCAN-6, CONTRACT-9)."""
     return (
         f"{BLOCKED_PREFIX} {FILENAMES[target]} entry matched threat pattern(s): "
         f"{', '.join(names)}; it is kept on disk — remove it with the memory tool]"
@@ -37,14 +40,16 @@ def blocked_placeholder(target: str, names: Sequence[str]) -> str:
 
 
 def _block(target: str, status: str, body: str) -> str:
+    """Returns a block: bar, header with the title and status, bar, body (SNAP-4, SNAP-5)."""
     return f"{BAR}\n{HEADERS[target]} [{status}]\n{BAR}\n{body}"
 
 
 def render_snapshot(target: str, entries: Sequence[str], limit: int, scan: Scanner) -> str | None:
-    """Returns the block for ``entries``, or ``None`` when there are none (SNAP-*, SCAN-*).
+    """Returns the block for ``entries``, or ``None`` when there are none (SNAP-3, SNAP-4).
 
     ``scan`` names the threat patterns an entry matches; such entries are shown as a
-    ``[BLOCKED: ...]`` placeholder while the usage still counts their real text.
+    ``[BLOCKED: ...]`` placeholder (SCAN-6) while the usage still counts their real text
+    (SNAP-8); the entries themselves keep the raw text (SCAN-7).
     """
     if not entries:
         return None
@@ -56,7 +61,9 @@ def render_snapshot(target: str, entries: Sequence[str], limit: int, scan: Scann
 
 
 def render_unreadable(target: str) -> str:
-    """Returns the block of a file that exists but cannot be read or decoded (READ-*, SNAP-*)."""
+    """Returns the block of a file that exists but cannot be read or decoded: never null, the
+    header ends in ``[unreadable]`` and the only line starts ``[UNREADABLE:`` (SNAP-9,
+    CONTRACT-9)."""
     name = FILENAMES[target]
     body = (
         f"{UNREADABLE_PREFIX} {name} could not be read or decoded; "
@@ -73,7 +80,8 @@ def _segments(block: str) -> tuple[list[str], list[str]]:
 def snapshot_difference(
     expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
 ) -> str | None:
-    """Returns why ``actual`` is not the block ``expected``, or ``None`` when it is (SNAP-*).
+    """Returns why ``actual`` is not the block ``expected``, or ``None`` when it is (SNAP-4,
+    CONTRACT-9).
 
     Everything is compared byte for byte except placeholders: an expected segment starting
     ``[BLOCKED:`` (or ``[UNREADABLE:``) matches any actual segment that starts the same way,

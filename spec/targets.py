@@ -1,4 +1,8 @@
-"""The two stores of a memory root, their files, headers and default limits (FORMAT clauses)."""
+"""The two stores of a memory root, their files, headers and default limits.
+
+``MEMORY.md`` and ``USER.md`` with limits 2,200 and 1,375 (FORMAT-1); the titles of their
+snapshot headers (SNAP-5).
+"""
 
 from __future__ import annotations
 

@@ -153,7 +153,8 @@ def strip_invisible(text: str) -> str:
 
 
 def normalize_for_scan(text: str) -> str:
-    """Returns the text the named patterns are matched on: invisible characters removed, then NFKC.
+    """Returns the text the named patterns are matched on: invisible characters removed, then NFKC
+    (SCAN-3).
 
     >>> normalize_for_scan("ｓｋ-\\u200bx")
     'sk-x'
@@ -163,7 +164,8 @@ def normalize_for_scan(text: str) -> str:
 
 def find_threats(text: str) -> tuple[str, ...]:
     """Returns the names of the threat patterns ``text`` matches, in :data:`THREAT_PATTERN_NAMES`
-    order, without duplicates; ``()`` when the text is clean (SCAN-2 to SCAN-5, SCAN-8).
+    order, without duplicates; ``()`` when the text is clean (SCAN-2, SCAN-3, SCAN-4, SCAN-5,
+    SCAN-8): the whole text is scanned, a ``[BLOCKED:`` prefix gets no exemption.
 
     >>> find_threats("User prefers tabs")
     ()
