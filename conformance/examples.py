@@ -22,6 +22,7 @@ from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
 from memspec.spec.requests import OP_FIELDS
+from memspec.spec.root_files import file_kind
 from memspec.spec.snapshot import snapshot_difference
 from memspec.spec.targets import FILENAMES
 from memspec.spec.threats import find_threats
@@ -310,9 +311,13 @@ class BackendDriver:
         return path.read_bytes() if path.is_file() else None
 
     def backups(self, target: str) -> list[bytes]:
-        """Reads every ``NAME.bak.*`` file of the target (CONTRACT files clause)."""
+        """Reads every ``NAME.bak.<suffix>`` file of the target (CONTRACT-11, DRIFT-3)."""
         name = FILENAMES.get(target, str(target))
-        return sorted(p.read_bytes() for p in self.root.glob(f"{name}.bak.*") if p.is_file())
+        return sorted(
+            p.read_bytes()
+            for p in self.root.iterdir()
+            if file_kind(p.name, name) == "backup" and p.is_file()
+        )
 
     def close(self) -> None:
         """Closes every session (errors of a broken backend are ignored here)."""

@@ -29,7 +29,7 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
 from memspec.conformance.processes.workers import (
     Job,
     WorkerResult,
@@ -38,6 +38,7 @@ from memspec.conformance.processes.workers import (
 )
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 """Indices in a scenario's operations: load, add, add, observe (BEFORE), the faulty add
@@ -126,7 +127,7 @@ def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
         f"{bytes.fromhex(old.get('MEMORY.md') or '')!r} to "
         f"{bytes.fromhex(new.get('MEMORY.md') or '')!r}"
     )
-    left = sorted(name for name in set(new) - set(old) if kind_of_name(name) == "temp")
+    left = sorted(name for name in set(new) - set(old) if file_kind(name) not in NAMED_KINDS)
     # ATOMIC-4: the store removes its temp file when the write fails.
     assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
 
