@@ -1,6 +1,7 @@
 """Unit tests of the single judges in ``memspec.spec``: what a root's file names are
-(``file_kind``: CONTRACT-11, FILES-5, CRASH-2), with a case for each kind and the edge cases,
-and a guard that no other installed module reads those names itself.
+(``file_kind``: CONTRACT-11, FILES-5, CRASH-2) and whether a refusal of a foreign file conforms
+(``judge_drift_refusal``: DRIFT-3), with a case for each way to break them and the accepted
+cases, and a guard that no other installed module reads those names itself.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from memspec.reference_impl import files
-from memspec.spec import root_files
+from memspec.spec import drift_refusal, root_files
+from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,6 +82,98 @@ def test_the_reference_names_its_files_as_the_spec_reads_them(tmp_path: Path) ->
     assert file_kind(full.name, "USER.md") == "backup"
 
 
+# --- judge_drift_refusal --------------------------------------------------------------------
+
+ROOT = "/r"
+FOREIGN = b"User prefers tabs\npasted by hand without any delimiter line"
+BACKUP = "MEMORY.md.bak.0123456789abcdef"
+FILES = {"MEMORY.md": FOREIGN, BACKUP: FOREIGN}
+
+
+def refusal(**fields: object) -> dict[str, object]:
+    answer: dict[str, object] = {
+        "ok": False,
+        "code": "E_DRIFT",
+        "backup": f"{ROOT}/{BACKUP}",
+        "message": "put a line holding only § between the pieces, or shorten one",
+    }
+    answer.update(fields)
+    return {name: value for name, value in answer.items() if value is not None}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        refusal(),
+        refusal(backup=BACKUP),  # a name relative to the root
+        refusal(backup=f"{ROOT}//{BACKUP}"),  # the same path, not normalised
+        refusal(backup=f"{ROOT}/./{BACKUP}"),
+        refusal(message="x"),  # DRIFT-6 (SHOULD) judges the words, not DRIFT-3
+        refusal(usage="12% — 5/40 chars"),
+    ],
+)
+def test_a_conforming_refusal_is_accepted(answer: dict[str, object]) -> None:
+    assert judge_drift_refusal(answer, FOREIGN, FILES, root=ROOT) is None
+
+
+def test_a_refusal_of_the_user_file_names_a_user_backup() -> None:
+    files_after = {"USER.md.bak.1": FOREIGN}
+    answer = refusal(backup="/r/USER.md.bak.1")
+    assert judge_drift_refusal(answer, FOREIGN, files_after, root=Path(ROOT), target="user") is None
+    problem = judge_drift_refusal(answer, FOREIGN, files_after, root=ROOT, target="memory")
+    assert problem is not None and "not named MEMORY.md.bak.<suffix>" in problem
+
+
+@pytest.mark.parametrize(
+    ("answer", "files_after", "clause", "words"),
+    [
+        # DRIFT-2: a foreign file is refused with E_DRIFT, not accepted or refused otherwise.
+        (refusal(code="OK", ok=True), FILES, "DRIFT-3", "expected E_DRIFT (DRIFT-2)"),
+        (refusal(code="E_IO"), FILES, "DRIFT-3", "expected E_DRIFT (DRIFT-2)"),
+        # DRIFT-3: the Outcome gives the backup's path in 'backup'.
+        (refusal(backup=None), FILES, "DRIFT-3", "gives no backup path"),
+        (refusal(backup=""), FILES, "DRIFT-3", "gives no backup path"),
+        (refusal(backup=7), FILES, "DRIFT-3", "gives no backup path"),
+        (refusal(backup="/r/"), FILES, "DRIFT-3", "gives no backup path"),
+        # DRIFT-3: ... in the root.
+        (refusal(backup=f"/elsewhere/{BACKUP}"), FILES, "DRIFT-3", "gives no backup path"),
+        (refusal(backup=f"/r/sub/{BACKUP}"), FILES, "DRIFT-3", "gives no backup path"),
+        (refusal(backup=f"sub/{BACKUP}"), FILES, "DRIFT-3", "gives no backup path"),
+        (refusal(backup=f"/r/../{BACKUP}"), FILES, "DRIFT-3", "gives no backup path"),
+        # DRIFT-3: ... named <FILE>.bak.<suffix>.
+        (refusal(backup="/r/MEMORY.md.backup"), {"MEMORY.md.backup": FOREIGN}, "DRIFT-3",
+         "not named"),
+        (refusal(backup="/r/MEMORY.md.bak."), {"MEMORY.md.bak.": FOREIGN}, "DRIFT-3", "not named"),
+        # DRIFT-3: ... which exists and holds the file's bytes exactly.
+        (refusal(), {"MEMORY.md": FOREIGN}, "DRIFT-3", "no such file"),
+        (refusal(), {BACKUP: FOREIGN.replace(b"\n", b"\r\n")}, "DRIFT-3", "it holds"),
+        (refusal(), {BACKUP: b""}, "DRIFT-3", "it holds"),
+        # DRIFT-3: ... and says in 'message' how to repair the file.
+        (refusal(message=None), FILES, "DRIFT-3", "no 'message'"),
+        (refusal(message="  \n"), FILES, "DRIFT-3", "no 'message'"),
+        (refusal(message=["split it"]), FILES, "DRIFT-3", "no 'message'"),
+    ],
+)  # fmt: skip
+def test_each_way_to_break_drift_3_is_named(
+    answer: dict[str, object], files_after: dict[str, bytes], clause: str, words: str
+) -> None:
+    problem = judge_drift_refusal(answer, FOREIGN, files_after, root=ROOT)
+    assert problem is not None and problem.startswith(f"{clause}: "), problem
+    assert words in problem, problem
+
+
+def test_backup_name_of_reads_absolute_and_relative_paths() -> None:
+    assert backup_name_of({"backup": "/r/MEMORY.md.bak.1"}, "/r/") == "MEMORY.md.bak.1"
+    assert backup_name_of({"backup": "MEMORY.md.bak.1"}, "/r") == "MEMORY.md.bak.1"
+    assert backup_name_of({"backup": "/s/MEMORY.md.bak.1"}, "/r") is None
+    assert backup_name_of({}, "/r") is None
+
+
+@pytest.mark.parametrize("module", [root_files, drift_refusal])
+def test_the_judges_examples_hold(module: object) -> None:
+    assert doctest.testmod(module, raise_on_error=True).attempted > 0  # type: ignore[arg-type]
+
+
 # --- no other module re-implements them -----------------------------------------------------
 
 NAME_MARKS = (".bak", ".lock", ".tmp", r"\.bak", r"\.lock", r"\.tmp")
@@ -136,7 +230,3 @@ def test_no_other_module_reads_lock_backup_or_temp_names() -> None:
 def test_the_guard_sees_a_name_reader() -> None:
     source = 'ok = name.endswith(".lock") or ".bak." in name\nre.fullmatch(r"M\\.bak\\..+", n)\n'
     assert sorted(name_readers(source, "sample")) == ["sample:1", "sample:1", "sample:2"]
-
-
-def test_the_examples_of_file_kind_hold() -> None:
-    assert doctest.testmod(root_files, raise_on_error=True).attempted > 0

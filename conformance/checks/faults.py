@@ -38,6 +38,7 @@ from memspec.conformance.processes.workers import (
 )
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
@@ -293,14 +294,11 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     if not [call for call in result.calls if call.get("effect")]:
         return
     answer = result.answer(FAULTY) or {}
-    backup = str(answer.get("backup", ""))
-    files = _files(result, AFTER)
-    name = backup.rsplit("/", 1)[-1]
-    # DRIFT-3: the refusal names its backup even when syncing the directory failed.
-    assert answer.get("code") == codes.E_DRIFT and files.get(name) == foreign.hex(), (
-        f"DRIFT-3: with EIO on the directory fsync of the backup, add on a foreign MEMORY.md "
-        f"answered {answer}; expected E_DRIFT naming a backup that holds the foreign bytes "
-        f"(files after: {sorted(files)})"
+    files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
+    problem = judge_drift_refusal(answer, foreign, files, root=ctx.root)
+    # DRIFT-3: the refusal names its byte-exact backup even when syncing the directory failed.
+    assert problem is None, (
+        f"{problem} (with EIO on the directory fsync of the backup; files after: {sorted(files)})"
     )
 
 
