@@ -24,7 +24,7 @@ from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Rep
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.snapshot import snapshot_difference
-from memspec.spec.targets import FILENAMES
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 from memspec.spec.threats import find_threats
 
 OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
@@ -233,8 +233,8 @@ class ModelDriver:
     @classmethod
     def for_example(cls, example: Example) -> ModelDriver:
         """Returns a driver on an empty root with the example's limits."""
-        limits = example.limits
-        return cls(model.initial_state(limits.get("memory", 2200), limits.get("user", 1375)))
+        limits = {**DEFAULT_LIMITS, **example.limits}
+        return cls(model.initial_state(limits["memory"], limits["user"]))
 
     def put(self, target: str, data: bytes | None) -> None:
         """Steps an external write."""

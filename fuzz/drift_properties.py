@@ -35,8 +35,9 @@ from memspec.fuzz.strategies import WORDS, external_edits, requests
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
+from memspec.spec.targets import DEFAULT_LIMITS
 
-LIMITS = (40, 2200)
+LIMITS = (40, DEFAULT_LIMITS["memory"])
 
 
 def _state(world: FuzzRoot) -> model.State:

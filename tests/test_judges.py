@@ -1,7 +1,7 @@
 """Unit tests of the single judges in ``memspec.spec``: what a root's file names are
 (``file_kind``: CONTRACT-11, FILES-5, CRASH-2) and whether a refusal of a foreign file conforms
 (``judge_drift_refusal``: DRIFT-3), with a case for each way to break them and the accepted
-cases, and a guard that no other installed module reads those names itself.
+cases, and a guard that no other installed module reads those names or restates the targets.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from memspec.reference_impl import files
 from memspec.spec import drift_refusal, root_files
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
+from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLED = ("spec", "reference_impl", "conformance", "fuzz", "memspec")
@@ -230,3 +231,42 @@ def test_no_other_module_reads_lock_backup_or_temp_names() -> None:
 def test_the_guard_sees_a_name_reader() -> None:
     source = 'ok = name.endswith(".lock") or ".bak." in name\nre.fullmatch(r"M\\.bak\\..+", n)\n'
     assert sorted(name_readers(source, "sample")) == ["sample:1", "sample:1", "sample:2"]
+
+
+# --- the targets and their default limits are stated once -----------------------------------
+
+
+def restatements(source: str, label: str) -> list[str]:
+    """Returns the lines of ``source`` that restate a default limit (an int literal 2200 or
+    1375) or the targets (a literal tuple or list of "memory" and "user")."""
+    found = []
+    limits = set(DEFAULT_LIMITS.values())
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value in limits:
+            found.append(f"{label}:{node.lineno}")
+        elif isinstance(node, ast.Tuple | ast.List):
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(node.elts) and set(values) == set(TARGETS):
+                found.append(f"{label}:{node.lineno}")
+    return found
+
+
+def test_no_other_module_restates_the_targets_or_limits() -> None:
+    """``spec/targets.py`` states them; the Hermes adapter, which runs where memspec is not
+    installed, restates the limits and is held to them below."""
+    exempt = {REPO / "spec" / "targets.py", REPO / "conformance" / "hermes_adapter.py"}
+    found = [
+        place
+        for folder in INSTALLED
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path not in exempt
+        for place in restatements(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    ]
+    assert found == []
+    assert restatements('x = (2200, ("user", "memory"))\n', "sample") == ["sample:1", "sample:1"]
+
+
+def test_the_hermes_adapter_defaults_are_the_spec_limits() -> None:
+    source = (REPO / "conformance" / "hermes_adapter.py").read_text(encoding="utf-8")
+    for target, limit in DEFAULT_LIMITS.items():
+        assert f'request.get("{target}_char_limit", {limit})' in source

@@ -16,6 +16,7 @@ from memspec.conformance.checks._disk import listing_changes, outside_root, put
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.root_files import file_kind
+from memspec.spec.targets import TARGETS
 
 FEATURE_NAMES = frozenset((
     "core", "batch", "fence", "multi-process", "crash-safe", "durable", "drift-guard",
@@ -129,7 +130,7 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
         ]
         for op, fields in mutations:
             _check_outcome(ctx, f"{op} {fields}", _shaped(session, op, **fields))
-        for target in ("memory", "user"):
+        for target in TARGETS:
             _shaped(session, "entries", target=target)
             _shaped(session, "snapshot", target=target)
         _shaped(session, "load")

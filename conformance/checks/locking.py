@@ -85,8 +85,8 @@ from memspec.conformance.schedule.exploration import (
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
 from memspec.spec.root_files import file_kind
+from memspec.spec.targets import TARGETS
 
-TARGETS = ("memory", "user")
 LOCK_LIMIT = 1_000_000
 """The memory limit of the concurrent check: far above what its adds use, so none is refused."""
 ENTRY_WIDTH = 400
