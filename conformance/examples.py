@@ -22,8 +22,9 @@ from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
 from memspec.spec.requests import OP_FIELDS
+from memspec.spec.root_files import file_kind
 from memspec.spec.snapshot import snapshot_difference
-from memspec.spec.targets import FILENAMES
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 from memspec.spec.threats import find_threats
 
 OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
@@ -247,8 +248,8 @@ class ModelDriver:
     @classmethod
     def for_example(cls, example: Example) -> ModelDriver:
         """Returns a driver on an empty root with the example's limits."""
-        limits = example.limits
-        return cls(model.initial_state(limits.get("memory", 2200), limits.get("user", 1375)))
+        limits = {**DEFAULT_LIMITS, **example.limits}
+        return cls(model.initial_state(limits["memory"], limits["user"]))
 
     def put(self, target: str, data: bytes | None) -> None:
         """Steps an external write."""
@@ -325,9 +326,13 @@ class BackendDriver:
         return path.read_bytes() if path.is_file() else None
 
     def backups(self, target: str) -> list[bytes]:
-        """Reads every ``NAME.bak.*`` file of the target (CONTRACT files clause)."""
+        """Reads every ``NAME.bak.<suffix>`` file of the target (CONTRACT-11, DRIFT-3)."""
         name = FILENAMES.get(target, str(target))
-        return sorted(p.read_bytes() for p in self.root.glob(f"{name}.bak.*") if p.is_file())
+        return sorted(
+            p.read_bytes()
+            for p in self.root.iterdir()
+            if file_kind(p.name, name) == "backup" and p.is_file()
+        )
 
     def close(self) -> None:
         """Closes every session (errors of a broken backend are ignored here)."""

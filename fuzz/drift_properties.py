@@ -8,8 +8,9 @@ operations, and judges every operation by the kind of file it met:
 
 - canonical or cosmetic: never ``E_DRIFT``; the operation works on the entries the file parses
   into and writes the canonical form (DRIFT-1);
-- foreign: ``E_DRIFT``, the file untouched (DRIFT-2), a byte-exact backup named in ``backup``
-  (DRIFT-3);
+- foreign: ``E_DRIFT``, the file untouched (DRIFT-2), and the refusal as
+  :func:`~memspec.spec.drift_refusal.judge_drift_refusal` requires it: a byte-exact backup
+  named in ``backup``, and a ``message`` (DRIFT-3);
 - unreadable: ``E_UNREADABLE``, the file untouched (READ-6);
 
 and, across the run, the :class:`~memspec.fuzz.ledger.DriftLedger` checks that every external
@@ -19,7 +20,6 @@ doubled (DRIFT-4).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -34,8 +34,10 @@ from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, external_edits, requests
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes
+from memspec.spec.drift_refusal import judge_drift_refusal
+from memspec.spec.targets import DEFAULT_LIMITS
 
-LIMITS = (40, 2200)
+LIMITS = (40, DEFAULT_LIMITS["memory"])
 
 
 def _state(world: FuzzRoot) -> model.State:
@@ -73,11 +75,10 @@ def _drift_step(
             "the file untouched"
         )
         if answer["code"] == codes.E_DRIFT:
-            named = answer.get("backup")
-            # DRIFT-3: a byte-exact backup NAME.bak.<suffix>, named in the Outcome when given.
-            assert before in backups.values() and (
-                named is None or backups.get(Path(str(named)).name) == before
-            ), f"DRIFT-3: {met} answered {answer}; the backups hold {backups!r}"
+            assert before is not None, f"BUG IN CHECK: {met} is foreign but absent"
+            problem = judge_drift_refusal(answer, before, backups, root=world.root, target=target)
+            # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
+            assert problem is None, f"{problem} ({met}; the backups hold {backups!r})"
     elif allowed[0].outcome.code not in ARGUMENT_CODES and kind == "unreadable":
         # READ-6: an undecodable file refuses every mutation and is left as it was.
         assert found is not None and after == before, (

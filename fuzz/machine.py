@@ -21,7 +21,6 @@ reproduction (:mod:`memspec.fuzz.runner`).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from hypothesis import note
@@ -48,6 +47,7 @@ from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
+from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load
 from memspec.spec.targets import TARGETS
 
@@ -203,12 +203,13 @@ class MemoryMachine(RuleBasedStateMachine):
         problem = field_problem(answer, found.outcome)
         # CONTRACT-3: optional Outcome fields, when given, are the model's.
         assert problem is None, f"CONTRACT-3: {sent} answered {answer}: {problem}"
-        if answer["code"] == codes.E_DRIFT and answer.get("backup"):
-            named = self.world.root / Path(str(answer["backup"])).name
-            # DRIFT-3: the backup the Outcome names holds the file's bytes exactly.
-            assert named.is_file() and named.read_bytes() == before, (
-                f"DRIFT-3: {sent} answered {answer}, but that backup does not hold {before!r}"
+        if answer["code"] == codes.E_DRIFT and before is not None:
+            backups = self.world.backups(target)
+            problem = judge_drift_refusal(
+                answer, before, backups, root=self.world.root, target=target
             )
+            # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
+            assert problem is None, f"{problem} ({sent}; the backups hold {backups!r})"
         changed = model.disk(found.state, target) != model.disk(self.state, target)
         self.state = found.state
         if changed:

@@ -47,7 +47,7 @@ from memspec.spec.fence import (
     find_system_notes,
 )
 from memspec.spec.rules import argument_error
-from memspec.spec.targets import TARGETS
+from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 SMALL_LIMITS = st.tuples(st.integers(6, 48), st.integers(6, 32))
 
@@ -126,7 +126,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     )
     any_request = requests(batch="batch" in features, content=text)
     program = st.lists(st.one_of(adds, any_request), min_size=1, max_size=6)
-    limits = st.sampled_from(((2200, 1375), (40, 30)))
+    limits = st.sampled_from(((DEFAULT_LIMITS["memory"], DEFAULT_LIMITS["user"]), (40, 30)))
 
     @given(limits=limits, program=program, edit=cosmetic_edits())
     def round_trip(limits: tuple[int, int], program: list[dict[str, Any]], edit: Any) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from memspec.conformance.backend import BackendDefect, Session
 from memspec.conformance.registry import CheckContext
+from memspec.spec.root_files import file_kind
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 
 
@@ -104,18 +105,16 @@ class FuzzRoot:
 
     def backups(self, target: str) -> dict[str, bytes]:
         """Returns ``target``'s backups, ``NAME.bak.<suffix>``, by file name (CONTRACT-11)."""
-        prefix = FILENAMES[target] + ".bak."
         return {
             path.name: path.read_bytes()
             for path in sorted(self.root.iterdir())
-            if path.name.startswith(prefix) and len(path.name) > len(prefix) and path.is_file()
+            if file_kind(path.name, FILENAMES[target]) == "backup" and path.is_file()
         }
 
     def other_files(self) -> list[str]:
         """Returns the names in the root that are neither data files nor backups (FILES-5)."""
-        names = {path.name for path in self.root.iterdir()}
         return sorted(
-            name
-            for name in names - set(FILENAMES.values())
-            if not any(name.startswith(f + ".bak.") for f in FILENAMES.values())
+            path.name
+            for path in self.root.iterdir()
+            if file_kind(path.name) not in ("data", "backup")
         )

@@ -28,6 +28,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from memspec.spec.codec import BOM, decode, encode_entries, parse_text
+from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 from memspec.spec.threats import INVISIBLE_CHARACTERS
 
 # --- entry text -----------------------------------------------------------------------------
@@ -130,7 +131,7 @@ def section_texts() -> st.SearchStrategy[str]:
 
 
 def requests(
-    targets: Sequence[str] = ("memory", "user"),
+    targets: Sequence[str] = TARGETS,
     *,
     batch: bool = False,
     limits: Sequence[int] = (),
@@ -344,7 +345,9 @@ def external_edits(limits: Sequence[int] = ()) -> st.SearchStrategy[Any]:
     foreign file), a cosmetic edit, and the rest — appended text with and without delimiters,
     truncation, concatenation, reordering, squashing, invalid UTF-8, rewrites."""
     text = contents(limits)
-    sizes = st.sampled_from(tuple(limits) or (2200,)).flatmap(lambda n: st.integers(n - 8, n + 4))
+    sizes = st.sampled_from(tuple(limits) or (DEFAULT_LIMITS["memory"],)).flatmap(
+        lambda n: st.integers(n - 8, n + 4)
+    )
     others = st.one_of(
         st.builds(AppendText, text),
         st.builds(AppendEntry, text, st.sampled_from(("\n", "\r\n"))),

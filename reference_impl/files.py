@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from memspec.spec.root_files import file_kind
+
 NEW_FILE_MODE = 0o600
 """The mode of every file the store creates: data files, lock files, backups (FILES-1)."""
 
@@ -155,11 +157,13 @@ def remove_stale_temps(data_path: Path) -> int:
     them keeps the number of files in the directory bounded (FILES-5). A name that vanishes
     meanwhile is skipped; directories are never touched (they are not ours).
     """
-    prefix = temp_prefix(data_path)
     removed = 0
     with os.scandir(data_path.parent) as listing:
         for entry in listing:
-            if not entry.name.startswith(prefix) or entry.is_dir(follow_symlinks=False):
+            # The temps of this data file are the names temp_prefix gives, as the spec reads them.
+            if file_kind(entry.name, data_path.name) != "temp" or entry.is_dir(
+                follow_symlinks=False
+            ):
                 continue
             try:
                 os.unlink(entry.path)

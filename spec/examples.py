@@ -22,6 +22,7 @@ from typing import Any
 from memspec.spec import codes
 from memspec.spec.clauses import CLAUSE_ID
 from memspec.spec.requests import OP_FIELDS
+from memspec.spec.targets import TARGETS
 
 FENCE_OPEN = re.compile(r"^```memspec(?P<info>(?:\s.*)?)$")
 SESSION = re.compile(r"^@(?P<name>[a-z][a-z0-9_]*)\s+")
@@ -269,7 +270,7 @@ def _parse_info(info: str, line: int) -> tuple[str, tuple[str, ...], dict[str, i
     limits: dict[str, int] = {}
     for part in filter(None, fields.get("limits", "").split(",")):
         name, _, number = part.partition(":")
-        if name not in ("memory", "user") or not number.isdigit() or int(number) < 1:
+        if name not in TARGETS or not number.isdigit() or int(number) < 1:
             raise ExampleSyntaxError(f"{where}: bad limits entry {part!r}")
         limits[name] = int(number)
     return slug, ids, limits

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memspec.conformance.registry import CheckContext
+from memspec.spec.root_files import file_kind
 from memspec.spec.targets import FILENAMES
 
 Listing = dict[str, tuple[str, int, int, int]]
@@ -92,11 +93,10 @@ def root_files(root: Path) -> list[Path]:
 def backups(root: Path, target: str) -> dict[Path, bytes]:
     """Returns the backups of ``target`` in ``root`` (files named ``NAME.bak.<suffix>``; DRIFT-3,
     CONTRACT-11) with their bytes."""
-    prefix = FILENAMES[target] + ".bak."
     return {
         path: path.read_bytes()
         for path in sorted(root.iterdir())
-        if path.name.startswith(prefix) and len(path.name) > len(prefix) and path.is_file()
+        if file_kind(path.name, FILENAMES[target]) == "backup" and path.is_file()
     }
 
 

@@ -8,7 +8,6 @@ The JSON Lines protocol itself (CONTRACT-13, CONTRACT-14) is checked in ``protoc
 
 from __future__ import annotations
 
-import re
 from contextlib import ExitStack
 from typing import Any
 
@@ -16,6 +15,8 @@ from memspec.conformance.backend import BackendDefect, Session
 from memspec.conformance.checks._disk import listing_changes, outside_root, put
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
+from memspec.spec.root_files import file_kind
+from memspec.spec.targets import TARGETS
 
 FEATURE_NAMES = frozenset((
     "core", "batch", "fence", "multi-process", "crash-safe", "durable", "drift-guard",
@@ -85,7 +86,7 @@ def _check_outcome(ctx: CheckContext, sent: str, answer: dict[str, Any]) -> None
         path is not None
         and path.is_file()
         and path.parent.resolve() == ctx.root.resolve()
-        and re.fullmatch(r"(MEMORY|USER)\.md\.bak\..+", path.name)
+        and file_kind(path.name) == "backup"
     ), f"CONTRACT-2: {sent} answered backup={backup!r}, expected the path of a NAME.bak.* in root"
 
 
@@ -129,7 +130,7 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
         ]
         for op, fields in mutations:
             _check_outcome(ctx, f"{op} {fields}", _shaped(session, op, **fields))
-        for target in ("memory", "user"):
+        for target in TARGETS:
             _shaped(session, "entries", target=target)
             _shaped(session, "snapshot", target=target)
         _shaped(session, "load")

@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memspec.conformance.backend import BackendDefect
-from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult, require_python_backend
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Mutation, Remove, Replace
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 CRASH_LIMIT = 1_000_000
 LIMITS = {"memory": CRASH_LIMIT}
@@ -66,7 +67,7 @@ def stray_files(root: Any) -> dict[str, tuple[int, int]]:
     strays = {}
     with os.scandir(root) as listing:
         for entry in listing:
-            if kind_of_name(entry.name) == "temp":
+            if file_kind(entry.name) not in NAMED_KINDS:
                 info = entry.stat(follow_symlinks=False)
                 strays[entry.name] = (info.st_ino, info.st_mtime_ns)
     return strays

@@ -56,12 +56,13 @@ from memspec.conformance.crash.persistence import (
     explain,
 )
 from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.processes.interpose import Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Plan, describe_call
 from memspec.conformance.processes.workers import Job, run_session
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec.codec import classify_bytes
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 LIMIT = 100_000
 LIMITS = {"memory": LIMIT}
@@ -388,7 +389,7 @@ def _judge_recovery(session: Any, state: CrashState, root: Path) -> str | None:
     strays = {
         name: os.lstat(root / name).st_ino
         for name, _, _ in state.files
-        if kind_of_name(name) == "temp"
+        if file_kind(name) not in NAMED_KINDS
     }
     data = root / "MEMORY.md"
     before = _ino(data)

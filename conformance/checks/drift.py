@@ -19,6 +19,7 @@ from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
+from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
 
 FIRST_PARAGRAPH = "Project uses Go\nUser prefers tabs\nEditor: vim\nShell: zsh\nOS: Linux"
 SECOND_PARAGRAPH = "Project uses Go\nUser prefers tabs\nTimezone: UTC\nLanguage: en"
@@ -94,27 +95,13 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
 
 def _refused_with_backup(session: Any, ctx: CheckContext, external: bytes, sent: str) -> Path:
     """Asks for an add on the foreign file ``external``; returns the backup the E_DRIFT names
-    after checking that it is in the root, named ``MEMORY.md.bak.<suffix>``, and byte-exact."""
+    after :func:`~memspec.spec.drift_refusal.judge_drift_refusal` accepted the refusal."""
     answer = session.request("add", target="memory", content="Editor: vim")
-    # DRIFT-3: a foreign file is refused with E_DRIFT, naming its backup, with a message.
-    assert (
-        answer["code"] == codes.E_DRIFT
-        and isinstance(answer.get("backup"), str)
-        and isinstance(answer.get("message"), str)
-        and answer["message"].strip()
-    ), (
-        f"DRIFT-3: {sent}: add memory 'Editor: vim' answered {answer}; expected E_DRIFT with "
-        "the backup's path in 'backup' and a 'message' saying how to repair the file"
-    )
-    backup = Path(answer["backup"])
-    backup = backup if backup.is_absolute() else ctx.root / backup
-    # DRIFT-3: the backup is named MEMORY.md.bak.<suffix> in the root and holds the bytes exactly.
-    assert backup.parent == ctx.root and backups(ctx.root, "memory").get(backup) == external, (
-        f"DRIFT-3: {sent}: the E_DRIFT names the backup {answer['backup']!r}, which is not a "
-        f"MEMORY.md.bak.* file of the root holding the file's bytes {external!r} exactly; "
-        f"backups found: {backups(ctx.root, 'memory')}"
-    )
-    return backup
+    files = {path.name: data for path, data in backups(ctx.root, "memory").items()}
+    problem = judge_drift_refusal(answer, external, files, root=ctx.root)
+    # DRIFT-3: E_DRIFT names a byte-exact MEMORY.md.bak.<suffix> in the root, with a message.
+    assert problem is None, f"{problem} ({sent}: add memory 'Editor: vim')"
+    return ctx.root / str(backup_name_of(answer, str(ctx.root)))
 
 
 @check("DRIFT-4", "DRIFT-3", features=("drift-guard",), id="drift.taken_backup_name_is_kept")

@@ -29,7 +29,7 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call, kind_of_name
+from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
 from memspec.conformance.processes.workers import (
     Job,
     WorkerResult,
@@ -38,6 +38,8 @@ from memspec.conformance.processes.workers import (
 )
 from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.drift_refusal import judge_drift_refusal
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 """Indices in a scenario's operations: load, add, add, observe (BEFORE), the faulty add
@@ -127,7 +129,7 @@ def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
         f"{bytes.fromhex(old.get('MEMORY.md') or '')!r} to "
         f"{bytes.fromhex(new.get('MEMORY.md') or '')!r}"
     )
-    left = sorted(name for name in set(new) - set(old) if kind_of_name(name) == "temp")
+    left = sorted(name for name in set(new) - set(old) if file_kind(name) not in NAMED_KINDS)
     # ATOMIC-4: the store removes its temp file when the write fails.
     assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
 
@@ -293,14 +295,11 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     if not [call for call in result.calls if call.get("effect")]:
         return
     answer = result.answer(FAULTY) or {}
-    backup = str(answer.get("backup", ""))
-    files = _files(result, AFTER)
-    name = backup.rsplit("/", 1)[-1]
-    # DRIFT-3: the refusal names its backup even when syncing the directory failed.
-    assert answer.get("code") == codes.E_DRIFT and files.get(name) == foreign.hex(), (
-        f"DRIFT-3: with EIO on the directory fsync of the backup, add on a foreign MEMORY.md "
-        f"answered {answer}; expected E_DRIFT naming a backup that holds the foreign bytes "
-        f"(files after: {sorted(files)})"
+    files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
+    problem = judge_drift_refusal(answer, foreign, files, root=ctx.root)
+    # DRIFT-3: the refusal names its byte-exact backup even when syncing the directory failed.
+    assert problem is None, (
+        f"{problem} (with EIO on the directory fsync of the backup; files after: {sorted(files)})"
     )
 
 

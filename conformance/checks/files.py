@@ -24,6 +24,7 @@ from memspec.conformance.checks._disk import (
 )
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
+from memspec.spec.targets import FILENAMES, TARGETS
 
 
 def _expect(clause: str, answer: dict[str, Any], code: str, sent: str) -> None:
@@ -99,7 +100,7 @@ def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
                     codes.OK,
                     sent,
                 )
-                path = ctx.root / ("MEMORY.md" if target == "memory" else "USER.md")
+                path = ctx.root / FILENAMES[target]
                 # FILES-2: the rewritten data file keeps the mode of the file it replaced.
                 assert mode_of(path) == modes[target], (
                     f"FILES-2: after {sent}, {path.name} has mode {oct(mode_of(path))}; the file "
@@ -161,7 +162,7 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
             f"{expected!r}: the lock was opened without O_NOFOLLOW and written through the link"
         )
         if kept:
-            data = ctx.root / ("MEMORY.md" if target == "memory" else "USER.md")
+            data = ctx.root / FILENAMES[target]
             # FILES-3: a store that keeps this lock file refuses with E_IO and writes nothing.
             assert answers[target]["code"] == codes.E_IO and not data.exists(), (
                 f"FILES-3: {sent} answered {answers[target]} and left {data.name} "
@@ -207,7 +208,7 @@ def _mixed_operations(count: int, rng: random.Random) -> list[dict[str, Any]]:
     """Returns ``count`` operations mixing accepted adds, replaces and removes with refusals."""
     ops: list[dict[str, Any]] = []
     for index in range(count):
-        target = ("memory", "user")[index % 2]
+        target = TARGETS[index % 2]
         roll = rng.random()
         if roll < 0.35:
             ops.append({"op": "add", "target": target, "content": f"note {index} {rng.random()}"})

@@ -84,6 +84,8 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
+from memspec.spec.root_files import file_kind
+from memspec.spec.targets import TARGETS
 
 LOCK_LIMIT = 1_000_000
 """The memory limit of the concurrent check: far above what its adds use, so none is refused."""
@@ -255,7 +257,11 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
         "the rename gives MEMORY.md a new inode, so sessions that open it afterwards lock "
         f"another file; lock MEMORY.md.lock instead ({trace})"
     )
-    flocks = [c for c in exclusive if c["name"] == "flock" and c["path"].endswith("MEMORY.md.lock")]
+    flocks = [
+        c
+        for c in exclusive
+        if c["name"] == "flock" and file_kind(Path(c["path"]).name, "MEMORY.md") == "lock"
+    ]
     # LOCK-1: an exclusive flock on MEMORY.md.lock.
     assert flocks, (
         "LOCK-1: the add took no exclusive flock on MEMORY.md.lock"
@@ -314,7 +320,6 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
 
 # -- concurrent sessions and a reader, judged as a history ------------------------------
 
-TARGETS = ("memory", "user")
 SEED = 20240605
 """The seed of the programs when the run names none (profile ``ci``: the same every run)."""
 CHECK_TIMEOUT = 60.0

@@ -18,11 +18,13 @@ from typing import Any
 from memspec.conformance.jsonlines import invocation_dir
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.targets import DEFAULT_LIMITS
 
 
 def _open_request(ctx: CheckContext, request_id: int) -> dict[str, Any]:
-    return {"id": request_id, "op": "open", "root": str(ctx.root), "memory_char_limit": 2200,
-            "user_char_limit": 1375}  # fmt: skip
+    return {"id": request_id, "op": "open", "root": str(ctx.root),
+            "memory_char_limit": DEFAULT_LIMITS["memory"],
+            "user_char_limit": DEFAULT_LIMITS["user"]}  # fmt: skip
 
 
 def _raw_exchange(ctx: CheckContext, clause: str, requests: list[dict[str, Any]]) -> list[Any]:

@@ -72,7 +72,7 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memspec.spec.targets import FILENAMES
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 MODELS = ("process-crash", "posix-weak", "ext4-ordered")
 POWER_LOSS_MODELS = ("posix-weak", "ext4-ordered")
@@ -88,7 +88,6 @@ and single omissions, as ALICE explores)."""
 ENTRY_OPS = frozenset({"create", "rename", "unlink"})
 DATA_OPS = frozenset({"write", "truncate"})
 KINDS = ENTRY_OPS | DATA_OPS | {"fsync", "dirsync", "ack"}
-DATA_NAMES = frozenset(FILENAMES.values())
 
 Files = tuple[tuple[str, int, bytes], ...]
 """The files of a state: (name, inode, bytes), sorted by name; names sharing an inode are
@@ -433,7 +432,7 @@ def crash_states(
 
 def role(name: str) -> str:
     """Returns how a file is named in explanations: the data file by name, a temp by role."""
-    if name in DATA_NAMES or name.endswith(".lock") or ".bak." in name:
+    if file_kind(name) in NAMED_KINDS:
         return name
     return f"the temp file {name}"
 

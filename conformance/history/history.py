@@ -30,6 +30,7 @@ from typing import Any, Literal
 from memspec.conformance.history.linearizability import Model, Operation
 from memspec.spec import codes, model
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 EventType = Literal["invoke", "ok", "fail", "info"]
 EVENT_TYPES = ("invoke", "ok", "fail", "info")
@@ -179,13 +180,13 @@ def _partition(history: Sequence[Operation]) -> list[list[Operation]]:
 def _describe(state: model.State) -> str:
     return "; ".join(
         f"{target}: {list(model.entries_on_disk(state, target) or [])!r}"
-        for target in ("memory", "user")
+        for target in TARGETS
     )
 
 
 def memory_model(
-    memory_char_limit: int = 2200,
-    user_char_limit: int = 1375,
+    memory_char_limit: int = DEFAULT_LIMITS["memory"],
+    user_char_limit: int = DEFAULT_LIMITS["user"],
     memory: bytes | None = None,
     user: bytes | None = None,
 ) -> Model[model.State]:

@@ -79,9 +79,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.spec.targets import FILENAMES
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 
-DATA_NAMES = frozenset(FILENAMES.values())
 KINDS = frozenset({"dir", "data", "lock", "backup", "temp"})
 DATA_CALLS = frozenset({"read", "write", "pwrite", "flush", "fsync", "fdatasync", "ftruncate"})
 """Calls that move or sync a file's bytes."""
@@ -101,17 +100,6 @@ DATA_DETAILS = {
 and ``mode`` of an open, which every trace carries."""
 ACTIONS = frozenset({"raise", "kill-before", "kill-after"})
 _DELETED = " (deleted)"
-
-
-def kind_of_name(name: str) -> str:
-    """Returns the kind of a file directly in the root from its name (see the module docs)."""
-    if name in DATA_NAMES:
-        return "data"
-    if any(name == data + ".lock" for data in DATA_NAMES):
-        return "lock"
-    if any(name.startswith(data + ".bak.") for data in DATA_NAMES):
-        return "backup"
-    return "temp"
 
 
 @dataclass(frozen=True)
@@ -467,7 +455,9 @@ class Interposer:
             return "dir"
         head, tail = os.path.split(path)
         if head == self.root:
-            return kind_of_name(tail)
+            kind = file_kind(tail)
+            # Temps of any name and sidecars are one kind here: what a Match calls "temp".
+            return kind if kind in NAMED_KINDS else "temp"
         if path.startswith(self.root + os.sep):
             return "temp"
         return None
