@@ -53,15 +53,12 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     # The pure model (spec/) has no file system, no processes, no clock and no transport. These
     # MUST clauses are about exactly those things, so no function of spec/ can decide them; the
     # named checks and the harness's own tests verify them instead. One line each: why.
-    "LOCK-1": "which lock excludes other sessions and processes is file-system behaviour",
     "LOCK-3": "how long the lock is held is process behaviour; the model is the sequential spec "
     "that the linearizability checker searches",
-    "ATOMIC-1": "temp file, fsync and rename are file-system calls the model does not make",
     "ATOMIC-2": "what a concurrent reader sees mid-write is file-system behaviour",
     "ATOMIC-3": "directory fsync and power loss are outside the model",
     "ATOMIC-4": "a failing write (ENOSPC, EACCES) is an I/O error the model cannot have",
     "CRASH-1": "a process killed mid-mutation is outside the model",
-    "CRASH-2": "temp files left by a crash are files on disk the model does not hold",
     "CRASH-3": "a lock left by a dead process is process behaviour",
     "CRASH-4": "power loss and persistence models are judged by the crash-state checks",
     "CRASH-5": "durability across power loss is judged by the crash-state checks",
@@ -71,7 +68,6 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     "FILES-2": "file modes are file-system metadata",
     "FILES-3": "O_NOFOLLOW on the lock file is file-system behaviour",
     "FILES-4": "symbolic links are file-system objects the model does not hold",
-    "FILES-5": "the files a store creates in its root are outside the model",
     "FENCE-6": "where the agent puts the fenced block is the agent's behaviour (Checked by)",
     "PROV-1": "the agent's providers are outside the store (Checked by)",
     "PROV-2": "the agent's providers are outside the store (Checked by)",
@@ -79,7 +75,6 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     "CONTRACT-1": "the Python factory's signature is the backend interface, not a rule of state",
     "CONTRACT-6": "raising out of a call is backend behaviour, judged by the transports",
     "CONTRACT-8": "the model keeps no per-session live entries; checks accept both freshnesses",
-    "CONTRACT-11": "the files a root may hold are files on disk",
     "CONTRACT-12": "the JSON Lines process protocol is the transport, not the model",
     "CONTRACT-14": "protocol failures and unsupported ops are transport behaviour",
     "CONTRACT-15": "memspec certify is the harness (Checked by)",
