@@ -13,10 +13,22 @@ from memspec.conformance.backend import UsageError
 
 @dataclass(frozen=True)
 class Profile:
-    """A Profile sizes every randomised or repeated check.
+    """A Profile sizes every randomised or repeated check: every size and budget a check uses
+    is a field here, so that no check looks a profile up by its name.
 
     ``examples`` is Hypothesis' ``max_examples``; ``processes`` x ``operations`` sizes the
     concurrent-writer checks; ``trials`` counts repetitions of fault and crash checks.
+
+    The scheduled interleavings: ``preemption_bound`` switches at most, ``schedule_budget``
+    schedules at most and ``adds_per_session`` (first session, second) for the
+    preemption-bounded search; ``schedule_sessions`` x ``schedule_operations`` for the random
+    schedules. Two adds by one session and two switches let a session lock the new file of a
+    rename while another still holds the old one (a lock on the data file itself).
+
+    The crash states: at most ``crash_states`` per persistence model and
+    ``crash_states_per_point`` per crash point (``command_states_per_point`` for a command
+    backend, which starts a process per state); ``every_crash_state`` judges each state on its
+    own instead of once per shape of names, links and bytes.
     """
 
     name: str
@@ -25,15 +37,40 @@ class Profile:
     operations: int
     trials: int
     derandomize: bool
+    preemption_bound: int
+    schedule_budget: int
+    adds_per_session: tuple[int, int]
+    schedule_sessions: int
+    schedule_operations: int
+    crash_states: int
+    crash_states_per_point: int
+    command_states_per_point: int
+    every_crash_state: bool
 
 
 PROFILES: dict[str, Profile] = {
-    "smoke": Profile("smoke", examples=10, processes=2, operations=10, trials=2, derandomize=True),
-    "ci": Profile("ci", examples=50, processes=4, operations=25, trials=5, derandomize=True),
-    "thorough": Profile(
-        "thorough", examples=1000, processes=8, operations=200, trials=50, derandomize=False
+    "smoke": Profile(
+        "smoke", examples=10, processes=2, operations=10, trials=2, derandomize=True,
+        preemption_bound=1, schedule_budget=30, adds_per_session=(1, 1),
+        schedule_sessions=2, schedule_operations=3,
+        crash_states=150, crash_states_per_point=16, command_states_per_point=8,
+        every_crash_state=False,
     ),
-}
+    "ci": Profile(
+        "ci", examples=50, processes=4, operations=25, trials=5, derandomize=True,
+        preemption_bound=1, schedule_budget=200, adds_per_session=(1, 1),
+        schedule_sessions=3, schedule_operations=4,
+        crash_states=400, crash_states_per_point=32, command_states_per_point=8,
+        every_crash_state=False,
+    ),
+    "thorough": Profile(
+        "thorough", examples=1000, processes=8, operations=200, trials=50, derandomize=False,
+        preemption_bound=2, schedule_budget=5000, adds_per_session=(2, 1),
+        schedule_sessions=3, schedule_operations=8,
+        crash_states=4000, crash_states_per_point=128, command_states_per_point=128,
+        every_crash_state=True,
+    ),
+}  # fmt: skip
 DEFAULT_PROFILE = "ci"
 
 

@@ -29,9 +29,6 @@ from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
 from memspec.fuzz.runner import plan
 
-SESSIONS = {"smoke": (2, 3), "ci": (3, 4), "thorough": (3, 8)}
-"""Sessions and operations per session of the random schedules, per profile."""
-
 
 def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
     """Returns a Chooser whose switches Hypothesis draws from ``data`` (``st.data()``): at
@@ -61,7 +58,7 @@ def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
 def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
     require_python_backend(ctx.backend)
-    count, length = SESSIONS.get(ctx.profile.name, SESSIONS["ci"])
+    count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
     check_id = "interleavings.random_schedules"
     batch = "batch" in ctx.claimed_features()
     run = plan(ctx, check_id)

@@ -26,10 +26,10 @@ opened on it; three checks judge the states:
   ATOMIC-3).
 
 A command backend starts a process per session, so below ``thorough`` its states are judged
-once per shape and acknowledgement (:data:`COMMAND_PER_POINT` candidates per crash point). A
-failure names the model, the crash point and, in plain words, the step of the write protocol at
-fault, with the mutation's trace. The number of states, how many were judged and the time taken
-per model are attached to the check's result as figures (``ctx.figures``).
+once per shape and acknowledgement (the profile's ``command_states_per_point`` candidates per
+crash point). A failure names the model, the crash point and, in plain words, the step of the
+write protocol at fault, with the mutation's trace. The number of states, how many were judged
+and the time taken per model are attached to the check's result as figures (``ctx.figures``).
 """
 
 from __future__ import annotations
@@ -67,10 +67,6 @@ from memspec.spec.root_files import NAMED_KINDS, file_kind
 LIMIT = 100_000
 LIMITS = {"memory": LIMIT}
 SEEDS = ("<s1> seed: user prefers tabs", "<s2> seed: project uses Go", "<s3> seed: editor vim")
-STATE_LIMITS = {"smoke": 150, "ci": 400, "thorough": 4000}
-"""Distinct crash states each model may generate, per profile (others: ``ci``'s)."""
-PER_POINT = {"smoke": 16, "ci": 32, "thorough": 128}
-COMMAND_PER_POINT = 8
 RECORD_TIMEOUT = 60.0
 STRACE_PROBE_TIMEOUT = 10.0
 
@@ -436,22 +432,24 @@ def judge_model(
     Every state's files are judged (a command backend's once per shape and acknowledgement,
     below ``thorough``); the recovery add runs once per shape, below ``thorough``."""
     started = time.monotonic()
-    name = ctx.profile.name if ctx.profile.name in STATE_LIMITS else "ci"
-    command = isinstance(ctx.backend, CommandBackend) and name != "thorough"
+    profile = ctx.profile
+    command = isinstance(ctx.backend, CommandBackend)
     generated = crash_states(
         recording.initial,
         recording.ops,
         model,
-        limit=STATE_LIMITS[name],
-        per_point=COMMAND_PER_POINT if command else PER_POINT[name],
+        limit=profile.crash_states,
+        per_point=(
+            profile.command_states_per_point if command else profile.crash_states_per_point
+        ),
     )
     failure = None
     judged = 0
     seen: set[tuple[object, ...]] = set()
     for number, state in enumerate(generated.states):
-        if judgement.recovery and name != "thorough":
+        if judgement.recovery and not profile.every_crash_state:
             key: tuple[object, ...] = shape(state)
-        elif command:
+        elif command and not profile.every_crash_state:
             key = (shape(state), state.acknowledged, state.in_flight)
         else:
             key = (number,)

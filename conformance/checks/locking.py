@@ -417,10 +417,6 @@ def history_is_linearizable(ctx: CheckContext) -> None:
 
 # -- every schedule of two adders up to a bound of preemptions --------------------
 
-BOUNDS = {"smoke": (1, 30, (1, 1)), "ci": (1, 200, (1, 1)), "thorough": (2, 5000, (2, 1))}
-"""Preemption bound, most schedules run and adds per session, per profile. Two adds by one
-session and two switches let a session lock the new file of a rename while another still holds
-the old one (a lock on the data file itself)."""
 NOTES = ("Project uses Go 1.22", "Editor: helix")
 SEED_ENTRY = b"User prefers tabs over spaces"
 
@@ -454,7 +450,9 @@ def _adds(*per_session: int) -> Program:
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
     require_python_backend(ctx.backend)
-    bound, budget, adds = BOUNDS.get(ctx.profile.name, BOUNDS["ci"])
+    profile = ctx.profile
+    bound, budget = profile.preemption_bound, profile.schedule_budget
+    adds = profile.adds_per_session
     program = _adds(*adds)
     summary = Exploration()
     started = time.monotonic()
