@@ -55,10 +55,14 @@ class BackendDefect(Finding):
 
     kind = "defect"
 
-    def __init__(self, message: str, sent: Any = None, received: Any = None) -> None:
+    def __init__(
+        self, message: str, sent: Any = None, received: Any = None, detail: str = ""
+    ) -> None:
         super().__init__(message)
         self.sent = sent
         self.received = received
+        self.detail = detail
+        """The backend's last words where it printed any (its exception, as a rule)."""
 
 
 class Session(Protocol):

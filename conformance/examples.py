@@ -84,7 +84,8 @@ class ExampleFailure:
     def summary(self) -> str:
         """Returns the failure on one line: the example, the step and what went wrong."""
         detail = f" ({self.detail})" if self.detail else ""
-        return f"example {self.example}: {self.step} → {self.reason}{detail}"
+        headline = self.reason.splitlines()[0] if self.reason else ""
+        return f"example {self.example}: {self.step} → {headline}{detail}"
 
     def render(self) -> str:
         """Returns the failure as labelled blocks a person can act on."""
@@ -159,17 +160,10 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             problem = _run_step(step, driver, fail)
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
-            return replace(failure, detail=_last_line(defect.received))
+            return replace(failure, detail=defect.detail)
         if problem is not None:
             return problem
     return None
-
-
-def _last_line(received: Any) -> str:
-    """Returns the last non-blank line of what a broken backend printed ("" if not text)."""
-    lines = [line.strip() for line in received.splitlines()] if isinstance(received, str) else []
-    lines = [line for line in lines if line]
-    return lines[-1] if lines else ""
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]

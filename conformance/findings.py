@@ -102,6 +102,16 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
+def _backend_detail(error: BaseException) -> str:
+    """Returns the last words of the broken backend behind ``error`` ("" if none): the
+    ``detail`` of the error itself or of the backend defect it was raised from."""
+    for cause in (error, error.__cause__, error.__context__):
+        detail = getattr(cause, "detail", "")
+        if isinstance(detail, str) and detail:
+            return detail
+    return ""
+
+
 def verdict_of(error: BaseException) -> Verdict:
     """Returns the verdict of a check that raised ``error`` (kinds in the module docstring).
 
@@ -113,7 +123,9 @@ def verdict_of(error: BaseException) -> Verdict:
         members = [e for e in error.exceptions if isinstance(e, Finding | AssertionError)]
         return verdict_of(members[0] if members else error.exceptions[0])
     summary = getattr(error, "summary", None)
-    reason = shorten(summary if isinstance(summary, str) else _first_line(error))
+    reason = summary if isinstance(summary, str) else _first_line(error)
+    detail = _backend_detail(error)
+    reason = shorten(f"{reason} ({detail})" if detail and detail not in reason else reason)
     if isinstance(error, Violation):
         return Verdict("violation", error.clause, reason)
     if isinstance(error, Finding):

@@ -135,7 +135,8 @@ class CommandSession:
         tail = "\n".join(self._stderr)
         if tail:
             message += f"\n--- stderr of the backend (last lines) ---\n{tail}"
-        return BackendDefect(message, sent, received)
+        last = [line.strip() for line in self._stderr if line.strip()]
+        return BackendDefect(message, sent, received, last[-1] if last else "")
 
     def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         request = {"id": self._next_id, **request}

@@ -96,3 +96,22 @@ def test_a_bug_in_a_check_is_a_harness_error_never_a_backend_failure(
     # A check that needs a feature the backend does not claim carries the feature as data.
     skipped = [check for check in payload["checks"] if check["status"] == "skipped"]
     assert skipped and all(check["missing_features"] == ["batch"] for check in skipped)
+
+
+def test_the_reason_carries_the_backends_last_words() -> None:
+    last_words = "AttributeError: 'int' object has no attribute 'strip'"
+    defect = BackendDefect("the backend exited with status 1\n--- stderr ---\nTraceback", None,
+                           None, last_words)  # fmt: skip
+    assert verdict_of(defect).reason == (
+        "backend defect: the backend exited with status 1 "
+        "(AttributeError: 'int' object has no attribute 'strip')"
+    )
+    try:
+        try:
+            raise defect
+        except BackendDefect as caught:
+            raise AssertionError(f"CONTRACT-2: add did not answer: {caught}") from caught
+    except AssertionError as error:
+        verdict = verdict_of(error)
+    assert verdict.blamed == "CONTRACT-2"
+    assert verdict.reason.endswith("(AttributeError: 'int' object has no attribute 'strip')")
