@@ -32,7 +32,15 @@ from collections.abc import Sequence
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
 from memspec.conformance.examples import run_on_backend, run_on_model
 from memspec.conformance.jsonlines import serve
-from memspec.conformance.profiles import PROFILES
+from memspec.conformance.options import (
+    SETTINGS,
+    WHICH_BACKEND,
+    add_options,
+    positive_int,
+    positive_seconds,
+    workers,
+)
+from memspec.conformance.profiles import DEFAULT_PROFILE
 from memspec.conformance.registry import all_checks, clauses_with_checks
 from memspec.conformance.trail import (
     SOURCE_PACKAGES,
@@ -65,28 +73,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(2, f"memspec: error: {message}\n")
-
-
-def _workers(value: str) -> str:
-    if value == "auto" or (value.isdigit() and int(value) >= 1):
-        return value
-    raise argparse.ArgumentTypeError(f"expected a positive int or 'auto', got {value!r}")
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"expected positive seconds, got {value!r}")
-    return number
-
-
-def _positive_int(value: str) -> int:
-    if value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
 
 
 def _summary(passed: int, failed: int, skipped: int) -> str:
@@ -222,7 +208,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     request = CertifyRequest(
         backend=args.backend,
         backend_cmd=args.backend_cmd,
-        profile=args.profile,
+        profile=args.profile or DEFAULT_PROFILE,
         report=args.report,
         expected_failures=args.expected_failures,
         workers=args.workers,
@@ -288,39 +274,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     certify_cmd = commands.add_parser("certify", help="certify a backend against the whole harness")
     which = certify_cmd.add_mutually_exclusive_group(required=True)
-    which.add_argument("--backend", metavar="MODULE:FACTORY", help="a Python backend factory")
-    which.add_argument("--backend-cmd", metavar="CMD", help="a command serving JSON Lines")
-    certify_cmd.add_argument(
-        "--profile",
-        default="ci",
-        choices=sorted(PROFILES),
-        help="smoke (a quick look), ci (default) or thorough (bug hunting)",
-    )
-    certify_cmd.add_argument(
-        "--report", metavar="DIR", help="write report.json, report.md and junit.xml to DIR"
-    )
-    certify_cmd.add_argument(
-        "--expected-failures",
-        metavar="FILE",
-        help="check or clause ids known to fail; one that passes fails",
-    )
+    add_options(which.add_argument, WHICH_BACKEND)
+    add_options(certify_cmd.add_argument, SETTINGS)
     certify_cmd.add_argument(
         "-n",
         "--workers",
-        type=_workers,
+        type=workers,
         default=None,
         metavar="N",
         help="run checks in N parallel processes (pytest-xdist), or 'auto'",
-    )
-    certify_cmd.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=None,
-        metavar="SECONDS",
-        help="longest wait for one backend call (default 10)",
-    )
-    certify_cmd.add_argument(
-        "--seed", type=int, default=None, metavar="N", help="seed of the randomised checks"
     )
     certify_cmd.add_argument(
         "--coverage",
@@ -333,12 +295,6 @@ def build_parser() -> argparse.ArgumentParser:
         dest="select",
         metavar="EXPR",
         help="run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
-    )
-    certify_cmd.add_argument(
-        "--hypothesis-db",
-        metavar="URL",
-        help="example database of the randomized property checks: a directory or "
-        "redis://host:port/db shared by a multi-machine campaign (needs memspec[campaign])",
     )
     certify_cmd.add_argument(
         "--keep-temp",
@@ -386,18 +342,18 @@ def build_parser() -> argparse.ArgumentParser:
     repro = commands.add_parser("repro", help="replay a saved failing interleaving")
     repro.add_argument("file", metavar="FILE", help="a repro file a failing check saved")
     repro.add_argument(
-        "--times", type=_positive_int, default=1, help="replay it N times (default 1)"
+        "--times", type=positive_int, default=1, help="replay it N times (default 1)"
     )
     repro.add_argument(
         "--backend", metavar="MODULE:FACTORY", help="replay against this backend instead"
     )
     repro.add_argument(
-        "--timeout", type=_positive_float, default=10.0, help="seconds per backend call"
+        "--timeout", type=positive_seconds, default=10.0, help="seconds per backend call"
     )
     repro.set_defaults(run=_cmd_repro)
     from memspec.conformance.cli_hermes import add_parsers
 
-    add_parsers(commands, _workers, _positive_float)
+    add_parsers(commands, workers, positive_seconds)
     return parser
 
 

@@ -28,6 +28,7 @@ import pytest
 from memspec.conformance.backend import Backend, BackendDefect, InProcessBackend, UsageError
 from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, verdict_of
 from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, CommandBackend
+from memspec.conformance.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.profiles import Profile, resolve_profile
 from memspec.conformance.records import CheckRecord, RunInfo, write_reports
 
@@ -64,49 +65,7 @@ recorder_key = pytest.StashKey["Recorder"]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Registers the memspec options."""
     group = parser.getgroup(MARKER, "memspec: certify a memory backend")
-    group.addoption(
-        "--memspec-backend",
-        metavar="MODULE:FACTORY",
-        help="certify the Python backend this factory opens",
-    )
-    group.addoption(
-        "--memspec-backend-cmd",
-        metavar="CMD",
-        help="certify the backend this command serves over JSON Lines",
-    )
-    group.addoption(
-        "--memspec-profile",
-        metavar="NAME",
-        help="smoke (a quick look), ci (default) or thorough (bug hunting)",
-    )
-    group.addoption(
-        "--memspec-timeout",
-        type=float,
-        metavar="SECONDS",
-        help=f"longest wait for one backend call (default {DEFAULT_TIMEOUT:g})",
-    )
-    group.addoption(
-        "--memspec-seed",
-        type=int,
-        metavar="N",
-        help="seed of the randomised checks (default: derandomised by profile)",
-    )
-    group.addoption(
-        "--memspec-report", metavar="DIR", help="write report.json and report.md to DIR"
-    )
-    group.addoption(
-        "--memspec-expected-failures",
-        metavar="FILE",
-        help="check or clause ids known to fail, one per line; a listed one that "
-        "passes fails the run",
-    )
-    group.addoption(
-        "--memspec-hypothesis-db",
-        metavar="URL",
-        help="Hypothesis example database of the randomized property checks: a directory or "
-        "redis://host:port/db, shared by every machine of a campaign (default with a randomized "
-        "profile and --memspec-report: REPORT/hypothesis)",
-    )
+    add_options(group.addoption, (*WHICH_BACKEND, *SETTINGS), prefix="--memspec-")
     parser.addini("memspec_spec", "a SPEC.md to certify against instead of the installed one")
 
 

@@ -1,0 +1,53 @@
+"""The settings of a certification are declared once: the CLI and the plugin offer the same."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.cli import build_parser
+from memspec.conformance.options import SETTINGS, WHICH_BACKEND, positive_seconds, profile_name
+
+pytest_plugins = ["pytester"]
+OPTIONS = (*WHICH_BACKEND, *SETTINGS)
+
+
+def _certify_actions() -> dict[str, argparse.Action]:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    certify = commands.choices["certify"]
+    return {flag: action for action in certify._actions for flag in action.option_strings}
+
+
+def test_memspec_certify_offers_every_setting_as_declared() -> None:
+    actions = _certify_actions()
+    for option in OPTIONS:
+        action = actions[f"--{option.name}"]
+        assert (action.help, action.metavar, action.type) == (
+            option.help, option.metavar, option.type
+        )  # fmt: skip
+
+
+def test_the_plugin_offers_every_setting_as_declared(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    result = pytester.runpytest_subprocess("--help")
+    text = " ".join(result.stdout.str().split())
+    for option in OPTIONS:
+        assert f"--memspec-{option.name}={option.metavar}" in text
+        assert " ".join(option.help.split()) in text
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan"])
+def test_timeouts_must_be_positive_seconds(value: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="must be positive seconds"):
+        positive_seconds(value)
+
+
+def test_profiles_are_named() -> None:
+    assert profile_name("smoke") == "smoke"
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown profile 'huge'"):
+        profile_name("huge")
