@@ -91,7 +91,7 @@ def test_set_up_holds_exactly_the_two_commands() -> None:
 
 
 def test_set_up_commands_are_what_ci_runs() -> None:
-    """CI (.ci/run) runs exactly the README's set-up commands, in order: it reads them there."""
+    """CI (.ci/run) runs exactly the README's set-up commands, in order."""
     ci = subprocess.run(
         ["bash", str(PROJECT / ".ci" / "run"), "--dry-run"],
         capture_output=True, text=True, check=True, timeout=30,
