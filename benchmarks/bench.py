@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import Session, UsageError
-from memspec.conformance.hermes import ADAPTER, Release, adapter_command, cache_dir, ensure_venv
+from memspec.conformance.hermes import ADAPTER, Release, adapter_command, ensure_venv
 from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.locations import cache_dir
 from memspec.conformance.results_page import PageRun, writable_page
 from memspec.reference_impl import open_store
 

@@ -353,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     repro.set_defaults(run=_cmd_repro)
     from memspec.conformance.cli_hermes import add_parsers
 
-    add_parsers(commands, workers, positive_seconds)
+    add_parsers(commands)
     return parser
 
 

@@ -39,11 +39,11 @@ from memspec.conformance.hermes import (
     PACKAGES,
     Release,
     adapter_command,
-    cache_dir,
     ensure_venv,
     index_versions,
     versions_between,
 )
+from memspec.conformance.locations import cache_dir
 from memspec.conformance.matrix import (
     Change,
     Column,
@@ -54,6 +54,7 @@ from memspec.conformance.matrix import (
     render_timeline_markdown,
     timeline,
 )
+from memspec.conformance.options import positive_seconds, workers
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.results_page import PageRun, writable_page
 
@@ -310,7 +311,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser, workers: Any, seconds: Any, profile: str) -> None:
+def _common(parser: argparse.ArgumentParser, profile: str) -> None:
     parser.add_argument(
         "--profile", default=profile, choices=sorted(PROFILES), help=f"default {profile}"
     )
@@ -318,7 +319,10 @@ def _common(parser: argparse.ArgumentParser, workers: Any, seconds: Any, profile
         "-n", "--workers", type=workers, metavar="N", help="parallel processes per certification"
     )
     parser.add_argument(
-        "--timeout", type=seconds, metavar="SECONDS", help="longest wait for one backend call"
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="longest wait for one backend call",
     )
     parser.add_argument(
         "--cache",
@@ -340,7 +344,7 @@ def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
     parser.set_defaults(command=name)
 
 
-def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
+def add_parsers(commands: Any) -> None:
     """Adds the ``hermes``, ``matrix`` and ``sweep`` subcommands to memspec's parser."""
     hermes = commands.add_parser("hermes", help="certify a hermes-agent release from the index")
     hermes.add_argument("--package", default="hermes-agent", choices=PACKAGES)
@@ -349,7 +353,7 @@ def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
     hermes.add_argument("--expected-failures", metavar="FILE", help="as for memspec certify")
     hermes.add_argument("-k", dest="select", metavar="EXPR", help="only the matching checks")
     hermes.add_argument("-q", "--quiet", action="store_true", help="print less progress")
-    _common(hermes, workers, seconds, "ci")
+    _common(hermes, "ci")
     hermes.set_defaults(run=_cmd_hermes)
 
     matrix = commands.add_parser("matrix", help="one clause table for several backends")
@@ -367,7 +371,7 @@ def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
         "--from-report", action="append", default=[], metavar="DIR", help="a saved certification"
     )
     _page_option(matrix, "matrix")
-    _common(matrix, workers, seconds, "ci")
+    _common(matrix, "ci")
     matrix.set_defaults(run=_cmd_matrix)
 
     sweep = commands.add_parser("sweep", help="certify every release in a range; a timeline")
@@ -383,5 +387,5 @@ def add_parsers(commands: Any, workers: Any, seconds: Any) -> None:
         "--reuse", action="store_true", help="keep a release's saved report of the same profile"
     )
     _page_option(sweep, "sweep")
-    _common(sweep, workers, seconds, "smoke")
+    _common(sweep, "smoke")
     sweep.set_defaults(run=_cmd_sweep)

@@ -85,6 +85,17 @@ class Verdict:
         return cls(**fields)
 
 
+def fails_clause(status: str, kind: str, blamed: str, clause: str) -> bool:
+    """Whether a check's record is a failure of the backend on ``clause``: it failed (or failed
+    as listed), blaming that clause or none in particular; never a harness error, nor a listed
+    failure that passed (``stale``). The one rule the reports, the matrix and the sweep share."""
+    return (
+        status in ("failed", "xfailed")
+        and kind not in ("harness-error", "stale")
+        and blamed in ("", clause)
+    )
+
+
 def shorten(text: str) -> str:
     """Returns ``text`` on one line of at most :data:`REASON_WIDTH` characters."""
     text = " ".join(text.split())

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memspec.conformance.backend import UsageError
-from memspec.conformance.locations import cache_dir as cache_dir  # re-exported
 
 PACKAGES = ("hermes-agent", "async-hermes-agent")
 MEMORY_TOOL_DEPENDENCIES = ("pyyaml", "aiofiles")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import UsageError
-from memspec.conformance.findings import DEFECT_CLAUSE, shorten
+from memspec.conformance.findings import DEFECT_CLAUSE, fails_clause, shorten
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -95,12 +95,7 @@ def blamed(check: dict[str, Any]) -> str:
 
 
 def _against(check: dict[str, Any], clause: str) -> bool:
-    """Whether a check's record is a failure of the backend on ``clause``."""
-    return (
-        check["status"] in ("failed", "xfailed")
-        and check.get("kind") not in ("harness-error", "stale")
-        and blamed(check) in ("", clause)
-    )
+    return fails_clause(check["status"], str(check.get("kind") or ""), blamed(check), clause)
 
 
 def _stopped(check: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import Backend, BackendDefect, UsageError
-from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, shorten
+from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, fails_clause, shorten
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -53,16 +53,6 @@ class CheckRecord:
     blamed: str = ""
     reason: str = ""
     missing_features: tuple[str, ...] = ()
-
-    @property
-    def counts_against_backend(self) -> bool:
-        """Whether this record is a failure of the backend (a harness error never is)."""
-        return self.status in ("failed", "xfailed") and self.kind not in ("harness-error", "stale")
-
-    @property
-    def area(self) -> str:
-        """The spec area the check belongs to (its id's prefix)."""
-        return self.id.split("/", 1)[0] if "/" in self.id else self.clauses[0].rsplit("-", 1)[0]
 
     @classmethod
     def from_report(cls, report: Any, properties: Mapping[str, str]) -> CheckRecord:
@@ -234,9 +224,7 @@ def clause_matrix(
 
 
 def _against(record: CheckRecord, clause: str) -> bool:
-    """Whether ``record`` is a failure of the backend on ``clause``: a failure that blames it or
-    no clause in particular; never a harness error, nor a listed failure that passed."""
-    return record.counts_against_backend and record.blamed in ("", clause)
+    return fails_clause(record.status, record.kind, record.blamed, clause)
 
 
 def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:

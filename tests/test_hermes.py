@@ -22,7 +22,8 @@ import pytest
 
 from memspec.conformance import hermes_adapter
 from memspec.conformance.backend import UsageError
-from memspec.conformance.hermes import Release, cache_dir, versions_between
+from memspec.conformance.hermes import Release, versions_between
+from memspec.conformance.locations import cache_dir
 from memspec.conformance.matrix import (
     Column,
     Matrix,
