@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import Backend, BackendDefect, UsageError
-from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, fails_clause, shorten
+from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, shorten
+from memspec.conformance.verdicts import clause_verdict
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -169,62 +170,38 @@ def filesystem_type(path: Path) -> str:
 def clause_matrix(
     clauses: Sequence[Clause], records: Iterable[CheckRecord]
 ) -> list[dict[str, Any]]:
-    """Returns one row per clause: its verdict over every check that cites it, and why.
+    """Returns one row per clause: its verdict over every check that cites it, and why, as
+    :func:`memspec.conformance.verdicts.clause_verdict` decides it (the matrix uses the same).
 
-    A clause fails if any citing check failed, passes if one passed and none failed, and is
-    skipped (with the reasons) or unchecked otherwise.
+    Beyond that verdict, a failure every deciding check was listed for reads ``expected fail``,
+    and a clause no check cites reads ``n/a`` when memspec's own tests verify it (``Checked
+    by:``) and ``unchecked`` otherwise.
     """
-    by_clause: dict[str, list[CheckRecord]] = {}
-    for record in records:
-        for clause in record.clauses:
-            by_clause.setdefault(clause, []).append(record)
+    checks = [asdict(record) for record in records]
     rows = []
     for clause in clauses:
-        cited = by_clause.get(clause.id, [])
-        statuses = {
-            record.status
-            if record.status in ("passed", "skipped") or _against(record, clause.id)
-            else "other"
-            for record in cited
-        }
-        if "failed" in statuses:
-            status = "fail"
-        elif "xfailed" in statuses:
+        verdict = clause_verdict(clause.id, checks)
+        status, why = verdict.status, [verdict.reason] if verdict.reason else []
+        if verdict.expected:
             status = "expected fail"
-        elif "passed" in statuses or any(record.kind == "stale" for record in cited):
-            status = "pass"
-        elif cited:
-            status = "skip"
-        elif clause.checked_by:
-            status = "n/a"
-        else:
+        elif status == "n/a" and not clause.checked_by:
             status = "unchecked"
-        why = sorted(
-            {
-                r.reason if _against(r, clause.id) else f"not verified: {r.id}: {r.reason}"
-                for r in cited
-                if r.status in ("failed", "skipped", "xfailed") and r.reason
-            }
-        )
-        if status == "n/a":
+        elif status == "n/a":
             why = [
                 "a rule of the agent or of memspec, not observable through the contract; "
                 "verified by memspec's own tests"
             ]
+        cited = [check["id"] for check in checks if clause.id in check["clauses"]]
         rows.append(
             {
                 "clause": clause.id,
                 "level": clause.level,
                 "status": status,
-                "checks": [r.id for r in cited],
-                "why": why[:3],
+                "checks": cited,
+                "why": why,
             }
         )
     return rows
-
-
-def _against(record: CheckRecord, clause: str) -> bool:
-    return fails_clause(record.status, record.kind, record.blamed, clause)
 
 
 def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:

@@ -108,7 +108,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
     are recoverable byte for byte from the file or a ``NAME.bak.*`` backup (DRIFT-5), and
     backups never overwrite one another (DRIFT-4)."""
     features = ctx.claimed_features()
-    run = plan(ctx, "drift_properties.external_edits_are_kept")
+    run = plan(ctx)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
 
     def scenario(limit: int) -> st.SearchStrategy[dict[str, Any]]:

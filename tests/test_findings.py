@@ -70,7 +70,7 @@ CHECK = "files.rewrite_keeps_the_mode"
 def boom(ctx):
     raise TypeError("a bug in the check, not in the backend")
 
-registry.CHECKS[CHECK] = replace(registry.CHECKS[CHECK], run=boom)
+registry.CHECKS[CHECK] = replace(registry.CHECKS[CHECK], function=boom)
 """
 
 
@@ -115,3 +115,31 @@ def test_the_reason_carries_the_backends_last_words() -> None:
         verdict = verdict_of(error)
     assert verdict.blamed == "CONTRACT-2"
     assert verdict.reason.endswith("(AttributeError: 'int' object has no attribute 'strip')")
+
+
+def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
+    """One verdict per clause: a pass of one check does not hide a skip for a missing feature,
+    in the report's clause table as in the matrix (CONTRACT-20)."""
+    from dataclasses import asdict
+
+    from memspec.conformance.records import CheckRecord, clause_matrix
+    from memspec.conformance.verdicts import clause_verdict
+    from memspec.spec.clauses import parse_clauses
+    from memspec.spec.examples import spec_text
+
+    records = [
+        CheckRecord("drift.a", ("DRIFT-3",), ("core",), "passed", "", 0.1),
+        CheckRecord(
+            "drift.b", ("DRIFT-3", "DRIFT-4"), ("drift-guard",), "skipped", "", 0.0,
+            kind="unsupported", reason="needs drift-guard", missing_features=("drift-guard",),
+        ),
+        CheckRecord("read.c", ("READ-1",), ("core",), "xfailed", "READ-1: glued", 0.1,
+                    kind="violation", blamed="READ-1", reason="READ-1: glued"),
+    ]  # fmt: skip
+    rows = {row["clause"]: row for row in clause_matrix(parse_clauses(spec_text()), records)}
+    checks = [asdict(record) for record in records]
+    assert rows["DRIFT-3"]["status"] == clause_verdict("DRIFT-3", checks).status == "skip"
+    assert rows["DRIFT-3"]["why"] == ["needs feature drift-guard, not claimed"]
+    assert rows["READ-1"]["status"] == "expected fail"
+    assert clause_verdict("READ-1", checks).status == "fail"
+    assert rows["FENCE-6"]["status"] == "n/a" and rows["FORMAT-1"]["status"] == "unchecked"

@@ -17,7 +17,7 @@ import pytest
 
 from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.registry import CheckContext, HarnessError, all_checks
 from memspec.fuzz.oracle import allowed_answers
 from memspec.fuzz.runner import plan
 from memspec.spec import model
@@ -90,9 +90,13 @@ def test_broken_backend_is_caught(factory: str, check_id: str, clause: str, tmp_
         assert "state = MemoryMachine()" in message and "state.teardown()" in message, message
 
 
-def _context(tmp_path: Path, profile: str, seed: int | None, database: str | None) -> CheckContext:
+def _context(
+    tmp_path: Path, profile: str, seed: int | None, database: str | None, check_id: str
+) -> CheckContext:
     backend = InProcessBackend(REFERENCE, 10.0)
-    return CheckContext(backend, tmp_path, tmp_path, PROFILES[profile], seed, database)
+    return CheckContext(
+        backend, tmp_path, tmp_path, PROFILES[profile], seed, database, check_id=check_id
+    )
 
 
 def test_ci_runs_derandomized_without_a_database(tmp_path: Path) -> None:
@@ -113,9 +117,14 @@ def test_a_seed_is_exact_and_bypasses_the_database(tmp_path: Path) -> None:
     run = plan(_context(tmp_path, "ci", 7, str(tmp_path / "db")), "properties.fence_escape")
     assert not run.settings.derandomize and run.settings.database is None and run.seed == 7
     assert run.reproduce.endswith("-k properties.fence_escape --seed 7")
-    unseeded = plan(_context(tmp_path, "thorough", None, None), "properties.fence_escape")
+    unseeded = plan(_context(tmp_path, "thorough", None, None, "properties.fence_escape"))
     # Without a database, a randomized run draws a seed and names it.
     assert unseeded.seed is not None and unseeded.reproduce.endswith(f"--seed {unseeded.seed}")
+
+
+def test_a_property_run_without_its_id_is_a_harness_error(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="without its id"):
+        plan(_context(tmp_path, "ci", None, None, ""))
 
 
 def test_the_model_round_trips_an_entry_that_begins_with_a_bom() -> None:

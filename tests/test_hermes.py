@@ -27,13 +27,12 @@ from memspec.conformance.locations import cache_dir
 from memspec.conformance.matrix import (
     Column,
     Matrix,
-    Verdict,
-    clause_verdict,
     render_html,
     render_markdown,
     render_timeline_markdown,
     timeline,
 )
+from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -278,10 +277,10 @@ def test_a_clause_never_passes_when_its_mechanism_is_missing(tmp_path: Path) -> 
         )
     )
     # CONTRACT-20: a feature skip demotes the clause; an interposition skip does not.
-    assert clause_verdict("DRIFT-5", column).status == "skip"
-    assert "drift-guard" in clause_verdict("DRIFT-5", column).reason
-    assert clause_verdict("ATOMIC-4", column).reason == "1 of 2 checks skipped"
-    assert clause_verdict("FENCE-6", column).status == "n/a"
+    assert clause_verdict("DRIFT-5", column.checks).status == "skip"
+    assert "drift-guard" in clause_verdict("DRIFT-5", column.checks).reason
+    assert clause_verdict("ATOMIC-4", column.checks).reason == "1 of 2 checks skipped"
+    assert clause_verdict("FENCE-6", column.checks).status == "n/a"
 
 
 MACHINE_FAILURE = "[gw0] linux\nx.py:1: in run\nE   AssertionError: DRIFT-5: rewrote\n"
@@ -305,20 +304,21 @@ def test_failures_are_attributed_and_explained(tmp_path: Path) -> None:
     ]  # fmt: skip
     column = Column.load(_report(tmp_path / "r", ["core", "batch"], checks))
     # A failure blames the clause its verdict names, not every clause its check cites.
-    assert clause_verdict("DRIFT-5", column).status == "fail"
-    assert clause_verdict("CONTRACT-8", column).status == "pass"
-    assert "stopped on DRIFT-5" in clause_verdict("CONTRACT-8", column).reason
+    assert clause_verdict("DRIFT-5", column.checks).status == "fail"
+    assert clause_verdict("CONTRACT-8", column.checks).status == "pass"
+    assert "stopped on DRIFT-5" in clause_verdict("CONTRACT-8", column.checks).reason
     # A named check stopped by a crash blames CONTRACT-6, not the clauses it was exploring.
-    assert clause_verdict("LIMIT-1", column) == Verdict(
+    assert clause_verdict("LIMIT-1", column.checks) == ClauseVerdict(
         "skip", "not verified: LIMIT/property stopped on CONTRACT-6", ("LIMIT/property",)
     )
-    assert clause_verdict("BATCH-5", column).reason == f"BATCH/batch-empty: {EXAMPLE_REASON}"
+    assert clause_verdict("BATCH-5", column.checks).reason == f"BATCH/batch-empty: {EXAMPLE_REASON}"
     # A harness error is never a failure of the backend.
-    assert clause_verdict("SCAN-5", column).status == "pass"
-    assert "SCAN/scan.x stopped on a harness error" in clause_verdict("SCAN-5", column).reason
+    assert clause_verdict("SCAN-5", column.checks).status == "pass"
+    scan = clause_verdict("SCAN-5", column.checks)
+    assert "SCAN/scan.x stopped on a harness error" in scan.reason
     # A report of an older memspec, with no verdict fields, blames every cited clause.
-    assert clause_verdict("READ-1", column).status == "fail"
-    assert clause_verdict("READ-1", column).reason.endswith("AssertionError: READ-1: glued")
+    assert clause_verdict("READ-1", column.checks).status == "fail"
+    assert clause_verdict("READ-1", column.checks).reason.endswith("AssertionError: READ-1: glued")
 
 
 def test_matrix_pages_and_timeline(tmp_path: Path) -> None:
@@ -457,9 +457,11 @@ def test_hermes_agent_0_19_0_is_certified_with_its_known_failures(tmp_path: Path
     }
     assert HERMES_0_19_0_FAILS - failed == set(), "known failures that passed"
     unexpected = {
-        (cid, clause_verdict(cid, column).reason)
+        (cid, clause_verdict(cid, column.checks).reason)
         for cid in failed - HERMES_0_19_0_FAILS
-        if not any(kind in clause_verdict(cid, column).reason.split(":")[0] for kind in GENERATED)
+        if not any(
+            kind in clause_verdict(cid, column.checks).reason.split(":")[0] for kind in GENERATED
+        )
     }
     assert unexpected == set(), "new failures of examples or named checks"
 

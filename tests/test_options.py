@@ -1,4 +1,5 @@
-"""The settings of a certification are declared once: the CLI and the plugin offer the same."""
+"""The settings of a certification are declared once: every command and the plugin offer the
+same."""
 
 from __future__ import annotations
 
@@ -8,21 +9,31 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.cli import build_parser
-from memspec.conformance.options import SETTINGS, WHICH_BACKEND, positive_seconds, profile_name
+from memspec.conformance.options import (
+    PROFILE,
+    QUIET,
+    SELECT,
+    SETTINGS,
+    TIMEOUT,
+    WHICH_BACKEND,
+    WORKERS,
+    positive_seconds,
+    profile_name,
+)
 
 pytest_plugins = ["pytester"]
 OPTIONS = (*WHICH_BACKEND, *SETTINGS)
 
 
-def _certify_actions() -> dict[str, argparse.Action]:
+def _actions(command: str = "certify") -> dict[str, argparse.Action]:
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    certify = commands.choices["certify"]
-    return {flag: action for action in certify._actions for flag in action.option_strings}
+    chosen = commands.choices[command]
+    return {flag: action for action in chosen._actions for flag in action.option_strings}
 
 
 def test_memspec_certify_offers_every_setting_as_declared() -> None:
-    actions = _certify_actions()
+    actions = _actions()
     for option in OPTIONS:
         action = actions[f"--{option.name}"]
         assert (action.help, action.metavar, action.type) == (
@@ -39,6 +50,29 @@ def test_the_plugin_offers_every_setting_as_declared(
     for option in OPTIONS:
         assert f"--memspec-{option.name}={option.metavar}" in text
         assert " ".join(option.help.split()) in text
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("certify", (WORKERS, SELECT, QUIET)),
+        ("hermes", (PROFILE, WORKERS, TIMEOUT, SELECT, QUIET)),
+        ("matrix", (PROFILE, WORKERS, TIMEOUT)),
+        ("sweep", (PROFILE, WORKERS, TIMEOUT)),
+        ("repro", (TIMEOUT,)),
+    ],
+)
+def test_every_command_takes_a_shared_setting_as_declared(command: str, options: tuple) -> None:
+    actions = _actions(command)
+    for option in options:
+        action = actions[f"--{option.name}"]
+        assert action.type is (None if option.switch else option.type)
+        assert action.help.split("; default ")[0] == option.help.split("; default ")[0]
+        if option.short:
+            assert actions[option.short] is action
+    if command == "sweep":
+        profile = actions["--profile"]
+        assert profile.default == "smoke" and "default smoke" in str(profile.help)
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "nan"])

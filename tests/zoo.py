@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.matrix import blamed
 from memspec.conformance.results_page import PageRun, writable_page
+from memspec.conformance.verdicts import blamed
 
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 0.95
