@@ -100,7 +100,7 @@ def _context(
 
 
 def test_ci_runs_derandomized_without_a_database(tmp_path: Path) -> None:
-    run = plan(_context(tmp_path, "ci", None, str(tmp_path / "db")), "properties.limits_hold")
+    run = plan(_context(tmp_path, "ci", None, str(tmp_path / "db"), "properties.limits_hold"))
     assert run.settings.derandomize and run.settings.database is None and run.seed is None
     assert run.reproduce == (
         f"Reproduce with: memspec certify --backend {REFERENCE} -k properties.limits_hold"
@@ -108,13 +108,14 @@ def test_ci_runs_derandomized_without_a_database(tmp_path: Path) -> None:
 
 
 def test_thorough_keeps_its_examples_and_names_the_database(tmp_path: Path) -> None:
-    run = plan(_context(tmp_path, "thorough", None, str(tmp_path / "db")), "machine.memory_machine")
+    context = _context(tmp_path, "thorough", None, str(tmp_path / "db"), "machine.memory_machine")
+    run = plan(context)
     assert not run.settings.derandomize and run.settings.database is not None
     assert run.reproduce.endswith(f"--profile thorough --hypothesis-db {tmp_path / 'db'}")
 
 
 def test_a_seed_is_exact_and_bypasses_the_database(tmp_path: Path) -> None:
-    run = plan(_context(tmp_path, "ci", 7, str(tmp_path / "db")), "properties.fence_escape")
+    run = plan(_context(tmp_path, "ci", 7, str(tmp_path / "db"), "properties.fence_escape"))
     assert not run.settings.derandomize and run.settings.database is None and run.seed == 7
     assert run.reproduce.endswith("-k properties.fence_escape --seed 7")
     unseeded = plan(_context(tmp_path, "thorough", None, None, "properties.fence_escape"))

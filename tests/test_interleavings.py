@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.checks.locking import preemption_bounded_schedules
 from memspec.conformance.cli import main
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.registry import CheckContext, all_checks
 from memspec.conformance.schedule.exploration import (
     Execution,
     Exploration,
@@ -29,7 +28,6 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import load_repro, replay, repro_of, save_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
-from memspec.fuzz.interleavings import random_schedules
 
 REFERENCE = "memspec.reference_impl:open_store"
 SEED = b"User prefers tabs over spaces"
@@ -200,6 +198,14 @@ def _empty_run() -> Any:
     from memspec.conformance.schedule.schedule import ScheduledRun
 
     return ScheduledRun([], [], ["p0"], [("p0",)])
+
+
+def preemption_bounded_schedules(ctx: CheckContext) -> None:
+    all_checks()["interleavings.preemption_bounded_schedules"].run(ctx)
+
+
+def random_schedules(ctx: CheckContext) -> None:
+    all_checks()["interleavings.random_schedules"].run(ctx)
 
 
 def test_certify_checks_pass_on_the_reference_and_save_repros_on_racy_stores(
