@@ -2,7 +2,7 @@
 
 :data:`ZOO` is the one table of them: the factory, the area of the spec it breaks, the defect,
 the clause ids a failure must name, and ``proof``, the example or named check that catches it
-fastest. ``tests/test_zoo.py`` asserts that each member fails its proof on one of its clauses;
+fastest. ``tests/power/test_zoo.py`` asserts that each member fails its proof on one of its clauses;
 this module, run as a command from the project root, certifies each member with the whole
 harness and prints the detection table and the catch rate::
 

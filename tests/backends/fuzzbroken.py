@@ -2,7 +2,7 @@
 
 Each is the reference store behind a thin wrapper, written against the contract: it changes what
 is answered or written, never the reference's internals. Each docstring names the defect and the
-clause it breaks; ``tests/test_fuzz_power.py`` proves the ``ci`` profile catches it.
+clause it breaks; ``tests/power/test_fuzz_power.py`` proves the ``ci`` profile catches it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Backends broken on purpose: the naive store with exactly one defect each.
 
 Each class is its own factory (``tests.backends.naive_broken:InPlaceWriter``) and names, in its
-docstring, the defect and the clause it breaks; ``tests/test_checks_power.py`` proves that the
+docstring, the defect and the clause it breaks; ``tests/power/test_checks_power.py`` proves that the
 named check fails for it with that clause id while the naive store and the reference pass.
 """
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 README = PROJECT / "README.md"
 DOCS = PROJECT / "docs"
 RESULTS = DOCS / "results"

@@ -31,7 +31,7 @@ redis = pytest.importorskip(
     "redis", reason="needs the redis package: pip install memspec[campaign]"
 )
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BACKEND = "tests.backends.fuzzbroken:single_pass_fence"
 CHECK = "properties.fence_escape"
 REPLAY = """

@@ -13,7 +13,7 @@ REFERENCE = "memspec.reference_impl:open_store"
 SUITE = ["--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider"]
 
 
-PROJECT = str(Path(__file__).resolve().parent.parent)
+PROJECT = str(Path(__file__).resolve().parents[2])
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 BACKEND = PROJECT / "backends" / "node" / "memspec_backend.js"
 EXPECTED_FAILURES = PROJECT / "backends" / "node" / "expected-failures.txt"
 

@@ -25,7 +25,7 @@ from memspec.conformance import certify as certify_module
 from memspec.conformance.jsonlines import INVOCATION_DIR
 from memspec.conformance.locations import cache_dir
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 INDEX_ERRORS = ("Could not find a version", "No matching distribution", "Network is unreachable")
 
 

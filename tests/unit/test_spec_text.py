@@ -24,7 +24,7 @@ from memspec.spec.examples import (
     spec_path,
 )
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 CLAUSES = """# Title
 
@@ -35,7 +35,7 @@ Prevents: a bug.
 **FOO-2** (SHOULD) Second rule.
 
 **FOO-3** (MAY) Third rule.
-Checked by: `tests/test_spec_text.py::test_clause_fields`, `tests/nope.py::test_nothing`.
+Checked by: `tests/unit/test_spec_text.py::test_clause_fields`, `tests/nope.py::test_nothing`.
 """
 
 
@@ -49,7 +49,7 @@ def test_clause_fields() -> None:
     assert clauses[0].text == "First rule, continued here. Prevents: a bug."
     assert clauses[0].area == "FOO" and clauses[0].checked_by == ()
     assert clauses[2].checked_by == (
-        ("tests/test_spec_text.py", "test_clause_fields"),
+        ("tests/unit/test_spec_text.py", "test_clause_fields"),
         ("tests/nope.py", "test_nothing"),
     )
 

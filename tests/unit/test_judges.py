@@ -18,7 +18,7 @@ from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INSTALLED = ("spec", "reference_impl", "conformance", "fuzz", "memspec")
 
 # --- file_kind ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 GENERATED = (
     "__pycache__", "*.pyc", "*.egg-info", ".hypothesis", ".benchmarks", ".pytest_cache",
     ".coverage", ".coverage.*", "coverage.json", "coverage.xml", "junit.xml", "report.json",

@@ -24,7 +24,7 @@ from memspec.conformance.results_page import (
     stamp,
 )
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 RESULTS = PROJECT / "docs" / "results"
 PAGES = sorted(p for p in RESULTS.glob("*.md") if p.name != "README.md")
 MACHINE_PATHS = re.compile(r"(/work/|/tmp/|/root/|/home/|/Users/|/private/var/)")

@@ -19,7 +19,7 @@ from memspec.conformance.findings import (
 from memspec.conformance.registry import HarnessError, NotApplicable
 
 pytest_plugins = ["pytester"]
-PROJECT = str(Path(__file__).resolve().parent.parent)
+PROJECT = str(Path(__file__).resolve().parents[2])
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 REFERENCE = "memspec.reference_impl:open_store"
 
 

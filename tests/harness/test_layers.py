@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "architecture.md"
 TOP_LEVEL = ("spec", "reference_impl", "conformance", "fuzz")
 

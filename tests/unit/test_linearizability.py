@@ -19,7 +19,7 @@ from memspec.conformance.history.history import (
 )
 from memspec.conformance.history.linearizability import Model, Operation, check_history
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = Path(__file__).parents[1] / "histories"
 
 
 def _files(verdict: str) -> list[Path]:

@@ -44,7 +44,7 @@ def test_memspec_certify_offers_every_setting_as_declared() -> None:
 def test_the_plugin_offers_every_setting_as_declared(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     result = pytester.runpytest_subprocess("--help")
     text = " ".join(result.stdout.str().split())
     for option in OPTIONS:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memspec.conformance.profiles import PROFILES
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 NAMES_THE_PROFILE = {"fuzz/runner.py"}
 """Modules allowed to read a profile's name: the runner prints it in reproduction commands."""
 

@@ -14,7 +14,7 @@ import pytest
 
 from memspec.conformance.registry import CHECKS, all_checks, check
 
-RECORDED = Path(__file__).parent / "data" / "check_ids.json"
+RECORDED = Path(__file__).parents[1] / "data" / "check_ids.json"
 
 
 def _area(clauses: tuple[str, ...]) -> str:

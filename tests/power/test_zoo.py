@@ -1,7 +1,7 @@
 """Every zoo member (``tests/zoo.py``) fails on its own clause ids, and the zoo command reports it.
 
-A member that a power test already asserts (``tests/test_checks_power.py``,
-``tests/test_process_checks.py``, ``tests/test_fuzz_power.py``) is not run again here: this
+A member that a power test already asserts (``test_checks_power.py``,
+``test_process_checks.py``, ``test_fuzz_power.py`` beside this file) is not run again here: this
 file checks that the power test asserts the zoo's proof on one of the zoo's clauses. Every other
 member runs its proof — a SPEC.md example or a named check, at the ``ci`` profile — and must fail
 it on one of its clauses. The whole-harness detection table is the command's job
@@ -23,7 +23,7 @@ from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.clauses import parse_clauses
 from memspec.spec.examples import load_examples, spec_text
-from tests import test_checks_power, test_fuzz_power, test_process_checks
+from tests.power import test_checks_power, test_fuzz_power, test_process_checks
 from tests.zoo import (
     AREAS,
     FUZZ,

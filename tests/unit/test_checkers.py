@@ -20,7 +20,7 @@ from memspec.conformance.history.spec_search import check_linearizable, effect_w
 
 READER = 9
 LIMITS = {"memory": 10_000, "user": 10_000}
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = Path(__file__).parents[1] / "histories"
 
 
 def mutation(

@@ -34,7 +34,7 @@ from memspec.conformance.matrix import (
 )
 from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 # Refusal texts of the released memory tools (hermes-agent 0.13.0 to 0.19.0, async 0.20.x).
 REFUSALS = [
