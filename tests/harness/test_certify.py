@@ -1,13 +1,24 @@
-"""``memspec certify`` end to end, run as a user would: exit status, summary, reports."""
+"""``memspec certify`` end to end, run as a user would: exit status, summary, reports, and what
+it leaves behind (temporary files, Hypothesis's caches, the environment it changed).
+
+How an installed, read-only memspec certifies is in ``tests/integration/test_install.py``.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from memspec.conformance import certify as certify_module
+from memspec.conformance.jsonlines import INVOCATION_DIR
+from memspec.conformance.locations import cache_dir
 
 PROJECT = Path(__file__).resolve().parents[2]
 REFERENCE = "memspec.reference_impl:open_store"
@@ -268,3 +279,48 @@ def test_coverage_reports_what_certification_never_ran(tmp_path: Path) -> None:
 def test_coverage_of_a_command_backend_is_a_usage_error() -> None:
     result = certify("--backend-cmd", "true", "--coverage", timeout=60)
     assert result.returncode == 2 and "Python backends only" in result.stderr
+
+
+def test_keep_temp_keeps_the_scratch_directory_and_says_where(
+    tmp_path: Path, short_temp: Path
+) -> None:
+    temp = short_temp
+    env = {**os.environ, "TMPDIR": str(temp), "MEMSPEC_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "memspec.conformance", "certify", "--profile", "smoke",
+               "--backend", "memspec.reference_impl:open_store", "-q", "-k", "FORMAT"]  # fmt: skip
+    kept = subprocess.run(
+        [*command, "--keep-temp"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    scratch = [line.split(" in ", 1)[1] for line in kept.stdout.splitlines()
+               if line.startswith("temporary files kept in ")]  # fmt: skip
+    assert scratch and Path(scratch[0]).parent == temp and Path(scratch[0]).is_dir()
+    shutil.rmtree(scratch[0])
+    plain = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert list(temp.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"]  # tmp: a link
+
+
+def test_hypothesis_caches_fall_back_to_scratch_when_the_cache_is_unwritable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MEMSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    assert certify_module.hypothesis_home(tmp_path / "s") == cache_dir() / "hypothesis"
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    monkeypatch.setenv("MEMSPEC_CACHE_DIR", str(blocker))
+    assert certify_module.hypothesis_home(tmp_path / "s") == tmp_path / "s" / "hypothesis"
+
+
+def test_run_environment_restores_what_it_changed(tmp_path: Path) -> None:
+    names = ("TMPDIR", certify_module.HYPOTHESIS_HOME, INVOCATION_DIR, "PYTHONDONTWRITEBYTECODE")
+    before = {name: os.environ.get(name) for name in names}
+    with certify_module.run_environment(tmp_path):
+        assert tempfile.gettempdir() == str(tmp_path / "tmp")
+        assert os.environ["TMPDIR"] == str(tmp_path / "tmp")
+        assert os.environ[INVOCATION_DIR] == os.getcwd() and sys.dont_write_bytecode
+    assert {name: os.environ.get(name) for name in before} == before
+    assert tempfile.gettempdir() != str(tmp_path / "tmp")

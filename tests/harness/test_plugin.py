@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from memspec.conformance.options import SETTINGS, WHICH_BACKEND
 from memspec.spec.examples import spec_text
 
 pytest_plugins = ["pytester"]
 REFERENCE = "memspec.reference_impl:open_store"
 SUITE = ["--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider"]
+OPTIONS = (*WHICH_BACKEND, *SETTINGS)
 
 
 PROJECT = str(Path(__file__).resolve().parents[2])
@@ -88,3 +91,50 @@ def test_bad_options_are_usage_errors(
     result = run(pytester, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_the_plugin_offers_every_setting_as_declared(pytester: pytest.Pytester) -> None:
+    # The plugin adds each setting of conformance/options.py as --memspec-NAME, as declared.
+    result = pytester.runpytest_subprocess("--help")
+    text = " ".join(result.stdout.str().split())
+    for option in OPTIONS:
+        assert f"--memspec-{option.name}={option.metavar}" in text
+        assert " ".join(option.help.split()) in text
+
+
+BOOM = """
+from dataclasses import replace
+from memspec.conformance import registry
+
+registry.all_checks()
+CHECK = "files.rewrite_keeps_the_mode"
+
+def boom(ctx):
+    raise TypeError("a bug in the check, not in the backend")
+
+registry.CHECKS[CHECK] = replace(registry.CHECKS[CHECK], function=boom)
+"""
+
+
+def test_a_bug_in_a_check_is_a_harness_error_never_a_backend_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    # A check's own exception is a harness error in the report, never a backend failure.
+    pytester.makeconftest(BOOM)
+    report = pytester.path / "report"
+    pytester.runpytest_subprocess(
+        "--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider",
+        "--memspec-backend", "tests.backends.wrappers:core_only",
+        "-k", "rewrite_keeps_the_mode or batch-applies-items", f"--memspec-report={report}",
+        timeout=300,
+    )  # fmt: skip
+    payload = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    by_id = {check["id"]: check for check in payload["checks"]}
+    boom = by_id["FILES/files.rewrite_keeps_the_mode"]
+    assert boom["status"] == "failed" and boom["kind"] == "harness-error"
+    assert boom["reason"] == "TypeError: a bug in the check, not in the backend"
+    assert payload["summary"]["errors"] == 1 and payload["summary"]["failed"] == 0
+    assert {row["clause"]: row["status"] for row in payload["clauses"]}["FILES-2"] != "fail"
+    # A check that needs a feature the backend does not claim carries the feature as data.
+    skipped = [check for check in payload["checks"] if check["status"] == "skipped"]
+    assert skipped and all(check["missing_features"] == ["batch"] for check in skipped)

@@ -15,15 +15,10 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from memspec.conformance import certify as certify_module
-from memspec.conformance.jsonlines import INVOCATION_DIR
-from memspec.conformance.locations import cache_dir
 
 PROJECT = Path(__file__).resolve().parents[2]
 INDEX_ERRORS = ("Could not find a version", "No matching distribution", "Network is unreachable")
@@ -50,19 +45,6 @@ def read_only_command(package: Path, command: list[str]) -> list[str]:
         'shift; exec "$@"'
     )
     return ["unshare", "--mount", "sh", "-c", script, "sh", str(package), *command]
-
-
-@pytest.fixture
-def short_temp(tmp_path: Path) -> Iterator[Path]:
-    """A new, empty temp directory with a short path, linked from ``tmp_path/tmp``.
-
-    Worker processes talk through a Unix socket under the temp directory, and a socket's path
-    may not exceed 107 bytes: pytest's own ``tmp_path`` can be too long for that.
-    """
-    temp = Path(tempfile.mkdtemp(prefix="ms-"))
-    (tmp_path / "tmp").symlink_to(temp)
-    yield temp
-    shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -138,48 +120,3 @@ def test_an_install_certifies_and_writes_only_where_told(
     # Temporary files were removed at exit; Hypothesis's caches are in the user cache directory.
     assert list(temp.iterdir()) == [], sorted(str(p) for p in temp.rglob("*"))
     assert (home / ".cache" / "memspec" / "hypothesis").is_dir()
-
-
-def test_keep_temp_keeps_the_scratch_directory_and_says_where(
-    tmp_path: Path, short_temp: Path
-) -> None:
-    temp = short_temp
-    env = {**os.environ, "TMPDIR": str(temp), "MEMSPEC_CACHE_DIR": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "memspec.conformance", "certify", "--profile", "smoke",
-               "--backend", "memspec.reference_impl:open_store", "-q", "-k", "FORMAT"]  # fmt: skip
-    kept = subprocess.run(
-        [*command, "--keep-temp"], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-    assert kept.returncode == 0, kept.stdout + kept.stderr
-    scratch = [line.split(" in ", 1)[1] for line in kept.stdout.splitlines()
-               if line.startswith("temporary files kept in ")]  # fmt: skip
-    assert scratch and Path(scratch[0]).parent == temp and Path(scratch[0]).is_dir()
-    shutil.rmtree(scratch[0])
-    plain = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=300)  # fmt: skip
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    assert list(temp.iterdir()) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tmp"]  # tmp: a link
-
-
-def test_hypothesis_caches_fall_back_to_scratch_when_the_cache_is_unwritable(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("MEMSPEC_CACHE_DIR", str(tmp_path / "cache"))
-    assert certify_module.hypothesis_home(tmp_path / "s") == cache_dir() / "hypothesis"
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory", encoding="utf-8")
-    monkeypatch.setenv("MEMSPEC_CACHE_DIR", str(blocker))
-    assert certify_module.hypothesis_home(tmp_path / "s") == tmp_path / "s" / "hypothesis"
-
-
-def test_run_environment_restores_what_it_changed(tmp_path: Path) -> None:
-    names = ("TMPDIR", certify_module.HYPOTHESIS_HOME, INVOCATION_DIR, "PYTHONDONTWRITEBYTECODE")
-    before = {name: os.environ.get(name) for name in names}
-    with certify_module.run_environment(tmp_path):
-        assert tempfile.gettempdir() == str(tmp_path / "tmp")
-        assert os.environ["TMPDIR"] == str(tmp_path / "tmp")
-        assert os.environ[INVOCATION_DIR] == os.getcwd() and sys.dont_write_bytecode
-    assert {name: os.environ.get(name) for name in before} == before
-    assert tempfile.gettempdir() != str(tmp_path / "tmp")

@@ -1,9 +1,11 @@
-"""Verdicts as data: how a check that did not pass ended, taken from the exception it raised."""
+"""Verdicts as data: how a check that did not pass ended, taken from the exception it raised.
+
+That a bug in a check reaches the report as a harness error, through the plugin, is checked in
+``tests/harness/test_plugin.py``."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis.errors import FlakyFailure
@@ -17,9 +19,6 @@ from memspec.conformance.findings import (
     verdict_of,
 )
 from memspec.conformance.registry import HarnessError, NotApplicable
-
-pytest_plugins = ["pytester"]
-PROJECT = str(Path(__file__).resolve().parents[2])
 
 
 @pytest.mark.parametrize(
@@ -58,44 +57,6 @@ def test_verdicts_round_trip_as_properties() -> None:
     assert Verdict.from_property(value) == verdict and json.loads(value)["kind"] == "unsupported"
     assert Verdict.from_property(None) is None
     assert leading_clause("CONTRACT-10: x") == "CONTRACT-10" and leading_clause("E: x") == ""
-
-
-BOOM = """
-from dataclasses import replace
-from memspec.conformance import registry
-
-registry.all_checks()
-CHECK = "files.rewrite_keeps_the_mode"
-
-def boom(ctx):
-    raise TypeError("a bug in the check, not in the backend")
-
-registry.CHECKS[CHECK] = replace(registry.CHECKS[CHECK], function=boom)
-"""
-
-
-def test_a_bug_in_a_check_is_a_harness_error_never_a_backend_failure(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PYTHONPATH", PROJECT)
-    pytester.makeconftest(BOOM)
-    report = pytester.path / "report"
-    pytester.runpytest_subprocess(
-        "--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider",
-        "--memspec-backend", "tests.backends.wrappers:core_only",
-        "-k", "rewrite_keeps_the_mode or batch-applies-items", f"--memspec-report={report}",
-        timeout=300,
-    )  # fmt: skip
-    payload = json.loads((report / "report.json").read_text(encoding="utf-8"))
-    by_id = {check["id"]: check for check in payload["checks"]}
-    boom = by_id["FILES/files.rewrite_keeps_the_mode"]
-    assert boom["status"] == "failed" and boom["kind"] == "harness-error"
-    assert boom["reason"] == "TypeError: a bug in the check, not in the backend"
-    assert payload["summary"]["errors"] == 1 and payload["summary"]["failed"] == 0
-    assert {row["clause"]: row["status"] for row in payload["clauses"]}["FILES-2"] != "fail"
-    # A check that needs a feature the backend does not claim carries the feature as data.
-    skipped = [check for check in payload["checks"] if check["status"] == "skipped"]
-    assert skipped and all(check["missing_features"] == ["batch"] for check in skipped)
 
 
 def test_the_reason_carries_the_backends_last_words() -> None:

@@ -1,10 +1,10 @@
-"""The settings of a certification are declared once: every command and the plugin offer the
-same."""
+"""The settings of a certification are declared once (``conformance/options.py``): every
+command offers each it takes as declared, and values are checked when parsed. That the pytest
+plugin offers the same is checked in a sandbox, in ``tests/harness/test_plugin.py``."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +21,6 @@ from memspec.conformance.options import (
     profile_name,
 )
 
-pytest_plugins = ["pytester"]
 OPTIONS = (*WHICH_BACKEND, *SETTINGS)
 
 
@@ -39,17 +38,6 @@ def test_memspec_certify_offers_every_setting_as_declared() -> None:
         assert (action.help, action.metavar, action.type) == (
             option.help, option.metavar, option.type
         )  # fmt: skip
-
-
-def test_the_plugin_offers_every_setting_as_declared(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
-    result = pytester.runpytest_subprocess("--help")
-    text = " ".join(result.stdout.str().split())
-    for option in OPTIONS:
-        assert f"--memspec-{option.name}={option.metavar}" in text
-        assert " ".join(option.help.split()) in text
 
 
 @pytest.mark.parametrize(
