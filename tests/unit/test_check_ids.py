@@ -37,7 +37,6 @@ def test_registered_checks_are_the_recorded_ones() -> None:
     assert all(item.id == name for name, item in all_checks().items())
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # the plugin is off here
 def test_suite_test_ids_are_area_and_check_id() -> None:
     from memspec.conformance.suite import test_conformance
 
