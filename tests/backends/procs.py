@@ -3,7 +3,11 @@
 :class:`FileStore` is a small file-backed store written against the contract, with the spec's
 own rule functions for every decision. Done right, it locks ``MEMORY.md.lock``, sweeps stale
 temps, re-reads under the lock, writes a unique temp, fsyncs it, renames it and fsyncs the
-directory. Each subclass breaks exactly one step, the way real stores have:
+directory. It is a base of its own by design: it claims ``multi-process``, ``crash-safe`` and
+``durable``, so the checks of concurrent sessions, kills, crash states and injected faults run
+on it, and each step of that protocol is one method (the naive store of ``naive_broken.py``
+claims none of them; a wrapper of the reference, ``wrappers.py``, cannot break a step inside
+it). Each subclass breaks exactly one step, the way real stores have:
 
 =======================  ====================================================  ==============
 factory                  defect                                                caught by

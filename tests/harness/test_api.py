@@ -10,7 +10,7 @@ import pytest
 import memspec
 from memspec.conformance.backend import InProcessBackend, factory_name
 from memspec.reference_impl import open_store
-from tests.backends.zoo_broken import stuck_when_full
+from tests.backends.wrappers import stuck_when_full
 
 # Worker processes run the concurrent-writer checks: a factory must reach them too.
 SELECTION = "FORMAT or LIMIT or locking.concurrent_adds_are_all_kept"

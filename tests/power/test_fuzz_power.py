@@ -3,8 +3,8 @@
 Each check runs directly (``check.run(CheckContext(...))``, no pytest plugin) at the ``ci``
 profile. The reference store passes every property and the state machine; so do stores that take
 a choice the spec leaves open (BATCH-8's refusal of an emptying batch, a stricter threat scanner,
-a store claiming ``core`` alone). Each backend broken on purpose (``tests/backends/fuzzbroken.py``)
-is caught with an ``AssertionError`` that opens with the clause id its defect breaks, shows the
+a store claiming ``core`` alone). Each backend broken on purpose (``tests/backends/wrappers.py``) is
+caught with an ``AssertionError`` that opens with the clause id its defect breaks, shows the
 shrunk example, and ends with a one-command reproduction.
 """
 
@@ -24,7 +24,7 @@ from memspec.spec import model
 from memspec.spec.operations import Add
 
 REFERENCE = "memspec.reference_impl:open_store"
-BROKEN = "tests.backends.fuzzbroken"
+BROKEN = "tests.backends.wrappers"
 FUZZ = ("properties", "drift_properties", "machine")
 CHECKS = {name: item for name, item in all_checks().items() if name.split(".")[0] in FUZZ}
 
@@ -40,8 +40,8 @@ ALLOWED_VARIANTS = [
     (f"{BROKEN}:refuses_emptying_batch", "machine.memory_machine"),
     (f"{BROKEN}:stricter_scanner", "machine.memory_machine"),
     (f"{BROKEN}:stricter_scanner", "drift_properties.external_edits_are_kept"),
-    ("tests.backends.wrappers:core_only", "machine.memory_machine"),
-    ("tests.backends.wrappers:core_only", "properties.delimiter_round_trip"),
+    (f"{BROKEN}:core_only", "machine.memory_machine"),
+    (f"{BROKEN}:core_only", "properties.delimiter_round_trip"),
 ]
 
 
