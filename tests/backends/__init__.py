@@ -11,8 +11,8 @@
 - ``jsonl_naive.py``, ``protocol_faults.py``: JSON Lines servers with a protocol defect, run as
   ``--backend-cmd``.
 
-Each defect is defined once; the zoo (``tests/zoo.py``) lists them with the clauses that must
-catch them.
+Each defect is defined once, but for three twins across the naive and file-store bases that
+``procs.py`` names; the zoo (``tests/zoo.py``) lists them with the clauses that must catch them.
 """
 
 from pathlib import Path

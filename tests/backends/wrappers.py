@@ -37,7 +37,6 @@ from memspec.spec.codec import (
     normalize_content,
     serialize,
 )
-from memspec.spec.fence import find_fence_tags, find_system_notes, frame
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace, thaw
 from memspec.spec.rules import argument_error, choose_entry, decide
 from memspec.spec.snapshot import render_snapshot
@@ -155,19 +154,6 @@ class AcceptsDelimiterLine(Wrapper):
         raw = content.strip(WHITESPACE).encode("utf-8", "replace")
         self.path(op.target).write_bytes(current + (b"\n\xc2\xa7\n" if current else b"") + raw)
         return {"ok": True, "code": codes.OK}
-
-
-class AcceptsDelimiter(Wrapper):
-    """Stores content holding a delimiter line as it is (hermes-agent #54403; ENTRY-3)."""
-
-    def add(self, target: str, content: str) -> dict[str, Any]:
-        answer = self.inner.add(target, content)
-        if answer["code"] == "E_DELIMITER" and isinstance(content, str):
-            path = self.root / ("MEMORY.md" if target == "memory" else "USER.md")
-            old = path.read_bytes() if path.exists() else b""
-            path.write_bytes(old + (b"\n\xc2\xa7\n" if old else b"") + content.encode())
-            return {"ok": True, "code": "OK"}
-        return answer
 
 
 class KeepsBomOnRead(Wrapper):
@@ -473,23 +459,6 @@ class RewritesWithoutBackup(Wrapper):
         return super().mutate(op)
 
 
-# --- fence --------------------------------------------------------------------------------------
-
-
-class SinglePassFence(Wrapper):
-    """Strips fence tags and forged notes in one pass, so ``<</memory-context>/memory-context>``
-    reassembles into a live closing tag (FENCE-3, hermes-agent #108964)."""
-
-    def fence(self, raw: str) -> str:
-        spans = sorted(find_fence_tags(raw) + find_system_notes(raw))
-        kept, position = [], 0
-        for start, end in spans:
-            kept.append(raw[position : max(position, start)])
-            position = max(position, end)
-        clean = ("".join(kept) + raw[position:]).strip(WHITESPACE)
-        return frame(clean) if clean else ""
-
-
 # --- the contract -------------------------------------------------------------------------------
 
 
@@ -621,7 +590,6 @@ def _contents(op: Mutation) -> list[str]:
 
 splits_on_bare_section = factory_of(SplitsOnBareSection)
 accepts_delimiter_line = factory_of(AcceptsDelimiterLine)
-accepts_delimiter = factory_of(AcceptsDelimiter)
 keeps_bom_on_read = factory_of(KeepsBomOnRead)
 dedup_on_read = factory_of(DedupOnRead)
 raises_on_surrogate = factory_of(RaisesOnSurrogate)
@@ -644,7 +612,6 @@ plain_numbers = factory_of(PlainNumbers)
 empty_block = factory_of(EmptyBlock)
 raw_bytes_drift_guard = factory_of(RawBytesDriftGuard)
 rewrites_without_backup = factory_of(RewritesWithoutBackup)
-single_pass_fence = factory_of(SinglePassFence)
 misnamed_core = factory_of(MisnamedCore)
 raises_on_add = factory_of(RaisesOnAdd)
 hangs_on_add = factory_of(HangsOnAdd)

@@ -147,7 +147,7 @@ def test_stale_expected_failure_fails(tmp_path: Path) -> None:
     [
         ("float_percent", {"SNAP-6"}),
         ("dedup_on_read", {"READ-5", "DUP-4"}),
-        ("accepts_delimiter", {"ENTRY-3"}),
+        ("accepts_delimiter_line", {"ENTRY-3"}),
         ("truncates_to_fit", {"LIMIT-2"}),
         ("raises_on_add", {"CONTRACT-6"}),
     ],

@@ -33,6 +33,7 @@ from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"
+HANGS = "tests.backends.wrappers:hangs_on_add"
 INTERPOSED = sorted(
     name
     for name, check in CHECKS.items()
@@ -83,7 +84,7 @@ def test_killed_worker_leaves_its_operation_info(tmp_path: Path) -> None:
 def test_hung_backend_times_out(tmp_path: Path) -> None:
     """A mutation that never returns is killed at the deadline and recorded as ``info``."""
     started = time.monotonic()
-    result = run_session(Job(InProcessBackend(f"{PROCS}:open_hangs"), tmp_path, _adds("x")), 1.0)
+    result = run_session(Job(InProcessBackend(HANGS), tmp_path, _adds("x")), 1.0)
     assert time.monotonic() - started < 8
     assert result.status == "timeout"
     assert result.ops[1].type == "info" and "1 s" in result.ops[1].message

@@ -32,7 +32,7 @@ redis = pytest.importorskip(
 )
 
 PROJECT = Path(__file__).resolve().parents[2]
-BACKEND = "tests.backends.wrappers:single_pass_fence"
+BACKEND = "tests.backends.naive_broken:SinglePassFence"
 CHECK = "properties.fence_escape"
 REPLAY = """
 import sys, tempfile

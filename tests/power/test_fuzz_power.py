@@ -3,9 +3,9 @@
 Each check runs directly (``check.run(CheckContext(...))``, no pytest plugin) at the ``ci``
 profile. The reference store passes every property and the state machine; so do stores that take
 a choice the spec leaves open (BATCH-8's refusal of an emptying batch, a stricter threat scanner,
-a store claiming ``core`` alone). Each backend broken on purpose (``tests/backends/wrappers.py``) is
-caught with an ``AssertionError`` that opens with the clause id its defect breaks, shows the
-shrunk example, and ends with a one-command reproduction.
+a store claiming ``core`` alone). Each backend broken on purpose (``tests/backends/wrappers.py``,
+the fence's in ``naive_broken.py``) is caught with an ``AssertionError`` that opens with the
+clause id its defect breaks, shows the shrunk example, and ends with a one-command reproduction.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ FUZZ = ("properties", "drift_properties", "machine")
 CHECKS = {name: item for name, item in all_checks().items() if name.split(".")[0] in FUZZ}
 
 CAUGHT = [
-    ("splits_on_bare_section", "properties.delimiter_round_trip", "FORMAT-5"),
-    ("accepts_delimiter_line", "properties.delimiter_round_trip", "ENTRY-3"),
-    ("raw_bytes_drift_guard", "drift_properties.external_edits_are_kept", "DRIFT-1"),
-    ("rewrites_without_backup", "drift_properties.external_edits_are_kept", "DRIFT-2"),
-    ("single_pass_fence", "properties.fence_escape", "FENCE-3"),
-    ("raw_bytes_drift_guard", "machine.memory_machine", "DRIFT-1"),
+    (f"{BROKEN}:splits_on_bare_section", "properties.delimiter_round_trip", "FORMAT-5"),
+    (f"{BROKEN}:accepts_delimiter_line", "properties.delimiter_round_trip", "ENTRY-3"),
+    (f"{BROKEN}:raw_bytes_drift_guard", "drift_properties.external_edits_are_kept", "DRIFT-1"),
+    (f"{BROKEN}:rewrites_without_backup", "drift_properties.external_edits_are_kept", "DRIFT-2"),
+    ("tests.backends.naive_broken:SinglePassFence", "properties.fence_escape", "FENCE-3"),
+    (f"{BROKEN}:raw_bytes_drift_guard", "machine.memory_machine", "DRIFT-1"),
 ]
 ALLOWED_VARIANTS = [
     (f"{BROKEN}:refuses_emptying_batch", "machine.memory_machine"),
@@ -74,9 +74,12 @@ def test_choices_the_spec_leaves_open_pass(backend: str, check_id: str, tmp_path
     run_check(backend, check_id, tmp_path)
 
 
-@pytest.mark.parametrize(("factory", "check_id", "clause"), CAUGHT)
-def test_broken_backend_is_caught(factory: str, check_id: str, clause: str, tmp_path: Path) -> None:
-    backend = f"{BROKEN}:{factory}"
+@pytest.mark.parametrize(
+    ("backend", "check_id", "clause"),
+    CAUGHT,
+    ids=[f"{backend.split(':')[1]}-{check_id}-{clause}" for backend, check_id, clause in CAUGHT],
+)
+def test_broken_backend_is_caught(backend: str, check_id: str, clause: str, tmp_path: Path) -> None:
     with pytest.raises(AssertionError) as failure:
         run_check(backend, check_id, tmp_path)
     message = str(failure.value)

@@ -28,7 +28,6 @@ from tests.zoo import (
     AREAS,
     NAIVE,
     PROCS,
-    WRAP,
     ZOO,
     Detection,
     Member,
@@ -47,7 +46,7 @@ def asserted_elsewhere() -> dict[tuple[str, str], str]:
     """(backend, check) -> the clause prefix a power test asserts its failure opens with."""
     found = {(f"{NAIVE}:{v}", check): c for v, check, c in test_checks_power.CAUGHT}
     found |= {(f"{PROCS}:{f}", check): c for f, check, c, _ in test_process_checks.CAUGHT}
-    found |= {(f"{WRAP}:{f}", check): c for f, check, c in test_fuzz_power.CAUGHT}
+    found |= {(backend, check): c for backend, check, c in test_fuzz_power.CAUGHT}
     return found
 
 
