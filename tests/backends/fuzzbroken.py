@@ -13,7 +13,7 @@ from typing import Any
 
 from memspec.reference_impl import open_store
 from memspec.spec import codes
-from memspec.spec.codec import WHITESPACE, classify_bytes, decode, encode_entries
+from memspec.spec.codec import WHITESPACE, classify_bytes, encode_entries
 from memspec.spec.fence import find_fence_tags, find_system_notes, frame
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace, thaw
 from memspec.spec.rules import argument_error, decide
@@ -93,7 +93,8 @@ class AcceptsDelimiterLine(Wrapper):
 class RawBytesDriftGuard(Wrapper):
     """Guards drift by comparing the file's raw bytes with the bytes it last wrote, so a BOM,
     CRLF or a blank line around ``§`` is refused as drift (DRIFT-1, hermes-agent #61523 and
-    #42874). The last written bytes are kept in a sidecar ``NAME.written``."""
+    #42874). The last written bytes are kept in a sidecar ``NAME.written``; a foreign file is
+    left to the inner store, so this is the one defect."""
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
         if argument_error(op) is not None or not is_target(op.target):
@@ -101,7 +102,8 @@ class RawBytesDriftGuard(Wrapper):
         sidecar = self.root / (FILENAMES[op.target] + ".written")
         current = self.read(op.target)
         written = sidecar.read_bytes() if sidecar.exists() else None
-        if current and current != written and decode(current) is not None:
+        kind = classify_bytes(current, self.limits[op.target]).kind
+        if current and current != written and kind in ("canonical", "cosmetic"):
             backup = self.path(op.target).with_name(
                 f"{FILENAMES[op.target]}.bak.{hashlib.sha256(current).hexdigest()[:16]}"
             )
