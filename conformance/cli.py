@@ -233,6 +233,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     result = certify(request, measured)
     for line in result.notes:
         print(line)
+    if result.records:
+        print(result.level.headline())
     print(_summary(result.counts["passed"], result.counts["failed"], result.counts["skipped"]))
     return result.status
 

@@ -6,20 +6,25 @@ backend, with the reason when it is not a pass:
 
 - ``fail``: a check citing the clause failed (or failed as listed in an expected-failures file),
   and its message does not blame another clause; the reason is its first assertion line.
-- ``skip``: no citing check passed or failed, **or** one was skipped because the backend does not
-  claim a feature it needs. A clause whose mechanism a backend lacks (no drift guard, no
-  directory fsync) therefore never reads as passed on the strength of its other checks
-  (CONTRACT-20). A check skipped only because it needs a Python backend (interposition) or the
-  JSON Lines protocol does not demote a pass; the cell notes it.
+- ``skip``: the clause binds only a backend that claims a feature this one does not claim
+  (SPEC.md, "Scope"); or no citing check passed or failed, **or** one was skipped because the
+  backend does not claim a feature it needs. A clause whose mechanism a backend lacks (no
+  drift guard, no directory fsync) therefore never reads as passed on the strength of its
+  other checks (CONTRACT-20). A check skipped only because it needs a Python backend
+  (interposition) or the JSON Lines protocol does not demote a pass; the cell notes it.
 - ``pass``: otherwise, when at least one citing check passed.
 - ``n/a``: no check of the suite cites the clause (rules of the agent, verified by memspec's own
   tests).
+
+Each column also states the conformance level its backend reached, computed from its checks by
+:func:`~memspec.conformance.findings.conformance_level`, the rule of its ``report.json``.
 
 The library never prints: it returns text (Markdown, or one self-contained HTML page).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from collections.abc import Sequence
@@ -28,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import UsageError
-from memspec.conformance.findings import DEFECT_CLAUSE, fails_clause, shorten
+from memspec.conformance.findings import (
+    DEFECT_CLAUSE,
+    Level,
+    conformance_level,
+    fails_clause,
+    scope_skip,
+    shorten,
+)
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -104,16 +116,27 @@ def _stopped(check: dict[str, Any]) -> str:
     return f"{check['id']} stopped on {blamed(check)}"
 
 
+@functools.cache
+def _clauses_by_id() -> dict[str, Clause]:
+    return {clause.id: clause for clause in parse_clauses(spec_text())}
+
+
 def clause_verdict(clause: str, column: Column) -> Verdict:
     """Returns the verdict of ``clause`` for ``column`` (rules in the module docstring).
 
     A failure counts against the clause unless it blames another clause: the state machine
     cites twenty clauses, and when it stops on ``DRIFT-5`` the other nineteen were not shown to
-    fail (nor to pass, by that check). A harness error counts against no clause.
+    fail (nor to pass, by that check). A harness error counts against no clause. A clause of an
+    optional feature the backend does not claim reads ``skip``, whatever its checks did: it
+    binds only a backend that claims the feature (SPEC.md, "Scope").
     """
     cited = [check for check in column.checks if clause in check.get("clauses", ())]
     if not cited:
         return Verdict("n/a")
+    stated = _clauses_by_id().get(clause)
+    unclaimed = scope_skip(stated, column.run.get("features") or ()) if stated else None
+    if unclaimed is not None:
+        return Verdict("skip", unclaimed, tuple(check["id"] for check in cited))
     own = sorted(
         (check for check in cited if _against(check, clause)),
         key=lambda check: (blamed(check) != clause, len(check.get("clauses", ()))),
@@ -147,6 +170,11 @@ class Matrix:
     columns: tuple[Column, ...]
     cells: tuple[tuple[Verdict, ...], ...]
 
+    def level(self, index: int) -> Level:
+        """Returns the conformance level column ``index`` reached (SPEC.md, "Conformance
+        levels"), computed from its checks by the same rule as its report."""
+        return conformance_level(self.clauses, self.columns[index].checks)
+
     @classmethod
     def build(cls, columns: Sequence[Column]) -> Matrix:
         """Returns the matrix of ``columns`` over every clause of SPEC.md."""
@@ -176,7 +204,8 @@ def render_markdown(matrix: Matrix, title: str = "memspec clause matrix") -> str
         counts = matrix.counts(index)
         run = column.run
         lines.append(
-            f"- **{_md(column.label)}**: {counts['pass']} pass, {counts['fail']} fail, "
+            f"- **{_md(column.label)}**: level **{matrix.level(index).name}**; "
+            f"{counts['pass']} pass, {counts['fail']} fail, "
             f"{counts['skip']} skip, {counts['n/a']} n/a (profile {run.get('profile', '?')}; "
             f"features: {', '.join(run.get('features', ()))})"
         )
@@ -215,7 +244,7 @@ def render_html(matrix: Matrix, title: str = "memspec clause matrix") -> str:
     """Returns the matrix as one static, self-contained HTML page (no scripts, no links)."""
     head = "".join(f"<th>{html.escape(column.label)}</th>" for column in matrix.columns)
     summary = "".join(
-        f"<li><b>{html.escape(column.label)}</b>: "
+        f"<li><b>{html.escape(column.label)}</b>: level <b>{matrix.level(index).name}</b>; "
         + ", ".join(f"{n} {status}" for status, n in matrix.counts(index).items())
         + f" — profile {html.escape(str(column.run.get('profile', '?')))}, features "
         + html.escape(", ".join(column.run.get("features", ())))
@@ -276,11 +305,12 @@ def timeline(matrix: Matrix) -> list[Change]:
 
 def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
     """Returns the sweep as Markdown: clause counts per release, then each change with why."""
-    lines = ["| release | pass | fail | skip | features |", "|---|---|---|---|---|"]
+    lines = ["| release | level | pass | fail | skip | features |", "|---|---|---|---|---|---|"]
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
         lines.append(
-            f"| {_md(column.label)} | {counts['pass']} | {counts['fail']} | {counts['skip']} | "
+            f"| {_md(column.label)} | {matrix.level(index).name} | {counts['pass']} | "
+            f"{counts['fail']} | {counts['skip']} | "
             f"{', '.join(f for f in column.run.get('features', ()) if f != 'core')} |"
         )
     first = matrix.columns[0].label if matrix.columns else ""
