@@ -64,6 +64,7 @@ PROCS = "tests.backends.procs"
 FUZZ = "tests.backends.fuzzbroken"
 WRAP = "tests.backends.wrappers"
 ZOO_BROKEN = "tests.backends.zoo_broken"
+RECOVERY = "tests.backends.recovery_broken"
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,14 @@ ZOO: tuple[Member, ...] = (
        "DRIFT-4 DRIFT-5", "drift.external_bytes_survive_rewrite"),
     _m(f"{ZOO_BROKEN}:overwrites_taken_backup", "drift", "overwrites a taken backup name",
        "DRIFT-4", "drift.taken_backup_name_is_kept"),
+    _m(f"{RECOVERY}:refuses_repair_on_foreign", "drift", "a foreign file refuses even a remove",
+       "DRIFT-7 DRIFT-2", "drift-limit-lowered-below-the-file"),
+    _m(f"{RECOVERY}:rewrites_foreign_without_backup", "drift", "repairs a foreign file unsaved",
+       "DRIFT-2 DRIFT-5", "recovery.lowered_limit_is_recoverable"),
+    _m(f"{RECOVERY}:backup_not_named", "drift", "an OK never names its backup",
+       "DRIFT-5 DRIFT-2", "drift.external_bytes_survive_rewrite"),
+    _m(f"{RECOVERY}:no_drift_guard", "drift", "no drift guard, none claimed (#26045)",
+       "DRIFT-5", "drift.external_bytes_survive_rewrite"),
     # scanning
     _m(f"{NAIVE}:WindowedScan", "scanning", "scans the first 64 KiB only",
        "SCAN-5", "scan.whole_content_is_scanned"),
