@@ -31,14 +31,16 @@ from collections.abc import Sequence
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
 from memspec.conformance.examples import run_on_backend, run_on_model
-from memspec.conformance.jsonlines import serve
+from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, serve
 from memspec.conformance.options import (
+    QUIET,
+    SELECT,
     SETTINGS,
+    TIMEOUT,
     WHICH_BACKEND,
+    WORKERS,
     add_options,
     positive_int,
-    positive_seconds,
-    workers,
 )
 from memspec.conformance.profiles import DEFAULT_PROFILE
 from memspec.conformance.registry import all_checks, clauses_with_checks
@@ -282,14 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     which = certify_cmd.add_mutually_exclusive_group(required=True)
     add_options(which.add_argument, WHICH_BACKEND)
     add_options(certify_cmd.add_argument, SETTINGS)
-    certify_cmd.add_argument(
-        "-n",
-        "--workers",
-        type=workers,
-        default=None,
-        metavar="N",
-        help="run checks in N parallel processes (pytest-xdist), or 'auto'",
-    )
+    add_options(certify_cmd.add_argument, (WORKERS, SELECT))
     certify_cmd.add_argument(
         "--coverage",
         action="store_true",
@@ -297,17 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the certification exercised",
     )
     certify_cmd.add_argument(
-        "-k",
-        dest="select",
-        metavar="EXPR",
-        help="run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
-    )
-    certify_cmd.add_argument(
         "--keep-temp",
         action="store_true",
         help="keep the run's temporary files (roots, histories) and print where they are",
     )
-    certify_cmd.add_argument("-q", "--quiet", action="store_true", help="print less progress")
+    add_options(certify_cmd.add_argument, (QUIET,))
     certify_cmd.set_defaults(run=_cmd_certify)
     serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
     serve_cmd.add_argument(
@@ -353,9 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument(
         "--backend", metavar="MODULE:FACTORY", help="replay against this backend instead"
     )
-    repro.add_argument(
-        "--timeout", type=positive_seconds, default=10.0, help="seconds per backend call"
-    )
+    add_options(repro.add_argument, (TIMEOUT,), defaults={"timeout": DEFAULT_TIMEOUT})
     repro.set_defaults(run=_cmd_repro)
     from memspec.conformance.cli_hermes import add_parsers
 

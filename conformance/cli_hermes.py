@@ -54,8 +54,16 @@ from memspec.conformance.matrix import (
     render_timeline_markdown,
     timeline,
 )
-from memspec.conformance.options import positive_seconds, workers
-from memspec.conformance.profiles import PROFILES
+from memspec.conformance.options import (
+    EXPECTED_FAILURES,
+    PROFILE,
+    QUIET,
+    REPORT,
+    SELECT,
+    TIMEOUT,
+    WORKERS,
+    add_options,
+)
 from memspec.conformance.results_page import PageRun, writable_page
 
 CERTIFY_TIMEOUT = 7200.0
@@ -313,18 +321,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, profile: str) -> None:
-    parser.add_argument(
-        "--profile", default=profile, choices=sorted(PROFILES), help=f"default {profile}"
-    )
-    parser.add_argument(
-        "-n", "--workers", type=workers, metavar="N", help="parallel processes per certification"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        metavar="SECONDS",
-        help="longest wait for one backend call",
-    )
+    add_options(parser.add_argument, (PROFILE, WORKERS, TIMEOUT), defaults={"profile": profile})
     parser.add_argument(
         "--cache",
         metavar="DIR",
@@ -350,10 +347,7 @@ def add_parsers(commands: Any) -> None:
     hermes = commands.add_parser("hermes", help="certify a hermes-agent release from the index")
     hermes.add_argument("--package", default="hermes-agent", choices=PACKAGES)
     hermes.add_argument("--version", help="a release on the index (default: the latest)")
-    hermes.add_argument("--report", metavar="DIR", help="write report.json, report.md, junit.xml")
-    hermes.add_argument("--expected-failures", metavar="FILE", help="as for memspec certify")
-    hermes.add_argument("-k", dest="select", metavar="EXPR", help="only the matching checks")
-    hermes.add_argument("-q", "--quiet", action="store_true", help="print less progress")
+    add_options(hermes.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
     _common(hermes, "ci")
     hermes.set_defaults(run=_cmd_hermes)
 

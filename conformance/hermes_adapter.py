@@ -249,7 +249,7 @@ def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
     if not isinstance(root, str) or not os.path.isdir(root):
         raise BadOpen(f"open needs 'root', an existing directory; got {root!r}")
     # DEFAULT_LIMITS of memspec.spec.targets, restated: this file runs in the Hermes environment,
-    # where memspec is not installed (tests/test_judges.py keeps the two equal).
+    # where memspec is not installed (tests/unit/test_judges.py keeps the two equal).
     session = HermesSession(
         Path(root).absolute(),
         int(request.get("memory_char_limit", 2200)),

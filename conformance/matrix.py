@@ -2,19 +2,10 @@
 
 Both are made from ``report.json`` files (CONTRACT-17), so a matrix can be rendered again from
 saved certifications without running anything. Each cell is the verdict of one clause for one
-backend, with the reason when it is not a pass:
-
-- ``fail``: a check citing the clause failed (or failed as listed in an expected-failures file),
-  and its message does not blame another clause; the reason is its first assertion line.
-- ``skip``: the clause binds only a backend that claims a feature this one does not claim
-  (SPEC.md, "Scope"); or no citing check passed or failed, **or** one was skipped because the
-  backend does not claim a feature it needs. A clause whose mechanism a backend lacks (no
-  drift guard, no directory fsync) therefore never reads as passed on the strength of its
-  other checks (CONTRACT-20). A check skipped only because it needs a Python backend
-  (interposition) or the JSON Lines protocol does not demote a pass; the cell notes it.
-- ``pass``: otherwise, when at least one citing check passed.
-- ``n/a``: no check of the suite cites the clause (rules of the agent, verified by memspec's own
-  tests).
+backend, with the reason when it is not a pass, decided by
+:func:`memspec.conformance.verdicts.clause_verdict` (the same function as the clause table of
+a report): ``pass``, ``fail``, ``skip`` or ``n/a``; the rules are in that module's docstring.
+A clause of a feature the column's backend does not claim reads ``skip``.
 
 Each column also states the conformance level its backend reached, computed from its checks by
 :func:`~memspec.conformance.findings.conformance_level`, the rule of its ``report.json``.
@@ -24,7 +15,6 @@ The library never prints: it returns text (Markdown, or one self-contained HTML 
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 from collections.abc import Sequence
@@ -33,14 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import UsageError
-from memspec.conformance.findings import (
-    DEFECT_CLAUSE,
-    Level,
-    conformance_level,
-    fails_clause,
-    scope_skip,
-    shorten,
-)
+from memspec.conformance.findings import Level, conformance_level
+from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -79,110 +63,30 @@ class Column:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A Verdict is a clause's status for one backend, with the reason when it is not a pass,
-    and the ids of the checks that decided it."""
-
-    status: str
-    reason: str = ""
-    checks: tuple[str, ...] = ()
-
-
-def failure_reason(check: dict[str, Any]) -> str:
-    """Returns one line saying why a check did not pass: its recorded reason (the record's
-    verdict, :mod:`memspec.conformance.findings`), or for a report of an older memspec that
-    has none, the first line of its message."""
-    reason = str(check.get("reason") or "")
-    if reason:
-        return reason
-    lines = [line.strip() for line in str(check.get("message", "")).splitlines() if line.strip()]
-    return shorten(lines[0] if lines else "failed")
-
-
-def blamed(check: dict[str, Any]) -> str:
-    """Returns the clause a failed check blames ("" for every clause it cites)."""
-    if check.get("kind") == "defect":
-        return str(check.get("blamed") or DEFECT_CLAUSE)
-    return str(check.get("blamed") or "")
-
-
-def _against(check: dict[str, Any], clause: str) -> bool:
-    return fails_clause(check["status"], str(check.get("kind") or ""), blamed(check), clause)
-
-
-def _stopped(check: dict[str, Any]) -> str:
-    if check.get("kind") == "harness-error":
-        return f"{check['id']} stopped on a harness error"
-    return f"{check['id']} stopped on {blamed(check)}"
-
-
-@functools.cache
-def _clauses_by_id() -> dict[str, Clause]:
-    return {clause.id: clause for clause in parse_clauses(spec_text())}
-
-
-def clause_verdict(clause: str, column: Column) -> Verdict:
-    """Returns the verdict of ``clause`` for ``column`` (rules in the module docstring).
-
-    A failure counts against the clause unless it blames another clause: the state machine
-    cites twenty clauses, and when it stops on ``DRIFT-5`` the other nineteen were not shown to
-    fail (nor to pass, by that check). A harness error counts against no clause. A clause of an
-    optional feature the backend does not claim reads ``skip``, whatever its checks did: it
-    binds only a backend that claims the feature (SPEC.md, "Scope").
-    """
-    cited = [check for check in column.checks if clause in check.get("clauses", ())]
-    if not cited:
-        return Verdict("n/a")
-    stated = _clauses_by_id().get(clause)
-    unclaimed = scope_skip(stated, column.run.get("features") or ()) if stated else None
-    if unclaimed is not None:
-        return Verdict("skip", unclaimed, tuple(check["id"] for check in cited))
-    own = sorted(
-        (check for check in cited if _against(check, clause)),
-        key=lambda check: (blamed(check) != clause, len(check.get("clauses", ()))),
-    )
-    if own:
-        check = own[0]
-        expected = " (expected)" if check["status"] == "xfailed" else ""
-        return Verdict("fail", f"{check['id']}{expected}: {failure_reason(check)}", (check["id"],))
-    skipped = [check for check in cited if check["status"] == "skipped"]
-    for check in skipped:
-        missing = check.get("missing_features") or ()
-        if missing:
-            reason = f"needs feature {', '.join(missing)}, not claimed"
-            return Verdict("skip", reason, (check["id"],))
-    others = [check for check in cited if check["status"] in ("failed", "xfailed")]
-    stopped = [_stopped(check) for check in others if check.get("kind") != "stale"]
-    ids = tuple(check["id"] for check in others)
-    if any(check["status"] == "passed" or check.get("kind") == "stale" for check in cited):
-        notes = [f"{len(skipped)} of {len(cited)} checks skipped"] if skipped else []
-        return Verdict("pass", "; ".join(notes + stopped), ids)
-    if stopped:
-        return Verdict("skip", "not verified: " + "; ".join(stopped), ids)
-    return Verdict("skip", failure_reason(skipped[0]), (skipped[0]["id"],))
-
-
-@dataclass(frozen=True)
 class Matrix:
     """A Matrix is one verdict per clause and backend, clauses in SPEC.md order."""
 
     clauses: tuple[Clause, ...]
     columns: tuple[Column, ...]
-    cells: tuple[tuple[Verdict, ...], ...]
-
-    def level(self, index: int) -> Level:
-        """Returns the conformance level column ``index`` reached (SPEC.md, "Conformance
-        levels"), computed from its checks by the same rule as its report."""
-        return conformance_level(self.clauses, self.columns[index].checks)
+    cells: tuple[tuple[ClauseVerdict, ...], ...]
 
     @classmethod
     def build(cls, columns: Sequence[Column]) -> Matrix:
         """Returns the matrix of ``columns`` over every clause of SPEC.md."""
         clauses = tuple(parse_clauses(spec_text()))
         cells = tuple(
-            tuple(clause_verdict(clause.id, column) for column in columns) for clause in clauses
+            tuple(
+                clause_verdict(clause.id, column.checks, column.run.get("features") or ())
+                for column in columns
+            )
+            for clause in clauses
         )
         return cls(clauses, tuple(columns), cells)
+
+    def level(self, index: int) -> Level:
+        """Returns the conformance level column ``index`` reached (SPEC.md, "Conformance
+        levels"), computed from its checks by the same rule as its report."""
+        return conformance_level(self.clauses, self.columns[index].checks)
 
     def counts(self, index: int) -> dict[str, int]:
         """Returns how many clauses pass, fail, skip and are n/a for column ``index``."""
@@ -234,7 +138,7 @@ td small{display:block;font-weight:normal;max-width:28em;color:#444}
 """
 
 
-def _html_cell(verdict: Verdict) -> str:
+def _html_cell(verdict: ClauseVerdict) -> str:
     css = "na" if verdict.status == "n/a" else verdict.status
     reason = f"<small>{html.escape(verdict.reason)}</small>" if verdict.reason else ""
     return f'<td class="{css}">{html.escape(verdict.status)}{reason}</td>'
@@ -272,8 +176,8 @@ class Change:
 
     clause: str
     release: str
-    before: Verdict
-    after: Verdict
+    before: ClauseVerdict
+    after: ClauseVerdict
 
     @property
     def why(self) -> str:

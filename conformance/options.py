@@ -1,15 +1,15 @@
-"""The settings of a certification, declared once for ``memspec certify`` and the pytest plugin.
+"""The settings of a certification, declared once for every command and the pytest plugin.
 
-Each :class:`Option` is one setting with its value type and help; the CLI adds it as
-``--NAME`` and the plugin as ``--memspec-NAME``, so that the two never drift apart. The value
-types raise ``argparse.ArgumentTypeError`` with a message naming what was given and what is
-expected; both argument parsers turn it into a one-line usage error.
+Each :class:`Option` is one setting with its value type and help; ``memspec certify``, ``hermes``,
+``matrix`` and ``sweep`` add it as ``--NAME`` and the plugin as ``--memspec-NAME``, so that they
+never drift apart. The value types raise ``argparse.ArgumentTypeError`` with a message naming
+what was given and what is expected; every argument parser turns it into a one-line usage error.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,10 @@ class Option:
     metavar: str
     help: str
     type: Callable[[str], Any] = str
+    short: str = ""
+    """A one-letter spelling the commands also accept (``-n``); the plugin never adds it."""
+    switch: bool = False
+    """True for an on/off flag that takes no value."""
 
 
 BACKEND = Option("backend", "MODULE:FACTORY", "certify the Python backend this factory opens")
@@ -69,14 +73,14 @@ BACKEND_CMD = Option(
 PROFILE = Option(
     "profile",
     "NAME",
-    f"smoke (a quick look), ci (deterministic) or thorough (bug hunting); default "
-    f"{DEFAULT_PROFILE}",
+    "smoke (a quick look), ci (deterministic) or thorough (bug hunting); default "
+    + DEFAULT_PROFILE,
     profile_name,
 )
 TIMEOUT = Option(
     "timeout",
     "SECONDS",
-    f"longest wait for one backend call (default {DEFAULT_TIMEOUT:g})",
+    f"longest wait for one backend call; default {DEFAULT_TIMEOUT:g}",
     positive_seconds,
 )
 SEED = Option("seed", "N", "seed of the randomised checks (default: derandomised by profile)", int)
@@ -95,15 +99,50 @@ HYPOTHESIS_DB = Option(
     "shared by every machine of a campaign (needs memspec[campaign]; default with a randomized "
     "profile and a report directory: REPORT/hypothesis)",
 )
+WORKERS = Option(
+    "workers", "N", "run checks in N parallel processes (pytest-xdist), or 'auto'", workers, "-n"
+)
+SELECT = Option(
+    "select",
+    "EXPR",
+    "run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
+    short="-k",
+)
+QUIET = Option("quiet", "", "print less progress", short="-q", switch=True)
 WHICH_BACKEND = (BACKEND, BACKEND_CMD)
 """The two ways to name the backend: exactly one is given."""
 SETTINGS = (PROFILE, TIMEOUT, SEED, REPORT, EXPECTED_FAILURES, HYPOTHESIS_DB)
 """The other settings both the CLI and the plugin take."""
 
 
-def add_options(add: Callable[..., Any], options: Iterable[Option], prefix: str = "--") -> None:
+def add_options(
+    add: Callable[..., Any],
+    options: Iterable[Option],
+    prefix: str = "--",
+    defaults: Mapping[str, Any] | None = None,
+) -> None:
     """Adds each option with ``add`` (``ArgumentParser.add_argument`` or pytest's
-    ``OptionGroup.addoption``) as ``PREFIX + name``, with no default: unset means the
-    default of the code that reads it."""
+    ``OptionGroup.addoption``) as ``PREFIX + name`` (and its one-letter spelling, with the
+    ``--`` prefix of a command). An option has no default, unset meaning the default of the code
+    that reads it, unless ``defaults`` gives one (a command whose default differs, such as
+    ``sweep --profile smoke``): the help then names that default."""
+    chosen = defaults or {}
     for option in options:
-        add(prefix + option.name, metavar=option.metavar, help=option.help, type=option.type)
+        flags = [prefix + option.name] + ([option.short] if option.short and prefix == "--" else [])
+        dest = option.name.replace("-", "_")
+        if prefix != "--":
+            dest = prefix.lstrip("-").replace("-", "_") + dest
+        if option.switch:
+            add(*flags, dest=dest, action="store_true", help=option.help)
+            continue
+        helped = option.help
+        if option.name in chosen:
+            helped = helped.split("; default ")[0] + f"; default {chosen[option.name]}"
+        add(
+            *flags,
+            dest=dest,
+            metavar=option.metavar,
+            help=helped,
+            type=option.type,
+            default=chosen.get(option.name),
+        )

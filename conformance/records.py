@@ -24,10 +24,9 @@ from memspec.conformance.findings import (
     Level,
     Verdict,
     conformance_level,
-    fails_clause,
-    scope_skip,
     shorten,
 )
+from memspec.conformance.verdicts import clause_verdict
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -179,76 +178,38 @@ def clause_matrix(
     records: Iterable[CheckRecord],
     claimed: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Returns one row per clause: its verdict over every check that cites it, and why.
+    """Returns one row per clause: its verdict over every check that cites it, and why, as
+    :func:`memspec.conformance.verdicts.clause_verdict` decides it (the matrix uses the same).
 
-    A clause fails if any citing check failed, passes if one passed and none failed, and is
-    skipped (with the reasons) or unchecked otherwise. A clause of an optional feature that the
-    backend does not claim (``claimed``, when given) is skipped, whatever its checks did: it
-    binds only a backend that claims the feature (SPEC.md, "Scope").
+    Beyond that verdict, a failure every deciding check was listed for reads ``expected fail``,
+    and a clause no check cites reads ``n/a`` when memspec's own tests verify it (``Checked
+    by:``) and ``unchecked`` otherwise.
     """
-    by_clause: dict[str, list[CheckRecord]] = {}
-    for record in records:
-        for clause in record.clauses:
-            by_clause.setdefault(clause, []).append(record)
+    checks = [asdict(record) for record in records]
     rows = []
     for clause in clauses:
-        cited = by_clause.get(clause.id, [])
-        unclaimed = scope_skip(clause, claimed) if claimed is not None else None
-        if unclaimed is not None and (cited or not clause.checked_by):
-            rows.append(
-                {
-                    "clause": clause.id,
-                    "level": clause.level,
-                    "status": "skip",
-                    "checks": [r.id for r in cited],
-                    "why": [unclaimed],
-                }
-            )
-            continue
-        statuses = {
-            record.status
-            if record.status in ("passed", "skipped") or _against(record, clause.id)
-            else "other"
-            for record in cited
-        }
-        if "failed" in statuses:
-            status = "fail"
-        elif "xfailed" in statuses:
+        verdict = clause_verdict(clause.id, checks, claimed)
+        status, why = verdict.status, [verdict.reason] if verdict.reason else []
+        if verdict.expected:
             status = "expected fail"
-        elif "passed" in statuses or any(record.kind == "stale" for record in cited):
-            status = "pass"
-        elif cited:
-            status = "skip"
-        elif clause.checked_by:
-            status = "n/a"
-        else:
+        elif status == "n/a" and not clause.checked_by:
             status = "unchecked"
-        why = sorted(
-            {
-                r.reason if _against(r, clause.id) else f"not verified: {r.id}: {r.reason}"
-                for r in cited
-                if r.status in ("failed", "skipped", "xfailed") and r.reason
-            }
-        )
-        if status == "n/a":
+        elif status == "n/a":
             why = [
                 "a rule of the agent or of memspec, not observable through the contract; "
                 "verified by memspec's own tests"
             ]
+        cited = [check["id"] for check in checks if clause.id in check["clauses"]]
         rows.append(
             {
                 "clause": clause.id,
                 "level": clause.level,
                 "status": status,
-                "checks": [r.id for r in cited],
-                "why": why[:3],
+                "checks": cited,
+                "why": why,
             }
         )
     return rows
-
-
-def _against(record: CheckRecord, clause: str) -> bool:
-    return fails_clause(record.status, record.kind, record.blamed, clause)
 
 
 def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:

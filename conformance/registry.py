@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,8 @@ class CheckContext:
     directory path or ``redis://host:port/db`` (``None``: no database). ``artifacts`` is where a
     failing check leaves files for the user, such as repro files (``None``: the scratch
     directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
-    (counts, seconds) in ``figures``; they are reported with its result.
+    (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
+    of the check running, set by :meth:`Check.run`.
     """
 
     backend: Any
@@ -42,6 +43,7 @@ class CheckContext:
     database: str | None = None
     artifacts: Path | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    check_id: str = ""
 
     def claimed_features(self) -> frozenset[str]:
         """Returns the features the backend claims, from one session opened on the root."""
@@ -68,8 +70,13 @@ class Check:
     id: str
     clauses: tuple[str, ...]
     features: tuple[str, ...]
-    run: CheckFunction
+    function: CheckFunction
     python_only: bool = False
+
+    def run(self, ctx: CheckContext) -> None:
+        """Runs the check under ``ctx``, telling it its own id (``ctx.check_id``), which keys
+        its example database and its reproduce command."""
+        self.function(replace(ctx, check_id=self.id))
 
 
 CHECKS: dict[str, Check] = {}

@@ -254,7 +254,7 @@ def check_sites(checks: Mapping[str, Check]) -> dict[str, list[CheckSite]]:
     """Returns, for each clause id, the checks that cite it with where their functions live."""
     cited: dict[str, list[CheckSite]] = {}
     for item in sorted(checks.values(), key=lambda c: c.id):
-        site = CheckSite(item.id, function_site(item.run))
+        site = CheckSite(item.id, function_site(item.function))
         for clause in item.clauses:
             cited.setdefault(clause, []).append(site)
     return cited

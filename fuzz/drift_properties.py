@@ -126,7 +126,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
     for byte from the file or a ``NAME.bak.*`` backup the answer names (DRIFT-5), and backups
     are never lost or doubled (DRIFT-5, DRIFT-4)."""
     features = ctx.claimed_features()
-    run = plan(ctx, "drift_properties.external_edits_are_kept")
+    run = plan(ctx)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
 
     def scenario(limit: int) -> st.SearchStrategy[dict[str, Any]]:

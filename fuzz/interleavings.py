@@ -58,9 +58,8 @@ def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
     require_python_backend(ctx.backend)
     count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
-    check_id = "interleavings.random_schedules"
     batch = "batch" in ctx.claimed_features()
-    run = plan(ctx, check_id)
+    run = plan(ctx)
     examples = max(5, ctx.profile.examples // 5)  # each example starts its sessions' processes
     run = replace(run, settings=settings(run.settings, max_examples=examples))
 
@@ -74,6 +73,6 @@ def random_schedules(ctx: CheckContext) -> None:
         with fresh_root(ctx) as root:
             execution = execute(ctx.backend, root, program, hypothesis_chooser(data))
         if execution.finding is not None:
-            fail_with_repro(ctx, execution, check_id, seed)
+            fail_with_repro(ctx, execution, seed)
 
     run.run(run.apply(schedules))

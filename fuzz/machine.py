@@ -308,7 +308,7 @@ def memory_machine(ctx: CheckContext) -> None:
     or stricter threat scan, a missing drift guard, CONTRACT-8's fresher entries)."""
     features = ctx.claimed_features()
     steps = min(STEPS_MAX, max(5, ctx.profile.operations))
-    run = plan(ctx, "machine.memory_machine", stateful_step_count=steps)
+    run = plan(ctx, stateful_step_count=steps)
     machine = type("MemoryMachine", (MemoryMachine,), {"ctx": ctx, "features": features})
     test = get_state_machine_test(machine, settings=run.settings)
     run.run(run.apply(test, with_settings=False))

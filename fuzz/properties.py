@@ -119,7 +119,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     new session loads (FORMAT-5); a cosmetic edit (BOM, CRLF, spaces around ``§``) changes none
     of them (READ-1 to READ-4), and the next write is canonical again (FORMAT-4)."""
     features = ctx.claimed_features()
-    run = plan(ctx, "properties.delimiter_round_trip")
+    run = plan(ctx)
     text = st.one_of(section_texts(), storable_texts(), contents((40,)))
     adds = st.fixed_dictionaries(
         {"op": st.just("add"), "target": st.sampled_from(TARGETS), "content": text}
@@ -228,7 +228,7 @@ def limits_hold(ctx: CheckContext) -> None:
     no accepted state grows past a limit, a refusal writes nothing and nothing is truncated
     (LIMIT-3), and a full store can always be brought back (LIMIT-5)."""
     features = ctx.claimed_features()
-    run = plan(ctx, "properties.limits_hold")
+    run = plan(ctx)
     cases = SMALL_LIMITS.flatmap(
         lambda pair: st.tuples(
             st.just(pair), st.lists(requests(batch="batch" in features, limits=pair), max_size=8)
@@ -274,7 +274,7 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
     byte-identical until its next load (SNAP-1, SNAP-10); right after a load it is exactly the
     block the spec renders from the bytes on disk (SNAP-2 to SNAP-9)."""
     features = ctx.claimed_features()
-    run = plan(ctx, "properties.snapshot_frozen_until_load")
+    run = plan(ctx)
 
     @given(limits=SMALL_LIMITS, steps=st.lists(SNAPSHOT_STEPS, max_size=8))
     def snapshot_property(limits: tuple[int, int], steps: list[dict[str, Any]]) -> None:
@@ -353,7 +353,7 @@ def fence_escape(ctx: CheckContext) -> None:
     with exactly one opening and one closing tag, at its ends (FENCE-1, FENCE-2, FENCE-4,
     FENCE-5), and sanitising is idempotent: fencing the clean text again gives the same block
     (FENCE-3)."""
-    run = plan(ctx, "properties.fence_escape")
+    run = plan(ctx)
     with FuzzRoot(ctx) as world:
 
         @given(raw=fence_payloads())

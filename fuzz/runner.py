@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.registry import CheckContext, HarnessError
 
 HEALTH_CHECKS_OFF = [
     HealthCheck.too_slow,
@@ -105,9 +105,12 @@ class PropertyRun:
             test()
 
 
-def plan(ctx: CheckContext, check_id: str, **extra: Any) -> PropertyRun:
-    """Returns the PropertyRun of check ``check_id`` under ``ctx`` (profile, seed, database);
-    ``extra`` are further Hypothesis settings such as ``stateful_step_count``."""
+def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
+    """Returns the PropertyRun of the check running under ``ctx`` (its id, profile, seed and
+    database); ``extra`` are further Hypothesis settings such as ``stateful_step_count``."""
+    check_id = ctx.check_id
+    if not check_id:
+        raise HarnessError("a property check was run without its id: call it as Check.run(ctx)")
     profile = ctx.profile
     derandomize = profile.derandomize and ctx.seed is None
     seed = ctx.seed

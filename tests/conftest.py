@@ -1,9 +1,92 @@
-"""Hypothesis profiles of the harness's own tests.
+"""What every test of the harness's own suite shares: its purpose marker, Hypothesis profiles
+and the fixtures used in more than one folder.
 
-With ``CI`` set, Hypothesis loads its built-in deterministic ``ci`` profile (derandomised, no
-example database). ``thorough`` is for bug hunting: ``pytest --hypothesis-profile thorough``.
+**Purposes.** Each test lives in the folder of its purpose under ``tests/`` and carries that
+folder's marker, given here and nowhere else (``pytest -m unit``, ``-m "not integration"``):
+
+- ``unit/``: the spec's pure code, the reference store's modules, the history checkers and the
+  harness's settings, ids and verdicts, called directly in this process;
+- ``harness/``: the harness driving backends as users meet it (certify, the API, the plugin,
+  transports, worker processes, reports and results pages) and the project's own rules;
+- ``power/``: proofs that the checks can fail, on backends broken on purpose, and the zoo;
+- ``integration/``: tests that need a program from outside Python (node, strace, redis-server,
+  a Hermes release or memspec itself from the package index), skipped with the reason where
+  it is missing.
+
+A test elsewhere under ``tests/``, or one that marks itself with a purpose, fails, saying so.
+
+**Hypothesis.** With ``CI`` set, Hypothesis loads its built-in deterministic ``ci`` profile
+(derandomised, no example database). ``thorough`` is for bug hunting:
+``pytest --hypothesis-profile thorough``.
 """
 
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 
+TESTS = Path(__file__).resolve().parent
+PURPOSES = ("unit", "harness", "power", "integration")
+"""The folders of ``tests/`` that hold tests; each folder's name is the marker of its tests."""
+
 settings.register_profile("thorough", max_examples=2000, derandomize=False, deadline=None)
+
+
+PROBLEM = pytest.StashKey[str]()
+
+
+def purpose_of(item: pytest.Item) -> str | None:
+    """Returns the purpose of a test under ``tests/``: the folder it lies in (``None`` for a
+    test collected from elsewhere, such as a sandbox of the plugin tests). Raises
+    ``ValueError`` for a test outside the purpose folders, or one that marks itself with a
+    purpose."""
+    try:
+        folder = item.path.resolve().relative_to(TESTS).parts[0]
+    except ValueError:
+        return None
+    if folder not in PURPOSES:
+        raise ValueError(
+            f"{item.nodeid}: a test belongs in one of tests/{{{','.join(PURPOSES)}}}/, the folder "
+            "of its purpose (docs/architecture.md, 'The harness's own tests')"
+        )
+    marked = sorted({mark.name for mark in item.iter_markers() if mark.name in PURPOSES})
+    if marked:
+        raise ValueError(
+            f"{item.nodeid}: marked {', '.join(marked)} by hand; its folder tests/{folder}/ "
+            f"gives it the marker {folder}: remove the mark, or move the test"
+        )
+    return folder
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Gives each test the marker of its folder, so that ``-m PURPOSE`` selects the folder; a
+    test without a purpose, or with two, fails when it is run."""
+    for item in items:
+        try:
+            purpose = purpose_of(item)
+        except ValueError as problem:
+            item.stash[PROBLEM] = str(problem)
+            continue
+        if purpose is not None:
+            item.add_marker(purpose)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if PROBLEM in item.stash:
+        pytest.fail(item.stash[PROBLEM], pytrace=False)
+
+
+@pytest.fixture
+def short_temp(tmp_path: Path) -> Iterator[Path]:
+    """A new, empty temp directory with a short path, linked from ``tmp_path/tmp``.
+
+    Worker processes talk through a Unix socket under the temp directory, and a socket's path
+    may not exceed 107 bytes: pytest's own ``tmp_path`` can be too long for that.
+    """
+    temp = Path(tempfile.mkdtemp(prefix="ms-"))
+    (tmp_path / "tmp").symlink_to(temp)
+    yield temp
+    shutil.rmtree(temp, ignore_errors=True)

@@ -468,7 +468,7 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
             }
         )
         if execution.finding is not None:
-            fail_with_repro(ctx, execution, "interleavings.preemption_bounded_schedules")
+            fail_with_repro(ctx, execution)
         if execution.undecided:
             undecided.append(execution.undecided)
     ctx.figures["every schedule within the bound run"] = summary.complete

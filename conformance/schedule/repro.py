@@ -193,10 +193,10 @@ def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
             return Replay(None, str(diverged))
 
 
-def fail_with_repro(
-    ctx: CheckContext, execution: Execution, check_id: str, seed: int | None = None
-) -> None:
-    """Saves the failing execution's repro file and raises the AssertionError that explains it."""
+def fail_with_repro(ctx: CheckContext, execution: Execution, seed: int | None = None) -> None:
+    """Saves the failing execution's repro file, named after the running check, and raises the
+    AssertionError that explains it."""
+    check_id = ctx.check_id
     finding = execution.finding
     assert finding is not None
     # One file per check: Hypothesis replays its shrunk example last, so the file ends minimal.

@@ -1,8 +1,16 @@
-"""Backends broken on purpose: the naive store with exactly one defect each.
+"""Backends broken on purpose: the naive store with exactly one step overridden each.
+
+The naive store (``naive.py``) is written from the contract alone, and every step a check looks
+at — the write, the lock file, the modes, the backups, the fence, the scan — is one small
+method, so a defect inside a store's own step is one override here. (A defect in what a store
+answers is a wrapper of the reference, in ``wrappers.py``; one of the multi-process file
+protocol is a :class:`~tests.backends.procs.FileStore`, in ``procs.py``.)
 
 Each class is its own factory (``tests.backends.naive_broken:InPlaceWriter``) and names, in its
-docstring, the defect and the clause it breaks; ``tests/test_checks_power.py`` proves that the
-named check fails for it with that clause id while the naive store and the reference pass.
+docstring, the defect and the clause it breaks; the zoo (``tests/zoo.py``) lists them with the
+check that catches each, and ``tests/power/test_checks_power.py`` proves that the named check
+fails for it with that clause id while the naive store and the reference pass. The zoo knows
+the later ones by the snake_case names at the end of this module.
 """
 
 from __future__ import annotations
@@ -13,12 +21,29 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memspec.spec.codec import WHITESPACE, FileState
+from memspec.spec import codes
+from memspec.spec.codec import WHITESPACE, FileState, classify_bytes
 from memspec.spec.fence import find_fence_tags, find_system_notes, frame
-from memspec.spec.operations import Add, Mutation
+from memspec.spec.operations import Add, Batch, Mutation
 from memspec.spec.rules import Outcome, argument_error
+from memspec.spec.snapshot import render_snapshot
 from memspec.spec.targets import FILENAMES
+from memspec.spec.threats import find_threats
+from tests.backends import factory_of
 from tests.backends.naive import FEATURES, NaiveStore
+
+# --- format -------------------------------------------------------------------------------------
+
+
+class TrailingNewline(NaiveStore):
+    """Ends every data file it writes with a line feed: not the canonical form (FORMAT-4)."""
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        extra = b"\n" if data and path.name in FILENAMES.values() else b""
+        super().write_file(path, data + extra)
+
+
+# --- atomicity ----------------------------------------------------------------------------------
 
 
 class InPlaceWriter(NaiveStore):
@@ -58,6 +83,9 @@ class LazyWriter(NaiveStore):
             super().write_file(*self.pending)
         self.pending = (path, data)
         return None
+
+
+# --- files --------------------------------------------------------------------------------------
 
 
 class UmaskModes(NaiveStore):
@@ -116,6 +144,9 @@ class LockBesideRoot(NaiveStore):
         return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
 
 
+# --- reading ------------------------------------------------------------------------------------
+
+
 class UnreadableAsEmpty(NaiveStore):
     """Treats a file it cannot read as an absent, empty one (READ-7)."""
 
@@ -124,6 +155,9 @@ class UnreadableAsEmpty(NaiveStore):
             return path.read_bytes()
         except OSError:
             return None
+
+
+# --- the contract -------------------------------------------------------------------------------
 
 
 class TupleEntries(NaiveStore):
@@ -157,6 +191,9 @@ class UnknownFeature(NaiveStore):
     """Claims a feature the contract does not know (CONTRACT-19)."""
 
     features = (*FEATURES, "transactions")
+
+
+# --- fence --------------------------------------------------------------------------------------
 
 
 def _without(raw: str, spans: list[tuple[int, int]]) -> str:
@@ -230,6 +267,9 @@ class UnstrippedFence(NaiveStore):
         return frame(raw if clean == raw.strip(WHITESPACE) else clean)
 
 
+# --- scanning -----------------------------------------------------------------------------------
+
+
 class WindowedScan(NaiveStore):
     """Scans only the first 64 KiB of content for threats (SCAN-5)."""
 
@@ -237,6 +277,70 @@ class WindowedScan(NaiveStore):
         if isinstance(op, Add) and isinstance(op.content, str):
             return argument_error(Add(op.target, op.content[: 64 * 1024]))
         return super().check_arguments(op)
+
+
+class ScansWithoutNfkc(NaiveStore):
+    """Matches the threat patterns on the raw text, not on its NFKC form: full-width letters
+    slip an injection past the write-time scan (SCAN-3)."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        refusal = super().check_arguments(op)
+        if refusal is None or refusal.code != codes.E_THREAT or not isinstance(op, Add):
+            return refusal
+        return None if not find_threats(_unfolded(op.content)) else refusal
+
+
+def _unfolded(text: str) -> str:
+    """``text`` with full-width forms moved out of NFKC's reach (to the private use area), so
+    that the spec's scanner sees them as the raw-text scanner of this store does."""
+    return "".join(chr(0xE000 + ord(c) - 0xFF00) if 0xFF01 <= ord(c) <= 0xFF5E else c
+                   for c in text)  # fmt: skip
+
+
+class BatchSkipsScan(NaiveStore):
+    """Scans the content of add and replace, but not the items of a batch (BATCH-7, SCAN-1,
+    hermes-agent #117944)."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        refusal = super().check_arguments(op)
+        if isinstance(op, Batch) and refusal is not None and refusal.code == codes.E_THREAT:
+            return None
+        return refusal
+
+
+class RescansAtLoad(NaiveStore):
+    """Not broken by itself: renders the snapshots again at load, scanning each entry with
+    :meth:`load_scan` (the spec's scanner here; each subclass breaks it one way)."""
+
+    def load_scan(self, entry: str) -> tuple[str, ...]:
+        return find_threats(entry)
+
+    def load(self) -> None:
+        super().load()
+        for target in self.live:
+            block = self.snapshots[target]
+            if block is not None and not block.splitlines()[1].endswith("[unreadable]"):
+                self.snapshots[target] = render_snapshot(
+                    target, self.live[target], self.limits[target], self.load_scan
+                )
+
+
+class TrustsBlockedPrefix(RescansAtLoad):
+    """At load, shows an entry that already begins with ``[BLOCKED:`` verbatim, unscanned
+    (SCAN-8, hermes-agent #79009)."""
+
+    def load_scan(self, entry: str) -> tuple[str, ...]:
+        return () if entry.startswith("[BLOCKED:") else find_threats(entry)
+
+
+class NoLoadScan(RescansAtLoad):
+    """Scans on write only: an entry poisoned on disk reaches the snapshot verbatim (SCAN-6)."""
+
+    def load_scan(self, entry: str) -> tuple[str, ...]:
+        return ()
+
+
+# --- drift --------------------------------------------------------------------------------------
 
 
 class NoRewriteBackup(NaiveStore):
@@ -258,3 +362,94 @@ class TimestampBackup(NaiveStore):
 
     def backup_path(self, path: Path, data: bytes) -> Path:
         return path.with_name(f"{path.name}.bak.{time.time_ns()}")
+
+
+class OverwritesTakenBackup(NaiveStore):
+    """Writes a backup under its content-addressed name even when other bytes hold that name,
+    overwriting them (DRIFT-4)."""
+
+    def write_backup(self, path: Path, data: bytes) -> Path:
+        backup = self.backup_path(path, data)
+        if self.read_bytes(backup) != data:
+            self.write_file(backup, data)
+        return backup
+
+
+def _limit_of(store: NaiveStore, path: Path) -> int:
+    target = next(t for t, name in FILENAMES.items() if name == path.name)
+    return store.limits[target]
+
+
+class RefusesRepairOnForeign(NaiveStore):
+    """The drift guard of spec v1: a foreign file refuses every mutation with ``E_DRIFT``, the
+    ``remove`` that would repair it included, so a lowered limit locks the target for good
+    (DRIFT-7, DRIFT-2)."""
+
+    def mutate_locked(self, op: Mutation, path: Path, lock: int) -> dict[str, Any]:
+        data = self.read_bytes(path)
+        state = classify_bytes(data, self.limits[op.target])
+        if state.kind == "foreign" and data is not None:
+            backup = self.write_backup(path, data)
+            return {"ok": False, "code": codes.E_DRIFT, "message": f"saved as {backup.name}",
+                    "backup": str(backup)}  # fmt: skip
+        return super().mutate_locked(op, path, lock)
+
+
+class RewritesForeignWithoutBackup(NaiveStore):
+    """Lets a change that does not grow a foreign file through, but rewrites it without a
+    backup, so the text it drops is lost (DRIFT-2, DRIFT-5)."""
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        if classify_bytes(data, _limit_of(self, path)).kind == "foreign":
+            return None
+        return super().backup_before_rewrite(path, data)
+
+
+class BackupNotNamed(NaiveStore):
+    """Backs up the bytes it rewrites but never says where: its ``OK`` has no ``backup`` field
+    (DRIFT-5, DRIFT-2)."""
+
+    def mutate_locked(self, op: Mutation, path: Path, lock: int) -> dict[str, Any]:
+        answer = super().mutate_locked(op, path, lock)
+        if answer.get("ok"):
+            answer.pop("backup", None)
+        return answer
+
+
+class NoDriftGuard(NaiveStore):
+    """Claims no ``drift-guard`` and has none: it reads a foreign file as plain entries and
+    rewrites whatever it finds, keeping no backup, like hermes-agent 0.13 and 0.14 (#26045). It
+    must fail DRIFT-5, never skip it."""
+
+    features = tuple(feature for feature in FEATURES if feature != "drift-guard")
+
+    def file_state(self, target: str, data: bytes | None, limit: int) -> FileState:
+        state = classify_bytes(data, limit)
+        return FileState("cosmetic", state.entries) if state.kind == "foreign" else state
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        return None
+
+
+# --- not broken: a choice the spec leaves open --------------------------------------------------
+
+
+class NoDriftGuardKeepsBytes(NoDriftGuard):
+    """Not broken: no drift guard, claimed or present, but every rewrite of bytes it did not
+    write backs them up first and names the backup, so it keeps DRIFT-5 another way."""
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        return self.write_backup(path, data)
+
+
+trailing_newline = factory_of(TrailingNewline)
+overwrites_taken_backup = factory_of(OverwritesTakenBackup)
+scans_without_nfkc = factory_of(ScansWithoutNfkc)
+batch_skips_scan = factory_of(BatchSkipsScan)
+trusts_blocked_prefix = factory_of(TrustsBlockedPrefix)
+no_load_scan = factory_of(NoLoadScan)
+refuses_repair_on_foreign = factory_of(RefusesRepairOnForeign)
+rewrites_foreign_without_backup = factory_of(RewritesForeignWithoutBackup)
+backup_not_named = factory_of(BackupNotNamed)
+no_drift_guard = factory_of(NoDriftGuard)
+no_drift_guard_keeps_bytes = factory_of(NoDriftGuardKeepsBytes)

@@ -3,7 +3,11 @@
 :class:`FileStore` is a small file-backed store written against the contract, with the spec's
 own rule functions for every decision. Done right, it locks ``MEMORY.md.lock``, sweeps stale
 temps, re-reads under the lock, writes a unique temp, fsyncs it, renames it and fsyncs the
-directory. Each subclass breaks exactly one step, the way real stores have:
+directory. It is a base of its own by design: it claims ``multi-process``, ``crash-safe`` and
+``durable``, so the checks of concurrent sessions, kills, crash states and injected faults run
+on it, and each step of that protocol is one method (the naive store of ``naive_broken.py``
+claims none of them; a wrapper of the reference, ``wrappers.py``, cannot break a step inside
+it). Each subclass breaks exactly one step, the way real stores have:
 
 =======================  ====================================================  ==============
 factory                  defect                                                caught by
@@ -23,8 +27,14 @@ factory                  defect                                                c
 ``open_ok_on_write_error`` answers OK when the write raised                    ATOMIC-4
 ``open_keeps_failed_temp`` leaves its temp behind when the write fails         ATOMIC-4
 ``open_dir_sync_error_is_io`` answers E_IO when the directory fsync fails      ATOMIC-3
-``open_hangs``           never returns from a mutation (for the harness)       (timeouts)
 =======================  ====================================================  ==============
+
+Three of these have a twin on the naive store, the same defect on the other base:
+``open_loaded_list`` and ``StaleWithoutLoad`` (deciding on the list held since load),
+``open_eio_as_empty`` and ``UnreadableAsEmpty`` (a read error read as an empty file),
+``open_in_place`` and ``InPlaceWriter`` (writing the data file in place; only this store claims
+``crash-safe``, so only it meets the crash checks). The zoo lists both of each pair, each caught
+first by another check.
 """
 
 from __future__ import annotations
@@ -371,14 +381,6 @@ class DirSyncErrorIsIo(FileStore):
             raise OSError(error.errno, error.strerror) from error
 
 
-class Hangs(FileStore):
-    """Never returns from a mutation: the harness must time out and kill it."""
-
-    def mutate(self, op: Mutation) -> dict[str, Any]:
-        time.sleep(3600)
-        return {"ok": False, "code": codes.E_IO}
-
-
 open_sound = factory_of(FileStore)
 open_no_lock = factory_of(NoLock)
 open_data_file_lock = factory_of(DataFileLock)
@@ -395,4 +397,3 @@ open_eio_as_empty = factory_of(EioAsEmpty)
 open_ok_on_write_error = factory_of(OkOnWriteError)
 open_keeps_failed_temp = factory_of(KeepsFailedTemp)
 open_dir_sync_error_is_io = factory_of(DirSyncErrorIsIo)
-open_hangs = factory_of(Hangs)

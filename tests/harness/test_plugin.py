@@ -1,0 +1,140 @@
+"""The pytest plugin, run in a sandbox as a user would run it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.options import SETTINGS, WHICH_BACKEND
+from memspec.spec.examples import spec_text
+
+pytest_plugins = ["pytester"]
+REFERENCE = "memspec.reference_impl:open_store"
+SUITE = ["--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider"]
+OPTIONS = (*WHICH_BACKEND, *SETTINGS)
+
+
+PROJECT = str(Path(__file__).resolve().parents[2])
+
+
+@pytest.fixture(autouse=True)
+def _project_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lets the sandboxed pytest import the broken backends under tests/."""
+    monkeypatch.setenv("PYTHONPATH", PROJECT)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*SUITE, *args, timeout=600)
+
+
+def test_uncovered_must_clause_fails_the_run(pytester: pytest.Pytester) -> None:
+    # The plugin fails the run when SPEC.md states a MUST clause that nothing checks.
+    spec = pytester.path / "SPEC.md"
+    spec.write_text(spec_text() + "\n**ZZZ-1** (MUST) A rule no check covers.\n", encoding="utf-8")
+    pytester.makeini(f"[pytest]\nmemspec_spec = {spec}\n")
+    result = run(pytester, "--memspec-backend", REFERENCE, "-k", "every_must_clause")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*MUST clauses with no example and no check:*ZZZ-1 (SPEC.md line*"]
+    )
+
+
+def test_every_must_clause_is_covered_by_the_installed_spec(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--memspec-backend", REFERENCE, "-k", "every_must_clause")
+    result.assert_outcomes(passed=1)
+
+
+def test_feature_gating_skips_with_the_feature_named(pytester: pytest.Pytester) -> None:
+    # CONTRACT-20: a check needing an unclaimed feature is skipped, naming it, never passed.
+    result = run(
+        pytester, "--memspec-backend", "tests.backends.wrappers:core_only", "-k", "batch", "-rs"
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) >= 3 and "passed" not in outcomes
+    result.stdout.fnmatch_lines(["*needs feature batch, which the backend does not claim*"])
+
+
+def test_report_header_says_what_is_certified(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        "--memspec-backend",
+        REFERENCE,
+        "--memspec-profile",
+        "smoke",
+        "-k",
+        "format-one-file",
+    )
+    result.stdout.fnmatch_lines([f"memspec backend: {REFERENCE}", "memspec profile: smoke*"])
+    result.assert_outcomes(passed=1)
+
+
+def test_without_a_backend_the_suite_skips(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "-k", "format-one-file", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no backend: pass --memspec-backend or --memspec-backend-cmd*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--memspec-backend", REFERENCE, "--memspec-backend-cmd", "x"], "not both"),
+        (["--memspec-backend", REFERENCE, "--memspec-profile", "huge"], "unknown profile"),
+        (["--memspec-backend", REFERENCE, "--memspec-timeout", "-1"], "must be positive"),
+        (["--memspec-backend", "nope:nope"], "cannot import backend module"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_the_plugin_offers_every_setting_as_declared(pytester: pytest.Pytester) -> None:
+    # The plugin adds each setting of conformance/options.py as --memspec-NAME, as declared.
+    result = pytester.runpytest_subprocess("--help")
+    text = " ".join(result.stdout.str().split())
+    for option in OPTIONS:
+        assert f"--memspec-{option.name}={option.metavar}" in text
+        assert " ".join(option.help.split()) in text
+
+
+BOOM = """
+from dataclasses import replace
+from memspec.conformance import registry
+
+registry.all_checks()
+CHECK = "files.rewrite_keeps_the_mode"
+
+def boom(ctx):
+    raise TypeError("a bug in the check, not in the backend")
+
+registry.CHECKS[CHECK] = replace(registry.CHECKS[CHECK], function=boom)
+"""
+
+
+def test_a_bug_in_a_check_is_a_harness_error_never_a_backend_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    # A check's own exception is a harness error in the report, never a backend failure.
+    pytester.makeconftest(BOOM)
+    report = pytester.path / "report"
+    pytester.runpytest_subprocess(
+        "--pyargs", "memspec.conformance.suite", "-p", "no:cacheprovider",
+        "--memspec-backend", "tests.backends.wrappers:core_only",
+        "-k", "rewrite_keeps_the_mode or batch-applies-items", f"--memspec-report={report}",
+        timeout=300,
+    )  # fmt: skip
+    payload = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    by_id = {check["id"]: check for check in payload["checks"]}
+    boom = by_id["FILES/files.rewrite_keeps_the_mode"]
+    assert boom["status"] == "failed" and boom["kind"] == "harness-error"
+    assert boom["reason"] == "TypeError: a bug in the check, not in the backend"
+    assert payload["summary"]["errors"] == 1 and payload["summary"]["failed"] == 0
+    assert {row["clause"]: row["status"] for row in payload["clauses"]}["FILES-2"] != "fail"
+    # A check that needs a feature the backend does not claim carries the feature as data.
+    skipped = [check for check in payload["checks"] if check["status"] == "skipped"]
+    assert skipped and all(check["missing_features"] == ["batch"] for check in skipped)

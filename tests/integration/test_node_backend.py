@@ -1,0 +1,49 @@
+"""The Node.js backend (``backends/node``) passes ``memspec certify`` through JSON Lines.
+
+This proves that nothing in the harness assumes Python: a second, independent implementation of
+SPEC.md in another language is certified through ``--backend-cmd`` only (CONTRACT-12). True
+defects of that backend, if any, are listed one id per line in
+``backends/node/expected-failures.txt``; a listed id that passes fails the run (CONTRACT-18).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[2]
+BACKEND = PROJECT / "backends" / "node" / "memspec_backend.js"
+EXPECTED_FAILURES = PROJECT / "backends" / "node" / "expected-failures.txt"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None,
+    reason="node is not on PATH: the Node.js backend (backends/node) cannot be started",
+)
+
+
+def test_node_backend_is_certified() -> None:
+    # A relative path, as a user types it in the project folder.
+    command = f"node {shlex.quote(str(BACKEND.relative_to(PROJECT)))}"
+    args = [
+        sys.executable,
+        "-m",
+        "memspec.conformance",
+        "certify",
+        "--backend-cmd",
+        command,
+        "-q",
+        "-n",
+        "2",
+    ]
+    if EXPECTED_FAILURES.exists():
+        args += ["--expected-failures", str(EXPECTED_FAILURES)]
+    result = subprocess.run(
+        args, cwd=PROJECT, capture_output=True, text=True, timeout=1800, check=False
+    )
+    # CONTRACT-16: exit status 0 means nothing failed unexpectedly.
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

@@ -1,0 +1,138 @@
+"""The property checks of :mod:`memspec.fuzz` can fail, and fail for the right reason.
+
+Each check runs directly (``check.run(CheckContext(...))``, no pytest plugin) at the ``ci``
+profile. The reference store passes every property and the state machine; so do stores that take
+a choice the spec leaves open (BATCH-8's refusal of an emptying batch, a stricter threat scanner,
+a store claiming ``core`` alone). Each backend broken on purpose (``tests/backends/wrappers.py``,
+the fence's in ``naive_broken.py``) is caught with an ``AssertionError`` that opens with the
+clause id its defect breaks, shows the shrunk example, and ends with a one-command reproduction.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.backend import InProcessBackend
+from memspec.conformance.profiles import PROFILES
+from memspec.conformance.registry import CheckContext, HarnessError, all_checks
+from memspec.fuzz.oracle import allowed_answers
+from memspec.fuzz.runner import plan
+from memspec.spec import model
+from memspec.spec.operations import Add
+
+REFERENCE = "memspec.reference_impl:open_store"
+BROKEN = "tests.backends.wrappers"
+FUZZ = ("properties", "drift_properties", "machine")
+CHECKS = {name: item for name, item in all_checks().items() if name.split(".")[0] in FUZZ}
+
+CAUGHT = [
+    (f"{BROKEN}:splits_on_bare_section", "properties.delimiter_round_trip", "FORMAT-5"),
+    (f"{BROKEN}:accepts_delimiter_line", "properties.delimiter_round_trip", "ENTRY-3"),
+    (f"{BROKEN}:raw_bytes_drift_guard", "drift_properties.external_edits_are_kept", "DRIFT-1"),
+    (f"{BROKEN}:rewrites_without_backup", "drift_properties.external_edits_are_kept", "DRIFT-2"),
+    ("tests.backends.naive_broken:SinglePassFence", "properties.fence_escape", "FENCE-3"),
+    (f"{BROKEN}:raw_bytes_drift_guard", "machine.memory_machine", "DRIFT-1"),
+]
+ALLOWED_VARIANTS = [
+    (f"{BROKEN}:refuses_emptying_batch", "machine.memory_machine"),
+    (f"{BROKEN}:stricter_scanner", "machine.memory_machine"),
+    (f"{BROKEN}:stricter_scanner", "drift_properties.external_edits_are_kept"),
+    (f"{BROKEN}:core_only", "machine.memory_machine"),
+    (f"{BROKEN}:core_only", "properties.delimiter_round_trip"),
+]
+
+
+def run_check(backend: str, check_id: str, tmp_path: Path) -> None:
+    """Runs one fuzz check against ``backend`` at the ci profile, on a fresh root."""
+    root = tmp_path / "root"
+    root.mkdir()
+    context = CheckContext(InProcessBackend(backend, 10.0), root, tmp_path, PROFILES["ci"])
+    CHECKS[check_id].run(context)
+
+
+def test_every_fuzz_check_is_registered() -> None:
+    assert sorted(CHECKS) == [
+        "drift_properties.external_edits_are_kept",
+        "machine.memory_machine",
+        "properties.delimiter_round_trip",
+        "properties.fence_escape",
+        "properties.limits_hold",
+        "properties.snapshot_frozen_until_load",
+    ]
+
+
+@pytest.mark.parametrize("check_id", sorted(CHECKS))
+def test_reference_passes(check_id: str, tmp_path: Path) -> None:
+    run_check(REFERENCE, check_id, tmp_path)
+
+
+@pytest.mark.parametrize(("backend", "check_id"), ALLOWED_VARIANTS)
+def test_choices_the_spec_leaves_open_pass(backend: str, check_id: str, tmp_path: Path) -> None:
+    run_check(backend, check_id, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("backend", "check_id", "clause"),
+    CAUGHT,
+    ids=[f"{backend.split(':')[1]}-{check_id}-{clause}" for backend, check_id, clause in CAUGHT],
+)
+def test_broken_backend_is_caught(backend: str, check_id: str, clause: str, tmp_path: Path) -> None:
+    with pytest.raises(AssertionError) as failure:
+        run_check(backend, check_id, tmp_path)
+    message = str(failure.value)
+    assert message.startswith(f"{clause}:"), message
+    # Hypothesis names the shrunk example "Falsifying example" (older) or "Failing test case".
+    assert re.search(r"(Falsifying example|Failing test case):", message), message
+    reproduce = f"Reproduce with: memspec certify --backend {backend} -k {check_id}"
+    assert message.rstrip().endswith(reproduce), message
+    if check_id.startswith("machine."):
+        # The state machine prints the shrunk program as replayable calls.
+        assert "state = MemoryMachine()" in message and "state.teardown()" in message, message
+
+
+def _context(
+    tmp_path: Path, profile: str, seed: int | None, database: str | None, check_id: str
+) -> CheckContext:
+    backend = InProcessBackend(REFERENCE, 10.0)
+    return CheckContext(
+        backend, tmp_path, tmp_path, PROFILES[profile], seed, database, check_id=check_id
+    )
+
+
+def test_ci_runs_derandomized_without_a_database(tmp_path: Path) -> None:
+    run = plan(_context(tmp_path, "ci", None, str(tmp_path / "db"), "properties.limits_hold"))
+    assert run.settings.derandomize and run.settings.database is None and run.seed is None
+    assert run.reproduce == (
+        f"Reproduce with: memspec certify --backend {REFERENCE} -k properties.limits_hold"
+    )
+
+
+def test_thorough_keeps_its_examples_and_names_the_database(tmp_path: Path) -> None:
+    context = _context(tmp_path, "thorough", None, str(tmp_path / "db"), "machine.memory_machine")
+    run = plan(context)
+    assert not run.settings.derandomize and run.settings.database is not None
+    assert run.reproduce.endswith(f"--profile thorough --hypothesis-db {tmp_path / 'db'}")
+
+
+def test_a_seed_is_exact_and_bypasses_the_database(tmp_path: Path) -> None:
+    run = plan(_context(tmp_path, "ci", 7, str(tmp_path / "db"), "properties.fence_escape"))
+    assert not run.settings.derandomize and run.settings.database is None and run.seed == 7
+    assert run.reproduce.endswith("-k properties.fence_escape --seed 7")
+    unseeded = plan(_context(tmp_path, "thorough", None, None, "properties.fence_escape"))
+    # Without a database, a randomized run draws a seed and names it.
+    assert unseeded.seed is not None and unseeded.reproduce.endswith(f"--seed {unseeded.seed}")
+
+
+def test_a_property_run_without_its_id_is_a_harness_error(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="without its id"):
+        plan(_context(tmp_path, "ci", None, None, ""))
+
+
+def test_the_model_round_trips_an_entry_that_begins_with_a_bom() -> None:
+    bom = "\ufeff".encode()
+    state = model.initial_state(memory=bom + bom + b"User prefers tabs")
+    # FORMAT-5: the spec model reads back what it writes (else SpecInconsistency is raised).
+    allowed_answers(state, Add("memory", "Editor: vim"), {"core"})

@@ -1,0 +1,106 @@
+"""Verdicts as data: how a check that did not pass ended, taken from the exception it raised.
+
+That a bug in a check reaches the report as a harness error, through the plugin, is checked in
+``tests/harness/test_plugin.py``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis.errors import FlakyFailure
+
+from memspec.conformance.backend import BackendDefect
+from memspec.conformance.findings import (
+    Mismatch,
+    Verdict,
+    Violation,
+    leading_clause,
+    verdict_of,
+)
+from memspec.conformance.registry import HarnessError, NotApplicable
+
+
+@pytest.mark.parametrize(
+    ("error", "verdict"),
+    [
+        (AssertionError("LOCK-3: an acknowledged write was lost\nmore"),
+         Verdict("violation", "LOCK-3", "LOCK-3: an acknowledged write was lost")),
+        (AssertionError("no clause named here"), Verdict("violation", "", "no clause named here")),
+        (AssertionError("LOCK-3 is not followed by a colon"),
+         Verdict("violation", "", "LOCK-3 is not followed by a colon")),
+        (Violation("DRIFT-3", "no backup"), Verdict("violation", "DRIFT-3", "DRIFT-3: no backup")),
+        (Mismatch("example x (READ-1)\n  step: load", "example x: load → differs"),
+         Verdict("violation", "", "example x: load → differs")),
+        (BackendDefect("add raised RuntimeError: boom"),
+         Verdict("defect", "CONTRACT-6", "backend defect: add raised RuntimeError: boom")),
+        (HarnessError("BUG IN CHECK: no answer"),
+         Verdict("harness-error", "", "BUG IN CHECK: no answer")),
+        (TypeError("'NoneType' object is not subscriptable"),
+         Verdict("harness-error", "", "TypeError: 'NoneType' object is not subscriptable")),
+        (NotApplicable("needs a Python backend"),
+         Verdict("unsupported", "", "needs a Python backend")),
+    ],
+)  # fmt: skip
+def test_the_verdict_follows_the_exception(error: BaseException, verdict: Verdict) -> None:
+    assert verdict_of(error) == verdict
+
+
+def test_a_group_of_failures_is_judged_by_its_first_finding() -> None:
+    group = FlakyFailure("two bugs", [ValueError("x"), AssertionError("SNAP-6: 28%")])
+    assert verdict_of(group) == Verdict("violation", "SNAP-6", "SNAP-6: 28%")
+
+
+def test_verdicts_round_trip_as_properties() -> None:
+    verdict = Verdict("unsupported", "", "needs feature batch", ("batch",))
+    _, value = verdict.to_property()
+    assert Verdict.from_property(value) == verdict and json.loads(value)["kind"] == "unsupported"
+    assert Verdict.from_property(None) is None
+    assert leading_clause("CONTRACT-10: x") == "CONTRACT-10" and leading_clause("E: x") == ""
+
+
+def test_the_reason_carries_the_backends_last_words() -> None:
+    last_words = "AttributeError: 'int' object has no attribute 'strip'"
+    defect = BackendDefect("the backend exited with status 1\n--- stderr ---\nTraceback", None,
+                           None, last_words)  # fmt: skip
+    assert verdict_of(defect).reason == (
+        "backend defect: the backend exited with status 1 "
+        "(AttributeError: 'int' object has no attribute 'strip')"
+    )
+    try:
+        try:
+            raise defect
+        except BackendDefect as caught:
+            raise AssertionError(f"CONTRACT-2: add did not answer: {caught}") from caught
+    except AssertionError as error:
+        verdict = verdict_of(error)
+    assert verdict.blamed == "CONTRACT-2"
+    assert verdict.reason.endswith("(AttributeError: 'int' object has no attribute 'strip')")
+
+
+def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
+    """One verdict per clause: a pass of one check does not hide a skip for a missing feature,
+    in the report's clause table as in the matrix (CONTRACT-20)."""
+    from dataclasses import asdict
+
+    from memspec.conformance.records import CheckRecord, clause_matrix
+    from memspec.conformance.verdicts import clause_verdict
+    from memspec.spec.clauses import parse_clauses
+    from memspec.spec.examples import spec_text
+
+    records = [
+        CheckRecord("drift.a", ("DRIFT-3",), ("core",), "passed", "", 0.1),
+        CheckRecord(
+            "drift.b", ("DRIFT-3", "DRIFT-4"), ("drift-guard",), "skipped", "", 0.0,
+            kind="unsupported", reason="needs drift-guard", missing_features=("drift-guard",),
+        ),
+        CheckRecord("read.c", ("READ-1",), ("core",), "xfailed", "READ-1: glued", 0.1,
+                    kind="violation", blamed="READ-1", reason="READ-1: glued"),
+    ]  # fmt: skip
+    rows = {row["clause"]: row for row in clause_matrix(parse_clauses(spec_text()), records)}
+    checks = [asdict(record) for record in records]
+    assert rows["DRIFT-3"]["status"] == clause_verdict("DRIFT-3", checks).status == "skip"
+    assert rows["DRIFT-3"]["why"] == ["needs feature drift-guard, not claimed"]
+    assert rows["READ-1"]["status"] == "expected fail"
+    assert clause_verdict("READ-1", checks).status == "fail"
+    assert rows["FENCE-6"]["status"] == "n/a" and rows["FORMAT-1"]["status"] == "unchecked"
