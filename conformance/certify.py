@@ -29,10 +29,11 @@ from typing import Any
 import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend, UsageError
+from memspec.conformance.findings import Level
 from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, INVOCATION_DIR, CommandBackend
 from memspec.conformance.locations import cache_dir, writable_dir
 from memspec.conformance.plugin import GivenBackend, read_expected_failures, recorder_key
-from memspec.conformance.records import CheckRecord, summary_counts
+from memspec.conformance.records import CheckRecord, level_of, summary_counts
 
 PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4
@@ -79,6 +80,12 @@ class CertifyResult:
     def ok(self) -> bool:
         """Whether the certification passed (nothing failed unexpectedly)."""
         return self.status == 0
+
+    @property
+    def level(self) -> Level:
+        """The conformance level the records reach, computed from the clause verdicts (SPEC.md,
+        "Conformance levels")."""
+        return level_of(self.records)
 
     @property
     def summary(self) -> str:

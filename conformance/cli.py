@@ -57,6 +57,7 @@ from memspec.conformance.trail import (
 )
 from memspec.spec.clauses import (
     ClauseSyntaxError,
+    gated_protections,
     missing_tests,
     parse_clauses,
     uncovered_must_clauses,
@@ -100,6 +101,9 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
     project = spec_path().resolve().parent.parent
     if (project / "tests").is_dir():
         problems.extend(missing_tests(clauses, project))
+    citers = [(f"example {e.id}", e.clauses, e.features) for e in examples]
+    citers += [(f"check {c.id}", c.clauses, c.features) for c in all_checks().values()]
+    problems.extend(gated_protections(clauses, citers))
     for clause in uncovered_must_clauses(clauses, [*cited, *checks]):
         problems.append(
             f"{clause.id} (MUST, SPEC.md line {clause.line}) has no example and no named check"
@@ -231,6 +235,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     result = certify(request, measured)
     for line in result.notes:
         print(line)
+    if result.records:
+        print(result.level.headline())
     print(_summary(result.counts["passed"], result.counts["failed"], result.counts["skipped"]))
     return result.status
 

@@ -276,7 +276,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     _write(out / "matrix.html", render_html(matrix))
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
-        print(f"{column.label}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        level = matrix.level(index).name
+        print(f"{column.label}: level {level}; " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     print(f"matrix: {out / 'matrix.md'}, {out / 'matrix.html'}")
     if run:
         print(f"page: {run.write(args.page, 'The clause matrix', matrix_page(matrix))}")

@@ -1,4 +1,5 @@
-"""Findings: why a check stopped short of passing, as data (kind, blamed clause, reason).
+"""Findings: why a check stopped short of passing, as data (kind, blamed clause, reason), and
+what the verdicts add up to: the conformance level a backend reached.
 
 Every way a check can end other than passing is an exception under one root, :class:`Finding`,
 or a plain ``AssertionError`` (checks assert with messages that open with the clause they
@@ -22,10 +23,11 @@ The kinds:
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memspec.spec.clauses import CLAUSE_ID
+from memspec.spec.clauses import CLAUSE_ID, Clause
 
 VERDICT_PROPERTY = "memspec_verdict"
 """The pytest user property that carries a check's verdict (JSON) from the test to its record."""
@@ -146,3 +148,139 @@ def verdict_of(error: BaseException) -> Verdict:
     if isinstance(error, AssertionError):
         return Verdict("violation", leading_clause(str(error)), reason)
     return Verdict("harness-error", "", shorten(f"{type(error).__name__}: {reason}"))
+
+
+LEVELS = ("none", "safe", "core", "full")
+"""The conformance levels, lowest first (SPEC.md, "Conformance levels")."""
+SHOWN_BLOCKERS = 5
+
+
+def scope_skip(clause: Clause, claimed: Collection[str]) -> str | None:
+    """Returns why ``clause`` is not judged for a backend that claims ``claimed`` — it binds only
+    a backend claiming a feature this one does not claim (SPEC.md, "Scope") — or ``None``."""
+    if clause.feature is not None and clause.feature not in claimed:
+        return f"binds only a backend that claims {clause.feature}, not claimed"
+    return None
+
+
+def _blamed(check: Mapping[str, Any]) -> str:
+    kind = str(check.get("kind") or "")
+    return str(check.get("blamed") or (DEFECT_CLAUSE if kind == "defect" else ""))
+
+
+def _feature_skip(check: Mapping[str, Any]) -> bool:
+    return check.get("status") == "skipped" and bool(check.get("missing_features"))
+
+
+def clause_standing(
+    clause: Clause, cited: Sequence[Mapping[str, Any]], *, strict: bool = False
+) -> str:
+    """Returns how ``clause`` stands on the records of the checks that cite it (``cited``:
+    mappings with ``status``, ``kind``, ``blamed``, ``missing_features``), for a level:
+
+    - ``fails``: a citing check failed against it (:func:`fails_clause`);
+    - ``needs a feature``: with ``strict``, a citing check was skipped because the backend
+      lacks a feature (for ``full``; ``safe`` and ``core`` ignore such a check, which tested
+      the feature's part of the clause);
+    - ``passes``: a citing check passed, or memspec's own tests verify it (``Checked by:``);
+    - ``not verifiable``: every citing check that counts was skipped as not applicable to this
+      transport (a check that needs a Python backend, run against a command): it holds no level
+      back;
+    - ``not verified``: otherwise (its checks stopped on another clause, stopped on a harness
+      error, or did not run).
+    """
+    if any(
+        fails_clause(str(c.get("status")), str(c.get("kind") or ""), _blamed(c), clause.id)
+        for c in cited
+    ):
+        return "fails"
+    if strict and any(_feature_skip(c) for c in cited):
+        return "needs a feature"
+    if any(c.get("status") == "passed" or c.get("kind") == "stale" for c in cited):
+        return "passes"
+    if not cited and clause.checked_by:
+        return "passes"
+    counted = [c for c in cited if not _feature_skip(c)]
+    if counted and all(c.get("status") == "skipped" for c in counted):
+        return "not verifiable"
+    return "not verified"
+
+
+@dataclass(frozen=True)
+class Level:
+    """A Level is the conformance level a certification reached, computed from the clause
+    verdicts and never from the claims (SPEC.md, "Conformance levels"): its ``name`` (one of
+    :data:`LEVELS`), what keeps it from the next level up (``blocked_by``: clause ids, each with
+    its standing; empty at ``full``) and the clauses of the level reached that no check could
+    verify over this transport (``not_verifiable``)."""
+
+    name: str
+    blocked_by: tuple[str, ...] = ()
+    not_verifiable: tuple[str, ...] = ()
+
+    @property
+    def next(self) -> str | None:
+        """The level above this one, or ``None`` at ``full``."""
+        index = LEVELS.index(self.name)
+        return LEVELS[index + 1] if index + 1 < len(LEVELS) else None
+
+    def headline(self) -> str:
+        """Returns the level as one line: ``conformance level: core (full needs: ...)``."""
+        line = f"conformance level: {self.name}"
+        notes = []
+        if self.next is not None and self.blocked_by:
+            shown = ", ".join(self.blocked_by[:SHOWN_BLOCKERS])
+            more = len(self.blocked_by) - SHOWN_BLOCKERS
+            notes.append(f"{self.next} needs: {shown}" + (f" and {more} more" if more > 0 else ""))
+        if self.not_verifiable:
+            notes.append("not verifiable over this transport: " + ", ".join(self.not_verifiable))
+        return line + (f" ({'; '.join(notes)})" if notes else "")
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the level as the ``level`` object of ``report.json``."""
+        return {
+            "name": self.name,
+            "next": self.next,
+            "blocked_by": list(self.blocked_by),
+            "not_verifiable": list(self.not_verifiable),
+        }
+
+
+def conformance_level(clauses: Iterable[Clause], checks: Iterable[Mapping[str, Any]]) -> Level:
+    """Returns the conformance level that the check records ``checks`` (mappings with ``id``,
+    ``clauses``, ``status``, ``kind``, ``blamed``, ``missing_features``: ``report.json``'s
+    checks) reach over the MUST clauses of ``clauses`` — the one rule for the report, the
+    certify summary and the matrix::
+
+        safe  every data-protecting clause passes (or is not verifiable here)
+        core  safe, and every clause that binds every backend passes
+        full  core, and every clause of every optional feature passes, no check of any MUST
+              clause skipped for a feature the backend lacks
+        none  otherwise
+
+    For example, a backend that passes everything but claims no ``batch`` is ``core``, blocked
+    from ``full`` by ``BATCH-2 needs a feature`` and the other BATCH clauses.
+    """
+    records = list(checks)
+    must = [clause for clause in clauses if clause.level == "MUST"]
+    cited = {
+        clause.id: [c for c in records if clause.id in (c.get("clauses") or ())] for clause in must
+    }
+    groups = {
+        "safe": [c for c in must if c.protects_data],
+        "core": [c for c in must if c.feature is None],
+        "full": must,
+    }
+    reached, unverifiable = "none", ()
+    for name in LEVELS[1:]:
+        strict = name == "full"
+        standing = {c.id: clause_standing(c, cited[c.id], strict=strict) for c in groups[name]}
+        held = ("passes", "not verifiable")
+        # Failures first: they are what a backend author fixes; then what was not shown.
+        order = sorted(standing.items(), key=lambda item: item[1] != "fails")
+        blocked = tuple(f"{cid} {how}" for cid, how in order if how not in held)
+        if blocked:
+            return Level(reached, blocked, unverifiable)
+        reached = name
+        unverifiable = tuple(cid for cid, how in standing.items() if how == "not verifiable")
+    return Level(reached, (), unverifiable)

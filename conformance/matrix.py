@@ -5,6 +5,10 @@ saved certifications without running anything. Each cell is the verdict of one c
 backend, with the reason when it is not a pass, decided by
 :func:`memspec.conformance.verdicts.clause_verdict` (the same function as the clause table of
 a report): ``pass``, ``fail``, ``skip`` or ``n/a``; the rules are in that module's docstring.
+A clause of a feature the column's backend does not claim reads ``skip``.
+
+Each column also states the conformance level its backend reached, computed from its checks by
+:func:`~memspec.conformance.findings.conformance_level`, the rule of its ``report.json``.
 
 The library never prints: it returns text (Markdown, or one self-contained HTML page).
 """
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.findings import Level, conformance_level
 from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
@@ -70,10 +75,18 @@ class Matrix:
         """Returns the matrix of ``columns`` over every clause of SPEC.md."""
         clauses = tuple(parse_clauses(spec_text()))
         cells = tuple(
-            tuple(clause_verdict(clause.id, column.checks) for column in columns)
+            tuple(
+                clause_verdict(clause.id, column.checks, column.run.get("features") or ())
+                for column in columns
+            )
             for clause in clauses
         )
         return cls(clauses, tuple(columns), cells)
+
+    def level(self, index: int) -> Level:
+        """Returns the conformance level column ``index`` reached (SPEC.md, "Conformance
+        levels"), computed from its checks by the same rule as its report."""
+        return conformance_level(self.clauses, self.columns[index].checks)
 
     def counts(self, index: int) -> dict[str, int]:
         """Returns how many clauses pass, fail, skip and are n/a for column ``index``."""
@@ -95,7 +108,8 @@ def render_markdown(matrix: Matrix, title: str = "memspec clause matrix") -> str
         counts = matrix.counts(index)
         run = column.run
         lines.append(
-            f"- **{_md(column.label)}**: {counts['pass']} pass, {counts['fail']} fail, "
+            f"- **{_md(column.label)}**: level **{matrix.level(index).name}**; "
+            f"{counts['pass']} pass, {counts['fail']} fail, "
             f"{counts['skip']} skip, {counts['n/a']} n/a (profile {run.get('profile', '?')}; "
             f"features: {', '.join(run.get('features', ()))})"
         )
@@ -134,7 +148,7 @@ def render_html(matrix: Matrix, title: str = "memspec clause matrix") -> str:
     """Returns the matrix as one static, self-contained HTML page (no scripts, no links)."""
     head = "".join(f"<th>{html.escape(column.label)}</th>" for column in matrix.columns)
     summary = "".join(
-        f"<li><b>{html.escape(column.label)}</b>: "
+        f"<li><b>{html.escape(column.label)}</b>: level <b>{matrix.level(index).name}</b>; "
         + ", ".join(f"{n} {status}" for status, n in matrix.counts(index).items())
         + f" — profile {html.escape(str(column.run.get('profile', '?')))}, features "
         + html.escape(", ".join(column.run.get("features", ())))
@@ -195,11 +209,12 @@ def timeline(matrix: Matrix) -> list[Change]:
 
 def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
     """Returns the sweep as Markdown: clause counts per release, then each change with why."""
-    lines = ["| release | pass | fail | skip | features |", "|---|---|---|---|---|"]
+    lines = ["| release | level | pass | fail | skip | features |", "|---|---|---|---|---|---|"]
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
         lines.append(
-            f"| {_md(column.label)} | {counts['pass']} | {counts['fail']} | {counts['skip']} | "
+            f"| {_md(column.label)} | {matrix.level(index).name} | {counts['pass']} | "
+            f"{counts['fail']} | {counts['skip']} | "
             f"{', '.join(f for f in column.run.get('features', ()) if f != 'core')} |"
         )
     first = matrix.columns[0].label if matrix.columns else ""

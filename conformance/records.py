@@ -12,14 +12,20 @@ import platform
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, astuple, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import Backend, BackendDefect, UsageError
-from memspec.conformance.findings import VERDICT_PROPERTY, Verdict, shorten
+from memspec.conformance.findings import (
+    VERDICT_PROPERTY,
+    Level,
+    Verdict,
+    conformance_level,
+    shorten,
+)
 from memspec.conformance.verdicts import clause_verdict
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
@@ -168,7 +174,9 @@ def filesystem_type(path: Path) -> str:
 
 
 def clause_matrix(
-    clauses: Sequence[Clause], records: Iterable[CheckRecord]
+    clauses: Sequence[Clause],
+    records: Iterable[CheckRecord],
+    claimed: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Returns one row per clause: its verdict over every check that cites it, and why, as
     :func:`memspec.conformance.verdicts.clause_verdict` decides it (the matrix uses the same).
@@ -180,7 +188,7 @@ def clause_matrix(
     checks = [asdict(record) for record in records]
     rows = []
     for clause in clauses:
-        verdict = clause_verdict(clause.id, checks)
+        verdict = clause_verdict(clause.id, checks, claimed)
         status, why = verdict.status, [verdict.reason] if verdict.reason else []
         if verdict.expected:
             status = "expected fail"
@@ -216,10 +224,20 @@ def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
     return counts
 
 
-def _markdown(info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]]) -> str:
+def level_of(records: Iterable[CheckRecord]) -> Level:
+    """Returns the conformance level the records reach over the clauses of SPEC.md
+    (:func:`~memspec.conformance.findings.conformance_level`)."""
+    return conformance_level(parse_clauses(spec_text()), [asdict(r) for r in records])
+
+
+def _markdown(
+    info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]], level: Level
+) -> str:
     counts = summary_counts(records)
     lines = [
         f"# memspec certification: {info.backend}",
+        "",
+        f"**{level.headline()}**",
         "",
         f"- backend: `{info.backend}` ({info.name} {info.version}".rstrip() + ")",
         f"- features: {', '.join(info.features)}",
@@ -272,15 +290,18 @@ def write_reports(directory: Path, info: RunInfo, records: Sequence[CheckRecord]
     """Writes ``report.json`` and ``report.md`` into ``directory`` (created if missing)."""
     directory.mkdir(parents=True, exist_ok=True)
     clauses = parse_clauses(spec_text())
-    rows = clause_matrix(clauses, records)
+    rows = clause_matrix(clauses, records, info.features)
+    checks = [asdict(record) for record in records]
+    level = conformance_level(clauses, checks)
     payload = {
         "run": asdict(info),
         "summary": summary_counts(records),
-        "checks": [asdict(record) for record in records],
+        "level": level.to_json(),
+        "checks": checks,
         "clauses": rows,
     }
     _write(directory / "report.json", json.dumps(payload, indent=1) + "\n")
-    _write(directory / "report.md", _markdown(info, records, rows))
+    _write(directory / "report.md", _markdown(info, records, rows, level))
 
 
 def _write(path: Path, text: str) -> None:

@@ -62,8 +62,6 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     "CRASH-3": "a lock left by a dead process is process behaviour",
     "CRASH-4": "power loss and persistence models are judged by the crash-state checks",
     "CRASH-5": "durability across power loss is judged by the crash-state checks",
-    "DRIFT-5": "whether the store itself wrote the bytes is the store's own record (the digest "
-    "in its lock file), which the model does not keep",
     "FILES-1": "file modes are file-system metadata",
     "FILES-2": "file modes are file-system metadata",
     "FILES-3": "O_NOFOLLOW on the lock file is file-system behaviour",

@@ -8,11 +8,13 @@ anything. The verdict is:
 
 - ``fail``: a check citing the clause failed (or failed as listed in an expected-failures file)
   and did not blame another clause; the reason is that check's recorded reason.
-- ``skip``: no citing check passed or failed, **or** one was skipped because the backend does not
-  claim a feature it needs. A clause whose mechanism a backend lacks (no drift guard, no
-  directory fsync) therefore never reads as passed on the strength of its other checks
-  (CONTRACT-20). A check skipped only because it needs a Python backend (interposition) or the
-  JSON Lines protocol does not demote a pass; the reason notes it.
+- ``skip``: the clause binds only a backend that claims a feature this one does not claim
+  (SPEC.md, "Scope"; with ``claimed`` given), whatever its checks did; or no citing check passed
+  or failed, **or** one was skipped because the backend does not claim a feature it needs. A
+  clause whose mechanism a backend lacks (no drift guard, no directory fsync) therefore never
+  reads as passed on the strength of its other checks (CONTRACT-20). A check skipped only
+  because it needs a Python backend (interposition) or the JSON Lines protocol does not demote
+  a pass; the reason notes it.
 - ``pass``: otherwise, when at least one citing check passed.
 - ``n/a``: no check of the run cites the clause.
 
@@ -23,11 +25,14 @@ to pass, by that check). A harness error counts against no clause.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.findings import DEFECT_CLAUSE, fails_clause, shorten
+from memspec.conformance.findings import DEFECT_CLAUSE, fails_clause, scope_skip, shorten
+from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.examples import spec_text
 
 Record = Mapping[str, Any]
 """A check's record as ``report.json`` holds it (``id``, ``status``, ``clauses``, ``kind``,
@@ -76,12 +81,24 @@ def _stopped(check: Record) -> str:
     return f"{check['id']} stopped on {blamed(check)}"
 
 
-def clause_verdict(clause: str, checks: Sequence[Record]) -> ClauseVerdict:
+@functools.cache
+def _clauses_by_id() -> dict[str, Clause]:
+    return {clause.id: clause for clause in parse_clauses(spec_text())}
+
+
+def clause_verdict(
+    clause: str, checks: Sequence[Record], claimed: Collection[str] | None = None
+) -> ClauseVerdict:
     """Returns the verdict of ``clause`` over the records ``checks`` (rules in the module
-    docstring)."""
+    docstring); ``claimed``, the features the backend claims, when given, skips a clause of a
+    feature it does not claim."""
     cited = [check for check in checks if clause in check.get("clauses", ())]
     if not cited:
         return ClauseVerdict("n/a")
+    stated = _clauses_by_id().get(clause)
+    unclaimed = scope_skip(stated, claimed) if stated and claimed is not None else None
+    if unclaimed is not None:
+        return ClauseVerdict("skip", unclaimed, tuple(check["id"] for check in cited))
     own = sorted(
         (check for check in cited if _against(check, clause)),
         key=lambda check: (blamed(check) != clause, len(check.get("clauses", ()))),

@@ -1,5 +1,8 @@
 """The drift property: whatever another writer does to a memory file, the store neither refuses
-cosmetic edits nor loses external bytes (DRIFT-1 to DRIFT-5, READ-6; feature ``drift-guard``).
+cosmetic edits, nor loses external bytes, nor locks the model out (DRIFT-1 to DRIFT-5, DRIFT-7,
+READ-6). It binds every backend: a drift guard (DRIFT-2, DRIFT-3) is judged where a backend
+claims it, and a backend without one may read a foreign file as plain entries, but must still
+keep the bytes it rewrites in a backup (DRIFT-5).
 
 Each example lets the store write a few entries of its own, then alternates external edits
 (:func:`memspec.fuzz.strategies.external_edits`: appended text with and without delimiters,
@@ -8,14 +11,16 @@ operations, and judges every operation by the kind of file it met:
 
 - canonical or cosmetic: never ``E_DRIFT``; the operation works on the entries the file parses
   into and writes the canonical form (DRIFT-1);
-- foreign: ``E_DRIFT``, the file untouched (DRIFT-2), and the refusal as
-  :func:`~memspec.spec.drift_refusal.judge_drift_refusal` requires it: a byte-exact backup
-  named in ``backup``, and a ``message`` (DRIFT-3);
+- foreign: a mutation that would grow the file or does not apply is ``E_DRIFT`` with the file
+  untouched, a refusal as :func:`~memspec.spec.drift_refusal.judge_drift_refusal` requires it
+  (a byte-exact backup named in ``backup``, and a ``message``: DRIFT-3); one that applies and
+  does not grow it goes through, after a backup the ``OK`` names (DRIFT-2), and refusing it
+  locks the model out (DRIFT-7);
 - unreadable: ``E_UNREADABLE``, the file untouched (READ-6);
 
 and, across the run, the :class:`~memspec.fuzz.ledger.DriftLedger` checks that every external
-content the store rewrote is in a backup (DRIFT-5) and that backups are never overwritten or
-doubled (DRIFT-4).
+content the store rewrote is in a backup its answer names (DRIFT-5) and that backups are never
+lost or doubled (DRIFT-5, DRIFT-4).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, external_edits, requests
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes
-from memspec.spec.drift_refusal import judge_drift_refusal
+from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
 from memspec.spec.targets import DEFAULT_LIMITS
 
 LIMITS = (40, DEFAULT_LIMITS["memory"])
@@ -49,7 +54,8 @@ def _state(world: FuzzRoot) -> model.State:
 def _drift_step(
     world: FuzzRoot, ledger: DriftLedger, request: dict[str, Any], features: frozenset[str]
 ) -> None:
-    """Sends one mutation and judges it by the kind of file it met (DRIFT-1..5, READ-6)."""
+    """Sends one mutation and judges it by the kind of file it met (DRIFT-1..5, DRIFT-7,
+    READ-6)."""
     target, sent = request["target"], show(request)
     before = world.disk(target)
     kind = classify_bytes(before, world.limits[target]).kind
@@ -59,27 +65,37 @@ def _drift_step(
     backups = world.backups(target)
     found = match_answer(allowed, answer, after, target)
     met = f"{sent} on a {kind} file {before!r}"
+    options = "; ".join(f"{a.outcome.code}, {model.disk(a.state, target)!r}" for a in allowed)
+    expected = allowed[0].outcome.code
     if kind in ("absent", "canonical", "cosmetic"):
         # DRIFT-1: a canonical or cosmetic file is never refused as drift.
         assert answer["code"] != codes.E_DRIFT, f"DRIFT-1: {met} was refused: {answer}"
         # DRIFT-1: the store works on the entries the file parses into and writes them canonically.
-        options = "; ".join(f"{a.outcome.code}, {model.disk(a.state, target)!r}" for a in allowed)
         assert found is not None and model.disk(found.state, target) == after, (
             f"DRIFT-1: {met} answered {answer['code']} and left {after!r}; the spec allows "
             f"(code, file): {options}"
         )
-    elif allowed[0].outcome.code not in ARGUMENT_CODES and kind == "foreign":
-        # DRIFT-2: a foreign file refuses the mutation and stays byte for byte as it was.
-        assert found is not None and after == before, (
-            f"DRIFT-2: {met} answered {answer['code']} and left {after!r}; expected E_DRIFT and "
-            "the file untouched"
+    elif expected not in ARGUMENT_CODES and kind == "foreign":
+        # DRIFT-7: a change that does not grow a foreign file is never refused for its state.
+        clause = "DRIFT-7" if expected == codes.OK and not answer["ok"] else "DRIFT-2"
+        # DRIFT-2: growth, or a change that does not apply, is refused with the file untouched;
+        # a change that applies and does not grow the file goes through, written canonically.
+        assert found is not None and model.disk(found.state, target) == after, (
+            f"{clause}: {met} answered {answer['code']} and left {after!r}; the spec allows "
+            f"(code, file): {options}"
         )
+        assert before is not None, f"BUG IN CHECK: {met} is foreign but absent"
         if answer["code"] == codes.E_DRIFT:
-            assert before is not None, f"BUG IN CHECK: {met} is foreign but absent"
             problem = judge_drift_refusal(answer, before, backups, root=world.root, target=target)
             # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
             assert problem is None, f"{problem} ({met}; the backups hold {backups!r})"
-    elif allowed[0].outcome.code not in ARGUMENT_CODES and kind == "unreadable":
+        elif after != before and "drift-guard" in features:
+            problem = judge_rewrite_backup(
+                answer, before, backups, root=world.root, clause="DRIFT-2", target=target
+            )
+            # DRIFT-2: a drift guard backs a foreign file up before rewriting it, and says where.
+            assert problem is None, f"{problem} ({met}; the backups hold {backups!r})"
+    elif expected not in ARGUMENT_CODES and kind == "unreadable":
         # READ-6: an undecodable file refuses every mutation and is left as it was.
         assert found is not None and after == before, (
             f"READ-6: {met} answered {answer['code']} and left {after!r}; expected E_UNREADABLE "
@@ -87,8 +103,9 @@ def _drift_step(
         )
     for problem in (
         ledger.backups_seen(target, backups),
-        ledger.store_wrote(target, before, after, backups),
+        ledger.store_wrote(target, before, after, backups, answer, world.root),
     ):
+        # DRIFT-4, DRIFT-5: external bytes are kept in backups the answers name, never lost.
         assert problem is None, f"{problem} (after {sent})"
 
 
@@ -98,15 +115,16 @@ def _drift_step(
     "DRIFT-3",
     "DRIFT-4",
     "DRIFT-5",
+    "DRIFT-7",
     "READ-6",
-    features=("drift-guard",),
     id="drift_properties.external_edits_are_kept",
 )
 def external_edits_are_kept(ctx: CheckContext) -> None:
-    """After any external edit followed by any operations: cosmetic edits are never refused
-    (DRIFT-1), foreign content is never silently rewritten (DRIFT-2, DRIFT-3), the external bytes
-    are recoverable byte for byte from the file or a ``NAME.bak.*`` backup (DRIFT-5), and
-    backups never overwrite one another (DRIFT-4)."""
+    """After any external edit followed by any operations, whatever the backend claims:
+    cosmetic edits are never refused (DRIFT-1), foreign content is never silently rewritten and
+    never locks the target (DRIFT-2, DRIFT-3, DRIFT-7), the external bytes are recoverable byte
+    for byte from the file or a ``NAME.bak.*`` backup the answer names (DRIFT-5), and backups
+    are never lost or doubled (DRIFT-5, DRIFT-4)."""
     features = ctx.claimed_features()
     run = plan(ctx)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)

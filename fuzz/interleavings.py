@@ -51,7 +51,6 @@ def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
     "LOCK-2",
     "ATOMIC-2",
     "LIMIT-2",
-    features=("multi-process",),
     python_only=True,
     id="interleavings.random_schedules",
 )

@@ -2,23 +2,29 @@
 and which backups it keeps — the judge of DRIFT-4 and DRIFT-5 over a whole run.
 
 DRIFT-5: before a store rewrites a file whose bytes it did not write itself, it keeps a
-byte-exact backup of them, unless they differ from the bytes it last wrote only cosmetically.
-The ledger holds, per target, the *pending* external bytes: those another writer put in the file
-that no rewrite by the store has replaced yet. When the store changes the file, the pending bytes
-must be in a backup, or parse into the same entries as the bytes the store last wrote (a
-cosmetic edit), or parse into no entries at all (nothing a person wrote is lost). A second
-external write replaces the first: a writer that overwrites another is not the store's fault.
+byte-exact backup of them, unless they differ from the bytes it last wrote only cosmetically,
+and its ``OK`` names that backup. The ledger holds, per target, the *pending* external bytes:
+those another writer put in the file that no rewrite by the store has replaced yet. When the
+store changes the file, the pending bytes must be in a backup that the answer names, or parse
+into the same entries as the bytes the store last wrote (a cosmetic edit), or parse into no
+entries at all (nothing a person wrote is lost). A second external write replaces the first: a
+writer that overwrites another is not the store's fault. DRIFT-5 binds every backend, so the
+ledger judges every one, whatever it claims.
 
-DRIFT-4: a backup, once made, keeps its bytes (it is never overwritten), and no two backups of
-one target hold the same bytes (content-addressed). A backup that disappears is reported under
-DRIFT-5, since the bytes it kept are then lost.
+DRIFT-4: no two backups of one target hold the same bytes (content-addressed). A backup that
+disappears or is overwritten is reported under DRIFT-5, since the bytes it kept are then lost.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
+from memspec.spec.drift_refusal import judge_rewrite_backup
 
 
 def _entries(data: bytes | None) -> list[str] | None:
@@ -49,21 +55,36 @@ class DriftLedger:
         return entries is not None and (not entries or entries == _entries(self.own.get(target)))
 
     def store_wrote(
-        self, target: str, before: bytes | None, after: bytes | None, backups: dict[str, bytes]
+        self,
+        target: str,
+        before: bytes | None,
+        after: bytes | None,
+        backups: dict[str, bytes],
+        answer: Mapping[str, Any] | None = None,
+        root: Path | None = None,
     ) -> str | None:
         """Records the store's change of ``target``'s file from ``before`` to ``after`` (no change:
-        nothing happens) and returns the DRIFT-5 violation it is, if any."""
+        nothing happens) and returns the DRIFT-5 violation it is, if any. ``backups`` maps backup
+        names to bytes; with the ``answer`` of the change and the ``root``, an ``OK`` must also
+        name the backup of the external bytes it rewrote."""
         if after == before:
             return None
         external = self.pending.pop(target, None)
         exempt = external is None or self.exempt(target, external)
         self.own[target] = after
-        if exempt or external in backups.values():
+        if exempt:
             return None
-        return (
-            f"DRIFT-5: the store rewrote the file that another writer had left as {external!r} "
-            f"(now {after!r}) without a byte-exact backup: the backups hold "
-            f"{sorted(backups.values())!r}"
+        assert external is not None
+        if external not in backups.values():
+            return (
+                f"DRIFT-5: the store rewrote the file that another writer had left as "
+                f"{external!r} (now {after!r}) without a byte-exact backup: the backups hold "
+                f"{sorted(backups.values())!r}"
+            )
+        if answer is None or root is None or answer.get("code") != codes.OK:
+            return None
+        return judge_rewrite_backup(
+            answer, external, backups, root=root, clause="DRIFT-5", target=target
         )
 
     def backups_seen(self, target: str, backups: dict[str, bytes]) -> str | None:
@@ -74,8 +95,8 @@ class DriftLedger:
                 return f"DRIFT-5: backup {name} holding {data!r} disappeared"
             if backups[name] != data:
                 return (
-                    f"DRIFT-4: backup {name} was overwritten: it held {data!r} and now holds "
-                    f"{backups[name]!r}"
+                    f"DRIFT-5: backup {name} was overwritten: it held {data!r} and now holds "
+                    f"{backups[name]!r}, so the bytes it kept are lost"
                 )
         contents = list(backups.values())
         twice = sorted({data for data in contents if contents.count(data) > 1})

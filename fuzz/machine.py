@@ -8,8 +8,9 @@ step it compares, against :func:`memspec.spec.model.step`:
 
 - the Outcome's code (CONTRACT-4, CONTRACT-5), accepting exactly the alternatives of
   :func:`memspec.fuzz.oracle.allowed_answers`, and its optional fields (CONTRACT-3);
-- both files, byte for byte (FORMAT-4, DRIFT-1), and, for ``drift-guard``, the backups the
-  model requires (DRIFT-3), never overwritten or doubled (DRIFT-4), and DRIFT-5 over the run;
+- both files, byte for byte (FORMAT-4, DRIFT-1), the backups the model requires (DRIFT-3,
+  DRIFT-5), never lost or doubled (DRIFT-5, DRIFT-4), and DRIFT-5 over the run, whatever the
+  backend claims;
 - every session's live entries: at least as fresh as its last load or accepted write, possibly
   fresher (CONTRACT-8, LOCK-2);
 - every session's snapshot: frozen until its own next load (SNAP-1, SNAP-10), then exactly what
@@ -217,9 +218,10 @@ class MemoryMachine(RuleBasedStateMachine):
         if answer["ok"] and changed:
             self.floor[(session, target)] = len(self.versions[target]) - 1
         self.last = sent
-        if "drift-guard" in self.features:
-            wrote = self.ledger.store_wrote(target, before, after, self.world.backups(target))
-            assert wrote is None, wrote
+        backups = self.world.backups(target)
+        wrote = self.ledger.store_wrote(target, before, after, backups, answer, self.world.root)
+        # DRIFT-5: every backend keeps the external bytes it rewrites, in a backup it names.
+        assert wrote is None, wrote
         self._compare(expected_ok=answer["ok"], targets=(target,), snapshots=(session,))
         self.completed = True
 
@@ -240,8 +242,7 @@ class MemoryMachine(RuleBasedStateMachine):
                 f"{clause}: after {self.last}, {target}'s file holds {actual!r}; the model's "
                 f"holds {want!r}"
             )
-            if "drift-guard" in self.features:
-                self._compare_backups(target)
+            self._compare_backups(target)
             for session in self.world.sessions:
                 self._compare_session(session, target)
                 if snapshots is None or session in snapshots:
@@ -256,9 +257,10 @@ class MemoryMachine(RuleBasedStateMachine):
     def _compare_backups(self, target: str) -> None:
         found = self.world.backups(target)
         missing = model.backups_of(self.state, target) - set(found.values())
-        # DRIFT-3: every foreign content refused with E_DRIFT is kept in a byte-exact backup.
+        # DRIFT-5: every foreign content refused or rewritten is kept in a byte-exact backup
+        # (a refusal's own backup is judged where it is answered, DRIFT-3).
         assert not missing, (
-            f"DRIFT-3: after {self.last}, no backup of {target} holds {sorted(missing)!r}; "
+            f"DRIFT-5: after {self.last}, no backup of {target} holds {sorted(missing)!r}; "
             f"the backups are {found!r}"
         )
         problem = self.ledger.backups_seen(target, found)
@@ -295,7 +297,8 @@ class MemoryMachine(RuleBasedStateMachine):
 @check(
     "CONTRACT-4", "CONTRACT-5", "CONTRACT-8", "FORMAT-4", "FORMAT-5", "DUP-1", "DUP-4",
     "MATCH-1", "MATCH-3", "MATCH-4", "MATCH-5", "REPLACE-1", "REMOVE-1", "LIMIT-2", "LOCK-2",
-    "SNAP-1", "SNAP-2", "SNAP-10", "DRIFT-1", "DRIFT-3", "DRIFT-4", "READ-6", "BATCH-3",
+    "SNAP-1", "SNAP-2", "SNAP-10", "DRIFT-1", "DRIFT-3", "DRIFT-4", "DRIFT-5", "READ-6",
+    "BATCH-3",
     id="machine.memory_machine",
 )  # fmt: skip
 def memory_machine(ctx: CheckContext) -> None:

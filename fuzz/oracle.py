@@ -10,7 +10,9 @@ alternatives are accepted:
   and may block more entries in a snapshot.
 - **No threat scan claimed** (CONTRACT-19): content the model refuses with ``E_THREAT`` may be
   stored as ordinary text, and the snapshot may show every entry raw.
-- **No drift guard claimed**: a foreign file may be treated as readable entries.
+- **No drift guard claimed**: a foreign file may be treated as readable entries (a growing
+  mutation is then ``E_LIMIT``, one that does not apply ``E_NOMATCH`` or ``E_AMBIGUOUS``); a
+  rewrite of it still keeps its bytes in a backup first (DRIFT-5).
 - **BATCH-8** (MAY): a batch that would leave a target that has entries with none may be refused
   with ``E_INVALID``, writing nothing.
 
@@ -117,11 +119,11 @@ def _decide(state: State, op: Mutation, *, scan: bool, guard: bool) -> tuple[Out
         return refusal, state
     data = model.disk(state, op.target)
     limit = model.limit_of(state, op.target)
-    file = classify_bytes(data, limit)
-    if file.kind == "foreign" and not guard:
-        file = FileState("cosmetic", file.entries)
+    met = classify_bytes(data, limit)
+    file = FileState("cosmetic", met.entries) if met.kind == "foreign" and not guard else met
     outcome, result = decide(op, file, limit)
-    if outcome.code == codes.E_DRIFT and data is not None:
+    # DRIFT-3, DRIFT-5: a refused or rewritten foreign file is kept in a backup, guard or not.
+    if data is not None and model.needs_backup(met, outcome, result):
         state = replace(state, backups=state.backups | {(op.target, data)})
     if result is not None:
         _, state = model.step(state, ExternalWrite(op.target, encode_entries(result)))

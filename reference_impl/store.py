@@ -193,12 +193,15 @@ class Store:
         """The read-modify-write under the lock.
 
         Sweeps a crash's temp files (CRASH-2), re-reads the file and decides on what it just
-        read (LOCK-2); an unreadable file is ``E_UNREADABLE`` and nothing is written (READ-6,
-        READ-7); a foreign one is ``E_DRIFT`` after a byte-exact backup named in ``backup``, with
-        a message saying how to repair it (DRIFT-2, DRIFT-3, DRIFT-6). A data file that is a
-        symlink is never replaced (FILES-4); bytes the store did not write are backed up before
-        the rewrite (DRIFT-5); the write is atomic and durable before the answer (ATOMIC-1,
-        ATOMIC-3, ATOMIC-5) and a directory sync that fails still answers ``OK`` with a message
+        read (LOCK-2); an unreadable file is ``E_UNREADABLE``, nothing is written, and the
+        message says how a person repairs it (READ-6, READ-7, DRIFT-7). A foreign file refuses
+        a mutation that would grow it or does not apply with ``E_DRIFT`` after a byte-exact
+        backup named in ``backup``, with a message saying how to repair it (DRIFT-2, DRIFT-3,
+        DRIFT-6); one that does not grow it goes through (DRIFT-2, DRIFT-7). A data file that
+        is a symlink is never replaced (FILES-4); a foreign file, and bytes the store did not
+        write, are backed up before the rewrite and the ``OK`` names the backup (DRIFT-2,
+        DRIFT-5); the write is atomic and durable before the answer (ATOMIC-1, ATOMIC-3,
+        ATOMIC-5) and a directory sync that fails still answers ``OK`` with a message
         (ATOMIC-3).
         """
         files.remove_stale_temps(path)
@@ -214,10 +217,13 @@ class Store:
         if state.entries is None:
             return _failure(
                 codes.E_UNREADABLE,
-                f"{path.name} is not valid UTF-8; nothing was written. Repair or move the file.",
+                f"{path.name} is not valid UTF-8; nothing was written. The memory tool cannot "
+                "address entries in bytes it cannot decode, so a person must repair the file: "
+                "re-save it as UTF-8, or move it aside (the store then starts a new file).",
             )
         self._live[op.target] = state.entries
-        if state.kind == "foreign":
+        outcome, result = decide(op, state, limit)
+        if outcome.code == codes.E_DRIFT:
             assert data is not None
             try:
                 backup = files.write_backup(path, data)
@@ -225,13 +231,14 @@ class Store:
                 backup = files.backup_path(path, data)  # in place, just not confirmed durable
             return _failure(
                 codes.E_DRIFT,
-                f"{path.name} holds text written outside the store that a rewrite would destroy "
-                f"(an entry longer than the {limit:,}-char limit, e.g. text appended without a "
-                f"'§' line). A byte-exact copy is in {backup.name}. Split it into entries "
-                "separated by a line holding only '§', or shorten it, then retry.",
+                f"{path.name} holds text written outside the store: an entry longer than the "
+                f"{limit:,}-char limit, e.g. text appended without a '§' line. A byte-exact copy "
+                f"is in {backup.name}. Nothing can be added until the entry is shortened: "
+                "remove it, or replace it with a shorter text (a change that does not make the "
+                "file larger goes through, after a backup), or split it into entries separated "
+                "by a line holding only '§'.",
                 backup=str(backup),
             )
-        outcome, result = decide(op, state, limit)
         if result is None:
             return _answer(outcome, path.name)
         if path.is_symlink():
@@ -240,10 +247,10 @@ class Store:
                 f"{path.name} is a symbolic link; the store never replaces a link by a regular "
                 "file (FILES-4). Write to the link's target yourself, or replace the link.",
             )
-        if data and self._is_external(state, lock_fd):
-            files.write_backup(path, data)
-        new = encode_entries(result)
         extra: dict[str, Any] = {}
+        if data and (state.kind == "foreign" or self._is_external(state, lock_fd)):
+            extra["backup"] = str(files.write_backup(path, data))
+        new = encode_entries(result)
         try:
             files.atomic_write(path, new)
         except files.NotDurableError as error:

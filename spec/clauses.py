@@ -1,14 +1,25 @@
-"""The clauses of SPEC.md: stable ids, levels and text (see "How to read this").
+"""The clauses of SPEC.md: stable ids, levels, text and scope (see "How to read this").
 
 A clause is a line that starts ``**AREA-N** (MUST|SHOULD|MAY)``; its text runs to the end of
 the paragraph. Ids are stable: a clause may be reworded or withdrawn, never renumbered.
+
+Two tables of "How to read this" give each clause its scope: the **Scope** table names the
+clauses that bind only a backend claiming an optional feature (every other clause binds every
+backend), and the **Data-protecting clauses** table names those that protect data already in
+the files, which bind every backend whatever it claims::
+
+    | feature | clauses that bind only a backend that claims it |
+    |---|---|
+    | `batch` | BATCH-1, BATCH-2 |
+
+gives ``BATCH-1`` and ``BATCH-2`` the feature ``batch``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -27,14 +38,26 @@ class ClauseSyntaxError(ValueError):
     """SPEC.md states a clause twice or malformed: a bug in the spec, not in a backend."""
 
 
+SCOPE_TABLE = "**Scope.**"
+PROTECTING_TABLE = "**Data-protecting clauses.**"
+FEATURE_CELL = re.compile(r"`([a-z][a-z-]*)`")
+
+
 @dataclass(frozen=True)
 class Clause:
-    """A Clause is one citable rule of SPEC.md."""
+    """A Clause is one citable rule of SPEC.md.
+
+    ``feature`` is the optional feature whose claim it binds (``None``: it binds every backend);
+    ``protects_data`` marks a data-protecting clause, which binds every backend whatever it
+    claims and which no check or example may gate on a feature.
+    """
 
     id: str
     level: Level
     text: str
     line: int
+    feature: str | None = None
+    protects_data: bool = False
 
     @property
     def checked_by(self) -> tuple[tuple[str, str], ...]:
@@ -52,8 +75,51 @@ class Clause:
         return self.id.rsplit("-", 1)[0]
 
 
+def table_after(text: str, heading: str) -> list[list[str]]:
+    """Returns the body rows (cells stripped) of the first Markdown table after the paragraph
+    that starts with ``heading`` (``[]`` when the text has no such paragraph)."""
+    start = text.find("\n" + heading)
+    if start < 0:
+        return []
+    rows: list[list[str]] = []
+    for line in text[start + 1 :].split("\n")[1:]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return [row for row in rows[1:] if not set("".join(row)) <= set("-: ")]
+
+
+def _scopes(text: str, stated: dict[str, Clause]) -> tuple[dict[str, str], set[str]]:
+    """Returns the feature of each feature-bound clause and the data-protecting clause ids, as
+    the two tables state them (raises ClauseSyntaxError for an id SPEC.md does not state, a
+    clause given two features, or a data-protecting clause that is not a MUST of every
+    backend)."""
+    features: dict[str, str] = {}
+    for row in table_after(text, SCOPE_TABLE):
+        named = FEATURE_CELL.fullmatch(row[0])
+        if not named or len(row) < 2:
+            raise ClauseSyntaxError(f"SPEC.md: a row of the Scope table is malformed: {row}")
+        for clause in CLAUSE_ID.findall(row[1]):
+            if clause in features:
+                raise ClauseSyntaxError(f"SPEC.md: {clause} is given two features in Scope")
+            features[clause] = named.group(1)
+    rows = table_after(text, PROTECTING_TABLE)
+    protecting = {clause for row in rows for clause in CLAUSE_ID.findall(row[-1])}
+    for clause in sorted(set(features) | protecting):
+        if clause not in stated:
+            raise ClauseSyntaxError(f"SPEC.md: the scope tables name {clause}, which is not stated")
+    for clause in sorted(protecting):
+        if clause in features or stated[clause].level != "MUST":
+            raise ClauseSyntaxError(
+                f"SPEC.md: the data-protecting clause {clause} must be a MUST that binds every "
+                "backend"
+            )
+    return features, protecting
+
+
 def parse_clauses(text: str) -> list[Clause]:
-    """Returns every clause of a SPEC.md text, in document order."""
+    """Returns every clause of a SPEC.md text, in document order, with its scope."""
     clauses: list[Clause] = []
     lines = text.split("\n")
     for number, line in enumerate(lines, start=1):
@@ -75,7 +141,11 @@ def parse_clauses(text: str) -> list[Clause]:
                 f"at line {seen[clause.id]}"
             )
         seen[clause.id] = clause.line
-    return clauses
+    features, protecting = _scopes(text, {clause.id: clause for clause in clauses})
+    return [
+        replace(clause, feature=features.get(clause.id), protects_data=clause.id in protecting)
+        for clause in clauses
+    ]
 
 
 def uncovered_must_clauses(clauses: Iterable[Clause], covered_ids: Iterable[str]) -> list[Clause]:
@@ -100,3 +170,24 @@ def unknown_ids(clauses: Iterable[Clause], cited_ids: Iterable[str]) -> list[str
     """Returns cited ids that SPEC.md does not state (a typo in an example or a check)."""
     known = {c.id for c in clauses}
     return sorted(set(cited_ids) - known)
+
+
+Citer = tuple[str, Iterable[str], Iterable[str]]
+"""An example or check that cites clauses: its name, the clause ids, the features it needs."""
+
+
+def gated_protections(clauses: Iterable[Clause], citers: Iterable[Citer]) -> list[str]:
+    """Returns the examples and checks that cite a data-protecting clause yet need a feature
+    besides ``core``: a backend without that feature would skip them, and a data-protecting
+    clause is never skipped for a claim (SPEC.md, "Data-protecting clauses")."""
+    protecting = {clause.id for clause in clauses if clause.protects_data}
+    problems = []
+    for name, cited, features in citers:
+        needed = sorted(set(features) - {"core"})
+        for clause in sorted(protecting & set(cited)):
+            if needed:
+                problems.append(
+                    f"{name} cites the data-protecting clause {clause} but needs "
+                    f"{', '.join(needed)}: a backend without it would skip the clause"
+                )
+    return problems

@@ -1,5 +1,6 @@
-"""The judge of a store's refusal of a foreign file (DRIFT-3, with DRIFT-2's code and
-CONTRACT-11's backup field).
+"""The judges of a store's backups of bytes it did not write: the refusal of a foreign file
+(DRIFT-3, with DRIFT-2's code and CONTRACT-11's backup field) and the ``OK`` of a rewrite that
+drops such bytes (DRIFT-2, DRIFT-5: the answer names the backup).
 
 DRIFT-3 (MUST): "On ``E_DRIFT`` the store first saves a byte-exact copy of the file, named
 ``<FILE>.bak.<suffix>`` in the root, gives its path in the Outcome's ``backup`` field, and says
@@ -51,6 +52,39 @@ def backup_name_of(answer: Mapping[str, Any], root: str) -> str | None:
     return name if not directory else None
 
 
+Answer = Mapping[str, Any]
+Files = Mapping[str, bytes]
+Root = str | os.PathLike[str]
+
+
+def _backup_problem(
+    answer: Answer, before: bytes, found: Files, root: Root, name: str
+) -> str | None:
+    """Returns why the ``backup`` field of ``answer`` does not name a byte-exact backup of
+    ``before`` among the files ``found`` in ``root``, called ``<name>.bak.<suffix>`` for the
+    data file ``name`` (no clause prefix), or None."""
+    code = answer.get("code")
+    backup = backup_name_of(answer, os.fspath(root))
+    if backup is None:
+        return (
+            f"the {code} {dict(answer)} gives no backup path in the root in 'backup' "
+            f"(expected {name}.bak.<suffix> in {root})"
+        )
+    if file_kind(backup, name) != "backup":
+        return (
+            f"the {code} {dict(answer)} names the backup {backup!r}, which is not named "
+            f"{name}.bak.<suffix>"
+        )
+    saved = found.get(backup)
+    if saved != before:
+        there = "no such file" if saved is None else f"it holds {saved!r}"
+        return (
+            f"the {code} {dict(answer)} names the backup {backup}, but {there}; expected the "
+            f"bytes {before!r} exactly"
+        )
+    return None
+
+
 def judge_drift_refusal(
     answer: Mapping[str, Any],
     before: bytes,
@@ -66,9 +100,9 @@ def judge_drift_refusal(
     files directly in ``root`` after the answer to their bytes (other files may be missing from
     it; only the backup is looked up). A conforming refusal:
 
-    1. answers ``E_DRIFT`` (DRIFT-2: a foreign file refuses every mutation with it; the
-       violation still opens with DRIFT-3, the clause of the checks that ask this judge, so a
-       refusal that never came is blamed where it always was);
+    1. answers ``E_DRIFT`` (DRIFT-2: a foreign file refuses a mutation that would grow it or
+       does not apply with it; the violation still opens with DRIFT-3, the clause of the checks
+       that ask this judge, so a refusal that never came is blamed where it always was);
     2. gives in ``backup`` the path of a file in the root (absolute, or a name relative to it)
        named ``<FILE>.bak.<suffix>`` for the target's file (DRIFT-3, CONTRACT-11);
     3. that holds ``before`` byte for byte (DRIFT-3);
@@ -82,27 +116,32 @@ def judge_drift_refusal(
             f"DRIFT-3: a foreign {data_name} was answered {dict(answer)}; expected E_DRIFT "
             "(DRIFT-2) naming a byte-exact backup"
         )
-    name = backup_name_of(answer, os.fspath(root))
-    if name is None:
-        return (
-            f"DRIFT-3: the E_DRIFT {dict(answer)} gives no backup path in the root in 'backup' "
-            f"(expected {data_name}.bak.<suffix> in {root})"
-        )
-    if file_kind(name, data_name) != "backup":
-        return (
-            f"DRIFT-3: the E_DRIFT {dict(answer)} names the backup {name!r}, which is not "
-            f"named {data_name}.bak.<suffix>"
-        )
-    saved = files_after.get(name)
-    if saved != before:
-        found = "no such file" if saved is None else f"it holds {saved!r}"
-        return (
-            f"DRIFT-3: the E_DRIFT {dict(answer)} names the backup {name}, but {found}; "
-            f"expected the foreign bytes {before!r} exactly"
-        )
+    problem = _backup_problem(answer, before, files_after, root, data_name)
+    if problem is not None:
+        return f"DRIFT-3: {problem}"
     message = answer.get("message")
     if not isinstance(message, str) or not message.strip():
         return (
             f"DRIFT-3: the E_DRIFT {dict(answer)} has no 'message' saying how to repair {data_name}"
         )
     return None
+
+
+def judge_rewrite_backup(
+    answer: Answer, before: bytes, found: Files, *, root: Root, clause: str, target: str = "memory"
+) -> str | None:
+    """Returns how ``answer`` breaks ``clause`` as an ``OK`` that rewrote ``before``, bytes the
+    store did not write itself (DRIFT-5) or a foreign file (DRIFT-2), or ``None`` when the
+    answer names, in ``backup``, a ``<FILE>.bak.<suffix>`` in the root that holds ``before``
+    byte for byte: every byte the rewrite dropped is in a backup the answer names.
+
+    The caller decides that a backup was due (which clause, which bytes); this judge decides
+    only whether the answer names it::
+
+        >>> files = {"MEMORY.md.bak.2e": b"pasted"}
+        >>> ok = {"ok": True, "code": "OK", "backup": "MEMORY.md.bak.2e"}
+        >>> judge_rewrite_backup(ok, b"pasted", files, root="/r", clause="DRIFT-5") is None
+        True
+    """
+    problem = _backup_problem(answer, before, found, root, FILENAMES[target])
+    return None if problem is None else f"{clause}: {problem}"

@@ -76,7 +76,8 @@ class Example:
     def features(self) -> tuple[str, ...]:
         """The backend features the example needs (CONTRACT-20): ``batch`` for a batch step,
         ``threat-scan`` for an ``E_THREAT`` or a ``[BLOCKED:`` block, ``drift-guard`` for an
-        ``E_DRIFT`` or a backups step; ``core`` always."""
+        ``E_DRIFT``; ``core`` always. A backups step needs nothing: every backend keeps the
+        external bytes it rewrites in a backup (DRIFT-5)."""
         needed = ["core"]
         for step in self.steps:
             code = step.expect.get("code")
@@ -85,7 +86,7 @@ class Example:
                 needed.append("batch")
             if code == codes.E_THREAT or (isinstance(value, str) and "[BLOCKED:" in value):
                 needed.append("threat-scan")
-            if code == codes.E_DRIFT or step.op == "backups":
+            if code == codes.E_DRIFT:
                 needed.append("drift-guard")
         return tuple(dict.fromkeys(needed))
 

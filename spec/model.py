@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from memspec.spec import codes
-from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.codec import FileState, classify_bytes, encode_entries
 from memspec.spec.operations import ExternalWrite, Load, Mutation, Operation
 from memspec.spec.rules import Outcome, argument_error, decide
 from memspec.spec.snapshot import render_snapshot, render_unreadable
@@ -124,7 +124,8 @@ def _mutate(state: State, op: Mutation) -> tuple[Outcome, State]:
 
     The decision is made on the file's bytes as they are at this step, never on a copy the
     session loaded earlier (LOCK-2), and whether or not the session ever loaded (CONTRACT-7).
-    An ``E_DRIFT`` keeps a byte-exact backup of the file (DRIFT-3). An accepted change is in the
+    An ``E_DRIFT`` keeps a byte-exact backup of the file (DRIFT-3), and so does a change that
+    rewrites a foreign file, before it drops a byte (DRIFT-2). An accepted change is in the
     file, in canonical form, in the same step that answers ``OK`` (ATOMIC-5, FORMAT-4), so
     reading it back gives exactly the entries decided (FORMAT-5).
     """
@@ -135,11 +136,17 @@ def _mutate(state: State, op: Mutation) -> tuple[Outcome, State]:
     data = disk(state, target)
     file = classify_bytes(data, limit_of(state, target))
     outcome, result = decide(op, file, limit_of(state, target))
-    if outcome.code == codes.E_DRIFT and data is not None:
+    if data is not None and needs_backup(file, outcome, result):
         state = replace(state, backups=state.backups | {(target, data)})
     if result is not None:
         state = _with_file(state, target, encode_entries(result))
     return outcome, state
+
+
+def needs_backup(file: FileState, outcome: Outcome, result: tuple[str, ...] | None) -> bool:
+    """Returns whether a store must hold a byte-exact backup of the file it met after answering
+    ``outcome``: the refusal of a foreign file (DRIFT-3), or a rewrite of one (DRIFT-2)."""
+    return file.kind == "foreign" and (outcome.code == codes.E_DRIFT or result is not None)
 
 
 def step(state: State, op: Operation) -> tuple[Outcome, State]:

@@ -209,6 +209,25 @@ def exceeds_limit(result: Sequence[str], current: Sequence[str], limit: int) -> 
     return used > limit and used > usage_of(current)
 
 
+def grows(result: Sequence[str], current: Sequence[str]) -> bool:
+    """Returns whether ``result`` uses more code points than ``current`` (LIMIT-1): the test
+    that decides which mutations of a foreign file go through (DRIFT-2, DRIFT-7)."""
+    return usage_of(result) > usage_of(current)
+
+
+def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
+    """Returns the entries after every step of ``op`` applied in order to a working copy
+    (BATCH-3), or the refusal of the first step that does not apply (BATCH-2)."""
+    result = current
+    for index, (action, content, old_text) in enumerate(_steps(op)):
+        applied = _apply_one(result, action, content, old_text)
+        if isinstance(applied, Outcome):
+            item = index if isinstance(op, Batch) else None
+            return Outcome(applied.code, matches=applied.matches, item=item)
+        result = applied
+    return result
+
+
 def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries | None]:
     """Returns the outcome of a mutation whose arguments passed, and the entries to write.
 
@@ -216,26 +235,30 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
     the current entries (an exact-duplicate add is an accepted no-op even when full; DUP-1,
     DUP-2).
 
-    An unreadable file refuses with ``E_UNREADABLE`` however it failed (READ-6, READ-7), a
-    foreign one with ``E_DRIFT`` (DRIFT-2); otherwise the mutation works on the file's entries,
-    duplicates and entries blocked by the threat scan included (DRIFT-1, DUP-4, SCAN-9). Batch
-    items apply in order to a working copy (BATCH-3) and any refusal refuses the whole batch
-    (BATCH-2); the limit is checked once, on the final result (BATCH-4, LIMIT-3: a refusal
-    writes nothing). Removing the last entry is accepted (REMOVE-2); nothing is written when
-    no entry matches (MATCH-2, REMOVE-3).
+    An unreadable file refuses with ``E_UNREADABLE`` however it failed (READ-6, READ-7).
+    Otherwise the mutation works on the file's entries, duplicates and entries blocked by the
+    threat scan included (DRIFT-1, DUP-4, SCAN-9). Batch items apply in order to a working copy
+    (BATCH-3) and any refusal refuses the whole batch (BATCH-2); the limit is checked once, on
+    the final result (BATCH-4, LIMIT-3: a refusal writes nothing). Removing the last entry is
+    accepted (REMOVE-2); nothing is written when no entry matches (MATCH-2, REMOVE-3).
+
+    A foreign file (an entry alone over the limit) refuses with ``E_DRIFT`` every mutation that
+    does not go through as a change no larger than the file: one that would make it larger, and
+    one that does not apply (no match, ambiguous), since the file's state comes before matching
+    (CONTRACT-5). A mutation that applies and does not make it larger goes through, so that the
+    model can always repair the file with the tool (DRIFT-2, DRIFT-7); the store backs the file
+    up first (the model's ``_mutate`` and every store do that, not this rule). For example, on
+    a limit of 10 with entries ``("x" * 11,)``, ``Remove("memory", "x")`` is ``OK`` writing
+    ``()``, while ``Add("memory", "y")`` and ``Remove("memory", "z")`` are ``E_DRIFT``.
     """
     if file.entries is None:
         return Outcome(codes.E_UNREADABLE), None
-    if file.kind == "foreign":
-        return Outcome(codes.E_DRIFT), None
     current: Entries = file.entries
-    result = current
-    for index, (action, content, old_text) in enumerate(_steps(op)):
-        applied = _apply_one(result, action, content, old_text)
-        if isinstance(applied, Outcome):
-            item = index if isinstance(op, Batch) else None
-            return Outcome(applied.code, matches=applied.matches, item=item), None
-        result = applied
+    result = _apply_all(op, current)
+    if file.kind == "foreign" and (isinstance(result, Outcome) or grows(result, current)):
+        return Outcome(codes.E_DRIFT), None
+    if isinstance(result, Outcome):
+        return result, None
     if result == current:
         duplicate = isinstance(op, Add)
         return Outcome(

@@ -433,14 +433,22 @@ function stepsOf(op) {
   return op.operations.map((item) => [item.action, item.content ?? '', item.old_text ?? '']);
 }
 
-/** Outcome and entries to write (null: nothing to write) of a mutation on readable entries. */
-function decide(op, current, limit) {
+/**
+ * Outcome and entries to write (null: nothing to write) of a mutation on readable entries. On a
+ * foreign file (`foreign` true), a mutation that would make it larger or does not apply is
+ * E_DRIFT; one that applies and does not grow it goes through (DRIFT-2, DRIFT-7).
+ */
+function decide(op, current, limit, foreign = false) {
   let result = current;
   for (const [index, step] of stepsOf(op).entries()) {                       // BATCH-3
     const applied = applyStep(result, step);
-    if (!Array.isArray(applied)) return [op.op === 'batch' ? { ...applied, item: index } : applied, null];
+    if (!Array.isArray(applied)) {
+      if (foreign) return [refusal('E_DRIFT'), null];                        // CONTRACT-5
+      return [op.op === 'batch' ? { ...applied, item: index } : applied, null];
+    }
     result = applied;
   }
+  if (foreign && usageOf(result) > usageOf(current)) return [refusal('E_DRIFT'), null]; // DRIFT-2
   if (sameEntries(result, current)) {                                        // DUP-1, DUP-2
     const usage = usageLabel(usageOf(current), limit);
     return [{ code: 'OK', usage, ...(op.op === 'add' ? { duplicate: true } : {}) }, null];
@@ -718,35 +726,41 @@ class Session {
         `could not read ${name} (${error.code || error.message}); nothing was written`);
     }
     const state = classify(data, limit);
-    if (state.entries === null) {                                            // READ-6
-      return failure('E_UNREADABLE',
-        `${name} is not valid UTF-8; nothing was written. Repair or move the file.`);
+    if (state.entries === null) {                                            // READ-6, DRIFT-7
+      return failure('E_UNREADABLE', `${name} is not valid UTF-8, so its entries cannot be ` +
+        'addressed; nothing was written. A person must repair it: re-save it as UTF-8, or move ' +
+        'it aside (the store then starts a new file).');
     }
     this.live[op.target] = state.entries;
-    if (state.kind === 'foreign') {                                          // DRIFT-2, DRIFT-3, DRIFT-6
+    const foreign = state.kind === 'foreign';
+    const [outcome, result] = decide(op, state.entries, limit, foreign);
+    if (outcome.code === 'E_DRIFT') {                                        // DRIFT-2, DRIFT-3, DRIFT-6
       const backup = writeBackup(dataPath, data);
-      return failure('E_DRIFT', `${name} holds text written outside the store that a rewrite would ` +
-        `destroy (an entry longer than the ${withCommas(limit)}-char limit, e.g. text appended ` +
-        `without a '§' line). A byte-exact copy is in ${path.basename(backup)}. Split it into ` +
-        "entries separated by a line holding only '§', or shorten it, then retry.", { backup });
+      return failure('E_DRIFT', `${name} holds text written outside the store: an entry longer ` +
+        `than the ${withCommas(limit)}-char limit, e.g. text appended without a '§' line. A ` +
+        `byte-exact copy is in ${path.basename(backup)}. Nothing can be added until the entry ` +
+        'is shortened: remove it, or replace it with a shorter text (a change that does not ' +
+        'make the file larger goes through, after a backup), or split it into entries ' +
+        "separated by a line holding only '§'.", { backup });
     }
-    const [outcome, result] = decide(op, state.entries, limit);
     if (result === null) return answer(outcome, name);
     if (fs.lstatSync(dataPath, { throwIfNoEntry: false })?.isSymbolicLink()) {   // FILES-4
       return failure('E_IO', `${name} is a symbolic link; the store never replaces a link by a ` +
         "regular file. Write to the link's target yourself, or replace the link.");
     }
-    // DRIFT-5: bytes this store family did not write are backed up before the first rewrite,
-    // unless they differ from what it last wrote only cosmetically.
+    // DRIFT-2, DRIFT-5: a foreign file, and bytes this store family did not write, are backed
+    // up before the rewrite (unless they differ from what it last wrote only cosmetically), and
+    // the answer names the backup.
     const recorded = readRecordedDigest(lockFd);
-    if (data && data.length && state.entries.length && recorded !== sha256(encodeEntries(state.entries))) {
-      writeBackup(dataPath, data);
-    }
+    const external = data && data.length && state.entries.length &&
+      recorded !== sha256(encodeEntries(state.entries));
+    const backup = foreign || external ? writeBackup(dataPath, data) : null;
     const bytes = encodeEntries(result);                                     // FORMAT-4
     const durable = replaceViaTemp(dataPath, bytes, tempPrefix(name), true);
     try { recordDigest(lockFd, sha256(bytes)); } catch { /* costs one extra backup at most */ }
     this.live[op.target] = result;
     const reply = answer(outcome, name);
+    if (backup) reply.backup = backup;
     if (!durable) reply.message = 'written, but the directory sync failed: not confirmed durable';
     return reply;
   }

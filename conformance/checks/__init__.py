@@ -13,5 +13,6 @@ from memspec.conformance.checks import (
     locking,  # noqa: F401
     protocol,  # noqa: F401
     read,  # noqa: F401
+    recovery,  # noqa: F401
     scan,  # noqa: F401
 )

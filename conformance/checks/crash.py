@@ -322,7 +322,7 @@ def _final(recovery: Recovery) -> None:
     result.expect_done()
 
 
-@check("CRASH-1", "CRASH-2", "CRASH-3", features=("crash-safe",), id="crash.kill_at_random_moments")
+@check("CRASH-1", "CRASH-2", "CRASH-3", id="crash.kill_at_random_moments")
 def kill_at_random_moments(ctx: CheckContext) -> None:
     """Kills a session with SIGKILL at random moments while it adds, replaces and removes
     (at least ``trials`` times); after each kill the file is old or new, every acknowledged
@@ -351,7 +351,6 @@ def kill_at_random_moments(ctx: CheckContext) -> None:
     "CRASH-1",
     "CRASH-2",
     "CRASH-3",
-    features=("crash-safe",),
     python_only=True,
     id="crash.kill_at_each_write_step",
 )

@@ -1,17 +1,24 @@
-"""Checks that bytes another writer put in a file survive the store's next rewrite (DRIFT-5;
-feature ``drift-guard``).
+"""Checks that bytes another writer put in a file survive the store's next rewrite (DRIFT-5,
+which binds every backend whatever it claims), and that a drift guard's backups are never
+overwritten (DRIFT-3, DRIFT-4; feature ``drift-guard``).
 
-hermes-agent #56464: a user rewrote MEMORY.md as one paragraph without delimiter lines, under the
-limit, so the drift check passed; the file parsed as one entry and the next replace swapped that
-whole entry, cutting 28 entries to 5. A file that is neither foreign nor the store's own bytes
-may be rewritten, but first its bytes must be saved in a byte-exact, content-addressed backup
-``MEMORY.md.bak.<suffix>`` — unless every entry another writer added is still in the file
-afterwards, which is what a rewrite of an appended, delimited entry looks like.
+hermes-agent #26045: another tool appended about 8 KB to MEMORY.md without a delimiter line, and
+the next replace swapped the entry it was glued to, destroying the text. hermes-agent #56464: a
+user rewrote MEMORY.md as one paragraph without delimiter lines, under the limit, so the drift
+check passed; the file parsed as one entry and the next replace swapped that whole entry,
+cutting 28 entries to 5. A store may rewrite such a file — a drift guard refuses, a store
+without one goes ahead, and after spec v2 a drift guard lets a change that does not grow the file
+through (DRIFT-2) — but every byte the rewrite drops must first be in a byte-exact,
+content-addressed backup ``MEMORY.md.bak.<suffix>`` that the answer names, unless every entry
+another writer added is still in the file afterwards, which is what a rewrite of an appended,
+delimited entry looks like. The check needs no feature: a backend without a drift guard keeps
+the bytes another way, or fails DRIFT-5 with the bug named.
 """
 
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,65 +26,114 @@ from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
-from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
+from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal, judge_rewrite_backup
 
 FIRST_PARAGRAPH = "Project uses Go\nUser prefers tabs\nEditor: vim\nShell: zsh\nOS: Linux"
 SECOND_PARAGRAPH = "Project uses Go\nUser prefers tabs\nTimezone: UTC\nLanguage: en"
+APPENDED_NOTES = "Meeting notes pasted by another tool, with no delimiter line. " * 130
+"""About 8 KB of text appended without a delimiter line, as in hermes-agent #26045."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """An Edit is another writer's change to MEMORY.md, the store call that follows it, and the
+    bug a store that loses the change repeats."""
+
+    what: str
+    op: str
+    fields: dict[str, Any]
+    bug: str
+
+
+APPENDED, DELIMITED, PARAGRAPH, SECOND = (
+    Edit(what, op, fields, bug)
+    for what, op, fields, bug in (
+        ("appended 8 KB without a delimiter line to the last entry", "replace",
+         {"old_text": "Editor", "new_content": "Editor: neovim"},
+         "hermes-agent #26045 (a replace destroyed text another tool appended)"),
+        ("appended an entry after a delimiter line", "remove", {"old_text": "Editor"},
+         "a rewrite from a stale copy drops another writer's entry"),
+        ("rewrote the file as one paragraph without delimiter lines", "replace",
+         {"old_text": "Shell", "new_content": "Shell: fish"},
+         "hermes-agent #56464 (one replace cut 28 entries to 5)"),
+        ("rewrote the file as another paragraph", "remove", {"old_text": "Timezone"},
+         "hermes-agent #56464 (one replace cut 28 entries to 5)"),
+    )
+)  # fmt: skip
 
 
 def _entries(data: bytes | None) -> list[str]:
     return parse_text(decode(data) or "") if data is not None else []
 
 
+def _short(data: bytes | None, keep: int = 60) -> str:
+    """Returns ``data`` for a message: its start, and its length when it is longer."""
+    if data is None or len(data) <= keep:
+        return repr(data)
+    return f"{data[:keep]!r}… ({len(data):,} bytes)"
+
+
 def _edit_and_rewrite(
-    ctx: CheckContext, session: Any, external: bytes, op: str, fields: dict[str, Any]
+    ctx: CheckContext, session: Any, external: bytes, edit: Edit
 ) -> tuple[dict[str, Any], bool]:
-    """Puts ``external`` in MEMORY.md as another writer, runs ``op``, asserts the external bytes
-    survived, and returns the answer and whether the store rewrote the file."""
+    """Puts ``external`` in MEMORY.md as another writer, runs the edit's call, asserts the
+    external bytes survived and that an ``OK`` that dropped them names their backup, and returns
+    the answer and whether the store rewrote the file."""
     path = ctx.root / "MEMORY.md"
     own = _entries(read_or_none(path))
     added = [entry for entry in _entries(external) if entry not in own]
     put(ctx.root, "memory", external)
-    sent = f"{op} memory {fields} after another writer put {external!r}"
-    answer = session.request(op, target="memory", **fields)
+    sent = f"{edit.op} memory {edit.fields} after another writer {edit.what}"
+    answer = session.request(edit.op, target="memory", **edit.fields)
     after = read_or_none(path)
     lost = [entry for entry in added if entry not in _entries(after)]
-    saved = [backup for backup, data in backups(ctx.root, "memory").items() if data == external]
+    found = {backup.name: data for backup, data in backups(ctx.root, "memory").items()}
+    saved = external in found.values()
     # DRIFT-5: the external bytes are still in the file or in a byte-exact backup.
     assert after == external or not lost or saved, (
-        f"DRIFT-5: {sent} answered {answer} and left MEMORY.md as {after!r}; the external "
-        f"entries {lost} are gone and no MEMORY.md.bak.* holds the external bytes"
+        f"DRIFT-5: external bytes lost, as in {edit.bug}: {sent} answered "
+        f"{answer.get('code')} and left MEMORY.md as {_short(after)}; the external entries "
+        f"{[_short(e.encode()) for e in lost]} are gone and no MEMORY.md.bak.* holds the "
+        f"external bytes {_short(external)} (answer: {answer})"
     )
+    if after != external and lost and answer.get("code") == codes.OK:
+        problem = judge_rewrite_backup(answer, external, found, root=ctx.root, clause="DRIFT-5")
+        # DRIFT-5: an OK that dropped external bytes names their byte-exact backup.
+        assert problem is None, f"{problem} ({sent})"
     return answer, after != external
 
 
-@check("DRIFT-5", features=("drift-guard",), id="drift.external_bytes_survive_rewrite")
+@check("DRIFT-5", id="drift.external_bytes_survive_rewrite")
 def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
-    """After another writer's edit, a rewrite keeps the external bytes: an appended, delimited
-    entry stays in the file or is backed up; a delimiter-less paragraph under the limit (#56464)
-    that a replace or remove swaps away is backed up byte-exactly. Two different external contents
-    give two backups, neither overwriting the other; the same content again gives no second copy
-    (DRIFT-5, content-addressed as in DRIFT-4)."""
+    """After another writer's edit, a rewrite keeps the external bytes, whatever the backend
+    claims: text appended without a delimiter line (#26045) and a delimiter-less paragraph under
+    the limit (#56464) that a replace or remove swaps away are backed up byte-exactly, and the
+    ``OK`` names the backup; an appended, delimited entry stays in the file or is backed up. Two
+    different external contents give two backups, neither overwriting the other; the same content
+    again gives no second copy (DRIFT-5, content-addressed as in DRIFT-4)."""
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
         session.request("load")
-        for content in ("Project uses Go", "User prefers tabs", "Editor: vim"):
-            answer = session.request("add", target="memory", content=content)
-            assert answer["code"] == codes.OK, f"DRIFT-5: add memory {content!r} answered {answer}"
-        appended = (ctx.root / "MEMORY.md").read_bytes() + "\n§\nadded by another tool".encode()
-        _edit_and_rewrite(ctx, session, appended, "remove", {"old_text": "Editor"})
+
+        def seed() -> bytes:
+            for content in ("Project uses Go", "User prefers tabs", "Editor: vim"):
+                answer = session.request("add", target="memory", content=content)
+                assert answer["code"] == codes.OK, (
+                    f"DRIFT-5: add memory {content!r} answered {answer}"
+                )
+            return (ctx.root / "MEMORY.md").read_bytes()
+
+        glued = seed() + b"\n" + APPENDED_NOTES.encode()
+        _edit_and_rewrite(ctx, session, glued, APPENDED)
+        put(ctx.root, "memory", b"")
+        appended = seed() + "\n§\nadded by another tool".encode()
+        _edit_and_rewrite(ctx, session, appended, DELIMITED)
         first = FIRST_PARAGRAPH.encode()
         second = SECOND_PARAGRAPH.encode()
-        _, rewrote_first = _edit_and_rewrite(
-            ctx, session, first, "replace", {"old_text": "Shell", "new_content": "Shell: fish"}
-        )
-        _, rewrote_second = _edit_and_rewrite(
-            ctx, session, second, "remove", {"old_text": "Timezone"}
-        )
-        _, rewrote_again = _edit_and_rewrite(
-            ctx, session, first, "replace", {"old_text": "Shell", "new_content": "Shell: fish"}
-        )
+        _, rewrote_first = _edit_and_rewrite(ctx, session, first, PARAGRAPH)
+        _, rewrote_second = _edit_and_rewrite(ctx, session, second, SECOND)
+        _, rewrote_again = _edit_and_rewrite(ctx, session, first, PARAGRAPH)
     saved = list(backups(ctx.root, "memory").values())
     if rewrote_first and rewrote_second:
         # DRIFT-5: two different external contents give two backups; neither overwrote the other.

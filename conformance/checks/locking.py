@@ -123,7 +123,7 @@ def _fresh_entries(ctx: CheckContext, limits: dict[str, int]) -> list[str]:
     return list(answer["entries"])
 
 
-@check("LOCK-1", "LOCK-3", features=("multi-process",), id="locking.concurrent_adds_are_all_kept")
+@check("LOCK-1", "LOCK-3", id="locking.concurrent_adds_are_all_kept")
 def concurrent_adds_are_all_kept(ctx: CheckContext) -> None:
     """``processes`` sessions in as many processes each add ``operations`` unique entries at
     once; afterwards every acknowledged add is present exactly once, nothing else is, and an add
@@ -237,7 +237,6 @@ def trace_of_add(ctx: CheckContext, index: int = 2) -> list[dict[str, Any]]:
     "LOCK-1",
     "LOCK-2",
     "LOCK-3",
-    features=("multi-process",),
     python_only=True,
     id="locking.lock_spans_read_to_rename",
 )
@@ -376,7 +375,6 @@ def _seed(ctx: CheckContext) -> int:
     "ATOMIC-5",
     "LIMIT-2",
     "BATCH-2",
-    features=("multi-process",),
     id="concurrency.history_is_linearizable",
 )
 def history_is_linearizable(ctx: CheckContext) -> None:
@@ -443,7 +441,6 @@ def _adds(*per_session: int) -> Program:
     "LOCK-3",
     "LOCK-2",
     "ATOMIC-2",
-    features=("multi-process",),
     python_only=True,
     id="interleavings.preemption_bounded_schedules",
 )

@@ -154,20 +154,24 @@ class NaiveStore:
         if state.entries is None:
             return _failure(codes.E_UNREADABLE, f"{path.name} is not UTF-8")
         self.live[op.target] = state.entries
-        if state.kind == "foreign":
+        outcome, result = decide(op, state, limit)
+        if outcome.code == codes.E_DRIFT:
             assert data is not None
             backup = self.write_backup(path, data)
             return _failure(codes.E_DRIFT, f"saved as {backup.name}", backup=str(backup))
-        outcome, result = decide(op, state, limit)
         if result is None:
             return self.answer(outcome)
-        if data and self.recorded(lock) != self.digest(encode_entries(state.entries)):
-            self.backup_before_rewrite(path, data)
+        answer = self.answer(outcome)
+        external = self.recorded(lock) != self.digest(encode_entries(state.entries))
+        if data and (state.kind == "foreign" or external):
+            saved = self.backup_before_rewrite(path, data)
+            if saved is not None:
+                answer["backup"] = str(saved)
         new = encode_entries(result)
         self.write_file(path, new)
         self.record(lock, self.digest(new))
         self.live[op.target] = result
-        return self.answer(outcome)
+        return answer
 
     def file_state(self, target: str, data: bytes | None, limit: int) -> FileState:
         return classify_bytes(data, limit)
@@ -204,9 +208,10 @@ class NaiveStore:
             self.write_file(backup, data)
         return backup
 
-    def backup_before_rewrite(self, path: Path, data: bytes) -> None:
-        """Saves bytes this store did not write before rewriting them (DRIFT-5)."""
-        self.write_backup(path, data)
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        """Saves bytes this store did not write, or a foreign file, before rewriting them, and
+        returns the backup the answer names (DRIFT-2, DRIFT-5)."""
+        return self.write_backup(path, data)
 
     def new_file_mode(self, current: os.stat_result | None) -> int:
         """The old file's mode (FILES-2), or 0600 for a new file (FILES-1)."""

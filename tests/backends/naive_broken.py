@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.spec import codes
-from memspec.spec.codec import WHITESPACE, FileState
+from memspec.spec.codec import WHITESPACE, FileState, classify_bytes
 from memspec.spec.fence import find_fence_tags, find_system_notes, frame
 from memspec.spec.operations import Add, Batch, Mutation
 from memspec.spec.rules import Outcome, argument_error
@@ -375,9 +375,81 @@ class OverwritesTakenBackup(NaiveStore):
         return backup
 
 
+def _limit_of(store: NaiveStore, path: Path) -> int:
+    target = next(t for t, name in FILENAMES.items() if name == path.name)
+    return store.limits[target]
+
+
+class RefusesRepairOnForeign(NaiveStore):
+    """The drift guard of spec v1: a foreign file refuses every mutation with ``E_DRIFT``, the
+    ``remove`` that would repair it included, so a lowered limit locks the target for good
+    (DRIFT-7, DRIFT-2)."""
+
+    def mutate_locked(self, op: Mutation, path: Path, lock: int) -> dict[str, Any]:
+        data = self.read_bytes(path)
+        state = classify_bytes(data, self.limits[op.target])
+        if state.kind == "foreign" and data is not None:
+            backup = self.write_backup(path, data)
+            return {"ok": False, "code": codes.E_DRIFT, "message": f"saved as {backup.name}",
+                    "backup": str(backup)}  # fmt: skip
+        return super().mutate_locked(op, path, lock)
+
+
+class RewritesForeignWithoutBackup(NaiveStore):
+    """Lets a change that does not grow a foreign file through, but rewrites it without a
+    backup, so the text it drops is lost (DRIFT-2, DRIFT-5)."""
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        if classify_bytes(data, _limit_of(self, path)).kind == "foreign":
+            return None
+        return super().backup_before_rewrite(path, data)
+
+
+class BackupNotNamed(NaiveStore):
+    """Backs up the bytes it rewrites but never says where: its ``OK`` has no ``backup`` field
+    (DRIFT-5, DRIFT-2)."""
+
+    def mutate_locked(self, op: Mutation, path: Path, lock: int) -> dict[str, Any]:
+        answer = super().mutate_locked(op, path, lock)
+        if answer.get("ok"):
+            answer.pop("backup", None)
+        return answer
+
+
+class NoDriftGuard(NaiveStore):
+    """Claims no ``drift-guard`` and has none: it reads a foreign file as plain entries and
+    rewrites whatever it finds, keeping no backup, like hermes-agent 0.13 and 0.14 (#26045). It
+    must fail DRIFT-5, never skip it."""
+
+    features = tuple(feature for feature in FEATURES if feature != "drift-guard")
+
+    def file_state(self, target: str, data: bytes | None, limit: int) -> FileState:
+        state = classify_bytes(data, limit)
+        return FileState("cosmetic", state.entries) if state.kind == "foreign" else state
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        return None
+
+
+# --- not broken: a choice the spec leaves open --------------------------------------------------
+
+
+class NoDriftGuardKeepsBytes(NoDriftGuard):
+    """Not broken: no drift guard, claimed or present, but every rewrite of bytes it did not
+    write backs them up first and names the backup, so it keeps DRIFT-5 another way."""
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        return self.write_backup(path, data)
+
+
 trailing_newline = factory_of(TrailingNewline)
 overwrites_taken_backup = factory_of(OverwritesTakenBackup)
 scans_without_nfkc = factory_of(ScansWithoutNfkc)
 batch_skips_scan = factory_of(BatchSkipsScan)
 trusts_blocked_prefix = factory_of(TrustsBlockedPrefix)
 no_load_scan = factory_of(NoLoadScan)
+refuses_repair_on_foreign = factory_of(RefusesRepairOnForeign)
+rewrites_foreign_without_backup = factory_of(RewritesForeignWithoutBackup)
+backup_not_named = factory_of(BackupNotNamed)
+no_drift_guard = factory_of(NoDriftGuard)
+no_drift_guard_keeps_bytes = factory_of(NoDriftGuardKeepsBytes)

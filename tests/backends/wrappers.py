@@ -31,7 +31,6 @@ from memspec.spec.codec import (
     WHITESPACE,
     FileState,
     classify_bytes,
-    decode,
     encode_entries,
     is_encodable,
     normalize_content,
@@ -420,7 +419,8 @@ class EmptyBlock(Wrapper):
 class RawBytesDriftGuard(Wrapper):
     """Guards drift by comparing the file's raw bytes with the bytes it last wrote, so a BOM,
     CRLF or a blank line around ``§`` is refused as drift (DRIFT-1, hermes-agent #61523 and
-    #42874). The last written bytes are kept in a sidecar ``NAME.written``."""
+    #42874). The last written bytes are kept in a sidecar ``NAME.written``; a foreign file is
+    left to the inner store, so this is the one defect."""
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
         if argument_error(op) is not None or not is_target(op.target):
@@ -428,7 +428,8 @@ class RawBytesDriftGuard(Wrapper):
         sidecar = self.root / (FILENAMES[op.target] + ".written")
         current = self.read(op.target)
         written = sidecar.read_bytes() if sidecar.exists() else None
-        if current and current != written and decode(current) is not None:
+        kind = classify_bytes(current, self.limits[op.target]).kind
+        if current and current != written and kind in ("canonical", "cosmetic"):
             backup = self.path(op.target).with_name(
                 f"{FILENAMES[op.target]}.bak.{hashlib.sha256(current).hexdigest()[:16]}"
             )

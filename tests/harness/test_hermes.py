@@ -300,7 +300,7 @@ def test_failures_are_attributed_and_explained(tmp_path: Path) -> None:
         _check("SCAN/example", ["SCAN-5"], "passed"),
         _check("READ/old", ["READ-1"], "failed", "E   AssertionError: READ-1: glued\nmore"),
     ]  # fmt: skip
-    column = Column.load(_report(tmp_path / "r", ["core", "batch"], checks))
+    column = Column.load(_report(tmp_path / "r", ["core", "batch", "threat-scan"], checks))
     # A failure blames the clause its verdict names, not every clause its check cites.
     assert clause_verdict("DRIFT-5", column.checks).status == "fail"
     assert clause_verdict("CONTRACT-8", column.checks).status == "pass"

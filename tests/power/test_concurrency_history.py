@@ -41,9 +41,9 @@ def test_reference_passes_every_checker(tmp_path: Path) -> None:
     assert not (ctx.scratch / HISTORY_FILE).exists()
 
 
-def test_check_is_gated_on_multi_process() -> None:
-    # CONTRACT-20: backends that do not claim multi-process skip it.
-    assert CHECKS["concurrency.history_is_linearizable"].features == ("multi-process",)
+def test_check_binds_every_backend() -> None:
+    # LOCK-2, LOCK-3 are data-protecting: no backend skips them for what it claims.
+    assert CHECKS["concurrency.history_is_linearizable"].features == ("core",)
 
 
 @pytest.mark.parametrize(

@@ -123,7 +123,8 @@ def test_example_steps_and_json() -> None:
     assert example.steps[4].session == "b"
     assert example.steps[4].expect == {"code": "OK", "duplicate": False}
     assert example.steps[-1].expect == {"value": "line one\n[BLOCKED: MEMORY.md ...]"}
-    assert example.features == ("core", "batch", "drift-guard", "threat-scan")
+    # A backups step needs no feature: every backend backs up what it rewrites (DRIFT-5).
+    assert example.features == ("core", "batch", "threat-scan")
     record = example.to_json()
     json.dumps(record)
     assert record["steps"][1] == {

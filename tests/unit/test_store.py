@@ -513,7 +513,7 @@ def test_foreign_file_is_refused_with_a_byte_exact_backup(root: Path, umask_zero
 def test_a_second_drift_refusal_makes_no_second_backup(root: Path) -> None:
     session, data = foreign_root(root)
     first = session.add("memory", "new")
-    second = session.remove("memory", "short")
+    second = session.replace("memory", "short", "a longer text than short")
     third = open_store(root, memory_char_limit=50).batch(
         "memory", [{"action": "add", "content": "x"}]
     )

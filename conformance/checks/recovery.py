@@ -1,0 +1,106 @@
+"""Checks that no readable state locks the model out of its memory (DRIFT-7, with DRIFT-2's
+backup for a drift guard), and that an unreadable one says how a person repairs it.
+
+Before spec v2 a foreign file refused every mutation, the ``remove`` that would repair it
+included: lower the limit below an entry written under a larger one and the target stayed
+locked for good, while the ``[BLOCKED:`` placeholder told the model to remove the entry with the
+tool. These checks reproduce that with two sessions on one root — one opened with the default
+limit writes the entry, one opened with a small limit must be able to remove it — and bind every
+backend: only the backup a drift guard must name (DRIFT-2) is asked of the backends that claim
+``drift-guard``.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from memspec.conformance.checks._disk import backups, put, read_or_none
+from memspec.conformance.registry import CheckContext, check
+from memspec.spec import codes
+from memspec.spec.drift_refusal import judge_rewrite_backup
+from memspec.spec.snapshot import render_snapshot
+from memspec.spec.threats import find_threats
+
+KEPT = "User prefers tabs"
+LONG = "Project notes: the build uses Go 1.22 and a Makefile"
+"""52 code points: within the default limit, longer than :data:`NARROW`."""
+NARROW = {"memory": 40, "user": 30}
+UNDECODABLE = bytes.fromhex("55736572ff0ac2a70a78797a")
+
+
+@check("DRIFT-7", "DRIFT-2", id="recovery.lowered_limit_is_recoverable")
+def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
+    """A session opened with the default limit stores a 52-code-point entry; a session opened
+    on the same root with a limit of 40 finds one entry longer than its limit (a foreign file).
+    Removing that entry answers ``OK``; the next load shows the target within its limit, and an
+    add works again (DRIFT-7). A backend that claims ``drift-guard`` first saves the file as it
+    was in a byte-exact backup that the ``OK`` names (DRIFT-2)."""
+    with ExitStack() as stack:
+        wide = ctx.backend.open(ctx.root)
+        stack.callback(wide.close)
+        wide.request("load")
+        for content in (KEPT, LONG):
+            answer = wide.request("add", target="memory", content=content)
+            assert answer["code"] == codes.OK, f"DRIFT-7: add memory {content!r} answered {answer}"
+        before = read_or_none(ctx.root / "MEMORY.md")
+        assert before is not None, "DRIFT-7: two acknowledged adds left no MEMORY.md"
+        narrow = ctx.backend.open(ctx.root, NARROW)
+        stack.callback(narrow.close)
+        narrow.request("load")
+        sent = (
+            f"with the limit lowered to 40 below the entry {LONG!r}, remove memory 'Project notes'"
+        )
+        answer = narrow.request("remove", target="memory", old_text="Project notes")
+        # DRIFT-7: removing the entry over the limit is never refused for the file's state.
+        assert answer.get("code") == codes.OK, (
+            f"DRIFT-7: {sent} answered {answer}; the target is locked: nothing the model can "
+            "do with the tool brings it back within its limit"
+        )
+        if "drift-guard" in ctx.claimed_features():
+            found = {path.name: data for path, data in backups(ctx.root, "memory").items()}
+            problem = judge_rewrite_backup(answer, before, found, root=ctx.root, clause="DRIFT-2")
+            # DRIFT-2: a drift guard backs the foreign file up first and names the backup.
+            assert problem is None, f"{problem} ({sent})"
+        narrow.request("load")
+        block = narrow.request("snapshot", target="memory").get("snapshot")
+        expected = render_snapshot("memory", [KEPT], NARROW["memory"], find_threats)
+        # DRIFT-7: after the remove the target is back within its limit.
+        assert block == expected, (
+            f"DRIFT-7: after {sent} answered OK, the next load shows {block!r}; expected "
+            f"{expected!r}"
+        )
+        answer = narrow.request("add", target="memory", content="Editor: vim")
+        # DRIFT-7: back within its limit, the target takes new entries again.
+        assert answer.get("code") == codes.OK, (
+            f"DRIFT-7: after {sent}, add memory 'Editor: vim' answered {answer}"
+        )
+
+
+@check("DRIFT-7", "READ-6", id="recovery.unreadable_file_says_how_to_repair")
+def unreadable_file_says_how_to_repair(ctx: CheckContext) -> None:
+    """A file that is not valid UTF-8 refuses a ``remove`` with ``E_UNREADABLE``, a message for
+    the person who must repair it, and the file byte for byte as it was (DRIFT-7, READ-6); once
+    it is re-saved as UTF-8, the remove goes through (DRIFT-7)."""
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        put(ctx.root, "memory", UNDECODABLE)
+        answer = session.request("remove", target="memory", old_text="User")
+        after = read_or_none(ctx.root / "MEMORY.md")
+        # READ-6: an undecodable file is refused and left byte for byte as it was.
+        assert answer.get("code") == codes.E_UNREADABLE and after == UNDECODABLE, (
+            f"READ-6: remove memory 'User' on the undecodable {UNDECODABLE!r} answered {answer} "
+            f"and left {after!r}; expected E_UNREADABLE and the file untouched"
+        )
+        message = answer.get("message")
+        # DRIFT-7: the refusal says how a person repairs the file.
+        assert isinstance(message, str) and message.strip(), (
+            f"DRIFT-7: E_UNREADABLE {answer} has no message saying how a person repairs the file"
+        )
+        put(ctx.root, "memory", b"User\n\xc2\xa7\nxyz")
+        answer = session.request("remove", target="memory", old_text="xyz")
+        # DRIFT-7: repaired by a person, the file takes the tool's changes again.
+        assert answer.get("code") == codes.OK, (
+            f"DRIFT-7: after the file was re-saved as UTF-8, remove memory 'xyz' answered {answer}"
+        )
