@@ -50,11 +50,18 @@ def read_only_command(package: Path, command: list[str]) -> list[str]:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A virtual environment with memspec installed from the project, not editable."""
-    venv = tmp_path_factory.mktemp("install") / "venv"
+    where = tmp_path_factory.mktemp("install")
+    venv = where / "venv"
+    # A copy of its own: pip builds in the project's build/, which two workers would share.
+    source = shutil.copytree(
+        PROJECT, where / "source", ignore=shutil.ignore_patterns(
+            ".git", "build", "*.egg-info", ".hypothesis", "__pycache__", "report", ".venv*"
+        ),
+    )  # fmt: skip
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
         [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
-         str(PROJECT)],
+         str(source)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     if pip.returncode != 0:
