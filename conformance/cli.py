@@ -23,11 +23,12 @@ Exit status: 0 when nothing failed, 1 when something did, 2 for a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
 from memspec.conformance.examples import run_on_backend, run_on_model
@@ -350,23 +351,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _import_from_cwd() -> None:
+@contextlib.contextmanager
+def _import_from_cwd() -> Iterator[None]:
     """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process
-    and in the worker processes it starts, as ``python -m`` would."""
+    and in the worker processes it starts, as ``python -m`` would; the caller's ``sys.path`` and
+    ``PYTHONPATH`` are restored afterwards (``main`` may run inside another program)."""
     cwd = os.getcwd()
+    saved_path, saved_variable = list(sys.path), os.environ.get("PYTHONPATH")
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [p for p in (saved_variable or "").split(os.pathsep) if p]
     if cwd not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *paths])
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        if saved_variable is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_variable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``memspec`` command and returns its exit status."""
     args = build_parser().parse_args(argv)
-    _import_from_cwd()
     try:
-        return int(args.run(args))
+        with _import_from_cwd():
+            return int(args.run(args))
     except UsageError as error:
         print(f"memspec: error: {error}", file=sys.stderr)
         return 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,3 +218,18 @@ def test_spec_check_reports_a_malformed_spec(
     monkeypatch.setattr("memspec.conformance.cli.spec_text", lambda: "```memspec id=x\n```\n")
     assert main(["spec", "--check"]) == 1
     assert "BUG IN SPEC" in capsys.readouterr().err
+
+
+def test_main_leaves_the_callers_import_path_as_it_found_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The command puts its working directory on the import path for its own run only: a
+    # program that calls it (a test suite) would otherwise import the project folder's
+    # packages instead of the installed ones for the rest of its life.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    before = list(sys.path)
+    assert main(["spec", "--check"]) == 0
+    capsys.readouterr()
+    assert sys.path == before
+    assert os.environ["PYTHONPATH"] == "/elsewhere"
