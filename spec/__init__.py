@@ -25,6 +25,7 @@ from memspec.spec.model import (
     entries_on_disk,
     initial_state,
     render_from_disk,
+    session_entries,
     snapshot_of,
     step,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "render_snapshot",
     "render_unreadable",
     "serialize",
+    "session_entries",
     "snapshot_difference",
     "snapshot_of",
     "step",
