@@ -1,10 +1,12 @@
 """The version of SPEC.md: one source (its version line), a changelog section per version, and
-the number in ``spec --check`` and ``--dump-json``."""
+the number in ``spec --check`` and ``--dump-json`` (reports and the matrix:
+``tests/harness/test_report_version.py``)."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,8 @@ from memspec.spec.versions import (
     version_problems,
 )
 
+PROJECT = Path(__file__).resolve().parent.parent
+SCHEMA = PROJECT / "conformance" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 
