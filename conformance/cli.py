@@ -66,11 +66,13 @@ from memspec.spec.clauses import (
 )
 from memspec.spec.examples import (
     ExampleSyntaxError,
+    examples_json,
     load_examples,
     parse_examples,
     spec_path,
     spec_text,
 )
+from memspec.spec.versions import VersionSyntaxError, version_problems
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,7 +90,7 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
     text = spec_text()
     clauses = parse_clauses(text)
     examples = parse_examples(text)
-    problems: list[str] = []
+    problems: list[str] = version_problems(text)
     cited = [cid for example in examples for cid in example.clauses]
     checks = clauses_with_checks()
     for cid in unknown_ids(clauses, cited):
@@ -171,12 +173,11 @@ def _cmd_spec(args: argparse.Namespace) -> int:
         if args.clause:
             return _cmd_clause(args)
         if args.dump_json:
-            records = [example.to_json() for example in load_examples()]
-            json.dump(records, sys.stdout, indent=1)
+            json.dump(examples_json(spec_text()), sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
         problems, counts = spec_check()
-    except (ExampleSyntaxError, ClauseSyntaxError) as error:
+    except (ExampleSyntaxError, ClauseSyntaxError, VersionSyntaxError) as error:
         print(f"BUG IN SPEC: {error}", file=sys.stderr)
         return 1
     for problem in problems:

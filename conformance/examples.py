@@ -20,11 +20,12 @@ from memspec.conformance.backend import Backend, BackendDefect, Session
 from memspec.spec import model
 from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
-from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
+from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Mutation, Remove, Replace
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.root_files import file_kind
+from memspec.spec.rules import argument_error
 from memspec.spec.snapshot import snapshot_difference
-from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 
 OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
@@ -235,9 +236,15 @@ def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure
 
 @dataclass
 class ModelDriver:
-    """The spec model as a driver: the spec's examples checked against the spec's own model."""
+    """The spec model as a driver: the spec's examples checked against the spec's own model.
+
+    ``last_read`` holds, per session and target, the entries the session last read from the
+    file while it was readable (at a load, or under the lock of a mutation whose arguments
+    passed), which is what it reports once the file is unreadable (READ-8).
+    """
 
     state: model.State
+    last_read: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def for_example(cls, example: Example) -> ModelDriver:
@@ -252,10 +259,12 @@ class ModelDriver:
     def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Steps the model and answers like a backend would."""
         if op == "entries":
+            target = fields["target"]
+            last = self.last_read.get((session, target), ())
             return {
                 "ok": True,
                 "code": "OK",
-                "entries": list(model.entries_on_disk(self.state, fields["target"]) or []),
+                "entries": list(model.session_entries(self.state, target, last)),
             }
         if op == "snapshot":
             return {
@@ -273,6 +282,7 @@ class ModelDriver:
             "batch": lambda: Batch(fields["target"], fields["operations"], session),
         }[op]()
         outcome, self.state = model.step(self.state, operation)
+        self._remember_reads(session, operation)
         answer: dict[str, Any] = {"ok": outcome.ok, "code": outcome.code}
         if outcome.matches:
             answer["matches"] = list(outcome.matches)
@@ -281,6 +291,20 @@ class ModelDriver:
         if outcome.usage is not None:
             answer["usage"] = outcome.usage
         return answer
+
+    def _remember_reads(self, session: str, operation: Load | Mutation) -> None:
+        """Records what ``session`` read from readable files in the step just taken: both files
+        at a load, the mutated one when the arguments passed and the store read it."""
+        if isinstance(operation, Load):
+            targets: tuple[str, ...] = TARGETS
+        elif argument_error(operation) is None:
+            targets = (operation.target,)
+        else:
+            targets = ()
+        for target in targets:
+            entries = model.entries_on_disk(self.state, target)
+            if entries is not None:
+                self.last_read[(session, target)] = entries
 
     def disk(self, target: str) -> bytes | None:
         """Returns the model's file bytes."""

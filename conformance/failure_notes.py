@@ -121,6 +121,26 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "and one replace rewrites the whole file as the new entry with no backup (#56464, the "
         "class of #26045)."
     ),
+    ("FORMAT-6",): (
+        "a `replace` or a batch that changes nothing still rewrites the file, so another "
+        "writer's cosmetic bytes are canonicalised and the modification time moves for nothing."
+    ),
+    ("READ-8",): (
+        "a file that is not valid UTF-8 makes `load` raise, so the session has no entries to "
+        "report at all (see READ-6)."
+    ),
+    ("SNAP-11",): (
+        "a refusal for the limit gives `usage` as `USED/LIMIT` without the percent and `chars`, "
+        "another format than a success's, so a model reads two."
+    ),
+    ("SNAP-12",): (
+        "a file that is not valid UTF-8 makes `load` raise instead of rendering a block with an "
+        "`[UNREADABLE:` line (see READ-6)."
+    ),
+    ("FENCE-7",): (
+        "the fence check stops on the frame's wrong note before it can look at how the "
+        "recalled text around a tag is kept (see FENCE-1)."
+    ),
     ("FILES-1",): "lock files are created 0644 under umask 022.",
     ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",
     ("FILES-3",): "a lock file that is a symbolic link is followed and created wherever it points.",

@@ -95,7 +95,8 @@ def classify(result: dict[str, Any]) -> dict[str, Any]:
     """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4).
 
     ``{"success": true}`` is ``OK`` (``duplicate`` for Hermes' "already exists" no-op); a
-    refusal is matched against ERROR_CODES by its ``error`` text. A staged write (the
+    refusal is matched against ERROR_CODES by its ``error`` text. Hermes' ``usage`` is passed on
+    as it is, on refusals too (SNAP-11 judges it). A staged write (the
     write-approval gate) or an unknown text raises :class:`AdapterGap`.
     """
     if result.get("staged"):
@@ -111,6 +112,8 @@ def classify(result: dict[str, Any]) -> dict[str, Any]:
     for pattern, code in ERROR_CODES:
         if re.match(pattern, error, re.DOTALL):
             outcome = {"ok": False, "code": code, "message": error}
+            if isinstance(result.get("usage"), str):
+                outcome["usage"] = result["usage"]
             if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
                 outcome["matches"] = result["matches"]
             if code == "E_DRIFT" and result.get("drift_backup"):

@@ -27,6 +27,7 @@ from memspec.conformance.findings import Level, conformance_level
 from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
+from memspec.spec.versions import installed_version
 
 GENERATED_GROUPS = ("properties", "drift_properties", "machine", "crash", "crashstates")
 """Check-id groups whose checks are generated or timed (a property, the state machine, kill -9
@@ -96,6 +97,14 @@ class Matrix:
         return counts
 
 
+def spec_version_of(run: dict[str, Any]) -> str:
+    """Returns the spec version a report's run was certified against: its ``spec_version``, and
+    ``1`` for a report written before SPEC.md had a version line (``unknown`` when the run's
+    SPEC.md stated none)."""
+    version = run.get("spec_version", 1)
+    return "unknown" if version is None else str(version)
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -103,15 +112,16 @@ def _md(text: str) -> str:
 def render_markdown(matrix: Matrix, title: str = "memspec clause matrix") -> str:
     """Returns the matrix as Markdown: the table, then every fail and skip with its reason."""
     labels = [column.label for column in matrix.columns]
-    lines = [f"## {title}", ""]
+    version = installed_version().number
+    lines = [f"## {title}", "", f"The clauses of memspec spec version {version}.", ""]
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
         run = column.run
         lines.append(
             f"- **{_md(column.label)}**: level **{matrix.level(index).name}**; "
             f"{counts['pass']} pass, {counts['fail']} fail, "
-            f"{counts['skip']} skip, {counts['n/a']} n/a (profile {run.get('profile', '?')}; "
-            f"features: {', '.join(run.get('features', ()))})"
+            f"{counts['skip']} skip, {counts['n/a']} n/a (spec version {spec_version_of(run)}, "
+            f"profile {run.get('profile', '?')}; features: {', '.join(run.get('features', ()))})"
         )
     lines += ["", "| clause | level | " + " | ".join(map(_md, labels)) + " |"]
     lines.append("|---|---|" + "---|" * len(labels))
@@ -150,7 +160,8 @@ def render_html(matrix: Matrix, title: str = "memspec clause matrix") -> str:
     summary = "".join(
         f"<li><b>{html.escape(column.label)}</b>: level <b>{matrix.level(index).name}</b>; "
         + ", ".join(f"{n} {status}" for status, n in matrix.counts(index).items())
-        + f" — profile {html.escape(str(column.run.get('profile', '?')))}, features "
+        + f" — spec version {html.escape(spec_version_of(column.run))}, profile "
+        + f"{html.escape(str(column.run.get('profile', '?')))}, features "
         + html.escape(", ".join(column.run.get("features", ())))
         + "</li>"
         for index, column in enumerate(matrix.columns)
@@ -164,7 +175,9 @@ def render_html(matrix: Matrix, title: str = "memspec clause matrix") -> str:
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><ul>{summary}</ul>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p>The clauses of memspec spec version {installed_version().number}.</p>"
+        f"<ul>{summary}</ul>"
         f"<table><thead><tr><th>clause</th><th>level</th>{head}</tr></thead>"
         f"<tbody>{rows}</tbody></table></body></html>\n"
     )

@@ -165,9 +165,23 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"memspec profile: {settings.profile.name}, seed: "
         f"{settings.seed if settings.seed is not None else unseeded}, "
         f"timeout: {settings.timeout:g} s",
-        f"memspec spec: {settings.spec_path or spec_path()}",
+        f"memspec spec: version {_spec_version(settings.spec_path) or 'unknown'}, "
+        f"{settings.spec_path or spec_path()}",
         *([f"memspec hypothesis database: {database}"] if database else []),
     ]
+
+
+def _spec_version(path: Path | None) -> int | None:
+    """Returns the version the run's SPEC.md states (the installed one, or the ``memspec_spec``
+    file ``path``), or ``None`` when it states none."""
+    from memspec.spec.versions import VersionSyntaxError, installed_version, parse_version
+
+    try:
+        if path is None:
+            return installed_version().number
+        return parse_version(path.read_text(encoding="utf-8")).number
+    except (OSError, VersionSyntaxError):
+        return None
 
 
 def _marker(item: pytest.Item) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -304,6 +318,10 @@ class Recorder:
         if hasattr(self.config, "workerinput"):
             return
         info = RunInfo.collect(
-            settings.backend, settings.profile.name, settings.seed, settings.report
+            settings.backend,
+            settings.profile.name,
+            settings.seed,
+            settings.report,
+            spec_version=_spec_version(settings.spec_path),
         )
         write_reports(settings.report, info, sorted(self.records, key=lambda r: r.id))

@@ -113,7 +113,8 @@ def _failure_text(report: Any) -> str:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """RunInfo says what was certified, where and how."""
+    """RunInfo says what was certified, where and how, against which version of SPEC.md
+    (``spec_version``, the number of its version line)."""
 
     backend: str
     name: str
@@ -125,11 +126,21 @@ class RunInfo:
     python: str
     filesystem: str
     memspec: str
+    spec_version: int | None
     started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @classmethod
-    def collect(cls, backend: Backend, profile: str, seed: int | None, where: Path) -> RunInfo:
-        """Returns the run info, opening one session on a scratch root to read the features."""
+    def collect(
+        cls,
+        backend: Backend,
+        profile: str,
+        seed: int | None,
+        where: Path,
+        *,
+        spec_version: int | None,
+    ) -> RunInfo:
+        """Returns the run info, opening one session on a scratch root to read the features;
+        ``spec_version`` is that of the SPEC.md the run used (``None``: it states none)."""
         name, version, features = backend.label, "", ("?",)
         with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
             try:
@@ -154,6 +165,7 @@ class RunInfo:
             python=sys.version.split()[0],
             filesystem=filesystem_type(where),
             memspec=dist_version("memspec"),
+            spec_version=spec_version,
         )
 
 
@@ -243,7 +255,8 @@ def _markdown(
         f"- features: {', '.join(info.features)}",
         f"- profile: {info.profile}; seed: {'derandomised' if info.seed is None else info.seed}",
         f"- platform: {info.platform}, Python {info.python}, file system {info.filesystem}",
-        f"- memspec {info.memspec}, started {info.started}",
+        f"- memspec {info.memspec}, spec version {info.spec_version or 'unknown'}, "
+        f"started {info.started}",
         "",
         f"**{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped**"
         + (f" ({counts['xfailed']} expected failures)" if counts["xfailed"] else "")

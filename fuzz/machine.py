@@ -67,7 +67,9 @@ class MemoryMachine(RuleBasedStateMachine):
 
     ``versions[target]`` lists the entries of every state the target's file went through (``None``
     for an unreadable one); ``floor[(session, target)]`` indexes the oldest of them the session's
-    ``entries`` may still report (CONTRACT-8).
+    ``entries`` may still report (CONTRACT-8): a load that finds the file unreadable leaves it
+    where it was, and it points at an unreadable state only for a session that never read the
+    file readable, which reports ``[]`` (READ-8).
     """
 
     ctx: ClassVar[CheckContext]
@@ -159,7 +161,10 @@ class MemoryMachine(RuleBasedStateMachine):
         self.loaded[session] = {t: model.entries_on_disk(self.state, t) for t in TARGETS}
         self.captured[session] = {}
         for target in TARGETS:
-            self.floor[(session, target)] = len(self.versions[target]) - 1
+            current = len(self.versions[target]) - 1
+            # READ-8: a load that finds the file unreadable leaves what the session last read.
+            if self.versions[target][current] is not None or (session, target) not in self.floor:
+                self.floor[(session, target)] = current
             block = self.world.snapshot(session, target)
             problem = snapshot_problem(
                 target, self.loaded[session][target], block, self.features, LIMITS[target]
@@ -272,7 +277,8 @@ class MemoryMachine(RuleBasedStateMachine):
         floor = self.floor[(session, target)]
         allowed = [v for v in versions[floor:] if v is not None]
         if versions[floor] is None:
-            allowed += [v for v in versions[:floor] if v is not None]
+            # READ-8: a session that never read the file readable reports no entries.
+            allowed.append(())
         if reported in allowed:
             return
         # FORMAT-5: with nothing changed since its last load or write, a session reports exactly

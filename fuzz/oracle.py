@@ -165,8 +165,9 @@ def match_answer(
 
 def field_problem(answer: Mapping[str, Any], outcome: Outcome) -> str | None:
     """Returns why the optional Outcome fields of ``answer`` disagree with the model's, if they
-    do (CONTRACT-3: ``matches``, ``duplicate``, and the ``usage`` of an accepted operation are
-    compared when given)."""
+    do (CONTRACT-3: ``matches``, ``duplicate`` and ``usage`` are compared when given; ``usage``
+    is the label of the target as the operation left it, the unchanged one after ``E_LIMIT``,
+    and absent after ``E_TARGET`` and ``E_UNREADABLE``, SNAP-11)."""
     matches = answer.get("matches")
     wrong = matches is not None and list(matches) != list(outcome.matches)
     if outcome.code == codes.E_AMBIGUOUS and wrong:
@@ -174,8 +175,10 @@ def field_problem(answer: Mapping[str, Any], outcome: Outcome) -> str | None:
     if "duplicate" in answer and bool(answer["duplicate"]) != outcome.duplicate:
         return f"duplicate {answer['duplicate']!r}, expected {outcome.duplicate!r} (DUP-1)"
     given = answer.get("usage")
-    if outcome.ok and given is not None and outcome.usage is not None and given != outcome.usage:
-        return f"usage {given!r}, expected {outcome.usage!r} (SNAP-5)"
+    if given is not None and outcome.usage is not None and given != outcome.usage:
+        return f"usage {given!r}, expected {outcome.usage!r} (SNAP-11)"
+    if given is not None and outcome.code in (codes.E_TARGET, codes.E_UNREADABLE):
+        return f"usage {given!r} on {outcome.code}, which has no file to count (SNAP-11)"
     return None
 
 

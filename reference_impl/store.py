@@ -129,7 +129,8 @@ class Store:
             )
 
     def entries(self, target: str) -> list[str]:
-        """Returns the live entries of ``target`` as this session last saw them (CONTRACT-8)."""
+        """Returns the live entries of ``target`` as this session last saw them (CONTRACT-8): a
+        load or mutation that finds the file unreadable leaves them as they were (READ-8)."""
         self._check_target(target)
         return list(self._live[target])
 

@@ -25,6 +25,7 @@ from memspec.spec.model import (
     entries_on_disk,
     initial_state,
     render_from_disk,
+    session_entries,
     snapshot_of,
     step,
 )
@@ -32,11 +33,13 @@ from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Rep
 from memspec.spec.rules import Outcome
 from memspec.spec.snapshot import render_snapshot, render_unreadable, snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
+from memspec.spec.versions import SpecVersion, parse_version, version_problems
 
 __all__ = [
     "DEFAULT_LIMITS",
     "DELIMITER",
     "FILENAMES",
+    "SPEC_VERSION",
     "TARGETS",
     "Add",
     "Batch",
@@ -48,6 +51,7 @@ __all__ = [
     "Outcome",
     "Remove",
     "Replace",
+    "SpecVersion",
     "State",
     "Step",
     "backups_of",
@@ -62,12 +66,26 @@ __all__ = [
     "parse_clauses",
     "parse_examples",
     "parse_text",
+    "parse_version",
     "render_from_disk",
     "render_snapshot",
     "render_unreadable",
     "serialize",
+    "session_entries",
     "snapshot_difference",
     "snapshot_of",
     "step",
     "usage",
+    "version_problems",
 ]
+
+
+def __getattr__(name: str) -> int:
+    """Returns ``SPEC_VERSION``, the version of the installed SPEC.md, read from its version line
+    when first asked for (:mod:`memspec.spec.versions`), so importing the package reads no
+    file."""
+    if name == "SPEC_VERSION":
+        from memspec.spec.versions import installed_version
+
+        return installed_version().number
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,6 +23,7 @@ from memspec.spec import codes
 from memspec.spec.clauses import CLAUSE_ID
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import TARGETS
+from memspec.spec.versions import parse_version
 
 FENCE_OPEN = re.compile(r"^```memspec(?P<info>(?:\s.*)?)$")
 SESSION = re.compile(r"^@(?P<name>[a-z][a-z0-9_]*)\s+")
@@ -323,3 +324,12 @@ def parse_examples(text: str) -> list[Example]:
 def load_examples() -> list[Example]:
     """Returns every example of the installed SPEC.md."""
     return parse_examples(spec_text())
+
+
+def examples_json(text: str) -> list[dict[str, Any]]:
+    """Returns the examples of a SPEC.md text as ``memspec spec --dump-json`` prints them: a list
+    of :meth:`Example.to_json` records, each with the ``spec_version`` the text states, so that
+    a runner in another language can tell which version its copy holds (raises
+    VersionSyntaxError when the text states no version)."""
+    version = parse_version(text).number
+    return [{**example.to_json(), "spec_version": version} for example in parse_examples(text)]

@@ -177,7 +177,9 @@ def find_system_notes(text: str, start: int = 0, end: int | None = None) -> list
 
 def fence_violations(block: object, *, raw: object = None) -> list[str]:
     """Returns what is wrong with a backend's ``fence(raw)`` result; ``[]`` when it is correct
-    (CONTRACT-10).
+    (CONTRACT-10, FENCE-7: the result is judged, not the method, so a tag removed and a tag
+    replaced by a neutral text such as ``‹/memory-context›`` both pass, while an HTML escape
+    ``&lt;/memory-context&gt;`` is still a tag).
 
     Checks FENCE-1, FENCE-2, FENCE-4 and FENCE-5 on the result (FENCE-3 shows in them: a block
     sanitised in one pass still holds a reassembled tag).

@@ -80,6 +80,19 @@ def entries_on_disk(state: State, target: str) -> tuple[str, ...] | None:
     return classify_bytes(disk(state, target), limit_of(state, target)).entries
 
 
+def session_entries(state: State, target: str, last_read: tuple[str, ...]) -> tuple[str, ...]:
+    """Returns the entries a session reports for ``target`` now, given ``last_read``, the entries
+    it last read from the file while it was readable (``()`` if it never did).
+
+    The model answers with the freshest entries the contract allows, the file's own, while the
+    file is readable; once it is not, the session keeps what it last read (READ-8): for example,
+    a session that added ``"User prefers tabs"`` still reports it after another writer made the
+    file undecodable, and a session that never read the file reports ``()``.
+    """
+    on_disk = entries_on_disk(state, target)
+    return last_read if on_disk is None else on_disk
+
+
 def render_from_disk(state: State, target: str) -> str | None:
     """Returns the block a load captures for ``target`` now: the file as it is on disk at that
     moment (SNAP-2), rendered with its threats blocked (SCAN-6), or the unreadable block when it

@@ -233,7 +233,9 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
 
     The second value is ``None`` when nothing is to be written: a refusal, or a result equal to
     the current entries (an exact-duplicate add is an accepted no-op even when full; DUP-1,
-    DUP-2).
+    DUP-2), which leaves the file as it is, cosmetic bytes included (FORMAT-6). The ``usage``
+    label is that of the target as the operation leaves it: the result's after ``OK``, the
+    current one after ``E_LIMIT``, which writes nothing (SNAP-11).
 
     An unreadable file refuses with ``E_UNREADABLE`` however it failed (READ-6, READ-7).
     Otherwise the mutation works on the file's entries, duplicates and entries blocked by the

@@ -23,16 +23,17 @@ Scanner = Callable[[str], tuple[str, ...]]
 
 
 def usage_label(used: int, limit: int) -> str:
-    """Returns the usage shown in a header and in Outcome ``usage`` fields: the integer percent
-    ⌊100 × used / limit⌋ capped at 100 (SNAP-6), then ``USED/LIMIT chars`` with comma-grouped
-    numbers (SNAP-5, SNAP-7)."""
+    """Returns the usage shown in a header and in Outcome ``usage`` fields (SNAP-11): the
+    integer percent ⌊100 × used / limit⌋ capped at 100 (SNAP-6), then ``USED/LIMIT chars`` with
+    comma-grouped numbers (SNAP-5, SNAP-7)."""
     percent = min(100, used * 100 // limit) if limit > 0 else 100
     return f"{percent}% — {used:,}/{limit:,} chars"
 
 
 def blocked_placeholder(target: str, names: Sequence[str]) -> str:
     """Returns the text shown instead of an entry that matches threat patterns: it starts
-    ``[BLOCKED:``, names the file and does not contain the entry (SCAN-6, CONTRACT-9)."""
+    ``[BLOCKED:``, names the file and does not contain the entry (SCAN-6, CONTRACT-9); the rest
+    is this implementation's wording, which SNAP-12 leaves free."""
     return (
         f"{BLOCKED_PREFIX} {FILENAMES[target]} entry matched threat pattern(s): "
         f"{', '.join(names)}; it is kept on disk — remove it with the memory tool]"
@@ -83,9 +84,11 @@ def snapshot_difference(
     """Returns why ``actual`` is not the block ``expected``, or ``None`` when it is (SNAP-4,
     CONTRACT-9).
 
-    Everything is compared byte for byte except placeholders: an expected segment starting
-    ``[BLOCKED:`` (or ``[UNREADABLE:``) matches any actual segment that starts the same way,
-    names the file and contains none of ``raw_entries`` (the entries the placeholder hides).
+    Everything is compared byte for byte except placeholders (SNAP-12): an expected segment
+    starting ``[BLOCKED:`` (or ``[UNREADABLE:``) matches any actual segment that starts the same
+    way, names the file and contains none of ``raw_entries`` (the entries the placeholder
+    hides); an ``[UNREADABLE:`` segment is one line. For example, an expected
+    ``[UNREADABLE: MEMORY.md ...]`` matches ``[UNREADABLE: MEMORY.md is not UTF-8]``.
     """
     if expected is None or actual is None:
         if expected is None and actual is None:
@@ -113,6 +116,8 @@ def snapshot_difference(
                 f"entry {index}: expected a placeholder starting {prefix!r} naming {name}, "
                 f"got {g!r}"
             )
+        if prefix == UNREADABLE_PREFIX and "\n" in g:
+            return f"entry {index}: the {prefix} line must be one line, got {g!r}"
         leaked = [raw for raw in raw_entries if raw and raw in g]
         if leaked:
             return f"entry {index}: the placeholder contains the hidden entry {leaked[0]!r}"

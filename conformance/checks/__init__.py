@@ -11,6 +11,7 @@ from memspec.conformance.checks import (
     fence,  # noqa: F401
     files,  # noqa: F401
     locking,  # noqa: F401
+    own_bytes,  # noqa: F401
     protocol,  # noqa: F401
     read,  # noqa: F401
     recovery,  # noqa: F401

@@ -375,6 +375,28 @@ class OverwritesTakenBackup(NaiveStore):
         return backup
 
 
+class EveryBracketFence(NaiveStore):
+    """Neutralises fence tags by writing their angle brackets as ``‹›``, but every other angle
+    bracket of the recalled text too, which changes text outside the tags (FENCE-7)."""
+
+    def sanitize(self, raw: str) -> str:
+        return raw.replace("<", "\u2039").replace(">", "\u203a").strip(WHITESPACE)
+
+
+class SessionDigestRecord(NaiveStore):
+    """Remembers what this session last wrote instead of recording it where every session finds
+    it, so a copy another writer restored after another session wrote looks like its own and is
+    rewritten without a backup (DRIFT-5)."""
+
+    mine = ""
+
+    def recorded(self, lock: int) -> str:
+        return self.mine
+
+    def record(self, lock: int, digest: str) -> None:
+        self.mine = digest
+
+
 def _limit_of(store: NaiveStore, path: Path) -> int:
     target = next(t for t, name in FILENAMES.items() if name == path.name)
     return store.limits[target]

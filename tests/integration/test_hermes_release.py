@@ -40,12 +40,14 @@ HERMES_0_19_0_FAILS = frozenset(
         "FENCE-2",
         "FENCE-3",
         "FENCE-4",
+        "FENCE-7",
         "FILES-1",
         "FILES-2",
         "FILES-3",
         "FILES-4",
         "FORMAT-4",
         "FORMAT-5",
+        "FORMAT-6",
         "LIMIT-4",
         "MATCH-1",
         "MATCH-3",
@@ -57,6 +59,7 @@ HERMES_0_19_0_FAILS = frozenset(
         "READ-5",
         "READ-6",
         "READ-7",
+        "READ-8",
         "REPLACE-1",
         "REPLACE-2",
         "SCAN-2",
@@ -69,6 +72,8 @@ HERMES_0_19_0_FAILS = frozenset(
         "SNAP-6",
         "SNAP-8",
         "SNAP-9",
+        "SNAP-11",
+        "SNAP-12",
     )
 )
 # Checks whose inputs are generated (properties, the state machine) or timed (kill -9): which

@@ -49,11 +49,13 @@ CAUGHT = [
     ("GivesUpFence", "fence.sanitising_reaches_fixed_point", "FENCE-3"),
     ("NearJoinsFence", "fence.sanitising_reaches_fixed_point", "FENCE-3"),
     ("KeepsForgedNotes", "fence.forged_notes_are_removed", "FENCE-4"),
+    ("EveryBracketFence", "fence.only_tags_and_notes_change", "FENCE-7"),
     ("WindowedScan", "scan.whole_content_is_scanned", "SCAN-5"),
     ("NoRewriteBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("FixedNameBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("TimestampBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("FixedNameBackup", "drift.taken_backup_name_is_kept", "DRIFT-4"),
+    ("SessionDigestRecord", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
 ]
 PROTOCOL_CAUGHT = [
     ("counts-ids", "protocol.answers_echo_ids_in_order", "CONTRACT-13"),
