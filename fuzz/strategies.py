@@ -258,6 +258,19 @@ class AddBOM:
 
 
 @dataclass(frozen=True)
+class PadEntries:
+    """Puts Unicode whitespace around every entry — a no-break space before, an ideographic
+    space and a line separator after — as a word processor or a copy from the web does
+    (cosmetic: a reader strips White_Space, READ-4)."""
+
+    clause = "READ-4"
+
+    def __call__(self, data: bytes) -> bytes:
+        before, after = "\u00a0".encode(), "\u3000\u2028".encode()
+        return before + data.replace(DELIMITER_BYTES, after + DELIMITER_BYTES + before) + after
+
+
+@dataclass(frozen=True)
 class AddTrailingNewlines:
     """Adds line feeds at the end and blank lines at the start (cosmetic; READ-4)."""
 
@@ -342,6 +355,7 @@ def cosmetic_edits() -> st.SearchStrategy[Any]:
         st.sampled_from((ConvertLineEnds("\r\n"), ConvertLineEnds("\r"))),
         st.just(AddBOM()),
         st.builds(AddTrailingNewlines, st.integers(1, 3)),
+        st.just(PadEntries()),
     )
 
 

@@ -27,7 +27,10 @@ const FILENAMES = { memory: 'MEMORY.md', user: 'USER.md' };                 // F
 const HEADERS = { memory: 'MEMORY (your personal notes)', user: 'USER PROFILE (who the user is)' };
 const DEFAULT_LIMITS = { memory: 2200, user: 1375 };
 const DELIMITER = '\n§\n';                                                   // FORMAT-2
-const WHITESPACE = ' \t\n\r\x0b\x0c';      // the ASCII set every strip of the spec uses (READ)
+// Every strip of the spec removes exactly Unicode's White_Space, 25 code points (ENTRY-1, READ-4):
+// not String.prototype.trim(), which also strips U+FEFF and keeps U+0085.
+const WHITESPACE = '\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006' +
+  '\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
 const LINE_SPACE = ' \t\x0b\x0c';          // what may surround `§` on a delimiter line (READ-3)
 const BAR = '═'.repeat(46);                                                  // SNAP-4
 const NEW_FILE_MODE = 0o600;                                                 // FILES-1
@@ -73,6 +76,8 @@ function preview(entry) {
   return chars.length <= 80 ? entry : chars.slice(0, 80).join('') + '...';
 }
 
+const LEADING_SPACE_OR_BOM = new RegExp(`^[\ufeff${WHITESPACE}]+`);
+
 /** Entries of a file's text: drop one BOM, split at delimiter lines, strip, drop empties. */
 function parseText(text) {                                                   // READ-1..5
   const lines = normalizeNewlines(text.startsWith('\ufeff') ? text.slice(1) : text).split('\n');
@@ -84,7 +89,7 @@ function parseText(text) {                                                   // 
       continue;
     }
     // A U+FEFF at the start of a piece is a stray byte order mark (READ-4).
-    const entry = strip(strip(chunk.join('\n')).replace(/^[\ufeff \t\n\r\x0b\x0c]+/, ''));
+    const entry = strip(chunk.join('\n')).replace(LEADING_SPACE_OR_BOM, '');
     if (entry) entries.push(entry);
     chunk = [];
   }
