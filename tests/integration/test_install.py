@@ -47,6 +47,17 @@ def read_only_command(package: Path, command: list[str]) -> list[str]:
     return ["unshare", "--mount", "sh", "-c", script, "sh", str(package), *command]
 
 
+def _user_environment() -> dict[str, str]:
+    """Returns this process's environment without what the test run adds, PYTHONPATH among
+    it: an in-process ``memspec`` command of another test puts the project there, and the
+    project's own ``memspec`` folder would then shadow the installed package."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("MEMSPEC_", "XDG_", "HYPOTHESIS_", "PYTEST_", "COV_", "PYTHON"))
+    }
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A virtual environment with memspec installed from the project, not editable."""
@@ -55,7 +66,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     pip = subprocess.run(
         [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
          str(PROJECT)],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=900, env=_user_environment(),
     )  # fmt: skip
     if pip.returncode != 0:
         if any(error in pip.stderr for error in INDEX_ERRORS):
@@ -68,7 +79,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def _package_dir(venv: Path) -> Path:
     found = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import memspec, os; print(memspec.__path__[0])"],
-        capture_output=True, text=True, check=True, cwd=venv,
+        capture_output=True, text=True, check=True, cwd=venv, env=_user_environment(),
     )  # fmt: skip
     return Path(found.stdout.strip())
 
@@ -88,11 +99,7 @@ def test_an_install_certifies_and_writes_only_where_told(
     for folder in (work, home):
         folder.mkdir()
     temp = short_temp
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("MEMSPEC_", "XDG_", "HYPOTHESIS_", "PYTEST_", "COV_", "PYTHON"))
-    }
+    env = _user_environment()
     env.update(HOME=str(home), TMPDIR=str(temp), PATH=f"{installed / 'bin'}:{env['PATH']}")
     command = [
         str(installed / "bin" / "memspec"), "certify", "--profile", "smoke", "-q",
