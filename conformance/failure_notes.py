@@ -56,10 +56,9 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "before looking at the arguments; the async rewrite reports an empty `old_text` before "
         "a content that is not a string."
     ),
-    ("ENTRY-1", "REPLACE-1", "MATCH-1"): (
-        "CR LF in content and in `old_text` is kept, and non-ASCII spaces are stripped: an entry "
-        "is stored differently from what was sent, and an `old_text` copied with CR LF never "
-        "matches."
+    ("REPLACE-1", "MATCH-1"): (
+        "CR LF in a replace's new content and in `old_text` is kept: an entry is stored "
+        "differently from what was sent, and an `old_text` copied with CR LF never matches."
     ),
     ("ENTRY-4",): "content with a lone surrogate raises `UnicodeEncodeError` from the write.",
     ("ENTRY-7", "CONTRACT-6"): (
@@ -90,9 +89,16 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "hard-coded secrets such as AWS access keys (`AKIA…`) are not refused, and reach every "
         "future prompt."
     ),
-    ("SCAN-4",): (
-        "content starting with a BOM is refused as a threat rather than as a delimiter problem "
-        "(refused either way; only the code differs)."
+    ("SCAN-4", "ENTRY-5"): (
+        "ordinary text is refused as invisible Unicode — emoji sequences joined by ZWJ, "
+        "Persian and Hindi with ZWNJ, Thai, Khmer and Burmese with ZWSP — while the tag "
+        "characters pass, so an instruction written in them (ASCII smuggling) reaches the "
+        "prompt unseen by the user."
+    ),
+    ("SCAN-3",): (
+        "invisible characters outside its short list stay in the text the patterns see: a "
+        "keyword split by a soft hyphen, a variation selector, a right-to-left mark or a Hangul "
+        "filler is not recognised, and the note reaches the prompt."
     ),
     ("SCAN-5",): "only the first 64 KiB are scanned: an injection after that reaches the prompt.",
     ("SCAN-8",): (

@@ -4,8 +4,8 @@ Three families, each drawn from what broke real stores:
 
 - **Entry text** (:func:`entry_texts`): any Unicode category (lone surrogates included), ``§``
   inside lines and on lines of its own with and without spaces (ENTRY-3, FORMAT-3), CR, CRLF and
-  LF mixed (ENTRY-1, READ-2), a BOM, NUL and other controls (ENTRY-5), the invisible and
-  bidirectional characters of :data:`memspec.spec.threats.INVISIBLE_CHARACTERS` (SCAN-4),
+  LF mixed (ENTRY-1, READ-2), a BOM, NUL and other controls (ENTRY-5), the invisible
+  characters of :data:`memspec.spec.threats.INVISIBLE_CHARACTERS`, threats and content (SCAN-4),
   NFKC-folding forms, CJK and emoji (a code point is not a byte; LIMIT-1), and lengths around
   the limits (:func:`near_limit_texts`).
 - **External edits** (:func:`external_edits`): what an editor, ``cat >>`` or another agent does
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from memspec.spec.codec import BOM, decode, encode_entries, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
-from memspec.spec.threats import INVISIBLE_CHARACTERS
+from memspec.spec.threats import INVISIBLE_CHARACTERS, INVISIBLE_THREATS
 
 # --- entry text -----------------------------------------------------------------------------
 
@@ -56,7 +56,11 @@ FOLDING = (
     "ｆｕｌｌ", "ﬁle", "①", "Ⅻ", "㎏", "ℌ", "ｉｇｎｏｒｅ", "＜", "＞", "e\u0301", "\u00e9", "Å",
     "\u00a0", "\u3000",
 )  # fmt: skip
-WIDE = ("漢字", "日本語のメモ", "한국어", "😀", "👍🏽", "🇯🇵", "𝔘𝔰𝔢𝔯", "\U0001f600\U0001f601")
+WIDE = (
+    "漢字", "日本語のメモ", "한국어", "😀", "👍🏽", "🇯🇵", "𝔘𝔰𝔢𝔯", "\U0001f600\U0001f601",
+    "\U0001f468\u200d\U0001f4bb", "می\u200cخواهم",
+    "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+)  # fmt: skip
 INVISIBLE = (*sorted(c for c in INVISIBLE_CHARACTERS if ord(c) < 0xE0000), "\U000e0041")
 PIECES = (
     *WORDS, *SECTION_PIECES, *LINE_BREAKS, *CONTROLS, *SURROGATES, *FOLDING, *WIDE, *INVISIBLE,
@@ -76,13 +80,14 @@ def entry_texts(max_pieces: int = 8) -> st.SearchStrategy[str]:
 STORABLE_PIECES = (
     *WORDS, "§", "§§", " § ", "a§b", "§ 12", "\n§x\n", "\n", "\r\n", "\r", "\n\n", "\t",
     "\x00", "\x07", "\x1b", "\x7f", "\u2028", "\x85", *WIDE, "e\u0301", "\u00e9", "ﬁ", "①",
-    "\u00a0", "\u3000", " ",
+    "\u00a0", "\u3000", " ", "\u200b", "\u200d", "\u00ad", "\ufe0f",
 )  # fmt: skip
 """Pieces a store must accept and give back as they are: ``§`` inside lines, line breaks that
-are not delimiter lines, controls, wide and combining characters (FORMAT-3, ENTRY-1, ENTRY-5)."""
+are not delimiter lines, controls, wide and combining characters, invisible content (FORMAT-3,
+ENTRY-1, ENTRY-5, SCAN-4)."""
 
 printable_character = st.characters(
-    exclude_categories=("Cs",), exclude_characters="".join(INVISIBLE_CHARACTERS)
+    exclude_categories=("Cs",), exclude_characters="".join(INVISIBLE_THREATS) + BOM
 )
 
 
@@ -253,6 +258,19 @@ class AddBOM:
 
 
 @dataclass(frozen=True)
+class PadEntries:
+    """Puts Unicode whitespace around every entry — a no-break space before, an ideographic
+    space and a line separator after — as a word processor or a copy from the web does
+    (cosmetic: a reader strips White_Space, READ-4)."""
+
+    clause = "READ-4"
+
+    def __call__(self, data: bytes) -> bytes:
+        before, after = "\u00a0".encode(), "\u3000\u2028".encode()
+        return before + data.replace(DELIMITER_BYTES, after + DELIMITER_BYTES + before) + after
+
+
+@dataclass(frozen=True)
 class AddTrailingNewlines:
     """Adds line feeds at the end and blank lines at the start (cosmetic; READ-4)."""
 
@@ -337,6 +355,7 @@ def cosmetic_edits() -> st.SearchStrategy[Any]:
         st.sampled_from((ConvertLineEnds("\r\n"), ConvertLineEnds("\r"))),
         st.just(AddBOM()),
         st.builds(AddTrailingNewlines, st.integers(1, 3)),
+        st.just(PadEntries()),
     )
 
 

@@ -3,8 +3,9 @@
 A memory file is its entries joined by ``"\\n§\\n"`` and nothing else (FORMAT-2). Readers are
 tolerant and writers canonical (READ-1, READ-2, READ-3, READ-4, READ-5, FORMAT-4): a BOM, CRLF or
 CR line ends, spaces or blank lines around a delimiter line and a trailing newline are cosmetic.
-Every strip in the spec uses the ASCII whitespace set :data:`WHITESPACE`, so that
-implementations in every language agree.
+Every strip in the spec removes the 25 characters of Unicode's ``White_Space`` property,
+:data:`WHITESPACE`, listed in ``spec/data/unicode.json`` so that implementations in every
+language agree whatever their own ``strip`` or ``trim`` does (ENTRY-1, READ-4).
 
 Worked example of the tolerant reader::
 
@@ -20,9 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from memspec.spec.unicode_sets import WHITE_SPACE
+
 DELIMITER: Final = "\n§\n"
 DELIMITER_MARK: Final = "§"
-WHITESPACE: Final = " \t\n\r\x0b\x0c"
+WHITESPACE: Final = WHITE_SPACE
 LINE_SPACE: Final = " \t\x0b\x0c"
 BOM: Final = "\ufeff"
 
@@ -35,8 +38,12 @@ def normalize_newlines(text: str) -> str:
 
 
 def normalize_content(text: str) -> str:
-    """Returns content as it will be stored: LF line ends, ASCII whitespace stripped; other
-    space characters are content (ENTRY-1)."""
+    """Returns content as it will be stored: LF line ends, then Unicode whitespace
+    (:data:`WHITESPACE`) stripped from both ends (ENTRY-1).
+
+    >>> normalize_content("\\u00a0spaced\\u3000\\r\\n")
+    'spaced'
+    """
     return normalize_newlines(text).strip(WHITESPACE)
 
 
@@ -84,7 +91,8 @@ def parse_text(text: str) -> list[str]:
     """Returns the entries of a file's text, read tolerantly (FORMAT-3, READ-3).
 
     Lines that are ``§`` alone (ignoring spaces and tabs around it) split the text into chunks;
-    each chunk is stripped of ASCII whitespace and empty chunks are dropped, so blank lines and
+    each chunk is stripped of Unicode whitespace (:data:`WHITESPACE`, the set of ENTRY-1) and
+    empty chunks are dropped, so blank lines and
     spaces around a delimiter line and a trailing newline never change the entries. A U+FEFF at
     the start of a chunk is dropped too: it is a byte order mark that two concatenated files
     left inside the text, and a writer could not put it back where it was (READ-4). A leading

@@ -18,7 +18,7 @@ implement it:
   character reference: ``&#60;`` ``&#x3C;`` (leading zeros allowed; ``;`` optional when no
   further digit follows) and, for the symbols, ``&lt;`` ``&gt;`` ``&sol;`` ``&lsqb;``
   ``&rsqb;`` ``&lowbar;`` and the dash names (``;`` optional). References are ASCII.
-- Ignorable characters (:data:`IGNORABLE_CHARACTERS`: the SCAN invisible set, Unicode
+- Ignorable characters (:data:`IGNORABLE_CHARACTERS`: the SCAN invisible set, which is Unicode's
   Default_Ignorable_Code_Point, non-space control characters, combining diacritical marks) may
   sit anywhere between two characters of the tag. Whitespace, newlines included, may sit after
   ``<``, around ``/``, between the two words and before the attributes or ``>``, but not inside
@@ -50,17 +50,12 @@ FENCE_NOTE: Final = (
 FENCE_PREFIX: Final = FENCE_OPEN + "\n" + FENCE_NOTE + "\n\n"
 FENCE_SUFFIX: Final = "\n" + FENCE_CLOSE
 
-_IGNORABLE_RANGES: Final = (
-    (0x0000, 0x0008), (0x000E, 0x001B), (0x007F, 0x0084), (0x0086, 0x009F),
-    (0x00AD, 0x00AD), (0x0300, 0x036F), (0x034F, 0x034F), (0x061C, 0x061C),
-    (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x1AB0, 0x1AFF),
-    (0x1DC0, 0x1DFF), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F),
-    (0x20D0, 0x20FF), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFE20, 0xFE2F),
-    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+_CONTROLS_AND_MARKS: Final = (
+    (0x0000, 0x0008), (0x000E, 0x001B), (0x007F, 0x0084), (0x0086, 0x009F), (0x0300, 0x036F),
+    (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF), (0xFE20, 0xFE2F),
 )  # fmt: skip
 IGNORABLE_CHARACTERS: Final[frozenset[str]] = INVISIBLE_CHARACTERS | frozenset(
-    chr(code) for low, high in _IGNORABLE_RANGES for code in range(low, high + 1)
+    chr(code) for low, high in _CONTROLS_AND_MARKS for code in range(low, high + 1)
 )
 # Blocks holding every code point whose NFKC form is a single ASCII letter or tag symbol.
 _COMPATIBILITY_BLOCKS: Final = (

@@ -27,7 +27,10 @@ const FILENAMES = { memory: 'MEMORY.md', user: 'USER.md' };                 // F
 const HEADERS = { memory: 'MEMORY (your personal notes)', user: 'USER PROFILE (who the user is)' };
 const DEFAULT_LIMITS = { memory: 2200, user: 1375 };
 const DELIMITER = '\n§\n';                                                   // FORMAT-2
-const WHITESPACE = ' \t\n\r\x0b\x0c';      // the ASCII set every strip of the spec uses (READ)
+// Every strip of the spec removes exactly Unicode's White_Space, 25 code points (ENTRY-1, READ-4):
+// not String.prototype.trim(), which also strips U+FEFF and keeps U+0085.
+const WHITESPACE = '\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006' +
+  '\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
 const LINE_SPACE = ' \t\x0b\x0c';          // what may surround `§` on a delimiter line (READ-3)
 const BAR = '═'.repeat(46);                                                  // SNAP-4
 const NEW_FILE_MODE = 0o600;                                                 // FILES-1
@@ -73,6 +76,8 @@ function preview(entry) {
   return chars.length <= 80 ? entry : chars.slice(0, 80).join('') + '...';
 }
 
+const LEADING_SPACE_OR_BOM = new RegExp(`^[\ufeff${WHITESPACE}]+`);
+
 /** Entries of a file's text: drop one BOM, split at delimiter lines, strip, drop empties. */
 function parseText(text) {                                                   // READ-1..5
   const lines = normalizeNewlines(text.startsWith('\ufeff') ? text.slice(1) : text).split('\n');
@@ -84,7 +89,7 @@ function parseText(text) {                                                   // 
       continue;
     }
     // A U+FEFF at the start of a piece is a stray byte order mark (READ-4).
-    const entry = strip(strip(chunk.join('\n')).replace(/^[\ufeff \t\n\r\x0b\x0c]+/, ''));
+    const entry = strip(chunk.join('\n')).replace(LEADING_SPACE_OR_BOM, '');
     if (entry) entries.push(entry);
     chunk = [];
   }
@@ -133,11 +138,21 @@ const PY_ESCAPES = {
 const pyRegex = (source, flags = 'iu') =>
   new RegExp(source.replace(/\\([bwsS])/g, (_, letter) => PY_ESCAPES[letter]), flags);
 
-const INVISIBLE_RANGES = [[0x00ad, 0x00ad], [0x061c, 0x061c], [0x180e, 0x180e], [0x200b, 0x200f],
-  [0x202a, 0x202e], [0x2060, 0x2064], [0x2066, 0x2069], [0xfeff, 0xfeff], [0xe0000, 0xe007f]];
+// Invisible characters (SCAN-4), Unicode's Default_Ignorable_Code_Point in two kinds, as in
+// spec/data/unicode.json: bidi embeddings, overrides and isolates and the tag characters are
+// threats wherever they occur, except the tags of a subdivision flag (U+1F3F4, two tag letters,
+// one to four tag letters or digits, U+E007F; UTS #51); every other one is content, stored as
+// given and removed, with the threats, before the patterns are matched (SCAN-3).
+const THREAT_RANGES = [[0x202a, 0x202e], [0x2066, 0x2069], [0xe0000, 0xe007f]];
+const CONTENT_RANGES = [[0x00ad, 0x00ad], [0x034f, 0x034f], [0x061c, 0x061c], [0x115f, 0x1160],
+  [0x17b4, 0x17b5], [0x180b, 0x180f], [0x200b, 0x200f], [0x2060, 0x2065], [0x206a, 0x206f],
+  [0x3164, 0x3164], [0xfe00, 0xfe0f], [0xfeff, 0xfeff], [0xffa0, 0xffa0], [0xfff0, 0xfff8],
+  [0x1bca0, 0x1bca3], [0x1d173, 0x1d17a], [0xe0080, 0xe0fff]];
 const rangeClass = (ranges) =>
   ranges.map(([low, high]) => `\\u{${low.toString(16)}}-\\u{${high.toString(16)}}`).join('');
-const INVISIBLE = new RegExp(`[${rangeClass(INVISIBLE_RANGES)}]`, 'gu');   // SCAN-4
+const INVISIBLE_THREAT = new RegExp(`[${rangeClass(THREAT_RANGES)}]`, 'u');
+const INVISIBLE = new RegExp(`[${rangeClass([...THREAT_RANGES, ...CONTENT_RANGES])}]`, 'gu');
+const FLAG = /\u{1f3f4}[\u{e0061}-\u{e007a}]{2}[\u{e0030}-\u{e0039}\u{e0061}-\u{e007a}]{1,4}\u{e007f}/gu;
 
 const BT = '`';
 const R = String.raw;
@@ -208,7 +223,7 @@ const THREAT_PATTERNS = [                                                    // 
 
 /** Names of the threat patterns the whole `text` matches; [] when clean (SCAN-3..5, SCAN-8). */
 function findThreats(text) {
-  const found = text.match(INVISIBLE) ? ['invisible_unicode'] : [];
+  const found = INVISIBLE_THREAT.test(text.replace(FLAG, '')) ? ['invisible_unicode'] : [];  // SCAN-4
   const scanned = text.replace(INVISIBLE, '').normalize('NFKC');            // SCAN-3
   for (const [name, pattern] of THREAT_PATTERNS) if (pattern.test(scanned)) found.push(name);
   return found;
@@ -248,13 +263,9 @@ const renderUnreadable = (target) => block(target, 'unreadable',             // 
 // letters) or an HTML reference, with invisible/ignorable characters between them. A forged
 // note is `[` `system` separator `note` ... `]` under the same disguises.
 
-const IGNORABLE_RANGES = [...INVISIBLE_RANGES,
-  [0x0000, 0x0008], [0x000e, 0x001b], [0x007f, 0x0084], [0x0086, 0x009f], [0x00ad, 0x00ad],
-  [0x0300, 0x036f], [0x034f, 0x034f], [0x061c, 0x061c], [0x115f, 0x1160], [0x17b4, 0x17b5],
-  [0x180b, 0x180f], [0x1ab0, 0x1aff], [0x1dc0, 0x1dff], [0x200b, 0x200f], [0x202a, 0x202e],
-  [0x2060, 0x206f], [0x20d0, 0x20ff], [0x3164, 0x3164], [0xfe00, 0xfe0f], [0xfe20, 0xfe2f],
-  [0xfeff, 0xfeff], [0xffa0, 0xffa0], [0xfff0, 0xfff8], [0x1bca0, 0x1bca3], [0x1d173, 0x1d17a],
-  [0xe0000, 0xe0fff]];
+const IGNORABLE_RANGES = [...THREAT_RANGES, ...CONTENT_RANGES,
+  [0x0000, 0x0008], [0x000e, 0x001b], [0x007f, 0x0084], [0x0086, 0x009f], [0x0300, 0x036f],
+  [0x1ab0, 0x1aff], [0x1dc0, 0x1dff], [0x20d0, 0x20ff], [0xfe20, 0xfe2f]];
 // Blocks (end exclusive) holding every code point whose NFKC form is one ASCII tag character.
 const COMPATIBILITY_BLOCKS = [[0x00a0, 0x0180], [0x02b0, 0x0300], [0x1d00, 0x1dc0],
   [0x2070, 0x2190], [0x2460, 0x2500], [0xa7f0, 0xa800], [0xfe30, 0xfe70], [0xff00, 0xfff0],

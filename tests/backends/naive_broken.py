@@ -28,7 +28,7 @@ from memspec.spec.operations import Add, Batch, Mutation
 from memspec.spec.rules import Outcome, argument_error
 from memspec.spec.snapshot import render_snapshot
 from memspec.spec.targets import FILENAMES
-from memspec.spec.threats import find_threats
+from memspec.spec.threats import INVISIBLE_CONTENT, find_threats
 from tests.backends import factory_of
 from tests.backends.naive import FEATURES, NaiveStore
 
@@ -277,6 +277,37 @@ class WindowedScan(NaiveStore):
         if isinstance(op, Add) and isinstance(op.content, str):
             return argument_error(Add(op.target, op.content[: 64 * 1024]))
         return super().check_arguments(op)
+
+
+_FIRST_SCAN_4 = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\U000e0000-\U000e007f]"
+)
+"""The invisible characters of the first SCAN-4, each a threat wherever it occurred."""
+
+
+class RefusesEveryInvisible(NaiveStore):
+    """Refuses content holding any character of the first SCAN-4 list — ZWJ, ZWNJ, RLM, ALM, the
+    soft hyphen, ZWSP, the Mongolian vowel separator, every tag character — wherever it occurs,
+    so emoji sequences and flags, Persian, Hebrew and Thai are refused (SCAN-4)."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        if isinstance(op, Add) and isinstance(op.content, str) and _FIRST_SCAN_4.search(op.content):
+            return Outcome(codes.E_THREAT, threats=("invisible_unicode",))
+        return super().check_arguments(op)
+
+
+class MatchesThroughInvisibles(NaiveStore):
+    """Matches the threat patterns with the invisible content characters left in the text, so
+    a keyword split by a zero width space, a soft hyphen or a variation selector slips past the
+    write-time scan (SCAN-3)."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        refusal = super().check_arguments(op)
+        if refusal is None or refusal.code != codes.E_THREAT or not isinstance(op, Add):
+            return refusal
+        kept = "".join("\uf8ff" if c in INVISIBLE_CONTENT else c for c in op.content)
+        return refusal if find_threats(kept) else None
 
 
 class ScansWithoutNfkc(NaiveStore):

@@ -51,6 +51,8 @@ CAUGHT = [
     ("KeepsForgedNotes", "fence.forged_notes_are_removed", "FENCE-4"),
     ("EveryBracketFence", "fence.only_tags_and_notes_change", "FENCE-7"),
     ("WindowedScan", "scan.whole_content_is_scanned", "SCAN-5"),
+    ("RefusesEveryInvisible", "scan.ordinary_text_corpus", "SCAN-4"),
+    ("MatchesThroughInvisibles", "scan.attack_corpus", "SCAN-3"),
     ("NoRewriteBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("FixedNameBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("TimestampBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),

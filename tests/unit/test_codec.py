@@ -64,7 +64,8 @@ def test_delimiter_lines() -> None:
 
 def test_normalize_and_encode() -> None:
     assert normalize_content("  a\r\nb\r  ") == "a\nb"
-    assert normalize_content("\u3000x") == "\u3000x"  # only ASCII whitespace is stripped
+    assert normalize_content("\u3000x\u00a0") == "x"  # Unicode White_Space is stripped
+    assert normalize_content("\u200bx\ufeff\x1c") == "\u200bx\ufeff\x1c"  # nothing else
     assert is_encodable("ok")
     assert not is_encodable("\ud800")
     assert decode(b"\xef\xbb\xbfa") == "\ufeffa"  # parse_text drops the BOM, once
