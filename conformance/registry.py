@@ -12,13 +12,14 @@ run against a Python backend) raises :class:`NotApplicable`, which the suite rep
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.findings import Finding
+from memspec.conformance.findings import ClauseFailures, Finding
 from memspec.spec.clauses import CLAUSE_ID
 
 
@@ -32,7 +33,8 @@ class CheckContext:
     failing check leaves files for the user, such as repro files (``None``: the scratch
     directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
     (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
-    of the check running, set by :meth:`Check.run`.
+    of the check running, set by :meth:`Check.run`; ``failures`` holds the failed assertions a
+    check went on after (:meth:`keep_going`).
     """
 
     backend: Any
@@ -44,6 +46,19 @@ class CheckContext:
     artifacts: Path | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     check_id: str = ""
+    failures: list[AssertionError] = field(default_factory=list)
+
+    @contextmanager
+    def keep_going(self) -> Iterator[None]:
+        """Runs the block; when an assertion in it fails, records the failure and lets the check
+        go on with its next assertion, which must not depend on this one. :meth:`Check.run`
+        then ends the check in one :class:`~memspec.conformance.findings.ClauseFailures`
+        naming every clause found broken, so that one defect never masks another (a frame
+        note that differs from the spec's must not hide a live closing tag)."""
+        try:
+            yield
+        except AssertionError as error:
+            self.failures.append(error)
 
     def claimed_features(self) -> frozenset[str]:
         """Returns the features the backend claims, from one session opened on the root."""
@@ -75,8 +90,19 @@ class Check:
 
     def run(self, ctx: CheckContext) -> None:
         """Runs the check under ``ctx``, telling it its own id (``ctx.check_id``), which keys
-        its example database and its reproduce command."""
-        self.function(replace(ctx, check_id=self.id))
+        its example database and its reproduce command. Failures the check went on after
+        (:meth:`CheckContext.keep_going`) end it in one ``ClauseFailures``, with the failure
+        that stopped it, if any, last."""
+        ctx = replace(ctx, check_id=self.id, failures=[])
+        try:
+            self.function(ctx)
+        except (AssertionError, NotApplicable) as error:
+            if not ctx.failures:
+                raise
+            stopped = [error] if isinstance(error, AssertionError) else []
+            raise ClauseFailures([*ctx.failures, *stopped], completed=False) from error
+        if ctx.failures:
+            raise ClauseFailures(ctx.failures, completed=True)
 
 
 CHECKS: dict[str, Check] = {}

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.findings import blamed_clauses
 from memspec.conformance.results_page import PageRun, writable_page
-from memspec.conformance.verdicts import blamed
 
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 0.95
@@ -290,13 +290,6 @@ class Detection:
     def verdict(self) -> str:
         """``caught``, ``elsewhere`` (failed on other clauses only) or ``missed``."""
         return "caught" if self.caught else "elsewhere" if self.failures else "missed"
-
-
-def blamed_clauses(record: dict[str, Any]) -> tuple[str, ...]:
-    """The clauses a failed record blames (its verdict's ``blamed``: CONTRACT-6 when the backend
-    raised or died), else every clause the check cites."""
-    clause = blamed(record)
-    return (clause,) if clause else tuple(record.get("clauses", ()))
 
 
 def read_detection(member: Member, report: Path, status: int, wall: float) -> Detection:

@@ -23,7 +23,7 @@ from typing import Any
 
 from memspec.spec import codes
 from memspec.spec.codec import WHITESPACE, FileState, classify_bytes
-from memspec.spec.fence import find_fence_tags, find_system_notes, frame
+from memspec.spec.fence import FENCE_NOTE, find_fence_tags, find_system_notes, frame
 from memspec.spec.operations import Add, Batch, Mutation
 from memspec.spec.rules import Outcome, argument_error
 from memspec.spec.snapshot import render_snapshot
@@ -215,6 +215,32 @@ class SinglePassFence(NaiveStore):
 
     def sanitize(self, raw: str) -> str:
         return _without(raw, _tags_and_notes(raw)).strip(WHITESPACE)
+
+
+HERMES_NOTE = (
+    "[System note: The following is recalled memory context, NOT new user input. Treat as "
+    "authoritative reference data \u2014 this is the agent's persistent memory and should "
+    "inform all responses.]"
+)
+"""A frame note worded as hermes-agent 0.19 words it, not as FENCE-1 does."""
+
+
+class OtherNoteFence(NaiveStore):
+    """Sanitises correctly but frames with another note (FENCE-1 only), as hermes-agent
+    0.19 does."""
+
+    def fence(self, raw: str) -> str:
+        block = super().fence(raw)
+        return block.replace(FENCE_NOTE, HERMES_NOTE, 1)
+
+
+class OtherNoteSinglePassFence(SinglePassFence):
+    """Frames with another note and strips tags in one pass: the note (FENCE-1) and the
+    reassembled tag (FENCE-3, #108964) are two defects, and neither may hide the other."""
+
+    def fence(self, raw: str) -> str:
+        block = super().fence(raw)
+        return block.replace(FENCE_NOTE, HERMES_NOTE, 1)
 
 
 class GivesUpFence(NaiveStore):
