@@ -38,6 +38,7 @@ from memspec.conformance.processes.interpose import Fault, Match, Plan, describe
 from memspec.conformance.processes.workers import Job, WorkerResult
 from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
@@ -46,6 +47,8 @@ BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 (FAULTY), observe (AFTER), add (NEXT), load, entries (ENTRIES)."""
 
 
+LIMIT = 1_000_000
+"""The limit entries are parsed against in messages (any size is shown)."""
 RUN_TIMEOUT = 60.0
 """Seconds one scenario's session may take (under strace a backend starts slower)."""
 
@@ -139,6 +142,21 @@ def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
     assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
 
 
+def _what_the_add_did(result: WorkerResult) -> str:
+    """Returns how the faulty add changed MEMORY.md, in entries (``""`` when it did not)."""
+    old, new = _files(result, BEFORE).get("MEMORY.md"), _files(result, AFTER).get("MEMORY.md")
+    if old == new:
+        return ""
+    before, after = (
+        classify_bytes(bytes.fromhex(data) if data is not None else None, LIMIT).entries
+        for data in (old, new)
+    )
+    lost = [entry for entry in before or () if entry not in (after or ())]
+    return f"; it rewrote MEMORY.md from {list(before or ())} to {list(after or ())}" + (
+        f", losing {len(lost)} acknowledged entries" if lost else ""
+    )
+
+
 def _entries(label: str) -> tuple[str, str, str, str]:
     """The first, second, faulty and next entry of a scenario called ``label``."""
     first, second, faulty, after = (
@@ -184,7 +202,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
     assert answer is not None and answer["code"] == scenario.code, (
         f"{scenario.clause}: with {label}, add memory {faulty!r} answered {answer}; expected "
-        f"{scenario.code}"
+        f"{scenario.code}{_what_the_add_did(result)}"
     )
     _judge_untouched(result, label, scenario.clause)
     answer = result.answer(NEXT)
