@@ -190,16 +190,37 @@ def plan_injection(
 
 
 def _same_call(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    """Whether two records are the same call of two runs (a temp file's name changes)."""
+    """Whether two records are the same call of two runs (a temp file's name changes, and a
+    recording may run on a copy of the root)."""
     return (
         one["name"] == other["name"]
         and one["kind"] == other["kind"]
         and one["op"] == other["op"]
         and (
-            one["kind"] == "temp"
+            one["kind"] in ("temp", "dir")
             or os.path.basename(one["path"]) == os.path.basename(other["path"])
         )
     )
+
+
+def acted_on(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
+) -> tuple[dict[str, Any] | None, str]:
+    """Returns the call record the injected run shows the fault on (for ``kill-after``, the
+    call right before the kill), or None, and the invocations strace acted at, in words."""
+    hits = trace.injected if injection.action == "raise" else trace.killed
+    words = ", ".join(f"{syscall} #{nth}" for _, syscall, nth in hits) or "no call"
+    if len(hits) != 1:
+        return None, f"strace acted {len(hits)} times ({words})"
+    tid, syscall, nth = hits[0]
+    for record in records:
+        invocation = record["details"]["strace"]
+        if injection.action == "kill-after":
+            if invocation["tid"] == tid and invocation.get("next") == [syscall, nth]:
+                return record, words
+        elif (invocation["tid"], invocation["syscall"], invocation["nth"]) == hits[0]:
+            return record, words
+    return None, f"strace acted on {words}, a call outside the root"
 
 
 def landed(
@@ -208,29 +229,10 @@ def landed(
     """Returns None when the injected run shows the fault on the planned call, else what it
     shows instead."""
     planned = describe_call(injection.target)
-    hits = trace.injected if injection.action == "raise" else trace.killed
-    if len(hits) != 1:
-        return f"strace acted {len(hits)} times instead of once (planned: {planned})"
-    tid, syscall, nth = hits[0]
-    at = [
-        r
-        for r in records
-        if (
-            r["details"]["strace"]["tid"],
-            r["details"]["strace"]["syscall"],
-            r["details"]["strace"]["nth"],
-        )
-        == hits[0]
-    ]
-    if injection.action == "kill-after":
-        at = [
-            r
-            for r in records
-            if r["details"]["strace"]["tid"] == tid
-            and r["details"]["strace"].get("next") == [syscall, nth]
-        ]
-    if not at:
-        return f"strace acted on {syscall} #{nth}, a call outside the root (planned: {planned})"
+    record, words = acted_on(trace, records, injection)
+    if record is None:
+        return f"{words} (planned: {planned})"
+    at = [record]
     if not _same_call(at[0], injection.target):
         return (
             f"strace acted on {describe_call(at[0])} during operation {at[0]['op']} "
