@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import memspec.conformance.checks  # noqa: F401  (registers the checks)
 from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext
+from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
 
 PROCS = "tests.backends.procs"
 SERVE = "memspec serve --backend"
@@ -62,7 +63,7 @@ def importable_tests(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _context(tmp_path: Path, command: str) -> CheckContext:
     root, scratch = tmp_path / "root", tmp_path / "scratch"
-    root.mkdir()
+    root.mkdir(parents=True)
     scratch.mkdir()
     return CheckContext(CommandBackend(command), root, scratch, PROFILES["ci"])
 
@@ -76,8 +77,13 @@ def test_reference_passes_through_serve(name: str, tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize("name", SIX)
 def test_node_backend_passes(name: str, tmp_path: Path) -> None:
-    """The Node.js backend (no flock: an abstract-socket lock) passes each check."""
-    CHECKS[name].run(_context(tmp_path, NODE))
+    """The Node.js backend (no flock: an abstract-socket lock) passes each check. A kill that
+    strace could not place (not applicable, never a verdict) is retried once: under load, a
+    Node process's calls have been seen to differ between its recorded and its killed run."""
+    try:
+        CHECKS[name].run(_context(tmp_path, NODE))
+    except NotApplicable:
+        CHECKS[name].run(_context(tmp_path / "again", NODE))
 
 
 @pytest.mark.parametrize(
