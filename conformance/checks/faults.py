@@ -1,9 +1,12 @@
-"""Fault injection at the operating-system boundary of a Python backend (READ-6, READ-7,
-ATOMIC-3, ATOMIC-4).
+"""Fault injection at the operating-system boundary of a backend (READ-6, READ-7, ATOMIC-3,
+ATOMIC-4).
 
-Each scenario runs one session in a worker process whose file-system calls are interposed
-(:mod:`memspec.conformance.processes.interpose`): after two acknowledged adds, the third add meets
-one injected error, then the session adds once more and reloads. The harness observes the root's
+Each scenario runs one session in a worker process: after two acknowledged adds, the third add
+meets one injected error, then the session adds once more and reloads. A Python backend's calls
+are interposed (:mod:`memspec.conformance.processes.interpose`); a ``--backend-cmd`` backend runs
+under strace, which injects the same fault into the same call
+(:mod:`memspec.conformance.crash.tamper`; skipped, with the reason, where strace is missing or
+not permitted). The harness observes the root's
 files (harness ``observe`` steps) before and after the faulty add.
 
 - A read of ``MEMORY.md`` fails (``EIO`` on a read, ``EACCES`` on the open): the add answers
@@ -20,7 +23,8 @@ files (harness ``observe`` steps) before and after the faulty add.
 A fault whose call never happens (a backend that does not fsync, or writes in place without a
 rename) leaves that scenario without an object. Faults on the read and on the first write must
 fire, since every mutation re-reads the file (LOCK-2) and writes the new one; when they cannot,
-the backend's I/O is invisible to the interposition and the check is not applicable.
+the backend's I/O is invisible to the interposition (or strace could not place the fault) and
+the check is not applicable.
 """
 
 from __future__ import annotations
@@ -29,21 +33,24 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
+from memspec.conformance.crash.tamper import run_planned
 from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.processes.workers import (
-    Job,
-    WorkerResult,
-    require_python_backend,
-    run_session,
-)
+from memspec.conformance.processes.workers import Job, WorkerResult
 from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 """Indices in a scenario's operations: load, add, add, observe (BEFORE), the faulty add
 (FAULTY), observe (AFTER), add (NEXT), load, entries (ENTRIES)."""
+
+
+LIMIT = 1_000_000
+"""The limit entries are parsed against in messages (any size is shown)."""
+RUN_TIMEOUT = 60.0
+"""Seconds one scenario's session may take (under strace a backend starts slower)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,8 @@ def _files(result: WorkerResult, index: int) -> dict[str, str]:
 
 
 def _run(ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str) -> WorkerResult:
-    return run_session(Job(ctx.backend, ctx.root, ops, plan=plan, name=name), 30).expect_done()
+    job = Job(ctx.backend, ctx.root, ops, plan=plan, name=name)
+    return run_planned(job, RUN_TIMEOUT, ctx.scratch).expect_done()
 
 
 def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
@@ -132,6 +140,21 @@ def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
     left = sorted(name for name in set(new) - set(old) if file_kind(name) not in NAMED_KINDS)
     # ATOMIC-4: the store removes its temp file when the write fails.
     assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
+
+
+def _what_the_add_did(result: WorkerResult) -> str:
+    """Returns how the faulty add changed MEMORY.md, in entries (``""`` when it did not)."""
+    old, new = _files(result, BEFORE).get("MEMORY.md"), _files(result, AFTER).get("MEMORY.md")
+    if old == new:
+        return ""
+    before, after = (
+        classify_bytes(bytes.fromhex(data) if data is not None else None, LIMIT).entries
+        for data in (old, new)
+    )
+    lost = [entry for entry in before or () if entry not in (after or ())]
+    return f"; it rewrote MEMORY.md from {list(before or ())} to {list(after or ())}" + (
+        f", losing {len(lost)} acknowledged entries" if lost else ""
+    )
 
 
 def _entries(label: str) -> tuple[str, str, str, str]:
@@ -179,7 +202,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
     assert answer is not None and answer["code"] == scenario.code, (
         f"{scenario.clause}: with {label}, add memory {faulty!r} answered {answer}; expected "
-        f"{scenario.code}"
+        f"{scenario.code}{_what_the_add_did(result)}"
     )
     _judge_untouched(result, label, scenario.clause)
     answer = result.answer(NEXT)
@@ -196,12 +219,11 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     )
 
 
-@check("READ-7", "READ-6", python_only=True, id="faults.read_errors_are_not_empty")
+@check("READ-7", "READ-6", id="faults.read_errors_are_not_empty")
 def read_errors_are_not_empty(ctx: CheckContext) -> None:
     """A read of MEMORY.md that fails once (EIO on the read, EACCES on the open) makes the add
     answer E_UNREADABLE and write nothing, and the next add works; a file made undecodable
     between two operations is refused the same way, its bytes untouched (READ-7, READ-6)."""
-    require_python_backend(ctx.backend)
     kept: list[str] = []
     for number, scenario in enumerate(READ_SCENARIOS, 1):
         _fault_scenario(ctx, scenario, number, kept)
@@ -237,7 +259,6 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     "ATOMIC-3",
     "DRIFT-3",
     features=("durable",),
-    python_only=True,
     id="faults.failed_dir_sync_is_acknowledged",
 )
 def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
@@ -246,7 +267,6 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3). For
     ``drift-guard`` backends, an E_DRIFT whose backup's directory sync fails still names the
     backup, in place (DRIFT-3)."""
-    require_python_backend(ctx.backend)
     first, second, faulty, after = _entries("Directory sync")
     ops = _faulty_add_between(first, second, faulty, after)
     fault = Fault(_faulty("fsync", "fdatasync", kinds=("dir",)), errno=errno.EIO)
@@ -303,12 +323,11 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     )
 
 
-@check("ATOMIC-4", python_only=True, id="faults.failed_write_keeps_old_file")
+@check("ATOMIC-4", id="faults.failed_write_keeps_old_file")
 def failed_write_keeps_old_file(ctx: CheckContext) -> None:
     """A write that fails once (ENOSPC or EIO on the first write, EIO on the fsync or the
     rename) makes the add answer E_IO with MEMORY.md byte for byte as before and no temp file
     left; the next add works and every acknowledged entry is kept (ATOMIC-4)."""
-    require_python_backend(ctx.backend)
     kept: list[str] = []
     for number, scenario in enumerate(WRITE_SCENARIOS, 1):
         _fault_scenario(ctx, scenario, number, kept)
