@@ -83,8 +83,8 @@ class ClauseFailures(Finding, AssertionError):
 
     kind = "violation"
 
-    def __init__(self, errors: Sequence[AssertionError], completed: bool) -> None:
-        firsts: dict[str, tuple[Verdict, AssertionError]] = {}
+    def __init__(self, errors: Sequence[BaseException], completed: bool) -> None:
+        firsts: dict[str, tuple[Verdict, BaseException]] = {}
         counts: dict[str, int] = {}
         for error in errors:
             verdict = verdict_of(error)

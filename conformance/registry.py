@@ -91,15 +91,16 @@ class Check:
     def run(self, ctx: CheckContext) -> None:
         """Runs the check under ``ctx``, telling it its own id (``ctx.check_id``), which keys
         its example database and its reproduce command. Failures the check went on after
-        (:meth:`CheckContext.keep_going`) end it in one ``ClauseFailures``, with the failure
-        that stopped it, if any, last."""
+        (:meth:`CheckContext.keep_going`) end it in one ``ClauseFailures``, with what stopped
+        it, if anything, last: a failed assertion or a backend defect (a harness error is
+        raised as it is: memspec's bug, not the backend's)."""
         ctx = replace(ctx, check_id=self.id, failures=[])
         try:
             self.function(ctx)
-        except (AssertionError, NotApplicable) as error:
-            if not ctx.failures:
+        except (AssertionError, Finding) as error:
+            if not ctx.failures or getattr(error, "kind", "") == "harness-error":
                 raise
-            stopped = [error] if isinstance(error, AssertionError) else []
+            stopped = [] if isinstance(error, NotApplicable) else [error]
             raise ClauseFailures([*ctx.failures, *stopped], completed=False) from error
         if ctx.failures:
             raise ClauseFailures(ctx.failures, completed=True)

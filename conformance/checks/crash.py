@@ -173,23 +173,29 @@ class Recovery:
         if result.status == "error":
             result.expect_done()
         found = self._found(result)
-        # CRASH-1: the file is as it was before the interrupted mutation or as it left it.
-        assert any(found == entries for entries, _ in self.allowed), self._torn(
-            "a fresh session finds", found
-        )
-        probe = next((op for op in result.ops if op.index == OPENING - 1), None)
-        # CRASH-3: the kernel released the crashed writer's flock, so a new mutation completes.
-        assert probe is not None and probe.type == "ok", (
-            f"CRASH-3: {self.crash}, the next add "
-            + (
-                f"answered {probe.answer}"
-                if probe is not None and probe.answer is not None
-                else f"did not complete within {PROBE_TIMEOUT:g} s"
+        # Each clause is judged on its own, and the check goes on after a failure: a torn file
+        # (CRASH-1) says nothing of the lock (CRASH-3) or of the leftovers (CRASH-2).
+        with self.ctx.keep_going():
+            # CRASH-1: the file is as it was before the interrupted mutation or as it left it.
+            assert any(found == entries for entries, _ in self.allowed), self._torn(
+                "a fresh session finds", found
             )
-            + ": a crash must never leave the target locked (use flock, which the kernel "
-            "releases when its holder dies, not a lock file whose existence means locked)"
-        )
-        self._judge_strays()
+        probe = next((op for op in result.ops if op.index == OPENING - 1), None)
+        with self.ctx.keep_going():
+            # CRASH-3: the kernel released the crashed writer's flock, so a new mutation
+            # completes.
+            assert probe is not None and probe.type == "ok", (
+                f"CRASH-3: {self.crash}, the next add "
+                + (
+                    f"answered {probe.answer}"
+                    if probe is not None and probe.answer is not None
+                    else f"did not complete within {PROBE_TIMEOUT:g} s"
+                )
+                + ": a crash must never leave the target locked (use flock, which the kernel "
+                "releases when its holder dies, not a lock file whose existence means locked)"
+            )
+        with self.ctx.keep_going():
+            self._judge_strays()
         state = initial_state(memory_char_limit=CRASH_LIMIT, memory=encode_entries(found))
         self.allowed = self._replay(result, state)
         if result.status == "done":
@@ -197,7 +203,8 @@ class Recovery:
         else:
             between = "" if result.in_flight is not None else " (between operations)"
             self.crash = f"after kill -9 {crash}{between}"
-        self._judge_disk()
+        with self.ctx.keep_going():
+            self._judge_disk()
 
     def _found(self, result: WorkerResult) -> tuple[str, ...]:
         answer = result.answer(1)

@@ -190,3 +190,23 @@ def test_a_completed_check_verifies_the_clauses_it_did_not_find_broken() -> None
     assert blamed_clauses(done[0]) == ("FENCE-1", "FENCE-2")
     assert fails_clause(done[0], "FENCE-1") and not fails_clause(done[0], "FENCE-3")
     assert verifies_clause(done[0], "FENCE-3") and not verifies_clause(stopped[0], "FENCE-3")
+
+
+def test_a_defect_after_a_kept_failure_joins_it_and_a_harness_error_does_not() -> None:
+    def defect(ctx: CheckContext) -> None:
+        with ctx.keep_going():
+            raise AssertionError("CRASH-3: the target stayed locked")
+        raise BackendDefect("session final: the harness killed the worker")
+
+    with pytest.raises(ClauseFailures) as failure:
+        _run_check(defect)
+    assert [f.clause for f in failure.value.failures] == ["CRASH-3", "CONTRACT-6"]
+    assert not failure.value.completed
+
+    def bug(ctx: CheckContext) -> None:
+        with ctx.keep_going():
+            raise AssertionError("CRASH-3: the target stayed locked")
+        raise HarnessError("BUG IN CHECK: no answer")
+
+    with pytest.raises(HarnessError):
+        _run_check(bug)
