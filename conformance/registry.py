@@ -46,18 +46,22 @@ class CheckContext:
     artifacts: Path | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     check_id: str = ""
-    failures: list[AssertionError] = field(default_factory=list)
+    failures: list[BaseException] = field(default_factory=list)
 
     @contextmanager
     def keep_going(self) -> Iterator[None]:
-        """Runs the block; when an assertion in it fails, records the failure and lets the check
-        go on with its next assertion, which must not depend on this one. :meth:`Check.run`
-        then ends the check in one :class:`~memspec.conformance.findings.ClauseFailures`
-        naming every clause found broken, so that one defect never masks another (a frame
-        note that differs from the spec's must not hide a live closing tag)."""
+        """Runs the block; when an assertion in it fails, or the backend breaks the contract
+        (a defect, CONTRACT-6), records that and lets the check go on with its next assertion,
+        which must not depend on this one. :meth:`Check.run` then ends the check in one
+        :class:`~memspec.conformance.findings.ClauseFailures` naming every clause found broken,
+        so that one defect never masks another (a frame note that differs from the spec's must
+        not hide a live closing tag; a store that raises on a failed write is still judged on
+        whether it kept the old file)."""
         try:
             yield
-        except AssertionError as error:
+        except (AssertionError, Finding) as error:
+            if getattr(error, "kind", "") != "defect" and not isinstance(error, AssertionError):
+                raise
             self.failures.append(error)
 
     def claimed_features(self) -> frozenset[str]:

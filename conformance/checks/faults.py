@@ -35,7 +35,7 @@ from typing import Any
 
 from memspec.conformance.crash.tamper import run_planned
 from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.processes.workers import Job, WorkerResult
+from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
 from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
@@ -124,13 +124,19 @@ def _files(result: WorkerResult, index: int) -> dict[str, str]:
 
 
 def _run(ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str) -> WorkerResult:
+    return _start(ctx, ops, plan, name).expect_done()
+
+
+def _start(
+    ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str
+) -> WorkerResult:
     job = Job(ctx.backend, ctx.root, ops, plan=plan, name=name)
-    return run_planned(job, RUN_TIMEOUT, ctx.scratch).expect_done()
+    return run_planned(job, RUN_TIMEOUT, ctx.scratch)
 
 
-def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
-    """MEMORY.md is byte for byte as before and no temp file was left (READ-6/7, ATOMIC-4)."""
-    old, new = _files(result, BEFORE), _files(result, AFTER)
+def _judge_untouched(old: dict[str, str], new: dict[str, str], label: str, clause: str) -> None:
+    """MEMORY.md is byte for byte as before (``old``: observed files, name -> hex) and no temp
+    file was left (READ-6/7, ATOMIC-4)."""
     # READ-7 / ATOMIC-4: the failed mutation leaves MEMORY.md byte for byte as it was.
     assert new.get("MEMORY.md") == old.get("MEMORY.md"), (
         f"{clause}: with {label}, the refused add changed MEMORY.md from "
@@ -185,7 +191,11 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     """Runs one scenario; ``kept`` holds the entries acknowledged so far and is extended."""
     first, second, faulty, after = _entries(f"Fault scenario {number}")
     ops = _faulty_add_between(first, second, faulty, after)
-    result = _run(ctx, ops, Plan(faults=(scenario.fault,), trace=False), f"fault{number}")
+    result = _start(ctx, ops, Plan(faults=(scenario.fault,), trace=False), f"fault{number}")
+    if result.answer(BEFORE) is not None and result.answer(FAULTY) is None:
+        _judge_after_a_defect(ctx, scenario, result, (first, second, after), kept)
+        return
+    result.expect_done()
     kept += [first, second]
     fired = [call for call in result.calls if call.get("effect")]
     if not fired:
@@ -204,7 +214,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
         f"{scenario.clause}: with {label}, add memory {faulty!r} answered {answer}; expected "
         f"{scenario.code}{_what_the_add_did(result)}"
     )
-    _judge_untouched(result, label, scenario.clause)
+    _judge_untouched(_files(result, BEFORE), _files(result, AFTER), label, scenario.clause)
     answer = result.answer(NEXT)
     # ATOMIC-4, READ-7: the fault was transient, so the next operation works.
     assert answer is not None and answer["code"] == codes.OK, (
@@ -216,6 +226,48 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     assert entries == kept, (
         f"{scenario.clause}: after {label} on one add, a reload finds {entries}; expected "
         f"every acknowledged entry and nothing else: {kept}"
+    )
+
+
+def _judge_after_a_defect(
+    ctx: CheckContext,
+    scenario: Scenario,
+    result: WorkerResult,
+    entries: tuple[str, str, str],
+    kept: list[str],
+) -> None:
+    """Judges a scenario whose faulty add got no answer (the backend raised or died): that is a
+    defect (CONTRACT-6) and a failure of the scenario's clause, which asks for an answer, and
+    the check goes on: the files as the backend left them must still be untouched, and a new
+    session must find every acknowledged entry and add again, so that what the clause protects
+    is judged whatever the answer was."""
+    first, second, after = entries
+    with ctx.keep_going():
+        result.expect_done()
+    kept += [first, second]
+    label = f"{scenario.label}, on which the backend gave no answer"
+    with ctx.keep_going():
+        # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
+        raise AssertionError(
+            f"{scenario.clause}: with {scenario.label}, add memory raised or died instead of "
+            f"answering {scenario.code}: {result.message}"
+        )
+    with ctx.keep_going():
+        now = harness_step(ctx.root, {"op": "observe"})["files"]
+        _judge_untouched(_files(result, BEFORE), now, label, scenario.clause)
+    ops = ({"op": "load"}, _add(after), {"op": "load"}, {"op": "entries", "target": "memory"})
+    recovered = _run(ctx, ops, Plan(trace=False), f"{result.name}-next")
+    answer = recovered.answer(1)
+    # ATOMIC-4, READ-7: the fault was transient, so a new session adds again.
+    assert answer is not None and answer["code"] == codes.OK, (
+        f"{scenario.clause}: after {label}, a new session's add answered {answer}; expected OK"
+    )
+    kept.append(after)
+    found = (recovered.answer(3) or {}).get("entries")
+    # ATOMIC-4: every acknowledged entry is still there, and nothing else.
+    assert found == kept, (
+        f"{scenario.clause}: after {label}, a new session finds {found}; expected every "
+        f"acknowledged entry and nothing else: {kept}"
     )
 
 
