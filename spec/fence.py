@@ -180,6 +180,13 @@ class FenceProblem:
     clause: str
     text: str
 
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        """Every clause the problem breaks: a wrong frame also breaks CONTRACT-10, and a tag or
+        a note left in the recalled text also breaks FENCE-5 (the block's only tags and note
+        are its own)."""
+        return (self.clause, "CONTRACT-10" if self.clause == "FENCE-1" else "FENCE-5")
+
 
 def fence_problems(block: object, *, raw: object = None, note: bool = True) -> list[FenceProblem]:
     """Returns what is wrong with a backend's ``fence(raw)`` result, each with the clause it

@@ -30,6 +30,7 @@ the check is not applicable.
 from __future__ import annotations
 
 import errno
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +230,22 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     )
 
 
+def _scenarios(ctx: CheckContext, scenarios: tuple[Scenario, ...]) -> list[str]:
+    """Runs each scenario, going on after one that fails (on an emptied root, since a failure
+    may have lost entries); returns the entries acknowledged on the root as it is now."""
+    kept: list[str] = []
+    for number, scenario in enumerate(scenarios, 1):
+        failed = len(ctx.failures)
+        with ctx.keep_going():
+            _fault_scenario(ctx, scenario, number, kept)
+        if len(ctx.failures) > failed:
+            for entry in os.scandir(ctx.root):
+                if entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+            kept.clear()
+    return kept
+
+
 def _judge_after_a_defect(
     ctx: CheckContext,
     scenario: Scenario,
@@ -250,7 +267,7 @@ def _judge_after_a_defect(
         # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
         raise AssertionError(
             f"{scenario.clause}: with {scenario.label}, add memory raised or died instead of "
-            f"answering {scenario.code}: {result.message}"
+            f"answering {scenario.code}: {(result.defect or {}).get('message') or result.message}"
         )
     with ctx.keep_going():
         now = harness_step(ctx.root, {"op": "observe"})["files"]
@@ -276,9 +293,7 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     """A read of MEMORY.md that fails once (EIO on the read, EACCES on the open) makes the add
     answer E_UNREADABLE and write nothing, and the next add works; a file made undecodable
     between two operations is refused the same way, its bytes untouched (READ-7, READ-6)."""
-    kept: list[str] = []
-    for number, scenario in enumerate(READ_SCENARIOS, 1):
-        _fault_scenario(ctx, scenario, number, kept)
+    kept = _scenarios(ctx, READ_SCENARIOS)
     data = ("\n§\n".join(kept)).encode("utf-8")
     garbled = b"\xff\xfe" + data
     ops = (
@@ -292,14 +307,16 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     result = _run(ctx, ops, Plan(trace=False), "undecodable")
     label = "MEMORY.md made undecodable (b'\\xff\\xfe' in front) between two operations"
     answer = result.answer(3)
-    # READ-6: a file that is not valid UTF-8 refuses every mutation of its target.
-    assert answer is not None and answer["code"] == codes.E_UNREADABLE, (
-        f"READ-6: with {label}, add memory answered {answer}; expected E_UNREADABLE"
-    )
-    # READ-6: the undecodable bytes are left exactly as they were.
-    assert _files(result, 4).get("MEMORY.md") == garbled.hex(), (
-        f"READ-6: with {label}, the refused add changed the file's bytes"
-    )
+    with ctx.keep_going():
+        # READ-6: a file that is not valid UTF-8 refuses every mutation of its target.
+        assert answer is not None and answer["code"] == codes.E_UNREADABLE, (
+            f"READ-6: with {label}, add memory answered {answer}; expected E_UNREADABLE"
+        )
+    with ctx.keep_going():
+        # READ-6: the undecodable bytes are left exactly as they were.
+        assert _files(result, 4).get("MEMORY.md") == garbled.hex(), (
+            f"READ-6: with {label}, the refused add changed the file's bytes"
+        )
     answer = result.answer(5)
     # READ-6: the other target is not affected.
     assert answer is not None and answer["code"] == codes.OK, (
@@ -380,6 +397,4 @@ def failed_write_keeps_old_file(ctx: CheckContext) -> None:
     """A write that fails once (ENOSPC or EIO on the first write, EIO on the fsync or the
     rename) makes the add answer E_IO with MEMORY.md byte for byte as before and no temp file
     left; the next add works and every acknowledged entry is kept (ATOMIC-4)."""
-    kept: list[str] = []
-    for number, scenario in enumerate(WRITE_SCENARIOS, 1):
-        _fault_scenario(ctx, scenario, number, kept)
+    _scenarios(ctx, WRITE_SCENARIOS)

@@ -26,6 +26,7 @@ from memspec.conformance.registry import CheckContext, check
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
     FENCE_NOTE,
+    FenceProblem,
     fence_problems,
     find_fence_tags,
     find_system_notes,
@@ -127,9 +128,8 @@ def _judge(
     assert clean is not None, (
         f"FENCE-1: fence({raw!r}) returned {block!r}: {'; '.join(p.text for p in problems)}"
     )
-    for broken in dict.fromkeys(problem.clause for problem in problems):
-        said = "; ".join(problem.text for problem in problems if problem.clause == broken)
-        blamed = clause if clause and broken != "FENCE-1" else broken
+    for blamed in dict.fromkeys(c for problem in problems for c in _blamed(problem, clause)):
+        said = "; ".join(p.text for p in problems if blamed in _blamed(p, clause))
         with ctx.keep_going() if ctx else nullcontext():
             # FENCE-1..5, CONTRACT-10: the block is "" or the exact frame of harmless text.
             raise AssertionError(f"{blamed}: fence({raw!r}): {said}; the block: {block!r}")
@@ -142,6 +142,14 @@ def _judge(
                 f"gave {again!r}: sanitising did not reach a fixed point"
             )
     return block
+
+
+def _blamed(problem: FenceProblem, clause: str | None) -> tuple[str, ...]:
+    """The clauses ``problem`` breaks, led by the corpus's ``clause`` for a tag or a note left
+    in the recalled text (a reassembled tag is FENCE-3's, and FENCE-2's and FENCE-5's too)."""
+    if clause and problem.clause != "FENCE-1":
+        return (clause, *problem.clauses)
+    return problem.clauses
 
 
 def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
