@@ -138,15 +138,24 @@ def test_a_check_that_keeps_going_names_every_clause_it_found_broken() -> None:
     assert Verdict.from_property(verdict.to_property()[1]) == verdict
 
 
-def test_a_check_stopped_after_a_kept_failure_is_not_completed() -> None:
+@pytest.mark.parametrize(
+    ("stop", "clause"),
+    [
+        (AssertionError("FENCE-2: stopped here"), "FENCE-2"),
+        (BackendDefect("session final: the harness killed the worker"), "CONTRACT-6"),
+    ],
+)
+def test_what_stops_a_check_after_a_kept_failure_joins_it(stop: Exception, clause: str) -> None:
+    # A failed assertion or a backend defect that stops the check is its last failure, and the
+    # check did not run to its end.
     def body(ctx: CheckContext) -> None:
         with ctx.keep_going():
             raise AssertionError("FENCE-1: broken")
-        raise AssertionError("FENCE-2: stopped here")
+        raise stop
 
     with pytest.raises(ClauseFailures) as failure:
         _run_check(body)
-    assert [f.clause for f in failure.value.failures] == ["FENCE-1", "FENCE-2"]
+    assert [f.clause for f in failure.value.failures] == ["FENCE-1", clause]
     assert not failure.value.completed
 
 
@@ -192,17 +201,7 @@ def test_a_completed_check_verifies_the_clauses_it_did_not_find_broken() -> None
     assert verifies_clause(done[0], "FENCE-3") and not verifies_clause(stopped[0], "FENCE-3")
 
 
-def test_a_defect_after_a_kept_failure_joins_it_and_a_harness_error_does_not() -> None:
-    def defect(ctx: CheckContext) -> None:
-        with ctx.keep_going():
-            raise AssertionError("CRASH-3: the target stayed locked")
-        raise BackendDefect("session final: the harness killed the worker")
-
-    with pytest.raises(ClauseFailures) as failure:
-        _run_check(defect)
-    assert [f.clause for f in failure.value.failures] == ["CRASH-3", "CONTRACT-6"]
-    assert not failure.value.completed
-
+def test_a_harness_error_after_a_kept_failure_is_raised_as_it_is() -> None:
     def bug(ctx: CheckContext) -> None:
         with ctx.keep_going():
             raise AssertionError("CRASH-3: the target stayed locked")
