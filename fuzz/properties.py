@@ -22,6 +22,7 @@ from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snap
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import (
+    claimed_ops,
     contents,
     cosmetic_edits,
     external_edits,
@@ -123,7 +124,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     adds = st.fixed_dictionaries(
         {"op": st.just("add"), "target": st.sampled_from(TARGETS), "content": text}
     )
-    any_request = requests(batch="batch" in features, content=text)
+    any_request = requests(**claimed_ops(features), content=text)
     program = st.lists(st.one_of(adds, any_request), min_size=1, max_size=6)
     limits = st.sampled_from(((DEFAULT_LIMITS["memory"], DEFAULT_LIMITS["user"]), (40, 30)))
 
@@ -230,7 +231,7 @@ def limits_hold(ctx: CheckContext) -> None:
     run = plan(ctx)
     cases = SMALL_LIMITS.flatmap(
         lambda pair: st.tuples(
-            st.just(pair), st.lists(requests(batch="batch" in features, limits=pair), max_size=8)
+            st.just(pair), st.lists(requests(limits=pair, **claimed_ops(features)), max_size=8)
         )
     )
 

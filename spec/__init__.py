@@ -29,7 +29,7 @@ from memspec.spec.model import (
     snapshot_of,
     step,
 )
-from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
+from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Patch, Remove, Replace
 from memspec.spec.rules import Outcome
 from memspec.spec.snapshot import render_snapshot, render_unreadable, snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
@@ -49,6 +49,7 @@ __all__ = [
     "FileState",
     "Load",
     "Outcome",
+    "Patch",
     "Remove",
     "Replace",
     "SpecVersion",
