@@ -246,14 +246,25 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 def _cmd_repro(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from memspec.conformance.registry import NotApplicable
     from memspec.conformance.schedule.exploration import render_interleaving
     from memspec.conformance.schedule.repro import load_repro, replay
+    from memspec.conformance.schedule.stops import require_schedulable
 
     repro = load_repro(Path(args.file))
-    backend = InProcessBackend(args.backend or repro.backend, args.timeout)
+    if args.backend:
+        backend = InProcessBackend(args.backend, args.timeout)
+    else:
+        backend = repro.open_backend(args.timeout)
+    try:
+        require_schedulable(backend)
+    except NotApplicable as reason:
+        print(f"memspec: error: {args.file} cannot be replayed here: {reason}", file=sys.stderr)
+        return 2
     expected = (repro.failure or {}).get("clause", "")
+    label = args.backend or repro.label
     print(
-        f"replaying {args.file}: {repro.backend}, {len(repro.program.sessions)} sessions, "
+        f"replaying {args.file}: {label}, {len(repro.program.sessions)} sessions, "
         f"{len(repro.schedule)} scheduled calls" + (f"; it failed {expected}" if expected else "")
     )
     reproduced = 0

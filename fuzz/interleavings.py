@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memspec.conformance.history.programs import generate_program, limits_for
-from memspec.conformance.processes.workers import require_python_backend
 from memspec.conformance.registry import CheckContext, check
 from memspec.conformance.schedule.exploration import Program, execute, fresh_root
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
+from memspec.conformance.schedule.stops import require_schedulable
 from memspec.fuzz.runner import plan
 
 
@@ -51,12 +51,11 @@ def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
     "LOCK-2",
     "ATOMIC-2",
     "LIMIT-2",
-    python_only=True,
     id="interleavings.random_schedules",
 )
 def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
-    require_python_backend(ctx.backend)
+    require_schedulable(ctx.backend)
     count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
     batch = "batch" in ctx.claimed_features()
     run = plan(ctx)

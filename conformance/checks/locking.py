@@ -70,7 +70,6 @@ from memspec.conformance.processes.workers import (
     Job,
     OpRecord,
     history,
-    require_python_backend,
     run_session,
     run_together,
 )
@@ -85,6 +84,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
+from memspec.conformance.schedule.stops import require_schedulable
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
 
@@ -442,12 +442,11 @@ def _adds(*per_session: int) -> Program:
     "LOCK-3",
     "LOCK-2",
     "ATOMIC-2",
-    python_only=True,
     id="interleavings.preemption_bounded_schedules",
 )
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
-    require_python_backend(ctx.backend)
+    require_schedulable(ctx.backend)
     profile = ctx.profile
     bound, budget = profile.preemption_bound, profile.schedule_budget
     adds = profile.adds_per_session

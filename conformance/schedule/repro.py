@@ -11,6 +11,15 @@ A repro file is one JSON object::
      "schedule": ["p1", "p1", "p0", ...], "seed": 4711,
      "failure": {"checker": "acknowledged", "clause": "LOCK-3", "summary": "..."}}
 
+A command backend's repro names the command instead, and the directory it ran in (relative paths
+in the command mean what they meant there)::
+
+    {"memspec": "repro", "version": 1, "backend": null,
+     "backend_cmd": "node backends/node/memspec_backend.js", "cwd": "/home/me/memspec", ...}
+
+Its replay stops and resumes the backend's processes with strace
+(:mod:`memspec.conformance.schedule.stops`), so it needs strace where it replays.
+
 ``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
 ``schedule`` the session chosen at each decision of the scheduler
 (:mod:`memspec.conformance.schedule.schedule`), ``seed`` the seed the operations were generated from
@@ -23,6 +32,7 @@ may *diverge*, which the replay reports.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import InProcessBackend, UsageError
+from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.registry import CheckContext
 from memspec.conformance.schedule.exploration import (
     Execution,
@@ -47,7 +58,9 @@ VERSION = 1
 
 @dataclass(frozen=True)
 class Repro:
-    """A Repro is the content of a repro file (module docs)."""
+    """A Repro is the content of a repro file (module docs): ``backend`` is a Python
+    backend's ``MODULE:FACTORY``, or empty when ``command`` (run in ``cwd``) names a command
+    backend."""
 
     backend: str
     program: Program
@@ -55,13 +68,27 @@ class Repro:
     check: str = ""
     failure: Mapping[str, str] | None = None
     seed: int | None = None
+    command: str = ""
+    cwd: str = ""
+
+    @property
+    def label(self) -> str:
+        """The backend in words: its ``MODULE:FACTORY`` or its command."""
+        return self.backend or self.command
+
+    def open_backend(self, timeout: float) -> Any:
+        """Returns the backend the repro names."""
+        if self.command:
+            return CommandBackend(self.command, timeout, cwd=self.cwd or os.getcwd())
+        return InProcessBackend(self.backend, timeout)
 
     def to_json(self) -> dict[str, Any]:
         """Returns the repro as the JSON object of its file."""
         return {
             "memspec": FORMAT,
             "version": VERSION,
-            "backend": self.backend,
+            "backend": self.backend or None,
+            **({"backend_cmd": self.command, "cwd": self.cwd} if self.command else {}),
             "check": self.check,
             "limits": dict(self.program.limits),
             "files": {
@@ -78,8 +105,17 @@ class Repro:
         }
 
 
-def repro_of(execution: Execution, backend: str, check: str = "", seed: int | None = None) -> Repro:
-    """Returns the repro of a (failing) execution (``seed``: the one its programs came from)."""
+def repro_of(
+    execution: Execution,
+    backend: str,
+    check: str = "",
+    seed: int | None = None,
+    *,
+    command: str = "",
+    cwd: str = "",
+) -> Repro:
+    """Returns the repro of a (failing) execution (``seed``: the one its programs came from;
+    ``command`` and ``cwd`` for a command backend, with ``backend`` empty)."""
     failure = None
     if execution.finding is not None:
         finding = execution.finding
@@ -88,7 +124,8 @@ def repro_of(execution: Execution, backend: str, check: str = "", seed: int | No
             "clause": finding.clause,
             "summary": finding.message.split("\n", 1)[0],
         }
-    return Repro(backend, execution.program, tuple(execution.schedule), check, failure, seed)
+    schedule = tuple(execution.schedule)
+    return Repro(backend, execution.program, schedule, check, failure, seed, command, cwd)
 
 
 def save_repro(path: Path, repro: Repro) -> Path:
@@ -121,8 +158,18 @@ def load_repro(path: Path) -> Repro:
         path,
         f"version {record.get('version')!r} (this memspec reads version {VERSION})",
     )
-    backend = record.get("backend")
-    _require(isinstance(backend, str) and ":" in backend, path, "backend must be MODULE:FACTORY")
+    backend, command, cwd = record.get("backend"), record.get("backend_cmd"), record.get("cwd")
+    if command is None:
+        _require(
+            isinstance(backend, str) and ":" in backend, path, "backend must be MODULE:FACTORY"
+        )
+    else:
+        _require(
+            backend is None and isinstance(command, str) and bool(command.strip()),
+            path,
+            'backend_cmd must be a command, with "backend": null',
+        )
+        _require(cwd is None or isinstance(cwd, str), path, "cwd must be a directory")
     limits = record.get("limits")
     _require(
         isinstance(limits, dict)
@@ -161,12 +208,14 @@ def load_repro(path: Path) -> Repro:
     seed = record.get("seed")
     _require(seed is None or isinstance(seed, int), path, "seed must be an integer or null")
     return Repro(
-        backend,
+        backend or "",
         Program(tuple(program_sessions), dict(limits), starting),
         tuple(schedule),
         str(record.get("check") or ""),
         failure if isinstance(failure, dict) else None,
         seed,
+        command or "",
+        cwd or "",
     )
 
 
@@ -185,7 +234,7 @@ class Replay:
 
 def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
     """Replays ``repro`` once on a fresh root (``backend`` overrides the file's)."""
-    backend = backend or InProcessBackend(repro.backend, timeout)
+    backend = backend or repro.open_backend(timeout)
     with tempfile.TemporaryDirectory(prefix="memspec-repro-") as root:
         try:
             return Replay(execute(backend, Path(root), repro.program, follow(repro.schedule)))
@@ -201,9 +250,13 @@ def fail_with_repro(ctx: CheckContext, execution: Execution, seed: int | None = 
     assert finding is not None
     # One file per check: Hypothesis replays its shrunk example last, so the file ends minimal.
     name = f"repro-{check_id.rsplit('.', 1)[-1]}.json"
-    spec = getattr(ctx.backend, "spec", "?")
     folder = ctx.artifacts or ctx.scratch
-    path = save_repro(folder / name, repro_of(execution, spec, check_id, seed))
+    if isinstance(ctx.backend, CommandBackend):
+        command, cwd = ctx.backend.command, ctx.backend.cwd
+        repro = repro_of(execution, "", check_id, seed, command=command, cwd=cwd)
+    else:
+        repro = repro_of(execution, getattr(ctx.backend, "spec", "?"), check_id, seed)
+    path = save_repro(folder / name, repro)
     raise AssertionError(
         f"{finding.render()}\n\nReplay it with: memspec repro {path}\n\n"
         f"{render_interleaving(execution)}"

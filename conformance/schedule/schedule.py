@@ -23,12 +23,16 @@ that made it.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
+from memspec.conformance.schedule.stops import StoppedProcess
 
 STEP_TIMEOUT = 5.0
 """Seconds a granted call and the code after it may run before the worker counts as blocked."""
@@ -131,7 +135,10 @@ class _Locks:
         return (worker, call["details"].get("fd") if call["name"] == "flock" else None)
 
     def blocks(self, worker: str, call: dict[str, Any]) -> bool:
-        """Whether ``call`` (parked) would wait for a lock someone else holds."""
+        """Whether ``call`` (parked) would wait for a lock someone else holds (a stopped
+        command's call that waited says so itself, ``would_block``)."""
+        if call.get("would_block"):
+            return True
         if call["name"] not in ("flock", "lockf") or call.get("inode") is None:
             return False
         operation = str(call["details"].get("operation", ""))
@@ -211,6 +218,26 @@ class _Scheduled:
         self.blocked = self.parked is None and not self.gone
         return returns
 
+    def grant(self) -> bool:
+        """Lets the worker make the call it is parked at; False if it is gone."""
+        return self.worker.grant()
+
+    def stop(self) -> None:
+        """Kills the worker if it is still running."""
+        if not self.worker.ended:
+            self.worker.kill("timeout")
+
+    def finish(self) -> WorkerResult:
+        """Reaps the worker and returns its result."""
+        return self.worker.finish(REAP_TIMEOUT)
+
+
+def _wake_waiters(scheduled: Sequence[Any], chosen: Any) -> None:
+    """After ``chosen`` made a step, a stopped command that waited for a lock may go again."""
+    for item in scheduled:
+        if item is not chosen and item.parked is not None and item.parked.get("would_block"):
+            item.parked = {**item.parked, "would_block": False}
+
 
 def run_scheduled(
     jobs: Sequence[Job],
@@ -225,7 +252,8 @@ def run_scheduled(
     ``sample`` (optional) is called by the harness before the first step and after every step;
     its results are in the steps and in ``samples`` as ``(start, end, value)``. Workers still
     running at ``deadline`` seconds are killed. ScheduleDiverged from the chooser propagates
-    after every worker has been killed and reaped.
+    after every worker has been killed and reaped. A command backend's sessions are stopped and
+    resumed by strace instead (:mod:`memspec.conformance.schedule.stops`).
     """
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
@@ -233,9 +261,15 @@ def run_scheduled(
     locks = _Locks()
     run = ScheduledRun([], [], [], [])
     end = time.monotonic() + deadline
-    scheduled: list[_Scheduled] = []
+    scheduled: list[Any] = []
+    traces = tempfile.TemporaryDirectory(prefix="memspec-stops-")
     try:
-        scheduled = [_Scheduled(job) for job in jobs]
+        scheduled = [
+            StoppedProcess(job, Path(traces.name))
+            if isinstance(job.backend, CommandBackend)
+            else _Scheduled(job)
+            for job in jobs
+        ]
         for item in scheduled:
             item.settle(locks, START_TIMEOUT)
         _take_sample(run, sample)
@@ -267,7 +301,7 @@ def run_scheduled(
             call = chosen.parked or {}
             chosen.granted, chosen.parked = call, None
             granted_at = time.monotonic()
-            if not chosen.worker.grant():
+            if not chosen.grant():
                 chosen.gone = True
                 run.steps.append(Step(len(run.steps) + 1, chosen.name, call, granted_at, True))
                 continue
@@ -278,6 +312,8 @@ def run_scheduled(
                     f"return within {step_timeout:g} s; the others went on meanwhile"
                 )
             back = returns[0] if returns else {}
+            call = back.get("call") or call
+            _wake_waiters(scheduled, chosen)
             step_sample = _take_sample(run, sample)
             run.steps.append(
                 Step(
@@ -293,9 +329,13 @@ def run_scheduled(
             last = chosen.name
     finally:
         for item in scheduled:
-            if not item.worker.ended:
-                item.worker.kill("timeout")
-        run.results = [item.worker.finish(REAP_TIMEOUT) for item in scheduled]
+            item.stop()
+        try:
+            run.results = [item.finish() for item in scheduled]
+        finally:
+            for item in scheduled:
+                item.stop()
+            traces.cleanup()
     return run
 
 

@@ -1,0 +1,251 @@
+"""Scheduled runs of a ``--backend-cmd`` backend: strace stops each backend process after every
+file-system call on the root, and the scheduler resumes the process whose turn it is
+(LOCK-2, LOCK-3, ATOMIC-2; ``interleavings.*`` checks).
+
+A Python backend's calls are interposed (:mod:`memspec.conformance.processes.turns`): the worker
+parks *before* each call and the harness grants it. A process in another language cannot be
+interposed, so :class:`StoppedProcess` runs its session under strace (the options and the output
+parser of :mod:`memspec.conformance.crash.tamper` and :mod:`memspec.conformance.crash.fstrace`)
+with two more options (:func:`stop_options`):
+
+- ``-P PATH`` for the root and the names a store keeps there (``MEMORY.md``, ``USER.md`` and
+  their ``.lock`` files): only calls on them are traced, so the interpreter's start-up and the
+  protocol's own pipe traffic never stop the process, and a uniquely named temp file — which no
+  other session can see until its rename, traced by its target — is private;
+- ``-e inject=CALLS:signal=SIGSTOP`` on every one of those calls: strace sends the process
+  ``SIGSTOP`` as it enters the call; the call is made (it is not fatal, unlike ``SIGKILL``) and
+  the process stops on its way back to user code. strace reports it as
+  ``--- stopped by SIGSTOP ---``, which the harness reads from strace's output file, and the
+  harness's ``SIGCONT`` resumes it.
+
+So a command's *step* is "run up to and including the next call on the root", where an
+interposed worker's step is "make the parked call": the same unit, with the stop one call later.
+The scheduler (:func:`~memspec.conformance.schedule.schedule.run_scheduled`), the explorations,
+the judges and the repro files are those of the Python path; the granted call a step shows is
+the one strace printed. Two consequences, both harmless for the programs these checks run:
+
+- each session's first call on the root is made before the first decision (every program
+  starts with a ``load``, whose first call is a read-only open);
+- a lock call that would wait gets ``SIGSTOP`` pending on entry, so the kernel ends it with
+  ``ERESTARTSYS`` without taking the lock, and restarts it on ``SIGCONT``: that step *waited*, and
+  the session is not enabled again until another one has made a step (it may have released
+  the lock). A lock on a name the ``-P`` list does not hold (an abstract socket, a lock file of
+  another name) is not a scheduling point: a session waiting for it makes no call, and the
+  scheduler's step timeout marks it blocked while the others go on.
+
+Why stops and not ``delay_enter``: a delay orders calls only as long as the machine is not
+slower
+than the delay, which on a loaded 2-core CI runner it is; a stop orders them whatever the load,
+so a schedule replays exactly, as ``memspec repro`` needs.
+
+**Never hangs.** Every wait polls with a deadline; the backend runs in a process group of its
+own (strace and its tracees, started in a new session), which :meth:`StoppedProcess.stop` kills
+with ``SIGKILL`` (stopped processes included) on every way out of a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_module
+import os
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.backend import InProcessBackend
+from memspec.conformance.crash.fstrace import FAULT_CALLS, read_strace
+from memspec.conformance.crash.tamper import (
+    end_process_group,
+    finish_traced,
+    require_strace,
+    traced,
+)
+from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
+from memspec.conformance.registry import NotApplicable
+from memspec.spec.targets import FILENAMES
+
+STORE_NAMES = (*FILENAMES.values(), *(f"{name}.lock" for name in FILENAMES.values()))
+"""The names in the root whose calls are scheduling points (besides the root itself)."""
+POLL_SECONDS = 0.002
+"""How often strace's output is read while a step runs."""
+RESTARTED = "ERESTARTSYS"
+
+_SIGNALLED = re.compile(r"^(\d+)\s+--- SIGSTOP \{si_signo=SIGSTOP, si_code=SI_KERNEL\b")
+_CALL = re.compile(r"^\d+\s+(?P<name>\w+)\((?:[^<,]*<(?P<path>[^>]*)>)?")
+_STOPPED = re.compile(r"^(\d+)\s+--- stopped by SIGSTOP ---")
+
+
+def require_schedulable(backend: Any) -> None:
+    """Raises NotApplicable unless the scheduler can drive ``backend``: a Python backend
+    (interposed), or a command where strace can trace (the reason otherwise)."""
+    if isinstance(backend, InProcessBackend):
+        return
+    if isinstance(backend, CommandBackend):
+        require_strace()
+        return
+    raise NotApplicable(f"the scheduler drives Python and command backends, not {backend!r}")
+
+
+def stop_options(root: Path) -> tuple[str, ...]:
+    """Returns the strace options that stop a process after each call on ``root`` (module
+    docs), for the root as given and as resolved (``-P`` compares the path strings)."""
+    roots = dict.fromkeys([str(root), os.path.realpath(root)])
+    paths = [path for base in roots for path in (base, *(f"{base}/{n}" for n in STORE_NAMES))]
+    filters = [option for path in paths for option in ("-P", path)]
+    return ("-e", "signal=SIGSTOP", *filters, "-e", f"inject={FAULT_CALLS}:signal=SIGSTOP")
+
+
+def stops_in(lines: list[str], signalled: set[int]) -> list[tuple[int, int]]:
+    """Returns the stops in complete strace ``lines``: (thread, index of the line) for each
+    ``stopped by SIGSTOP`` of a thread that strace sent ``SIGSTOP`` at a call (``signalled``,
+    updated: group-stop lines of the process's other threads are not stops)."""
+    stops = []
+    for index, line in enumerate(lines):
+        sent = _SIGNALLED.match(line)
+        if sent is not None:
+            signalled.add(int(sent.group(1)))
+            continue
+        stopped = _STOPPED.match(line)
+        if stopped is not None and int(stopped.group(1)) in signalled:
+            signalled.discard(int(stopped.group(1)))
+            stops.append((int(stopped.group(1)), index))
+    return stops
+
+
+def unrecorded_call(lines: list[str]) -> dict[str, Any]:
+    """Returns a record of the last call in strace ``lines`` that the parser keeps no record of
+    (an ``lseek``, a ``dup``): its system call and the path strace decorated it with."""
+    for line in reversed(lines):
+        call = _CALL.match(line)
+        if call is not None:
+            path = call.group("path") or ""
+            return {"name": call.group("name"), "path": path, "kind": None, "details": {}}
+    return {"name": "call", "path": "", "kind": None, "details": {}}
+
+
+def returned(call: dict[str, Any]) -> dict[str, Any]:
+    """Returns the scheduler's ``return`` record of a granted step whose call was ``call``."""
+    error = call.get("error")
+    waited = error == RESTARTED
+    failed = bool(error) and not waited
+    number = getattr(errno_module, str(error), None) if failed else None
+    return {"type": "return", "call": call, "failed": failed, "errno": number, "waited": waited}
+
+
+class StoppedProcess:
+    """One command-backend session under the scheduler, stopped by strace (module docs).
+
+    It has the face of the scheduler's interposed workers: ``parked`` (the process is stopped;
+    the record names the call it stopped after), ``granted``, ``blocked``, ``gone``,
+    :meth:`absorb`, :meth:`settle`, :meth:`grant`, :meth:`stop` and :meth:`finish`.
+    """
+
+    def __init__(self, job: Job, directory: Path) -> None:
+        self.name = job.name
+        self.run = traced(job, directory, stop_options(job.root))
+        self.root = os.path.realpath(job.root)
+        self.worker = Worker(self.run.job)
+        self.lines: list[str] = []
+        self._partial = ""
+        self._offset = 0
+        self._signalled: set[int] = set()
+        self._stops: list[tuple[int, int]] = []
+        self._seen = 0
+        self._calls = 0
+        self.group: int | None = None
+        self.parked: dict[str, Any] | None = None
+        self.granted: dict[str, Any] | None = None
+        self.blocked = False
+        self.gone = False
+
+    def _read(self) -> None:
+        """Reads what strace has written since the last time."""
+        try:
+            with open(self.run.output, "rb") as output:
+                output.seek(self._offset)
+                data = output.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(data)
+        text = self._partial + data.decode("utf-8", "surrogateescape")
+        *complete, self._partial = text.split("\n")
+        first = len(self.lines)
+        self.lines += complete
+        found = stops_in(complete, self._signalled)
+        self._stops += [(thread, first + index) for thread, index in found]
+
+    def _call_before(self, line: int) -> dict[str, Any]:
+        """Returns the last new call record on the root up to strace line ``line``."""
+        text = "\n".join(self.lines[: line + 1])
+        records = read_strace(text, self.root, self.run.initial).records
+        new, self._calls = records[self._calls :], len(records)
+        return new[-1] if new else unrecorded_call(self.lines[: line + 1])
+
+    def absorb(self, locks: Any) -> list[dict[str, Any]]:
+        """Takes the stops strace reported; returns the ``return`` records of granted steps."""
+        self._read()
+        returns = []
+        while self._seen < len(self._stops):
+            thread, line = self._stops[self._seen]
+            self._seen += 1
+            if self.group is None:
+                with contextlib.suppress(OSError):
+                    self.group = os.getpgid(thread)
+            back = returned(self._call_before(line))
+            if self.granted is not None:
+                returns.append(back)
+                self.granted = None
+            self.parked = {
+                "type": "park",
+                "name": "next",
+                "path": "",
+                "details": {},
+                "after": back["call"],
+                "thread": thread,
+                "would_block": back["waited"],
+            }
+        if self.worker.ended and self.parked is None and not self.gone:
+            self.gone = True
+            locks.ended(self.name)
+        return returns
+
+    def settle(self, locks: Any, timeout: float) -> list[dict[str, Any]]:
+        """Waits until the process is stopped again or its session ended (or ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.worker.pump(0)
+            self._read()
+            if self._seen < len(self._stops) or self.worker.ended:
+                break
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_SECONDS)
+        returns = self.absorb(locks)
+        self.blocked = self.parked is None and not self.gone
+        return returns
+
+    def grant(self) -> bool:
+        """Resumes the stopped process (``SIGCONT``); False if it is gone."""
+        thread = (self.granted or {}).get("thread")
+        if thread is None:
+            return False
+        try:
+            os.kill(thread, signal.SIGCONT)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Kills the session's process group (strace and its stopped tracees) and worker."""
+        end_process_group(self.group)
+        if not self.worker.ended:
+            self.worker.kill("timeout")
+
+    def finish(self) -> WorkerResult:
+        """Reaps the worker and returns its result, with the calls strace recorded."""
+        result = self.worker.finish(REAP_TIMEOUT)
+        end_process_group(self.group)
+        return finish_traced(self.run, result)[0]
