@@ -50,7 +50,9 @@ import errno as errno_module
 import os
 import re
 import signal
+import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,7 @@ from memspec.conformance.crash.tamper import (
     end_process_group,
     finish_traced,
     require_strace,
+    run_traced,
     traced,
 )
 from memspec.conformance.jsonlines import CommandBackend
@@ -87,6 +90,45 @@ def require_schedulable(backend: Any) -> None:
         require_strace()
         return
     raise NotApplicable(f"the scheduler drives Python and command backends, not {backend!r}")
+
+
+LOCK_CALLS = ("flock", "lockf", "bind")
+"""The call records (:mod:`memspec.conformance.crash.fstrace`) that take an inter-process lock."""
+
+
+def unschedulable_locks(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Returns the paths of the locks in ``records`` (one session's calls) that are not
+    scheduling points: not a name of :data:`STORE_NAMES` in the root (an abstract socket, a
+    lock file of another name). A session waiting for one makes no call strace stops at, so
+    the scheduler could tell it is blocked only by a timeout, and a schedule would not replay."""
+    held = {
+        str(record.get("path") or "").rstrip("\x00 ")
+        for record in records
+        if record.get("name") in LOCK_CALLS and not record.get("error")
+    }
+    return sorted(
+        path for path in held if path.startswith("@") or os.path.basename(path) not in STORE_NAMES
+    )
+
+
+def require_scheduling_points(ctx: Any) -> None:
+    """Raises NotApplicable when a command backend locks through something strace cannot stop
+    at (:func:`unschedulable_locks`), found from one add recorded on a scratch root; a Python
+    backend, and a command that locks a store name or takes no lock at all (a racy store
+    these checks must catch), pass."""
+    if not isinstance(ctx.backend, CommandBackend):
+        return
+    root = Path(tempfile.mkdtemp(prefix="locks-", dir=ctx.scratch))
+    ops = ({"op": "load"}, {"op": "add", "target": "memory", "content": "Lock probe entry"})
+    result, _ = run_traced(Job(ctx.backend, root, ops, name="lock-probe"), 30, ctx.scratch)
+    locks = unschedulable_locks(result.calls)
+    if locks:
+        raise NotApplicable(
+            f"the backend locks {', '.join(locks)}, which is not a file of the root strace can "
+            "stop at, so a session waiting for it cannot be scheduled deterministically; its "
+            "interleavings are judged by concurrency.history_is_linearizable and "
+            "locking.concurrent_adds_are_all_kept instead"
+        )
 
 
 def stop_options(root: Path) -> tuple[str, ...]:

@@ -24,7 +24,8 @@ from memspec.conformance.cli import main
 from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext
+from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.schedule.stops import unschedulable_locks
 
 SERVE = "memspec serve --backend"
 REFERENCE = f"{SERVE} memspec.reference_impl:open_store"
@@ -110,11 +111,21 @@ def test_reference_passes_through_serve(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-def test_node_backend_passes_the_preemption_bounded_schedules(tmp_path: Path) -> None:
-    """The Node.js backend (its lock an abstract socket, not a scheduling point) passes.
+@pytest.mark.parametrize("name", TWO)
+def test_a_lock_strace_cannot_stop_at_is_not_scheduled(name: str, tmp_path: Path) -> None:
+    """The Node.js backend locks an abstract socket, not a file of the root: a session waiting
+    for it makes no call strace stops at, so no schedule would replay; both checks say so
+    instead of judging by a timeout."""
+    with pytest.raises(NotApplicable, match="@memspec-node-lock"):
+        CHECKS[name].run(_context(tmp_path, NODE))
 
-    Not yet the random schedules: a Node session waiting for that lock makes no traced call,
-    so the step that resumed it ends at the step timeout, and whether it does depends on timing;
-    Hypothesis then sees the same draws lead to different decisions (FlakyStrategyDefinition),
-    and the waits can outlast the 30 s answer timeout."""
-    CHECKS[TWO[0]].run(_context(tmp_path, NODE))
+
+def test_only_locks_off_the_root_are_unschedulable() -> None:
+    records = [
+        {"name": "flock", "path": "/r/MEMORY.md.lock"},
+        {"name": "lockf", "path": "/r/MEMORY.md"},
+        {"name": "bind", "path": "@memspec-node-lock/1:2/MEMORY.md"},
+        {"name": "flock", "path": "/r/other.lock", "error": "EWOULDBLOCK"},
+        {"name": "write", "path": "/r/elsewhere"},
+    ]
+    assert unschedulable_locks(records) == ["@memspec-node-lock/1:2/MEMORY.md"]
