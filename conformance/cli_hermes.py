@@ -1,8 +1,9 @@
 """The ``hermes``, ``matrix`` and ``sweep`` subcommands of ``memspec`` (they print; see cli.py).
 
-- ``memspec hermes --package hermes-agent --version 0.19.0 --report DIR``: builds (or reuses) the
-  release's cached virtual environment and certifies its memory tool through the JSON Lines
-  adapter; the output and exit status are those of ``memspec certify``.
+- ``memspec hermes --package hermes-agent --version 0.19.0 --report DIR`` (or ``--wheel PATH``,
+  ``--source DIR`` for a local build): builds (or reuses) the build's cached virtual environment
+  and certifies its memory tool through the JSON Lines adapter; the output and exit status are
+  those of ``memspec certify``.
 - ``memspec matrix --out DIR [--backend M:F]... [--backend-cmd CMD]... [--hermes PKG==VER]...
   [--from-report DIR]...``: certifies each backend (each in its own ``memspec certify``
   process, reports under ``DIR/reports/``) or reads saved reports, and writes ``DIR/matrix.md``
@@ -36,9 +37,11 @@ from typing import Any
 from memspec.conformance.backend import UsageError
 from memspec.conformance.failure_notes import NO_EXPLANATION, explain
 from memspec.conformance.hermes import (
-    PACKAGES,
+    Build,
+    LocalBuild,
     Release,
     adapter_command,
+    describe_venv,
     ensure_venv,
     index_versions,
     versions_between,
@@ -79,11 +82,21 @@ def _release(text: str) -> Release:
     return Release(package, version)
 
 
-def hermes_command(release: Release, cache: str | None, python: str | None) -> str:
+def hermes_command(release: Build, cache: str | None, python: str | None) -> str:
     """Returns the ``--backend-cmd`` of ``release``, building its environment if needed."""
     print(f"memspec: preparing {release.label} (cache {cache_dir(cache)})", flush=True)
     interpreter = ensure_venv(release, cache_dir(cache), python)
+    print(f"memspec: {describe_venv(interpreter)}", flush=True)
     return adapter_command(interpreter)
+
+
+def _build(args: argparse.Namespace) -> Build:
+    """Returns the build ``memspec hermes`` certifies: ``--wheel``, ``--source`` or a release."""
+    if args.wheel or args.source:
+        if args.version:
+            raise UsageError("--version names a release on the index; not with --wheel/--source")
+        return LocalBuild(Path(args.wheel or args.source).absolute())
+    return _release(f"{args.package}=={args.version}" if args.version else args.package)
 
 
 def _certify_options(args: argparse.Namespace) -> list[str]:
@@ -232,8 +245,7 @@ def sweep_page(matrix: Matrix, changes: Sequence[Change], package: str, profile:
 def _cmd_hermes(args: argparse.Namespace) -> int:
     from memspec.conformance.cli import main
 
-    release = _release(f"{args.package}=={args.version}" if args.version else args.package)
-    command = hermes_command(release, args.cache, args.python)
+    command = hermes_command(_build(args), args.cache, args.python)
     argv = ["certify", "--backend-cmd", command, *_certify_options(args)]
     for flag, value in (
         ("--report", args.report),
@@ -344,8 +356,17 @@ def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
 
 def add_parsers(commands: Any) -> None:
     """Adds the ``hermes``, ``matrix`` and ``sweep`` subcommands to memspec's parser."""
-    hermes = commands.add_parser("hermes", help="certify a hermes-agent release from the index")
-    hermes.add_argument("--package", default="hermes-agent", choices=PACKAGES)
+    hermes = commands.add_parser(
+        "hermes", help="certify the memory tool of a Hermes release, fork or local build"
+    )
+    build = hermes.add_mutually_exclusive_group()
+    build.add_argument(
+        "--package",
+        default="hermes-agent",
+        help="a distribution on the index that ships Hermes' memory tool (default hermes-agent)",
+    )
+    build.add_argument("--wheel", metavar="PATH", help="a local wheel of a Hermes build")
+    build.add_argument("--source", metavar="DIR", help="a source directory of a Hermes build")
     hermes.add_argument("--version", help="a release on the index (default: the latest)")
     add_options(hermes.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
     _common(hermes, "ci")
@@ -370,7 +391,9 @@ def add_parsers(commands: Any) -> None:
     matrix.set_defaults(run=_cmd_matrix)
 
     sweep = commands.add_parser("sweep", help="certify every release in a range; a timeline")
-    sweep.add_argument("--package", default="hermes-agent", choices=PACKAGES)
+    sweep.add_argument(
+        "--package", default="hermes-agent", help="a distribution that ships Hermes' memory tool"
+    )
     sweep.add_argument("--from", dest="first", default="0.13.0", metavar="VERSION")
     sweep.add_argument("--to", dest="last", default=None, metavar="VERSION")
     sweep.add_argument(

@@ -1,24 +1,30 @@
-"""Real Hermes releases as backends: a cached virtual environment per release, the adapter command.
+"""Real Hermes releases as backends: a cached virtual environment per build, the adapter command.
 
-hermes-agent (and its asynchronous rewrite async-hermes-agent) installs top-level modules named
-``tools``, ``agent`` and ``utils``. They must never be importable by the harness, so each release
-lives in a virtual environment of its own under the cache directory, and the harness reaches it
-only through the JSON Lines transport (CONTRACT-12): the command is that environment's Python
-running :mod:`memspec.conformance.hermes_adapter` by path, in isolated mode (``-I``), so neither
-side sees the other's modules.
+hermes-agent (its asynchronous rewrite async-hermes-agent, and every fork) installs top-level
+modules named ``tools``, ``agent`` and ``utils``. They must never be importable by the harness,
+so each build lives in a virtual environment of its own under the cache directory, and the
+harness reaches it only through the JSON Lines transport (CONTRACT-12): the command is that
+environment's Python running :mod:`memspec.conformance.hermes_adapter` by path, in isolated mode
+(``-I``), so neither side sees the other's modules.
 
-The environment holds the release installed without its dependencies, plus the few its memory
-tool imports (``pyyaml``, and ``aiofiles`` for the async rewrite) at the versions the release
-pins: the full dependency set (an LLM SDK, a web server, ...) is heavy and never reached.
+A build is a release on the package index (:class:`Release`, any distribution name) or a local
+wheel or source directory (:class:`LocalBuild`). Whatever its name, it is certified when it
+ships Hermes' memory tool, found by its files (:mod:`memspec.conformance.hermes_imports`). The
+environment holds it installed without its dependencies, plus the packages its memory modules
+import, found by reading them, at the versions its own ``Requires-Dist`` pins: the full
+dependency set (an LLM SDK, a web server, ...) is heavy and never reached.
 
 Cache: ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``, else ``~/.cache/memspec``;
-``--cache DIR`` overrides all three. A finished environment is marked by a ``memspec-ready`` file;
-one being built is guarded by an ``flock`` so that parallel runs build it once.
+``--cache DIR`` overrides all three. A finished environment is marked by a ``memspec-ready`` file
+(JSON: what was installed); one being built is guarded by an ``flock`` so that parallel runs
+build it once. A local build's environment is named by the digest of its wheel's RECORD (the
+hashes of every file it installs), so a changed build gets a new environment.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -26,33 +32,44 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.hermes_imports import (
+    MEMORY_TOOL,
+    Needs,
+    import_closure,
+    memory_modules,
+    requirement_pins,
+)
 
-PACKAGES = ("hermes-agent", "async-hermes-agent")
-MEMORY_TOOL_DEPENDENCIES = ("pyyaml", "aiofiles")
+PACKAGES = ("hermes-agent", "async-hermes-agent")  # the upstream lines; any fork certifies too
 PIP_TIMEOUT = 900.0
 LOCK_TIMEOUT = 1800.0
 READY = "memspec-ready"
 ADAPTER = Path(__file__).resolve().parent / "hermes_adapter.py"
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([ab]|rc|\.post|\.dev)?[0-9]*$")
+_PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True, order=True)
 class Release:
-    """A Release is one version of one Hermes distribution on the package index."""
+    """A Release is one version of one distribution on the package index (any name: whether
+    it ships Hermes' memory tool is found once it is installed)."""
 
     package: str
     version: str
 
     def __post_init__(self) -> None:
-        if self.package not in PACKAGES:
+        if not _PACKAGE.match(self.package):
             raise UsageError(
-                f"--package must be one of {', '.join(PACKAGES)}; got {self.package!r}"
+                f"--package must be a distribution name such as hermes-agent; got {self.package!r}"
             )
         if not _VERSION.match(self.version):
             raise UsageError(f"expected a version such as 0.19.0, got {self.version!r}")
@@ -61,6 +78,28 @@ class Release:
     def label(self) -> str:
         """``package==version``, the name reports and the matrix use."""
         return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True)
+class LocalBuild:
+    """A LocalBuild is a wheel file or a source directory of a Hermes build (a fork's own)."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        is_wheel = self.path.is_file() and self.path.suffix == ".whl"
+        if not (is_wheel or self.path.is_dir()):
+            raise UsageError(
+                f"expected a wheel (.whl) or a source directory, got {str(self.path)!r}"
+            )
+
+    @property
+    def label(self) -> str:
+        """The path, as given."""
+        return str(self.path)
+
+
+Build = Release | LocalBuild
 
 
 def venv_python(venv: Path) -> Path:
@@ -127,28 +166,115 @@ def _lock(path: Path, timeout: float) -> int:
             time.sleep(0.5)
 
 
-def _dependency_pins(python: Path, package: str) -> list[str]:
-    """Returns the requirement strings the installed release pins for its memory tool's imports."""
-    script = (
-        "import json, sys; from importlib import metadata; "
-        "print(json.dumps(metadata.requires(sys.argv[1]) or []))"
-    )
-    output = _run([str(python), "-I", "-c", script, package], f"reading {package}'s metadata")
-    pins = []
-    for requirement in json.loads(output):
-        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower()
-        if name in MEMORY_TOOL_DEPENDENCIES and "extra ==" not in requirement:
-            pins.append(requirement.split(";")[0].strip())
-    return pins
+_INSPECT = """
+import json
+from importlib import metadata
+print(json.dumps([
+    {"name": d.metadata["Name"], "version": d.version, "requires": d.requires or [],
+     "files": [str(f) for f in d.files or []], "base": str(d.locate_file(""))}
+    for d in metadata.distributions()
+]))
+"""
 
 
-def ensure_venv(release: Release, cache: Path, python: str | None = None) -> Path:
-    """Returns the interpreter of ``release``'s environment, building it first if needed.
+@dataclass(frozen=True)
+class Installed:
+    """The distribution in an environment that ships the memory tool, and what it needs."""
+
+    name: str
+    version: str
+    needs: Needs
+
+    def describe(self) -> str:
+        """Returns one line naming the distribution and what was installed beside it."""
+        beside = ", ".join(self.needs.pins) or "nothing"
+        missing = (
+            f"; imported but named by no Requires-Dist: {', '.join(self.needs.missing)}"
+            if self.needs.missing
+            else ""
+        )
+        return f"{self.name} {self.version} (--no-deps) with {beside}{missing}"
+
+
+def find_memory_tool(distributions: Sequence[dict[str, Any]], label: str) -> Installed:
+    """Returns the distribution among ``distributions`` (as ``_INSPECT`` lists them) that
+    ships Hermes' memory tool, with the pins its memory modules need. Raises UsageError (one
+    line) when none does."""
+    for found in distributions:
+        modules = memory_modules(found["files"])
+        if not modules:
+            continue
+        base = Path(found["base"])
+
+        def read(path: str, base: Path = base) -> str:
+            return (base / path).read_text(encoding="utf-8", errors="replace")
+
+        external = import_closure(found["files"], read, modules)
+        needs = requirement_pins(found["requires"], external)
+        return Installed(found["name"], found["version"], needs)
+    raise UsageError(f"{label} ships no Hermes memory tool (no {MEMORY_TOOL} among its files)")
+
+
+def wheel_digest(wheel: Path) -> str:
+    """Returns a short digest of a wheel's RECORD: the same files give the same digest, however
+    the archive was packed."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            records = [n for n in archive.namelist() if n.endswith(".dist-info/RECORD")]
+            if not records:
+                raise UsageError(f"{wheel} is not a wheel: it has no .dist-info/RECORD")
+            return hashlib.sha256(archive.read(records[0])).hexdigest()[:12]
+    except (OSError, zipfile.BadZipFile) as error:
+        raise UsageError(f"cannot read the wheel {wheel}: {error}") from None
+
+
+def _build_wheel(source: Path, into: Path) -> Path:
+    """Returns the wheel pip builds from the source directory ``source`` (without deps)."""
+    argv = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into)]
+    try:
+        _run([*argv, str(source)], f"building a wheel from {source}")
+    except _Failed as failure:
+        lines = [line for line in str(failure).splitlines() if line.strip()]
+        raise UsageError(
+            f"pip could not build {source}: {lines[-1] if lines else 'no output'}"
+        ) from None
+    wheels = sorted(into.glob("*.whl"))
+    if not wheels:
+        raise UsageError(f"pip built no wheel from {source}")
+    return wheels[0]
+
+
+def _venv_name(build: Build, wheel: Path | None) -> str:
+    if isinstance(build, Release):
+        return f"{build.package}-{build.version}"
+    assert wheel is not None
+    stem = "-".join(wheel.name.split("-")[:2])
+    return f"local-{stem}-{wheel_digest(wheel)}"
+
+
+def describe_venv(python: Path) -> str:
+    """Returns the ready file's line on what the environment of ``python`` holds."""
+    try:
+        ready = json.loads((python.parent.parent / READY).read_text(encoding="utf-8"))
+        return str(ready["installed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "an environment built by an earlier memspec"
+
+
+def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
+    """Returns the interpreter of ``build``'s environment, building it first if needed.
 
     Raises UsageError (one line) when the release is not on the index, the index cannot be
-    reached, or the environment cannot be built.
+    reached, the build ships no memory tool, or the environment cannot be built.
     """
-    venv = cache / "hermes" / f"{release.package}-{release.version}"
+    with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch:
+        wheel = None
+        if isinstance(build, LocalBuild):
+            wheel = build.path if build.path.is_file() else _build_wheel(build.path, Path(scratch))
+        return _ensure(build, wheel, cache / "hermes" / _venv_name(build, wheel), python)
+
+
+def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Path:
     if (venv / READY).exists() and venv_python(venv).exists():
         return venv_python(venv)
     try:
@@ -161,19 +287,36 @@ def ensure_venv(release: Release, cache: Path, python: str | None = None) -> Pat
             return venv_python(venv)
         shutil.rmtree(venv, ignore_errors=True)
         try:
-            _run([python or sys.executable, "-m", "venv", str(venv)], "creating a venv")
-            pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
-            _run([*pip, "--no-deps", release.label], f"installing {release.label}")
-            pins = _dependency_pins(venv_python(venv), release.package)
-            if pins:
-                _run([*pip, *pins], f"installing {', '.join(pins)}")
+            installed = _install(build, wheel, venv, python)
         except _Failed as failure:
             shutil.rmtree(venv, ignore_errors=True)
-            raise UsageError(_pip_problem(release.package, release.version, str(failure))) from None
-        (venv / READY).write_text(release.label + "\n", encoding="utf-8")
+            if isinstance(build, Release):
+                raise UsageError(_pip_problem(build.package, build.version, str(failure))) from None
+            lines = [line for line in str(failure).splitlines() if line.strip()]
+            raise UsageError(
+                f"pip failed installing {build.label}: {lines[-1] if lines else 'no output'}"
+            ) from None
+        except UsageError:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise
+        ready = {"build": build.label, "installed": installed.describe()}
+        (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
         return venv_python(venv)
     finally:
         os.close(fd)
+
+
+def _install(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Installed:
+    """Installs ``build`` without its dependencies, then what its memory modules import."""
+    _run([python or sys.executable, "-m", "venv", str(venv)], "creating a venv")
+    pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
+    requirement = build.label if wheel is None else str(wheel)
+    _run([*pip, "--no-deps", requirement], f"installing {build.label}")
+    listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
+    installed = find_memory_tool(json.loads(listing), build.label)
+    if installed.needs.pins:
+        _run([*pip, *installed.needs.pins], f"installing {', '.join(installed.needs.pins)}")
+    return installed
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""memspec backend: the real memory tool of hermes-agent / async-hermes-agent over JSON Lines.
+"""memspec backend: the real memory tool of a Hermes build over JSON Lines.
 
-Runs inside a virtual environment where ``hermes-agent`` (or ``async-hermes-agent``) is
-installed, with the Python standard library only: the wheel's top-level modules ``tools``,
-``agent`` and ``utils`` stay in that environment and never meet the harness. One process serves
+Runs inside a virtual environment where a distribution that ships Hermes' memory tool
+(hermes-agent, async-hermes-agent or a fork) is installed, with the Python standard library
+only: the wheel's top-level modules ``tools``, ``agent`` and ``utils`` stay in that environment
+and never meet the harness. One process serves
 one session of the backend contract (CONTRACT-12, -13): one JSON request per line on stdin, one
 answer per line on stdout, exit when stdin closes.
 
@@ -13,8 +14,10 @@ What is wrapped, and how faithfully:
 
 - Mutations go through ``tools.memory_tool.memory_tool(...)``, the entry point the agent's model
   calls (its own argument checks included), on a ``MemoryStore`` opened with the session's
-  limits. Its JSON answer is mapped to a contract code by the error text (``classify``); a text
-  this adapter does not know is reported as an adapter gap on stderr (exit 3), never guessed.
+  limits. The actions offered are read from the tool's own schema (``schema_actions``: the 0.22
+  line offers ``patch`` and no ``replace``). Its JSON answer is mapped to a contract code by
+  what the error text says (``classify``, rules on words, not on versions); a text no rule
+  reads is reported as an adapter gap on stderr (exit 3), never guessed.
 - ``load`` is ``MemoryStore.load_from_disk()``, ``entries`` its live ``memory_entries`` /
   ``user_entries``, ``snapshot`` ``format_for_system_prompt(target)``, ``fence``
   ``agent.memory_manager.build_memory_context_block(raw)`` — all byte for byte.
@@ -48,36 +51,50 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-DISTRIBUTIONS = ("hermes-agent", "async-hermes-agent")
+MEMORY_TOOL = "tools/memory_tool.py"  # restates memspec.conformance.hermes_imports.MEMORY_TOOL
+DEFAULT_ACTIONS = ("add", "replace", "remove")
 TARGET_LISTS = {"memory": "memory_entries", "user": "user_entries"}
 EXIT_DEFECT = 1
 EXIT_ADAPTER_GAP = 3
 
-# Hermes' refusal texts, in the order they are tried, and the contract code each one means.
-# Batch errors are prefixed "Operation N: " or "Operation N (action): ".
+# What Hermes' refusal texts say, in the order they are tried, and the contract code each
+# meaning is. The rules read the words of the message, never a version number, so every line
+# and fork that words a refusal the same way maps the same. Batch errors are prefixed
+# "Operation N: " or "Operation N (action): "; the rules match anywhere in the text.
+_OP = r"^(Operation \d+( \(\w*\))?: )?"
 ERROR_CODES: tuple[tuple[str, str], ...] = (
-    (r"Invalid target ", "E_TARGET"),
-    (r"(Operation \d+: )?Blocked: ", "E_THREAT"),
-    (r"Refusing to write \S+: the file exists on disk but could\s+not be read", "E_UNREADABLE"),
-    (r"Refusing to write \S+: file on disk has content", "E_DRIFT"),
+    (r"^(Invalid (memory )?target |Missing required target)", "E_TARGET"),
+    (r"^'\w+' is not available; use '\w+'", "E_UNSUPPORTED"),
+    (_OP + r"Blocked: ", "E_THREAT"),
+    (r"^Refusing to write \S+: the file exists on disk but could\s+not be read", "E_UNREADABLE"),
     (
-        r"(Content cannot be empty|old_text cannot be empty|new_content cannot be empty"
-        r"|Content is required for 'add'|content is required for 'replace'"
-        r"|old_text is required for '|'\w+' needs old_text|operations list is empty"
-        r"|Operation \d+ \(\w*\): (content|old_text) is required)",
+        r"^Refusing to write \S+: (file on disk has content|it holds an entry larger than)",
+        "E_DRIFT",
+    ),
+    (r"^Refusing to empty \S+.*batch would remove every entry", "E_INVALID"),
+    (r"^Operation \d+ names a different target", "E_INVALID"),
+    (
+        _OP + r"(Content cannot be empty|old_text cannot be empty|new_content cannot be empty"
+        r"|new_text cannot be empty|Content is required for 'add'"
+        r"|content( \(.*?\))? is required for '|old_text is required for '|'\w+' needs old_text"
+        r"|operations list is empty|(content|old_text) is required"
+        r"|Missing required parameter: .*Got neither)",
         "E_EMPTY",
     ),
     (
-        r"(Unknown action |operations must be a list|Operation \d+ \(\w*\): unknown action)",
+        _OP + r"(Unknown action |operations must be a list|unknown action"
+        r"|Patch is a no-op)",
         "E_INVALID",
     ),
-    (r"(No entry matched |Operation \d+ \(\w*\): no entry matched )", "E_NOMATCH"),
+    (_OP + r"[Nn]o entry matched ", "E_NOMATCH"),
     (
-        r"(Multiple entries matched |Operation \d+ \(\w*\): '.*' matched multiple distinct)",
+        _OP + r"(Multiple entries matched |'.*' matched multiple distinct"
+        r"|'.*' appears \d+ times in the matched entry)",
         "E_AMBIGUOUS",
     ),
     (
-        r"(Memory at [\d,]+/[\d,]+ chars|Replacement would put memory at |After applying all )",
+        _OP + r"(Memory at [\d,]+/[\d,]+ chars|(Replacement|Patch) would put memory at "
+        r"|After applying all |Applying all \d+ operations would put memory at )",
         "E_LIMIT",
     ),
 )
@@ -110,7 +127,7 @@ def classify(result: dict[str, Any]) -> dict[str, Any]:
         return outcome
     error = str(result.get("error", ""))
     for pattern, code in ERROR_CODES:
-        if re.match(pattern, error, re.DOTALL):
+        if re.search(pattern, error, re.DOTALL):
             outcome = {"ok": False, "code": code, "message": error}
             if isinstance(result.get("usage"), str):
                 outcome["usage"] = result["usage"]
@@ -122,6 +139,21 @@ def classify(result: dict[str, Any]) -> dict[str, Any]:
     raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
 
 
+def schema_actions(module: Any) -> tuple[str, ...]:
+    """Returns the actions the release's tool offers the model, read from its function-calling
+    schema: the ``action`` enum of a module-level dict named ``memory`` with ``parameters``
+    (``MEMORY_SCHEMA`` in every release so far). Without one, the actions of the first
+    releases (add, replace, remove)."""
+    for value in vars(module).values():
+        if not (isinstance(value, dict) and value.get("name") == "memory"):
+            continue
+        properties = (value.get("parameters") or {}).get("properties") or {}
+        enum = (properties.get("action") or {}).get("enum")
+        if isinstance(enum, list) and all(isinstance(item, str) for item in enum):
+            return tuple(enum)
+    return DEFAULT_ACTIONS
+
+
 def _source(function: Any) -> str:
     try:
         return inspect.getsource(function)
@@ -129,7 +161,9 @@ def _source(function: Any) -> str:
         return ""
 
 
-def detect_features(store_class: type, tool: Callable[..., Any], fence: Any) -> list[str]:
+def detect_features(
+    store_class: type, tool: Callable[..., Any], fence: Any, actions: tuple[str, ...] = ()
+) -> list[str]:
     """Returns the contract features the installed release really has (CONTRACT-19).
 
     - ``multi-process``: ``MemoryStore._file_lock`` exists and ``fcntl`` is available (a
@@ -141,6 +175,11 @@ def detect_features(store_class: type, tool: Callable[..., Any], fence: Any) -> 
     - ``batch``: ``MemoryStore.apply_batch`` exists and the tool takes ``operations``.
     - ``fence``: ``agent.memory_manager.build_memory_context_block`` could be imported.
     - ``threat-scan``: a write-time scan is called from ``add`` (every release has one).
+    - ``patch``: the tool's schema offers the action ``patch`` (the 0.22 line).
+
+    ``core`` is always claimed: it is what every backend must do, so a release whose tool
+    refuses ``replace`` (0.22) answers it ``E_UNSUPPORTED`` in the tool's own words and fails
+    the clauses that need it, instead of being excused from them.
     """
     features = ["core"]
     if hasattr(store_class, "apply_batch") and "operations" in inspect.signature(tool).parameters:
@@ -167,6 +206,8 @@ def detect_features(store_class: type, tool: Callable[..., Any], fence: Any) -> 
         features.append("drift-guard")
     if "_scan_memory_content" in _source(getattr(store_class, "add", None)):
         features.append("threat-scan")
+    if "patch" in actions:
+        features.append("patch")
     return features
 
 
@@ -187,7 +228,8 @@ class HermesSession:
         self.tool = module.memory_tool
         self.is_async = inspect.iscoroutinefunction(self.tool)
         self.loop = asyncio.new_event_loop() if self.is_async else None
-        self.features = detect_features(module.MemoryStore, self.tool, fence)
+        self.actions = schema_actions(module)
+        self.features = detect_features(module.MemoryStore, self.tool, fence, self.actions)
 
     def _run(self, value: Any) -> Any:
         if inspect.isawaitable(value):
@@ -231,6 +273,13 @@ class HermesSession:
             )
         if op == "remove":
             return self._mutate(target, action="remove", old_text=request.get("old_text"))
+        if op == "patch" and "patch" in self.actions:
+            return self._mutate(
+                target,
+                action="patch",
+                old_text=request.get("old_text"),
+                content=request.get("content"),
+            )
         if op == "batch" and "batch" in self.features:
             # The registry hands the tool action "" when the model sends only operations.
             return self._mutate(target, action="", operations=request.get("operations"))
@@ -238,12 +287,11 @@ class HermesSession:
 
 
 def distribution() -> tuple[str, str]:
-    """Returns the name and version of the installed Hermes distribution."""
-    for name in DISTRIBUTIONS:
-        try:
-            return name, metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
+    """Returns the name and version of the installed distribution that ships the memory tool
+    (found by its files, as memspec.conformance.hermes_imports.memory_modules does)."""
+    for found in metadata.distributions():
+        if any(str(path) == MEMORY_TOOL for path in found.files or []):
+            return found.metadata["Name"], found.version
     return "hermes", ""
 
 

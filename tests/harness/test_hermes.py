@@ -223,8 +223,8 @@ def test_an_unknown_refusal_stops_the_adapter(tmp_path: Path) -> None:
 
 
 def test_release_and_cache_rules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="one of hermes-agent, async-hermes-agent"):
-        Release("hermes", "0.19.0")
+    with pytest.raises(UsageError, match="must be a distribution name"):
+        Release("hermes agent", "0.19.0")
     with pytest.raises(UsageError, match="expected a version"):
         Release("hermes-agent", "0.19; rm")
     monkeypatch.setenv("MEMSPEC_CACHE_DIR", str(tmp_path / "a"))
@@ -357,7 +357,9 @@ def _memspec(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[st
         (["hermes", "--version", "0.19;x"], "expected a version such as 0.19.0"),
         (["matrix", "--out", "m"], "name at least one backend or --from-report DIR"),
         (["matrix", "--out", "m", "--from-report", "nowhere"], "cannot read nowhere/report.json"),
-        (["sweep", "--out", "s", "--package", "pip"], "invalid choice"),
+        (["sweep", "--out", "s", "--package", "not a name"], "must be a distribution name"),
+        (["hermes", "--wheel", "nowhere.whl"], "expected a wheel (.whl) or a source directory"),
+        (["hermes", "--source", "x", "--version", "1.0"], "not with --wheel/--source"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(args: list[str], error: str) -> None:
