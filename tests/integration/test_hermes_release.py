@@ -17,6 +17,7 @@ from tests.harness.test_hermes import _memspec
 # hermes-agent 0.19.0 at profile smoke: the clauses it fails, each for a real defect (README).
 HERMES_0_19_0_FAILS = frozenset(
     (
+        "ATOMIC-4",  # a failed write raises instead of answering E_IO (strace fault)
         "BATCH-5",
         "BATCH-6",
         "CONTRACT-2",
@@ -25,6 +26,7 @@ HERMES_0_19_0_FAILS = frozenset(
         "CONTRACT-5",
         "CONTRACT-6",
         "CONTRACT-9",
+        "CONTRACT-10",  # the frame's note, judged apart from what recalled text escapes
         "DRIFT-1",
         "DRIFT-2",
         "DRIFT-3",
@@ -40,6 +42,7 @@ HERMES_0_19_0_FAILS = frozenset(
         "FENCE-2",
         "FENCE-3",
         "FENCE-4",
+        "FENCE-5",  # a disguised tag left in the recalled text, no longer hidden by the note
         "FENCE-7",
         "FILES-1",
         "FILES-2",
