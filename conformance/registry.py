@@ -16,10 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memspec.conformance.findings import Finding
 from memspec.spec.clauses import CLAUSE_ID
+
+if TYPE_CHECKING:
+    from memspec.conformance.budgets import Allowance
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,8 @@ class CheckContext:
     failing check leaves files for the user, such as repro files (``None``: the scratch
     directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
     (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
-    of the check running, set by :meth:`Check.run`.
+    of the check running, set by :meth:`Check.run`. ``allowance`` is its budget while it runs
+    (:mod:`memspec.conformance.budgets`; ``None``: unbounded, as when a test calls it directly).
     """
 
     backend: Any
@@ -44,6 +48,7 @@ class CheckContext:
     artifacts: Path | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     check_id: str = ""
+    allowance: Allowance | None = None
 
     def claimed_features(self) -> frozenset[str]:
         """Returns the features the backend claims, from one session opened on the root."""
