@@ -135,7 +135,12 @@ def column(profile: str) -> Mapping[str, float]:
 class BudgetSpent(NotApplicable, unittest.SkipTest):
     """A check was stopped at its budget before it finished: it is reported as skipped (not
     verified), with what it covered. Raise the budget of the check in
-    ``conformance/budgets.py``, or choose a smaller profile, if the backend is slow but sound."""
+    ``conformance/budgets.py``, or choose a smaller profile, if the backend is slow but sound.
+    ``budget_spent`` says how much of which budget was used."""
+
+    def __init__(self, message: str, budget_spent: str = "") -> None:
+        super().__init__(message)
+        self.budget_spent = budget_spent
 
 
 @dataclass(frozen=True)
@@ -155,13 +160,17 @@ class Allowance:
         """Whether a search has used its share of the budget (:data:`SEARCH_SHARE`)."""
         return self.elapsed() >= self.seconds * SEARCH_SHARE
 
+    def spent(self) -> str:
+        """Says how much of which budget is used: ``"45 s of its 60 s budget (profile ci)"``."""
+        return f"{self.elapsed():.0f} s of its {self.seconds:g} s budget (profile {self.profile})"
+
     def cut(self, covered: str) -> BudgetSpent:
         """Returns the verdict of a search that stopped at its budget having covered ``covered``
         (e.g. ``"7 examples, none failing"``)."""
         return BudgetSpent(
-            f"{self.check_id}: search cut at its budget of {self.seconds:g} s (profile "
-            f"{self.profile}) after {self.elapsed():.0f} s, having covered {covered}; what it "
-            "did not reach is not verified"
+            f"{self.check_id}: search cut at {self.spent()}, having covered {covered}; what it "
+            "did not reach is not verified",
+            self.spent(),
         )
 
 
@@ -191,9 +200,9 @@ def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]
 
     def stop(signum: int, frame: Any) -> None:
         raise BudgetSpent(
-            f"{allowance.check_id}: stopped at its budget of {allowance.seconds:g} s (profile "
-            f"{allowance.profile}) before it finished; covered by then: "
-            f"{describe_figures(figures)}; the rest is not verified"
+            f"{allowance.check_id}: stopped by the harness after {allowance.spent()}, before it "
+            f"finished; covered by then: {describe_figures(figures)}; the rest is not verified",
+            allowance.spent(),
         )
 
     previous = signal.signal(signal.SIGALRM, stop)

@@ -131,8 +131,7 @@ class SearchWatch:
 
     def covered(self) -> str:
         """Says what the search ran: ``"12 examples, none failing"``."""
-        failing = f"{self.failures} failing" if self.failures else "none failing"
-        return f"{self.examples} example{'s' * (self.examples != 1)}, {failing}"
+        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
 
     def verdict(self, cut: BudgetSpent) -> BaseException:
         """Returns what a search cut at its budget ends with: the last failure it found, noting
@@ -141,8 +140,9 @@ class SearchWatch:
         if failure is None:
             return cut
         failure.add_note(
-            f"memspec: shrinking was cut at the check's budget ({cut}); the failing example "
-            "above is the smallest found by then, not necessarily the smallest there is"
+            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
+            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
+            "smallest found by then, not necessarily the smallest there is"
         )
         return failure
 
