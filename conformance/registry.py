@@ -37,6 +37,7 @@ class CheckContext:
     (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
     of the check running, set by :meth:`Check.run`. ``allowance`` is its budget while it runs
     (:mod:`memspec.conformance.budgets`; ``None``: unbounded, as when a test calls it directly).
+    ``features`` are the features the backend claims, when the caller has read them already.
     """
 
     backend: Any
@@ -49,9 +50,14 @@ class CheckContext:
     figures: dict[str, Any] = field(default_factory=dict)
     check_id: str = ""
     allowance: Allowance | None = None
+    features: frozenset[str] | None = None
 
     def claimed_features(self) -> frozenset[str]:
-        """Returns the features the backend claims, from one session opened on the root."""
+        """Returns the features the backend claims: ``features`` when the suite already read
+        them (every session of a command backend is a process to start), else from one session
+        opened on the root."""
+        if self.features is not None:
+            return self.features
         session = self.backend.open(self.root)
         try:
             return frozenset(session.features)

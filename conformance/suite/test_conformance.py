@@ -96,6 +96,7 @@ def test_check(
     memspec_backend: Backend,
     memspec_root: Path,
     memspec_profile: Profile,
+    memspec_features: frozenset[str],
     pytestconfig: pytest.Config,
     tmp_path: Path,
     request: pytest.FixtureRequest,
@@ -124,6 +125,7 @@ def test_check(
         settings.hypothesis_db,
         artifacts,
         allowance=allowance,
+        features=memspec_features,
     )
     try:
         with enforced(allowance, context.figures):
