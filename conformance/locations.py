@@ -2,7 +2,9 @@
 
 Nothing is ever written under the installed package. A certification writes its reports where
 ``--report`` points, its temporary files under the system temp directory (removed at exit), and
-what is worth keeping between runs here: Hermes environments and Hypothesis's caches.
+what is worth keeping between runs here: Hermes environments, Hypothesis's caches, and the
+compiled bytecode of ``memspec serve`` when the environment forbids writing it beside the
+sources (:func:`keep_bytecode`).
 
 Precedence: an explicit override, else ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``,
 else ``~/.cache/memspec``.
