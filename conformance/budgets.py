@@ -61,12 +61,17 @@ class Budget:
                 raise ValueError(f"a budget is positive seconds, got {column.name}={value!r}")
 
 
-QUICK = Budget(smoke=30, ci=60, thorough=300)
-"""Fixed inputs on one or a few sessions: seconds normally, minutes only for a slow backend."""
-PROCESSES = Budget(smoke=60, ci=120, thorough=600)
-"""Worker processes, kills and injected faults, each trial starting processes of its own."""
-SEARCH = Budget(smoke=30, ci=60, thorough=1800)
-"""A search that stops itself at its budget: Hypothesis examples and shrinking, schedules."""
+QUICK = Budget(smoke=60, ci=120, thorough=600)
+"""Fixed inputs on one or a few sessions: seconds for the reference, a minute for a backend
+whose every session starts a slow process (a Hermes release in its own environment)."""
+PROCESSES = Budget(smoke=120, ci=300, thorough=1800)
+"""Worker processes, kills, injected faults and crash states, each starting processes."""
+PROPERTIES = Budget(smoke=60, ci=180, thorough=1800)
+"""A Hypothesis search of a fixed number of examples, each on fresh sessions; it stops itself
+at its budget (shrinking included)."""
+SCHEDULES = Budget(smoke=30, ci=60, thorough=1800)
+"""A search of interleavings of a Python backend under the scheduler, each run a few seconds;
+a racy store fails within seconds and then shrinks, so its budget bounds the shrinking."""
 
 BUDGETS: dict[str, Budget] = {
     "atomic.acknowledged_is_visible": QUICK,
@@ -85,7 +90,7 @@ BUDGETS: dict[str, Budget] = {
     "drift.external_bytes_survive_rewrite": QUICK,
     "drift.own_bytes_are_what_a_store_last_wrote": QUICK,
     "drift.taken_backup_name_is_kept": QUICK,
-    "drift_properties.external_edits_are_kept": SEARCH,
+    "drift_properties.external_edits_are_kept": PROPERTIES,
     "durability.write_protocol_is_durable": PROCESSES,
     "faults.failed_dir_sync_is_acknowledged": PROCESSES,
     "faults.failed_write_keeps_old_file": PROCESSES,
@@ -102,15 +107,15 @@ BUDGETS: dict[str, Budget] = {
     "files.rewrite_keeps_the_mode": QUICK,
     "files.symlinked_data_file_is_kept": QUICK,
     "files.symlinked_lock_is_refused": QUICK,
-    "interleavings.preemption_bounded_schedules": SEARCH,
-    "interleavings.random_schedules": SEARCH,
+    "interleavings.preemption_bounded_schedules": SCHEDULES,
+    "interleavings.random_schedules": SCHEDULES,
     "locking.concurrent_adds_are_all_kept": PROCESSES,
     "locking.lock_spans_read_to_rename": QUICK,
-    "machine.memory_machine": SEARCH,
-    "properties.delimiter_round_trip": SEARCH,
-    "properties.fence_escape": SEARCH,
-    "properties.limits_hold": SEARCH,
-    "properties.snapshot_frozen_until_load": SEARCH,
+    "machine.memory_machine": PROPERTIES,
+    "properties.delimiter_round_trip": PROPERTIES,
+    "properties.fence_escape": PROPERTIES,
+    "properties.limits_hold": PROPERTIES,
+    "properties.snapshot_frozen_until_load": PROPERTIES,
     "protocol.answers_echo_ids_in_order": QUICK,
     "protocol.unknown_op_is_unsupported": QUICK,
     "read.unreadable_file_is_not_empty": QUICK,
