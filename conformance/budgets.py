@@ -7,15 +7,16 @@ its column (``Profile.budgets``), so a check never looks its budget up by a prof
 
 A check ends at its budget in one of two ways, and its verdict says which:
 
-- **Its search stops itself.** A search (Hypothesis examples and shrinking, a schedule
-  exploration) asks its :class:`Allowance` whether :data:`SEARCH_SHARE` of the budget is spent
-  and stops there, leaving the rest for the final replay, the judging and the clean-up. A search
-  that found a failure reports that failure (saying when shrinking was cut short, so the example
-  may not be minimal); one that found none ends with :class:`BudgetSpent`, naming what it
-  covered.
+- **Its search stops itself.** A Hypothesis search (examples and shrinking, through
+  ``memspec.fuzz.runner``) asks its :class:`Allowance` whether :data:`SEARCH_SHARE` of the
+  budget is spent and stops there, leaving the rest for the final replay, the judging and the
+  clean-up. A search that found a failure reports that failure (saying when shrinking was cut
+  short, so the example may not be minimal); one that found none ends with
+  :class:`BudgetSpent`, naming what it covered.
 - **The harness stops it.** :func:`enforced` interrupts a check that is still running at its
   whole budget with :class:`BudgetSpent`, which names the budget and the figures the check had
-  reported by then (schedules run, states judged, ...).
+  reported by then (schedules run, states judged, ...). This is how a search without
+  Hypothesis (the preemption-bounded exploration, the crash states) is held to its budget.
 
 :class:`BudgetSpent` is a :class:`~memspec.conformance.registry.NotApplicable`: the check is
 reported as skipped, *not verified*, with that reason, never as a pass of something it did not
