@@ -27,7 +27,6 @@ SCHEMA = PROJECT / "conformance" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 
-
 def test_the_installed_spec_states_one_version_with_its_changelog_section() -> None:
     text = spec_text()
     version = parse_version(text)
