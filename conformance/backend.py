@@ -26,7 +26,7 @@ from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
 
-OP_FEATURES = {"batch": "batch", "fence": "fence"}
+OP_FEATURES = {"batch": "batch", "fence": "fence", "patch": "patch"}
 
 
 def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
@@ -294,6 +294,8 @@ class InProcessSession:
             return store.replace(fields["target"], fields["old_text"], fields["new_content"])
         if op == "remove":
             return store.remove(fields["target"], fields["old_text"])
+        if op == "patch":
+            return store.patch(fields["target"], fields["old_text"], fields["content"])
         return store.batch(fields["target"], fields["operations"])
 
     def close(self) -> None:

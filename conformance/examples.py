@@ -20,8 +20,17 @@ from memspec.conformance.backend import Backend, BackendDefect, Session
 from memspec.spec import model
 from memspec.spec.codec import decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
-from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Mutation, Remove, Replace
-from memspec.spec.requests import OP_FIELDS
+from memspec.spec.operations import (
+    Add,
+    Batch,
+    ExternalWrite,
+    Load,
+    Mutation,
+    Patch,
+    Remove,
+    Replace,
+)
+from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.rules import argument_error
 from memspec.spec.snapshot import snapshot_difference
@@ -183,7 +192,7 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
     if step.op == "load":
         driver.request(step.session, "load", {})
         return None
-    if step.op in ("add", "replace", "remove", "batch"):
+    if step.op in MUTATIONS:
         fields = _fields(step)
         answer = driver.request(step.session, step.op, fields)
         problem = _outcome_problem(step, answer)
@@ -279,6 +288,9 @@ class ModelDriver:
                 fields["target"], fields["old_text"], fields["new_content"], session
             ),
             "remove": lambda: Remove(fields["target"], fields["old_text"], session),
+            "patch": lambda: Patch(
+                fields["target"], fields["old_text"], fields["content"], session
+            ),
             "batch": lambda: Batch(fields["target"], fields["operations"], session),
         }[op]()
         outcome, self.state = model.step(self.state, operation)

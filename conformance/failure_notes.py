@@ -42,9 +42,19 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         'memory is unusable until the file is repaired by hand (the "invalid UTF-8 crashed the '
         'write path" bug).'
     ),
-    ("READ-7", "SNAP-9"): (
+    ("READ-7",): (
+        "one transient read failure (EIO on reading MEMORY.md, EACCES on opening it) makes "
+        "`add` answer success and rewrite MEMORY.md with only the new entry, losing every "
+        "acknowledged one; a file that exists but cannot be read is shown as no memory at all."
+    ),
+    ("SNAP-9",): (
         "a file that exists but cannot be read or decoded is shown as no memory at all, instead "
         "of a block saying it is unreadable: the agent silently runs without its memory."
+    ),
+    ("ATOMIC-4",): (
+        "a write that fails (disk full, EIO on the write, the fsync or the rename) raises "
+        "`RuntimeError` out of the memory tool instead of answering `E_IO`; the old file is "
+        "kept and no temp file is left."
     ),
     ("CONTRACT-2",): (
         "content that is not a string (an `add` of `42`) raises inside the memory tool instead "
@@ -105,13 +115,22 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "an entry that already starts with `[BLOCKED:` skips the load-time scan and reaches the "
         "prompt verbatim (#79009)."
     ),
-    ("FENCE-1", "FENCE-2", "FENCE-3", "FENCE-4"): (
+    ("FENCE-1", "CONTRACT-10"): (
         "the frame's note tells the model that recalled text is \"authoritative reference data "
-        '… should inform all responses", not informational background, so every fence check '
-        "stops on the frame. Called directly, the one-pass sanitiser also turns "
-        "`<</memory-context>/memory-context>` into a live closing tag (#108964) and keeps "
-        "full-width, HTML-entity and `< /` disguises: recalled text can close the fence and "
-        "speak as the user."
+        '… should inform all responses", not informational background, and a text that is '
+        'nothing but a tag is framed as an empty block instead of giving `""`.'
+    ),
+    ("FENCE-2", "FENCE-5"): (
+        "the sanitiser keeps `< /`, full-width and HTML-entity disguises of the fence tag, so "
+        "recalled text can close the fence and speak as the user."
+    ),
+    ("FENCE-3",): (
+        "the one-pass sanitiser turns `<</memory-context>/memory-context>` into a live closing "
+        "tag (#108964)."
+    ),
+    ("FENCE-4",): (
+        "a `[System note: …]` written in recalled text is kept, so recalled text can forge the "
+        "frame's own note."
     ),
     ("CRASH-2",): (
         "a writer killed mid-write leaves its `.mem_*.tmp` file, and nothing removes it: temp "
@@ -144,8 +163,8 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "`[UNREADABLE:` line (see READ-6)."
     ),
     ("FENCE-7",): (
-        "the fence check stops on the frame's wrong note before it can look at how the "
-        "recalled text around a tag is kept (see FENCE-1)."
+        "a `[System note:` inside ordinary recalled text is kept instead of being removed or "
+        "made inert (see FENCE-4)."
     ),
     ("FILES-1",): "lock files are created 0644 under umask 022.",
     ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",

@@ -11,7 +11,11 @@ The kinds:
 
 - ``violation``: the backend broke a clause. ``blamed`` names it when the failure says which
   (a :class:`Violation`, or an assertion message opening with a clause id), else ``""``: the
-  failure counts against every clause the check cites.
+  failure counts against every clause the check cites. A check that went on after a failure
+  (:meth:`~memspec.conformance.registry.CheckContext.keep_going`) ends in
+  :class:`ClauseFailures`: its verdict lists every clause it found broken (``failures``), and
+  says whether the check ran to its end (``completed``), so that the clauses it cites and did
+  not find broken read as passed by it, not as "not verified".
 - ``defect``: the backend raised, hung, died or answered something that is not an answer
   (:class:`~memspec.conformance.backend.BackendDefect`); it blames CONTRACT-6.
 - ``harness-error``: memspec itself is wrong (a bug in a check, a broken install): never counted
@@ -64,14 +68,57 @@ class Mismatch(Finding, AssertionError):
 
 
 @dataclass(frozen=True)
+class ClauseFailure:
+    """A ClauseFailure is one clause a check found broken ("" for every clause it cites) and
+    one line saying how."""
+
+    clause: str
+    reason: str
+
+
+class ClauseFailures(Finding, AssertionError):
+    """A check found one or more clauses broken, and went on after each where the next
+    assertion did not depend on it; ``completed`` says whether it ran to its end (every clause
+    it cites and did not find broken was then verified by it)."""
+
+    kind = "violation"
+
+    def __init__(self, errors: Sequence[BaseException], completed: bool) -> None:
+        firsts: dict[str, tuple[Verdict, BaseException]] = {}
+        counts: dict[str, int] = {}
+        for error in errors:
+            verdict = verdict_of(error)
+            firsts.setdefault(verdict.blamed, (verdict, error))
+            counts[verdict.blamed] = counts.get(verdict.blamed, 0) + 1
+        self.failures = tuple(
+            ClauseFailure(clause, verdict.reason + _more(counts[clause] - 1))
+            for clause, (verdict, _) in firsts.items()
+        )
+        self.completed = completed
+        shown = "\n\n".join(
+            str(error) + _more(counts[clause] - 1) for clause, (_, error) in firsts.items()
+        )
+        ended = "the check ran to its end" if completed else "the check stopped at the last one"
+        super().__init__(f"{shown}\n\n({len(firsts)} clause(s) found broken; {ended})")
+
+
+def _more(count: int) -> str:
+    return f" (and {count} more failure(s) of this clause)" if count else ""
+
+
+@dataclass(frozen=True)
 class Verdict:
     """A Verdict is how a check that did not pass ended: its kind, the clause it blames ("" for
-    every clause the check cites), one line saying why, and the features it lacked."""
+    every clause the check cites), one line saying why, and the features it lacked; for a check
+    that went on after a failure, every clause it found broken (``failures``) and whether it ran
+    to its end (``completed``)."""
 
     kind: str
     blamed: str = ""
     reason: str = ""
     missing_features: tuple[str, ...] = ()
+    failures: tuple[ClauseFailure, ...] = ()
+    completed: bool = False
 
     def to_property(self) -> tuple[str, str]:
         """Returns the pytest user property that carries this verdict to the record."""
@@ -84,17 +131,43 @@ class Verdict:
             return None
         fields: dict[str, Any] = json.loads(value)
         fields["missing_features"] = tuple(fields.get("missing_features", ()))
+        fields["failures"] = tuple(ClauseFailure(**f) for f in fields.get("failures", ()))
         return cls(**fields)
 
 
-def fails_clause(status: str, kind: str, blamed: str, clause: str) -> bool:
+def blamed_clauses(check: Mapping[str, Any]) -> tuple[str, ...]:
+    """Returns the clauses a check's record (``report.json``'s mapping) blames: those of its
+    ``failures`` when it went on after one, else its ``blamed`` clause — CONTRACT-6 for a
+    backend defect, and every clause the check cites when the failure names none."""
+    failures = check.get("failures") or ()
+    named = [str(f["clause"]) for f in failures] or [str(check.get("blamed") or "")]
+    if check.get("kind") == "defect" and named == [""]:
+        named = [DEFECT_CLAUSE]
+    if "" in named:
+        return tuple(check.get("clauses") or ())
+    return tuple(dict.fromkeys(named))
+
+
+def fails_clause(check: Mapping[str, Any], clause: str) -> bool:
     """Whether a check's record is a failure of the backend on ``clause``: it failed (or failed
     as listed), blaming that clause or none in particular; never a harness error, nor a listed
     failure that passed (``stale``). The one rule the reports, the matrix and the sweep share."""
     return (
-        status in ("failed", "xfailed")
-        and kind not in ("harness-error", "stale")
-        and blamed in ("", clause)
+        check.get("status") in ("failed", "xfailed")
+        and check.get("kind") not in ("harness-error", "stale")
+        and clause in blamed_clauses(check)
+    )
+
+
+def verifies_clause(check: Mapping[str, Any], clause: str) -> bool:
+    """Whether a check's record shows ``clause`` held: the check passed (or is a listed failure
+    that passed), or it ran to its end, finding other clauses broken but not this one."""
+    if check.get("status") == "passed" or check.get("kind") == "stale":
+        return True
+    return (
+        bool(check.get("completed"))
+        and check.get("status") in ("failed", "xfailed")
+        and not fails_clause(check, clause)
     )
 
 
@@ -139,6 +212,9 @@ def verdict_of(error: BaseException) -> Verdict:
     reason = summary if isinstance(summary, str) else _first_line(error)
     detail = _backend_detail(error)
     reason = shorten(f"{reason} ({detail})" if detail and detail not in reason else reason)
+    if isinstance(error, ClauseFailures):
+        first = error.failures[0]
+        return Verdict("violation", first.clause, first.reason, (), error.failures, error.completed)
     if isinstance(error, Violation):
         return Verdict("violation", error.clause, reason)
     if isinstance(error, Finding):
@@ -163,11 +239,6 @@ def scope_skip(clause: Clause, claimed: Collection[str]) -> str | None:
     return None
 
 
-def _blamed(check: Mapping[str, Any]) -> str:
-    kind = str(check.get("kind") or "")
-    return str(check.get("blamed") or (DEFECT_CLAUSE if kind == "defect" else ""))
-
-
 def _feature_skip(check: Mapping[str, Any]) -> bool:
     return check.get("status") == "skipped" and bool(check.get("missing_features"))
 
@@ -182,21 +253,19 @@ def clause_standing(
     - ``needs a feature``: with ``strict``, a citing check was skipped because the backend
       lacks a feature (for ``full``; ``safe`` and ``core`` ignore such a check, which tested
       the feature's part of the clause);
-    - ``passes``: a citing check passed, or memspec's own tests verify it (``Checked by:``);
+    - ``passes``: a citing check verified it (:func:`verifies_clause`), or memspec's own
+      tests verify it (``Checked by:``);
     - ``not verifiable``: every citing check that counts was skipped as not applicable to this
       transport (a check that needs a Python backend, run against a command): it holds no level
       back;
     - ``not verified``: otherwise (its checks stopped on another clause, stopped on a harness
       error, or did not run).
     """
-    if any(
-        fails_clause(str(c.get("status")), str(c.get("kind") or ""), _blamed(c), clause.id)
-        for c in cited
-    ):
+    if any(fails_clause(c, clause.id) for c in cited):
         return "fails"
     if strict and any(_feature_skip(c) for c in cited):
         return "needs a feature"
-    if any(c.get("status") == "passed" or c.get("kind") == "stale" for c in cited):
+    if any(verifies_clause(c, clause.id) for c in cited):
         return "passes"
     if not cited and clause.checked_by:
         return "passes"

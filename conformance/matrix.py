@@ -33,8 +33,9 @@ GENERATED_GROUPS = ("properties", "drift_properties", "machine", "crash", "crash
 """Check-id groups whose checks are generated or timed (a property, the state machine, kill -9
 at random moments)."""
 GENERATED_NOTE = (
-    "decided by a generated or timed check (a property, the state machine, kill -9 at random "
-    "moments): where it stops first follows its inputs and timing, not only the release."
+    "the failure was found by a generated or timed check (a property, the state machine, "
+    "kill -9 at random moments): an earlier release may have the same defect, unfound by a "
+    "search that followed its other answers."
 )
 
 
@@ -201,8 +202,13 @@ class Change:
 
     @property
     def generated(self) -> bool:
-        """Whether a generated or timed check decided either verdict (see GENERATED_NOTE)."""
-        decided = (*self.before.checks, *self.after.checks)
+        """Whether a generated or timed check found the failure on either side (see
+        GENERATED_NOTE). A change between a feature not claimed and a verdict, or between a
+        pass and a clause not verified, says nothing about a search, and is not marked."""
+        decided = [
+            check for verdict in (self.before, self.after) if verdict.status == "fail"
+            for check in verdict.checks
+        ]  # fmt: skip
         groups = {check.split("/", 1)[-1].split(".", 1)[0] for check in decided}
         return bool(groups & set(GENERATED_GROUPS))
 

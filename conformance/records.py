@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 from memspec.conformance.backend import Backend, BackendDefect, UsageError
 from memspec.conformance.findings import (
     VERDICT_PROPERTY,
+    ClauseFailure,
     Level,
     Verdict,
     conformance_level,
@@ -46,7 +47,9 @@ class CheckRecord:
     A check that did not pass carries its verdict as data (:mod:`memspec.conformance.findings`):
     ``kind`` (``violation``, ``defect``, ``harness-error``, ``unsupported``, or ``stale`` for a
     listed expected failure that passed), ``blamed`` (the clause the failure names, "" for every
-    clause the check cites), ``reason`` (one line) and ``missing_features``.
+    clause the check cites), ``reason`` (one line) and ``missing_features``; a check that went
+    on after a failure lists every clause it found broken in ``failures`` and says in
+    ``completed`` whether it ran to its end.
     """
 
     id: str
@@ -60,6 +63,8 @@ class CheckRecord:
     blamed: str = ""
     reason: str = ""
     missing_features: tuple[str, ...] = ()
+    failures: tuple[ClauseFailure, ...] = ()
+    completed: bool = False
 
     @classmethod
     def from_report(cls, report: Any, properties: Mapping[str, str]) -> CheckRecord:
@@ -99,7 +104,7 @@ class CheckRecord:
             )
         return cls(
             check_id, clauses, features, status, message, duration, figures,
-            *(astuple(verdict) if verdict else ()),
+            *(getattr(verdict, name.name) for name in fields(verdict)) if verdict else (),
         )  # fmt: skip
 
 
@@ -287,7 +292,8 @@ def _markdown(
         lines += ["", "## Failures", ""]
         for record in failures:
             kind = "" if record.kind == "violation" else f" — {record.kind}"
-            blamed = f", blames {record.blamed}" if record.blamed else ""
+            named = [f.clause for f in record.failures] or [record.blamed]
+            blamed = f", blames {', '.join(named)}" if any(named) else ""
             lines += [
                 f"### {record.id} ({', '.join(record.clauses)}{blamed}){kind}",
                 "",

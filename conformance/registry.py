@@ -12,13 +12,14 @@ run against a Python backend) raises :class:`NotApplicable`, which the suite rep
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memspec.conformance.findings import Finding
+from memspec.conformance.findings import ClauseFailures, Finding
 from memspec.spec.clauses import CLAUSE_ID
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ class CheckContext:
     failing check leaves files for the user, such as repro files (``None``: the scratch
     directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
     (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
-    of the check running, set by :meth:`Check.run`. ``allowance`` is its budget while it runs
+    of the check running, set by :meth:`Check.run`; ``failures`` holds the failed assertions a
+    check went on after (:meth:`keep_going`). ``allowance`` is its budget while it runs
     (:mod:`memspec.conformance.budgets`; ``None``: unbounded, as when a test calls it directly).
     ``features`` are the features the backend claims, when the caller has read them already.
     """
@@ -49,8 +51,25 @@ class CheckContext:
     artifacts: Path | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     check_id: str = ""
+    failures: list[BaseException] = field(default_factory=list)
     allowance: Allowance | None = None
     features: frozenset[str] | None = None
+
+    @contextmanager
+    def keep_going(self) -> Iterator[None]:
+        """Runs the block; when an assertion in it fails, or the backend breaks the contract
+        (a defect, CONTRACT-6), records that and lets the check go on with its next assertion,
+        which must not depend on this one. :meth:`Check.run` then ends the check in one
+        :class:`~memspec.conformance.findings.ClauseFailures` naming every clause found broken,
+        so that one defect never masks another (a frame note that differs from the spec's must
+        not hide a live closing tag; a store that raises on a failed write is still judged on
+        whether it kept the old file)."""
+        try:
+            yield
+        except (AssertionError, Finding) as error:
+            if getattr(error, "kind", "") != "defect" and not isinstance(error, AssertionError):
+                raise
+            self.failures.append(error)
 
     def claimed_features(self) -> frozenset[str]:
         """Returns the features the backend claims: ``features`` when the suite already read
@@ -86,8 +105,20 @@ class Check:
 
     def run(self, ctx: CheckContext) -> None:
         """Runs the check under ``ctx``, telling it its own id (``ctx.check_id``), which keys
-        its example database and its reproduce command."""
-        self.function(replace(ctx, check_id=self.id))
+        its example database and its reproduce command. Failures the check went on after
+        (:meth:`CheckContext.keep_going`) end it in one ``ClauseFailures``, with what stopped
+        it, if anything, last: a failed assertion or a backend defect (a harness error is
+        raised as it is: memspec's bug, not the backend's)."""
+        ctx = replace(ctx, check_id=self.id, failures=[])
+        try:
+            self.function(ctx)
+        except (AssertionError, Finding) as error:
+            if not ctx.failures or getattr(error, "kind", "") == "harness-error":
+                raise
+            stopped = [] if isinstance(error, NotApplicable) else [error]
+            raise ClauseFailures([*ctx.failures, *stopped], completed=False) from error
+        if ctx.failures:
+            raise ClauseFailures(ctx.failures, completed=True)
 
 
 CHECKS: dict[str, Check] = {}

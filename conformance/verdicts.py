@@ -15,12 +15,15 @@ anything. The verdict is:
   reads as passed on the strength of its other checks (CONTRACT-20). A check skipped only
   because it needs a Python backend (interposition) or the JSON Lines protocol does not demote
   a pass; the reason notes it.
-- ``pass``: otherwise, when at least one citing check passed.
+- ``pass``: otherwise, when at least one citing check verified it: passed, or ran to its end
+  finding only other clauses broken (:func:`~memspec.conformance.findings.verifies_clause`).
 - ``n/a``: no check of the run cites the clause.
 
 A failure that blames another clause is not held against this one: the state machine cites
 twenty clauses, and when it stops on ``DRIFT-5`` the other nineteen were not shown to fail (nor
-to pass, by that check). A harness error counts against no clause.
+to pass, by that check). A check that goes on after a failure blames every clause it found
+broken, and when it ran to its end, the clauses it cites and did not find broken pass by it. A
+harness error counts against no clause.
 """
 
 from __future__ import annotations
@@ -30,7 +33,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.findings import DEFECT_CLAUSE, fails_clause, scope_skip, shorten
+from memspec.conformance.findings import (
+    blamed_clauses,
+    fails_clause,
+    scope_skip,
+    shorten,
+    verifies_clause,
+)
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
@@ -53,10 +62,14 @@ class ClauseVerdict:
     expected: bool = False
 
 
-def failure_reason(check: Record) -> str:
-    """Returns one line saying why a check did not pass: its recorded reason (the record's
-    verdict, :mod:`memspec.conformance.findings`), or for a report of an older memspec that
-    has none, the first line of its message."""
+def failure_reason(check: Record, clause: str = "") -> str:
+    """Returns one line saying why a check did not pass — on ``clause`` when the check found
+    several clauses broken: its recorded reason (the record's verdict,
+    :mod:`memspec.conformance.findings`), or for a report of an older memspec that has none,
+    the first line of its message."""
+    for failure in check.get("failures") or ():
+        if failure["clause"] in (clause, ""):
+            return str(failure["reason"])
     reason = str(check.get("reason") or "")
     if reason:
         return reason
@@ -64,21 +77,10 @@ def failure_reason(check: Record) -> str:
     return shorten(lines[0] if lines else "failed")
 
 
-def blamed(check: Record) -> str:
-    """Returns the clause a failed check blames ("" for every clause it cites)."""
-    if check.get("kind") == "defect":
-        return str(check.get("blamed") or DEFECT_CLAUSE)
-    return str(check.get("blamed") or "")
-
-
-def _against(check: Record, clause: str) -> bool:
-    return fails_clause(str(check["status"]), str(check.get("kind") or ""), blamed(check), clause)
-
-
 def _stopped(check: Record) -> str:
     if check.get("kind") == "harness-error":
         return f"{check['id']} stopped on a harness error"
-    return f"{check['id']} stopped on {blamed(check)}"
+    return f"{check['id']} stopped on {', '.join(blamed_clauses(check))}"
 
 
 @functools.cache
@@ -100,14 +102,14 @@ def clause_verdict(
     if unclaimed is not None:
         return ClauseVerdict("skip", unclaimed, tuple(check["id"] for check in cited))
     own = sorted(
-        (check for check in cited if _against(check, clause)),
-        key=lambda check: (blamed(check) != clause, len(check.get("clauses", ()))),
+        (check for check in cited if fails_clause(check, clause)),
+        key=lambda check: (blamed_clauses(check) != (clause,), len(check.get("clauses", ()))),
     )
     if own:
         check = own[0]
         expected = all(other["status"] == "xfailed" for other in own)
         note = " (expected)" if check["status"] == "xfailed" else ""
-        reason = f"{check['id']}{note}: {failure_reason(check)}"
+        reason = f"{check['id']}{note}: {failure_reason(check, clause)}"
         return ClauseVerdict("fail", reason, (check["id"],), expected)
     skipped = [check for check in cited if check["status"] == "skipped"]
     for check in skipped:
@@ -116,9 +118,13 @@ def clause_verdict(
             reason = f"needs feature {', '.join(missing)}, not claimed"
             return ClauseVerdict("skip", reason, (check["id"],))
     others = [check for check in cited if check["status"] in ("failed", "xfailed")]
-    stopped = [_stopped(check) for check in others if check.get("kind") != "stale"]
+    stopped = [
+        _stopped(check)
+        for check in others
+        if check.get("kind") != "stale" and not verifies_clause(check, clause)
+    ]
     ids = tuple(check["id"] for check in others)
-    if any(check["status"] == "passed" or check.get("kind") == "stale" for check in cited):
+    if any(verifies_clause(check, clause) for check in cited):
         notes = [f"{len(skipped)} of {len(cited)} checks skipped"] if skipped else []
         return ClauseVerdict("pass", "; ".join(notes + stopped), ids)
     if stopped:

@@ -36,7 +36,7 @@ from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
-from memspec.fuzz.strategies import WORDS, external_edits, requests
+from memspec.fuzz.strategies import WORDS, claimed_ops, external_edits, requests
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
@@ -131,7 +131,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
 
     def scenario(limit: int) -> st.SearchStrategy[dict[str, Any]]:
         operations = st.lists(
-            requests(("memory",), batch="batch" in features, limits=(limit,)),
+            requests(("memory",), limits=(limit,), **claimed_ops(features)),
             min_size=1,
             max_size=3,
         )

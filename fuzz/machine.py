@@ -130,6 +130,37 @@ class MemoryMachine(RuleBasedStateMachine):
         note(f"# remove_nth: old_text={old_text!r}")
         self._mutate(session, {"op": "remove", "target": store, "old_text": old_text})
 
+    @precondition(lambda self: "patch" in self.features)
+    @rule(session=SESSIONS, store=TARGET, old_text=old_texts(), content=CONTENT | st.just(""))
+    def patch(self, session: str, store: str, old_text: str, content: str) -> None:
+        """Patches a span named by any text (PATCH-1): many miss, some are ambiguous."""
+        self._mutate(
+            session, {"op": "patch", "target": store, "old_text": old_text, "content": content}
+        )
+
+    @precondition(lambda self: "patch" in self.features)
+    @rule(
+        session=SESSIONS,
+        store=TARGET,
+        index=st.integers(0, 7),
+        span=st.tuples(st.integers(0, 40), st.integers(1, 12)),
+        content=st.sampled_from(WORDS) | st.just(""),
+    )
+    def patch_nth(
+        self, session: str, store: str, index: int, span: tuple[int, int], content: str
+    ) -> None:
+        """Patches a span cut out of the entry at ``index`` (modulo the count), so that the
+        patch mostly applies: the span may repeat in its entry (PATCH-3), the result may be
+        empty, a threat or over the limit (PATCH-6, PATCH-7)."""
+        entries = model.entries_on_disk(self.state, store) or ("nothing",)
+        entry = entries[index % len(entries)]
+        start = span[0] % len(entry)
+        old_text = entry[start : start + span[1]]
+        note(f"# patch_nth: old_text={old_text!r}")
+        self._mutate(
+            session, {"op": "patch", "target": store, "old_text": old_text, "content": content}
+        )
+
     @precondition(lambda self: "batch" in self.features)
     @rule(session=SESSIONS, store=TARGET, operations=batch_items(tuple(LIMITS.values())))
     def batch(self, session: str, store: str, operations: list[Any]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from memspec.spec import codes, model
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
 from memspec.spec.model import State
-from memspec.spec.operations import Add, Batch, ExternalWrite, Mutation, Remove, Replace
+from memspec.spec.operations import Add, Batch, ExternalWrite, Mutation, Patch, Remove, Replace
 from memspec.spec.rules import Outcome, argument_error, batch_item_error, decide
 from memspec.spec.snapshot import (
     BLOCKED_PREFIX,
@@ -86,6 +86,8 @@ def mutation_of(request: Mapping[str, Any], session: str = "a") -> Mutation:
         return Replace(target, request["old_text"], request["new_content"], session)
     if op == "remove":
         return Remove(target, request["old_text"], session)
+    if op == "patch":
+        return Patch(target, request["old_text"], request["content"], session)
     return Batch(target, request["operations"], session)
 
 

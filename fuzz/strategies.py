@@ -21,7 +21,7 @@ shrunk failure prints as a program a person can replay.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,15 +135,24 @@ def section_texts() -> st.SearchStrategy[str]:
     return st.lists(piece, min_size=1, max_size=4).map("".join)
 
 
+def claimed_ops(features: Collection[str]) -> dict[str, bool]:
+    """Returns the optional ops :func:`requests` may generate for a backend claiming
+    ``features``: ``batch`` and ``patch`` only where claimed (BATCH-1, PATCH-1)."""
+    return {"batch": "batch" in features, "patch": "patch" in features}
+
+
 def requests(
     targets: Sequence[str] = TARGETS,
     *,
     batch: bool = False,
+    patch: bool = False,
     limits: Sequence[int] = (),
     content: st.SearchStrategy[str] | None = None,
 ) -> st.SearchStrategy[dict[str, Any]]:
     """Returns a strategy for one mutation request as protocol fields (CONTRACT-13); ``content``
-    replaces the default :func:`contents` of adds and replaces."""
+    replaces the default :func:`contents` of adds, replaces and patches. ``batch`` and
+    ``patch`` add those ops, for a backend that claims them (BATCH-1, PATCH-1); a patch's
+    content is sometimes empty, which deletes the span (PATCH-5)."""
     target = st.sampled_from(tuple(targets))
     content = contents(limits) if content is None else content
     choices = [
@@ -154,6 +163,12 @@ def requests(
         ),
         st.fixed_dictionaries({"op": st.just("remove"), "target": target, "old_text": old_texts()}),
     ]  # fmt: skip
+    if patch:
+        choices.append(
+            st.fixed_dictionaries({"op": st.just("patch"), "target": target,
+                                   "old_text": old_texts(),
+                                   "content": st.one_of(content, st.just(""))})
+        )  # fmt: skip
     if batch:
         choices.append(
             st.fixed_dictionaries({"op": st.just("batch"), "target": target,

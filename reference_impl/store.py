@@ -19,7 +19,7 @@ from memspec.reference_impl import files
 from memspec.reference_impl.fence import build_fence
 from memspec.spec import codes
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
-from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
 from memspec.spec.rules import Outcome, argument_error, decide
 from memspec.spec.snapshot import render_snapshot, render_unreadable
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS, is_target
@@ -34,6 +34,7 @@ FEATURES = (
     "durable",
     "drift-guard",
     "threat-scan",
+    "patch",
 )
 
 _MESSAGES: dict[str, Callable[[str], str]] = {
@@ -42,7 +43,10 @@ _MESSAGES: dict[str, Callable[[str], str]] = {
         "malformed request: arguments must be strings; batch items "
         "need an action of add/replace/remove with their string fields"
     ),
-    codes.E_EMPTY: lambda name: "nothing to do: the text is empty after stripping whitespace",
+    codes.E_EMPTY: lambda name: (
+        "nothing to do: the text (or the entry a patch would leave) is empty after stripping"
+        " whitespace; remove deletes an entry"
+    ),
     codes.E_DELIMITER: lambda name: (
         "content has a line that is '§' alone (or cannot be encoded"
         " as UTF-8); it would come back as several entries"
@@ -50,7 +54,8 @@ _MESSAGES: dict[str, Callable[[str], str]] = {
     codes.E_THREAT: lambda name: "content matches a threat pattern and was not stored",
     codes.E_NOMATCH: lambda name: f"no entry of {name} contains that text",
     codes.E_AMBIGUOUS: lambda name: (
-        "that text matches several different entries; use a longer, unique substring"
+        "that text matches several different entries, or several places of one entry;"
+        " use a longer, unique substring"
     ),
     codes.E_LIMIT: lambda name: f"{name} would exceed its limit; remove or shorten entries first",
 }
@@ -158,6 +163,12 @@ class Store:
         """Removes the entry ``old_text`` identifies (REMOVE-1, decided by the spec's
         ``choose_entry`` and ``decide``)."""
         return self._mutate(Remove(target, old_text))
+
+    def patch(self, target: str, old_text: str, content: str) -> dict[str, Any]:
+        """Replaces exactly the span ``old_text`` inside the one entry that holds it and keeps the
+        rest of the entry; offered, with the feature ``patch`` claimed (PATCH-1), decided by the
+        spec's ``choose_entry``, ``patch_entry`` and ``decide`` (PATCH-2 to PATCH-10)."""
+        return self._mutate(Patch(target, old_text, content))
 
     def batch(self, target: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
         """Applies add/replace/remove items all-or-nothing against the final budget; offered, with

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         snapshot_of,
         step,
     )
-    from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Remove, Replace
+    from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Patch, Remove, Replace
     from memspec.spec.rules import Outcome
     from memspec.spec.snapshot import render_snapshot, render_unreadable, snapshot_difference
     from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
@@ -55,6 +55,7 @@ __all__ = [
     "FileState",
     "Load",
     "Outcome",
+    "Patch",
     "Remove",
     "Replace",
     "SpecVersion",
@@ -97,7 +98,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "State", "backups_of", "disk", "entries_on_disk", "initial_state", "render_from_disk",
         "session_entries", "snapshot_of", "step",
     ),
-    "operations": ("Add", "Batch", "ExternalWrite", "Load", "Remove", "Replace"),
+    "operations": ("Add", "Batch", "ExternalWrite", "Load", "Patch", "Remove", "Replace"),
     "rules": ("Outcome",),
     "snapshot": ("render_snapshot", "render_unreadable", "snapshot_difference"),
     "targets": ("DEFAULT_LIMITS", "FILENAMES", "TARGETS"),

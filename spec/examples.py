@@ -28,7 +28,7 @@ from memspec.spec.versions import parse_version
 FENCE_OPEN = re.compile(r"^```memspec(?P<info>(?:\s.*)?)$")
 SESSION = re.compile(r"^@(?P<name>[a-z][a-z0-9_]*)\s+")
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-MUTATIONS = {"add": 1, "replace": 2, "remove": 1, "batch": 1}
+MUTATIONS = {"add": 1, "replace": 2, "remove": 1, "patch": 2, "batch": 1}
 INDENT = "    "
 
 
@@ -40,9 +40,9 @@ class ExampleSyntaxError(ValueError):
 class Step:
     """One step of an example: a store call with its expectation, or an assertion.
 
-    ``op`` is ``put``, ``load``, ``add``, ``replace``, ``remove``, ``batch``, ``entries``,
-    ``snapshot``, ``disk`` or ``backups``; ``args`` are its JSON arguments (a target first);
-    ``expect`` is the expected code and outcome fields, or the asserted value.
+    ``op`` is ``put``, ``load``, ``add``, ``replace``, ``remove``, ``patch``, ``batch``,
+    ``entries``, ``snapshot``, ``disk`` or ``backups``; ``args`` are its JSON arguments (a target
+    first); ``expect`` is the expected code and outcome fields, or the asserted value.
     """
 
     op: str
@@ -76,6 +76,7 @@ class Example:
     @property
     def features(self) -> tuple[str, ...]:
         """The backend features the example needs (CONTRACT-20): ``batch`` for a batch step,
+        ``patch`` for a patch step (PATCH-1),
         ``threat-scan`` for an ``E_THREAT`` or a ``[BLOCKED:`` block, ``drift-guard`` for an
         ``E_DRIFT``; ``core`` always. A backups step needs nothing: every backend keeps the
         external bytes it rewrites in a backup (DRIFT-5)."""
@@ -83,8 +84,8 @@ class Example:
         for step in self.steps:
             code = step.expect.get("code")
             value = step.expect.get("value")
-            if step.op == "batch":
-                needed.append("batch")
+            if step.op in ("batch", "patch"):
+                needed.append(step.op)
             if code == codes.E_THREAT or (isinstance(value, str) and "[BLOCKED:" in value):
                 needed.append("threat-scan")
             if code == codes.E_DRIFT:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Final
 
 from memspec.spec.codec import WHITESPACE
@@ -177,52 +178,112 @@ def find_system_notes(text: str, start: int = 0, end: int | None = None) -> list
     return _find(_compiled(_SYSTEM_NOTE_SOURCE), text, start, end)
 
 
-def fence_violations(block: object, *, raw: object = None) -> list[str]:
-    """Returns what is wrong with a backend's ``fence(raw)`` result; ``[]`` when it is correct
-    (CONTRACT-10, FENCE-7: the result is judged, not the method, so a tag removed and a tag
-    replaced by a neutral text such as ``‹/memory-context›`` both pass, while an HTML escape
-    ``&lt;/memory-context&gt;`` is still a tag).
+@dataclass(frozen=True)
+class FenceProblem:
+    """A FenceProblem is one thing wrong with a fenced block and the clause it breaks: FENCE-1
+    for the frame (its tags, its note, the stripped text), FENCE-2 for a fence tag and FENCE-4
+    for a system note left in the recalled text (FENCE-3 shows as either)."""
 
-    Checks FENCE-1, FENCE-2, FENCE-4 and FENCE-5 on the result (FENCE-3 shows in them: a block
-    sanitised in one pass still holds a reassembled tag).
+    clause: str
+    text: str
+
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        """Every clause the problem breaks: a wrong frame also breaks CONTRACT-10, and a tag or
+        a note left in the recalled text also breaks FENCE-5 (the block's only tags and note
+        are its own)."""
+        return (self.clause, "CONTRACT-10" if self.clause == "FENCE-1" else "FENCE-5")
+
+
+def fence_problems(block: object, *, raw: object = None, note: bool = True) -> list[FenceProblem]:
+    """Returns what is wrong with a backend's ``fence(raw)`` result, each with the clause it
+    breaks; ``[]`` when it is correct (CONTRACT-10, FENCE-7: the result is judged, not the
+    method, so a tag removed and a tag replaced by a neutral text such as ``‹/memory-context›``
+    both pass, while an HTML escape ``&lt;/memory-context&gt;`` is still a tag).
 
     ``""`` is correct for blank recalled text or when nothing is left after sanitising; when
     ``raw`` is given, ``""`` for text with visible characters (not whitespace, not ignorable) and
     no tag or note is a violation: nothing needed removing, so the text was lost.
     Otherwise the block must be :func:`frame` of a non-empty, stripped text, and the only tags and
     notes in the whole block are the frame's own (so nothing straddles the frame's edges).
+
+    The recalled text is judged whatever the frame's note says: a block of the shape
+    ``<memory-context>`` line feed, a system note, two line feeds, the text, line feed,
+    ``</memory-context>`` with a note other than :data:`FENCE_NOTE` is one FENCE-1 problem
+    (unless ``note`` is false), and its text is still searched for tags and notes, so that a
+    note worded differently never hides a live closing tag.
     """
     if not isinstance(block, str):
-        return [f"fence() returned {type(block).__name__}, expected a str"]
+        return [FenceProblem("FENCE-1", f"fence() returned {type(block).__name__}, expected a str")]
     if block == "":
         visible = isinstance(raw, str) and any(
             not c.isspace() and c not in IGNORABLE_CHARACTERS for c in raw
         )
         if visible and not _spans(raw):
-            return [f"fence() returned '' for recalled text that needs no sanitising: {raw!r}"]
+            text = f"fence() returned '' for recalled text that needs no sanitising: {raw!r}"
+            return [FenceProblem("FENCE-1", text)]
         return []
     problems = []
-    if not block.startswith(FENCE_PREFIX):
-        problems.append(f"the block does not start with {FENCE_PREFIX!r}: {block[:160]!r}")
+    head = _text_start(block)
+    if head is None:
+        text = f"the block does not start with {FENCE_PREFIX!r}: {block[:160]!r}"
+        problems.append(FenceProblem("FENCE-1", text))
     if not block.endswith(FENCE_SUFFIX):
-        problems.append(f"the block does not end with {FENCE_SUFFIX!r}: {block[-80:]!r}")
-    if problems:
+        text = f"the block does not end with {FENCE_SUFFIX!r}: {block[-80:]!r}"
+        problems.append(FenceProblem("FENCE-1", text))
+    if head is None or problems:
         return problems
-    clean = block[len(FENCE_PREFIX) : max(len(FENCE_PREFIX), len(block) - len(FENCE_SUFFIX))]
+    given = block[len(FENCE_OPEN) + 1 : head - 2]
+    if note and given != FENCE_NOTE:
+        text = f"the frame's note is {given!r}, not {FENCE_NOTE!r}"
+        problems.append(FenceProblem("FENCE-1", text))
+    clean = recalled_text(block) or ""
     if not clean:
-        problems.append("the recalled text in the block is empty; fence() must return '' instead")
+        text = "the recalled text in the block is empty; fence() must return '' instead"
+        problems.append(FenceProblem("FENCE-1", text))
     elif clean != clean.strip(WHITESPACE):
-        problems.append(f"the recalled text keeps surrounding whitespace: {clean!r}")
-    end = len(block) - len(FENCE_CLOSE)
-    own = {(0, len(FENCE_OPEN)), (end, len(block)), *_spans(FENCE_PREFIX)}
+        text = f"the recalled text keeps surrounding whitespace: {clean!r}"
+        problems.append(FenceProblem("FENCE-1", text))
+    closing = len(block) - len(FENCE_CLOSE)
     for start, stop in _spans(block):
-        if (start, stop) not in own:
-            offset = start - len(FENCE_PREFIX)
-            problems.append(
-                f"the recalled text holds a fence tag or system note at offset {offset}: "
-                f"{block[start:stop]!r}"
-            )
+        if start < head or start == closing:
+            continue  # the frame's own opening tag, note and closing tag
+        kind = "FENCE-4" if _SYSTEM_NOTE.match(block, start) else "FENCE-2"
+        text = (
+            f"the recalled text holds a fence tag or system note at offset {start - head}: "
+            f"{block[start:stop]!r}"
+        )
+        problems.append(FenceProblem(kind, text))
     return problems
+
+
+def _text_start(block: str) -> int | None:
+    """Returns where the recalled text of a framed block starts — after the opening tag, a line
+    feed, a system note (the spec's or another) and two line feeds — or ``None``."""
+    note_at = len(FENCE_OPEN) + 1
+    if not block.startswith(FENCE_OPEN + "\n") or not _SYSTEM_NOTE.match(block, note_at):
+        return None
+    end = block.find("\n\n", note_at)
+    return None if end < 0 else end + 2
+
+
+def recalled_text(block: object) -> str | None:
+    """Returns the recalled text of a fenced block — ``""`` for ``""`` — when the block has the
+    frame's shape (whatever its note says) and both ends, else ``None``: the text
+    :func:`fence_problems` searches for tags and notes."""
+    if not isinstance(block, str):
+        return None
+    if block == "":
+        return ""
+    head = _text_start(block)
+    if head is None or not block.endswith(FENCE_SUFFIX):
+        return None
+    return block[head : max(head, len(block) - len(FENCE_SUFFIX))]
+
+
+def fence_violations(block: object, *, raw: object = None, note: bool = True) -> list[str]:
+    """Returns the words of :func:`fence_problems` (``[]`` when the block is correct)."""
+    return [problem.text for problem in fence_problems(block, raw=raw, note=note)]
 
 
 def _spans(text: str) -> list[tuple[int, int]]:

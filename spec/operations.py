@@ -81,6 +81,17 @@ class Remove:
 
 
 @dataclass(frozen=True)
+class Patch:
+    """``patch(target, old_text, content)``: replace exactly the span old_text inside the one
+    entry that holds it, keeping the rest of the entry (feature ``patch``, PATCH-1)."""
+
+    target: Any
+    old_text: Any
+    content: Any
+    session: str = "a"
+
+
+@dataclass(frozen=True)
 class Batch:
     """``batch(target, operations)``: all-or-nothing list of add/replace/remove items."""
 
@@ -104,5 +115,5 @@ class ExternalWrite:
     data: bytes | None
 
 
-Mutation = Add | Replace | Remove | Batch
+Mutation = Add | Replace | Remove | Patch | Batch
 Operation = Load | Mutation | ExternalWrite

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 from typing import Final
 
-MUTATIONS: Final[tuple[str, ...]] = ("add", "replace", "remove", "batch")
+MUTATIONS: Final[tuple[str, ...]] = ("add", "replace", "remove", "patch", "batch")
 
 OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "load": (),
     "add": ("target", "content"),
     "replace": ("target", "old_text", "new_content"),
     "remove": ("target", "old_text"),
+    "patch": ("target", "old_text", "content"),
     "batch": ("target", "operations"),
     "entries": ("target",),
     "snapshot": ("target",),
     "fence": ("raw",),
 }
 """Each op of a session and the fields of its request, in argument order: the store calls of
-CONTRACT-2 under the names CONTRACT-13 gives them."""
+CONTRACT-2 under the names CONTRACT-13 gives them, and ``patch`` (PATCH-1), the op spec v2 adds."""
 
 OPS: Final[tuple[str, ...]] = tuple(OP_FIELDS)

@@ -1,7 +1,7 @@
 """The rules that decide one mutation: arguments, matching, limits.
 
-Each function cites the clause ids it decides (the ENTRY, MATCH, LIMIT, DUP, REPLACE, REMOVE and
-BATCH sections of SPEC.md).
+Each function cites the clause ids it decides (the ENTRY, MATCH, LIMIT, DUP, REPLACE, REMOVE,
+PATCH and BATCH sections of SPEC.md).
 
 These are pure functions over entry tuples. The model composes them into ``step``; a store may
 call them directly so that each rule lives in one place.
@@ -21,7 +21,7 @@ from memspec.spec.codec import (
     starts_with_bom,
 )
 from memspec.spec.codec import usage as usage_of
-from memspec.spec.operations import Add, Batch, FrozenMapping, Mutation, Remove, Replace
+from memspec.spec.operations import Add, Batch, FrozenMapping, Mutation, Patch, Remove, Replace
 from memspec.spec.snapshot import usage_label
 from memspec.spec.targets import is_target
 from memspec.spec.threats import find_threats
@@ -90,6 +90,15 @@ def old_text_error(old_text: object) -> Outcome | None:
     return None
 
 
+def patch_content_error(content: object) -> Outcome | None:
+    """Returns the refusal for the ``content`` of a patch, or ``None``: not a string is
+    ``E_INVALID`` (ENTRY-7); empty after normalisation is allowed, since it deletes the span;
+    anything else is checked like the content of ``add`` (PATCH-5)."""
+    if not isinstance(content, str):
+        return Outcome(codes.E_INVALID)
+    return content_error(content) if normalize_content(content) else None
+
+
 _ITEM_FIELDS = {"add": ("content",), "replace": ("old_text", "content"), "remove": ("old_text",)}
 
 
@@ -118,8 +127,10 @@ def argument_error(op: Mutation) -> Outcome | None:
 
     This is the first half of the precedence rule: ``E_TARGET``, ``E_INVALID``, ``E_EMPTY``,
     ``E_DELIMITER``, ``E_THREAT`` (CONTRACT-5). ``replace`` validates ``new_content`` like
-    ``add`` before anything is read (REPLACE-2); a batch must be a non-empty list (BATCH-5) and
-    its items are checked in order before the file is read, the first bad one deciding (BATCH-6).
+    ``add`` before anything is read (REPLACE-2), ``patch`` its ``old_text`` the same way and a
+    non-empty ``content`` like ``add``'s (PATCH-5, PATCH-10); a batch must be a non-empty list
+    (BATCH-5) and its items are checked in order before the file is read, the first bad one
+    deciding (BATCH-6).
     """
     if not is_target(op.target):
         return Outcome(codes.E_TARGET)
@@ -131,6 +142,10 @@ def argument_error(op: Mutation) -> Outcome | None:
         return old_text_error(op.old_text) or content_error(op.new_content)
     if isinstance(op, Remove):
         return old_text_error(op.old_text)
+    if isinstance(op, Patch):
+        if not isinstance(op.old_text, str) or not isinstance(op.content, str):
+            return Outcome(codes.E_INVALID)
+        return old_text_error(op.old_text) or patch_content_error(op.content)
     if not isinstance(op.operations, tuple):
         return Outcome(codes.E_INVALID)
     if not op.operations:
@@ -166,12 +181,40 @@ def choose_entry(entries: Sequence[str], old_text: str) -> tuple[int | None, Out
     return found[0], None
 
 
+def span_starts(entry: str, span: str) -> int:
+    """Returns at how many positions ``span`` starts in ``entry``, overlapping occurrences
+    included: ``"00"`` starts twice in ``"1000"`` (PATCH-3)."""
+    return sum(entry.startswith(span, index) for index in range(len(entry) - len(span) + 1))
+
+
+def patch_entry(entry: str, old_text: str, content: str) -> str | Outcome:
+    """Returns ``entry`` with the span ``old_text`` replaced by ``content``, or the refusal.
+
+    Both arguments are normalised (ENTRY-6, PATCH-5). The span must start at exactly one
+    position of the entry, else ``E_AMBIGUOUS`` with the entry's preview (PATCH-3); every other
+    character of the entry is kept and the result is normalised like new content (PATCH-4),
+    then validated like it: ``E_EMPTY``, ``E_DELIMITER``, ``E_THREAT`` (PATCH-6). For example
+    ``patch_entry("Drinks tea daily", "tea ", "coffee")`` is ``"Drinks coffee daily"``, and
+    ``patch_entry("Drinks tea", "Drinks", "")`` is ``"tea"``.
+    """
+    span = normalize_content(old_text)
+    if span_starts(entry, span) != 1:
+        return Outcome(codes.E_AMBIGUOUS, matches=(preview(entry),))
+    start = entry.index(span)
+    result = normalize_content(
+        entry[:start] + normalize_content(content) + entry[start + len(span) :]
+    )
+    refusal = content_error(result)
+    return result if refusal is None else refusal
+
+
 def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
     """Returns the entries after one add, replace or remove, or its refusal.
 
     An add of an exact, case-sensitive equal of an entry changes nothing (DUP-1, DUP-3); a
     replace swaps the whole chosen entry in place and keeps a duplicate it creates (REPLACE-1,
-    REPLACE-4); a remove deletes exactly the chosen entry (REMOVE-1).
+    REPLACE-4); a remove deletes exactly the chosen entry (REMOVE-1); a patch chooses its entry
+    with the same :func:`choose_entry` (PATCH-2) and edits one span of it in place (PATCH-4).
     """
     if action == "add":
         text = normalize_content(content)
@@ -182,6 +225,11 @@ def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> En
     assert index is not None
     if action == "replace":
         return (*entries[:index], normalize_content(content), *entries[index + 1 :])
+    if action == "patch":
+        patched = patch_entry(entries[index], old_text, content)
+        if isinstance(patched, Outcome):
+            return patched
+        return (*entries[:index], patched, *entries[index + 1 :])
     return entries[:index] + entries[index + 1 :]
 
 
@@ -192,6 +240,8 @@ def _steps(op: Mutation) -> list[tuple[str, str, str]]:
         return [("replace", op.new_content, op.old_text)]
     if isinstance(op, Remove):
         return [("remove", "", op.old_text)]
+    if isinstance(op, Patch):
+        return [("patch", op.content, op.old_text)]
     return [
         (item.get("action"), item.get("content", ""), item.get("old_text", ""))
         for item in op.operations
@@ -223,7 +273,9 @@ def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
         applied = _apply_one(result, action, content, old_text)
         if isinstance(applied, Outcome):
             item = index if isinstance(op, Batch) else None
-            return Outcome(applied.code, matches=applied.matches, item=item)
+            return Outcome(
+                applied.code, matches=applied.matches, threats=applied.threats, item=item
+            )
         result = applied
     return result
 
@@ -242,7 +294,9 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
     threat scan included (DRIFT-1, DUP-4, SCAN-9). Batch items apply in order to a working copy
     (BATCH-3) and any refusal refuses the whole batch (BATCH-2); the limit is checked once, on
     the final result (BATCH-4, LIMIT-3: a refusal writes nothing). Removing the last entry is
-    accepted (REMOVE-2); nothing is written when no entry matches (MATCH-2, REMOVE-3).
+    accepted (REMOVE-2); nothing is written when no entry matches (MATCH-2, REMOVE-3). A patch
+    meets the file, the limit and an unchanged result exactly as a replace does (PATCH-7,
+    PATCH-8, PATCH-9), its result checked before the limit (PATCH-10).
 
     A foreign file (an entry alone over the limit) refuses with ``E_DRIFT`` every mutation that
     does not go through as a change no larger than the file: one that would make it larger, and

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.findings import blamed_clauses
 from memspec.conformance.results_page import PageRun, writable_page
-from memspec.conformance.verdicts import blamed
 
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 0.95
@@ -47,6 +47,7 @@ AREAS = (
     "format",
     "limits",
     "matching",
+    "patch",
     "snapshot",
     "locking",
     "atomicity",
@@ -122,6 +123,13 @@ ZOO: tuple[Member, ...] = (
        "MATCH-5", "match-ambiguous-distinct"),
     _m(f"{WRAP}:no_exact_preference", "matching", "an exact entry does not win (#109177)",
        "MATCH-3", "match-exact-entry-wins"),
+    # patch
+    _m(f"{NAIVE}:patches_every_occurrence", "patch", "a repeated span is edited everywhere",
+       "PATCH-3", "patch-span-must-be-unique-in-its-entry"),
+    _m(f"{NAIVE}:patches_whole_entry", "patch", "a patch replaces the whole entry",
+       "PATCH-4", "patch-keeps-the-rest-of-the-entry"),
+    _m(f"{NAIVE}:patch_skips_result_scan", "patch", "the patched entry is not scanned",
+       "PATCH-6", "patch-result-scanned"),
     _m(f"{WRAP}:replaces_substring", "matching", "replaces old_text, not the entry",
        "REPLACE-1", "replace-whole-entry-in-place"),
     _m(f"{WRAP}:replace_moves_to_end", "matching", "replace reorders the entries",
@@ -290,13 +298,6 @@ class Detection:
     def verdict(self) -> str:
         """``caught``, ``elsewhere`` (failed on other clauses only) or ``missed``."""
         return "caught" if self.caught else "elsewhere" if self.failures else "missed"
-
-
-def blamed_clauses(record: dict[str, Any]) -> tuple[str, ...]:
-    """The clauses a failed record blames (its verdict's ``blamed``: CONTRACT-6 when the backend
-    raised or died), else every clause the check cites."""
-    clause = blamed(record)
-    return (clause,) if clause else tuple(record.get("clauses", ()))
 
 
 def read_detection(member: Member, report: Path, status: int, wall: float) -> Detection:

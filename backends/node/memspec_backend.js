@@ -375,6 +375,12 @@ function oldTextError(oldText) {                                             // 
   return normalizeContent(oldText) ? null : refusal('E_EMPTY');
 }
 
+/** Refusal of a patch's content: it may be empty (it deletes the span), else as add's (PATCH-5). */
+function patchContentError(content) {
+  if (typeof content !== 'string') return refusal('E_INVALID');              // ENTRY-7
+  return normalizeContent(content) ? contentError(content) : null;
+}
+
 const ITEM_FIELDS = new Map([['add', ['content']], ['replace', ['old_text', 'content']],
   ['remove', ['old_text']]]);
 
@@ -401,6 +407,10 @@ function argumentError(op) {
     return oldTextError(op.old_text) || contentError(op.new_content);
   }
   if (op.op === 'remove') return oldTextError(op.old_text);
+  if (op.op === 'patch') {                                                   // PATCH-5, PATCH-10
+    if (typeof op.old_text !== 'string' || typeof op.content !== 'string') return refusal('E_INVALID');
+    return oldTextError(op.old_text) || patchContentError(op.content);
+  }
   if (!Array.isArray(op.operations)) return refusal('E_INVALID');            // batch
   if (op.operations.length === 0) return refusal('E_EMPTY');
   for (let index = 0; index < op.operations.length; index++) {
@@ -424,6 +434,27 @@ function chooseEntry(entries, oldText) {
   return { index: found[0] };                                                // MATCH-4
 }
 
+/** How many positions `span` starts at in `entry`, overlapping ones included ('00' in '1000': 2). */
+function spanStarts(entry, span) {                                           // PATCH-3
+  let count = 0;
+  for (let at = entry.indexOf(span); at >= 0; at = entry.indexOf(span, at + 1)) count++;
+  return count;
+}
+
+/**
+ * `entry` with the one span `oldText` replaced by `content`, the rest kept, or a refusal: a span
+ * found more than once (PATCH-3), a result refused like new content (PATCH-4, PATCH-6). The span
+ * is well-formed (chooseEntry matched it), so its UTF-16 positions are code point positions.
+ */
+function patchEntry(entry, oldText, content) {
+  const span = normalizeContent(oldText);
+  if (spanStarts(entry, span) !== 1) return refusal('E_AMBIGUOUS', { matches: [preview(entry)] });
+  const start = entry.indexOf(span);
+  const text = normalizeContent(entry.slice(0, start) + normalizeContent(content) +
+    entry.slice(start + span.length));
+  return contentError(text) || { text };
+}
+
 function applyStep(entries, [action, content, oldText]) {
   if (action === 'add') {
     const text = normalizeContent(content);
@@ -432,6 +463,12 @@ function applyStep(entries, [action, content, oldText]) {
   const chosen = chooseEntry(entries, oldText);
   if (chosen.code) return chosen;
   const rest = entries.slice();
+  if (action === 'patch') {                                                  // PATCH-2, PATCH-4
+    const patched = patchEntry(entries[chosen.index], oldText, content);
+    if (patched.code) return patched;
+    rest[chosen.index] = patched.text;
+    return rest;
+  }
   if (action === 'replace') rest[chosen.index] = normalizeContent(content);  // REPLACE-1
   else rest.splice(chosen.index, 1);                                         // REMOVE-1
   return rest;
@@ -441,6 +478,7 @@ function stepsOf(op) {
   if (op.op === 'add') return [['add', op.content, '']];
   if (op.op === 'replace') return [['replace', op.new_content, op.old_text]];
   if (op.op === 'remove') return [['remove', '', op.old_text]];
+  if (op.op === 'patch') return [['patch', op.content, op.old_text]];
   return op.operations.map((item) => [item.action, item.content ?? '', item.old_text ?? '']);
 }
 
@@ -651,12 +689,14 @@ const MESSAGES = {
   E_TARGET: () => "target must be 'memory' or 'user'",
   E_INVALID: () => 'malformed request: arguments must be strings; batch items need an action of ' +
     'add/replace/remove with their string fields',
-  E_EMPTY: () => 'nothing to do: the text is empty after stripping whitespace',
+  E_EMPTY: () => 'nothing to do: the text (or the entry a patch would leave) is empty after ' +
+    'stripping whitespace; remove deletes an entry',
   E_DELIMITER: () => "content has a line that is '§' alone (or cannot be encoded as UTF-8); it " +
     'would come back as several entries',
   E_THREAT: () => 'content matches a threat pattern and was not stored',
   E_NOMATCH: (name) => `no entry of ${name} contains that text`,
-  E_AMBIGUOUS: () => 'that text matches several different entries; use a longer, unique substring',
+  E_AMBIGUOUS: () => 'that text matches several different entries, or several places of one ' +
+    'entry; use a longer, unique substring',
   E_LIMIT: (name) => `${name} would exceed its limit; remove or shorten entries first`,
   OK: () => 'done',
 };
@@ -703,7 +743,7 @@ class Session {
     }
   }
 
-  /** add, replace, remove, batch: arguments, then lock + re-read + decide + write. */
+  /** add, replace, remove, patch, batch: arguments, then lock + re-read + decide + write. */
   async mutate(op) {
     const refused = argumentError(op);
     if (refused) return answer(refused, isTarget(op.target) ? FILENAMES[op.target] : 'the store');
@@ -781,8 +821,8 @@ class Session {
 // The JSON Lines protocol (CONTRACT-12..14)
 
 const FEATURES = ['core', 'batch', 'fence', 'crash-safe', 'durable', 'drift-guard', 'threat-scan',
-  ...(CROSS_PROCESS_LOCK ? ['multi-process'] : [])];
-const MUTATIONS = new Set(['add', 'replace', 'remove', 'batch']);
+  'patch', ...(CROSS_PROCESS_LOCK ? ['multi-process'] : [])];
+const MUTATIONS = new Set(['add', 'replace', 'remove', 'patch', 'batch']);
 const OPS = new Set(['open', 'load', 'entries', 'snapshot', 'fence', ...MUTATIONS]);
 let session = null;
 

@@ -12,6 +12,7 @@ from memspec.conformance.checks import (
     files,  # noqa: F401
     locking,  # noqa: F401
     own_bytes,  # noqa: F401
+    patch,  # noqa: F401
     protocol,  # noqa: F401
     read,  # noqa: F401
     recovery,  # noqa: F401

@@ -20,9 +20,10 @@ from memspec.spec.targets import TARGETS
 
 FEATURE_NAMES = frozenset((
     "core", "batch", "fence", "multi-process", "crash-safe", "durable", "drift-guard",
-    "threat-scan",
+    "threat-scan", "patch",
 ))  # fmt: skip
-"""The eight feature names of the contract (CONTRACT-19)."""
+"""The feature names of the contract: its eight, and ``patch``, which spec v2 adds (CONTRACT-19,
+PATCH-1)."""
 
 OPTIONAL_FIELD_TYPES = {"message": str, "usage": str, "duplicate": bool}
 
@@ -115,6 +116,11 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
             ("replace", {"target": "memory", "old_text": "tabs", "new_content": "Uses spaces"}),
             ("add", {"target": "user", "content": "Timezone: UTC"}),
         ]
+        if "patch" in session.features:
+            mutations += [
+                ("patch", {"target": "memory", "old_text": "Uses", "content": "Prefers"}),
+                ("patch", {"target": "memory", "old_text": "nowhere to be found", "content": ""}),
+            ]
         if "batch" in session.features:
             missing = [{"action": "remove", "old_text": "nowhere to be found"}]
             mutations += [
@@ -180,7 +186,7 @@ def mutation_without_load(ctx: CheckContext) -> None:
 
 @check("CONTRACT-19", features=(), id="contract.claimed_features_are_known")
 def claimed_features_are_known(ctx: CheckContext) -> None:
-    """Every claimed feature is one of the eight names of the contract, and ``core`` is claimed
+    """Every claimed feature is one of the names of the contract, and ``core`` is claimed
     (or implied by claiming nothing) (CONTRACT-19). It needs no feature: a backend that claims
     no ``core`` would otherwise skip it along with every other check, and pass."""
     session = ctx.backend.open(ctx.root)

@@ -15,10 +15,13 @@ killed. The recovery judges the previous round's crash:
 
 ``kill_at_random_moments`` works for every backend: the harness sends SIGKILL (to the backend
 process too, for a command backend) a random moment after a randomly chosen operation started.
-``kill_at_each_write_step`` is for Python backends: it traces one add, then kills the worker
-right before and right after each of its interposed writes, flushes, syncs and renames in turn
-(:mod:`memspec.conformance.processes.interpose`), so every step of the write protocol is a crash
-point.
+``kill_at_each_write_step`` traces one add, then kills the session right before and right after
+each of its writes, flushes, syncs and renames in turn, so every step of the write protocol is a
+crash point: by interposition in the worker for a Python backend
+(:mod:`memspec.conformance.processes.interpose`), by strace's ``signal=SIGKILL`` injection for a
+``--backend-cmd`` backend (:mod:`memspec.conformance.crash.tamper`; skipped, with the reason,
+where strace cannot run). A kill that strace placed elsewhere than planned is still judged as a
+crash, and retried once; a step never reached makes the check not verified, never passed.
 """
 
 from __future__ import annotations
@@ -26,14 +29,28 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import BackendDefect
+from memspec.conformance.crash.fstrace import StraceTrace
+from memspec.conformance.crash.tamper import (
+    acted_on,
+    finish_traced,
+    landed,
+    plan_injection,
+    require_strace,
+    restore_root,
+    root_files,
+    traced,
+)
+from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.processes.workers import Job, Worker, WorkerResult, require_python_backend
+from memspec.conformance.processes.workers import Job, Worker, WorkerResult
 from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
@@ -156,23 +173,29 @@ class Recovery:
         if result.status == "error":
             result.expect_done()
         found = self._found(result)
-        # CRASH-1: the file is as it was before the interrupted mutation or as it left it.
-        assert any(found == entries for entries, _ in self.allowed), self._torn(
-            "a fresh session finds", found
-        )
-        probe = next((op for op in result.ops if op.index == OPENING - 1), None)
-        # CRASH-3: the kernel released the crashed writer's flock, so a new mutation completes.
-        assert probe is not None and probe.type == "ok", (
-            f"CRASH-3: {self.crash}, the next add "
-            + (
-                f"answered {probe.answer}"
-                if probe is not None and probe.answer is not None
-                else f"did not complete within {PROBE_TIMEOUT:g} s"
+        # Each clause is judged on its own, and the check goes on after a failure: a torn file
+        # (CRASH-1) says nothing of the lock (CRASH-3) or of the leftovers (CRASH-2).
+        with self.ctx.keep_going():
+            # CRASH-1: the file is as it was before the interrupted mutation or as it left it.
+            assert any(found == entries for entries, _ in self.allowed), self._torn(
+                "a fresh session finds", found
             )
-            + ": a crash must never leave the target locked (use flock, which the kernel "
-            "releases when its holder dies, not a lock file whose existence means locked)"
-        )
-        self._judge_strays()
+        probe = next((op for op in result.ops if op.index == OPENING - 1), None)
+        with self.ctx.keep_going():
+            # CRASH-3: the kernel released the crashed writer's flock, so a new mutation
+            # completes.
+            assert probe is not None and probe.type == "ok", (
+                f"CRASH-3: {self.crash}, the next add "
+                + (
+                    f"answered {probe.answer}"
+                    if probe is not None and probe.answer is not None
+                    else f"did not complete within {PROBE_TIMEOUT:g} s"
+                )
+                + ": a crash must never leave the target locked (use flock, which the kernel "
+                "releases when its holder dies, not a lock file whose existence means locked)"
+            )
+        with self.ctx.keep_going():
+            self._judge_strays()
         state = initial_state(memory_char_limit=CRASH_LIMIT, memory=encode_entries(found))
         self.allowed = self._replay(result, state)
         if result.status == "done":
@@ -180,7 +203,8 @@ class Recovery:
         else:
             between = "" if result.in_flight is not None else " (between operations)"
             self.crash = f"after kill -9 {crash}{between}"
-        self._judge_disk()
+        with self.ctx.keep_going():
+            self._judge_disk()
 
     def _found(self, result: WorkerResult) -> tuple[str, ...]:
         answer = result.answer(1)
@@ -278,7 +302,31 @@ def _round(
     """Runs one round; with ``rng`` the harness kills it after a random operation."""
     ctx = recovery.ctx
     ops = (*recovery.opening(), *mutations)
-    with Worker(Job(ctx.backend, ctx.root, ops, LIMITS, plan=plan, name=name)) as worker:
+    return _drive(Job(ctx.backend, ctx.root, ops, LIMITS, plan=plan, name=name), rng)
+
+
+def _strace_round(
+    recovery: Recovery,
+    mutations: list[dict[str, Any]],
+    name: str,
+    options: Sequence[str],
+    root: Path | None = None,
+) -> tuple[WorkerResult, StraceTrace]:
+    """Runs one round of a command backend under strace with ``options`` (an injection's), on
+    ``root`` (the check's by default); returns the result, whose calls are strace's, and the
+    trace."""
+    ctx = recovery.ctx
+    ops = (*recovery.opening(), *mutations)
+    job = Job(ctx.backend, root or ctx.root, ops, LIMITS, name=name)
+    run = traced(job, ctx.scratch, options)
+    return finish_traced(run, _drive(run.job, None))
+
+
+def _drive(job: Job, rng: random.Random | None) -> WorkerResult:
+    """Runs a round's job: kills it when its probe does not complete, and with ``rng`` after
+    a random operation."""
+    ops = job.operations
+    with Worker(job) as worker:
         worker.wait_until(lambda w: w.opened is not None or w.ended, START_TIMEOUT)
         if not worker.wait_until(lambda w: w.completed(2) or w.ended, PROBE_TIMEOUT):
             worker.kill()
@@ -347,38 +395,94 @@ def kill_at_random_moments(ctx: CheckContext) -> None:
     _final(recovery)
 
 
-@check(
-    "CRASH-1",
-    "CRASH-2",
-    "CRASH-3",
-    python_only=True,
-    id="crash.kill_at_each_write_step",
-)
+@check("CRASH-1", "CRASH-2", "CRASH-3", id="crash.kill_at_each_write_step")
 def kill_at_each_write_step(ctx: CheckContext) -> None:
-    """Traces one add of a Python backend, then kills the session right before and right after
-    each of its interposed writes, flushes, syncs and renames; after each kill the file is old or
-    new, the target is not locked and leftovers are removed by the next mutation (CRASH-1..3)."""
-    require_python_backend(ctx.backend)
+    """Traces one add, then kills the session right before and right after each of its writes,
+    flushes, syncs and renames (interposed for a Python backend, by strace for a command);
+    after each kill the file is old or new, the target is not locked and leftovers are removed
+    by the next mutation (CRASH-1..3)."""
+    command = isinstance(ctx.backend, CommandBackend)
+    if command:
+        require_strace()
     recovery = _setup(ctx)
     target = {"op": "add", "target": "memory", "content": recovery.entry("traced")}
-    traced = _round(recovery, [target], "traced", plan=Plan(trace=True))
-    recovery.judge(traced, "")
-    traced.expect_done()
-    points = [call for call in traced.calls_during(OPENING) if call["name"] in KILL_POINTS]
+    if command:
+        traced_round, trace = _strace_round(recovery, [target], "traced", ())
+    else:
+        traced_round, trace = _round(recovery, [target], "traced", plan=Plan(trace=True)), None
+    recovery.judge(traced_round, "")
+    traced_round.expect_done()
+    points = [call for call in traced_round.calls_during(OPENING) if call["name"] in KILL_POINTS]
     if not points:
         raise NotApplicable(
-            "the add made no interposed write, sync or rename: the backend writes through code "
+            "the add made no traced write, sync or rename: the backend writes through code "
             "memspec cannot interpose (a C extension?), so there is no step to crash at"
         )
     match = Match(frozenset(KILL_POINTS), op=OPENING)
+    missed: list[str] = []
     for number, point in enumerate(points, 1):
         for when in ("before", "after"):
-            add = {"op": "add", "target": "memory", "content": recovery.entry(f"{when}{number}")}
-            plan = Plan(faults=(Fault(match, action=f"kill-{when}", nth=number),), trace=False)
-            result = _round(recovery, [add], f"{when}{number}", plan=plan)
-            recovery.judge(
-                result,
-                f"{when} {_describe_point(point)} (step {number} of {len(points)} of an add)",
-            )
-            recovery.note_leftovers()
+            fault = Fault(match, action=f"kill-{when}", nth=number)
+            where = f"{when} {_describe_point(point)} (step {number} of {len(points)} of an add)"
+            if trace is None:
+                add = {
+                    "op": "add",
+                    "target": "memory",
+                    "content": recovery.entry(f"{when}{number}"),
+                }
+                result = _round(
+                    recovery, [add], f"{when}{number}", plan=Plan(faults=(fault,), trace=False)
+                )
+                recovery.judge(result, where)
+                recovery.note_leftovers()
+                continue
+            problem = _kill_under_strace(recovery, fault, where)
+            if problem is not None:
+                missed.append(f"{where}: {problem}")
     _final(recovery)
+    if missed:
+        raise NotApplicable(
+            f"strace could not kill the backend at {len(missed)} of {2 * len(points)} steps "
+            f"(each tried twice; every kill that landed was judged): {'; '.join(missed)}"
+        )
+
+
+def _kill_under_strace(recovery: Recovery, fault: Fault, where: str) -> str | None:
+    """Kills a command backend's add at the step ``fault`` selects, with strace
+    (:mod:`memspec.conformance.crash.tamper`): the round is first recorded on a copy of the
+    root — what a crash left changes the calls of the next round's opening, and so strace's
+    count — then run with the injection; its crash is judged by the next round, also when the
+    kill landed on another step of the add. Returns None, or why the kill missed its step
+    twice. A kill that landed outside the add (in the opening, whose probe it would fail) is
+    never judged: the check is then not applicable."""
+    ctx = recovery.ctx
+    problem: str | None = None
+    for attempt in range(2):
+        add = {"op": "add", "target": "memory", "content": recovery.entry(fault.action)}
+        name = f"{fault.action}{fault.nth}-{attempt}"
+        copy = Path(tempfile.mkdtemp(dir=ctx.scratch))
+        restore_root(copy, root_files(ctx.root))
+        recorded, trace = _strace_round(recovery, [add], f"{name}-recorded", (), copy)
+        injection = plan_injection(trace, recorded.calls, fault)
+        if injection is None:
+            # The copy's round did not reach the step (its probe may have stuck on a lock the
+            # last crash left, CRASH-3): the real round, run as it is, is judged first.
+            result, _ = _strace_round(recovery, [add], name, ())
+            recovery.judge(result, "")
+            raise NotApplicable(
+                f"the add recorded before the kill {where} made fewer writes, syncs and "
+                "renames than the traced add: the backend's calls differ from run to run"
+            )
+        result, killed = _strace_round(recovery, [add], name, injection.options())
+        record, words = acted_on(killed, result.calls, injection)
+        if record is None or record["op"] != OPENING:
+            raise NotApplicable(
+                f"strace's kill {where} landed outside the add ({words}), so the round cannot "
+                "be judged: the backend's calls differ from run to run"
+            )
+        problem = landed(killed, result.calls, injection)
+        recovery.judge(result, where if problem is None else f"at an unplanned step ({problem})")
+        recovery.note_leftovers()
+        if problem is None:
+            return None
+    return problem

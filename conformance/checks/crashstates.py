@@ -34,11 +34,9 @@ and the time taken per model are attached to the check's result as figures (``ct
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -55,6 +53,7 @@ from memspec.conformance.crash.persistence import (
     crash_states,
     explain,
 )
+from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.processes.interpose import Plan, describe_call
 from memspec.conformance.processes.workers import Job, run_session
@@ -68,7 +67,6 @@ LIMIT = 100_000
 LIMITS = {"memory": LIMIT}
 SEEDS = ("<s1> seed: user prefers tabs", "<s2> seed: project uses Go", "<s3> seed: editor vim")
 RECORD_TIMEOUT = 60.0
-STRACE_PROBE_TIMEOUT = 10.0
 
 
 def _requests(batch: bool) -> list[dict[str, Any]]:
@@ -138,27 +136,6 @@ def snapshot_files(root: Path) -> dict[str, tuple[int, bytes]]:
             if entry.is_file(follow_symlinks=False):
                 files[entry.name] = (entry.inode(), Path(entry.path).read_bytes())
     return files
-
-
-@functools.cache
-def strace_problem() -> str | None:
-    """Returns why strace cannot trace here (missing, or ptrace not permitted), or ``None``."""
-    if shutil.which("strace") is None:
-        return "strace is not installed, so a --backend-cmd backend's calls cannot be recorded"
-    try:
-        probe = subprocess.run(
-            ["strace", "-f", "-qq", "-o", os.devnull, "true"],
-            capture_output=True,
-            text=True,
-            timeout=STRACE_PROBE_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"strace could not run: {error}"
-    if probe.returncode != 0:
-        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"strace is not permitted to trace here ({reason})"
-    return None
 
 
 def _setup(ctx: CheckContext) -> frozenset[str]:
@@ -439,9 +416,7 @@ def judge_model(
         recording.ops,
         model,
         limit=profile.crash_states,
-        per_point=(
-            profile.command_states_per_point if command else profile.crash_states_per_point
-        ),
+        per_point=(profile.command_states_per_point if command else profile.crash_states_per_point),
     )
     failure = None
     judged = 0

@@ -1,9 +1,11 @@
-"""Checks of the write protocol, step by step, from the interposed calls of an add (ATOMIC-1,
+"""Checks of the write protocol, step by step, from the recorded calls of an add (ATOMIC-1,
 ATOMIC-3).
 
-Process crashes cannot show a missing ``fsync``: the page cache survives them. So for a Python
-backend the check records the file-system calls of one add
-(:mod:`memspec.conformance.processes.interpose`) and reads the protocol off the trace:
+Process crashes cannot show a missing ``fsync``: the page cache survives them. So the check
+records the file-system calls of one add — interposed for a Python backend
+(:mod:`memspec.conformance.processes.interpose`), through strace for a ``--backend-cmd`` backend
+(:mod:`memspec.conformance.crash.tamper`; skipped, with the reason, where strace cannot run) — and
+reads the protocol off the trace:
 
 1. the new bytes are written to a temp file in the same directory as ``MEMORY.md``;
 2. they reach the kernel (a buffered file object is flushed or closed) and are then fsynced
@@ -22,8 +24,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from memspec.conformance.crash.tamper import run_planned
 from memspec.conformance.processes.interpose import Plan, opens_for_writing, render_trace
-from memspec.conformance.processes.workers import Job, require_python_backend, run_session
+from memspec.conformance.processes.workers import Job
 from memspec.conformance.registry import CheckContext, check
 
 Steps = list[tuple[int, dict[str, Any]]]
@@ -40,7 +43,7 @@ def _traced_add(ctx: CheckContext, content: str, name: str) -> list[dict[str, An
         plan=Plan(trace=True),
         name=name,
     )
-    result = run_session(job, timeout=30).expect_done()
+    result = run_planned(job, 60, ctx.scratch).expect_done()
     answer = result.answer(1)
     # ATOMIC-1: the add to be traced must succeed.
     assert answer is not None and answer["code"] == "OK", (
@@ -122,14 +125,12 @@ def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
     "ATOMIC-3",
     "ATOMIC-1",
     features=("durable",),
-    python_only=True,
     id="durability.write_protocol_is_durable",
 )
 def write_protocol_is_durable(ctx: CheckContext) -> None:
-    """Two adds in two processes, interposed: each writes a temp in the same directory, fsyncs
+    """Two adds in two processes, traced: each writes a temp in the same directory, fsyncs
     it after its last write, renames it onto MEMORY.md and fsyncs the directory before
     returning; the two temps have different names (ATOMIC-1, ATOMIC-3)."""
-    require_python_backend(ctx.backend)
     root = os.path.realpath(ctx.root)
     first = temp_written_and_renamed(_traced_add(ctx, "User prefers tabs", "first"), root)
     second = temp_written_and_renamed(_traced_add(ctx, "Project uses Go", "second"), root)

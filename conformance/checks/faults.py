@@ -1,9 +1,12 @@
-"""Fault injection at the operating-system boundary of a Python backend (READ-6, READ-7,
-ATOMIC-3, ATOMIC-4).
+"""Fault injection at the operating-system boundary of a backend (READ-6, READ-7, ATOMIC-3,
+ATOMIC-4).
 
-Each scenario runs one session in a worker process whose file-system calls are interposed
-(:mod:`memspec.conformance.processes.interpose`): after two acknowledged adds, the third add meets
-one injected error, then the session adds once more and reloads. The harness observes the root's
+Each scenario runs one session in a worker process: after two acknowledged adds, the third add
+meets one injected error, then the session adds once more and reloads. A Python backend's calls
+are interposed (:mod:`memspec.conformance.processes.interpose`); a ``--backend-cmd`` backend runs
+under strace, which injects the same fault into the same call
+(:mod:`memspec.conformance.crash.tamper`; skipped, with the reason, where strace is missing or
+not permitted). The harness observes the root's
 files (harness ``observe`` steps) before and after the faulty add.
 
 - A read of ``MEMORY.md`` fails (``EIO`` on a read, ``EACCES`` on the open): the add answers
@@ -20,30 +23,35 @@ files (harness ``observe`` steps) before and after the faulty add.
 A fault whose call never happens (a backend that does not fsync, or writes in place without a
 rename) leaves that scenario without an object. Faults on the read and on the first write must
 fire, since every mutation re-reads the file (LOCK-2) and writes the new one; when they cannot,
-the backend's I/O is invisible to the interposition and the check is not applicable.
+the backend's I/O is invisible to the interposition (or strace could not place the fault) and
+the check is not applicable.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 from dataclasses import dataclass
 from typing import Any
 
+from memspec.conformance.crash.tamper import run_planned
 from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.processes.workers import (
-    Job,
-    WorkerResult,
-    require_python_backend,
-    run_session,
-)
+from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
 from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.spec import codes
+from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 """Indices in a scenario's operations: load, add, add, observe (BEFORE), the faulty add
 (FAULTY), observe (AFTER), add (NEXT), load, entries (ENTRIES)."""
+
+
+LIMIT = 1_000_000
+"""The limit entries are parsed against in messages (any size is shown)."""
+RUN_TIMEOUT = 60.0
+"""Seconds one scenario's session may take (under strace a backend starts slower)."""
 
 
 @dataclass(frozen=True)
@@ -117,12 +125,19 @@ def _files(result: WorkerResult, index: int) -> dict[str, str]:
 
 
 def _run(ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str) -> WorkerResult:
-    return run_session(Job(ctx.backend, ctx.root, ops, plan=plan, name=name), 30).expect_done()
+    return _start(ctx, ops, plan, name).expect_done()
 
 
-def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
-    """MEMORY.md is byte for byte as before and no temp file was left (READ-6/7, ATOMIC-4)."""
-    old, new = _files(result, BEFORE), _files(result, AFTER)
+def _start(
+    ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str
+) -> WorkerResult:
+    job = Job(ctx.backend, ctx.root, ops, plan=plan, name=name)
+    return run_planned(job, RUN_TIMEOUT, ctx.scratch)
+
+
+def _judge_untouched(old: dict[str, str], new: dict[str, str], label: str, clause: str) -> None:
+    """MEMORY.md is byte for byte as before (``old``: observed files, name -> hex) and no temp
+    file was left (READ-6/7, ATOMIC-4)."""
     # READ-7 / ATOMIC-4: the failed mutation leaves MEMORY.md byte for byte as it was.
     assert new.get("MEMORY.md") == old.get("MEMORY.md"), (
         f"{clause}: with {label}, the refused add changed MEMORY.md from "
@@ -132,6 +147,21 @@ def _judge_untouched(result: WorkerResult, label: str, clause: str) -> None:
     left = sorted(name for name in set(new) - set(old) if file_kind(name) not in NAMED_KINDS)
     # ATOMIC-4: the store removes its temp file when the write fails.
     assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
+
+
+def _what_the_add_did(result: WorkerResult) -> str:
+    """Returns how the faulty add changed MEMORY.md, in entries (``""`` when it did not)."""
+    old, new = _files(result, BEFORE).get("MEMORY.md"), _files(result, AFTER).get("MEMORY.md")
+    if old == new:
+        return ""
+    before, after = (
+        classify_bytes(bytes.fromhex(data) if data is not None else None, LIMIT).entries
+        for data in (old, new)
+    )
+    lost = [entry for entry in before or () if entry not in (after or ())]
+    return f"; it rewrote MEMORY.md from {list(before or ())} to {list(after or ())}" + (
+        f", losing {len(lost)} acknowledged entries" if lost else ""
+    )
 
 
 def _entries(label: str) -> tuple[str, str, str, str]:
@@ -162,7 +192,11 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     """Runs one scenario; ``kept`` holds the entries acknowledged so far and is extended."""
     first, second, faulty, after = _entries(f"Fault scenario {number}")
     ops = _faulty_add_between(first, second, faulty, after)
-    result = _run(ctx, ops, Plan(faults=(scenario.fault,), trace=False), f"fault{number}")
+    result = _start(ctx, ops, Plan(faults=(scenario.fault,), trace=False), f"fault{number}")
+    if result.answer(BEFORE) is not None and result.answer(FAULTY) is None:
+        _judge_after_a_defect(ctx, scenario, result, (first, second, after), kept)
+        return
+    result.expect_done()
     kept += [first, second]
     fired = [call for call in result.calls if call.get("effect")]
     if not fired:
@@ -179,9 +213,9 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
     assert answer is not None and answer["code"] == scenario.code, (
         f"{scenario.clause}: with {label}, add memory {faulty!r} answered {answer}; expected "
-        f"{scenario.code}"
+        f"{scenario.code}{_what_the_add_did(result)}"
     )
-    _judge_untouched(result, label, scenario.clause)
+    _judge_untouched(_files(result, BEFORE), _files(result, AFTER), label, scenario.clause)
     answer = result.answer(NEXT)
     # ATOMIC-4, READ-7: the fault was transient, so the next operation works.
     assert answer is not None and answer["code"] == codes.OK, (
@@ -196,15 +230,70 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     )
 
 
-@check("READ-7", "READ-6", python_only=True, id="faults.read_errors_are_not_empty")
+def _scenarios(ctx: CheckContext, scenarios: tuple[Scenario, ...]) -> list[str]:
+    """Runs each scenario, going on after one that fails (on an emptied root, since a failure
+    may have lost entries); returns the entries acknowledged on the root as it is now."""
+    kept: list[str] = []
+    for number, scenario in enumerate(scenarios, 1):
+        failed = len(ctx.failures)
+        with ctx.keep_going():
+            _fault_scenario(ctx, scenario, number, kept)
+        if len(ctx.failures) > failed:
+            for entry in os.scandir(ctx.root):
+                if entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+            kept.clear()
+    return kept
+
+
+def _judge_after_a_defect(
+    ctx: CheckContext,
+    scenario: Scenario,
+    result: WorkerResult,
+    entries: tuple[str, str, str],
+    kept: list[str],
+) -> None:
+    """Judges a scenario whose faulty add got no answer (the backend raised or died): that is a
+    defect (CONTRACT-6) and a failure of the scenario's clause, which asks for an answer, and
+    the check goes on: the files as the backend left them must still be untouched, and a new
+    session must find every acknowledged entry and add again, so that what the clause protects
+    is judged whatever the answer was."""
+    first, second, after = entries
+    with ctx.keep_going():
+        result.expect_done()
+    kept += [first, second]
+    label = f"{scenario.label}, on which the backend gave no answer"
+    with ctx.keep_going():
+        # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
+        raise AssertionError(
+            f"{scenario.clause}: with {scenario.label}, add memory raised or died instead of "
+            f"answering {scenario.code}: {(result.defect or {}).get('message') or result.message}"
+        )
+    with ctx.keep_going():
+        now = harness_step(ctx.root, {"op": "observe"})["files"]
+        _judge_untouched(_files(result, BEFORE), now, label, scenario.clause)
+    ops = ({"op": "load"}, _add(after), {"op": "load"}, {"op": "entries", "target": "memory"})
+    recovered = _run(ctx, ops, Plan(trace=False), f"{result.name}-next")
+    answer = recovered.answer(1)
+    # ATOMIC-4, READ-7: the fault was transient, so a new session adds again.
+    assert answer is not None and answer["code"] == codes.OK, (
+        f"{scenario.clause}: after {label}, a new session's add answered {answer}; expected OK"
+    )
+    kept.append(after)
+    found = (recovered.answer(3) or {}).get("entries")
+    # ATOMIC-4: every acknowledged entry is still there, and nothing else.
+    assert found == kept, (
+        f"{scenario.clause}: after {label}, a new session finds {found}; expected every "
+        f"acknowledged entry and nothing else: {kept}"
+    )
+
+
+@check("READ-7", "READ-6", id="faults.read_errors_are_not_empty")
 def read_errors_are_not_empty(ctx: CheckContext) -> None:
     """A read of MEMORY.md that fails once (EIO on the read, EACCES on the open) makes the add
     answer E_UNREADABLE and write nothing, and the next add works; a file made undecodable
     between two operations is refused the same way, its bytes untouched (READ-7, READ-6)."""
-    require_python_backend(ctx.backend)
-    kept: list[str] = []
-    for number, scenario in enumerate(READ_SCENARIOS, 1):
-        _fault_scenario(ctx, scenario, number, kept)
+    kept = _scenarios(ctx, READ_SCENARIOS)
     data = ("\n§\n".join(kept)).encode("utf-8")
     garbled = b"\xff\xfe" + data
     ops = (
@@ -218,14 +307,16 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     result = _run(ctx, ops, Plan(trace=False), "undecodable")
     label = "MEMORY.md made undecodable (b'\\xff\\xfe' in front) between two operations"
     answer = result.answer(3)
-    # READ-6: a file that is not valid UTF-8 refuses every mutation of its target.
-    assert answer is not None and answer["code"] == codes.E_UNREADABLE, (
-        f"READ-6: with {label}, add memory answered {answer}; expected E_UNREADABLE"
-    )
-    # READ-6: the undecodable bytes are left exactly as they were.
-    assert _files(result, 4).get("MEMORY.md") == garbled.hex(), (
-        f"READ-6: with {label}, the refused add changed the file's bytes"
-    )
+    with ctx.keep_going():
+        # READ-6: a file that is not valid UTF-8 refuses every mutation of its target.
+        assert answer is not None and answer["code"] == codes.E_UNREADABLE, (
+            f"READ-6: with {label}, add memory answered {answer}; expected E_UNREADABLE"
+        )
+    with ctx.keep_going():
+        # READ-6: the undecodable bytes are left exactly as they were.
+        assert _files(result, 4).get("MEMORY.md") == garbled.hex(), (
+            f"READ-6: with {label}, the refused add changed the file's bytes"
+        )
     answer = result.answer(5)
     # READ-6: the other target is not affected.
     assert answer is not None and answer["code"] == codes.OK, (
@@ -237,7 +328,6 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     "ATOMIC-3",
     "DRIFT-3",
     features=("durable",),
-    python_only=True,
     id="faults.failed_dir_sync_is_acknowledged",
 )
 def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
@@ -246,7 +336,6 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3). For
     ``drift-guard`` backends, an E_DRIFT whose backup's directory sync fails still names the
     backup, in place (DRIFT-3)."""
-    require_python_backend(ctx.backend)
     first, second, faulty, after = _entries("Directory sync")
     ops = _faulty_add_between(first, second, faulty, after)
     fault = Fault(_faulty("fsync", "fdatasync", kinds=("dir",)), errno=errno.EIO)
@@ -303,12 +392,9 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     )
 
 
-@check("ATOMIC-4", python_only=True, id="faults.failed_write_keeps_old_file")
+@check("ATOMIC-4", id="faults.failed_write_keeps_old_file")
 def failed_write_keeps_old_file(ctx: CheckContext) -> None:
     """A write that fails once (ENOSPC or EIO on the first write, EIO on the fsync or the
     rename) makes the add answer E_IO with MEMORY.md byte for byte as before and no temp file
     left; the next add works and every acknowledged entry is kept (ATOMIC-4)."""
-    require_python_backend(ctx.backend)
-    kept: list[str] = []
-    for number, scenario in enumerate(WRITE_SCENARIOS, 1):
-        _fault_scenario(ctx, scenario, number, kept)
+    _scenarios(ctx, WRITE_SCENARIOS)

@@ -1,8 +1,12 @@
 """Checks of the ``<memory-context>`` fence against recalled text that tries to escape it
 (FENCE-1 to FENCE-5, CONTRACT-10; feature ``fence``).
 
-Every block is judged by :func:`memspec.spec.fence.fence_violations`, which accepts removal and
-escaping alike as long as no fence tag or system note survives in any disguise. The corpus pins
+Every block is judged by :func:`memspec.spec.fence.fence_problems`, which accepts removal and
+a neutral replacement alike as long as no fence tag or system note survives in any disguise, and
+names the clause each problem breaks. The corpus checks record every clause they find broken and
+go on (:meth:`~memspec.conformance.registry.CheckContext.keep_going`); the frame's note is judged
+by ``fence.frame_is_exact`` alone, so a note worded otherwise is a FENCE-1 failure and never
+hides a live closing tag from the FENCE-2, FENCE-3 and FENCE-4 checks. The corpus pins
 the known escapes — the disguises of FENCE-2, the reassembly of hermes-agent #108964, forged
 notes — and a Hypothesis property mixes arbitrary text with tag fragments. Words around a tag in
 the corpus (``Alpha`` ... ``Omega``) must survive: sanitising removes the tag, not the recall.
@@ -10,7 +14,7 @@ the corpus (``Alpha`` ... ``Omega``) must survive: sanitising removes the tag, n
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -22,12 +26,12 @@ from memspec.conformance.registry import CheckContext, check
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
     FENCE_NOTE,
-    FENCE_PREFIX,
-    FENCE_SUFFIX,
-    fence_violations,
+    FenceProblem,
+    fence_problems,
     find_fence_tags,
     find_system_notes,
     frame,
+    recalled_text,
 )
 
 BLANK = ("", " ", "\n", " \t\r\n\x0b\x0c ")
@@ -105,32 +109,47 @@ def _fence(session: Session, raw: str) -> Any:
     return session.request("fence", raw=raw)["block"]
 
 
-def _judge(session: Session, raw: str, clause: str | None = None) -> str:
-    """Returns the block for ``raw`` after asserting it is correct and that fencing its clean
-    middle again gives the same block; ``clause`` names the clause a violation breaks (else it is
-    derived from the violation)."""
+def _judge(
+    session: Session, raw: str, clause: str | None = None, ctx: CheckContext | None = None
+) -> str:
+    """Returns the block for ``raw`` after asserting it is correct and that fencing its
+    recalled text again gives the same block.
+
+    ``clause`` names the clause a tag or note left in the recalled text breaks (else the
+    judge's own: FENCE-2 for a tag, FENCE-4 for a note). The frame's note is judged only for
+    FENCE-1: a note worded otherwise is that clause's failure, and never hides a tag. With
+    ``ctx``, each clause found broken is recorded and the judging goes on
+    (:meth:`CheckContext.keep_going`); without it (inside a Hypothesis property) the first
+    raises."""
     block = _fence(session, raw)
-    problems = fence_violations(block, raw=raw)
-    if problems:
-        middle = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)] if isinstance(block, str) else ""
-        derived = (
-            "FENCE-4"
-            if find_system_notes(middle)
-            else ("FENCE-2" if find_fence_tags(middle) else "FENCE-1")
-        )
-        # FENCE-1..5, CONTRACT-10: the block is "" or the exact frame of harmless text.
-        raise AssertionError(
-            f"{clause or derived}: fence({raw!r}) returned {block!r}: {'; '.join(problems)}"
-        )
+    problems = fence_problems(block, raw=raw, note=clause == "FENCE-1")
+    clean = recalled_text(block)
+    # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
+    assert clean is not None, (
+        f"FENCE-1: fence({raw!r}) returned {block!r}: {'; '.join(p.text for p in problems)}"
+    )
+    for blamed in dict.fromkeys(c for problem in problems for c in _blamed(problem, clause)):
+        said = "; ".join(p.text for p in problems if blamed in _blamed(p, clause))
+        with ctx.keep_going() if ctx else nullcontext():
+            # FENCE-1..5, CONTRACT-10: the block is "" or the exact frame of harmless text.
+            raise AssertionError(f"{blamed}: fence({raw!r}): {said}; the block: {block!r}")
     if block:
-        clean = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)]
         again = _fence(session, clean)
-        # FENCE-3: sanitising reaches a fixed point: fencing the clean text changes nothing.
-        assert again == block, (
-            f"FENCE-3: fence({raw!r}) gave clean text {clean!r}, but fencing that again gave "
-            f"{again!r}: sanitising did not reach a fixed point"
-        )
+        with ctx.keep_going() if ctx else nullcontext():
+            # FENCE-3: sanitising reaches a fixed point: fencing the clean text changes nothing.
+            assert again == block, (
+                f"FENCE-3: fence({raw!r}) gave clean text {clean!r}, but fencing that again "
+                f"gave {again!r}: sanitising did not reach a fixed point"
+            )
     return block
+
+
+def _blamed(problem: FenceProblem, clause: str | None) -> tuple[str, ...]:
+    """The clauses ``problem`` breaks, led by the corpus's ``clause`` for a tag or a note left
+    in the recalled text (a reassembled tag is FENCE-3's, and FENCE-2's and FENCE-5's too)."""
+    if clause and problem.clause != "FENCE-1":
+        return (clause, *problem.clauses)
+    return problem.clauses
 
 
 def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
@@ -139,11 +158,13 @@ def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
         stack.callback(session.close)
         session.request("load")
         for raw in corpus:
-            block = _judge(session, raw, clause)
-            # FENCE-1: sanitising removes the tag, not the recalled text around it.
-            assert all(word in block for word in ("Alpha", "Omega") if word in raw), (
-                f"FENCE-1: fence({raw!r}) returned {block!r}, which lost the text around the tag"
-            )
+            with ctx.keep_going():
+                block = _judge(session, raw, clause, ctx)
+                # FENCE-1: sanitising removes the tag, not the recalled text around it.
+                assert all(word in block for word in ("Alpha", "Omega") if word in raw), (
+                    f"FENCE-1: fence({raw!r}) returned {block!r}, which lost the text around "
+                    "the tag"
+                )
 
 
 @check("FENCE-1", "CONTRACT-10", features=("fence",), id="fence.frame_is_exact")
@@ -157,20 +178,23 @@ def frame_is_exact(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
         for raw in BLANK:
-            block = _judge(session, raw, "FENCE-1")
-            # FENCE-1: nothing is left of blank text, so the answer is "".
-            assert block == "", f"FENCE-1: fence({raw!r}) returned {block!r}, expected ''"
+            with ctx.keep_going():
+                block = _judge(session, raw, "FENCE-1", ctx)
+                # FENCE-1: nothing is left of blank text, so the answer is "".
+                assert block == "", f"FENCE-1: fence({raw!r}) returned {block!r}, expected ''"
         for raw in ONLY_TAGS:
-            # FENCE-1, FENCE-7: bare tags removed leave "" (the judge refuses an empty frame);
-            # tags replaced by a neutral text leave the frame of that text.
-            _judge(session, raw, "FENCE-1")
+            with ctx.keep_going():
+                # FENCE-1, FENCE-7: bare tags removed leave "" (the judge refuses an empty
+                # frame); tags replaced by a neutral text leave the frame of that text.
+                _judge(session, raw, "FENCE-1", ctx)
         for raw in PLAIN:
             block = _fence(session, raw)
-            # FENCE-1, CONTRACT-10: text with nothing to sanitise is framed exactly, stripped.
-            assert block == frame(raw.strip(WHITESPACE)), (
-                f"FENCE-1: fence({raw!r}) returned {block!r}, expected "
-                f"{frame(raw.strip(WHITESPACE))!r}"
-            )
+            with ctx.keep_going():
+                # FENCE-1, CONTRACT-10: text with nothing to sanitise is framed exactly.
+                assert block == frame(raw.strip(WHITESPACE)), (
+                    f"FENCE-1: fence({raw!r}) returned {block!r}, expected "
+                    f"{frame(raw.strip(WHITESPACE))!r}"
+                )
 
 
 @check("FENCE-2", "FENCE-5", features=("fence",), id="fence.disguised_tags_are_removed")
@@ -219,15 +243,17 @@ def only_tags_and_notes_change(ctx: CheckContext) -> None:
         session.request("load")
         for raw in KEPT_AROUND_TAGS:
             spans = sorted(find_fence_tags(raw) + find_system_notes(raw))
-            block = _judge(session, raw, "FENCE-7")
-            clean = block[len(FENCE_PREFIX) : -len(FENCE_SUFFIX)]
-            before = raw[: spans[0][0]].lstrip(WHITESPACE)
-            after = raw[spans[-1][1] :].rstrip(WHITESPACE)
-            # FENCE-7: the recalled text outside the tags and notes is not changed.
-            assert clean.startswith(before) and clean.endswith(after), (
-                f"FENCE-7: fence({raw!r}) returned {block!r}: the text around the tags and notes "
-                f"must come back unchanged, {before!r} before them and {after!r} after them"
-            )
+            with ctx.keep_going():
+                block = _judge(session, raw, "FENCE-7", ctx)
+                clean = recalled_text(block) or ""
+                before = raw[: spans[0][0]].lstrip(WHITESPACE)
+                after = raw[spans[-1][1] :].rstrip(WHITESPACE)
+                # FENCE-7: the recalled text outside the tags and notes is not changed.
+                assert clean.startswith(before) and clean.endswith(after), (
+                    f"FENCE-7: fence({raw!r}) returned {block!r}: the text around the tags and "
+                    f"notes must come back unchanged, {before!r} before them and {after!r} "
+                    "after them"
+                )
 
 
 @check(

@@ -5,10 +5,10 @@ released together by a barrier each add unique entries to one root, and a fresh 
 find every acknowledged add exactly once, nothing unacknowledged, in an order consistent with
 the history (LOCK-1, LOCK-3; the MCP memory server kept 10 of 20 acknowledged writes).
 
-``lock_spans_read_to_rename`` looks inside one add of a Python backend (interposed calls) and
-requires the exclusive ``flock`` to be on ``MEMORY.md.lock``, taken before the re-read and held
-until the new file is in place (LOCK-1, LOCK-2, LOCK-3): it pins the protocol step at fault,
-where the concurrent check only sees the lost entries.
+``lock_spans_read_to_rename`` looks inside one add (interposed calls of a Python backend, strace
+for a command backend) and requires the exclusive ``flock`` to be on ``MEMORY.md.lock``, taken
+before the re-read and held until the new file is in place (LOCK-1, LOCK-2, LOCK-3): it pins
+the protocol step at fault, where the concurrent check only sees the lost entries.
 
 ``concurrency.history_is_linearizable`` runs generated programs of concurrent sessions while a
 reader process samples the files, and judges the history (below).
@@ -55,6 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.crash.tamper import run_planned
 from memspec.conformance.history.checkers import Finding, judge_history
 from memspec.conformance.history.history import Event, write_history
 from memspec.conformance.history.programs import generate_program, limits_for
@@ -209,7 +210,17 @@ def _judge_order(acknowledged: list[OpRecord], found: list[str], scale: str) -> 
             latest = op
 
 
-# -- the interposed check ---------------------------------------------------------------------
+# -- the traced check ------------------------------------------------------------------------
+
+
+def _is_memory_lock(call: dict[str, Any]) -> bool:
+    """Whether ``call`` takes a lock LOCK-1 accepts for MEMORY.md: a ``flock`` on
+    MEMORY.md.lock, or — for a backend without flock (LOCK-1 allows another inter-process lock
+    the kernel releases when its holder dies) — a Unix socket bound in the abstract namespace
+    under a name that holds MEMORY.md (seen through strace, as ``bind``)."""
+    if call["name"] == "flock":
+        return file_kind(Path(call["path"]).name, "MEMORY.md") == "lock"
+    return call["name"] == "bind" and call["path"].startswith("@") and "MEMORY.md" in call["path"]
 
 
 def _step(calls: list[dict[str, Any]], call: dict[str, Any]) -> int:
@@ -230,23 +241,17 @@ def trace_of_add(ctx: CheckContext, index: int = 2) -> list[dict[str, Any]]:
         plan=Plan(trace=True),
         name="traced",
     )
-    return run_session(job, timeout=30).expect_done().calls_during(index)
+    return run_planned(job, 60, ctx.scratch).expect_done().calls_during(index)
 
 
-@check(
-    "LOCK-1",
-    "LOCK-2",
-    "LOCK-3",
-    python_only=True,
-    id="locking.lock_spans_read_to_rename",
-)
+@check("LOCK-1", "LOCK-2", "LOCK-3", id="locking.lock_spans_read_to_rename")
 def lock_spans_read_to_rename(ctx: CheckContext) -> None:
-    """One add, interposed: an exclusive flock on MEMORY.md.lock is taken before MEMORY.md is
-    read and released only after the new file is in place (LOCK-1, LOCK-2, LOCK-3)."""
-    require_python_backend(ctx.backend)
+    """One add, traced: an exclusive flock on MEMORY.md.lock (or another lock the kernel
+    releases, :func:`_is_memory_lock`) is taken before MEMORY.md is read and released only
+    after the new file is in place (LOCK-1, LOCK-2, LOCK-3)."""
     calls = trace_of_add(ctx)
     trace = f"trace of the add: {render_trace(calls)}"
-    locks = [c for c in calls if c["name"] in ("flock", "lockf")]
+    locks = [c for c in calls if c["name"] in ("flock", "lockf", "bind") and not c.get("error")]
     exclusive = [c for c in locks if "LOCK_EX" in c["details"].get("operation", "")]
     on_data = [c for c in exclusive if c["kind"] == "data"]
     # LOCK-1: never lock the data file itself.
@@ -256,11 +261,7 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
         "the rename gives MEMORY.md a new inode, so sessions that open it afterwards lock "
         f"another file; lock MEMORY.md.lock instead ({trace})"
     )
-    flocks = [
-        c
-        for c in exclusive
-        if c["name"] == "flock" and file_kind(Path(c["path"]).name, "MEMORY.md") == "lock"
-    ]
+    flocks = [c for c in exclusive if _is_memory_lock(c)]
     # LOCK-1: an exclusive flock on MEMORY.md.lock.
     assert flocks, (
         "LOCK-1: the add took no exclusive flock on MEMORY.md.lock"

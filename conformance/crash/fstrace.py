@@ -28,6 +28,14 @@ output (``write`` to descriptor 1) mark where each request ends, as ALICE reads 
 application's messages to its user: the calls after the answer to request ``N`` belong to
 request ``N + 1``, and request ``N`` of the session is operation ``N - 1`` (request 0 is the
 protocol's ``open``).
+
+**Tampering.** :func:`read_strace` also says, for each record, which invocation it was —
+``details["strace"]``: the thread id, the system call and its ordinal among that thread's calls
+of that system call (``nth``, from 1, counted over every traced line, in the root or not), and
+the thread's next traced call — which is what ``strace -e inject=SYSCALL:...:when=N`` counts
+(:mod:`memspec.conformance.crash.tamper`). A call strace tampered with (``(INJECTED)``) carries
+``effect`` (the errno name), and a call at which its thread was killed by ``SIGKILL`` the effect
+``kill``; :data:`STRACE_FAULT_ARGUMENTS` adds the reads and locks to the traced calls.
 """
 
 from __future__ import annotations
@@ -36,9 +44,11 @@ import json
 import os
 import re
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memspec.conformance.crash.persistence import Op
+from memspec.conformance.processes.interpose import path_kind
 
 STRACE_CALLS = (
     "open,openat,creat,write,pwrite64,writev,pwritev,lseek,ftruncate,truncate,fsync,"
@@ -46,6 +56,13 @@ STRACE_CALLS = (
 )
 STRACE_ARGUMENTS = ("-f", "-qq", "-x", "-y", "-s", "1048576", "-e", f"trace={STRACE_CALLS}")
 """The strace options :func:`calls_from_strace` reads the output of (add ``-o FILE``)."""
+FAULT_CALLS = f"{STRACE_CALLS},read,pread64,readv,preadv,flock,fcntl,bind"
+STRACE_FAULT_ARGUMENTS = ("-f", "-qq", "-x", "-y", "-s", "1048576", "-e", f"trace={FAULT_CALLS}")
+"""The same with the reads and the locks traced too (faults, lock span, kill points)."""
+READS = frozenset({"read", "pread64", "readv", "preadv"})
+"""System calls whose data the parser never needs (it can be megabytes of program code)."""
+LOCKING_COMMANDS = frozenset({"F_SETLK", "F_SETLKW", "F_OFD_SETLK", "F_OFD_SETLKW"})
+LOCK_TYPES = {"F_WRLCK": "LOCK_EX", "F_RDLCK": "LOCK_SH", "F_UNLCK": "LOCK_UN"}
 
 
 # -- call records -> operations ---------------------------------------------------------------
@@ -266,6 +283,8 @@ class _StraceReader:
         self.answers = 0
         self.stdout = b""
         self.records: list[dict[str, Any]] = []
+        self.invocation: dict[str, Any] = {}
+        self.effect: str | None = None
 
     def path(self, argument: str, dirfd: str | None = None) -> str:
         text = _string(argument).decode("utf-8", "surrogateescape")
@@ -279,19 +298,21 @@ class _StraceReader:
         return os.path.basename(path) if os.path.dirname(path) == self.root else None
 
     def emit(self, call: str, path: str, error: str | None, **details: Any) -> None:
-        kind = "dir" if path == self.root else "file"
-        self.records.append(
-            {
-                "type": "call",
-                "seq": len(self.records),
-                "op": self.answers - 1,
-                "name": call,
-                "path": path,
-                "kind": kind,
-                "details": {"via": "os", **details},
-                "error": error,
-            }
-        )
+        # An abstract Unix socket bound as a lock (LOCK-1 allows locks other than flock).
+        kind = "lock" if path.startswith("@") else path_kind(path, self.root) or "temp"
+        record = {
+            "type": "call",
+            "seq": len(self.records),
+            "op": self.answers - 1,
+            "name": call,
+            "path": path,
+            "kind": kind,
+            "details": {"via": "os", **details, "strace": dict(self.invocation)},
+            "error": error,
+        }
+        if self.effect is not None:
+            record["effect"] = self.effect
+        self.records.append(record)
 
     def new_ino(self) -> int:
         self.next_ino -= 1
@@ -385,6 +406,42 @@ class _StraceReader:
             if isinstance(answer, dict) and "id" in answer:
                 self.answers += 1
 
+    def _read(self, args: list[str], result: int | None, error: str | None) -> None:
+        entry = self.fds.get(_fd(args[0]) or -1)
+        if entry is not None and entry["ino"] not in (None, 0):
+            self.emit("read", entry["path"], error, ino=entry["ino"], fd=_fd(args[0]))
+
+    _pread64 = _read
+    _readv = _read
+    _preadv = _read
+
+    def _flock(self, args: list[str], result: int | None, error: str | None) -> None:
+        fd = _fd(args[0])
+        entry = self.fds.get(fd if fd is not None else -1)
+        if entry is not None:
+            self.emit("flock", entry["path"], error, ino=entry["ino"], fd=fd, operation=args[1])
+
+    def _fcntl(self, args: list[str], result: int | None, error: str | None) -> None:
+        fd = _fd(args[0])
+        entry = self.fds.get(fd if fd is not None else -1)
+        if entry is None or len(args) < 3 or args[1] not in LOCKING_COMMANDS:
+            return
+        kind = re.search(r"l_type=(F_\w+)", args[2])
+        operation = LOCK_TYPES.get(kind.group(1) if kind else "", args[1])
+        if args[1] in ("F_SETLK", "F_OFD_SETLK") and operation != "LOCK_UN":
+            operation += "|LOCK_NB"
+        self.emit("lockf", entry["path"], error, ino=entry["ino"], fd=fd, operation=operation)
+
+    def _bind(self, args: list[str], result: int | None, error: str | None) -> None:
+        fd = _fd(args[0])
+        name = re.search(r'sun_path=@("(?:\\.|[^"\\])*")', args[1]) if len(args) > 1 else None
+        if fd is None or name is None:
+            return
+        path = "@" + _string(name.group(1)).decode("utf-8", "surrogateescape")
+        if not error:
+            self.fds[fd] = {"ino": None, "path": path, "pos": 0, "append": 0}
+        self.emit("bind", path, error, fd=fd, operation="LOCK_EX|LOCK_NB")
+
     def _lseek(self, args: list[str], result: int | None, error: str | None) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
         if entry is not None and result is not None and result >= 0:
@@ -448,9 +505,10 @@ class _StraceReader:
             self._unlink_path(self.path(args[1], args[0]), error)
 
     def _close(self, args: list[str], result: int | None, error: str | None) -> None:
-        entry = self.fds.pop(_fd(args[0]) or -1, None)
+        fd = _fd(args[0])
+        entry = self.fds.pop(fd if fd is not None else -1, None)
         if entry is not None:
-            self.emit("close", entry["path"], error, ino=entry["ino"])
+            self.emit("close", entry["path"], error, ino=entry["ino"], fd=fd)
 
     def _dup(self, args: list[str], result: int | None, error: str | None) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
@@ -461,12 +519,31 @@ class _StraceReader:
     _dup3 = _dup
 
 
-def calls_from_strace(text: str, root: str, initial: Mapping[str, int]) -> list[dict[str, Any]]:
-    """Returns the call records (interposition format, with data details) of the calls on
-    ``root`` in strace output (:data:`STRACE_ARGUMENTS`); ``initial`` maps the root's files
-    before the session to their inode numbers (module docs)."""
+@dataclass
+class StraceTrace:
+    """A StraceTrace is what :func:`read_strace` makes of strace's output: the call records,
+        how many calls of each system call each thread made (``counts[(tid, syscall)]``), and the
+        invocations at which a thread was killed by ``SIGKILL`` and those strace injected an error
+    into (``(tid, syscall, nth)``), in the root or not."""
+
+    records: list[dict[str, Any]]
+    counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    killed: list[tuple[int, str, int]] = field(default_factory=list)
+    injected: list[tuple[int, str, int]] = field(default_factory=list)
+
+
+_KILLED = re.compile(r"^\+\+\+ killed by SIGKILL")
+
+
+def read_strace(text: str, root: str, initial: Mapping[str, int]) -> StraceTrace:
+    """Returns the call records (interposition format, with data details and each record's
+    invocation, module docs) of the calls on ``root`` in strace output; ``initial`` maps the
+    root's files before the session to their inode numbers. Raises ValueError on a line it
+    cannot read."""
     reader = _StraceReader(os.path.normpath(root), initial)
+    trace = StraceTrace(reader.records)
     unfinished: dict[str, str] = {}
+    last: dict[int, dict[str, Any]] = {}
     for raw in text.splitlines():
         line = _LINE.match(raw)
         if line is None:
@@ -475,18 +552,66 @@ def calls_from_strace(text: str, root: str, initial: Mapping[str, int]) -> list[
         if body.endswith("<unfinished ...>"):
             unfinished[pid] = body[: -len("<unfinished ...>")].rstrip()
             continue
+        if _KILLED.match(body):
+            if pid in unfinished:
+                body = unfinished.pop(pid) + ") = ?"
+                _take_line(reader, trace, last, int(pid), body, killed=True)
+            elif int(pid) in last and last[int(pid)].get("result") == "?":
+                trace.killed.append(last[int(pid)]["invocation"])
+                if last[int(pid)]["record"] is not None:
+                    last[int(pid)]["record"]["effect"] = "kill"
+            continue
         resumed = _RESUMED.match(body)
         if resumed is not None:
             body = unfinished.pop(pid, f"{resumed.group('call')}(") + resumed.group("rest")
-        call = re.match(r"^(\w+)\((.*)$", body, re.DOTALL)
-        if call is None:
-            continue
-        outcomes = list(_RESULT.finditer(body))
-        if not outcomes:
-            continue
-        outcome, result = outcomes[-1], None
-        if outcome.group("result") != "?":
-            result = int(outcome.group("result"))
-        arguments = split_arguments(body[len(call.group(1)) + 1 : outcome.start()])
-        reader.take(call.group(1), arguments, result, outcome.group("errno"))
-    return reader.records
+        _take_line(reader, trace, last, int(pid), body, killed=False)
+    return trace
+
+
+def _take_line(
+    reader: _StraceReader,
+    trace: StraceTrace,
+    last: dict[int, dict[str, Any]],
+    tid: int,
+    body: str,
+    killed: bool,
+) -> None:
+    """Reads one whole call line of thread ``tid`` into ``reader`` and ``trace``."""
+    call = re.match(r"^(\w+)\((.*)$", body, re.DOTALL)
+    if call is None:
+        return
+    outcomes = list(_RESULT.finditer(body))
+    if not outcomes:
+        return
+    outcome, result = outcomes[-1], None
+    if outcome.group("result") != "?":
+        result = int(outcome.group("result"))
+    syscall = call.group(1)
+    nth = trace.counts.get((tid, syscall), 0) + 1
+    trace.counts[(tid, syscall)] = nth
+    previous = last.get(tid)
+    if previous is not None and previous.get("record") is not None:
+        previous["record"]["details"]["strace"]["next"] = [syscall, nth]
+    invocation = (tid, syscall, nth)
+    injected = body.rstrip().endswith("(INJECTED)")
+    if injected:
+        trace.injected.append((tid, syscall, nth))
+    reader.invocation = {"tid": tid, "syscall": syscall, "nth": nth}
+    reader.effect = (
+        "kill" if killed else (outcome.group("errno") or "INJECTED") if injected else None
+    )
+    if syscall in READS:
+        arguments = [body[len(syscall) + 1 :].split(",", 1)[0]]
+    else:
+        arguments = split_arguments(body[len(syscall) + 1 : outcome.start()])
+    emitted = len(reader.records)
+    reader.take(syscall, arguments, result, outcome.group("errno"))
+    record = reader.records[-1] if len(reader.records) > emitted else None
+    last[tid] = {"record": record, "invocation": invocation, "result": outcome.group("result")}
+    if killed:
+        trace.killed.append(invocation)
+
+
+def calls_from_strace(text: str, root: str, initial: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Returns the call records of :func:`read_strace` alone."""
+    return read_strace(text, root, initial).records

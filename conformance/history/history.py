@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from memspec.conformance.history.linearizability import Model, Operation
 from memspec.spec import codes, model
-from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 EventType = Literal["invoke", "ok", "fail", "info"]
@@ -147,6 +147,8 @@ def to_input(request: dict[str, Any]) -> Mutation | DiskRead:
         return Replace(target, request.get("old_text"), request.get("new_content"))
     if op == "remove":
         return Remove(target, request.get("old_text"))
+    if op == "patch":
+        return Patch(target, request.get("old_text"), request.get("content"))
     if op == "batch":
         return Batch(target, request.get("operations"))
     raise HistoryError(f"operation {op!r} cannot appear in a history")

@@ -326,6 +326,27 @@ def render_trace(records: list[dict[str, Any]]) -> str:
     return ", ".join(f"{step} {describe_call(record)}" for step, record in enumerate(records, 1))
 
 
+def path_kind(path: str | None, root: str) -> str | None:
+    """Returns the kind (:data:`KINDS`) of the absolute ``path`` in the real path ``root``:
+    ``dir`` for the root itself, ``data``/``lock``/``backup`` by name, ``temp`` for any other
+    file in or below it; ``None`` outside the root. A ``" (deleted)"`` suffix (``/proc``) is
+    ignored."""
+    if path is None:
+        return None
+    if path.endswith(_DELETED):
+        path = path[: -len(_DELETED)]
+    if path == root:
+        return "dir"
+    head, tail = os.path.split(path)
+    if head == root:
+        kind = file_kind(tail)
+        # Temps of any name and sidecars are one kind here: what a Match calls "temp".
+        return kind if kind in NAMED_KINDS else "temp"
+    if path.startswith(root + os.sep):
+        return "temp"
+    return None
+
+
 def kill_self() -> None:
     """Ends this process at once with SIGKILL, as ``kill -9`` would (no cleanup runs)."""
     os.kill(os.getpid(), signal.SIGKILL)
@@ -447,20 +468,7 @@ class Interposer:
 
     def kind_of(self, path: str | None) -> str | None:
         """Returns the kind of ``path`` in the root, or ``None`` when it is outside the root."""
-        if path is None:
-            return None
-        if path.endswith(_DELETED):
-            path = path[: -len(_DELETED)]
-        if path == self.root:
-            return "dir"
-        head, tail = os.path.split(path)
-        if head == self.root:
-            kind = file_kind(tail)
-            # Temps of any name and sidecars are one kind here: what a Match calls "temp".
-            return kind if kind in NAMED_KINDS else "temp"
-        if path.startswith(self.root + os.sep):
-            return "temp"
-        return None
+        return path_kind(path, self.root)
 
     # -- the core ---------------------------------------------------------------------------------
 

@@ -329,6 +329,7 @@ class WorkerResult:
     message: str = ""
     defect: dict[str, Any] | None = None
     exitcode: int | None = None
+    store_pid: int | None = None
 
     @property
     def in_flight(self) -> OpRecord | None:
@@ -531,6 +532,7 @@ class Worker:
             message=self.message or reasons.get(status, ""),
             defect=self.defect,
             exitcode=exitcode,
+            store_pid=(self.opened or {}).get("store_pid"),
         )
 
     def _kill_point(self) -> str:

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from memspec.spec import codes
-from memspec.spec.codec import WHITESPACE, FileState, classify_bytes
-from memspec.spec.fence import find_fence_tags, find_system_notes, frame
-from memspec.spec.operations import Add, Batch, Mutation
-from memspec.spec.rules import Outcome, argument_error
+from memspec.spec.codec import WHITESPACE, FileState, classify_bytes, normalize_content
+from memspec.spec.fence import FENCE_NOTE, find_fence_tags, find_system_notes, frame
+from memspec.spec.operations import Add, Batch, Mutation, Patch, Replace
+from memspec.spec.rules import Outcome, argument_error, choose_entry, patch_entry
 from memspec.spec.snapshot import render_snapshot
 from memspec.spec.targets import FILENAMES
 from memspec.spec.threats import INVISIBLE_CONTENT, find_threats
@@ -215,6 +215,32 @@ class SinglePassFence(NaiveStore):
 
     def sanitize(self, raw: str) -> str:
         return _without(raw, _tags_and_notes(raw)).strip(WHITESPACE)
+
+
+HERMES_NOTE = (
+    "[System note: The following is recalled memory context, NOT new user input. Treat as "
+    "authoritative reference data \u2014 this is the agent's persistent memory and should "
+    "inform all responses.]"
+)
+"""A frame note worded as hermes-agent 0.19 words it, not as FENCE-1 does."""
+
+
+class OtherNoteFence(NaiveStore):
+    """Sanitises correctly but frames with another note (FENCE-1 only), as hermes-agent
+    0.19 does."""
+
+    def fence(self, raw: str) -> str:
+        block = super().fence(raw)
+        return block.replace(FENCE_NOTE, HERMES_NOTE, 1)
+
+
+class OtherNoteSinglePassFence(SinglePassFence):
+    """Frames with another note and strips tags in one pass: the note (FENCE-1) and the
+    reassembled tag (FENCE-3, #108964) are two defects, and neither may hide the other."""
+
+    def fence(self, raw: str) -> str:
+        block = super().fence(raw)
+        return block.replace(FENCE_NOTE, HERMES_NOTE, 1)
 
 
 class GivesUpFence(NaiveStore):
@@ -484,6 +510,70 @@ class NoDriftGuard(NaiveStore):
         return None
 
 
+# --- patch ----------------------------------------------------------------------------------------
+
+
+class Patches(NaiveStore):
+    """Not broken: the naive store with ``patch``, claimed and decided by the spec (PATCH-1).
+    Each subclass below computes the patched entry its own wrong way and stores it as a
+    ``replace`` of the whole chosen entry would."""
+
+    features = (*FEATURES, "patch")
+
+    def patch(self, target: str, old_text: str, content: str) -> dict[str, Any]:
+        return self.mutate(Patch(target, old_text, content))
+
+    def decide(
+        self, op: Mutation, state: FileState, limit: int
+    ) -> tuple[Outcome, tuple[str, ...] | None]:
+        if not isinstance(op, Patch) or state.entries is None:
+            return super().decide(op, state, limit)
+        index, refusal = choose_entry(state.entries, op.old_text)
+        if refusal is not None or index is None:
+            return super().decide(op, state, limit)
+        entry = state.entries[index]
+        patched = self.patched(entry, op.old_text, op.content)
+        if isinstance(patched, Outcome):
+            return super().decide(op, state, limit)
+        return super().decide(Replace(op.target, entry, patched), state, limit)
+
+    def patched(self, entry: str, old_text: str, content: str) -> str | Outcome:
+        """The entry after the patch, or the spec's refusal: the one step each defect changes."""
+        return patch_entry(entry, old_text, content)
+
+
+class PatchesEveryOccurrence(Patches):
+    """Replaces every occurrence of the span in its entry instead of refusing a repeated one
+    (PATCH-3): ``tabs`` in ``"tabs in Go, tabs in C"`` edits both."""
+
+    def patched(self, entry: str, old_text: str, content: str) -> str | Outcome:
+        span = normalize_content(old_text)
+        return normalize_content(entry.replace(span, normalize_content(content)))
+
+
+class PatchesWholeEntry(Patches):
+    """Replaces the whole chosen entry with ``content``, as ``replace`` does: the rest of the
+    entry is lost (PATCH-4, PATCH-1)."""
+
+    def patched(self, entry: str, old_text: str, content: str) -> str | Outcome:
+        return normalize_content(content)
+
+
+class PatchSkipsResultScan(Patches):
+    """Scans ``content`` but not the patched entry, so an innocent ``content`` completes an
+    injection with the text around the span (PATCH-6, hermes-agent #117944's kind)."""
+
+    def patched(self, entry: str, old_text: str, content: str) -> str | Outcome:
+        result = patch_entry(entry, old_text, content)
+        if not isinstance(result, Outcome) or result.code != codes.E_THREAT:
+            return result
+        span = normalize_content(old_text)
+        start = entry.index(span)
+        return normalize_content(
+            entry[:start] + normalize_content(content) + entry[start + len(span) :]
+        )
+
+
 # --- not broken: a choice the spec leaves open --------------------------------------------------
 
 
@@ -506,3 +596,7 @@ rewrites_foreign_without_backup = factory_of(RewritesForeignWithoutBackup)
 backup_not_named = factory_of(BackupNotNamed)
 no_drift_guard = factory_of(NoDriftGuard)
 no_drift_guard_keeps_bytes = factory_of(NoDriftGuardKeepsBytes)
+patches = factory_of(Patches)
+patches_every_occurrence = factory_of(PatchesEveryOccurrence)
+patches_whole_entry = factory_of(PatchesWholeEntry)
+patch_skips_result_scan = factory_of(PatchSkipsResultScan)

@@ -26,6 +26,7 @@ factory                  defect                                                c
 ``open_eio_as_empty``    a read error reads as an empty file                   READ-7
 ``open_ok_on_write_error`` answers OK when the write raised                    ATOMIC-4
 ``open_keeps_failed_temp`` leaves its temp behind when the write fails         ATOMIC-4
+``open_raises_on_write_error`` raises out of the add when the write fails      ATOMIC-4
 ``open_dir_sync_error_is_io`` answers E_IO when the directory fsync fails      ATOMIC-3
 =======================  ====================================================  ==============
 
@@ -355,6 +356,17 @@ class OkOnWriteError(FileStore):
             super().write(path, entries)
 
 
+class RaisesOnWriteError(FileStore):
+    """Raises out of the add when writing the new file fails, instead of answering E_IO, but
+    keeps the old file (ATOMIC-4 and CONTRACT-6, as hermes-agent does on ENOSPC)."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        answer = super().mutate(op)
+        if answer.get("code") == codes.E_IO:
+            raise RuntimeError(f"Failed to write memory file: {answer.get('message')}")
+        return answer
+
+
 class KeepsFailedTemp(FileStore):
     """Answers E_IO when the write fails but leaves its temp file behind (ATOMIC-4)."""
 
@@ -387,6 +399,7 @@ open_data_file_lock = factory_of(DataFileLock)
 open_read_before_lock = factory_of(ReadBeforeLock)
 open_loaded_list = factory_of(LoadedList)
 open_in_place = factory_of(InPlace)
+open_raises_on_write_error = factory_of(RaisesOnWriteError)
 open_keeps_temps = factory_of(KeepsTemps)
 open_marker_lock = factory_of(MarkerLock)
 open_no_temp_fsync = factory_of(NoTempFsync)

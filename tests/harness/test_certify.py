@@ -175,8 +175,9 @@ def test_misbehaving_command_backends_fail_without_hanging(tmp_path: Path, mode:
     result = certify(
         "--backend-cmd",
         f"{sys.executable} -m tests.backends.protocol_faults {mode}",
+        # Long enough for a Python backend to start on a loaded machine, short for a hang.
         "--timeout",
-        "1",
+        "3",
         "-k",
         "DUP",
         "--report",

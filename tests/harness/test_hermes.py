@@ -266,8 +266,12 @@ def test_a_clause_never_passes_when_its_mechanism_is_missing(tmp_path: Path) -> 
             [
                 _check("DRIFT/example", ["DRIFT-5"], "passed"),
                 _check(
-                    "DRIFT/drift.check", ["DRIFT-5"], "skipped", SKIP_FEATURE,
-                    kind="unsupported", missing_features=["drift-guard"],
+                    "DRIFT/drift.check",
+                    ["DRIFT-5"],
+                    "skipped",
+                    SKIP_FEATURE,
+                    kind="unsupported",
+                    missing_features=["drift-guard"],
                 ),
                 _check("ATOMIC/example", ["ATOMIC-4"], "passed"),
                 _check("ATOMIC/faults", ["ATOMIC-4"], "skipped", SKIP_PYTHON, kind="unsupported"),
@@ -397,3 +401,35 @@ def test_pip_failures_read_as_one_line(output: str, expected: str) -> None:
 
     message = _pip_problem("hermes-agent", "9", output)
     assert expected in message and "\n" not in message
+
+
+def test_only_a_failure_a_search_found_is_marked_in_the_timeline(tmp_path: Path) -> None:
+    # A feature claimed from a release on is a change of the claims, not of a search: no mark;
+    # a failure a property found is marked, since an earlier release may hide it unfound.
+    rows = {
+        "0.13.0": [_check("LIMIT/properties.limits_hold", ["LIMIT-2"], "passed")],
+        "0.17.0": [
+            _check("LIMIT/properties.limits_hold", ["LIMIT-2"], "failed", "LIMIT-2: lost"),
+        ],
+    }
+    columns = [
+        Column.load(_report(tmp_path / release, ["core"], checks), release)
+        for release, checks in rows.items()
+    ]
+    (change,) = timeline(Matrix.build(columns))
+    assert (change.clause, change.generated) == ("LIMIT-2", True)
+    assert "LIMIT-2** pass → fail in 0.17.0 †" in render_timeline_markdown(
+        Matrix.build(columns), [change]
+    )
+    skipped = _check(
+        "BATCH/machine.memory_machine", ["BATCH-3"], "skipped", "needs feature batch",
+        kind="unsupported", missing_features=["batch"],
+    )  # fmt: skip
+    passed = _check("BATCH/machine.memory_machine", ["BATCH-3"], "passed")
+    claims = [
+        Column.load(_report(tmp_path / "b0", ["core"], [skipped]), "0.16.0"),
+        Column.load(_report(tmp_path / "b1", ["core", "batch"], [passed]), "0.17.0"),
+    ]
+    assert [
+        (c.before.status, c.after.status, c.generated) for c in timeline(Matrix.build(claims))
+    ] == [("skip", "pass", False)]

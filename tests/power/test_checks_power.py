@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend
+from memspec.conformance.findings import ClauseFailures
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, NotApplicable, all_checks
@@ -127,3 +128,31 @@ def test_protocol_checks_catch_broken_servers(
     with pytest.raises(AssertionError) as failure:
         run_check(name, jsonl(mode), tmp_path)
     assert str(failure.value).startswith(clause), str(failure.value)
+
+
+FENCE_CHECKS = [name for name in OURS if name.startswith("fence.")]
+
+
+@pytest.mark.parametrize("name", FENCE_CHECKS)
+def test_a_frame_note_worded_otherwise_fails_only_the_frame(name: str, tmp_path: Path) -> None:
+    """A store that sanitises correctly but words its frame's note otherwise fails FENCE-1 in
+    the frame check and nothing in the checks of what recalled text escapes."""
+    backend = "tests.backends.naive_broken:OtherNoteFence"
+    if name != "fence.frame_is_exact":
+        run_check(name, backend, tmp_path)
+        return
+    with pytest.raises(ClauseFailures) as failure:
+        run_check(name, backend, tmp_path)
+    assert [f.clause for f in failure.value.failures] == ["FENCE-1"]
+    assert failure.value.completed
+
+
+def test_a_frame_note_worded_otherwise_does_not_hide_a_reassembled_tag(tmp_path: Path) -> None:
+    """With another note and a one-pass sanitiser (hermes-agent 0.19), the reassembly check
+    still fails on the live closing tag, not on the note (#108964)."""
+    backend = "tests.backends.naive_broken:OtherNoteSinglePassFence"
+    with pytest.raises(ClauseFailures) as failure:
+        run_check("fence.sanitising_reaches_fixed_point", backend, tmp_path)
+    broken = {f.clause: f.reason for f in failure.value.failures}
+    assert {"FENCE-3", "FENCE-5"} <= set(broken) and "FENCE-1" not in broken, broken
+    assert "'</memory-context>'" in broken["FENCE-3"] and "authoritative" not in broken["FENCE-3"]

@@ -16,6 +16,7 @@ import pytest
 
 from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks import crash
+from memspec.conformance.findings import ClauseFailures
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext
@@ -106,3 +107,19 @@ def test_broken_store_is_caught(
             return
         messages.append(f"attempt {attempt}: passed")
     pytest.fail(f"{factory} passed {name}: {messages}")
+
+
+def test_a_store_that_raises_on_a_failed_write_is_still_judged_on_its_file(
+    tmp_path: Path,
+) -> None:
+    """A store that raises out of the add when the write fails (hermes-agent on ENOSPC) is a
+    defect and fails ATOMIC-4, which asks for E_IO, and the check goes on to judge what ATOMIC-4
+    protects: the old file kept, no temp left, the next session finds every entry."""
+    backend = InProcessBackend(f"{PROCS}:open_raises_on_write_error")
+    with pytest.raises(ClauseFailures) as failure:
+        CHECKS["faults.failed_write_keeps_old_file"].run(_context(tmp_path, backend))
+    clauses = {f.clause for f in failure.value.failures}
+    assert clauses == {"CONTRACT-6", "ATOMIC-4"}, failure.value
+    assert failure.value.completed, failure.value
+    atomic = [f.reason for f in failure.value.failures if f.clause == "ATOMIC-4"]
+    assert all("raised or died" in reason for reason in atomic), atomic

@@ -6,19 +6,27 @@ That a bug in a check reaches the report as a harness error, through the plugin,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis.errors import FlakyFailure
 
 from memspec.conformance.backend import BackendDefect
 from memspec.conformance.findings import (
+    ClauseFailure,
+    ClauseFailures,
     Mismatch,
     Verdict,
     Violation,
+    blamed_clauses,
+    fails_clause,
     leading_clause,
     verdict_of,
+    verifies_clause,
 )
-from memspec.conformance.registry import HarnessError, NotApplicable
+from memspec.conformance.registry import Check, CheckContext, HarnessError, NotApplicable
+from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
 
 
 @pytest.mark.parametrize(
@@ -104,3 +112,100 @@ def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
     assert rows["READ-1"]["status"] == "expected fail"
     assert clause_verdict("READ-1", checks).status == "fail"
     assert rows["FENCE-6"]["status"] == "n/a" and rows["FORMAT-1"]["status"] == "unchecked"
+
+
+def _run_check(function: Callable[[CheckContext], None]) -> None:
+    ctx = CheckContext(backend=None, root=Path("."), scratch=Path("."), profile=None)
+    Check("group.name", ("FENCE-1", "FENCE-2", "FENCE-3"), ("core",), function).run(ctx)
+
+
+def test_a_check_that_keeps_going_names_every_clause_it_found_broken() -> None:
+    def body(ctx: CheckContext) -> None:
+        for clause in ("FENCE-1", "FENCE-2", "FENCE-1"):
+            with ctx.keep_going():
+                raise AssertionError(f"{clause}: broken")
+
+    with pytest.raises(ClauseFailures) as failure:
+        _run_check(body)
+    assert failure.value.failures == (
+        ClauseFailure("FENCE-1", "FENCE-1: broken (and 1 more failure(s) of this clause)"),
+        ClauseFailure("FENCE-2", "FENCE-2: broken"),
+    )
+    assert failure.value.completed
+    assert str(failure.value).startswith("FENCE-1: broken")
+    verdict = verdict_of(failure.value)
+    assert (verdict.blamed, verdict.completed) == ("FENCE-1", True)
+    assert Verdict.from_property(verdict.to_property()[1]) == verdict
+
+
+@pytest.mark.parametrize(
+    ("stop", "clause"),
+    [
+        (AssertionError("FENCE-2: stopped here"), "FENCE-2"),
+        (BackendDefect("session final: the harness killed the worker"), "CONTRACT-6"),
+    ],
+)
+def test_what_stops_a_check_after_a_kept_failure_joins_it(stop: Exception, clause: str) -> None:
+    # A failed assertion or a backend defect that stops the check is its last failure, and the
+    # check did not run to its end.
+    def body(ctx: CheckContext) -> None:
+        with ctx.keep_going():
+            raise AssertionError("FENCE-1: broken")
+        raise stop
+
+    with pytest.raises(ClauseFailures) as failure:
+        _run_check(body)
+    assert [f.clause for f in failure.value.failures] == ["FENCE-1", clause]
+    assert not failure.value.completed
+
+
+def test_a_check_with_one_plain_failure_raises_it_unchanged() -> None:
+    def body(ctx: CheckContext) -> None:
+        raise AssertionError("FENCE-2: stopped here")
+
+    with pytest.raises(AssertionError) as failure:
+        _run_check(body)
+    assert not isinstance(failure.value, ClauseFailures)
+
+
+def _record(completed: bool, *clauses: str) -> dict[str, object]:
+    failures = [{"clause": clause, "reason": f"{clause}: broken"} for clause in clauses]
+    return {
+        "id": "FENCE/group.name",
+        "clauses": ["FENCE-1", "FENCE-2", "FENCE-3"],
+        "status": "failed",
+        "kind": "violation",
+        "blamed": clauses[0],
+        "reason": f"{clauses[0]}: broken",
+        "failures": failures,
+        "completed": completed,
+    }
+
+
+def test_a_completed_check_verifies_the_clauses_it_did_not_find_broken() -> None:
+    # One defect never masks another: FENCE-3 passes by a check that ran to its end, and reads
+    # "not verified" by one that stopped.
+    done = [_record(True, "FENCE-1", "FENCE-2")]
+    assert clause_verdict("FENCE-2", done) == ClauseVerdict(
+        "fail", "FENCE/group.name: FENCE-2: broken", ("FENCE/group.name",)
+    )
+    assert clause_verdict("FENCE-3", done).status == "pass"
+    stopped = [_record(False, "FENCE-1", "FENCE-2")]
+    assert clause_verdict("FENCE-3", stopped) == ClauseVerdict(
+        "skip",
+        "not verified: FENCE/group.name stopped on FENCE-1, FENCE-2",
+        ("FENCE/group.name",),
+    )
+    assert blamed_clauses(done[0]) == ("FENCE-1", "FENCE-2")
+    assert fails_clause(done[0], "FENCE-1") and not fails_clause(done[0], "FENCE-3")
+    assert verifies_clause(done[0], "FENCE-3") and not verifies_clause(stopped[0], "FENCE-3")
+
+
+def test_a_harness_error_after_a_kept_failure_is_raised_as_it_is() -> None:
+    def bug(ctx: CheckContext) -> None:
+        with ctx.keep_going():
+            raise AssertionError("CRASH-3: the target stayed locked")
+        raise HarnessError("BUG IN CHECK: no answer")
+
+    with pytest.raises(HarnessError):
+        _run_check(bug)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from memspec.conformance.crash.fstrace import calls_from_strace, ops_from_calls
+from memspec.conformance.crash.fstrace import calls_from_strace, ops_from_calls, read_strace
 from memspec.conformance.crash.persistence import Op, crash_states, explain, replay
 
 OLD = {"MEMORY.md": (1, b"old")}
@@ -162,3 +162,37 @@ def test_strace_output_becomes_call_records() -> None:
     assert records[2]["details"]["hex"] == "61c2a7" and records[6]["kind"] == "dir"
     ops = ops_from_calls(records, "/r", {"MEMORY.md": (1, b"")}, [0], {0})
     assert [op.kind for op in ops] == ["create", "write", "fsync", "rename", "dirsync", "ack"]
+
+
+TAMPERED = r"""
+10  openat(AT_FDCWD</w>, "/r/MEMORY.md", O_RDONLY|O_CLOEXEC) = 3</r/MEMORY.md>
+10  read(3</r/MEMORY.md>, "abc", 4096) = -1 EIO (Input/output error) (INJECTED)
+10  write(1<pipe:[5]>, "{\"id\":0,\"ok\":true}\n", 19) = 19
+10  openat(AT_FDCWD</w>, "/r/MEMORY.md.lock", O_RDWR|O_CREAT, 0600) = 4</r/MEMORY.md.lock>
+10  flock(4</r/MEMORY.md.lock>, LOCK_EX) = 0
+10  rename("/r/.t1", "/r/MEMORY.md") = ?
+10  +++ killed by SIGKILL +++
+"""
+
+
+def test_strace_records_say_which_invocation_and_what_strace_did() -> None:
+    """Each record names its thread, system call, ordinal and the next call; an injected
+    error and the call a kill stopped carry their effect."""
+    trace = read_strace(TAMPERED, "/r", {"MEMORY.md": 1})
+    names = [(r["name"], r["kind"], r.get("effect")) for r in trace.records]
+    assert names == [
+        ("open", "data", None),
+        ("read", "data", "EIO"),
+        ("open", "lock", None),
+        ("flock", "lock", None),
+        ("replace", "data", "kill"),
+    ]
+    assert trace.records[1]["details"]["strace"] == {
+        "tid": 10,
+        "syscall": "read",
+        "nth": 1,
+        "next": ["write", 1],
+    }
+    assert trace.records[2]["details"]["strace"]["nth"] == 2
+    assert trace.records[3]["details"]["operation"] == "LOCK_EX"
+    assert trace.injected == [(10, "read", 1)] and trace.killed == [(10, "rename", 1)]

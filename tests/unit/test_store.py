@@ -127,6 +127,7 @@ def test_open_store_accepts_a_str_or_a_path(root: Path) -> None:
         "durable",
         "drift-guard",
         "threat-scan",
+        "patch",
     }
     assert open_store(root).features == FEATURES
 

@@ -1,0 +1,49 @@
+"""Checks of the optional ``patch`` operation that the examples cannot state (PATCH).
+
+The examples of SPEC.md's PATCH area run only against a backend that claims ``patch``; what a
+backend that does not claim it answers is the one rule of the area that binds every backend
+(PATCH-11), so it is a named check that needs no feature.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from memspec.conformance.checks._disk import put
+from memspec.conformance.registry import CheckContext, check
+from memspec.spec import codes
+
+STORED = b"User prefers tabs"
+
+
+@check("PATCH-11", "CONTRACT-14", features=(), id="patch.unsupported_without_the_feature")
+def unsupported_without_the_feature(ctx: CheckContext) -> None:
+    """A backend that does not claim ``patch`` answers a patch ``E_UNSUPPORTED`` and writes
+    nothing; one that claims it answers an Outcome, never ``E_UNSUPPORTED`` (PATCH-11). Both
+    transports: the in-process one answers for a Python store that does not claim the feature,
+    a command backend answers itself."""
+    put(ctx.root, "memory", STORED)
+    with ExitStack() as stack:
+        session = ctx.backend.open(ctx.root)
+        stack.callback(session.close)
+        session.request("load")
+        claimed = "patch" in session.features
+        sent = {"target": "memory", "old_text": "tabs", "content": "spaces"}
+        answer = session.request("patch", **sent)
+        after = (ctx.root / "MEMORY.md").read_bytes()
+    if not claimed:
+        # PATCH-11: a backend that does not claim patch answers E_UNSUPPORTED, ok false.
+        assert (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED), (
+            f"PATCH-11: the backend does not claim 'patch', yet patch {sent} answered {answer}; "
+            "expected ok false with E_UNSUPPORTED (claim 'patch' if it is implemented)"
+        )
+        # PATCH-11: and it writes nothing.
+        assert after == STORED, (
+            f"PATCH-11: an unsupported patch {sent} changed MEMORY.md from {STORED!r} to {after!r}"
+        )
+        return
+    # PATCH-11, CONTRACT-2: a claimed op answers an Outcome code, never E_UNSUPPORTED.
+    assert answer["code"] in codes.OUTCOME_CODES, (
+        f"PATCH-11: the backend claims 'patch', yet patch {sent} answered {answer}; a claimed "
+        "operation answers one of the Outcome codes, never E_UNSUPPORTED"
+    )

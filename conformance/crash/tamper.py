@@ -1,0 +1,380 @@
+"""A :class:`~memspec.conformance.processes.interpose.Plan` carried out by ``strace`` on a
+``--backend-cmd`` backend: the traces, faults and kill points of the fault, durability, lock
+and crash checks (READ-6, READ-7, ATOMIC-1, ATOMIC-3, ATOMIC-4, LOCK-1..3, CRASH-1..3), for a
+backend in any language.
+
+**One vocabulary.** A check states a fault once, as a
+:class:`~memspec.conformance.processes.interpose.Fault` over a ``Match`` (call names ``open``,
+``read``, ``write``, ``fsync``, ``replace``, ``flock``...; kinds ``data``/``temp``/``lock``/
+``dir``; the operation index); :func:`run_planned` carries it out by interposition for a Python
+backend and by strace for a command. The strace output is read by
+:func:`~memspec.conformance.crash.fstrace.read_strace` into the very same call records, whose
+call names are the interposition's — ``openat`` is ``open``, ``pread64`` is ``read``,
+``pwrite64`` is ``pwrite``, ``renameat2`` is ``replace``, an ``fcntl`` record lock is
+``lockf`` — so the match is applied to records, never to system-call names, and that mapping
+lives in the parser alone.
+
+**Calibrate, then inject.** strace tampers with the Nth invocation of one system call
+(``-e inject=write:error=ENOSPC:when=N``), counted per thread, over every path; a temp file's
+name is not known in advance, so a path filter (``-P``) cannot name it. So a run first records
+the job (strace, nothing injected) and finds the call the fault selects; its record says which
+invocation it was: thread, system call, ordinal ``nth`` among that thread's calls of that system
+call. The root is then put back byte for byte and the job runs again with ``when=nth``:
+
+- an error: ``inject=SYSCALL:error=ERRNO:when=N`` — the call is not made and fails;
+- ``kill-before``: ``inject=SYSCALL:signal=SIGKILL:when=N`` — strace sends the signal when the
+  call is entered, and the call is not made (measured with strace 6.1);
+- ``kill-after``: the same at the thread's *next* traced call, which the recording names: every
+  call that changes a file is traced, so nothing happens to the files in between.
+
+strace counts per thread, so the Nth call of every thread is hit: a plan whose invocation
+another thread of the recording also reaches is refused (not applicable, with the reason). The
+injected run is verified from strace's own output — the ``(INJECTED)`` line, or the call at
+which the thread was killed, with its ``-y`` path and its operation — against the call the
+fault selected; when it landed elsewhere (a backend whose calls differ from run to run) the root
+is put back and both runs are repeated once, and then the check says the fault could not be
+placed instead of judging a run it did not plan. A failed run never leaves a wrong verdict.
+
+**Where interposition stays.** For a Python backend the checks keep interposing its ``os`` and
+``io`` calls in a worker process (:mod:`memspec.conformance.processes.interpose`): it needs no
+ptrace (containers and CI runners often forbid it), acts in one run without calibration, sees
+Python-level buffered writes and flushes (a store that fsyncs before flushing its file object
+is named as such), and drives the deterministic scheduler of the interleaving checks.
+
+**Never hangs.** Every run is a worker with a deadline; the backend runs in a process group of
+its own (strace and its tracees), which is killed when the run ends. Output strace writes that
+the parser cannot read is a :class:`~memspec.conformance.registry.HarnessError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_module
+import functools
+import itertools
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.crash.fstrace import STRACE_FAULT_ARGUMENTS, StraceTrace, read_strace
+from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.processes.interpose import Call, Fault, Plan, describe_call
+from memspec.conformance.processes.workers import (
+    HARNESS_STEPS,
+    Job,
+    WorkerResult,
+    run_session,
+)
+from memspec.conformance.registry import HarnessError, NotApplicable
+
+TRACED_TIMEOUT = 30.0
+"""Longest wait for one answer of a backend running under strace (it is slower)."""
+STRACE_PROBE_TIMEOUT = 10.0
+ATTEMPTS = 2
+_runs = itertools.count()
+
+
+@functools.cache
+def strace_problem() -> str | None:
+    """Returns why strace cannot trace here (missing, or ptrace not permitted), or ``None``."""
+    if shutil.which("strace") is None:
+        return "strace is not installed, so a --backend-cmd backend's calls cannot be recorded"
+    try:
+        probe = subprocess.run(
+            ["strace", "-f", "-qq", "-o", os.devnull, "true"],
+            capture_output=True,
+            text=True,
+            timeout=STRACE_PROBE_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"strace could not run: {error}"
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"strace is not permitted to trace here ({reason})"
+    return None
+
+
+def require_strace() -> None:
+    """Raises NotApplicable, with the reason, where strace cannot trace."""
+    problem = strace_problem()
+    if problem is not None:
+        raise NotApplicable(problem)
+
+
+# -- the plan, as strace options ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Injection:
+    """An Injection is one fault as strace carries it out: at invocation ``nth`` of ``syscall``
+    (per thread), raise ``errno`` or kill (``action`` of the Fault); ``target`` is the call
+    record the fault selected in the recording, ``thread`` its thread there."""
+
+    syscall: str
+    nth: int
+    action: str
+    errno: int
+    target: dict[str, Any]
+    thread: int
+
+    def options(self) -> tuple[str, ...]:
+        """Returns the strace options that carry it out."""
+        if self.action == "raise":
+            effect = f"error={errno_module.errorcode[self.errno]}"
+        else:
+            effect = "signal=SIGKILL"
+        return ("-e", f"inject={self.syscall}:{effect}:when={self.nth}")
+
+    def describe(self) -> str:
+        """Returns the fault in a few words: ``EIO on read MEMORY.md``."""
+        what = (
+            errno_module.errorcode.get(self.errno, str(self.errno))
+            if self.action == "raise"
+            else self.action
+        )
+        return f"{what} on {describe_call(self.target)} ({self.syscall} #{self.nth})"
+
+
+def selected(records: Sequence[dict[str, Any]], fault: Fault) -> dict[str, Any] | None:
+    """Returns the call record ``fault`` acts on: the ``nth`` its match selects, or None."""
+    chosen = [
+        record
+        for record in records
+        if fault.match.matches(
+            Call(record["seq"], record["name"], record["path"], record["kind"], {}, record["op"])
+        )
+    ]
+    return chosen[fault.nth - 1] if len(chosen) >= fault.nth else None
+
+
+def plan_injection(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], fault: Fault
+) -> Injection | None:
+    """Returns how strace injects ``fault`` into a run like the recorded one (``records``: the
+    trace's records with job operation indices), or None when the fault selects no call.
+    Raises NotApplicable when strace's per-thread count would hit another thread too."""
+    if fault.times != 1:
+        raise HarnessError(f"BUG IN CHECK: strace injects a fault once, not {fault.times} times")
+    target = selected(records, fault)
+    if target is None:
+        return None
+    invocation = target["details"]["strace"]
+    syscall, nth = invocation["syscall"], invocation["nth"]
+    if fault.action == "kill-after":
+        following = invocation.get("next")
+        if following is None:
+            raise NotApplicable(
+                f"no traced call followed {describe_call(target)} in its thread, so strace "
+                "has no call to kill the backend at right after it"
+            )
+        syscall, nth = following
+    others = sorted(
+        tid
+        for (tid, name), count in trace.counts.items()
+        if name == syscall and count >= nth and tid != invocation["tid"]
+    )
+    if others:
+        raise NotApplicable(
+            f"{fault.action} at {describe_call(target)} cannot be placed with strace: it counts "
+            f"{syscall} calls per thread, and thread {others[0]} also makes a call #{nth}, "
+            "which the injection would hit too"
+        )
+    return Injection(syscall, nth, fault.action, fault.errno, target, invocation["tid"])
+
+
+def _same_call(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether two records are the same call of two runs (a temp file's name changes, and a
+    recording may run on a copy of the root)."""
+    return (
+        one["name"] == other["name"]
+        and one["kind"] == other["kind"]
+        and one["op"] == other["op"]
+        and (
+            one["kind"] in ("temp", "dir")
+            or os.path.basename(one["path"]) == os.path.basename(other["path"])
+        )
+    )
+
+
+def acted_on(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
+) -> tuple[dict[str, Any] | None, str]:
+    """Returns the call record the injected run shows the fault on (for ``kill-after``, the
+    call right before the kill), or None, and the invocations strace acted at, in words."""
+    hits = trace.injected if injection.action == "raise" else trace.killed
+    words = ", ".join(f"{syscall} #{nth}" for _, syscall, nth in hits) or "no call"
+    if len(hits) != 1:
+        return None, f"strace acted {len(hits)} times ({words})"
+    tid, syscall, nth = hits[0]
+    for record in records:
+        invocation = record["details"]["strace"]
+        if injection.action == "kill-after":
+            if invocation["tid"] == tid and invocation.get("next") == [syscall, nth]:
+                return record, words
+        elif (invocation["tid"], invocation["syscall"], invocation["nth"]) == hits[0]:
+            return record, words
+    return None, f"strace acted on {words}, a call outside the root"
+
+
+def landed(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
+) -> str | None:
+    """Returns None when the injected run shows the fault on the planned call, else what it
+    shows instead."""
+    planned = describe_call(injection.target)
+    record, words = acted_on(trace, records, injection)
+    if record is None:
+        return f"{words} (planned: {planned})"
+    at = [record]
+    if not _same_call(at[0], injection.target):
+        return (
+            f"strace acted on {describe_call(at[0])} during operation {at[0]['op']} "
+            f"(planned: {planned} during operation {injection.target['op']})"
+        )
+    return None
+
+
+# -- running a job under strace -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracedJob:
+    """A TracedJob is a command backend's job rewritten to run under strace: ``job`` runs it,
+    ``output`` is where strace writes, ``original`` the job as the check made it."""
+
+    job: Job
+    output: Path
+    original: Job
+    initial: dict[str, int]
+
+
+def traced(job: Job, directory: Path, options: Sequence[str] = ()) -> TracedJob:
+    """Returns ``job`` (a command backend's) to run under strace with ``options`` (an
+    injection's), its output in ``directory``."""
+    backend = job.backend
+    if not isinstance(backend, CommandBackend):
+        raise HarnessError(f"BUG IN CHECK: strace runs command backends, not {backend!r}")
+    output = directory / f"strace-{job.name}-{next(_runs)}.txt"
+    prefix = shlex.join(["strace", *STRACE_FAULT_ARGUMENTS, *options, "-o", str(output), "--"])
+    command = CommandBackend(
+        f"{prefix} {backend.command}", max(backend.timeout, TRACED_TIMEOUT), cwd=backend.cwd
+    )
+    initial = {name: ino for name, (ino, _, _) in root_files(job.root).items()}
+    return TracedJob(replace(job, backend=command, plan=None), output, job, initial)
+
+
+def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, StraceTrace]:
+    """Ends what is left of the run's process group and returns ``result`` with the strace
+    calls (operation indices of the job) as its ``calls``, and the trace."""
+    end_process_group(result.store_pid)
+    try:
+        text = run.output.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as error:
+        if result.status in ("defect", "died", "killed", "timeout"):
+            text = ""
+        else:
+            raise HarnessError(
+                f"BUG IN HARNESS: strace wrote no output to {run.output}: {error}"
+            ) from None
+    try:
+        trace = read_strace(text, os.path.realpath(run.job.root), run.initial)
+    except (ValueError, IndexError, KeyError) as error:
+        raise HarnessError(
+            f"BUG IN HARNESS: the strace output {run.output} could not be read ({error!r}); "
+            "keep the file (--keep-temp) and report it"
+        ) from None
+    requests = [i for i, op in enumerate(run.original.operations) if op["op"] not in HARNESS_STEPS]
+    for record in trace.records:
+        number = record["op"]
+        record["op"] = requests[number] if 0 <= number < len(requests) else None
+    return replace(result, calls=trace.records), trace
+
+
+def end_process_group(pid: int | None) -> None:
+    """Kills the process group strace led (the backend runs in a session of its own)."""
+    if pid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def run_traced(
+    job: Job, timeout: float, directory: Path, options: Sequence[str] = ()
+) -> tuple[WorkerResult, StraceTrace]:
+    """Runs a command backend's job under strace to its end; returns the result (with calls)
+    and the trace."""
+    run = traced(job, directory, options)
+    return finish_traced(run, run_session(run.job, timeout))
+
+
+# -- the root, put back --------------------------------------------------------------------
+
+
+def root_files(root: Path) -> dict[str, tuple[int, bytes, int]]:
+    """Returns the regular files directly in ``root``: name -> (inode, bytes, mode)."""
+    files = {}
+    with os.scandir(root) as listing:
+        for entry in listing:
+            if entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                files[entry.name] = (info.st_ino, Path(entry.path).read_bytes(), info.st_mode)
+    return files
+
+
+def restore_root(root: Path, files: Mapping[str, tuple[int, bytes, int]]) -> None:
+    """Makes ``root`` hold exactly ``files`` again (as :func:`root_files` returned them)."""
+    with os.scandir(root) as listing:
+        for entry in listing:
+            if entry.name not in files:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for name, (_, data, mode) in files.items():
+        path = root / name
+        path.write_bytes(data)
+        os.chmod(path, mode & 0o7777)
+
+
+# -- the entry point of the checks ---------------------------------------------------------
+
+
+def run_planned(job: Job, timeout: float, directory: Path) -> WorkerResult:
+    """Runs ``job`` to its end with its plan carried out: by interposition for a Python backend,
+    by strace for a command backend (module docs); returns the worker's result, whose ``calls``
+    are the plan's call records (a call a fault acted on has ``effect``). Raises NotApplicable
+    where strace cannot run or a fault cannot be placed."""
+    if not isinstance(job.backend, CommandBackend):
+        return run_session(job, timeout)
+    require_strace()
+    plan = job.plan or Plan()
+    if len(plan.faults) > 1:
+        raise HarnessError("BUG IN CHECK: strace carries out one fault per run")
+    if not plan.faults:
+        return run_traced(job, timeout, directory)[0]
+    fault = plan.faults[0]
+    before = root_files(job.root)
+    problems = []
+    for _ in range(ATTEMPTS):
+        recording, trace = run_traced(job, timeout, directory)
+        injection = plan_injection(trace, recording.calls, fault)
+        if injection is None:
+            return recording
+        restore_root(job.root, before)
+        result, injected = run_traced(job, timeout, directory, injection.options())
+        problem = landed(injected, result.calls, injection)
+        if problem is None:
+            return result
+        problems.append(problem)
+        restore_root(job.root, before)
+    raise NotApplicable(
+        f"{fault.action} ({errno_module.errorcode.get(fault.errno, '')}) could not be placed on "
+        f"the planned call with strace in {ATTEMPTS} attempts, the backend's calls differ from "
+        f"run to run: {'; '.join(problems)}"
+    )
