@@ -248,7 +248,7 @@ def fence_problems(block: object, *, raw: object = None, note: bool = True) -> l
     for start, stop in _spans(block):
         if start < head or start == closing:
             continue  # the frame's own opening tag, note and closing tag
-        kind = "FENCE-4" if _SYSTEM_NOTE.match(block, start) else "FENCE-2"
+        kind = "FENCE-4" if _compiled(_SYSTEM_NOTE_SOURCE).match(block, start) else "FENCE-2"
         text = (
             f"the recalled text holds a fence tag or system note at offset {start - head}: "
             f"{block[start:stop]!r}"
@@ -261,7 +261,9 @@ def _text_start(block: str) -> int | None:
     """Returns where the recalled text of a framed block starts — after the opening tag, a line
     feed, a system note (the spec's or another) and two line feeds — or ``None``."""
     note_at = len(FENCE_OPEN) + 1
-    if not block.startswith(FENCE_OPEN + "\n") or not _SYSTEM_NOTE.match(block, note_at):
+    if not block.startswith(FENCE_OPEN + "\n") or not _compiled(_SYSTEM_NOTE_SOURCE).match(
+        block, note_at
+    ):
         return None
     end = block.find("\n\n", note_at)
     return None if end < 0 else end + 2
