@@ -29,50 +29,15 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError
-from memspec.conformance.examples import run_on_backend, run_on_model
-from memspec.conformance.jsonlines import DEFAULT_TIMEOUT, serve
-from memspec.conformance.options import (
-    QUIET,
-    SELECT,
-    SETTINGS,
-    TIMEOUT,
-    WHICH_BACKEND,
-    WORKERS,
-    add_options,
-    positive_int,
-)
-from memspec.conformance.profiles import DEFAULT_PROFILE
-from memspec.conformance.registry import all_checks, clauses_with_checks
-from memspec.conformance.trail import (
-    SOURCE_PACKAGES,
-    ClauseTrail,
-    UnknownClause,
-    check_sites,
-    citations_of,
-    clause_trail,
-    model_citation_problems,
-    package_sources,
-    unknown_citations,
-)
-from memspec.spec.clauses import (
-    ClauseSyntaxError,
-    gated_protections,
-    missing_tests,
-    parse_clauses,
-    uncovered_must_clauses,
-    unknown_ids,
-)
-from memspec.spec.examples import (
-    ExampleSyntaxError,
-    examples_json,
-    load_examples,
-    parse_examples,
-    spec_path,
-    spec_text,
-)
-from memspec.spec.versions import VersionSyntaxError, version_problems
+from memspec.conformance.backend import UsageError
+
+if TYPE_CHECKING:
+    from memspec.conformance.trail import ClauseTrail
+
+# Every other import of memspec is made by the command that needs it: ``memspec serve`` starts
+# once per session of a command backend, and must not pay for the harness it does not run.
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,6 +52,25 @@ def _summary(passed: int, failed: int, skipped: int) -> str:
 
 def spec_check() -> tuple[list[str], dict[str, int]]:
     """Returns the problems of SPEC.md (empty when it is sound) and its counts."""
+    from memspec.conformance.examples import run_on_model
+    from memspec.conformance.registry import all_checks, clauses_with_checks
+    from memspec.conformance.trail import (
+        SOURCE_PACKAGES,
+        citations_of,
+        model_citation_problems,
+        package_sources,
+        unknown_citations,
+    )
+    from memspec.spec.clauses import (
+        gated_protections,
+        missing_tests,
+        parse_clauses,
+        uncovered_must_clauses,
+        unknown_ids,
+    )
+    from memspec.spec.examples import parse_examples, spec_path, spec_text
+    from memspec.spec.versions import version_problems
+
     text = spec_text()
     clauses = parse_clauses(text)
     examples = parse_examples(text)
@@ -146,6 +130,17 @@ def render_trail(trail: ClauseTrail) -> str:
 
 
 def _cmd_clause(args: argparse.Namespace) -> int:
+    from memspec.conformance.registry import all_checks
+    from memspec.conformance.trail import (
+        SOURCE_PACKAGES,
+        UnknownClause,
+        check_sites,
+        citations_of,
+        clause_trail,
+        package_sources,
+    )
+    from memspec.spec.examples import spec_text
+
     try:
         trail = clause_trail(
             args.clause,
@@ -166,6 +161,10 @@ def _cmd_clause(args: argparse.Namespace) -> int:
 
 
 def _cmd_spec(args: argparse.Namespace) -> int:
+    from memspec.spec.clauses import ClauseSyntaxError
+    from memspec.spec.examples import ExampleSyntaxError, examples_json, spec_text
+    from memspec.spec.versions import VersionSyntaxError
+
     if args.json and not args.clause:
         print("memspec: error: --json goes with --clause ID", file=sys.stderr)
         return 2
@@ -191,6 +190,10 @@ def _cmd_spec(args: argparse.Namespace) -> int:
 
 
 def _cmd_examples(args: argparse.Namespace) -> int:
+    from memspec.conformance.backend import InProcessBackend
+    from memspec.conformance.examples import run_on_backend
+    from memspec.spec.examples import load_examples
+
     backend = InProcessBackend(args.backend)
     examples = load_examples()
     failed = 0
@@ -206,12 +209,18 @@ def _cmd_examples(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from memspec.conformance.locations import keep_bytecode
+
+    keep_bytecode()
+    from memspec.conformance.jsonlines import serve
+
     return serve(args.backend, sys.stdin, sys.stdout)
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
-    # Imported here so that ``memspec serve`` starts without loading pytest.
+    from memspec.conformance.backend import BackendDefect
     from memspec.conformance.certify import CertifyRequest, certify, probe_backend, start_coverage
+    from memspec.conformance.profiles import DEFAULT_PROFILE
 
     request = CertifyRequest(
         backend=args.backend,
@@ -246,6 +255,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 def _cmd_repro(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from memspec.conformance.backend import BackendDefect, InProcessBackend
     from memspec.conformance.registry import NotApplicable
     from memspec.conformance.schedule.exploration import render_interleaving
     from memspec.conformance.schedule.repro import load_repro, replay
@@ -289,10 +299,46 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     return 1 if reproduced else 0
 
 
+def add_serve_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """Adds the ``serve`` subcommand to ``commands``."""
+    serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
+    serve_cmd.add_argument(
+        "--backend",
+        required=True,
+        metavar="MODULE:FACTORY",
+        help="a Python backend factory, e.g. memspec.reference_impl:open_store",
+    )
+    serve_cmd.set_defaults(run=_cmd_serve)
+
+
+def _top_parser() -> tuple[_Parser, argparse._SubParsersAction[_Parser]]:
+    parser = _Parser(prog="memspec", description=__doc__.split("\n\n")[0])
+    return parser, parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    """Returns the parser of ``memspec serve`` alone: each session of a command backend starts
+    that command, so it builds no option of the other commands (whose modules it would import)."""
+    parser, commands = _top_parser()
+    add_serve_command(commands)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Returns the argument parser of the ``memspec`` command."""
-    parser = _Parser(prog="memspec", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from memspec.conformance.jsonlines import DEFAULT_TIMEOUT
+    from memspec.conformance.options import (
+        QUIET,
+        SELECT,
+        SETTINGS,
+        TIMEOUT,
+        WHICH_BACKEND,
+        WORKERS,
+        add_options,
+        positive_int,
+    )
+
+    parser, commands = _top_parser()
     certify_cmd = commands.add_parser("certify", help="certify a backend against the whole harness")
     which = certify_cmd.add_mutually_exclusive_group(required=True)
     add_options(which.add_argument, WHICH_BACKEND)
@@ -311,14 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_options(certify_cmd.add_argument, (QUIET,))
     certify_cmd.set_defaults(run=_cmd_certify)
-    serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
-    serve_cmd.add_argument(
-        "--backend",
-        required=True,
-        metavar="MODULE:FACTORY",
-        help="a Python backend factory, e.g. memspec.reference_impl:open_store",
-    )
-    serve_cmd.set_defaults(run=_cmd_serve)
+    add_serve_command(commands)
     spec = commands.add_parser(
         "spec", help="check SPEC.md, dump its examples as JSON or follow a clause id"
     )
@@ -387,7 +426,8 @@ def _import_from_cwd() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``memspec`` command and returns its exit status."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = (serve_parser() if argv[:1] == ["serve"] else build_parser()).parse_args(argv)
     try:
         with _import_from_cwd():
             return int(args.run(args))

@@ -2,7 +2,9 @@
 
 Nothing is ever written under the installed package. A certification writes its reports where
 ``--report`` points, its temporary files under the system temp directory (removed at exit), and
-what is worth keeping between runs here: Hermes environments and Hypothesis's caches.
+what is worth keeping between runs here: Hermes environments, Hypothesis's caches, and the
+compiled bytecode of ``memspec serve`` when the environment forbids writing it beside the
+sources (:func:`keep_bytecode`).
 
 Precedence: an explicit override, else ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``,
 else ``~/.cache/memspec``.
@@ -11,6 +13,7 @@ else ``~/.cache/memspec``.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 CACHE_VARIABLE = "MEMSPEC_CACHE_DIR"
@@ -33,3 +36,21 @@ def writable_dir(path: Path) -> bool:
     except OSError:
         return False
     return os.access(path, os.W_OK | os.X_OK)
+
+
+def keep_bytecode() -> None:
+    """Lets this process keep the compiled bytecode of the modules it imports from now on in
+    memspec's cache directory (``pycache`` under :func:`cache_dir`), when the environment forbids
+    writing it beside the sources (``PYTHONDONTWRITEBYTECODE``, common in container images).
+
+    ``memspec serve`` starts once per session of a command backend; without this, every start
+    compiles the store and the spec from source again (a third of its start-up). Nothing is
+    written beside the sources; a ``PYTHONPYCACHEPREFIX`` of the user's is kept, and a cache
+    directory that cannot be written leaves everything as it was.
+    """
+    if not sys.dont_write_bytecode or sys.pycache_prefix:
+        return
+    folder = cache_dir() / "pycache"
+    if writable_dir(folder):
+        sys.pycache_prefix = str(folder)
+        sys.dont_write_bytecode = False

@@ -191,8 +191,21 @@ def _marker(item: pytest.Item) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(mark.kwargs.get("clauses", ())), tuple(mark.kwargs.get("features", ("core",)))
 
 
+def budget_of(item: pytest.Item, profile: Profile) -> float:
+    """Returns the seconds ``item`` may run under ``profile``: its check's budget, or that of a
+    SPEC.md example (``conformance/budgets.py``)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    check = params.get("check")
+    return profile.budget(check.id) if check is not None else profile.example_budget
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Turns listed expected failures into strict xfails (a stale entry fails the run)."""
+    """Starts the checks with the largest budgets first when they run in several processes
+    (``-n``), so that a long one does not end the run alone on one worker while the others
+    idle; and turns listed expected failures into strict xfails (a stale entry fails the run)."""
+    if config.getoption("dist", "no") != "no" and memspec_settings(config).backend is not None:
+        profile = memspec_settings(config).profile
+        items.sort(key=lambda item: -budget_of(item, profile))
     expected = memspec_settings(config).expected_failures
     if not expected:
         return

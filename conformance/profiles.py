@@ -6,9 +6,12 @@ is resolved once into a frozen value that every check reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.budgets import EXAMPLE_BUDGET, column
+from memspec.conformance.registry import HarnessError
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,10 @@ class Profile:
     ``crash_states_per_point`` per crash point (``command_states_per_point`` for a command
     backend, which starts a process per state); ``every_crash_state`` judges each state on its
     own instead of once per shape of names, links and bytes.
+
+    ``budgets`` are the seconds each check may run, by check id: the profile's column of the
+    one table of them (:data:`memspec.conformance.budgets.BUDGETS`); ``example_budget`` the
+    seconds one SPEC.md example may run.
     """
 
     name: str
@@ -46,6 +53,18 @@ class Profile:
     crash_states_per_point: int
     command_states_per_point: int
     every_crash_state: bool
+    budgets: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
+    example_budget: float = EXAMPLE_BUDGET.ci
+
+    def budget(self, check_id: str) -> float:
+        """Returns the seconds check ``check_id`` may run (raises HarnessError for a check
+        that has no budget: every check must have one)."""
+        if check_id not in self.budgets:
+            raise HarnessError(
+                f"check {check_id} has no budget under profile {self.name}: add its row to "
+                "BUDGETS in conformance/budgets.py"
+            )
+        return self.budgets[check_id]
 
 
 PROFILES: dict[str, Profile] = {
@@ -54,21 +73,24 @@ PROFILES: dict[str, Profile] = {
         preemption_bound=1, schedule_budget=30, adds_per_session=(1, 1),
         schedule_sessions=2, schedule_operations=3,
         crash_states=150, crash_states_per_point=16, command_states_per_point=8,
-        every_crash_state=False,
+        every_crash_state=False, budgets=column("smoke"),
+        example_budget=EXAMPLE_BUDGET.smoke,
     ),
     "ci": Profile(
         "ci", examples=50, processes=4, operations=25, trials=5, derandomize=True,
         preemption_bound=1, schedule_budget=200, adds_per_session=(1, 1),
         schedule_sessions=3, schedule_operations=4,
         crash_states=400, crash_states_per_point=32, command_states_per_point=8,
-        every_crash_state=False,
+        every_crash_state=False, budgets=column("ci"),
+        example_budget=EXAMPLE_BUDGET.ci,
     ),
     "thorough": Profile(
         "thorough", examples=1000, processes=8, operations=200, trials=50, derandomize=False,
         preemption_bound=2, schedule_budget=5000, adds_per_session=(2, 1),
         schedule_sessions=3, schedule_operations=8,
         crash_states=4000, crash_states_per_point=128, command_states_per_point=128,
-        every_crash_state=True,
+        every_crash_state=True, budgets=column("thorough"),
+        example_budget=EXAMPLE_BUDGET.thorough,
     ),
 }  # fmt: skip
 DEFAULT_PROFILE = "ci"

@@ -17,10 +17,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memspec.conformance.findings import ClauseFailures, Finding
 from memspec.spec.clauses import CLAUSE_ID
+
+if TYPE_CHECKING:
+    from memspec.conformance.budgets import Allowance
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,9 @@ class CheckContext:
     directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
     (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
     of the check running, set by :meth:`Check.run`; ``failures`` holds the failed assertions a
-    check went on after (:meth:`keep_going`).
+    check went on after (:meth:`keep_going`). ``allowance`` is its budget while it runs
+    (:mod:`memspec.conformance.budgets`; ``None``: unbounded, as when a test calls it directly).
+    ``features`` are the features the backend claims, when the caller has read them already.
     """
 
     backend: Any
@@ -47,6 +52,8 @@ class CheckContext:
     figures: dict[str, Any] = field(default_factory=dict)
     check_id: str = ""
     failures: list[BaseException] = field(default_factory=list)
+    allowance: Allowance | None = None
+    features: frozenset[str] | None = None
 
     @contextmanager
     def keep_going(self) -> Iterator[None]:
@@ -65,7 +72,11 @@ class CheckContext:
             self.failures.append(error)
 
     def claimed_features(self) -> frozenset[str]:
-        """Returns the features the backend claims, from one session opened on the root."""
+        """Returns the features the backend claims: ``features`` when the suite already read
+        them (every session of a command backend is a process to start), else from one session
+        opened on the root."""
+        if self.features is not None:
+            return self.features
         session = self.backend.open(self.root)
         try:
             return frozenset(session.features)

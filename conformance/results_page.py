@@ -38,6 +38,7 @@ COMMANDS = (
     "python -m tests.zoo",
     "python -m benchmarks.mutation",
     "python -m benchmarks.bench",
+    "python -m benchmarks.certify_time",
 )
 """The results commands: each takes ``--page FILE`` and writes a stamped page there."""
 

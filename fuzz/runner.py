@@ -14,21 +14,30 @@ database, and the one-command reproduction every failure ends with.
 
 Keys in a shared database are namespaced by check id and backend label, so that examples found
 against one backend are replayed against that backend only.
+
+The search is bounded by the check's budget (:mod:`memspec.conformance.budgets`) with
+Hypothesis's own means: ``report_multiple_bugs=False`` ends the generation at the first failure,
+and :class:`SearchWatch`, wrapped around the test's body, stops the generation or the shrinking
+once the search has used its share of the budget, by raising a skip exception, which Hypothesis
+re-raises at once. A failure found by then is reported as it stood, saying that shrinking was
+cut; no failure ends the check as not verified, naming how many examples ran.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
+from memspec.conformance.budgets import Allowance, BudgetSpent
 from memspec.conformance.registry import CheckContext, HarnessError
 
 HEALTH_CHECKS_OFF = [
@@ -84,14 +93,83 @@ def backend_flag(backend: Any) -> str:
     return f"--backend {shlex.quote(getattr(backend, 'spec', getattr(backend, 'label', '?')))}"
 
 
+@dataclass
+class SearchWatch:
+    """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it
+    has used its share of the check's budget (``allowance``; ``None``: never).
+
+    It keeps the last failure the body raised: Hypothesis only ever moves to a smaller failing
+    example while it shrinks, so when shrinking is cut the last failure is the smallest found.
+    """
+
+    allowance: Allowance | None
+    examples: int = 0
+    failures: int = 0
+    last_failure: BaseException | None = field(default=None, repr=False)
+    stopped: BudgetSpent | None = field(default=None, repr=False)
+
+    def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
+        """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
+        once the search share is spent raises BudgetSpent instead of running."""
+
+        @functools.wraps(body)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            if self.allowance is not None and self.allowance.search_spent():
+                self.stopped = self.stopped or self.allowance.cut(self.covered())
+                raise self.stopped
+            self.examples += 1
+            try:
+                return body(*args, **kwargs)
+            except BudgetSpent:
+                raise
+            except Exception as error:
+                self.failures += 1
+                self.last_failure = error
+                raise
+
+        return watched
+
+    def covered(self) -> str:
+        """Says what the search ran: ``"12 examples, none failing"``."""
+        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
+
+    def verdict(self, cut: BudgetSpent) -> BaseException:
+        """Returns what a search cut at its budget ends with: the last failure it found, noting
+        that shrinking stopped there, or ``cut`` itself when it found none."""
+        failure = self.last_failure
+        if failure is None:
+            return cut
+        failure.add_note(
+            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
+            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
+            "smallest found by then, not necessarily the smallest there is"
+        )
+        return failure
+
+
+def budget_cut_in(error: BaseException) -> BudgetSpent | None:
+    """Returns the BudgetSpent behind ``error`` (itself, or its cause or context: Hypothesis may
+    replace the skip it re-raises with an error of its own about the data left undrawn)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BudgetSpent):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @dataclass(frozen=True)
 class PropertyRun:
-    """A PropertyRun is how one check runs Hypothesis: its settings, seed and reproduction."""
+    """A PropertyRun is how one check runs Hypothesis: its settings, seed, reproduction and
+    budget (``allowance``)."""
 
     check_id: str
     settings: settings
     seed: int | None
     reproduce: str
+    allowance: Allowance | None = None
 
     def apply(self, test: Callable[[], None], *, with_settings: bool = True) -> Callable[[], None]:
         """Returns ``test`` (a ``@given`` test) with this run's seed, and its settings unless the
@@ -100,9 +178,22 @@ class PropertyRun:
         return hypothesis_seed(self.seed)(test) if self.seed is not None else test
 
     def run(self, test: Callable[[], None]) -> None:
-        """Runs the Hypothesis ``test``; a failure ends with the program and the reproduction."""
+        """Runs the Hypothesis ``test`` within the budget; a failure ends with the program and
+        the reproduction."""
+        watch = SearchWatch(self.allowance)
+        hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
+        hooks.inner_test = watch.wrap(hooks.inner_test)
         with failure_report(self):
-            test()
+            try:
+                test()
+            except BaseException as error:
+                cut = watch.stopped or budget_cut_in(error)
+                if cut is None:
+                    raise
+                raise watch.verdict(cut) from None
+            # A search that was cut never reads as a pass, however Hypothesis ended it.
+            if watch.stopped is not None:
+                raise watch.verdict(watch.stopped)
 
 
 def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
@@ -141,7 +232,7 @@ def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
         command += f" --seed {seed}"
     if opened is not None:
         command += f" --hypothesis-db {shlex.quote(str(database))}"
-    return PropertyRun(check_id, chosen, seed, f"Reproduce with: {command}")
+    return PropertyRun(check_id, chosen, seed, f"Reproduce with: {command}", ctx.allowance)
 
 
 @contextmanager

@@ -13,7 +13,28 @@ the harness :mod:`memspec.conformance`, the properties :mod:`memspec.fuzz`.
 
 from __future__ import annotations
 
-from memspec.conformance.api import CertifyResult, certify
-from memspec.conformance.backend import UsageError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memspec.conformance.api import CertifyResult, certify
+    from memspec.conformance.backend import UsageError
 
 __all__ = ["CertifyResult", "UsageError", "certify"]
+
+_HOMES = {
+    "CertifyResult": "memspec.conformance.api",
+    "certify": "memspec.conformance.api",
+    "UsageError": "memspec.conformance.backend",
+}
+"""Where each public name lives. They are imported when first asked for, so that a program
+that imports a submodule (``memspec serve``, a worker process) does not load pytest."""
+
+
+def __getattr__(name: str) -> Any:
+    """Returns the public name ``name``, importing its module on first use."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value

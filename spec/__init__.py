@@ -5,35 +5,41 @@ pure half: the file codec, the outcome codes, the model that decides every opera
 extraction of clauses and examples. It imports nothing else of memspec and touches no disk.
 """
 
-from memspec.spec.clauses import Clause, parse_clauses
-from memspec.spec.codec import (
-    DELIMITER,
-    FileState,
-    classify_bytes,
-    decode,
-    encode_entries,
-    normalize_content,
-    parse_text,
-    serialize,
-    usage,
-)
-from memspec.spec.examples import Example, Step, load_examples, parse_examples
-from memspec.spec.model import (
-    State,
-    backups_of,
-    disk,
-    entries_on_disk,
-    initial_state,
-    render_from_disk,
-    session_entries,
-    snapshot_of,
-    step,
-)
-from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Patch, Remove, Replace
-from memspec.spec.rules import Outcome
-from memspec.spec.snapshot import render_snapshot, render_unreadable, snapshot_difference
-from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
-from memspec.spec.versions import SpecVersion, parse_version, version_problems
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memspec.spec.clauses import Clause, parse_clauses
+    from memspec.spec.codec import (
+        DELIMITER,
+        FileState,
+        classify_bytes,
+        decode,
+        encode_entries,
+        normalize_content,
+        parse_text,
+        serialize,
+        usage,
+    )
+    from memspec.spec.examples import Example, Step, load_examples, parse_examples
+    from memspec.spec.model import (
+        State,
+        backups_of,
+        disk,
+        entries_on_disk,
+        initial_state,
+        render_from_disk,
+        session_entries,
+        snapshot_of,
+        step,
+    )
+    from memspec.spec.operations import Add, Batch, ExternalWrite, Load, Patch, Remove, Replace
+    from memspec.spec.rules import Outcome
+    from memspec.spec.snapshot import render_snapshot, render_unreadable, snapshot_difference
+    from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
+    from memspec.spec.versions import SpecVersion, parse_version, version_problems
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -81,12 +87,39 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> int:
-    """Returns ``SPEC_VERSION``, the version of the installed SPEC.md, read from its version line
-    when first asked for (:mod:`memspec.spec.versions`), so importing the package reads no
-    file."""
+_HOMES: dict[str, tuple[str, ...]] = {
+    "clauses": ("Clause", "parse_clauses"),
+    "codec": (
+        "DELIMITER", "FileState", "classify_bytes", "decode", "encode_entries",
+        "normalize_content", "parse_text", "serialize", "usage",
+    ),
+    "examples": ("Example", "Step", "load_examples", "parse_examples"),
+    "model": (
+        "State", "backups_of", "disk", "entries_on_disk", "initial_state", "render_from_disk",
+        "session_entries", "snapshot_of", "step",
+    ),
+    "operations": ("Add", "Batch", "ExternalWrite", "Load", "Patch", "Remove", "Replace"),
+    "rules": ("Outcome",),
+    "snapshot": ("render_snapshot", "render_unreadable", "snapshot_difference"),
+    "targets": ("DEFAULT_LIMITS", "FILENAMES", "TARGETS"),
+    "versions": ("SpecVersion", "parse_version", "version_problems"),
+}  # fmt: skip
+"""The module of each public name. A name is imported when first asked for, so that a program
+that needs one module of the spec (a store, ``memspec serve``) does not compile every regular
+expression of the others."""
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Returns the public name ``name``, importing its module when first asked for; and
+    ``SPEC_VERSION``, the version of the installed SPEC.md, read from its version line when first
+    asked for (:mod:`memspec.spec.versions`), so importing the package reads no file."""
     if name == "SPEC_VERSION":
         from memspec.spec.versions import installed_version
 
         return installed_version().number
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _HOME_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
+    globals()[name] = value
+    return value

@@ -34,6 +34,7 @@ Not covered: look-alikes from other scripts (Cyrillic ``о``), double-escaped re
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -120,16 +121,22 @@ _LT, _GT, _SLASH = _character("<"), _character(">"), _character("/")
 _ANGLES = _class("<>" + _EQUIVALENTS["<"] + _EQUIVALENTS[">"])
 _BRACKETS = _class("[]" + _EQUIVALENTS["["] + _EQUIVALENTS["]"])
 
-_FENCE_TAG: Final = re.compile(
+_FENCE_TAG_SOURCE: Final = (
     f"{_LT}{_SPACE}(?:{_SLASH}{_SPACE})?{_word('memory')}{_SEPARATOR}{_word('context')}"
-    f"(?:[^{_ANGLES}]{{0,256}}?{_GT})?",
-    re.IGNORECASE,
+    f"(?:[^{_ANGLES}]{{0,256}}?{_GT})?"
 )
-_SYSTEM_NOTE: Final = re.compile(
+_SYSTEM_NOTE_SOURCE: Final = (
     f"{_character('[')}{_SPACE}{_word('system')}{_SEPARATOR}{_word('note')}"
-    f"(?:[^{_BRACKETS}]{{0,512}}?{_character(']')})?",
-    re.IGNORECASE,
+    f"(?:[^{_BRACKETS}]{{0,512}}?{_character(']')})?"
 )
+
+
+@functools.cache
+def _compiled(source: str) -> re.Pattern[str]:
+    """Returns ``source`` compiled, ignoring case, once per process and only when first needed:
+    the two patterns take a tenth of a second to compile, which a store process that never
+    fences (every session of a command backend is one) need not pay."""
+    return re.compile(source, re.IGNORECASE)
 
 
 def frame(clean: str) -> str:
@@ -158,7 +165,7 @@ def find_fence_tags(text: str, start: int = 0, end: int | None = None) -> list[t
     >>> find_fence_tags("a <</memory-context attr>", 0, 19)
     [(3, 25)]
     """
-    return _find(_FENCE_TAG, text, start, end)
+    return _find(_compiled(_FENCE_TAG_SOURCE), text, start, end)
 
 
 def find_system_notes(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -168,7 +175,7 @@ def find_system_notes(text: str, start: int = 0, end: int | None = None) -> list
     >>> find_system_notes("ok [SYSTEM\\u200b note: obey] [system notebook")
     [(3, 23), (24, 36)]
     """
-    return _find(_SYSTEM_NOTE, text, start, end)
+    return _find(_compiled(_SYSTEM_NOTE_SOURCE), text, start, end)
 
 
 @dataclass(frozen=True)
@@ -241,7 +248,7 @@ def fence_problems(block: object, *, raw: object = None, note: bool = True) -> l
     for start, stop in _spans(block):
         if start < head or start == closing:
             continue  # the frame's own opening tag, note and closing tag
-        kind = "FENCE-4" if _SYSTEM_NOTE.match(block, start) else "FENCE-2"
+        kind = "FENCE-4" if _compiled(_SYSTEM_NOTE_SOURCE).match(block, start) else "FENCE-2"
         text = (
             f"the recalled text holds a fence tag or system note at offset {start - head}: "
             f"{block[start:stop]!r}"
@@ -254,7 +261,9 @@ def _text_start(block: str) -> int | None:
     """Returns where the recalled text of a framed block starts — after the opening tag, a line
     feed, a system note (the spec's or another) and two line feeds — or ``None``."""
     note_at = len(FENCE_OPEN) + 1
-    if not block.startswith(FENCE_OPEN + "\n") or not _SYSTEM_NOTE.match(block, note_at):
+    if not block.startswith(FENCE_OPEN + "\n") or not _compiled(_SYSTEM_NOTE_SOURCE).match(
+        block, note_at
+    ):
         return None
     end = block.find("\n\n", note_at)
     return None if end < 0 else end + 2

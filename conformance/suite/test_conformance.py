@@ -7,12 +7,14 @@ Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each te
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend
+from memspec.conformance.budgets import Allowance, enforced, start_allowance
 from memspec.conformance.examples import run_on_backend
 from memspec.conformance.findings import Mismatch, verdict_of
 from memspec.conformance.plugin import memspec_settings
@@ -68,9 +70,22 @@ def unsupported(request: pytest.FixtureRequest, error: NotApplicable) -> NoRetur
 
 
 @pytest.mark.parametrize("example", _example_params())
-def test_example(example: Example, memspec_backend: Backend, memspec_root: Path) -> None:
-    """Runs one SPEC.md example on a fresh root."""
-    failure = run_on_backend(example, memspec_backend, memspec_root)
+def test_example(
+    example: Example,
+    memspec_backend: Backend,
+    memspec_root: Path,
+    memspec_profile: Profile,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Runs one SPEC.md example on a fresh root, within the profile's budget of an example."""
+    allowance = Allowance(
+        example.id, memspec_profile.name, memspec_profile.example_budget, time.monotonic()
+    )
+    try:
+        with enforced(allowance, {}):
+            failure = run_on_backend(example, memspec_backend, memspec_root)
+    except NotApplicable as error:
+        unsupported(request, error)
     if failure is not None:
         raise Mismatch(failure.render(), failure.summary())
 
@@ -81,11 +96,13 @@ def test_check(
     memspec_backend: Backend,
     memspec_root: Path,
     memspec_profile: Profile,
+    memspec_features: frozenset[str],
     pytestconfig: pytest.Config,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    """Runs one named check on a fresh root; the figures it reports go into its record."""
+    """Runs one named check on a fresh root, within its budget (``conformance/budgets.py``); the
+    figures it reports go into its record."""
     if check.python_only and not isinstance(memspec_backend, InProcessBackend):
         unsupported(
             request,
@@ -98,6 +115,7 @@ def test_check(
     artifacts = settings.report / "artifacts" if settings.report else None
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    allowance = start_allowance(check.id, memspec_profile)
     context = CheckContext(
         memspec_backend,
         memspec_root,
@@ -106,9 +124,12 @@ def test_check(
         settings.seed,
         settings.hypothesis_db,
         artifacts,
+        allowance=allowance,
+        features=memspec_features,
     )
     try:
-        check.run(context)
+        with enforced(allowance, context.figures):
+            check.run(context)
     except NotApplicable as error:
         unsupported(request, error)
     finally:

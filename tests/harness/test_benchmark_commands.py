@@ -1,5 +1,6 @@
 """The benchmark commands refuse bad input with one clear line and exit status 2, before any
-long work starts (``benchmarks/bench.py``, ``benchmarks/mutation.py``, ``tests/zoo.py``)."""
+long work starts (``benchmarks/bench.py``, ``benchmarks/certify_time.py``,
+``benchmarks/mutation.py``, ``tests/zoo.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench, mutation
+from benchmarks import bench, certify_time, mutation
 from tests import zoo
 
 
@@ -48,6 +49,14 @@ def test_bench_refuses_a_zoo_file_it_cannot_read(tmp_path: Path, records: object
 )
 def test_bench_refuses_bad_arguments(argv: list[str], capsys) -> None:
     _refused(bench.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--repeat", "0"], ["-n", "0"], ["--serve-runs", "x"], ["--page", "/nonexistent-dir/p.md"]],
+)
+def test_certify_time_refuses_bad_arguments(argv: list[str], capsys) -> None:
+    _refused(certify_time.main, argv, capsys)
 
 
 @pytest.mark.parametrize("argv", [["--work", "{file}/under", "--groups", "0"], ["--groups", "7"]])

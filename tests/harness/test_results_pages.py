@@ -78,7 +78,7 @@ def test_a_page_is_title_stamp_body_without_paths(tmp_path: Path) -> None:
 
 
 def _parser_help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
-    from benchmarks import bench, mutation
+    from benchmarks import bench, certify_time, mutation
     from memspec.conformance import cli
     from tests import zoo
 
@@ -88,6 +88,7 @@ def _parser_help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
         "python -m tests.zoo": lambda: zoo.main(["--help"]),
         "python -m benchmarks.mutation": lambda: mutation.main(["--help"]),
         "python -m benchmarks.bench": lambda: bench.main(["--help"]),
+        "python -m benchmarks.certify_time": lambda: certify_time.main(["--help"]),
     }
     with pytest.raises(SystemExit):
         mains[command]()

@@ -205,7 +205,7 @@ def test_spec_check_reports_a_disagreeing_example(
     text = spec_path().read_text(encoding="utf-8") + (
         '\n```memspec id=zz-wrong clauses=FORMAT-1\nadd memory "x" -> E_LIMIT\n```\n'
     )
-    monkeypatch.setattr("memspec.conformance.cli.spec_text", lambda: text)
+    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
     assert main(["spec", "--check"]) == 1
     output = capsys.readouterr().out
     assert "BUG IN SPEC: the model disagrees with an example" in output
@@ -215,7 +215,7 @@ def test_spec_check_reports_a_disagreeing_example(
 def test_spec_check_reports_a_malformed_spec(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memspec.conformance.cli.spec_text", lambda: "```memspec id=x\n```\n")
+    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: "```memspec id=x\n```\n")
     assert main(["spec", "--check"]) == 1
     assert "BUG IN SPEC" in capsys.readouterr().err
 

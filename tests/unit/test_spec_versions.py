@@ -27,7 +27,6 @@ SCHEMA = PROJECT / "conformance" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 
-
 def test_the_installed_spec_states_one_version_with_its_changelog_section() -> None:
     text = spec_text()
     version = parse_version(text)
@@ -78,7 +77,7 @@ def test_spec_check_fails_without_a_version_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     unversioned = re.sub(r"^Version 2 \(.*$", "", spec_text(), count=1, flags=re.MULTILINE)
-    monkeypatch.setattr(cli, "spec_text", lambda: unversioned)
+    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: unversioned)
     assert cli.main(["spec", "--check"]) == 1
     assert "exactly one line 'Version N (YYYY-MM-DD)'" in capsys.readouterr().out
 
@@ -87,7 +86,7 @@ def test_spec_check_fails_without_a_changelog_section(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = spec_text().replace("### Version 2 (", "### Version 9 (", 1)
-    monkeypatch.setattr(cli, "spec_text", lambda: text)
+    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
     assert cli.main(["spec", "--check"]) == 1
     assert "has no section '### Version 2" in capsys.readouterr().out
 
@@ -107,6 +106,6 @@ def test_dump_json_of_an_unversioned_spec_is_a_bug_in_the_spec(
 ) -> None:
     with pytest.raises(VersionSyntaxError):
         examples_json("no version here")
-    monkeypatch.setattr(cli, "spec_text", lambda: "no version here")
+    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: "no version here")
     assert cli.main(["spec", "--dump-json"]) == 1
     assert "BUG IN SPEC" in capsys.readouterr().err

@@ -204,7 +204,7 @@ def test_spec_check_fails_on_an_uncited_must_clause(
         "\n**ZED-1** (MUST) A rule nothing in spec/ decides.\n\n"
         '```memspec id=zz-zed clauses=ZED-1\nadd memory "x" -> OK\n```\n'
     )
-    monkeypatch.setattr("memspec.conformance.cli.spec_text", lambda: text)
+    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
     assert main(["spec", "--check"]) == 1
     output = capsys.readouterr().out
     assert "ZED-1 (MUST, SPEC.md line" in output

@@ -1,0 +1,235 @@
+"""Certification time per backend, where it goes, and how fast ``memspec serve`` starts.
+
+Run from the project root (figures, not tests; each section prints a Markdown table)::
+
+    python -m benchmarks.certify_time                       # the four default backends, twice
+    python -m benchmarks.certify_time --repeat 1 --backend memspec.reference_impl:open_store
+    python -m benchmarks.certify_time --page docs/results/certify-time.md
+
+Sections:
+
+- ``certify``: wall time of ``CI=true memspec certify ... -n WORKERS`` (profile ``ci``) of each
+  backend, ``--repeat`` times, with the load average before and after each run, the summary line
+  and the slowest checks of the first run (from its ``junit.xml``). The default backends are the
+  reference in-process, the reference through ``memspec serve``, and the two racy stores of
+  ``tests/backends/procs.py``: ``open_no_lock`` (takes no lock) and ``open_data_file_lock``
+  (locks ``MEMORY.md`` itself, whose inode each rename replaces).
+- ``sessions``: for each ``--backend-cmd``, one more run through a wrapper that counts the
+  processes the checks start (each session of a command backend is one), per check.
+- ``serve``: the median wall time of one ``memspec serve`` session of the reference (start,
+  open, load, one add, end of input), and the modules its start-up imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memspec.conformance.results_page import PageRun, writable_page
+
+PROG = "python -m benchmarks.certify_time"
+REFERENCE = "memspec.reference_impl:open_store"
+SERVE = f"memspec serve --backend {REFERENCE}"
+DEFAULT_BACKENDS = (
+    ("--backend", REFERENCE),
+    ("--backend-cmd", SERVE),
+    ("--backend", "tests.backends.procs:open_no_lock"),
+    ("--backend", "tests.backends.procs:open_data_file_lock"),
+)
+SLOWEST = 6
+"""Checks listed per backend, slowest first."""
+TIMEOUT = 1800.0
+"""Seconds one certification may take before it is reported as timed out."""
+COUNTER = """#!/bin/sh
+echo "${PYTEST_CURRENT_TEST%% (*}" >> "$MEMSPEC_SESSION_LOG"
+exec %s
+"""
+"""The wrapper that counts a command backend's process starts, by the check that started them
+(pytest names the running test in ``PYTEST_CURRENT_TEST``, which the processes inherit)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A Run is one certification: wall seconds, load average before and after, summary, the
+    slowest checks (id, seconds, status)."""
+
+    seconds: float
+    load: tuple[float, float]
+    summary: str
+    slowest: tuple[tuple[str, float, str], ...]
+
+
+def slowest_checks(junit: str, count: int) -> tuple[tuple[str, float, str], ...]:
+    """Returns the ``count`` slowest test cases of a junit.xml text: (id, seconds, status)."""
+    cases = []
+    for case in ElementTree.fromstring(junit).iter("testcase"):
+        name = case.get("name", "").removeprefix("test_check[").removeprefix("test_example[")
+        status = "failed" if case.find("failure") is not None else "passed"
+        status = "skipped" if case.find("skipped") is not None else status
+        cases.append((name.rstrip("]"), float(case.get("time", 0)), status))
+    return tuple(sorted(cases, key=lambda case: -case[1])[:count])
+
+
+def certify_once(flag: str, backend: str, workers: int, env: dict[str, str]) -> Run:
+    """Certifies ``backend`` once (profile ci) and returns the Run."""
+    with tempfile.TemporaryDirectory(prefix="memspec-bench-") as report:
+        command = ["memspec", "certify", flag, backend, "-n", str(workers), "-q"]
+        before = os.getloadavg()[0]
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                [*command, "--report", report], capture_output=True, text=True,
+                env={**env, "CI": "true"}, timeout=TIMEOUT,
+            )  # fmt: skip
+            lines = done.stdout.strip().splitlines()
+            summary = lines[-1] if lines else f"no output (status {done.returncode})"
+        except subprocess.TimeoutExpired:
+            summary = f"timed out after {TIMEOUT:g} s"
+        seconds = time.monotonic() - started
+        junit = Path(report, "junit.xml")
+        slowest = (
+            slowest_checks(junit.read_text(encoding="utf-8"), SLOWEST) if junit.is_file() else ()
+        )
+    return Run(seconds, (before, os.getloadavg()[0]), summary, slowest)
+
+
+def count_sessions(command: str, workers: int) -> tuple[int, Counter[str]]:
+    """Certifies the command backend ``command`` once through the counting wrapper; returns the
+    number of processes started and how many each check started."""
+    with tempfile.TemporaryDirectory(prefix="memspec-sessions-") as folder:
+        wrapper, log = Path(folder, "counting.sh"), Path(folder, "sessions.log")
+        wrapper.write_text(COUNTER % command, encoding="utf-8")
+        wrapper.chmod(0o755)
+        log.touch()
+        env = {**os.environ, "MEMSPEC_SESSION_LOG": str(log)}
+        certify_once("--backend-cmd", shlex.quote(str(wrapper)), workers, env)
+        lines = [line.strip() for line in log.read_text(encoding="utf-8").splitlines()]
+    return len(lines), Counter(line.rsplit("::", 1)[-1] or "(certify)" for line in lines)
+
+
+def serve_session_ms(runs: int) -> float:
+    """Returns the median milliseconds of one ``memspec serve`` session of the reference."""
+    times = []
+    with tempfile.TemporaryDirectory(prefix="memspec-serve-") as root:
+        requests = (
+            f'{{"id": 0, "op": "open", "root": "{root}"}}\n{{"id": 1, "op": "load"}}\n'
+            '{"id": 2, "op": "add", "target": "memory", "content": "User prefers tabs"}\n'
+        )
+        for _ in range(runs + 1):  # the first run may compile what later runs reuse
+            started = time.perf_counter()
+            subprocess.run(shlex.split(SERVE), input=requests, capture_output=True, text=True)
+            times.append(time.perf_counter() - started)
+    return statistics.median(times[1:]) * 1000
+
+
+def serve_imports() -> tuple[int, int, list[str]]:
+    """Returns the modules ``memspec serve``'s start-up imports: their count, their summed own
+    import time (µs, ``python -X importtime``) and which of pytest/hypothesis they include."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memspec.conformance", *shlex.split(SERVE)[1:]],
+        input="", capture_output=True, text=True,
+    )  # fmt: skip
+    rows = [line.split("|") for line in done.stderr.splitlines() if line.startswith("import time:")]
+    rows = [row for row in rows[1:] if len(row) == 3]
+    names = {row[2].strip().split(".")[0] for row in rows}
+    own = sum(int(row[0].removeprefix("import time:").strip()) for row in rows)
+    return len(rows), own, sorted(names & {"pytest", "_pytest", "hypothesis"})
+
+
+def render_certify(results: dict[str, list[Run]]) -> str:
+    """Returns the certify section: one row per run, then the slowest checks per backend."""
+    lines = [
+        "| backend | run | wall time | load before → after | result |",
+        "|---|---|---|---|---|",
+    ]
+    for backend, runs in results.items():
+        for number, run in enumerate(runs, 1):
+            load = f"{run.load[0]:.1f} → {run.load[1]:.1f}"
+            lines.append(
+                f"| `{backend}` | {number} | {run.seconds:.0f} s | {load} | {run.summary} |"
+            )
+    for backend, runs in results.items():
+        lines += ["", f"Slowest checks of `{backend}` (first run):", ""]
+        lines += [
+            f"- {name}: {seconds:.1f} s ({status})" for name, seconds, status in runs[0].slowest
+        ]
+    return "\n".join(lines)
+
+
+def render_sessions(counts: dict[str, tuple[int, Counter[str]]]) -> str:
+    """Returns the sessions section: processes started per command backend and per check."""
+    lines = []
+    for command, (total, per_check) in counts.items():
+        lines += [f"`{command}`: {total} processes started; by check:", ""]
+        lines += [f"- {name}: {count}" for name, count in per_check.most_common(10)]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", action="append", default=[], metavar="MODULE:FACTORY",
+                        help="certify this Python backend (repeatable; default: four)")  # fmt: skip
+    parser.add_argument("--backend-cmd", action="append", default=[], metavar="CMD",
+                        help="certify this command backend (repeatable)")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=2, help="certifications per backend")
+    parser.add_argument("--workers", "-n", type=int, default=2, help="certify -n (default 2)")
+    parser.add_argument("--serve-runs", type=int, default=15, help="serve sessions timed")
+    parser.add_argument("--no-sessions", action="store_true", help="skip counting processes")
+    parser.add_argument("--page", metavar="FILE", help="also write the results page")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = PageRun.start(PROG, argv)
+    if min(args.repeat, args.workers, args.serve_runs) < 1:
+        parser.error("--repeat, --workers and --serve-runs must be positive")
+    if args.page and writable_page(args.page):
+        parser.error(str(writable_page(args.page)))
+    chosen = [("--backend", b) for b in args.backend] + [
+        ("--backend-cmd", c) for c in args.backend_cmd
+    ]
+    backends = chosen or list(DEFAULT_BACKENDS)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
+    results: dict[str, list[Run]] = {}
+    for flag, backend in backends:
+        label = backend if flag == "--backend" else f"--backend-cmd '{backend}'"
+        results[label] = [certify_once(flag, backend, args.workers, dict(os.environ))
+                          for _ in range(args.repeat)]  # fmt: skip
+        print(f"{label}: " + ", ".join(f"{r.seconds:.0f} s" for r in results[label]), flush=True)
+    parts = ["## Certification wall time", render_certify(results)]
+    commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
+    if commands and not args.no_sessions:
+        counts = {command: count_sessions(command, args.workers) for command in commands}
+        parts += ["## Processes a command backend starts", render_sessions(counts)]
+    ms = serve_session_ms(args.serve_runs)
+    modules, own, harness = serve_imports()
+    parts += [
+        "## memspec serve start-up",
+        f"One session of `{SERVE}` (start, open, load, one add, end of input): median "
+        f"{ms:.0f} ms over {args.serve_runs} runs. Its start-up imports {modules} modules "
+        f"({own / 1000:.0f} ms of their own import time); of pytest and Hypothesis: "
+        f"{', '.join(harness) or 'none'}.",
+    ]
+    body = "\n\n".join(parts) + "\n"
+    print("\n" + body, flush=True)
+    if args.page:
+        print(f"page: {run.write(args.page, 'Certification time', body)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

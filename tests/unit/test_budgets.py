@@ -1,0 +1,158 @@
+"""Check budgets: every check has one per profile, declared once, and a check over it is stopped
+and reported as cut, never as passed (conformance/budgets.py, fuzz/runner.py)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memspec.conformance.budgets import (
+    BUDGETS,
+    Allowance,
+    Budget,
+    BudgetSpent,
+    enforced,
+)
+from memspec.conformance.profiles import PROFILES
+from memspec.conformance.registry import HarnessError, NotApplicable
+from memspec.fuzz.runner import PropertyRun, SearchWatch, budget_cut_in
+
+CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"
+
+
+def _allowance(seconds: float, started: float | None = None) -> Allowance:
+    return Allowance("area.check", "ci", seconds, time.monotonic() if started is None else started)
+
+
+def test_every_check_has_a_budget_and_no_budget_is_stale() -> None:
+    assert sorted(BUDGETS) == sorted(json.loads(CHECK_IDS.read_text(encoding="utf-8")))
+
+
+def test_every_profile_has_a_column_of_budgets() -> None:
+    assert [column.name for column in fields(Budget)] == list(PROFILES)
+    for name, profile in PROFILES.items():
+        for check_id, budget in BUDGETS.items():
+            assert profile.budget(check_id) == getattr(budget, name)
+        assert profile.example_budget > 0
+
+
+def test_a_check_without_a_budget_is_a_harness_error() -> None:
+    with pytest.raises(HarnessError, match="no budget"):
+        PROFILES["ci"].budget("area.unknown_check")
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "10"])
+def test_a_budget_is_positive_seconds(value: object) -> None:
+    with pytest.raises(ValueError, match="positive seconds"):
+        Budget(smoke=1, ci=value, thorough=1)  # type: ignore[arg-type]
+
+
+def test_budget_spent_is_a_skip_that_hypothesis_reraises() -> None:
+    spent = _allowance(1, started=time.monotonic() - 10).cut("3 examples, none failing")
+    assert isinstance(spent, NotApplicable)
+    assert "search cut at 10 s of its 1 s budget (profile ci)" in str(spent)
+    assert "3 examples, none failing" in str(spent)
+
+
+def test_the_harness_stops_a_check_at_its_budget_and_names_what_it_covered() -> None:
+    figures = {"schedules run": 7}
+    started = time.monotonic()
+    stopped = pytest.raises(BudgetSpent, match=r"stopped by the harness.*schedules run 7")
+    with stopped, enforced(_allowance(0.2), figures):
+        time.sleep(5)
+    assert time.monotonic() - started < 2
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_check_within_its_budget_runs_to_its_end() -> None:
+    with enforced(_allowance(5), {}):
+        time.sleep(0.01)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def _run(allowance: Allowance | None, test: object) -> None:
+    PropertyRun("area.check", _settings(), None, "Reproduce with: here", allowance).run(test)  # type: ignore[arg-type]
+
+
+def _settings() -> object:
+    from hypothesis import settings
+
+    return settings(max_examples=20, database=None, derandomize=True, deadline=None)
+
+
+def test_a_search_with_no_time_left_is_cut_not_passed() -> None:
+    @given(st.integers())
+    def never_fails(number: int) -> None:
+        pass
+
+    with pytest.raises(BudgetSpent, match="having covered 0 examples, none failing"):
+        _run(_allowance(1, started=time.monotonic() - 10), never_fails)
+
+
+class SpentAfterAFailure(Allowance):
+    """An allowance whose search share runs out as soon as the search has failed once."""
+
+    failed: ClassVar[list[bool]] = []
+
+    def search_spent(self) -> bool:
+        return bool(self.failed)
+
+
+def test_a_search_cut_while_shrinking_reports_its_failure_and_says_so() -> None:
+    allowance = SpentAfterAFailure("area.check", "ci", 60, time.monotonic())
+    allowance.failed.clear()
+
+    @given(st.lists(st.integers(), min_size=3))
+    def fails(numbers: list[int]) -> None:
+        allowance.failed.append(True)
+        raise AssertionError("LOCK-3: lost")
+
+    with pytest.raises(AssertionError) as raised:
+        _run(allowance, fails)
+    message = str(raised.value)
+    assert message.startswith("LOCK-3: lost")
+    assert "shrinking was cut at the check's budget after 1 runs (1 failing)" in message
+    assert "Reproduce with: here" in message
+
+
+def test_a_search_within_its_budget_is_untouched() -> None:
+    @given(st.integers())
+    def never_fails(number: int) -> None:
+        pass
+
+    _run(_allowance(60), never_fails)
+    _run(None, never_fails)
+
+
+def test_a_cut_is_found_behind_the_error_hypothesis_raised_instead() -> None:
+    cut = BudgetSpent("cut")
+    try:
+        try:
+            raise cut
+        except BudgetSpent:
+            raise RuntimeError("inconsistent data generation") from None
+    except RuntimeError as error:
+        assert budget_cut_in(error) is cut
+    assert budget_cut_in(ValueError("x")) is None
+
+
+def test_a_watch_counts_runs_and_keeps_the_last_failure() -> None:
+    watch = SearchWatch(None)
+
+    def body(fail: bool) -> None:
+        assert not fail, "LIMIT-1: over"
+
+    watched = watch.wrap(body)
+    watched(False)
+    with pytest.raises(AssertionError):
+        watched(True)
+    assert (watch.examples, watch.failures) == (2, 1)
+    assert str(watch.last_failure).startswith("LIMIT-1: over")
