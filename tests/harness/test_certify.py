@@ -190,7 +190,7 @@ def test_misbehaving_command_backends_fail_without_hanging(tmp_path: Path, mode:
     assert failures
     text = failures[0]["message"]
     want = {
-        "hang": "did not answer within 1 s",
+        "hang": "did not answer within 3 s",
         "crash": "exited with status 3",
         "garbage": "not JSON",
         "wrong-id": "carries id",

@@ -85,7 +85,9 @@ def test_programs_are_deterministic_and_entries_unique() -> None:
     steps = [step for program in programs(7) for step in program]
     assert all(program[0] == {"op": "load"} for program in programs(7))
     kinds = {step["op"] for step in steps}
-    assert kinds == {"load", *MUTATIONS}
+    # No patch: the history checkers tell what a mutation wrote from its request alone, and a
+    # patch's resulting entry depends on the entry it edits.
+    assert kinds == {"load", *MUTATIONS} - {"patch"}
     written = [
         text
         for step in steps
