@@ -191,13 +191,17 @@ def render_explanations(matrix: Matrix) -> str:
     :data:`~memspec.conformance.failure_notes.NO_EXPLANATION`."""
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
-        failing = tuple(
-            column.label
+        failed = [
+            column
             for column, verdict in zip(matrix.columns, row, strict=True)
             if verdict.status == "fail"
-        )
+        ]
+        failing = tuple(column.label for column in failed)
         if failing:
-            hermes = any("hermes" in label.lower() for label in failing)
+            hermes = any(
+                "hermes" in f"{column.label} {column.run.get('name', '')}".lower()
+                for column in failed
+            )
             line = explain(clause.id) if hermes else NO_EXPLANATION
             groups.setdefault((line, failing), []).append(clause.id)
     if not groups:
@@ -228,7 +232,8 @@ def matrix_page(matrix: Matrix) -> str:
 
 def sweep_page(matrix: Matrix, changes: Sequence[Change], package: str, profile: str) -> str:
     """Returns the body of the sweep's results page: clause counts per release, each verdict
-    change with why, then the clause table of every release (columns in release order)."""
+    change with why, the clause table of every release (columns in release order), then why
+    each failing clause fails."""
     first, last = matrix.columns[0].label, matrix.columns[-1].label
     return "\n\n".join(
         [
@@ -238,6 +243,10 @@ def sweep_page(matrix: Matrix, changes: Sequence[Change], package: str, profile:
             "## Timeline",
             render_timeline_markdown(matrix, changes).strip(),
             render_markdown(matrix, "Every clause, every release").split("\n### ")[0].strip(),
+            "## Why the releases fail",
+            "Reasoning, not measurement: the line of `conformance/failure_notes.py` for each "
+            "clause some release failed, beside the releases it failed in.",
+            render_explanations(matrix),
         ]
     )
 

@@ -142,9 +142,24 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "the second, so two in one second overwrite each other)."
     ),
     ("DRIFT-5",): (
-        "a file another tool wrote without delimiters, under the limit, passes the drift check, "
-        "and one replace rewrites the whole file as the new entry with no backup (#56464, the "
-        "class of #26045)."
+        "releases before 0.15.0 have no drift guard and rewrite away text another tool appended "
+        "(#26045); from 0.15.0 a file another tool wrote without delimiters, under the limit, "
+        "passes the drift check, and one replace rewrites the whole file as the new entry with "
+        "no backup (#56464)."
+    ),
+    ("DRIFT-7", "SCAN-7"): (
+        "nothing the model can do with the tool brings back a file with an entry over the "
+        "limit: the drift guard refuses every mutation of it, the `remove` that would repair it "
+        "included, while the `[BLOCKED:` placeholder tells the model to remove the entry "
+        "(releases without a drift guard rewrite the file with no backup instead)."
+    ),
+    ("ENTRY-1",): (
+        "from 0.15.0 to 0.17.0 the new drift guard takes an entry with Unicode spaces around it "
+        "for foreign text and refuses an ordinary `add` with `E_DRIFT`."
+    ),
+    ("SCAN-1",): (
+        'before 0.15.0 the write-time scan misses "ignore all previous instructions", so the '
+        "note is stored and reaches every later prompt."
     ),
     ("FORMAT-6",): (
         "a `replace` or a batch that changes nothing still rewrites the file, so another "
