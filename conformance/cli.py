@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from memspec.conformance.backend import UsageError
+from memspec.conformance.locations import shadows_memspec
 
 if TYPE_CHECKING:
     from memspec.conformance.trail import ClauseTrail
@@ -406,13 +407,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _import_from_cwd() -> Iterator[None]:
     """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process
     and in the worker processes it starts, as ``python -m`` would; the caller's ``sys.path`` and
-    ``PYTHONPATH`` are restored afterwards (``main`` may run inside another program)."""
+    ``PYTHONPATH`` are restored afterwards (``main`` may run inside another program).
+
+    A directory holding a ``memspec`` folder other than the running package (a checkout of
+    memspec, with memspec installed from it) goes last on ``sys.path`` and not on
+    ``PYTHONPATH``: first, its folder would shadow the installed package in every worker."""
     cwd = os.getcwd()
     saved_path, saved_variable = list(sys.path), os.environ.get("PYTHONPATH")
+    shadows = shadows_memspec(cwd)
     if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+        if shadows:
+            sys.path.append(cwd)
+        else:
+            sys.path.insert(0, cwd)
     paths = [p for p in (saved_variable or "").split(os.pathsep) if p]
-    if cwd not in paths:
+    if cwd not in paths and not shadows:
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *paths])
     try:
         yield

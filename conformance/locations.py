@@ -54,3 +54,16 @@ def keep_bytecode() -> None:
     if writable_dir(folder):
         sys.pycache_prefix = str(folder)
         sys.dont_write_bytecode = False
+
+
+def shadows_memspec(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` holds a ``memspec`` folder other than the running package's (a
+    checkout of memspec, with memspec installed from it, not in editable mode): first on the
+    import path, that folder would shadow the installed package, and a process started there
+    with its directory on the path (``python -c``, a fork server) could not import memspec."""
+    here = Path(directory)
+    running = Path(__file__).resolve().parents[1]
+    if not (here / "memspec").is_dir():
+        return False
+    editable = (here / "conformance").resolve() == (running / "conformance").resolve()
+    return not editable and (here / "memspec").resolve() != running

@@ -35,9 +35,11 @@ reaped before :meth:`Worker.finish` or the ``with`` block returns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import tempfile
 import threading
 import time
 import traceback
@@ -51,6 +53,7 @@ import multiprocess
 from multiprocess import connection
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend
+from memspec.conformance.locations import shadows_memspec
 from memspec.conformance.processes.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.registry import NotApplicable
@@ -99,7 +102,11 @@ def start_process_server() -> None:
     if context.get_start_method() == "forkserver":
         from multiprocess import forkserver
 
-        forkserver.ensure_running()
+        # The server is a ``python -c`` process, whose import path starts with its working
+        # directory: never one whose ``memspec`` folder would shadow the installed package.
+        neutral = shadows_memspec(os.getcwd())
+        with contextlib.chdir(tempfile.gettempdir()) if neutral else nullcontext():
+            forkserver.ensure_running()
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,21 @@ def test_an_install_certifies_and_writes_only_where_told(
     # Temporary files were removed at exit; Hypothesis's caches are in the user cache directory.
     assert list(temp.iterdir()) == [], sorted(str(p) for p in temp.rglob("*"))
     assert (home / ".cache" / "memspec" / "hypothesis").is_dir()
+
+
+def test_an_install_certifies_from_a_checkout_of_memspec(installed: Path, tmp_path: Path) -> None:
+    """Run from a checkout (a folder with its own ``memspec`` package, as the README's first
+    command does), the installed memspec's worker processes import the installed package, not
+    the folder: the fork server starts elsewhere and the folder goes last on the path."""
+    checkout = tmp_path / "checkout"
+    (checkout / "memspec").mkdir(parents=True)
+    (checkout / "memspec" / "__init__.py").write_text('"""A checkout\'s own folder."""\n')
+    env = _user_environment()
+    env.update(PATH=f"{installed / 'bin'}:{env['PATH']}")
+    result = subprocess.run(
+        [str(installed / "bin" / "memspec"), "certify", "--backend",
+         "memspec.reference_impl:open_store", "-k", "kill_at_random or faults", "-q"],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "No module named" not in result.stdout + result.stderr
