@@ -300,15 +300,21 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     return 1 if reproduced else 0
 
 
-def add_serve_command(commands: argparse._SubParsersAction[_Parser]) -> None:
-    """Adds the ``serve`` subcommand to ``commands``."""
-    serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
-    serve_cmd.add_argument(
+def _add_factory(parser: _Parser) -> None:
+    """Adds the required ``--backend MODULE:FACTORY`` of the commands that take only a Python
+    backend (``serve``, ``examples``)."""
+    parser.add_argument(
         "--backend",
         required=True,
         metavar="MODULE:FACTORY",
         help="a Python backend factory, e.g. memspec.reference_impl:open_store",
     )
+
+
+def add_serve_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """Adds the ``serve`` subcommand to ``commands``."""
+    serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
+    _add_factory(serve_cmd)
     serve_cmd.set_defaults(run=_cmd_serve)
 
 
@@ -379,12 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--json", action="store_true", help="with --clause: print the trail as JSON")
     spec.set_defaults(run=_cmd_spec)
     examples = commands.add_parser("examples", help="run every SPEC.md example against a backend")
-    examples.add_argument(
-        "--backend",
-        required=True,
-        metavar="MODULE:FACTORY",
-        help="a Python backend factory, e.g. memspec.reference_impl:open_store",
-    )
+    _add_factory(examples)
     examples.add_argument("-v", "--verbose", action="store_true", help="list passing examples too")
     examples.set_defaults(run=_cmd_examples)
     repro = commands.add_parser("repro", help="replay a saved failing interleaving")

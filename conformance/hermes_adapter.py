@@ -60,7 +60,7 @@ EXIT_ADAPTER_GAP = 3
 # What Hermes' refusal texts say, in the order they are tried, and the contract code each
 # meaning is. The rules read the words of the message, never a version number, so every line
 # and fork that words a refusal the same way maps the same. Batch errors are prefixed
-# "Operation N: " or "Operation N (action): "; the rules match anywhere in the text.
+# "Operation N: " or "Operation N (action): ", which every rule allows before its words.
 _OP = r"^(Operation \d+( \(\w*\))?: )?"
 ERROR_CODES: tuple[tuple[str, str], ...] = (
     (r"^(Invalid (memory )?target |Missing required target)", "E_TARGET"),

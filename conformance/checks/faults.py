@@ -30,11 +30,10 @@ the check is not applicable.
 from __future__ import annotations
 
 import errno
-import os
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.crash.tamper import run_planned
+from memspec.conformance.crash.tamper import restore_root, run_planned
 from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
 from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
@@ -239,9 +238,7 @@ def _scenarios(ctx: CheckContext, scenarios: tuple[Scenario, ...]) -> list[str]:
         with ctx.keep_going():
             _fault_scenario(ctx, scenario, number, kept)
         if len(ctx.failures) > failed:
-            for entry in os.scandir(ctx.root):
-                if entry.is_file(follow_symlinks=False):
-                    os.unlink(entry.path)
+            restore_root(ctx.root, {})
             kept.clear()
     return kept
 

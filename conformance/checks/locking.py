@@ -84,7 +84,11 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
-from memspec.conformance.schedule.stops import require_schedulable, require_scheduling_points
+from memspec.conformance.schedule.stops import (
+    LOCK_CALLS,
+    require_schedulable,
+    require_scheduling_points,
+)
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
 
@@ -251,7 +255,7 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     after the new file is in place (LOCK-1, LOCK-2, LOCK-3)."""
     calls = trace_of_add(ctx)
     trace = f"trace of the add: {render_trace(calls)}"
-    locks = [c for c in calls if c["name"] in ("flock", "lockf", "bind") and not c.get("error")]
+    locks = [c for c in calls if c["name"] in LOCK_CALLS and not c.get("error")]
     exclusive = [c for c in locks if "LOCK_EX" in c["details"].get("operation", "")]
     on_data = [c for c in exclusive if c["kind"] == "data"]
     # LOCK-1: never lock the data file itself.

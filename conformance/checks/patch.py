@@ -22,7 +22,7 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
     nothing; one that claims it answers an Outcome, never ``E_UNSUPPORTED`` (PATCH-11). Both
     transports: the in-process one answers for a Python store that does not claim the feature,
     a command backend answers itself."""
-    put(ctx.root, "memory", STORED)
+    path = put(ctx.root, "memory", STORED)
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
@@ -30,7 +30,7 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
         claimed = "patch" in session.features
         sent = {"target": "memory", "old_text": "tabs", "content": "spaces"}
         answer = session.request("patch", **sent)
-        after = (ctx.root / "MEMORY.md").read_bytes()
+        after = path.read_bytes()
     if not claimed:
         # PATCH-11: a backend that does not claim patch answers E_UNSUPPORTED, ok false.
         assert (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED), (
