@@ -14,7 +14,7 @@ from typing import NoReturn
 import pytest
 
 from memspec.conformance.backend import Backend, InProcessBackend
-from memspec.conformance.budgets import Allowance, enforced, start_allowance
+from memspec.conformance.budgets import Allowance, enforced, run_within_budget
 from memspec.conformance.examples import run_on_backend
 from memspec.conformance.findings import Mismatch, verdict_of
 from memspec.conformance.plugin import memspec_settings
@@ -115,7 +115,6 @@ def test_check(
     artifacts = settings.report / "artifacts" if settings.report else None
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    allowance = start_allowance(check.id, memspec_profile)
     context = CheckContext(
         memspec_backend,
         memspec_root,
@@ -124,12 +123,10 @@ def test_check(
         settings.seed,
         settings.hypothesis_db,
         artifacts,
-        allowance=allowance,
         features=memspec_features,
     )
     try:
-        with enforced(allowance, context.figures):
-            check.run(context)
+        run_within_budget(check, context)
     except NotApplicable as error:
         unsupported(request, error)
     finally:

@@ -30,6 +30,7 @@ from memspec.conformance.processes.workers import (
 )
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"
@@ -150,7 +151,7 @@ def test_interposition_needs_a_python_backend(tmp_path: Path) -> None:
         root.mkdir(parents=True)
         scratch.mkdir()
         with pytest.raises(NotApplicable, match="needs a Python backend"):
-            CHECKS[name].run(CheckContext(backend, root, scratch, PROFILES["ci"]))
+            run_in_budget(CHECKS[name], CheckContext(backend, root, scratch, PROFILES["ci"]))
 
 
 def test_bad_plans_are_refused() -> None:

@@ -15,6 +15,7 @@ from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.examples import load_examples
+from tests.budgeted import run_in_budget
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 NODE = PROJECT / "backends" / "node" / "memspec_backend.js"
@@ -38,7 +39,9 @@ def test_the_node_backend_passes_the_recovery_checks(
 ) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    all_checks()[check_id].run(CheckContext(node_backend, root, tmp_path, PROFILES["ci"]))
+    run_in_budget(
+        all_checks()[check_id], CheckContext(node_backend, root, tmp_path, PROFILES["ci"])
+    )
 
 
 @pytest.mark.parametrize(

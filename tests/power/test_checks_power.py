@@ -19,6 +19,7 @@ from memspec.conformance.findings import ClauseFailures
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, NotApplicable, all_checks
+from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
 NAIVE = "tests.backends.naive:open_store"
@@ -78,7 +79,7 @@ def run_check(name: str, backend: Backend | str, tmp_path: Path) -> None:
         backend = InProcessBackend(backend, timeout=30)
     root = tmp_path / "root"
     root.mkdir()
-    check.run(CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
+    run_in_budget(check, CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
 
 
 def test_every_check_here_is_proven() -> None:

@@ -46,6 +46,7 @@ from memspec.conformance.crash.persistence import MODELS
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"
@@ -111,7 +112,7 @@ def test_reference_passes_the_checks_quickly(tmp_path: Path) -> None:
     for number, name in enumerate(CHECK_NAMES):
         ctx = _context(tmp_path / str(number), InProcessBackend(REFERENCE))
         started = time.monotonic()
-        CHECKS[f"crashstates.{name}"].run(ctx)
+        run_in_budget(CHECKS[f"crashstates.{name}"], ctx)
         assert time.monotonic() - started < 20
         assert any(key.endswith("posix-weak states") for key in ctx.figures)
         assert ctx.figures[next(k for k in ctx.figures if k.endswith("recorder"))] == (
@@ -123,7 +124,7 @@ def test_the_check_fails_with_its_clause(tmp_path: Path) -> None:
     """Through the registry, the no-temp-fsync store fails with CRASH-4 first."""
     ctx = _context(tmp_path, InProcessBackend(f"{PROCS}:open_no_temp_fsync"))
     with pytest.raises(AssertionError, match=r"^CRASH-4: under posix-weak"):
-        CHECKS["crashstates.crash_states_are_old_or_new"].run(ctx)
+        run_in_budget(CHECKS["crashstates.crash_states_are_old_or_new"], ctx)
 
 
 def test_without_strace_a_command_backend_is_skipped(

@@ -18,6 +18,7 @@ from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.fence import FENCE_CLOSE, find_fence_tags, find_system_notes
 from tests.backends.naive import NaiveStore
+from tests.budgeted import run_in_budget
 
 
 def _neutral(span: str) -> str:
@@ -54,7 +55,7 @@ def test_a_backend_that_escapes_neutrally_passes_every_fence_check(
     backend = InProcessBackend("tests.power.test_fence_escaping:NeutralBracketStore", timeout=30)
     root = tmp_path / "root"
     root.mkdir()
-    all_checks()[name].run(CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
+    run_in_budget(all_checks()[name], CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
 
 
 def test_the_neutral_store_escapes_rather_than_removes(tmp_path: Path) -> None:

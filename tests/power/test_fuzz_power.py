@@ -22,6 +22,7 @@ from memspec.fuzz.oracle import allowed_answers
 from memspec.fuzz.runner import plan
 from memspec.spec import model
 from memspec.spec.operations import Add
+from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
 BROKEN = "tests.backends.wrappers"
@@ -50,7 +51,7 @@ def run_check(backend: str, check_id: str, tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     context = CheckContext(InProcessBackend(backend, 10.0), root, tmp_path, PROFILES["ci"])
-    CHECKS[check_id].run(context)
+    run_in_budget(CHECKS[check_id], context)
 
 
 def test_every_fuzz_check_is_registered() -> None:

@@ -28,6 +28,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import load_repro, replay, repro_of, save_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
+from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
 SEED = b"User prefers tabs over spaces"
@@ -201,11 +202,11 @@ def _empty_run() -> Any:
 
 
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
-    all_checks()["interleavings.preemption_bounded_schedules"].run(ctx)
+    run_in_budget(all_checks()["interleavings.preemption_bounded_schedules"], ctx)
 
 
 def random_schedules(ctx: CheckContext) -> None:
-    all_checks()["interleavings.random_schedules"].run(ctx)
+    run_in_budget(all_checks()["interleavings.random_schedules"], ctx)
 
 
 def test_certify_checks_pass_on_the_reference_and_save_repros_on_racy_stores(

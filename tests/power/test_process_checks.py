@@ -20,6 +20,7 @@ from memspec.conformance.findings import ClauseFailures
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext
+from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"
@@ -77,7 +78,7 @@ def test_the_checks_exist() -> None:
 def test_reference_passes(name: str, tmp_path: Path) -> None:
     """The reference store passes every check of the family, in well under 10 s."""
     started = time.monotonic()
-    CHECKS[name].run(_context(tmp_path, InProcessBackend(REFERENCE, timeout=10)))
+    run_in_budget(CHECKS[name], _context(tmp_path, InProcessBackend(REFERENCE, timeout=10)))
     assert time.monotonic() - started < 10
 
 
@@ -85,7 +86,7 @@ def test_reference_passes(name: str, tmp_path: Path) -> None:
 def test_reference_passes_through_serve(name: str, tmp_path: Path) -> None:
     """The concurrent check passes the reference served over JSON Lines (one process each)."""
     backend = CommandBackend(f"memspec serve --backend {REFERENCE}")
-    CHECKS[name].run(_context(tmp_path, backend))
+    run_in_budget(CHECKS[name], _context(tmp_path, backend))
 
 
 @pytest.mark.parametrize(
@@ -101,7 +102,7 @@ def test_broken_store_is_caught(
     messages = []
     for attempt in range(RACY_ATTEMPTS if racy else 1):
         try:
-            CHECKS[name].run(_context(tmp_path, backend, attempt))
+            run_in_budget(CHECKS[name], _context(tmp_path, backend, attempt))
         except AssertionError as failure:
             assert str(failure).startswith(clause), str(failure)
             return
@@ -117,7 +118,7 @@ def test_a_store_that_raises_on_a_failed_write_is_still_judged_on_its_file(
     protects: the old file kept, no temp left, the next session finds every entry."""
     backend = InProcessBackend(f"{PROCS}:open_raises_on_write_error")
     with pytest.raises(ClauseFailures) as failure:
-        CHECKS["faults.failed_write_keeps_old_file"].run(_context(tmp_path, backend))
+        run_in_budget(CHECKS["faults.failed_write_keeps_old_file"], _context(tmp_path, backend))
     clauses = {f.clause for f in failure.value.failures}
     assert clauses == {"CONTRACT-6", "ATOMIC-4"}, failure.value
     assert failure.value.completed, failure.value

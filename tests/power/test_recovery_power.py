@@ -19,6 +19,7 @@ from memspec.conformance.examples import run_on_backend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.examples import load_examples
+from tests.budgeted import run_in_budget
 
 BROKEN = "tests.backends.naive_broken"
 EXAMPLES = {example.id: example for example in load_examples()}
@@ -31,7 +32,7 @@ def run_check(check_id: str, backend: Backend | str, tmp_path: Path) -> None:
         backend = InProcessBackend(backend, 30.0)
     root = tmp_path / "root"
     root.mkdir()
-    CHECKS[check_id].run(CheckContext(backend, root, tmp_path, PROFILES["ci"]))
+    run_in_budget(CHECKS[check_id], CheckContext(backend, root, tmp_path, PROFILES["ci"]))
 
 
 RECOVERY_CHECKS = [

@@ -20,6 +20,7 @@ from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from tests.budgeted import run_in_budget
 
 PROCS = "tests.backends.procs"
 SERVE = "memspec serve --backend"
@@ -71,7 +72,7 @@ def _context(tmp_path: Path, command: str) -> CheckContext:
 @pytest.mark.parametrize("name", SIX)
 def test_reference_passes_through_serve(name: str, tmp_path: Path) -> None:
     """The reference, served over JSON Lines and traced by strace, passes each check."""
-    CHECKS[name].run(_context(tmp_path, REFERENCE))
+    run_in_budget(CHECKS[name], _context(tmp_path, REFERENCE))
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -81,9 +82,9 @@ def test_node_backend_passes(name: str, tmp_path: Path) -> None:
     strace could not place (not applicable, never a verdict) is retried once: under load, a
     Node process's calls have been seen to differ between its recorded and its killed run."""
     try:
-        CHECKS[name].run(_context(tmp_path, NODE))
+        run_in_budget(CHECKS[name], _context(tmp_path, NODE))
     except NotApplicable:
-        CHECKS[name].run(_context(tmp_path / "again", NODE))
+        run_in_budget(CHECKS[name], _context(tmp_path / "again", NODE))
 
 
 @pytest.mark.parametrize(
@@ -94,5 +95,5 @@ def test_broken_store_is_caught_through_strace(
 ) -> None:
     """The store with one defect, served as a command, fails the check on its clause."""
     with pytest.raises(AssertionError) as failure:
-        CHECKS[name].run(_context(tmp_path, f"{SERVE} {PROCS}:{factory}"))
+        run_in_budget(CHECKS[name], _context(tmp_path, f"{SERVE} {PROCS}:{factory}"))
     assert str(failure.value).startswith(clause), str(failure.value)

@@ -26,6 +26,7 @@ from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
 from memspec.conformance.schedule.stops import unschedulable_locks
+from tests.budgeted import run_in_budget
 
 SERVE = "memspec serve --backend"
 REFERENCE = f"{SERVE} memspec.reference_impl:open_store"
@@ -60,7 +61,7 @@ def _context(tmp_path: Path, command: str, profile: str = "ci") -> CheckContext:
 def test_racy_store_served_as_a_command_fails(factory: str, name: str, tmp_path: Path) -> None:
     """A store with a lost update, served as a command, fails the check with LOCK-3."""
     with pytest.raises(AssertionError) as failure:
-        CHECKS[name].run(_context(tmp_path, f"{SERVE} tests.backends.procs:{factory}"))
+        run_in_budget(CHECKS[name], _context(tmp_path, f"{SERVE} tests.backends.procs:{factory}"))
     assert str(failure.value).startswith("LOCK-3"), str(failure.value)
     assert "memspec repro" in str(failure.value)
 
@@ -72,7 +73,7 @@ def test_repro_of_a_command_replays_the_lost_update(
     name = "interleavings.preemption_bounded_schedules"
     command = f"{SERVE} tests.backends.procs:open_no_lock"
     with pytest.raises(AssertionError) as failure:
-        CHECKS[name].run(_context(tmp_path, command))
+        run_in_budget(CHECKS[name], _context(tmp_path, command))
     saved = re.search(r"memspec repro (\S+)", str(failure.value))
     assert saved is not None
     record = json.loads(Path(saved.group(1)).read_text(encoding="utf-8"))
@@ -107,7 +108,7 @@ def test_repro_of_a_command_without_strace_says_why(
 @pytest.mark.parametrize("name", TWO)
 def test_reference_passes_through_serve(name: str, tmp_path: Path) -> None:
     """The reference, served over JSON Lines and scheduled through strace, passes."""
-    CHECKS[name].run(_context(tmp_path, REFERENCE))
+    run_in_budget(CHECKS[name], _context(tmp_path, REFERENCE))
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -117,7 +118,7 @@ def test_a_lock_strace_cannot_stop_at_is_not_scheduled(name: str, tmp_path: Path
     for it makes no call strace stops at, so no schedule would replay; both checks say so
     instead of judging by a timeout."""
     with pytest.raises(NotApplicable, match="@memspec-node-lock"):
-        CHECKS[name].run(_context(tmp_path, NODE))
+        run_in_budget(CHECKS[name], _context(tmp_path, NODE))
 
 
 def test_only_locks_off_the_root_are_unschedulable() -> None:

@@ -23,6 +23,7 @@ from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.clauses import parse_clauses
 from memspec.spec.examples import load_examples, spec_text
+from tests.budgeted import run_in_budget
 from tests.power import test_checks_power, test_fuzz_power, test_process_checks
 from tests.zoo import (
     AREAS,
@@ -82,7 +83,7 @@ def failure_clauses(member: Member, tmp_path: Path) -> tuple[str, ...]:
         if member.proof in EXAMPLES:
             failure = run_on_backend(EXAMPLES[member.proof], backend, root)
             return failure.clauses if failure is not None else ()
-        CHECKS[member.proof].run(CheckContext(backend, root, tmp_path, PROFILES["ci"]))
+        run_in_budget(CHECKS[member.proof], CheckContext(backend, root, tmp_path, PROFILES["ci"]))
     except (BackendDefect, AssertionError) as failure:
         verdict = verdict_of(failure)
         return blamed_clauses({"clauses": CHECKS[member.proof].clauses, **asdict(verdict)})
