@@ -115,20 +115,22 @@ def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, 
 
 @functools.lru_cache(maxsize=64)
 def _module_version(spec: str) -> str:
-    """Returns the ``__version__`` of the backend's module, or its distribution's version.
+    """Returns the ``__version__`` of the backend's module or of its top package, or its
+    distribution's version.
 
     The distribution named like the module's top package is asked first; only when there is
     none are all installed packages scanned for the one that provides it (a quarter of a
     second, which every ``memspec serve`` process would pay). Cached, and imported lazily for
     the same reason.
     """
+    module_name = spec.partition(":")[0]
+    top = module_name.split(".")[0]
+    for name in (module_name, top):
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if version:
+            return str(version)
     from importlib import metadata
 
-    module = sys.modules.get(spec.partition(":")[0])
-    version = getattr(module, "__version__", None)
-    if version:
-        return str(version)
-    top = spec.split(".")[0].split(":")[0]
     try:
         return metadata.version(top)
     except metadata.PackageNotFoundError:

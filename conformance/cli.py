@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from memspec.conformance.backend import UsageError
-from memspec.conformance.locations import shadows_memspec
+from memspec.conformance.locations import PYTHONPATH_ADDED, shadows_memspec
 
 if TYPE_CHECKING:
     from memspec.conformance.trail import ClauseTrail
@@ -213,9 +213,26 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from memspec.conformance.locations import keep_bytecode
 
     keep_bytecode()
+    from memspec.conformance.backend import InProcessBackend
     from memspec.conformance.jsonlines import serve
 
-    return serve(args.backend, sys.stdin, sys.stdout)
+    _current_directory_last()
+    return serve(InProcessBackend(args.backend), sys.stdin, sys.stdout)
+
+
+def _current_directory_last() -> None:
+    """Moves the current directory to the end of ``sys.path``: the backend's module may live
+    there, but every other module is found first.
+
+    Python reads a directory's listing again whenever the directory changed since it last
+    looked (``/tmp``, a checkout receiving coverage files and reports). Looked at first, the
+    current directory would make the calls of a session vary with what other programs do,
+    and strace's count of them with it, which the fault and kill checks of a command backend
+    rely on (``conformance/crash/tamper.py``)."""
+    cwd = os.getcwd()
+    if cwd in sys.path:
+        sys.path.remove(cwd)
+        sys.path.append(cwd)
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
@@ -422,16 +439,19 @@ def _import_from_cwd() -> Iterator[None]:
         else:
             sys.path.insert(0, cwd)
     paths = [p for p in (saved_variable or "").split(os.pathsep) if p]
+    saved_added = os.environ.get(PYTHONPATH_ADDED)
     if cwd not in paths and not shadows:
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *paths])
+        os.environ[PYTHONPATH_ADDED] = cwd
     try:
         yield
     finally:
         sys.path[:] = saved_path
-        if saved_variable is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved_variable
+        for name, value in (("PYTHONPATH", saved_variable), (PYTHONPATH_ADDED, saved_added)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,6 +33,7 @@ from memspec.conformance.backend import (
     check_answer,
     request_problem,
 )
+from memspec.conformance.locations import backend_environment
 from memspec.spec import codes
 from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -98,6 +99,7 @@ class CommandSession:
                 errors="surrogateescape",
                 bufsize=1,
                 cwd=self.cwd or invocation_dir(),
+                env=backend_environment(),
                 start_new_session=True,
             )
         except OSError as error:
@@ -285,12 +287,11 @@ def handle_line(
     return {"id": request_id, **answer}, session
 
 
-def serve(spec: str, stdin: IO[str], stdout: IO[str]) -> int:
-    """Serves the Python backend ``spec`` over JSON Lines until stdin closes.
+def serve(backend: InProcessBackend, stdin: IO[str], stdout: IO[str]) -> int:
+    """Serves the Python backend over JSON Lines until stdin closes.
 
     Returns 0, or 1 when the backend raised (the defect is described on stderr).
     """
-    backend = InProcessBackend(spec)
     session: InProcessSession | None = None
     for line in stdin:
         if not line.strip():

@@ -18,6 +18,30 @@ from pathlib import Path
 
 CACHE_VARIABLE = "MEMSPEC_CACHE_DIR"
 
+PYTHONPATH_ADDED = "MEMSPEC_PYTHONPATH_ADDED"
+"""The variable naming the directory memspec put on ``PYTHONPATH`` for its own worker
+processes (the directory it was run from); :func:`backend_environment` takes it off again."""
+
+
+def backend_environment() -> dict[str, str]:
+    """Returns the environment a command backend starts in: memspec's own, without the
+    directory memspec added to ``PYTHONPATH``, so that the backend's path is the caller's.
+
+    With that directory first on its path, every import of a Python backend would look there
+    first, and read its listing again whenever it changed (``/tmp``, a checkout receiving
+    coverage files): the backend's calls would vary from run to run, and the count of them that
+    strace injects faults by (``conformance/crash/tamper.py``) with them."""
+    environment = dict(os.environ)
+    added = environment.pop(PYTHONPATH_ADDED, None)
+    paths = environment.get("PYTHONPATH", "").split(os.pathsep)
+    if added and added in paths:
+        paths.remove(added)
+        if any(paths):
+            environment["PYTHONPATH"] = os.pathsep.join(paths)
+        else:
+            environment.pop("PYTHONPATH")
+    return environment
+
 
 def cache_dir(override: str | None = None) -> Path:
     """Returns the cache directory of memspec, absolute (see the module docstring)."""

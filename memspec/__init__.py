@@ -20,7 +20,11 @@ if TYPE_CHECKING:
     from memspec.conformance.api import CertifyResult, certify
     from memspec.conformance.backend import UsageError
 
-__all__ = ["CertifyResult", "UsageError", "certify"]
+__all__ = ["CertifyResult", "UsageError", "__version__", "certify"]
+
+__version__ = "0.1.0"
+"""memspec's version, read by the build (pyproject.toml) and by a backend served from memspec
+itself, without the cost of looking up installed distributions."""
 
 _HOMES = {
     "CertifyResult": "memspec.conformance.api",

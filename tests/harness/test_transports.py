@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from memspec.conformance import cli
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError, check_answer
 from memspec.conformance.jsonlines import CommandBackend, handle_line, serve
+from memspec.conformance.locations import PYTHONPATH_ADDED, backend_environment
 
 REFERENCE = "memspec.reference_impl:open_store"
 SERVE = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"
@@ -27,7 +30,7 @@ def exchange(lines: list[object]) -> list[dict]:
         "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
     )
     stdout = io.StringIO()
-    assert serve(REFERENCE, stdin, stdout) == 0
+    assert serve(InProcessBackend(REFERENCE), stdin, stdout) == 0
     return [json.loads(line) for line in stdout.getvalue().splitlines()]
 
 
@@ -92,7 +95,9 @@ def test_serve_exits_1_when_the_backend_raises(tmp_path: Path) -> None:
         + json.dumps({"id": 1, "op": "add", "target": "memory", "content": "x"})
         + "\n"
     )
-    assert serve("tests.backends.wrappers:raises_on_add", stdin, io.StringIO()) == 1
+    assert (
+        serve(InProcessBackend("tests.backends.wrappers:raises_on_add"), stdin, io.StringIO()) == 1
+    )
 
 
 def test_serve_with_a_bad_backend_name_exits_2() -> None:
@@ -249,3 +254,38 @@ def test_handle_line_unsupported_feature(tmp_path: Path) -> None:
         backend, session, json.dumps({"id": 1, "op": "batch", "target": "memory", "operations": []})
     )
     assert answer == {"id": 1, "ok": False, "code": "E_UNSUPPORTED"}
+
+
+def test_a_command_backend_starts_with_the_callers_python_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The directory memspec puts first on PYTHONPATH for its own workers is not the backend's:
+    Python would look there before its standard library at every import, and read its listing
+    again whenever it changed, so the backend's calls, and strace's count of them, would vary."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    with cli._import_from_cwd():
+        assert os.environ["PYTHONPATH"] == os.pathsep.join([os.getcwd(), "/elsewhere"])
+        environment = backend_environment()
+    assert environment["PYTHONPATH"] == "/elsewhere"
+    assert PYTHONPATH_ADDED not in environment and PYTHONPATH_ADDED not in os.environ
+
+
+def test_serve_looks_in_its_directory_last(tmp_path: Path) -> None:
+    """``memspec serve`` imports a backend from its directory, which it looks in after every
+    other place on its path."""
+    (tmp_path / "here.py").write_text(
+        "import os, sys\n"
+        "from memspec.reference_impl import open_store as reference\n"
+        "def open_store(root, **limits):\n"
+        "    assert sys.path[-1] == os.getcwd() not in sys.path[:-1], sys.path\n"
+        "    return reference(root, **limits)\n"
+    )
+    memspec = Path(sys.executable).parent / "memspec"
+    result = subprocess.run(
+        [str(memspec), "serve", "--backend", "here:open_store"],
+        input=json.dumps({"id": 0, "op": "open", "root": str(tmp_path)}) + "\n",
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ok"] is True, result.stdout

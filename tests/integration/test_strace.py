@@ -42,7 +42,7 @@ needs_strace = pytest.mark.skipif(
 def test_strace_catches_a_command_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through memspec serve, strace records the no-temp-fsync store and posix-weak fails it
     at the same step as by interposition."""
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
     ctx = _context(tmp_path, CommandBackend(f"memspec serve --backend {PROCS}:open_no_temp_fsync"))
     recording = crashstates.record(ctx, "batch" in crashstates._setup(ctx))
     assert recording.recorder == "strace"

@@ -58,8 +58,10 @@ pytestmark = pytest.mark.skipif(strace_problem() is not None, reason=str(strace_
 
 @pytest.fixture(autouse=True)
 def importable_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``memspec serve`` imports the broken stores from this checkout."""
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    """``memspec serve`` imports the broken stores from the directory it runs in: this
+    checkout (its path is not set, as a path set ahead of the standard library's would make
+    the backend's calls vary with the directory's changes)."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
 
 
 def _context(tmp_path: Path, command: str) -> CheckContext:

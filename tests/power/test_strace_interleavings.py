@@ -46,8 +46,8 @@ pytestmark = pytest.mark.skipif(strace_problem() is not None, reason=str(strace_
 
 @pytest.fixture(autouse=True)
 def importable_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``memspec serve`` imports the racy stores from this checkout."""
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    """``memspec serve`` imports the racy stores from the directory it runs in: this checkout."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
 
 
 def _context(tmp_path: Path, command: str, profile: str = "ci") -> CheckContext:
