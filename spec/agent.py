@@ -322,11 +322,13 @@ def _recalled_in(content: str, user: str) -> str | None:
     return text if text else None
 
 
-def _raws(state: AgentState, upto: int) -> list[str]:
-    """The texts the active provider's steps from its next call to ``upto`` would recall."""
+def _later_recalls(state: AgentState, calls: int = 3) -> set[str]:
+    """The recalled texts (``""`` for a failing step) of the provider's next ``calls`` prefetch
+    calls after this turn's: what a turn that prefetched more than once would carry."""
     if state.provider is None:
-        return []
-    return [state.provider.step(n).text for n in range(state.calls, upto)]
+        return set()
+    steps = (state.provider.step(n) for n in range(state.calls + 1, state.calls + 1 + calls))
+    return {(step.raw() or "").strip() for step in steps}
 
 
 def judge_turn(
@@ -437,7 +439,7 @@ def _judge_messages(
     got = _recalled_in(current["content"], user) if current.get("role") == "user" else None
     if got == recalled.strip():
         return problems
-    if got is not None and got and got in _raws(state, state.calls + 4)[1:]:
+    if got is not None and got in _later_recalls(state):
         problems.append(
             f"AGENT-6: the current user message recalls {got!r}, the text of a later prefetch "
             f"call than this turn's ({recalled!r}): more than one prefetch in a turn"
