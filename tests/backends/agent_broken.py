@@ -57,26 +57,33 @@ class SendsOnlyTheCurrentMessage(AgentSession):
         return answer
 
 
-class ForgetsReplies(AgentSession):
+class StoredTurnEdited(AgentSession):
+    """An agent that changes its stored history after each turn (:meth:`edit`), and answers the
+    history as it then is."""
+
+    def edit(self, answer: dict[str, Any]) -> None:
+        """Changes ``self.history`` after the turn that gave ``answer``."""
+
+    def turn(self, user: object, reply: object) -> dict[str, Any]:
+        answer = super().turn(user, reply)
+        if answer["ok"]:
+            self.edit(answer)
+            answer["history"] = [dict(message) for message in self.history]
+        return answer
+
+
+class ForgetsReplies(StoredTurnEdited):
     """AGENT-5: the stored history keeps the user's messages but not the replies."""
 
-    def turn(self, user: object, reply: object) -> dict[str, Any]:
-        answer = super().turn(user, reply)
-        if answer["ok"]:
-            self.history.pop()
-            answer["history"] = [dict(message) for message in self.history]
-        return answer
+    def edit(self, answer: dict[str, Any]) -> None:
+        self.history.pop()
 
 
-class StoresTheBlock(AgentSession):
+class StoresTheBlock(StoredTurnEdited):
     """FENCE-6: the recalled block is appended to the stored user message, not to a copy."""
 
-    def turn(self, user: object, reply: object) -> dict[str, Any]:
-        answer = super().turn(user, reply)
-        if answer["ok"]:
-            self.history[-2] = dict(answer["messages"][-1])
-            answer["history"] = [dict(message) for message in self.history]
-        return answer
+    def edit(self, answer: dict[str, Any]) -> None:
+        self.history[-2] = dict(answer["messages"][-1])
 
 
 class BlockInTheSystemPrompt(AgentSession):

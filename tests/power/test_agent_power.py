@@ -11,7 +11,7 @@ import pytest
 
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.registry import all_checks
-from tests.power.test_checks_power import REFERENCE, run_check
+from tests.power.test_checks_power import REFERENCE, assert_fails_on, run_check
 
 BROKEN = "tests.backends.agent_broken"
 AGENT_CHECKS = sorted(name for name in all_checks() if name.startswith("agent."))
@@ -60,6 +60,4 @@ def test_a_broken_agent_fails_its_clause(
     factory: str, name: str, clause: str, tmp_path: Path
 ) -> None:
     """An agent with one defect fails the check of that defect, citing the clause first."""
-    with pytest.raises(AssertionError) as failure:
-        run_check(name, f"{BROKEN}:{factory}", tmp_path)
-    assert str(failure.value).startswith(clause), str(failure.value)
+    assert_fails_on(clause, name, f"{BROKEN}:{factory}", tmp_path)
