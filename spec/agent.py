@@ -214,6 +214,11 @@ class AgentState:
     provider: Script | None = None
     calls: int = 0
     hang_ends: float = -math.inf
+    answered: str | None = None
+    """The prompt the backend answered at the last rebuild point (``None``: not known)."""
+    sent: tuple[tuple[int, str], ...] = ()
+    """(index in the history, content) of each user message sent at its own turn with a block:
+    the bytes a later turn may send again for it (AGENT-4)."""
 
 
 def start_state(base: str, blocks: Sequence[str | None], scripts: Sequence[Script]) -> AgentState:
@@ -228,14 +233,26 @@ def rebuilt(state: AgentState, point: str, blocks: Sequence[str | None]) -> Agen
     fresh load; ``new_session`` empties the history, ``compression`` and ``resume`` keep it
     (AGENT-3)."""
     history = () if point == "new_session" else state.history
-    return replace(state, prompt=build_prompt(state.base, blocks), history=history)
+    sent = () if point == "new_session" else state.sent
+    return replace(
+        state, prompt=build_prompt(state.base, blocks), history=history, sent=sent, answered=None
+    )
 
 
 def after_turn(
-    state: AgentState, user: str, reply: str, prefetches: int, started: float
+    state: AgentState,
+    user: str,
+    reply: str,
+    prefetches: int,
+    started: float,
+    sent: str | None = None,
 ) -> AgentState:
     """Returns the state after a turn that made ``prefetches`` calls (0 or 1), begun at
-    ``started`` on the caller's clock: the history gains the user text and the reply (AGENT-5)."""
+    ``started`` on the caller's clock, and sent ``sent`` as the current user message: the
+    history gains the user text and the reply (AGENT-5), and a later turn may send that message
+    again with exactly those bytes (AGENT-4)."""
+    index = len(state.history)
+    resent = ((index, sent),) if sent is not None and sent != user else ()
     step = state.provider.step(state.calls) if state.provider and prefetches else None
     hang_ends = started + step.seconds if step and step.kind == "hang" else state.hang_ends
     return replace(
@@ -243,7 +260,27 @@ def after_turn(
         history=(*state.history, ("user", user), ("assistant", reply)),
         calls=state.calls + (prefetches if state.provider else 0),
         hang_ends=hang_ends,
+        sent=(*state.sent, *resent),
     )
+
+
+def with_answered(state: AgentState, answer: Mapping[str, Any]) -> AgentState:
+    """Returns ``state`` holding the prompt an ``agent_start`` or ``agent_rebuild`` answer gave,
+    the one every turn until the next rebuild point repeats (AGENT-2)."""
+    system = answer.get("system")
+    return replace(state, answered=system if isinstance(system, str) else None)
+
+
+def sent_user_content(answer: Mapping[str, Any], user: str) -> str | None:
+    """Returns the content a turn's answer sent for the current user message when it has the
+    shape of FENCE-6 (the user's text, then a blank line and a block), else ``None``."""
+    messages = answer.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], Mapping):
+        return None
+    content = messages[-1].get("content")
+    if not isinstance(content, str) or _recalled_in(content, user) is None:
+        return None
+    return content
 
 
 # --- the judges ----------------------------------------------------------------------------
@@ -371,19 +408,18 @@ def judge_turn(
     if not isinstance(system, str):
         problems.append(f"AGENT-2: the turn answered system={system!r}, not the prompt")
         return problems, int(prefetches or 0)
+    frozen = state.answered if state.answered is not None else state.prompt
     # FENCE-6: recalled text never enters the system prompt.
-    if recalled and recalled in system and recalled not in state.prompt:
+    if recalled and recalled in system and recalled not in frozen:
         problems.append(
             f"FENCE-6: the system prompt holds the recalled text {recalled!r}; recalled text goes "
             "only on the API copy of the current user message"
         )
-    elif system != state.prompt:
-        clause = (
-            "PROV-1" if state.prompt.startswith(system) and system != state.prompt else ("AGENT-2")
-        )
+    elif system != frozen:
+        clause = "PROV-1" if frozen.startswith(system) else "AGENT-2"
         problems.append(
             f"{clause}: the turn's prompt is {system!r}; expected the prompt of the last rebuild "
-            f"point, byte for byte: {state.prompt!r}"
+            f"point, byte for byte: {frozen!r}"
         )
     if step is not None and step.kind == "hang" and step.seconds >= PREFETCH_TIMEOUT_S:
         bound = PREFETCH_TIMEOUT_S + TURN_SLACK_S
@@ -429,11 +465,16 @@ def _judge_messages(
         ]
     problems: list[str] = []
     earlier = [dict(m) for m in messages[1:-1]]
-    if earlier != expected_before[1:]:
+    resent = dict(state.sent)
+    if any(
+        got != want and not (want["role"] == "user" and got == {**want, "content": resent.get(n)})
+        for n, (got, want) in enumerate(zip(earlier, expected_before[1:], strict=True))
+    ):
         fenced = any(FENCE_OPEN in m["content"] or FENCE_CLOSE in m["content"] for m in earlier)
         problems.append(
             f"{'FENCE-6' if fenced else 'AGENT-4'}: the API messages before the current one are "
-            f"{earlier!r}; expected copies of the stored history {expected_before[1:]!r}"
+            f"{earlier!r}; expected copies of the stored history {expected_before[1:]!r}, a user "
+            "message either as stored or as the exact bytes sent for it at its own turn"
         )
     current = messages[-1]
     got = _recalled_in(current["content"], user) if current.get("role") == "user" else None
@@ -477,7 +518,12 @@ def judge_rebuild(
     system = answer.get("system")
     expected = build_prompt(state.base, blocks)
     missing = [entry for entry in entries if not isinstance(system, str) or entry not in system]
-    if system != expected or missing:
+    if system != expected and not missing:
+        problems.append(
+            f"AGENT-1: after the rebuild point {point!r} the prompt is {system!r}; it holds the "
+            f"entries written since, but is not exactly the base and the fresh blocks: {expected!r}"
+        )
+    elif missing:
         problems.append(
             f"AGENT-3: after the rebuild point {point!r} the prompt is {system!r}; expected it "
             f"built from a fresh load of the store, {expected!r}"

@@ -248,6 +248,8 @@ ZOO: tuple[Member, ...] = (
        "FENCE-6", "agent.prompt_is_frozen_between_rebuild_points"),
     _m(f"{AGENT}:block_in_the_system_prompt", "agent", "recalled block in the system prompt",
        "FENCE-6", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:resends_with_the_current_block", "agent", "earlier messages get this turn's block",
+       "FENCE-6", "agent.prompt_is_frozen_between_rebuild_points"),
     _m(f"{AGENT}:builtin_dropped_on_failure", "agent", "built-in blocks dropped on failure",
        "PROV-1", "agent.failing_providers_are_isolated"),
     _m(f"{AGENT}:second_provider_replaces_the_first", "agent", "a second provider replaces",

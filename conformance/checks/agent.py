@@ -34,7 +34,9 @@ from memspec.spec.agent import (
     judge_turn,
     parse_scripts,
     rebuilt,
+    sent_user_content,
     start_state,
+    with_answered,
 )
 from memspec.spec.targets import TARGETS
 
@@ -94,6 +96,7 @@ class AgentRun:
         self.state = start_state(BASE, blocks, scripts)
         if answer is not None:
             self.fail(judge_start(answer, BASE, blocks, scripts))
+            self.state = with_answered(self.state, answer)
 
     def turn(self, user: str, reply: str = "Noted.", clause: str = "AGENT-4") -> None:
         """One turn, judged (AGENT-2, AGENT-4, AGENT-5, AGENT-6, FENCE-6, PROV-1, PROV-3,
@@ -103,12 +106,14 @@ class AgentRun:
         answer = self._ask(clause, "agent_turn", user=user, reply=reply)
         elapsed = time.monotonic() - started
         prefetches = 1 if self.state.provider and self.state.hang_ends <= started else 0
+        sent = None
         if answer is not None:
             problems, prefetches = judge_turn(
                 answer, self.state, user, reply, started=started, elapsed=elapsed
             )
             self.fail(problems)
-        self.state = after_turn(self.state, user, reply, prefetches, started)
+            sent = sent_user_content(answer, user)
+        self.state = after_turn(self.state, user, reply, prefetches, started, sent)
 
     def write(self, content: str, other: Session | None = None) -> None:
         """Adds an entry to memory in this session, or in ``other``, between turns."""
@@ -124,6 +129,8 @@ class AgentRun:
         if answer is not None:
             self.fail(judge_rebuild(answer, self.state, point, blocks, self.written))
         self.state = rebuilt(self.state, point, blocks)
+        if answer is not None:
+            self.state = with_answered(self.state, answer)
 
     def wait_for_hangs(self) -> None:
         """Sleeps until the provider's last hang has ended (so the next turn must prefetch)."""

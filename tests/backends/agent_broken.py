@@ -190,6 +190,49 @@ class RefusesWhatItClaims(AgentSession):
         return {"ok": False, "code": codes.E_UNSUPPORTED, "message": "no agent here"}
 
 
+class ResendsWhatItSent(AgentSession):
+    """Not broken: sends each earlier user message again with exactly the bytes sent for it at
+    its own turn (its block included), as an agent keeping the prefix cache warm does
+    (AGENT-4); the stored history stays clean."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.sent: dict[int, str] = {}
+
+    def _resent(self, answer: dict[str, Any]) -> dict[str, Any]:
+        messages = answer["messages"]
+        for index, content in self.sent.items():
+            messages[1 + index] = {"role": "user", "content": content}
+        self.sent[len(messages) - 2] = messages[-1]["content"]
+        return answer
+
+    def start(self, base: object, providers: object) -> dict[str, Any]:
+        self.sent = {}
+        return super().start(base, providers)
+
+    def rebuild(self, point: object) -> dict[str, Any]:
+        if point == "new_session":
+            self.sent = {}
+        return super().rebuild(point)
+
+    def turn(self, user: object, reply: object) -> dict[str, Any]:
+        answer = super().turn(user, reply)
+        return self._resent(answer) if answer["ok"] else answer
+
+
+class ResendsWithTheCurrentBlock(AgentSession):
+    """FENCE-6: sends every earlier user message again with the current turn's block."""
+
+    def turn(self, user: object, reply: object) -> dict[str, Any]:
+        answer = super().turn(user, reply)
+        if answer["ok"] and isinstance(user, str):
+            block = answer["messages"][-1]["content"][len(user) :]
+            for message in answer["messages"][1:-1]:
+                if message["role"] == "user" and block:
+                    message["content"] += block
+        return answer
+
+
 def _factory(agent: type[AgentSession]) -> Any:
     def open_store(
         root: Path, *, memory_char_limit: int = 2200, user_char_limit: int = 1375
@@ -221,3 +264,5 @@ second_provider_replaces_the_first = _factory(SecondProviderReplacesTheFirst)
 shadowing_tools = _factory(ShadowingTools)
 builtin_dropped_on_failure = _factory(BuiltinDroppedOnFailure)
 refuses_what_it_claims = _factory(RefusesWhatItClaims)
+resends_what_it_sent = _factory(ResendsWhatItSent)
+resends_with_the_current_block = _factory(ResendsWithTheCurrentBlock)

@@ -30,6 +30,11 @@ CAUGHT = [
     ("refuses_what_it_claims", "agent.unsupported_without_the_feature", "AGENT-7"),
     ("stores_the_block", "agent.prompt_is_frozen_between_rebuild_points", "FENCE-6"),
     ("block_in_the_system_prompt", "agent.prompt_is_frozen_between_rebuild_points", "FENCE-6"),
+    (
+        "resends_with_the_current_block",
+        "agent.prompt_is_frozen_between_rebuild_points",
+        "FENCE-6",
+    ),
     ("builtin_dropped_on_failure", "agent.failing_providers_are_isolated", "PROV-1"),
     ("second_provider_replaces_the_first", "agent.one_external_provider", "PROV-2"),
     ("raising_provider_breaks_the_turn", "agent.failing_providers_are_isolated", "PROV-3"),
@@ -47,6 +52,12 @@ def test_every_agent_check_is_proven() -> None:
 @pytest.mark.parametrize("name", AGENT_CHECKS)
 def test_the_reference_passes(name: str, tmp_path: Path) -> None:
     run_check(name, REFERENCE, tmp_path)
+
+
+@pytest.mark.parametrize("name", AGENT_CHECKS)
+def test_an_agent_resending_what_it_sent_passes(name: str, tmp_path: Path) -> None:
+    """An earlier user message sent again with exactly its own turn's bytes conforms (AGENT-4)."""
+    run_check(name, f"{BROKEN}:resends_what_it_sent", tmp_path)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
