@@ -50,7 +50,6 @@ REBUILD_POINTS = ("new_session", "compression", "resume")
 MAX_HANG_S = 30.0  # restates memspec.spec.agent.MAX_HANG_S (memspec is not installed here)
 API_SEAM = "_interruptible_api_call"
 REBUILD_HOOK = "_invalidate_system_prompt"
-TIMEOUT_SETTING = "external_prefetch_timeout"
 
 
 class BadRequest(Exception):
@@ -101,13 +100,6 @@ def _marker_holds(marker: str) -> bool:
     if not match:
         return True  # pip decides other markers; a missing package is then reported below
     return (sys.platform == match.group(2)) == (match.group(1) == "==")
-
-
-def configured_prefetch_timeout(init_source: str) -> bool:
-    """Returns whether the agent's start passes a prefetch timeout to its ``MemoryManager`` (a
-    setting a user can change): ``external_prefetch_timeout=`` appears in the code that builds
-    the agent. When it does not, the manager's default applies, and so it does here."""
-    return f"{TIMEOUT_SETTING}=" in init_source
 
 
 def _source(path: Path) -> str:
