@@ -26,7 +26,14 @@ from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
 
-OP_FEATURES = {"batch": "batch", "fence": "fence", "patch": "patch"}
+OP_FEATURES = {
+    "batch": "batch",
+    "fence": "fence",
+    "patch": "patch",
+    "agent_start": "agent",
+    "agent_turn": "agent",
+    "agent_rebuild": "agent",
+}
 
 
 def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
@@ -298,6 +305,12 @@ class InProcessSession:
             return store.remove(fields["target"], fields["old_text"])
         if op == "patch":
             return store.patch(fields["target"], fields["old_text"], fields["content"])
+        if op == "agent_start":
+            return store.agent_start(fields["base"], fields["providers"])
+        if op == "agent_turn":
+            return store.agent_turn(fields["user"], fields["reply"])
+        if op == "agent_rebuild":
+            return store.agent_rebuild(fields["point"])
         return store.batch(fields["target"], fields["operations"])
 
     def close(self) -> None:

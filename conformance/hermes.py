@@ -274,9 +274,42 @@ def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
         return _ensure(build, wheel, cache / "hermes" / _venv_name(build, wheel), python)
 
 
+def agent_pins(requires: Sequence[str]) -> tuple[str, ...]:
+    """Returns what the release's agent (``run_agent.AIAgent``, which the ``agent`` ops drive)
+    needs at run time: its ``Requires-Dist`` lines without an extra, as written."""
+    return tuple(line for line in requires if "extra ==" not in line.replace("'", '"'))
+
+
+def _add_agent_needs(venv: Path) -> None:
+    """Installs the agent's runtime requirements into a ready environment built without them
+    (by an earlier memspec), once; the ready file then says so."""
+    ready_file = venv / READY
+    try:
+        ready = json.loads(ready_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(ready, dict) or "agent" in ready:
+        return
+    listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
+    requires = next((d["requires"] for d in json.loads(listing) if memory_modules(d["files"])), [])
+    pins = agent_pins(requires)
+    if pins:
+        pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
+        try:
+            _run([*pip, *pins], "installing the agent's requirements")
+        except _Failed as failure:
+            lines = [line for line in str(failure).splitlines() if line.strip()]
+            ready["agent"] = f"not installed: {lines[-1] if lines else 'pip failed'}"
+        else:
+            ready["agent"] = ", ".join(pins)
+    ready_file.write_text(json.dumps(ready) + "\n", encoding="utf-8")
+
+
 def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Path:
     if (venv / READY).exists() and venv_python(venv).exists():
-        return venv_python(venv)
+        with_agent = json.loads((venv / READY).read_text(encoding="utf-8") or "{}")
+        if isinstance(with_agent, dict) and "agent" in with_agent:
+            return venv_python(venv)
     try:
         venv.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -284,6 +317,7 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
     fd = _lock(venv.parent / f".{venv.name}.lock", LOCK_TIMEOUT)
     try:
         if (venv / READY).exists() and venv_python(venv).exists():
+            _add_agent_needs(venv)
             return venv_python(venv)
         shutil.rmtree(venv, ignore_errors=True)
         try:
@@ -301,6 +335,7 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
             raise
         ready = {"build": build.label, "installed": installed.describe()}
         (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
+        _add_agent_needs(venv)
         return venv_python(venv)
     finally:
         os.close(fd)

@@ -230,6 +230,8 @@ class HermesSession:
         self.loop = asyncio.new_event_loop() if self.is_async else None
         self.actions = schema_actions(module)
         self.features = detect_features(module.MemoryStore, self.tool, fence, self.actions)
+        self.limits = (memory_limit, user_limit)
+        self.agent: Any = None  # hermes_agent.HermesAgentSession when the release's agent runs
 
     def _run(self, value: Any) -> Any:
         if inspect.isawaitable(value):
@@ -280,19 +282,39 @@ class HermesSession:
                 old_text=request.get("old_text"),
                 content=request.get("content"),
             )
+        if op.startswith("agent_") and self.agent is not None:
+            return self.agent.handle(op, request)
         if op == "batch" and "batch" in self.features:
             # The registry hands the tool action "" when the model sends only operations.
             return self._mutate(target, action="", operations=request.get("operations"))
         return {"ok": False, "code": "E_UNSUPPORTED", "message": f"op {op!r} is not supported"}
 
 
-def distribution() -> tuple[str, str]:
-    """Returns the name and version of the installed distribution that ships the memory tool
-    (found by its files, as memspec.conformance.hermes_imports.memory_modules does)."""
+def installed_distribution() -> Any:
+    """Returns the installed distribution that ships the memory tool, or None (found by its
+    files, as memspec.conformance.hermes_imports.memory_modules does)."""
     for found in metadata.distributions():
         if any(str(path) == MEMORY_TOOL for path in found.files or []):
-            return found.metadata["Name"], found.version
-    return "hermes", ""
+            return found
+    return None
+
+
+def distribution() -> tuple[str, str]:
+    """Returns the name and version of the installed distribution that ships the memory tool."""
+    found = installed_distribution()
+    return (found.metadata["Name"], found.version) if found is not None else ("hermes", "")
+
+
+def _agent_module() -> Any:
+    """Returns the agent driver beside this file (loaded by path: ``-I`` keeps it off sys.path)."""
+    import importlib.util
+
+    path = Path(__file__).with_name("hermes_agent.py")
+    spec = importlib.util.spec_from_file_location("hermes_agent", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
@@ -306,6 +328,15 @@ def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
         int(request.get("memory_char_limit", 2200)),
         int(request.get("user_char_limit", 1375)),
     )
+    agents = _agent_module()
+    home = os.environ.get("HERMES_HOME")
+    session.agent, why = agents.open_agent(
+        installed_distribution(), Path(home) if home else None, session.limits
+    )
+    if session.agent is not None:
+        session.features.append("agent")
+    else:
+        print(f"agent feature not claimed: {why}", file=sys.stderr)
     name, version = distribution()
     variant = "async" if session.is_async else "sync"
     return session, {

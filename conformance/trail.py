@@ -66,10 +66,6 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     "FILES-2": "file modes are file-system metadata",
     "FILES-3": "O_NOFOLLOW on the lock file is file-system behaviour",
     "FILES-4": "symbolic links are file-system objects the model does not hold",
-    "FENCE-6": "where the agent puts the fenced block is the agent's behaviour (Checked by)",
-    "PROV-1": "the agent's providers are outside the store (Checked by)",
-    "PROV-2": "the agent's providers are outside the store (Checked by)",
-    "PROV-3": "the agent's providers are outside the store (Checked by)",
     "CONTRACT-1": "the Python factory's signature is the backend interface, not a rule of state",
     "CONTRACT-6": "raising out of a call is backend behaviour, judged by the transports",
     "CONTRACT-8": "the model keeps no per-session live entries; checks accept both freshnesses",
@@ -81,6 +77,7 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     "CONTRACT-18": "expected-failures handling is the harness (Checked by)",
     "CONTRACT-19": "which features a backend claims is its own declaration, read from a session",
     "PATCH-11": "whether a backend answers a patch depends on its claim; the transport answers",
+    "AGENT-7": "whether a backend answers the agent ops depends on its claim; the transport says",
 }
 """The MUST clauses no function of ``spec/`` decides, each with the reason why it cannot."""
 

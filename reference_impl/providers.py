@@ -15,9 +15,11 @@ bring their own.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Protocol
 
 from memspec.reference_impl.fence import build_fence
+from memspec.spec.agent import BUILTIN_TOOL, PREFETCH_TIMEOUT_S, build_prompt
 from memspec.spec.targets import TARGETS
 
 logger = logging.getLogger(__name__)
@@ -55,9 +57,19 @@ class MemoryOrchestrator:
     """The built-in memory store, always present (PROV-1), plus at most one external provider
     (PROV-2)."""
 
-    def __init__(self, builtin: SnapshotSource, external: MemoryProvider | None = None) -> None:
+    def __init__(
+        self,
+        builtin: SnapshotSource,
+        external: MemoryProvider | None = None,
+        *,
+        prefetch_timeout: float = PREFETCH_TIMEOUT_S,
+    ) -> None:
         self.builtin = builtin
+        self.prefetch_timeout = prefetch_timeout
+        self.prefetch_calls = 0
+        """How many times the external provider's ``prefetch`` was called (AGENT-6)."""
         self._external: MemoryProvider | None = None
+        self._running: threading.Thread | None = None
         if external is not None:
             self.set_external(external)
 
@@ -86,14 +98,31 @@ class MemoryOrchestrator:
 
         "" when there is no provider, when it recalls nothing, or when it fails: a provider that
         raises or returns something other than a ``str`` is logged and ignored, never allowed to
-        break the turn (PROV-3). The raw text is sanitised and framed by
-        :func:`~memspec.reference_impl.fence.build_fence` (PROV-3, FENCE-1).
+        break the turn (PROV-3), and one that has not answered within ``prefetch_timeout``
+        seconds is abandoned, its late answer discarded (PROV-4). While an abandoned call still
+        runs, the provider is skipped rather than called beside it (AGENT-6). The raw text is
+        sanitised and framed by :func:`~memspec.reference_impl.fence.build_fence` (PROV-3,
+        FENCE-1).
         """
         provider = self._external
         if provider is None:
             return ""
+        if self._running is not None and self._running.is_alive():
+            logger.warning(
+                "memory provider %r is still in an earlier prefetch; skipping it this turn",
+                provider_name(provider),
+            )
+            return ""
         try:
-            raw = provider.prefetch(query)
+            raw = self._prefetch(provider, query)
+        except TimeoutError:
+            logger.warning(
+                "memory provider %r did not answer its prefetch within %g s; continuing without "
+                "it (its late answer is discarded)",
+                provider_name(provider),
+                self.prefetch_timeout,
+            )
+            return ""
         except Exception:
             logger.warning(
                 "memory provider %r failed in prefetch; continuing with the built-in memory only",
@@ -109,6 +138,52 @@ class MemoryOrchestrator:
             )
             return ""
         return build_fence(raw)
+
+    def _prefetch(self, provider: MemoryProvider, query: str) -> object:
+        """Returns what ``provider.prefetch(query)`` returned, re-raising what it raised; raises
+        ``TimeoutError`` when it has not returned within ``prefetch_timeout`` seconds (PROV-4).
+
+        The call runs on a daemon thread so that a hung provider cannot hang the turn; that
+        thread is remembered, and :meth:`recall` skips the provider until it ends rather than
+        starting a second call beside it (AGENT-6).
+        """
+        outcome: list[object] = []
+        failure: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                outcome.append(provider.prefetch(query))
+            except BaseException as error:
+                failure.append(error)
+
+        self.prefetch_calls += 1
+        thread = threading.Thread(target=call, daemon=True, name="memspec-prefetch")
+        thread.start()
+        thread.join(self.prefetch_timeout)
+        if thread.is_alive():
+            self._running = thread
+            raise TimeoutError(f"prefetch still running after {self.prefetch_timeout:g} s")
+        if failure:
+            raise failure[0]
+        return outcome[0]
+
+    def tool_names(self) -> list[str]:
+        """Returns the tools the agent offers: the built-in ``memory`` first, then the external
+        provider's ``tools`` in order, leaving out one named ``memory`` and repeats, so that no
+        provider shadows the built-in tool (PROV-1, PROV-5)."""
+        names = [BUILTIN_TOOL]
+        provider_tools = getattr(self._external, "tools", ()) if self._external else ()
+        for name in provider_tools:
+            if name in names:
+                logger.warning(
+                    "memory provider %r offers a tool named %r, which the agent already offers "
+                    "(the built-in memory tool is never shadowed); ignoring it",
+                    provider_name(self._external),
+                    name,
+                )
+                continue
+            names.append(name)
+        return names
 
     def sync_turn(self, user: str, assistant: str) -> None:
         """Passes a finished turn to the external provider, if any; its failure is logged and
@@ -128,13 +203,12 @@ class MemoryOrchestrator:
     def system_prompt(self, base: str) -> str:
         """Returns ``base`` followed by the built-in store's frozen snapshot blocks.
 
-        Blocks come in target order (memory, then user), targets without a block are skipped, and
-        the parts are joined by a blank line. The blocks are the ones captured at the store's last
-        ``load()``, so the prompt stays byte-identical between loads (SNAP-1) and recalled
-        text never enters it (FENCE-6).
+        Blocks come in target order (memory, then user), targets without a block are skipped,
+        and the parts are joined by a blank line (AGENT-1). The blocks are the ones captured at
+        the store's last ``load()``, so the prompt stays byte-identical between loads (SNAP-1,
+        AGENT-2) and recalled text never enters it (FENCE-6).
         """
-        blocks = [self.builtin.snapshot(target) for target in TARGETS]
-        return "\n\n".join([base, *(block for block in blocks if block is not None)])
+        return build_prompt(base, [self.builtin.snapshot(target) for target in TARGETS])
 
     def api_messages(self, messages: list[dict], query: str) -> list[dict]:
         """Returns copies of ``messages`` for one API call, the recalled block appended to the

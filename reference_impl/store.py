@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.reference_impl import files
+from memspec.reference_impl.agent import AgentSession
 from memspec.reference_impl.fence import build_fence
 from memspec.spec import codes
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
@@ -35,6 +36,7 @@ FEATURES = (
     "drift-guard",
     "threat-scan",
     "patch",
+    "agent",
 )
 
 _MESSAGES: dict[str, Callable[[str], str]] = {
@@ -102,6 +104,7 @@ class Store:
         self.limits = {"memory": memory_char_limit, "user": user_char_limit}
         self._live: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
         self._snapshots: dict[str, str | None] = {target: None for target in TARGETS}
+        self._agent = AgentSession(self)
 
     def _path(self, target: str) -> Path:
         return self.root / FILENAMES[target]
@@ -174,6 +177,19 @@ class Store:
         """Applies add/replace/remove items all-or-nothing against the final budget; offered, with
         the feature ``batch`` claimed (BATCH-1), decided by the spec's ``decide`` (BATCH-2)."""
         return self._mutate(Batch(target, operations))
+
+    def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
+        """Starts the agent over this session with the scripted providers; offered, with the
+        feature ``agent`` claimed (AGENT-1, PROV-2, PROV-5)."""
+        return self._agent.start(base, providers)
+
+    def agent_turn(self, user: str, reply: str) -> dict[str, Any]:
+        """Runs one turn of the agent (AGENT-2, AGENT-4, AGENT-5, AGENT-6, FENCE-6)."""
+        return self._agent.turn(user, reply)
+
+    def agent_rebuild(self, point: str) -> dict[str, Any]:
+        """Rebuilds the agent's prompt at a rebuild point (AGENT-3)."""
+        return self._agent.rebuild(point)
 
     def close(self) -> None:
         """Releases nothing: the store holds no descriptor between operations."""

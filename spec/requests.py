@@ -20,8 +20,12 @@ OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "entries": ("target",),
     "snapshot": ("target",),
     "fence": ("raw",),
+    "agent_start": ("base", "providers"),
+    "agent_turn": ("user", "reply"),
+    "agent_rebuild": ("point",),
 }
 """Each op of a session and the fields of its request, in argument order: the store calls of
-CONTRACT-2 under the names CONTRACT-13 gives them, and ``patch`` (PATCH-1), the op spec v2 adds."""
+CONTRACT-2 under the names CONTRACT-13 gives them, ``patch`` (PATCH-1) and the ``agent`` ops of
+the AGENT area, which spec v2 adds."""
 
 OPS: Final[tuple[str, ...]] = tuple(OP_FIELDS)

@@ -55,6 +55,7 @@ AREAS = (
     "drift",
     "scanning",
     "fence",
+    "agent",
     "faults",
     "files",
     "contract",
@@ -62,6 +63,7 @@ AREAS = (
 
 NAIVE = "tests.backends.naive_broken"
 PROCS = "tests.backends.procs"
+AGENT = "tests.backends.agent_broken"
 WRAP = "tests.backends.wrappers"
 
 
@@ -227,6 +229,39 @@ ZOO: tuple[Member, ...] = (
        "FENCE-4", "fence.forged_notes_are_removed"),
     _m(f"{NAIVE}:UnstrippedFence", "fence", "frames unstripped text",
        "FENCE-1", "fence.frame_is_exact"),
+    # agent
+    _m(f"{AGENT}:joined_by_one_newline", "agent", "prompt parts joined by one line feed",
+       "AGENT-1", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:rebuilt_every_turn", "agent", "prompt rebuilt at every turn",
+       "AGENT-2", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:frozen_forever", "agent", "rebuild points keep the first load's blocks",
+       "AGENT-3", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:sends_only_the_current_message", "agent", "API call drops the earlier history",
+       "AGENT-4", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:forgets_replies", "agent", "history keeps no replies",
+       "AGENT-5", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:two_prefetches_per_turn", "agent", "two prefetches per turn",
+       "AGENT-6", "agent.failing_providers_are_isolated"),
+    _m(f"{AGENT}:refuses_what_it_claims", "agent", "claims agent, answers E_UNSUPPORTED",
+       "AGENT-7", "agent.unsupported_without_the_feature"),
+    _m(f"{AGENT}:stores_the_block", "agent", "recalled block stored in the history",
+       "FENCE-6", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:block_in_the_system_prompt", "agent", "recalled block in the system prompt",
+       "FENCE-6", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:resends_with_the_current_block", "agent", "earlier messages get this turn's block",
+       "FENCE-6", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:builtin_dropped_on_failure", "agent", "built-in blocks dropped on failure",
+       "PROV-1", "agent.failing_providers_are_isolated"),
+    _m(f"{AGENT}:second_provider_replaces_the_first", "agent", "a second provider replaces",
+       "PROV-2", "agent.one_external_provider"),
+    _m(f"{AGENT}:raising_provider_breaks_the_turn", "agent", "a raising provider breaks the turn",
+       "PROV-3", "agent.failing_providers_are_isolated"),
+    _m(f"{AGENT}:non_string_passed_through", "agent", "non-string recall sent as text",
+       "PROV-3", "agent.failing_providers_are_isolated"),
+    _m(f"{AGENT}:unbounded_hang", "agent", "a hanging prefetch is waited for",
+       "PROV-4", "agent.failing_providers_are_isolated"),
+    _m(f"{AGENT}:shadowing_tools", "agent", "a provider tool named memory is offered",
+       "PROV-5", "agent.one_external_provider"),
     # faults
     _m(f"{NAIVE}:UnreadableAsEmpty", "faults", "an unreadable file reads as empty",
        "READ-7", "read.unreadable_file_is_not_empty"),

@@ -818,13 +818,186 @@ class Session {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The agent around the store (AGENT, PROV, FENCE-6): the prompt, turns, scripted providers
+
+const PREFETCH_TIMEOUT_MS = 2000;                                            // PROV-4
+const MAX_HANG_S = 30;
+const REBUILD_POINTS = ['new_session', 'compression', 'resume'];             // AGENT-3
+const isString = (value) => typeof value === 'string';
+
+/** Returns one step of a provider script, or throws an Error naming what is wrong. */
+function parseStep(raw, where) {
+  const keys = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.keys(raw) : [];
+  const only = (...names) => keys.length === names.length && names.every((n) => keys.includes(n));
+  if (only('text') && isString(raw.text)) return { kind: 'text', text: raw.text };
+  if (only('raise') && isString(raw.raise)) return { kind: 'raise', text: raw.raise };
+  if (keys.includes('hang') && keys.every((k) => k === 'hang' || k === 'text')) {
+    const text = has(raw, 'text') ? raw.text : '';
+    if (typeof raw.hang === 'number' && Number.isFinite(raw.hang) && raw.hang >= 0 &&
+        raw.hang <= MAX_HANG_S && isString(text)) {
+      return { kind: 'hang', text, seconds: raw.hang };
+    }
+  }
+  if (only('value') && !isString(raw.value)) return { kind: 'value', value: raw.value };
+  throw new Error(`${where} must be one of {"text": str}, {"raise": str}, {"hang": seconds, ` +
+    `"text"?: str}, {"value": non-string}; got ${JSON.stringify(raw)}`);
+}
+
+/** Returns a provider script of agent_start (CONTRACT-13), or throws an Error naming the fault. */
+function parseScript(raw, index) {
+  const where = `providers[${index}]`;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw) || !isString(raw.name) ||
+      !raw.name) throw new Error(`${where} must be an object with a non-empty 'name'`);
+  const extra = Object.keys(raw).filter((k) => !['name', 'tools', 'recall', 'unavailable'].includes(k));
+  if (extra.length) throw new Error(`${where} takes no field '${extra[0]}'`);
+  const tools = has(raw, 'tools') ? raw.tools : [];
+  const recall = has(raw, 'recall') ? raw.recall : [];
+  const unavailable = has(raw, 'unavailable') ? raw.unavailable : false;
+  if (typeof unavailable !== 'boolean') throw new Error(`${where}.unavailable must be a bool`);
+  if (!Array.isArray(tools) || !tools.every((t) => isString(t) && t)) {
+    throw new Error(`${where}.tools must be a list of non-empty strings`);
+  }
+  if (!Array.isArray(recall)) throw new Error(`${where}.recall must be a list of steps`);
+  const steps = recall.map((step, n) => parseStep(step, `${where}.recall[${n}]`));
+  return { name: raw.name, tools, steps, unavailable };
+}
+
+/** A provider that plays a script: each prefetch performs the next step; past the last, "". */
+class ScriptedProvider {
+  constructor(script) {
+    this.name = script.name;
+    this.tools = script.tools;
+    this.steps = script.steps;
+    this.calls = 0;
+  }
+
+  prefetch() {
+    const step = this.steps[this.calls++] || { kind: 'text', text: '' };
+    if (step.kind === 'raise') return Promise.reject(new Error(step.text || 'provider failure'));
+    if (step.kind === 'value') return Promise.resolve(step.value);
+    if (step.kind === 'text') return Promise.resolve(step.text);
+    return new Promise((resolve) => setTimeout(() => resolve(step.text), step.seconds * 1000).unref());
+  }
+}
+
+/** One conversation of the agent over the session's store; answers the agent ops. */
+class Agent {
+  constructor(store) {
+    this.store = store;
+    this.base = null;
+    this.prompt = '';
+    this.history = [];
+    this.provider = null;
+    this.running = null;         // an abandoned prefetch that has not settled yet (AGENT-6)
+  }
+
+  /** agent_start: a new session (a rebuild point) and the providers, in order (PROV-2, PROV-3). */
+  start(request) {
+    if (!isString(request.base)) return failure('E_INVALID', "agent_start needs 'base', a string");
+    if (!Array.isArray(request.providers)) {
+      return failure('E_INVALID', "agent_start needs 'providers', a list of scripts");
+    }
+    let scripts;
+    try {
+      scripts = request.providers.map(parseScript);
+    } catch (error) {
+      return failure('E_INVALID', `agent_start: ${error.message}`);
+    }
+    this.base = request.base;
+    this.history = [];
+    this.provider = null;
+    this.running = null;
+    const providers = scripts.map((script) => {
+      if (script.unavailable) {                                              // PROV-3
+        return { name: script.name, active: false, error: `provider '${script.name}' is unavailable` };
+      }
+      if (this.provider) {                                                   // PROV-2
+        return { name: script.name, active: false, error: `external provider ` +
+          `'${this.provider.name}' is already active; at most one external provider at a time` };
+      }
+      this.provider = new ScriptedProvider(script);
+      return { name: script.name, active: true };
+    });
+    this.rebuildPrompt();
+    const tools = ['memory'];                                                // PROV-1, PROV-5
+    for (const name of this.provider ? this.provider.tools : []) {
+      if (!tools.includes(name)) tools.push(name);
+    }
+    return { ok: true, code: 'OK', system: this.prompt, providers, tools };
+  }
+
+  /** Loads the store and builds the prompt: base, then the blocks, by a blank line (AGENT-1). */
+  rebuildPrompt() {
+    this.store.load();
+    const blocks = ['memory', 'user'].map((t) => this.store.snapshots[t]).filter((b) => b !== null);
+    this.prompt = [this.base, ...blocks].join('\n\n');
+  }
+
+  /** Returns the recalled block of one prefetch ("" when it fails or hangs), and the calls made. */
+  async recall(query) {
+    if (!this.provider || this.running) return ['', 0];                      // AGENT-6
+    const call = this.provider.prefetch(query);
+    let timer;
+    const timeout = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(timeout), PREFETCH_TIMEOUT_MS);
+    });
+    try {
+      const raw = await Promise.race([call, timeout]);
+      if (raw === timeout) {                                                 // PROV-4
+        this.running = call;
+        const settle = () => { if (this.running === call) this.running = null; };
+        call.then(settle, settle);
+        process.stderr.write(`memspec-node: provider '${this.provider.name}' prefetch timed out\n`);
+        return ['', 1];
+      }
+      return [isString(raw) ? buildFence(raw) : '', 1];                      // PROV-3
+    } catch (error) {                                                        // PROV-3
+      process.stderr.write(`memspec-node: provider '${this.provider.name}' failed: ${error.message}\n`);
+      return ['', 1];
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** agent_turn: history, one prefetch, API messages with the block on a copy (FENCE-6). */
+  async turn(request) {
+    if (this.base === null) return failure('E_INVALID', 'agent_turn before agent_start');
+    if (!isString(request.user) || !isString(request.reply)) {
+      return failure('E_INVALID', "agent_turn needs 'user' and 'reply', strings");
+    }
+    this.history.push({ role: 'user', content: request.user });
+    const [block, prefetches] = await this.recall(request.user);
+    const copies = this.history.map((message) => ({ ...message }));         // AGENT-4
+    if (block) copies[copies.length - 1].content = request.user + '\n\n' + block;
+    const messages = [{ role: 'system', content: this.prompt }, ...copies];
+    this.history.push({ role: 'assistant', content: request.reply });        // AGENT-5
+    return { ok: true, code: 'OK', system: this.prompt, messages,
+      history: this.history.map((message) => ({ ...message })), prefetches };
+  }
+
+  /** agent_rebuild: a fresh load at a rebuild point; new_session empties the history (AGENT-3). */
+  rebuild(request) {
+    if (this.base === null) return failure('E_INVALID', 'agent_rebuild before agent_start');
+    if (!REBUILD_POINTS.includes(request.point)) {
+      return failure('E_INVALID', `agent_rebuild needs 'point', one of ${REBUILD_POINTS.join(', ')}`);
+    }
+    if (request.point === 'new_session') this.history = [];
+    this.rebuildPrompt();
+    return { ok: true, code: 'OK', system: this.prompt,
+      history: this.history.map((message) => ({ ...message })) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The JSON Lines protocol (CONTRACT-12..14)
 
 const FEATURES = ['core', 'batch', 'fence', 'crash-safe', 'durable', 'drift-guard', 'threat-scan',
-  'patch', ...(CROSS_PROCESS_LOCK ? ['multi-process'] : [])];
+  'patch', 'agent', ...(CROSS_PROCESS_LOCK ? ['multi-process'] : [])];
 const MUTATIONS = new Set(['add', 'replace', 'remove', 'patch', 'batch']);
-const OPS = new Set(['open', 'load', 'entries', 'snapshot', 'fence', ...MUTATIONS]);
+const AGENT_OPS = new Set(['agent_start', 'agent_turn', 'agent_rebuild']);
+const OPS = new Set(['open', 'load', 'entries', 'snapshot', 'fence', ...MUTATIONS, ...AGENT_OPS]);
 let session = null;
+let agent = null;
 
 function open(request) {
   const { root } = request;
@@ -842,6 +1015,7 @@ function open(request) {
     }
   }
   session = new Session(path.resolve(root), limits);
+  agent = new Agent(session);
   return { ok: true, code: 'OK', features: FEATURES, backend: BACKEND, version: VERSION };
 }
 
@@ -852,6 +1026,9 @@ async function dispatch(request) {
   if (!OPS.has(op)) return failure('E_UNSUPPORTED', `unknown op ${JSON.stringify(op)}`);  // CONTRACT-14
   if (!session) return failure('E_INVALID', "send 'open' first");
   if (MUTATIONS.has(op)) return session.mutate(request);
+  if (op === 'agent_start') return agent.start(request);
+  if (op === 'agent_turn') return agent.turn(request);
+  if (op === 'agent_rebuild') return agent.rebuild(request);
   if (op === 'load') {
     session.load();
     return { ok: true, code: 'OK' };

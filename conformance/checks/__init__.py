@@ -1,6 +1,7 @@
 """Named conformance checks, one module per spec area; importing this registers them all."""
 
 from memspec.conformance.checks import (
+    agent,  # noqa: F401
     atomic,  # noqa: F401
     contract,  # noqa: F401
     crash,  # noqa: F401

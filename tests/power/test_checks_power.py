@@ -95,12 +95,18 @@ def test_correct_backends_pass(name: str, backend: str, tmp_path: Path) -> None:
     run_check(name, backend, tmp_path)
 
 
+def assert_fails_on(clause: str, name: str, backend: Backend | str, tmp_path: Path) -> None:
+    """Asserts that the check ``name`` fails against ``backend`` with an ``AssertionError`` whose
+    message opens with ``clause``."""
+    with pytest.raises(AssertionError) as failure:
+        run_check(name, backend, tmp_path)
+    assert str(failure.value).startswith(clause), str(failure.value)
+
+
 @pytest.mark.parametrize(("variant", "name", "clause"), CAUGHT)
 def test_broken_backend_fails(variant: str, name: str, clause: str, tmp_path: Path) -> None:
     """A store with one defect fails the check of that defect, citing the clause."""
-    with pytest.raises(AssertionError) as failure:
-        run_check(name, f"tests.backends.naive_broken:{variant}", tmp_path)
-    assert str(failure.value).startswith(clause), str(failure.value)
+    assert_fails_on(clause, name, f"tests.backends.naive_broken:{variant}", tmp_path)
 
 
 @pytest.mark.parametrize("name", PROTOCOL)

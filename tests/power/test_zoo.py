@@ -24,8 +24,9 @@ from memspec.conformance.registry import CheckContext, all_checks
 from memspec.spec.clauses import parse_clauses
 from memspec.spec.examples import load_examples, spec_text
 from tests.budgeted import run_in_budget
-from tests.power import test_checks_power, test_fuzz_power, test_process_checks
+from tests.power import test_agent_power, test_checks_power, test_fuzz_power, test_process_checks
 from tests.zoo import (
+    AGENT,
     AREAS,
     NAIVE,
     PROCS,
@@ -48,6 +49,7 @@ def asserted_elsewhere() -> dict[tuple[str, str], str]:
     found = {(f"{NAIVE}:{v}", check): c for v, check, c in test_checks_power.CAUGHT}
     found |= {(f"{PROCS}:{f}", check): c for f, check, c, _ in test_process_checks.CAUGHT}
     found |= {(backend, check): c for backend, check, c in test_fuzz_power.CAUGHT}
+    found |= {(f"{AGENT}:{f}", check): c for f, check, c in test_agent_power.CAUGHT}
     return found
 
 

@@ -111,7 +111,7 @@ def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
     assert rows["DRIFT-3"]["why"] == ["needs feature drift-guard, not claimed"]
     assert rows["READ-1"]["status"] == "expected fail"
     assert clause_verdict("READ-1", checks).status == "fail"
-    assert rows["FENCE-6"]["status"] == "n/a" and rows["FORMAT-1"]["status"] == "unchecked"
+    assert rows["CONTRACT-15"]["status"] == "n/a" and rows["FORMAT-1"]["status"] == "unchecked"
 
 
 def _run_check(function: Callable[[CheckContext], None]) -> None:

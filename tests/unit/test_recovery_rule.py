@@ -277,7 +277,7 @@ def test_a_clause_of_an_unclaimed_feature_reads_skip() -> None:
     checks = [CheckRecord(**{**r, "message": "", "duration": 0.0}) for r in records()]
     rows = {row["clause"]: row for row in clause_matrix(CLAUSES, checks, ["core"])}
     assert rows["CRASH-4"]["status"] == "skip" and rows["CRASH-1"]["status"] == "pass"
-    assert rows["FENCE-6"]["status"] == "n/a"
+    assert rows["CONTRACT-15"]["status"] == "n/a"
     assert level_of(checks) == Level("full")
 
 

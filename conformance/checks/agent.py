@@ -1,0 +1,341 @@
+"""Checks of the optional ``agent`` feature: the system prompt, a turn's API messages, the stored
+history and the external provider, through the ``agent`` ops (AGENT, PROV, FENCE-6).
+
+Each check plays a scenario — ``agent_start`` with scripted providers, turns, store writes in
+this session and in another one, rebuild points — and keeps the state the agent must hold
+(:class:`~memspec.spec.agent.AgentState`); the judges of ``spec/agent.py`` decide every answer.
+A check goes on after a failure (:meth:`CheckContext.keep_going`), so that each broken clause is
+named. What a backend that does not claim ``agent`` answers is the one rule that binds every
+backend (AGENT-7).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from memspec.conformance.backend import BackendDefect, Session
+from memspec.conformance.checks._disk import put
+from memspec.conformance.registry import CheckContext, check
+from memspec.spec import codes
+from memspec.spec.agent import (
+    PREFETCH_TIMEOUT_S,
+    REBUILD_POINTS,
+    AgentState,
+    after_turn,
+    judge_rebuild,
+    judge_start,
+    judge_turn,
+    parse_scripts,
+    rebuilt,
+    sent_user_content,
+    start_state,
+    with_answered,
+)
+from memspec.spec.targets import TARGETS
+
+BASE = "You are a careful assistant."
+HANG_S = PREFETCH_TIMEOUT_S + 3.0
+"""How long the scripted hang lasts: well past the timeout of PROV-4."""
+
+
+def _recall(*texts: str) -> list[dict[str, str]]:
+    return [{"text": text} for text in texts]
+
+
+class AgentRun:
+    """One agent over one session of a check, with the state it must hold and what it got wrong.
+
+    Every op goes through :meth:`_ask`; a backend that breaks the contract on an agent op
+    (raises, hangs past the harness's timeout) is judged on ``clause``: the rule the op was
+    exercising.
+    """
+
+    def __init__(self, ctx: CheckContext, session: Session, *, keep_going: bool = True) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.keep_going = keep_going
+        self.state: AgentState | None = None
+        self.written: list[str] = []
+
+    def fail(self, problems: Sequence[str]) -> None:
+        """Records each problem as a failed assertion of its clause and goes on, or raises the
+        first at once when the run does not keep going (a Hypothesis search shrinks on it)."""
+        if problems and not self.keep_going:
+            raise AssertionError(problems[0])
+        for problem in problems:
+            with self.ctx.keep_going():
+                raise AssertionError(problem)
+
+    def _ask(self, clause: str, op: str, **fields: Any) -> dict[str, Any] | None:
+        try:
+            answer = self.session.request(op, **fields)
+        except BackendDefect as defect:
+            self.fail([f"{clause}: {op} {fields} broke instead of answering: {defect}"])
+            return None
+        if answer.get("code") != codes.OK:
+            self.fail([f"{clause}: {op} {fields} answered {answer}, expected OK"])
+            return None
+        return answer
+
+    def blocks(self) -> list[str | None]:
+        """The session's frozen snapshot blocks, memory then user."""
+        return [self.session.request("snapshot", target=t).get("snapshot") for t in TARGETS]
+
+    def start(self, providers: list[dict[str, Any]], clause: str = "AGENT-1") -> None:
+        """``agent_start`` with these scripts, judged (AGENT-1, PROV-2, PROV-3, PROV-5)."""
+        scripts = parse_scripts(providers)
+        answer = self._ask(clause, "agent_start", base=BASE, providers=providers)
+        blocks = self.blocks()
+        self.state = start_state(BASE, blocks, scripts)
+        if answer is not None:
+            self.fail(judge_start(answer, BASE, blocks, scripts))
+            self.state = with_answered(self.state, answer)
+
+    def turn(self, user: str, reply: str = "Noted.", clause: str = "AGENT-4") -> None:
+        """One turn, judged (AGENT-2, AGENT-4, AGENT-5, AGENT-6, FENCE-6, PROV-1, PROV-3,
+        PROV-4); ``clause`` is blamed if the turn breaks."""
+        assert self.state is not None, "BUG IN TEST CASE: a turn before agent_start"
+        started = time.monotonic()
+        answer = self._ask(clause, "agent_turn", user=user, reply=reply)
+        elapsed = time.monotonic() - started
+        prefetches = 1 if self.state.provider and self.state.hang_ends <= started else 0
+        sent = None
+        if answer is not None:
+            problems, prefetches = judge_turn(
+                answer, self.state, user, reply, started=started, elapsed=elapsed
+            )
+            self.fail(problems)
+            sent = sent_user_content(answer, user)
+        self.state = after_turn(self.state, user, reply, prefetches, started, sent)
+
+    def write(self, content: str, other: Session | None = None) -> None:
+        """Adds an entry to memory in this session, or in ``other``, between turns."""
+        answer = (other or self.session).request("add", target="memory", content=content)
+        assert answer["code"] == codes.OK, f"BUG IN TEST CASE: add {content!r} gave {answer}"
+        self.written.append(content)
+
+    def rebuild(self, point: str) -> None:
+        """``agent_rebuild`` at ``point``, judged (AGENT-3)."""
+        assert self.state is not None, "BUG IN TEST CASE: a rebuild before agent_start"
+        answer = self._ask("AGENT-3", "agent_rebuild", point=point)
+        blocks = self.blocks()
+        if answer is not None:
+            self.fail(judge_rebuild(answer, self.state, point, blocks, self.written))
+        self.state = rebuilt(self.state, point, blocks)
+        if answer is not None:
+            self.state = with_answered(self.state, answer)
+
+    def wait_for_hangs(self) -> None:
+        """Sleeps until the provider's last hang has ended (so the next turn must prefetch)."""
+        assert self.state is not None
+        time.sleep(max(0.0, self.state.hang_ends - time.monotonic()) + 0.2)
+
+
+@contextmanager
+def _sessions(ctx: CheckContext, count: int) -> Iterator[list[Session]]:
+    with ExitStack() as stack:
+        sessions = []
+        for _ in range(count):
+            session = ctx.backend.open(ctx.root)
+            stack.callback(session.close)
+            session.request("load")
+            sessions.append(session)
+        yield sessions
+
+
+@check("AGENT-7", "CONTRACT-14", features=(), id="agent.unsupported_without_the_feature")
+def unsupported_without_the_feature(ctx: CheckContext) -> None:
+    """A backend that does not claim ``agent`` answers each agent op ``E_UNSUPPORTED``; one that
+    claims it answers them (AGENT-7). Both transports: the in-process one answers for a Python
+    store that does not claim the feature, a command backend answers itself."""
+    put(ctx.root, "memory", b"User prefers tabs")
+    requests: list[tuple[str, dict[str, Any]]] = [
+        ("agent_start", {"base": BASE, "providers": []}),
+        ("agent_turn", {"user": "hello", "reply": "hi"}),
+        ("agent_rebuild", {"point": "compression"}),
+    ]
+    with _sessions(ctx, 1) as (session,):
+        claimed = "agent" in session.features
+        answers = [(op, fields, session.request(op, **fields)) for op, fields in requests]
+    for op, fields, answer in answers:
+        if not claimed:
+            # AGENT-7: an op of a feature not claimed answers E_UNSUPPORTED, ok false.
+            assert (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED), (
+                f"AGENT-7: the backend does not claim 'agent', yet {op} {fields} answered "
+                f"{answer}; expected ok false with E_UNSUPPORTED (claim 'agent' if it is "
+                "implemented)"
+            )
+        else:
+            # AGENT-7: a claimed op answers, never E_UNSUPPORTED.
+            assert answer["code"] == codes.OK, (
+                f"AGENT-7: the backend claims 'agent', yet {op} {fields} answered {answer}; "
+                "expected OK"
+            )
+
+
+@check(
+    "AGENT-1", "AGENT-2", "AGENT-3", "AGENT-4", "AGENT-5", "FENCE-6",
+    features=("agent",),
+    id="agent.prompt_is_frozen_between_rebuild_points",
+)  # fmt: skip
+def prompt_is_frozen_between_rebuild_points(ctx: CheckContext) -> None:
+    """The prompt is the base and the snapshot blocks (AGENT-1), byte-identical over turns while
+    this session and another one write the store (AGENT-2), built again from a fresh load at
+    ``compression``, ``resume`` and ``new_session`` (AGENT-3); each turn sends the prompt, the
+    history and the recalled block on the current user message only (AGENT-4, FENCE-6), and the
+    history keeps the user's text and the reply (AGENT-5)."""
+    put(ctx.root, "memory", b"User prefers tabs")
+    put(ctx.root, "user", b"Name: Ada")
+    recall = _recall(*(f"Recalled fact number {n}" for n in range(1, 12)))
+    with _sessions(ctx, 2) as (session, other):
+        run = AgentRun(ctx, session)
+        run.start([{"name": "notes", "tools": ["notes_search"], "recall": recall}])
+        run.turn("Which editor do I use?", "Let me check.")
+        run.write("Project uses Go 1.22")
+        run.turn("And the language?", "Go.")
+        run.write("Timezone: UTC", other)
+        run.turn("What time is it for me?")
+        run.rebuild("compression")
+        run.turn("After compression, what do you know?")
+        run.write("Editor: vim", other)
+        run.rebuild("resume")
+        run.turn("Resumed: anything new?")
+        run.write("Prefers short answers")
+        run.rebuild("new_session")
+        run.turn("A new session: hello")
+        run.turn("Second turn of the new session")
+
+
+@check(
+    "PROV-1", "PROV-3", "PROV-4", "AGENT-6",
+    features=("agent",),
+    id="agent.failing_providers_are_isolated",
+)  # fmt: skip
+def failing_providers_are_isolated(ctx: CheckContext) -> None:
+    """A provider that raises, returns something that is not a string, hangs past the timeout or
+    cannot start costs the turn its block and nothing else: the turn answers, the built-in
+    blocks stay in the prompt (PROV-1, PROV-3), a hang is abandoned after
+    :data:`~memspec.spec.agent.PREFETCH_TIMEOUT_S` (PROV-4), and each turn prefetches once
+    (AGENT-6)."""
+    put(ctx.root, "memory", b"User prefers tabs")
+    steps: list[dict[str, Any]] = [
+        {"text": "First recall"},
+        {"raise": "provider is down"},
+        {"value": 42},
+        {"value": None},
+        {"value": ["Listed recall"]},
+        {"value": {"text": "Recall in an object"}},
+        {"text": "Recall after the failures"},
+        {"hang": HANG_S, "text": "Recall that came too late"},
+    ]
+    with _sessions(ctx, 1) as (session,):
+        run = AgentRun(ctx, session)
+        run.start([{"name": "flaky", "recall": [*steps, {"text": "Recall after the hang"}]}])
+        for number, step in enumerate(steps, 1):
+            clause = "PROV-4" if "hang" in step else "PROV-3"
+            run.turn(f"Question {number}", f"Answer {number}", clause=clause)
+        run.turn("Question while the hang may still run", clause="PROV-4")
+        run.wait_for_hangs()
+        run.turn("Question after the hang", clause="PROV-4")
+        run.turn("Question past the script's end", clause="PROV-3")
+        run.start([{"name": "offline", "unavailable": True}], clause="PROV-3")
+        run.turn("Question with the provider offline", clause="PROV-3")
+
+
+@check(
+    "PROV-2", "PROV-3", "PROV-5",
+    features=("agent",),
+    id="agent.one_external_provider",
+)  # fmt: skip
+def one_external_provider(ctx: CheckContext) -> None:
+    """A second external provider is refused and the first kept (PROV-2), an unavailable one
+    takes no place (PROV-3), and no provider tool named ``memory`` shadows the built-in tool,
+    nor does a tool appear twice (PROV-5); the turns recall from the provider kept."""
+    put(ctx.root, "memory", b"User prefers tabs")
+    first = {
+        "name": "first",
+        "tools": ["first_search", "memory", "first_search", "first_store"],
+        "recall": _recall("Recall of the first provider", "Second recall of the first"),
+    }
+    second = {"name": "second", "tools": ["second_search"], "recall": _recall("Second's recall")}
+    offline = {"name": "offline", "unavailable": True}
+    with _sessions(ctx, 1) as (session,):
+        run = AgentRun(ctx, session)
+        run.start([first, second], clause="PROV-2")
+        run.turn("Which provider answers?", clause="PROV-2")
+        run.start([offline, second, first], clause="PROV-2")
+        run.turn("And now?", clause="PROV-2")
+        run.start([{"name": "shadow", "tools": ["memory"], "recall": []}], clause="PROV-5")
+
+
+WORDS = st.sampled_from(["tabs", "Go", "vim", "UTC", "tea", "Ada", "short", "dark mode"])
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("turn"), WORDS),
+        st.tuples(st.just("write"), WORDS),
+        st.tuples(st.just("write_other"), WORDS),
+        st.tuples(st.just("rebuild"), st.sampled_from(REBUILD_POINTS)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+RECALLS = st.lists(
+    st.one_of(
+        WORDS.map(lambda word: {"text": f"Recalled: {word}"}),
+        st.just({"text": "   "}),
+        st.just({"raise": "down"}),
+        st.sampled_from([{"value": 7}, {"value": None}, {"value": [1]}]),
+    ),
+    max_size=8,
+)
+
+
+@check(
+    "AGENT-1", "AGENT-2", "AGENT-3", "AGENT-4", "AGENT-5", "AGENT-6", "FENCE-6", "PROV-3",
+    features=("agent",),
+    id="agent.random_turns_writes_and_rebuilds",
+)  # fmt: skip
+def random_turns_writes_and_rebuilds(ctx: CheckContext) -> None:
+    """Random sequences of turns, writes in this session and another, and rebuild points, with a
+    provider whose recall is random (texts, blank text, raises, non-strings), each answer judged
+    against the state the agent must hold (AGENT-1 to AGENT-6, FENCE-6, PROV-3). Sized by
+    ``profile.examples``; deterministic when the profile derandomizes."""
+    counter = iter(range(10**9))
+
+    @settings(
+        max_examples=max(5, ctx.profile.examples // 4),
+        derandomize=ctx.profile.derandomize,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(steps=STEPS, recall=RECALLS)
+    def agent_follows_the_model(steps: list[tuple[str, str]], recall: list[dict[str, Any]]) -> None:
+        root = ctx.scratch / f"agent-{next(counter)}"
+        root.mkdir()
+        with ExitStack() as stack:
+            session, other = (ctx.backend.open(root) for _ in range(2))
+            stack.callback(session.close)
+            stack.callback(other.close)
+            session.request("load")
+            other.request("load")
+            run = AgentRun(ctx, session, keep_going=False)
+            run.start([{"name": "random", "recall": recall}])
+            for number, (kind, word) in enumerate(steps):
+                if kind == "turn":
+                    run.turn(f"Turn {number} about {word}", f"Reply {number}")
+                elif kind == "rebuild":
+                    run.rebuild(word)
+                else:
+                    run.write(f"Fact {number}: {word}", other if kind == "write_other" else None)
+
+    if ctx.seed is not None and not ctx.profile.derandomize:
+        agent_follows_the_model = hypothesis_seed(ctx.seed)(agent_follows_the_model)
+    agent_follows_the_model()

@@ -1,0 +1,539 @@
+"""The agent around a store: the system prompt, a turn's API messages and the stored history,
+the provider scripts of the ``agent`` ops, and the judge of each (AGENT, PROV, FENCE-6).
+
+Everything here is pure: the harness runs a scenario through the contract (``agent_start``,
+``agent_turn``, ``agent_rebuild``, store writes in between), keeps an :class:`AgentState` of what
+the agent must hold, and asks the judges whether each answer is the one SPEC.md allows. A worked
+example, with base ``"You are terse."`` and one memory entry ``"User prefers tabs"``:
+
+- the prompt is ``"You are terse.\\n\\n" + block`` where ``block`` is the store's frozen snapshot
+  of ``memory`` (AGENT-1), and it stays byte-identical over every turn until a rebuild point,
+  however the store is written in between (AGENT-2);
+- a turn with user text ``"hi"`` and a provider recalling ``"likes Go"`` sends
+  ``[{"role": "system", "content": prompt}, {"role": "user", "content": "hi\\n\\n" + fenced}]``
+  (AGENT-4, FENCE-6), where ``fenced`` is the ``<memory-context>`` block of ``"likes Go"``;
+- the stored history after it is ``[{"role": "user", "content": "hi"}, {"role": "assistant",
+  "content": reply}]`` (AGENT-5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from memspec.spec.fence import FENCE_CLOSE, FENCE_OPEN, recalled_text
+
+JOINER: Final = "\n\n"
+"""What joins the prompt's parts (AGENT-1) and a user message to its recalled block (FENCE-6)."""
+BUILTIN_TOOL: Final = "memory"
+"""The built-in store's tool, always offered first (PROV-1, PROV-5)."""
+REBUILD_POINTS: Final[tuple[str, ...]] = ("new_session", "compression", "resume")
+"""The points where the prompt is built again, besides ``agent_start`` (AGENT-3)."""
+PREFETCH_TIMEOUT_S: Final = 2.0
+"""Seconds after which a prefetch still running is abandoned (PROV-4)."""
+TURN_SLACK_S: Final = 1.5
+"""Seconds a turn may take beyond :data:`PREFETCH_TIMEOUT_S` for its own work and transport
+(PROV-4): a turn whose prefetch hangs answers within their sum."""
+MAX_HANG_S: Final = 30.0
+"""The longest hang a script may ask for; a longer one is a malformed script."""
+
+Message = tuple[str, str]
+"""One message of a conversation: (role, content)."""
+
+
+class ScriptError(ValueError):
+    """A provider script of ``agent_start`` is malformed; the message names the part and what a
+    script holds. Backends answer it ``E_INVALID``."""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """One step of a scripted provider: what its prefetch does on one call.
+
+    ``kind`` is ``text`` (returns ``text``), ``raise`` (raises with ``text`` as its message),
+    ``hang`` (returns ``text`` after ``seconds``) or ``value`` (returns ``value``, a JSON value
+    that is not a string).
+    """
+
+    kind: str
+    text: str = ""
+    seconds: float = 0.0
+    value: Any = None
+
+    def raw(self) -> str | None:
+        """Returns the text this step recalls into the turn, or ``None`` when it contributes
+        nothing because it fails: raises, hangs past the timeout, or returns a non-string
+        (PROV-3, PROV-4)."""
+        if self.kind == "text":
+            return self.text
+        if self.kind == "hang" and self.seconds < PREFETCH_TIMEOUT_S:
+            return self.text
+        return None
+
+
+NOTHING: Final = Recall("text", "")
+"""What a provider recalls once its script has no step left."""
+
+
+@dataclass(frozen=True)
+class Script:
+    """A provider as the harness scripts it (``agent_start``'s ``providers``): a name, the tool
+    names it offers, and one :class:`Recall` per prefetch call, in order; past the last step it
+    recalls nothing. ``unavailable`` is a provider that cannot start."""
+
+    name: str
+    tools: tuple[str, ...] = ()
+    recall: tuple[Recall, ...] = ()
+    unavailable: bool = False
+
+    def step(self, index: int) -> Recall:
+        """Returns the step of the prefetch call number ``index`` (from 0)."""
+        return self.recall[index] if index < len(self.recall) else NOTHING
+
+
+def _recall_of(raw: object, where: str) -> Recall:
+    if not isinstance(raw, Mapping) or len(raw) == 0:
+        raise ScriptError(f"{where} must be an object with one of text, raise, hang, value")
+    keys = set(raw)
+    if keys == {"text"} and isinstance(raw["text"], str):
+        return Recall("text", raw["text"])
+    if keys == {"raise"} and isinstance(raw["raise"], str):
+        return Recall("raise", raw["raise"])
+    if keys <= {"hang", "text"} and "hang" in keys:
+        seconds, text = raw["hang"], raw.get("text", "")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not math.isfinite(seconds)
+            or not 0 <= seconds <= MAX_HANG_S
+            or not isinstance(text, str)
+        ):
+            raise ScriptError(
+                f"{where}: hang takes seconds from 0 to {MAX_HANG_S:g} and an optional text, "
+                f"got {dict(raw)!r}"
+            )
+        return Recall("hang", text, float(seconds))
+    if keys == {"value"} and not isinstance(raw["value"], str):
+        return Recall("value", value=raw["value"])
+    raise ScriptError(
+        f"{where} must be one of {{'text': str}}, {{'raise': str}}, {{'hang': seconds, "
+        f"'text'?: str}}, {{'value': non-string}}; got {dict(raw)!r}"
+    )
+
+
+def parse_script(raw: object, index: int = 0) -> Script:
+    """Returns the :class:`Script` of one entry of ``agent_start``'s ``providers``; raises
+    :class:`ScriptError` naming what is wrong. A script is ``{"name": str, "tools"?: [str],
+    "recall"?: [STEP]}`` or ``{"name": str, "unavailable": true}``."""
+    where = f"providers[{index}]"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise ScriptError(f"{where} must be an object with a non-empty 'name', got {raw!r}")
+    extra = sorted(set(raw) - {"name", "tools", "recall", "unavailable"})
+    if extra:
+        raise ScriptError(f"{where} takes no field {extra[0]!r}")
+    unavailable = raw.get("unavailable", False)
+    if not isinstance(unavailable, bool):
+        raise ScriptError(f"{where}.unavailable must be true or false, got {unavailable!r}")
+    tools, steps = raw.get("tools", []), raw.get("recall", [])
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        raise ScriptError(f"{where}.tools must be a list of non-empty strings, got {tools!r}")
+    if not isinstance(steps, list):
+        raise ScriptError(f"{where}.recall must be a list of steps, got {steps!r}")
+    recall = tuple(_recall_of(step, f"{where}.recall[{n}]") for n, step in enumerate(steps))
+    return Script(raw["name"], tuple(tools), recall, unavailable)
+
+
+def parse_scripts(raw: object) -> tuple[Script, ...]:
+    """Returns the scripts of ``agent_start``'s ``providers`` (a list); raises ScriptError."""
+    if not isinstance(raw, list):
+        raise ScriptError(f"providers must be a list of provider scripts, got {raw!r}")
+    return tuple(parse_script(entry, index) for index, entry in enumerate(raw))
+
+
+# --- what the agent must do ----------------------------------------------------------------
+
+
+def build_prompt(base: str, blocks: Sequence[str | None]) -> str:
+    """Returns the system prompt: ``base``, then each snapshot block that is not ``None`` (memory,
+    then user), joined by a blank line (AGENT-1). ``build_prompt("B", ["M", None])`` is
+    ``"B\\n\\nM"``."""
+    return JOINER.join([base, *(block for block in blocks if block is not None)])
+
+
+def activation(scripts: Sequence[Script]) -> tuple[int | None, tuple[str, ...]]:
+    """Returns which script becomes the active provider (its index, or ``None``) and, per
+    script, ``""`` for the active one or the reason it is not: an unavailable provider is not
+    started (PROV-3) and takes no place, the first available one is activated, and every later
+    one is refused (PROV-2)."""
+    active: int | None = None
+    reasons: list[str] = []
+    for index, script in enumerate(scripts):
+        if script.unavailable:
+            reasons.append("unavailable")
+        elif active is None:
+            active = index
+            reasons.append("")
+        else:
+            reasons.append("refused")
+    return active, tuple(reasons)
+
+
+def offered_tools(scripts: Sequence[Script]) -> list[str]:
+    """Returns the tool names the agent offers: ``memory`` first, then the active provider's tools
+    in order, without one named ``memory`` and without repeats (PROV-1, PROV-5)."""
+    active, _ = activation(scripts)
+    tools = [BUILTIN_TOOL]
+    for name in scripts[active].tools if active is not None else ():
+        if name not in tools:
+            tools.append(name)
+    return tools
+
+
+def api_user_content(user: str, block: str) -> str:
+    """Returns the content the current user message has in the API call: the user's text, and
+    when the recalled block is not empty, a blank line and the block (FENCE-6)."""
+    return user + JOINER + block if block else user
+
+
+def as_messages(history: Sequence[Message]) -> list[dict[str, str]]:
+    """Returns messages as the ops carry them: ``{"role", "content"}`` objects."""
+    return [{"role": role, "content": content} for role, content in history]
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """What an agent must hold between ops: its base text, the prompt built at the last rebuild
+    point, the stored history, the active provider's script (``None`` without one), how many
+    prefetch calls it has been given, and when its last hang ends (on the caller's clock)."""
+
+    base: str
+    prompt: str
+    history: tuple[Message, ...] = ()
+    provider: Script | None = None
+    calls: int = 0
+    hang_ends: float = -math.inf
+    answered: str | None = None
+    """The prompt the backend answered at the last rebuild point (``None``: not known)."""
+    sent: tuple[tuple[int, str], ...] = ()
+    """(index in the history, content) of each user message sent at its own turn with a block:
+    the bytes a later turn may send again for it (AGENT-4)."""
+
+
+def start_state(base: str, blocks: Sequence[str | None], scripts: Sequence[Script]) -> AgentState:
+    """Returns the state after ``agent_start``: a new session, so a rebuild point (AGENT-3)."""
+    active, _ = activation(scripts)
+    provider = scripts[active] if active is not None else None
+    return AgentState(base, build_prompt(base, blocks), (), provider)
+
+
+def rebuilt(state: AgentState, point: str, blocks: Sequence[str | None]) -> AgentState:
+    """Returns the state after ``agent_rebuild``: the prompt built again from the blocks of a
+    fresh load; ``new_session`` empties the history, ``compression`` and ``resume`` keep it
+    (AGENT-3)."""
+    history = () if point == "new_session" else state.history
+    sent = () if point == "new_session" else state.sent
+    return replace(
+        state, prompt=build_prompt(state.base, blocks), history=history, sent=sent, answered=None
+    )
+
+
+def after_turn(
+    state: AgentState,
+    user: str,
+    reply: str,
+    prefetches: int,
+    started: float,
+    sent: str | None = None,
+) -> AgentState:
+    """Returns the state after a turn that made ``prefetches`` calls (0 or 1), begun at
+    ``started`` on the caller's clock, and sent ``sent`` as the current user message: the
+    history gains the user text and the reply (AGENT-5), and a later turn may send that message
+    again with exactly those bytes (AGENT-4)."""
+    index = len(state.history)
+    resent = ((index, sent),) if sent is not None and sent != user else ()
+    step = state.provider.step(state.calls) if state.provider and prefetches else None
+    hang_ends = started + step.seconds if step and step.kind == "hang" else state.hang_ends
+    return replace(
+        state,
+        history=(*state.history, ("user", user), ("assistant", reply)),
+        calls=state.calls + (prefetches if state.provider else 0),
+        hang_ends=hang_ends,
+        sent=(*state.sent, *resent),
+    )
+
+
+def with_answered(state: AgentState, answer: Mapping[str, Any]) -> AgentState:
+    """Returns ``state`` holding the prompt an ``agent_start`` or ``agent_rebuild`` answer gave,
+    the one every turn until the next rebuild point repeats (AGENT-2)."""
+    system = answer.get("system")
+    return replace(state, answered=system if isinstance(system, str) else None)
+
+
+def sent_user_content(answer: Mapping[str, Any], user: str) -> str | None:
+    """Returns the content a turn's answer sent for the current user message when it has the
+    shape of FENCE-6 (the user's text, then a blank line and a block), else ``None``."""
+    messages = answer.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], Mapping):
+        return None
+    content = messages[-1].get("content")
+    if not isinstance(content, str) or _recalled_in(content, user) is None:
+        return None
+    return content
+
+
+# --- the judges ----------------------------------------------------------------------------
+
+
+def _messages_problem(value: object, field: str) -> str | None:
+    if not isinstance(value, list) or not all(
+        isinstance(m, Mapping)
+        and set(m) == {"role", "content"}
+        and isinstance(m["role"], str)
+        and isinstance(m["content"], str)
+        for m in value
+    ):
+        return f"'{field}' must be a list of {{'role': str, 'content': str}} objects, got {value!r}"
+    return None
+
+
+def judge_start(
+    answer: Mapping[str, Any], base: str, blocks: Sequence[str | None], scripts: Sequence[Script]
+) -> list[str]:
+    """Returns the violations of an ``agent_start`` answer, each opening with its clause id
+    (``[]`` when it is right): the prompt (AGENT-1, PROV-1), the providers' activation (PROV-2,
+    PROV-3) and the tools (PROV-5)."""
+    problems: list[str] = []
+    system = answer.get("system")
+    expected = build_prompt(base, blocks)
+    if system != expected:
+        clause = (
+            "PROV-1"
+            if isinstance(system, str) and system == base and expected != base
+            else ("AGENT-1")
+        )
+        problems.append(
+            f"{clause}: agent_start answered the prompt {system!r}; expected the base text and the "
+            f"store's snapshot blocks joined by a blank line: {expected!r}"
+        )
+    _, reasons = activation(scripts)
+    statuses = answer.get("providers")
+    if not isinstance(statuses, list) or len(statuses) != len(scripts):
+        problems.append(
+            f"PROV-2: agent_start answered providers={statuses!r}; expected one "
+            f"{{'name', 'active'}} object per script, in order ({len(scripts)})"
+        )
+    else:
+        for script, reason, status in zip(scripts, reasons, statuses, strict=True):
+            active = isinstance(status, Mapping) and status.get("active") is True
+            named = isinstance(status, Mapping) and status.get("name") == script.name
+            error = status.get("error") if isinstance(status, Mapping) else None
+            if not named or active != (reason == "") or (reason and not error):
+                clause = "PROV-3" if reason == "unavailable" else "PROV-2"
+                want = (
+                    "active" if not reason else f"not active, with an 'error' saying why ({reason})"
+                )
+                problems.append(
+                    f"{clause}: provider {script.name!r} is {status!r}; expected {want}: "
+                    "the first available provider is the one active, a second is refused and "
+                    "leaves the first in place, an unavailable one is not started"
+                )
+    tools = answer.get("tools")
+    if tools != offered_tools(scripts):
+        problems.append(
+            f"PROV-5: agent_start offered the tools {tools!r}; expected {offered_tools(scripts)!r}"
+            ": 'memory' first and once, then the active provider's other tools in order"
+        )
+    return problems
+
+
+def _recalled_in(content: str, user: str) -> str | None:
+    """Returns the recalled text of the block a user message carries after ``user`` (``""`` for
+    a message that is the user text alone), or ``None`` when it has another shape."""
+    if content == user:
+        return ""
+    if not content.startswith(user + JOINER):
+        return None
+    text = recalled_text(content[len(user) + len(JOINER) :])
+    return text if text else None
+
+
+def _later_recalls(state: AgentState, calls: int = 3) -> set[str]:
+    """The recalled texts (``""`` for a failing step) of the provider's next ``calls`` prefetch
+    calls after this turn's: what a turn that prefetched more than once would carry."""
+    if state.provider is None:
+        return set()
+    steps = (state.provider.step(n) for n in range(state.calls + 1, state.calls + 1 + calls))
+    return {(step.raw() or "").strip() for step in steps}
+
+
+def judge_turn(
+    answer: Mapping[str, Any],
+    state: AgentState,
+    user: str,
+    reply: str,
+    *,
+    started: float,
+    elapsed: float,
+) -> tuple[list[str], int]:
+    """Returns the violations of an ``agent_turn`` answer, each opening with its clause id, and
+    the number of prefetch calls to record (the answer's, when it is 0 or 1).
+
+    ``state`` is the state before the turn, ``started`` when the turn began and ``elapsed`` how
+    long it took, on the caller's clock. Judged: the prompt is the one of the last rebuild point
+    (AGENT-2; recalled text in it is FENCE-6), the API messages (AGENT-4, FENCE-6), the stored
+    history (AGENT-5, FENCE-6), one prefetch (AGENT-6), and a failing provider's isolation
+    (PROV-1, PROV-3, PROV-4).
+    """
+    problems: list[str] = []
+    step = state.provider.step(state.calls) if state.provider else None
+    prefetches = answer.get("prefetches")
+    running = state.hang_ends > started
+    allowed = {0} if state.provider is None else ({0, 1} if running else {1})
+    if prefetches not in allowed or isinstance(prefetches, bool):
+        problems.append(
+            f"AGENT-6: the turn answered prefetches={prefetches!r}; expected "
+            f"{' or '.join(map(str, sorted(allowed)))}: one prefetch per turn when a provider is "
+            "active (none while its earlier call still hangs), none without one"
+        )
+        prefetches = 1 if state.provider and not running else 0
+    raw = step.raw() if step is not None and prefetches == 1 else ""
+    recalled = (raw or "").strip()
+    system = answer.get("system")
+    for field in ("messages", "history"):
+        shape = _messages_problem(answer.get(field), field)
+        if shape:
+            problems.append(f"AGENT-4: {shape}" if field == "messages" else f"AGENT-5: {shape}")
+    if not isinstance(system, str):
+        problems.append(f"AGENT-2: the turn answered system={system!r}, not the prompt")
+        return problems, int(prefetches or 0)
+    frozen = state.answered if state.answered is not None else state.prompt
+    # FENCE-6: recalled text never enters the system prompt.
+    if recalled and recalled in system and recalled not in frozen:
+        problems.append(
+            f"FENCE-6: the system prompt holds the recalled text {recalled!r}; recalled text goes "
+            "only on the API copy of the current user message"
+        )
+    elif system != frozen:
+        clause = "PROV-1" if frozen.startswith(system) else "AGENT-2"
+        problems.append(
+            f"{clause}: the turn's prompt is {system!r}; expected the prompt of the last rebuild "
+            f"point, byte for byte: {frozen!r}"
+        )
+    if step is not None and step.kind == "hang" and step.seconds >= PREFETCH_TIMEOUT_S:
+        bound = PREFETCH_TIMEOUT_S + TURN_SLACK_S
+        # PROV-4: a hanging prefetch is abandoned after the timeout; the turn goes on.
+        if prefetches == 1 and elapsed > bound:
+            problems.append(
+                f"PROV-4: the provider's prefetch hangs {step.seconds:g} s and the turn took "
+                f"{elapsed:.1f} s; a prefetch is abandoned after {PREFETCH_TIMEOUT_S:g} s, so the "
+                f"turn answers within {bound:g} s"
+            )
+    history = answer.get("history")
+    expected_history = as_messages((*state.history, ("user", user), ("assistant", reply)))
+    messages = answer.get("messages")
+    if isinstance(messages, list) and not _messages_problem(messages, "messages"):
+        problems += _judge_messages(messages, state, user, recalled, step, prefetches)
+    if isinstance(history, list) and history != expected_history:
+        stored = any(
+            isinstance(m, Mapping) and FENCE_OPEN in str(m.get("content", "")) for m in history
+        )
+        clause = "FENCE-6" if stored else "AGENT-5"
+        problems.append(
+            f"{clause}: the stored history after the turn is {history!r}; expected exactly "
+            f"{expected_history!r}: the user's text and the reply, never a recalled block"
+        )
+    return problems, int(prefetches)
+
+
+def _judge_messages(
+    messages: list[Mapping[str, str]],
+    state: AgentState,
+    user: str,
+    recalled: str,
+    step: Recall | None,
+    prefetches: int,
+) -> list[str]:
+    """The violations of a turn's API messages (AGENT-4, FENCE-6, AGENT-6, PROV-3)."""
+    expected_before = [{"role": "system", "content": state.prompt}, *as_messages(state.history)]
+    if len(messages) != len(expected_before) + 1 or messages[0].get("role") != "system":
+        return [
+            f"AGENT-4: the turn sent {len(messages)} API messages {messages!r}; expected the "
+            f"system message, the {len(state.history)} stored messages and the current user "
+            "message"
+        ]
+    problems: list[str] = []
+    earlier = [dict(m) for m in messages[1:-1]]
+    resent = dict(state.sent)
+    if any(
+        got != want and not (want["role"] == "user" and got == {**want, "content": resent.get(n)})
+        for n, (got, want) in enumerate(zip(earlier, expected_before[1:], strict=True))
+    ):
+        fenced = any(FENCE_OPEN in m["content"] or FENCE_CLOSE in m["content"] for m in earlier)
+        problems.append(
+            f"{'FENCE-6' if fenced else 'AGENT-4'}: the API messages before the current one are "
+            f"{earlier!r}; expected copies of the stored history {expected_before[1:]!r}, a user "
+            "message either as stored or as the exact bytes sent for it at its own turn"
+        )
+    current = messages[-1]
+    got = _recalled_in(current["content"], user) if current.get("role") == "user" else None
+    if got == recalled.strip():
+        return problems
+    if got is not None and got in _later_recalls(state):
+        problems.append(
+            f"AGENT-6: the current user message recalls {got!r}, the text of a later prefetch "
+            f"call than this turn's ({recalled!r}): more than one prefetch in a turn"
+        )
+    elif got and step is not None and step.kind in ("value", "raise", "hang"):
+        problems.append(
+            f"{'PROV-4' if step.kind == 'hang' else 'PROV-3'}: the provider's prefetch "
+            f"{step.kind}s ({step!r}), yet the turn recalls {got!r}; a failed prefetch "
+            "contributes nothing to the turn"
+        )
+    else:
+        want = (
+            api_user_content(user, "<memory-context> block of " + repr(recalled))
+            if (recalled)
+            else user
+        )
+        problems.append(
+            f"FENCE-6: the current user message was sent as {dict(current)!r}; expected the "
+            f"user's text, and the recalled block after a blank line when there is one: {want!r}"
+        )
+    return problems
+
+
+def judge_rebuild(
+    answer: Mapping[str, Any],
+    state: AgentState,
+    point: str,
+    blocks: Sequence[str | None],
+    entries: Sequence[str],
+) -> list[str]:
+    """Returns the violations of an ``agent_rebuild`` answer (AGENT-3): the prompt built again
+    from a fresh load — so it holds every entry of ``entries``, the store's entries at the
+    rebuild — and the history kept or emptied as ``point`` says."""
+    problems: list[str] = []
+    system = answer.get("system")
+    expected = build_prompt(state.base, blocks)
+    missing = [entry for entry in entries if not isinstance(system, str) or entry not in system]
+    if system != expected and not missing:
+        problems.append(
+            f"AGENT-1: after the rebuild point {point!r} the prompt is {system!r}; it holds the "
+            f"entries written since, but is not exactly the base and the fresh blocks: {expected!r}"
+        )
+    elif missing:
+        problems.append(
+            f"AGENT-3: after the rebuild point {point!r} the prompt is {system!r}; expected it "
+            f"built from a fresh load of the store, {expected!r}"
+            + (f", holding the entries written since: {missing!r}" if missing else "")
+        )
+    after = rebuilt(state, point, blocks)
+    if answer.get("history") != as_messages(after.history):
+        problems.append(
+            f"AGENT-3: after the rebuild point {point!r} the stored history is "
+            f"{answer.get('history')!r}; expected {as_messages(after.history)!r} (new_session "
+            "empties it, compression and resume keep it)"
+        )
+    return problems
