@@ -20,8 +20,11 @@ OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "entries": ("target",),
     "snapshot": ("target",),
     "fence": ("raw",),
+    "tool_schema": (),
+    "tool_call": ("arguments",),
 }
 """Each op of a session and the fields of its request, in argument order: the store calls of
-CONTRACT-2 under the names CONTRACT-13 gives them, and ``patch`` (PATCH-1), the op spec v2 adds."""
+CONTRACT-2 under the names CONTRACT-13 gives them, and ``patch`` (PATCH-1), the op spec v2 adds;
+``tool_schema`` and ``tool_call`` (TOOL-1), the ops of the ``tool`` feature."""
 
 OPS: Final[tuple[str, ...]] = tuple(OP_FIELDS)

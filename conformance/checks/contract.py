@@ -21,9 +21,10 @@ from memspec.spec.targets import TARGETS
 FEATURE_NAMES = frozenset((
     "core", "batch", "fence", "multi-process", "crash-safe", "durable", "drift-guard",
     "threat-scan", "patch",
+    "tool",
 ))  # fmt: skip
 """The feature names of the contract: its eight, and ``patch``, which spec v2 adds (CONTRACT-19,
-PATCH-1)."""
+PATCH-1), and ``tool`` (TOOL-1)."""
 
 OPTIONAL_FIELD_TYPES = {"message": str, "usage": str, "duplicate": bool}
 

@@ -128,6 +128,7 @@ def test_open_store_accepts_a_str_or_a_path(root: Path) -> None:
         "drift-guard",
         "threat-scan",
         "patch",
+        "tool",
     }
     assert open_store(root).features == FEATURES
 
