@@ -234,21 +234,49 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
     return _check_backups(step, driver.backups(target), fail)
 
 
+Requester = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def judged_tool_call(
+    request: Requester,
+    read_disk: Callable[[str], bytes | None],
+    arguments: str,
+    limits: Mapping[str, int],
+    *,
+    scan: bool,
+) -> tuple[dict[str, Any], list[str]]:
+    """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
+    the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
+
+    The target's file (``read_disk``) and ``entries(target)`` are read before and after the
+    call, so that the judge decides the operation's outcome itself; the schema says which
+    actions and shapes the tool takes; ``scan`` is whether the backend claims ``threat-scan``.
+    """
+    actions, batch = schema_offer(request("tool_schema", {}).get("schema"))
+    target = watched_target(arguments)
+    file = classify_bytes(read_disk(target), limits[target])
+    before = request("entries", {"target": target})["entries"]
+    answer = request("tool_call", {"arguments": arguments})
+    after = request("entries", {"target": target})["entries"]
+    seen = Observation(
+        arguments, answer["result"], target, file, tuple(before), tuple(after),
+        limits[target], actions, batch, scan=scan,
+    )  # fmt: skip
+    return answer, result_problems(seen)
+
+
 def _run_tool_step(
     step: Step, driver: Driver, fail: Fail, limits: dict[str, int]
 ) -> ExampleFailure | None:
     """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:``
     item standing for any placeholder of the file), and the whole result must pass the spec's
-    judge of tool results (TOOL-5 to TOOL-13) against the disk and entries around the call."""
+    judge of tool results (TOOL-5 to TOOL-13)."""
     arguments = step.args[0]
-    schema = driver.request(step.session, "tool_schema", {}).get("schema")
-    actions, batch = schema_offer(schema)
-    target = watched_target(arguments)
-    file = classify_bytes(driver.disk(target), limits[target])
-    before = driver.request(step.session, "entries", {"target": target})["entries"]
     sent = {"op": "tool_call", "arguments": arguments}
-    answer = driver.request(step.session, "tool_call", {"arguments": arguments})
-    after = driver.request(step.session, "entries", {"target": target})["entries"]
+    answer, problems = judged_tool_call(
+        lambda op, fields: driver.request(step.session, op, fields),
+        driver.disk, arguments, limits, scan=True,
+    )  # fmt: skip
     want = step.expect["result"]
     result = parse_arguments(answer.get("result"))
     if not isinstance(result, dict):
@@ -256,11 +284,6 @@ def _run_tool_step(
     for name, value in want.items():
         if name not in result or not _same_shown(result[name], value):
             return fail(sent, result, want, f"expected {name} {value!r}, got {result.get(name)!r}")
-    seen = Observation(
-        arguments, answer["result"], target, file, tuple(before), tuple(after),
-        limits[target], actions, batch, scan=True,
-    )  # fmt: skip
-    problems = result_problems(seen)
     return fail(sent, result, want, "; ".join(problems)) if problems else None
 
 

@@ -3,23 +3,25 @@
 The fuzz strategies' mutation requests (:func:`~memspec.fuzz.strategies.requests`, the ones the
 state machine and the property checks send) are turned into the argument text a model would
 send for them, and each call's result is judged by the spec's judge of tool results through
-:func:`~memspec.conformance.checks.tool.judged_call`: the operation executed, the live state
+:func:`~memspec.conformance.examples.judged_tool_call`: the operation executed, the live state
 reported, matches, listings and overwritten entries as the rules say.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.checks.tool import judged_call
+from memspec.conformance.examples import judged_tool_call
 from memspec.conformance.registry import CheckContext, check
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import claimed_ops, requests
+from memspec.spec.targets import FILENAMES
 
 TOOL_LIMITS = {"memory": 60, "user": 40}
 """Small limits, so that generated programs reach a full store within a few calls."""
@@ -65,14 +67,21 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
         with FuzzRoot(ctx, TOOL_LIMITS) as world:
             for name, request in calls:
                 arguments = tool_arguments(request)
-                result, problems = judged_call(
-                    world.session(name), world.root, arguments, TOOL_LIMITS
-                )
+                session = world.session(name)
+                answer, problems = judged_tool_call(
+                    lambda op, fields, session=session: session.request(op, **fields),
+                    lambda target: _file_bytes(world.root / FILENAMES[target]),
+                    arguments, TOOL_LIMITS, scan="threat-scan" in features,
+                )  # fmt: skip
+                result = answer["result"]
                 # TOOL-5 to TOOL-12: the result of each call passes the judge.
                 assert not problems, (
                     f"{problems[0].split(':')[0]}: session {name} sent {arguments}, the tool "
-                    f"answered {json.dumps(result, ensure_ascii=False)[:600]}: "
-                    + "; ".join(problems)
+                    f"answered {result[:600]}: " + "; ".join(problems)
                 )
 
     run.run(run.apply(results_are_judged))
+
+
+def _file_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None

@@ -10,6 +10,7 @@ use the same judge. What a backend that does not claim ``tool`` answers binds ev
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -20,48 +21,35 @@ from hypothesis import strategies as st
 
 from memspec.conformance.backend import Session
 from memspec.conformance.checks._disk import put
+from memspec.conformance.examples import judged_tool_call
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
-from memspec.spec.codec import classify_bytes
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
-from memspec.spec.tool import (
-    Observation,
-    result_problems,
-    schema_offer,
-    schema_problems,
-    watched_target,
-)
+from memspec.spec.tool import schema_problems
 
 STORED = b"User prefers tabs"
 
 
 def judged_call(
-    session: Session, root: Path, arguments: str, limits: dict[str, int] | None = None
+    session: Session, root: Path, arguments: str, limits: Mapping[str, int] | None = None
 ) -> tuple[dict[str, Any] | str, list[str]]:
-    """Sends one tool call and returns its result and the judge's problems (TOOL-5 to TOOL-13).
-
-    The file's bytes and ``entries(target)`` are read before and after the call, so that the
-    judge can decide the operation's outcome itself; ``limits`` are the session's limits.
-    """
-    limits = {**DEFAULT_LIMITS, **(limits or {})}
-    schema = session.request("tool_schema").get("schema")
-    actions, batch = schema_offer(schema)
-    target = watched_target(arguments)
-    path = root / FILENAMES[target]
-    data = path.read_bytes() if path.exists() else None
-    before = session.request("entries", target=target)["entries"]
-    answer = session.request("tool_call", arguments=arguments)
-    after = session.request("entries", target=target)["entries"]
-    seen = Observation(
-        arguments, answer["result"], target, classify_bytes(data, limits[target]),
-        tuple(before), tuple(after), limits[target], actions, batch,
+    """Sends one tool call in ``session`` and returns its parsed result and the judge's problems
+    (:func:`~memspec.conformance.examples.judged_tool_call`); ``limits`` are the session's."""
+    answer, problems = judged_tool_call(
+        lambda op, fields: session.request(op, **fields),
+        lambda target: _file_bytes(root / FILENAMES[target]),
+        arguments, {**DEFAULT_LIMITS, **(limits or {})},
         scan="threat-scan" in session.features,
     )  # fmt: skip
     try:
         result: dict[str, Any] | str = json.loads(answer["result"])
     except json.JSONDecodeError:
         result = answer["result"]
-    return result, result_problems(seen)
+    return result, problems
+
+
+def _file_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
 
 
 def _assert_judged(session: Session, root: Path, arguments: str, **limits: int) -> None:
