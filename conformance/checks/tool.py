@@ -15,12 +15,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import seed as hypothesis_seed
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.backend import Session
 from memspec.conformance.checks._disk import put
+from memspec.conformance.checks._property import run_sized
 from memspec.conformance.examples import judged_tool_call
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
@@ -191,20 +191,11 @@ def malformed_calls_answered(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
 
-        @settings(
-            max_examples=ctx.profile.examples,
-            derandomize=ctx.profile.derandomize,
-            database=None,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        )
         @given(arguments=broken_arguments())
         def broken_call_is_answered(arguments: str) -> None:
             _assert_judged(session, ctx.root, arguments)
 
-        if ctx.seed is not None and not ctx.profile.derandomize:
-            broken_call_is_answered = hypothesis_seed(ctx.seed)(broken_call_is_answered)
-        broken_call_is_answered()
+        run_sized(ctx, broken_call_is_answered)
 
 
 THREAT_FILE = (
