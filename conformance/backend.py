@@ -33,6 +33,8 @@ OP_FEATURES = {
     "agent_start": "agent",
     "agent_turn": "agent",
     "agent_rebuild": "agent",
+    "tool_schema": "tool",
+    "tool_call": "tool",
 }
 
 
@@ -117,6 +119,10 @@ def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, 
         raise BackendDefect("snapshot must be a str or null", sent, answer)
     if ok and op == "fence" and not isinstance(answer.get("block"), str):
         raise BackendDefect("fence must return a str block", sent, answer)
+    if ok and op == "tool_schema" and not isinstance(answer.get("schema"), Mapping):
+        raise BackendDefect("tool_schema must return a 'schema' object", sent, answer)
+    if ok and op == "tool_call" and not isinstance(answer.get("result"), str):
+        raise BackendDefect("tool_call must return the result text as a str", sent, answer)
     return dict(answer)
 
 
@@ -262,7 +268,7 @@ class InProcessSession:
         if problem is not None:
             raise UsageError(problem)
         feature = OP_FEATURES.get(op)
-        method = getattr(self.store, op, None)
+        method = getattr(self.store, op, None)  # tool_schema and tool_call are methods too
         if feature and (feature not in self.features or not callable(method)):
             return {"ok": False, "code": codes.E_UNSUPPORTED}
         return check_answer(op, sent, self._on_thread(lambda: self._call(op, fields), sent))
@@ -311,6 +317,10 @@ class InProcessSession:
             return store.agent_turn(fields["user"], fields["reply"])
         if op == "agent_rebuild":
             return store.agent_rebuild(fields["point"])
+        if op == "tool_schema":
+            return {"ok": True, "code": codes.OK, "schema": store.tool_schema()}
+        if op == "tool_call":
+            return {"ok": True, "code": codes.OK, "result": store.tool_call(fields["arguments"])}
         return store.batch(fields["target"], fields["operations"])
 
     def close(self) -> None:

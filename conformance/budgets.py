@@ -134,6 +134,12 @@ BUDGETS: dict[str, Budget] = {
     "scan.attack_corpus": QUICK,
     "scan.ordinary_text_corpus": QUICK,
     "scan.whole_content_is_scanned": QUICK,
+    "tool.description_guides_the_model": QUICK,
+    "tool.generated_calls_are_judged": PROPERTIES,
+    "tool.malformed_calls_answered": PROPERTIES,
+    "tool.results_never_show_threat_text": QUICK,
+    "tool.schema_is_valid_and_agrees": QUICK,
+    "tool.unsupported_without_the_feature": QUICK,
 }
 """Every check's budget, by check id (``tests/unit/test_budgets.py`` requires one row per
 registered check and no other)."""

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from memspec.conformance.backend import Backend, BackendDefect, Session
 from memspec.spec import model
-from memspec.spec.codec import decode, is_encodable, parse_text
+from memspec.spec.codec import classify_bytes, decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import (
     Add,
@@ -36,8 +36,20 @@ from memspec.spec.rules import argument_error
 from memspec.spec.snapshot import snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
+from memspec.spec.tool import (
+    Call,
+    Observation,
+    normative_result,
+    parse_arguments,
+    parse_call,
+    result_problems,
+    schema_offer,
+    schema_parameters,
+    watched_target,
+)
 
 OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
+MODEL_ACTIONS = ("add", "replace", "remove", "patch")
 
 
 class Driver(Protocol):
@@ -167,7 +179,11 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             if step.session not in opened:
                 opened.add(step.session)
                 driver.request(step.session, "load", {})
-            problem = _run_step(step, driver, fail)
+            if step.op == "tool":
+                limits = {**DEFAULT_LIMITS, **example.limits}
+                problem = _run_tool_step(step, driver, fail, limits, example.clauses)
+            else:
+                problem = _run_step(step, driver, fail)
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
             return replace(failure, detail=defect.detail)
@@ -217,6 +233,76 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
             return fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
         return None
     return _check_backups(step, driver.backups(target), fail)
+
+
+Requester = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def judged_tool_call(
+    request: Requester,
+    read_disk: Callable[[str], bytes | None],
+    arguments: str,
+    limits: Mapping[str, int],
+    *,
+    scan: bool,
+) -> tuple[dict[str, Any], list[str]]:
+    """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
+    the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
+
+    The target's file (``read_disk``) and ``entries(target)`` are read before and after the
+    call, so that the judge decides the operation's outcome itself; the schema says which
+    actions and shapes the tool takes; ``scan`` is whether the backend claims ``threat-scan``.
+    """
+    actions, batch = schema_offer(request("tool_schema", {}).get("schema"))
+    target = watched_target(arguments)
+    file = classify_bytes(read_disk(target), limits[target])
+    before = request("entries", {"target": target})["entries"]
+    answer = request("tool_call", {"arguments": arguments})
+    after = request("entries", {"target": target})["entries"]
+    seen = Observation(
+        arguments, answer["result"], target, file, tuple(before), tuple(after),
+        limits[target], actions, batch, scan=scan,
+    )  # fmt: skip
+    return answer, result_problems(seen)
+
+
+def _run_tool_step(
+    step: Step, driver: Driver, fail: Fail, limits: dict[str, int], clauses: tuple[str, ...]
+) -> ExampleFailure | None:
+    """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:``
+    item standing for any placeholder of the file), and the result must pass the spec's judge of
+    tool results on the example's own clauses (a failure names the clause it breaks; the other
+    rules have their own examples and checks)."""
+    arguments = step.args[0]
+    sent = {"op": "tool_call", "arguments": arguments}
+    answer, problems = judged_tool_call(
+        lambda op, fields: driver.request(step.session, op, fields),
+        driver.disk, arguments, limits, scan=True,
+    )  # fmt: skip
+    want = step.expect["result"]
+    result = parse_arguments(answer.get("result"))
+    if not isinstance(result, dict):
+        return fail(sent, answer, want, "the result is not the text of a JSON object")
+    for name, value in want.items():
+        if name not in result or not _same_shown(result[name], value):
+            return fail(sent, result, want, f"expected {name} {value!r}, got {result.get(name)!r}")
+    own = [problem for problem in problems if problem.split(":")[0] in clauses]
+    return fail(sent, result, want, "; ".join(own)) if own else None
+
+
+def _same_shown(got: Any, want: Any) -> bool:
+    """Compares an expected result field; an expected ``[BLOCKED: FILE ...]`` string stands for
+    any placeholder that starts ``[BLOCKED:`` and names FILE (SNAP-12)."""
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(_same_shown(g, w) for g, w in zip(got, want, strict=True))
+        )
+    if isinstance(want, str) and want.startswith("[BLOCKED: ") and want.endswith(" ...]"):
+        name = want.split()[1]
+        return isinstance(got, str) and got.startswith("[BLOCKED:") and name in got
+    return bool(_plain(got) == want)
 
 
 def model_entries(data: bytes | None) -> list[str] | None:
@@ -281,6 +367,12 @@ class ModelDriver:
                 "code": "OK",
                 "snapshot": model.snapshot_of(self.state, session, fields["target"]),
             }
+        if op == "tool_schema":
+            parameters = schema_parameters(MODEL_ACTIONS, batch=True)
+            schema = {"name": "memory", "description": "the model's tool", "parameters": parameters}
+            return {"ok": True, "code": "OK", "schema": schema}
+        if op == "tool_call":
+            return {"ok": True, "code": "OK", "result": self._tool_call(session, fields)}
         operation = {
             "load": lambda: Load(session),
             "add": lambda: Add(fields["target"], fields["content"], session),
@@ -303,6 +395,31 @@ class ModelDriver:
         if outcome.usage is not None:
             answer["usage"] = outcome.usage
         return answer
+
+    def _tool_call(self, session: str, fields: dict[str, Any]) -> str:
+        """Answers a tool call with the spec's normative result (TOOL-5 to TOOL-13): the model
+        claims every feature, so it offers every action, the batch shape and the scan."""
+        arguments = fields["arguments"]
+        parsed = parse_call(arguments, MODEL_ACTIONS, batch=True)
+        target = parsed.target if isinstance(parsed, Call) else watched_target(arguments)
+        limit = model.limit_of(self.state, target)
+        outcome = None
+        before = self._entries(session, target)
+        if isinstance(parsed, Call):
+            operation = replace(parsed.operation, session=session)
+            if argument_error(operation) is None:
+                before = model.entries_on_disk(self.state, target) or before
+            outcome, self.state = model.step(self.state, operation)
+            self._remember_reads(session, operation)
+        after = self._entries(session, target)
+        result = normative_result(
+            parsed, outcome, before, after, limit, target=target, actions=MODEL_ACTIONS, scan=True
+        )
+        return json.dumps(result, ensure_ascii=False)
+
+    def _entries(self, session: str, target: str) -> tuple[str, ...]:
+        last = self.last_read.get((session, target), ())
+        return tuple(model.session_entries(self.state, target, last))
 
     def _remember_reads(self, session: str, operation: Load | Mutation) -> None:
         """Records what ``session`` read from readable files in the step just taken: both files

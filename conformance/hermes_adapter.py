@@ -139,19 +139,55 @@ def classify(result: dict[str, Any]) -> dict[str, Any]:
     raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
 
 
+def tool_schema(module: Any) -> dict[str, Any] | None:
+    """Returns the release's function-calling schema of the memory tool: the module-level dict
+    named ``memory`` with ``parameters`` (``MEMORY_SCHEMA`` in every release so far), or
+    ``None`` when the module has none."""
+    for value in vars(module).values():
+        if isinstance(value, dict) and value.get("name") == "memory" and "parameters" in value:
+            return value
+    return None
+
+
 def schema_actions(module: Any) -> tuple[str, ...]:
     """Returns the actions the release's tool offers the model, read from its function-calling
-    schema: the ``action`` enum of a module-level dict named ``memory`` with ``parameters``
-    (``MEMORY_SCHEMA`` in every release so far). Without one, the actions of the first
+    schema's ``action`` enum (:func:`tool_schema`). Without one, the actions of the first
     releases (add, replace, remove)."""
-    for value in vars(module).values():
-        if not (isinstance(value, dict) and value.get("name") == "memory"):
-            continue
-        properties = (value.get("parameters") or {}).get("properties") or {}
-        enum = (properties.get("action") or {}).get("enum")
-        if isinstance(enum, list) and all(isinstance(item, str) for item in enum):
-            return tuple(enum)
+    schema = tool_schema(module) or {}
+    properties = (schema.get("parameters") or {}).get("properties") or {}
+    enum = (properties.get("action") or {}).get("enum")
+    if isinstance(enum, list) and all(isinstance(item, str) for item in enum):
+        return tuple(enum)
     return DEFAULT_ACTIONS
+
+
+PARSER_MODULE, PARSER = "agent/tool_executor.py", "_parse_tool_arguments"
+
+
+def argument_parser() -> Callable[[Any], tuple[dict[str, Any], str | None]] | None:
+    """Returns the agent's own parser of a model's argument text
+    (``_parse_tool_arguments`` of ``agent/tool_executor.py``: the arguments, or the result text
+    the model reads instead), or ``None`` when the release has none.
+
+    The function is taken from the installed source alone: the module imports much of the
+    agent (HTTP clients among it) that the memory tool's environment does not install."""
+    import ast
+    import importlib.util
+    import typing
+
+    found = importlib.util.find_spec("agent")
+    folders = list(found.submodule_search_locations or []) if found else []
+    for folder in folders:
+        path = Path(folder).parent / PARSER_MODULE
+        if not path.is_file():
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == PARSER:
+                namespace: dict[str, Any] = {"json": json, **vars(typing)}
+                exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
+                return namespace[PARSER]  # type: ignore[no-any-return]
+    return None
 
 
 def _source(function: Any) -> str:
@@ -176,6 +212,7 @@ def detect_features(
     - ``fence``: ``agent.memory_manager.build_memory_context_block`` could be imported.
     - ``threat-scan``: a write-time scan is called from ``add`` (every release has one).
     - ``patch``: the tool's schema offers the action ``patch`` (the 0.22 line).
+    - ``tool``: the tool's module has its function-calling schema (every release so far).
 
     ``core`` is always claimed: it is what every backend must do, so a release whose tool
     refuses ``replace`` (0.22) answers it ``E_UNSUPPORTED`` in the tool's own words and fails
@@ -208,6 +245,8 @@ def detect_features(
         features.append("threat-scan")
     if "patch" in actions:
         features.append("patch")
+    if tool_schema(inspect.getmodule(tool)) is not None:
+        features.append("tool")
     return features
 
 
@@ -245,6 +284,29 @@ class HermesSession:
             reset()
         answer = self._run(self.tool(target=target, store=self.store, **arguments))
         return classify(json.loads(answer))
+
+    def _tool_call(self, text: Any) -> str:
+        """Returns the text the model reads for one call: the agent's own parse of the argument
+        text, then ``memory_tool`` with the arguments as the agent passes them; the JSON text
+        either returns is passed on untouched."""
+        parse = argument_parser()
+        if parse is None:
+            raise AdapterGap(f"the release has no {PARSER} in {PARSER_MODULE}")
+        arguments, refusal = parse(text)
+        if refusal is not None:
+            return refusal
+        reset = getattr(self.store, "reset_consolidation_failures", None)
+        if callable(reset):
+            reset()
+        answer = self.tool(
+            action=arguments.get("action"),
+            target=arguments.get("target", "memory"),
+            content=arguments.get("content"),
+            old_text=arguments.get("old_text"),
+            operations=arguments.get("operations"),
+            store=self.store,
+        )
+        return str(self._run(answer))
 
     def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """Returns the answer fields for one request (Hermes' exceptions propagate)."""
@@ -284,6 +346,10 @@ class HermesSession:
             )
         if op.startswith("agent_") and self.agent is not None:
             return self.agent.handle(op, request)
+        if op == "tool_schema" and "tool" in self.features:
+            return {"ok": True, "code": "OK", "schema": tool_schema(self.module)}
+        if op == "tool_call" and "tool" in self.features:
+            return {"ok": True, "code": "OK", "result": self._tool_call(request.get("arguments"))}
         if op == "batch" and "batch" in self.features:
             # The registry hands the tool action "" when the model sends only operations.
             return self._mutate(target, action="", operations=request.get("operations"))

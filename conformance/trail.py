@@ -78,6 +78,7 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
     "CONTRACT-19": "which features a backend claims is its own declaration, read from a session",
     "PATCH-11": "whether a backend answers a patch depends on its claim; the transport answers",
     "AGENT-7": "whether a backend answers the agent ops depends on its claim; the transport says",
+    "TOOL-8": "whether a backend answers the tool ops depends on its claim; the transport answers",
 }
 """The MUST clauses no function of ``spec/`` decides, each with the reason why it cannot."""
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memspec.reference_impl import files
+from memspec.reference_impl import files, tool
 from memspec.reference_impl.agent import AgentSession
 from memspec.reference_impl.fence import build_fence
 from memspec.spec import codes
@@ -37,6 +37,7 @@ FEATURES = (
     "threat-scan",
     "patch",
     "agent",
+    "tool",
 )
 
 _MESSAGES: dict[str, Callable[[str], str]] = {
@@ -105,6 +106,10 @@ class Store:
         self._live: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
         self._snapshots: dict[str, str | None] = {target: None for target in TARGETS}
         self._agent = AgentSession(self)
+        self.last_decision: tuple[Outcome, tuple[str, ...]] = (Outcome(codes.OK), ())
+        """The outcome of the last mutation and the entries it was applied to (the entries read
+        under the lock, or the session's own for a refusal of the arguments): what the tool's
+        result reports (TOOL-9, TOOL-11)."""
 
     def _path(self, target: str) -> Path:
         return self.root / FILENAMES[target]
@@ -190,6 +195,15 @@ class Store:
     def agent_rebuild(self, point: str) -> dict[str, Any]:
         """Rebuilds the agent's prompt at a rebuild point (AGENT-3)."""
         return self._agent.rebuild(point)
+    def tool_schema(self) -> dict[str, Any]:
+        """Returns the function-calling schema of the memory tool for the claimed features;
+        offered, with the feature ``tool`` claimed (TOOL-1, TOOL-2)."""
+        return tool.schema(self.features)
+
+    def tool_call(self, arguments: str) -> str:
+        """Returns the JSON result the model reads for one call of the memory tool, given the
+        argument text as the model sent it; never raises (TOOL-4 to TOOL-13)."""
+        return tool.call(self, arguments)
 
     def close(self) -> None:
         """Releases nothing: the store holds no descriptor between operations."""
@@ -205,12 +219,15 @@ class Store:
         or write that fails is ``E_IO`` with the old file intact (ATOMIC-4, FILES-3)."""
         refusal = argument_error(op)
         if refusal is not None:
+            live = self._live[op.target] if is_target(op.target) else ()
+            self.last_decision = (refusal, live)
             return _answer(refusal, FILENAMES[op.target] if is_target(op.target) else "the store")
         path = self._path(op.target)
         try:
             with files.locked(path) as lock_fd:
                 return self._mutate_locked(op, path, lock_fd)
         except OSError as error:
+            self.last_decision = (Outcome(codes.E_IO), self._live[op.target])
             return _failure(
                 codes.E_IO,
                 f"could not write {path.name}: {error.strerror or error}; "
@@ -234,6 +251,7 @@ class Store:
         """
         files.remove_stale_temps(path)
         limit = self.limits[op.target]
+        self.last_decision = (Outcome(codes.E_UNREADABLE), self._live[op.target])
         try:
             data = files.read_file(path)
         except OSError as error:
@@ -251,6 +269,7 @@ class Store:
             )
         self._live[op.target] = state.entries
         outcome, result = decide(op, state, limit)
+        self.last_decision = (outcome, state.entries)
         if outcome.code == codes.E_DRIFT:
             assert data is not None
             try:

@@ -23,6 +23,7 @@ from memspec.spec import codes
 from memspec.spec.clauses import CLAUSE_ID
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import TARGETS
+from memspec.spec.threats import find_threats
 from memspec.spec.versions import parse_version
 
 FENCE_OPEN = re.compile(r"^```memspec(?P<info>(?:\s.*)?)$")
@@ -41,8 +42,10 @@ class Step:
     """One step of an example: a store call with its expectation, or an assertion.
 
     ``op`` is ``put``, ``load``, ``add``, ``replace``, ``remove``, ``patch``, ``batch``,
-    ``entries``, ``snapshot``, ``disk`` or ``backups``; ``args`` are its JSON arguments (a target
-    first); ``expect`` is the expected code and outcome fields, or the asserted value.
+    ``tool``, ``entries``, ``snapshot``, ``disk`` or ``backups``; ``args`` are its JSON arguments
+    (a target first; a ``tool`` step's one argument is the argument text the model sends);
+    ``expect`` is the expected code and outcome fields, the expected ``result`` fields of a tool
+    call, or the asserted value.
     """
 
     op: str
@@ -54,6 +57,8 @@ class Step:
     def to_json(self) -> dict[str, Any]:
         """Returns the step as a JSON-ready record for ``memspec spec --dump-json``."""
         record: dict[str, Any] = {"session": self.session, "op": self.op, "line": self.line}
+        if self.op == "tool":
+            return record | {"arguments": self.args[0], "expect": _json_value(self.expect)}
         if self.op != "load":
             record["target"] = self.args[0]
         names = ("target", "data") if self.op == "put" else OP_FIELDS.get(self.op, ())
@@ -86,6 +91,8 @@ class Example:
             value = step.expect.get("value")
             if step.op in ("batch", "patch"):
                 needed.append(step.op)
+            if step.op == "tool":
+                needed += tool_step_features(step.args[0], step.expect.get("result", {}))
             if code == codes.E_THREAT or (isinstance(value, str) and "[BLOCKED:" in value):
                 needed.append("threat-scan")
             if code == codes.E_DRIFT:
@@ -225,6 +232,15 @@ def parse_step(text: str, line: int = 0) -> Step:
     elif op in MUTATIONS:
         args = [reader.target()] + [reader.value() for _ in range(MUTATIONS[op])]
         expect = _outcome(reader)
+    elif op == "tool":
+        value = reader.value()
+        args = [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)]
+        if reader.word() != "->":
+            raise reader.fail("expected 'tool ARGUMENTS -> {result fields}'")
+        result = reader.value()
+        if not isinstance(result, dict):
+            raise reader.fail("the expected result fields are a JSON object")
+        expect = {"result": result}
     elif op in ("entries", "snapshot"):
         args = [reader.target()]
         if reader.word() != "==":
@@ -249,6 +265,25 @@ def parse_step(text: str, line: int = 0) -> Step:
     if not reader.done():
         raise reader.fail("unexpected text at the end of the step")
     return Step(op, tuple(args), expect, session, line)
+
+
+def tool_step_features(arguments: str, result: dict[str, Any]) -> list[str]:
+    """Returns the features a ``tool`` step needs (TOOL-1): ``tool``; ``batch`` for a call with
+    ``operations``, ``patch`` for the action ``patch``; ``threat-scan`` when the arguments hold
+    threat text or the expected result a ``[BLOCKED:`` placeholder."""
+    needed = ["tool"]
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        if value.get("operations") is not None:
+            needed.append("batch")
+        if value.get("action") == "patch":
+            needed.append("patch")
+    if find_threats(arguments) or "[BLOCKED:" in json.dumps(result, ensure_ascii=False):
+        needed.append("threat-scan")
+    return needed
 
 
 def _backup_bytes(item: Any, reader: _Reader) -> bytes:

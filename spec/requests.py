@@ -23,9 +23,11 @@ OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "agent_start": ("base", "providers"),
     "agent_turn": ("user", "reply"),
     "agent_rebuild": ("point",),
+    "tool_schema": (),
+    "tool_call": ("arguments",),
 }
 """Each op of a session and the fields of its request, in argument order: the store calls of
-CONTRACT-2 under the names CONTRACT-13 gives them, ``patch`` (PATCH-1) and the ``agent`` ops of
-the AGENT area, which spec v2 adds."""
+CONTRACT-2 under the names CONTRACT-13 gives them, and what spec v2 adds: ``patch`` (PATCH-1),
+the ``agent`` ops of the AGENT area, and ``tool_schema`` and ``tool_call`` (TOOL-1)."""
 
 OPS: Final[tuple[str, ...]] = tuple(OP_FIELDS)

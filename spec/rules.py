@@ -233,6 +233,12 @@ def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> En
     return entries[:index] + entries[index + 1 :]
 
 
+def apply_step(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
+    """Returns the entries after one add, replace, patch or remove item whose arguments passed,
+    or its refusal (the step a batch applies to its working copy, BATCH-3)."""
+    return _apply_one(entries, action, content, old_text)
+
+
 def _steps(op: Mutation) -> list[tuple[str, str, str]]:
     if isinstance(op, Add):
         return [("add", op.content, "")]

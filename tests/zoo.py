@@ -48,6 +48,7 @@ AREAS = (
     "limits",
     "matching",
     "patch",
+    "tool",
     "snapshot",
     "locking",
     "atomicity",
@@ -65,6 +66,7 @@ NAIVE = "tests.backends.naive_broken"
 PROCS = "tests.backends.procs"
 AGENT = "tests.backends.agent_broken"
 WRAP = "tests.backends.wrappers"
+TOOL = "tests.backends.tool_broken"
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,29 @@ ZOO: tuple[Member, ...] = (
        "PATCH-4", "patch-keeps-the-rest-of-the-entry"),
     _m(f"{NAIVE}:patch_skips_result_scan", "patch", "the patched entry is not scanned",
        "PATCH-6", "patch-result-scanned"),
+    # tool
+    _m(f"{TOOL}:echoes_blocked_entries", "tool", "a tool result shows an injected entry raw",
+       "TOOL-13", "tool-never-shows-threat-text"),
+    _m(f"{TOOL}:stale_usage", "tool", "a tool result reports the usage before the write",
+       "TOOL-7", "tool-call-is-its-store-operation"),
+    _m(f"{TOOL}:replace_says_nothing", "tool", "a replace does not say what it overwrote",
+       "TOOL-11", "tool-replace-says-what-it-overwrote"),
+    _m(f"{TOOL}:vague_malformed_error", "tool", "a malformed call gets 'invalid arguments'",
+       "TOOL-6", "tool-malformed-calls-answered"),
+    _m(f"{TOOL}:raises_on_bad_json", "tool", "argument text that is not JSON raises",
+       "TOOL-6", "tool-malformed-calls-answered"),
+    _m(f"{TOOL}:missing_old_text_dead_end", "tool", "a missing old_text lists nothing (#43412)",
+       "TOOL-10", "tool-full-store-lists-entries"),
+    _m(f"{TOOL}:failed_batch_echoes_store", "tool", "a failed batch echoes the whole store",
+       "TOOL-12", "tool-failed-batch-names-its-item"),
+    _m(f"{TOOL}:ambiguity_without_matches", "tool", "an ambiguity lists no matches",
+       "TOOL-9", "tool-ambiguity-carries-matches"),
+    _m(f"{TOOL}:null_is_a_value", "tool", "a null member is refused, not absent",
+       "TOOL-4 TOOL-5", "tool-null-is-absent"),
+    _m(f"{TOOL}:schema_offers_read", "tool", "the schema lists an action it does not execute",
+       "TOOL-2", "tool.schema_is_valid_and_agrees"),
+    _m(f"{TOOL}:no_batch_advice", "tool", "the description never mentions operations",
+       "TOOL-3", "tool.description_guides_the_model"),
     _m(f"{WRAP}:replaces_substring", "matching", "replaces old_text, not the entry",
        "REPLACE-1", "replace-whole-entry-in-place"),
     _m(f"{WRAP}:replace_moves_to_end", "matching", "replace reorders the entries",

@@ -242,13 +242,16 @@ function usageLabel(used, limit) {
 
 const block = (target, status, body) => `${BAR}\n${HEADERS[target]} [${status}]\n${BAR}\n${body}`;
 
+/** An entry as the model may see it: its text, or its `[BLOCKED:` placeholder (SCAN-6, TOOL-13). */
+function shownEntry(target, entry) {
+  const names = findThreats(entry);                                          // SCAN-6, SCAN-8
+  return names.length === 0 ? entry : `[BLOCKED: ${FILENAMES[target]} entry matched threat ` +
+    `pattern(s): ${names.join(', ')}; it is kept on disk — remove it with the memory tool]`;
+}
+
 function renderSnapshot(target, entries, limit) {
   if (entries.length === 0) return null;                                     // SNAP-3
-  const shown = entries.map((entry) => {
-    const names = findThreats(entry);                                        // SCAN-6, SCAN-8
-    return names.length === 0 ? entry : `[BLOCKED: ${FILENAMES[target]} entry matched threat ` +
-      `pattern(s): ${names.join(', ')}; it is kept on disk — remove it with the memory tool]`;
-  });
+  const shown = entries.map((entry) => shownEntry(target, entry));
   return block(target, usageLabel(usageOf(entries), limit), serialize(shown)); // SNAP-8
 }
 
@@ -746,6 +749,7 @@ class Session {
   /** add, replace, remove, patch, batch: arguments, then lock + re-read + decide + write. */
   async mutate(op) {
     const refused = argumentError(op);
+    this.lastDecision = [refused, isTarget(op.target) ? this.live[op.target] : []];
     if (refused) return answer(refused, isTarget(op.target) ? FILENAMES[op.target] : 'the store');
     const dataPath = this.dataPath(op.target);
     let lockFd = null;
@@ -785,6 +789,7 @@ class Session {
     this.live[op.target] = state.entries;
     const foreign = state.kind === 'foreign';
     const [outcome, result] = decide(op, state.entries, limit, foreign);
+    this.lastDecision = [outcome, state.entries];
     if (outcome.code === 'E_DRIFT') {                                        // DRIFT-2, DRIFT-3, DRIFT-6
       const backup = writeBackup(dataPath, data);
       return failure('E_DRIFT', `${name} holds text written outside the store: an entry longer ` +
@@ -988,14 +993,191 @@ class Agent {
   }
 }
 
+// The memory tool: the function the model calls, its schema and its results (TOOL)
+
+const CALL_ACTIONS = ['add', 'replace', 'remove', 'patch'];                  // TOOL-2
+const BATCH_ACTIONS = ['add', 'replace', 'remove'];
+const ITEM_MEMBERS = ['action', 'content', 'old_text'];
+const CALL_FIELDS = ['action', 'target', 'content', 'old_text', 'operations'];
+const NEEDED = { add: ['content'], replace: ['old_text', 'content'], remove: ['old_text'],
+  patch: ['old_text', 'content'] };
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
+const present = (object, name) => has(object, name) && object[name] !== null;  // TOOL-4: null is absent
+
+/** The function-calling schema for the claimed features (TOOL-2, TOOL-3). */
+function toolSchema() {
+  const text = { type: 'string' };
+  return {
+    name: 'memory',
+    description: 'Keep durable facts across sessions, one compact fact per entry. Save the ' +
+      "user's preferences and corrections and stable facts about their setup and conventions; " +
+      'skip task progress, temporary state, trivia and raw data. Target user is who the user ' +
+      'is; target memory is your own notes. Prefer one call with operations for several ' +
+      'changes: they apply together and the limit is checked on the result. When memory is ' +
+      'full the answer lists the entries: remove or shorten some first.',
+    parameters: {
+      type: 'object',
+      properties: {
+        action: { type: 'string', enum: CALL_ACTIONS, description: 'The single change to make.' },
+        target: { type: 'string', enum: ['memory', 'user'], description: 'Which store.' },
+        content: { ...text, description: 'The new entry, whole new text, or new span.' },
+        old_text: { ...text, description: 'A short unique part of the entry to change.' },
+        operations: {
+          type: 'array',
+          description: 'Several changes applied all-or-nothing: items {action, content?, old_text?}.',
+          items: { type: 'object', required: ['action'], properties: {
+            action: { type: 'string', enum: BATCH_ACTIONS }, content: text, old_text: text } },
+        },
+      },
+      required: ['target'],
+    },
+  };
+}
+
+/** Every problem of parsed arguments as [field, expected words, missing old_text] (TOOL-4, TOOL-6). */
+function callProblems(args) {
+  if (!isObject(args)) return [['arguments', ['JSON', 'object']]];
+  const problems = Object.keys(args).sort().filter((n) => !CALL_FIELDS.includes(n))
+    .map((n) => [n, CALL_FIELDS]);
+  if (!['memory', 'user'].includes(args.target)) problems.push(['target', ['memory', 'user']]);
+  for (const name of ['content', 'old_text']) {
+    if (present(args, name) && typeof args[name] !== 'string') problems.push([name, ['string']]);
+  }
+  const single = present(args, 'action');
+  if (single && present(args, 'operations')) return [...problems, ['operations', ['action']]];
+  if (present(args, 'operations')) {
+    if (!Array.isArray(args.operations)) return [...problems, ['operations', ['array']]];
+    args.operations.forEach((item, i) => problems.push(...itemProblems(i, item)));
+    return problems;
+  }
+  if (!CALL_ACTIONS.includes(args.action)) return [...problems, ['action', [...CALL_ACTIONS, 'operations']]];
+  for (const name of NEEDED[args.action]) {
+    if (!present(args, name)) problems.push([name, [args.action], name === 'old_text']);
+  }
+  return problems;
+}
+
+function itemProblems(index, item) {
+  const where = `operations[${index}]`;
+  if (!isObject(item)) return [[where, ['object']]];
+  const problems = Object.keys(item).sort().filter((n) => !ITEM_MEMBERS.includes(n)).map((n) => [where, [n]]);
+  for (const name of ['content', 'old_text']) {
+    if (present(item, name) && typeof item[name] !== 'string') problems.push([where, [name, 'string']]);
+  }
+  if (!BATCH_ACTIONS.includes(item.action)) return [...problems, [where, ['action', ...BATCH_ACTIONS]]];
+  return [...problems, ...NEEDED[item.action].filter((n) => !present(item, n)).map((n) => [where, [n]])];
+}
+
+/** The store operation a well-formed call names (TOOL-5). */
+function operationOf(args) {
+  const { target } = args;
+  if (present(args, 'operations')) {
+    const operations = args.operations.map((item) =>
+      Object.fromEntries(Object.entries(item).filter(([, value]) => value !== null)));
+    return { op: 'batch', target, operations };
+  }
+  const { action, content, old_text: oldText } = args;
+  if (action === 'add') return { op: 'add', target, content };
+  if (action === 'replace') return { op: 'replace', target, old_text: oldText, new_content: content };
+  if (action === 'remove') return { op: 'remove', target, old_text: oldText };
+  return { op: 'patch', target, old_text: oldText, content };
+}
+
+/** The entries each replace or patch overwrote, as the working copy held them (TOOL-11). */
+function overwritten(op, before) {
+  const found = [];
+  let working = before;
+  for (const [action, content, oldText] of stepsOf(op)) {
+    if (action === 'replace' || action === 'patch') {
+      const chosen = chooseEntry(working, oldText);
+      if (chosen.code) return found;
+      found.push(working[chosen.index]);
+    }
+    const applied = applyStep(working, [action, content, oldText]);
+    if (applied.code) return found;
+    working = applied;
+  }
+  return found;
+}
+
+function malformedError([field, expected, missing]) {
+  if (field === 'arguments') {
+    return 'The arguments are not a JSON object; send an object such as ' +
+      '{"action": "add", "target": "memory", "content": "..."}.';
+  }
+  if (missing) {
+    return `'${expected[0]}' needs old_text: a short unique part of the entry. Reissue the ` +
+      'call with old_text set to part of one of current_entries.';
+  }
+  if (field === 'action' || field === 'target') return `${field} must be one of: ${expected.join(', ')}.`;
+  if (expected.length === 1 && expected[0] === 'string') return `${field} must be a string.`;
+  if (field === 'operations' && expected[0] === 'action') return 'Send either action or operations, not both.';
+  if (field === 'content' || field === 'old_text') return `'${expected[0]}' needs ${field}.`;
+  if (field.startsWith('operations')) return `${field}: needs ${expected.join(', ')}.`;
+  return `Unknown argument '${field}'; the memory tool takes: ${expected.join(', ')}.`;
+}
+
+/** The live state a result reports (TOOL-7). */
+function liveState(target) {
+  const entries = session.live[target];
+  return { usage: usageLabel(usageOf(entries), session.limits[target]), entry_count: entries.length };
+}
+
+/** The result text the model reads for one call; never throws for any argument text (TOOL-6). */
+async function toolCall(text) {
+  let args;
+  try {
+    args = JSON.parse(text);
+  } catch {
+    args = undefined;
+  }
+  const problems = typeof text === 'string' ? callProblems(args) : [['arguments', ['JSON', 'object']]];
+  const named = isObject(args) && isTarget(args.target) ? args.target : 'memory';
+  if (problems.length) {
+    const result = { success: false, error: malformedError(problems[0]) };
+    if (problems.length === 1 && problems[0][2]) {                           // TOOL-10
+      Object.assign(result, liveState(named),
+        { current_entries: session.live[named].map((e) => shownEntry(named, e)) });
+    }
+    return JSON.stringify(result);
+  }
+  const op = operationOf(args);
+  const reply = await session.mutate(op);
+  const [decided, before] = session.lastDecision || [null, []];
+  const outcome = decided && decided.code === reply.code ? decided : { code: reply.code };
+  const target = op.target;
+  const result = { success: reply.ok, target };
+  if (reply.code !== 'E_UNREADABLE') Object.assign(result, liveState(target));
+  if (reply.ok) {
+    const edited = overwritten(op, before);
+    if (edited.length) result.overwritten = edited.map((e) => shownEntry(target, e));  // TOOL-11
+    result.message = 'Saved. This update is complete; do not repeat it.';
+    return JSON.stringify(result);
+  }
+  let error = `${outcome.item !== undefined ? `operations[${outcome.item}]: ` : ''}${reply.code}. ` +
+    reply.message;                                                           // TOOL-12
+  if (reply.code === 'E_AMBIGUOUS') {                                        // TOOL-9
+    result.matches = [...new Set(before)].filter((e) => (outcome.matches || reply.matches || [])
+      .includes(preview(e))).map((e) => (findThreats(e).length ? shownEntry(target, e) : preview(e)));
+  }
+  if (reply.code === 'E_LIMIT') {                                            // TOOL-10
+    result.current_entries = session.live[target].map((e) => shownEntry(target, e));
+    error += ' To make room: remove stale entries, or replace or patch some to shorten them.';
+  }
+  result.error = error;
+  if (reply.backup) result.backup = reply.backup;
+  return JSON.stringify(result);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The JSON Lines protocol (CONTRACT-12..14)
 
 const FEATURES = ['core', 'batch', 'fence', 'crash-safe', 'durable', 'drift-guard', 'threat-scan',
-  'patch', 'agent', ...(CROSS_PROCESS_LOCK ? ['multi-process'] : [])];
+  'patch', 'agent', 'tool', ...(CROSS_PROCESS_LOCK ? ['multi-process'] : [])];
 const MUTATIONS = new Set(['add', 'replace', 'remove', 'patch', 'batch']);
 const AGENT_OPS = new Set(['agent_start', 'agent_turn', 'agent_rebuild']);
-const OPS = new Set(['open', 'load', 'entries', 'snapshot', 'fence', ...MUTATIONS, ...AGENT_OPS]);
+const OPS = new Set(['open', 'load', 'entries', 'snapshot', 'fence', ...MUTATIONS, ...AGENT_OPS,
+  'tool_schema', 'tool_call']);
 let session = null;
 let agent = null;
 
@@ -1033,6 +1215,8 @@ async function dispatch(request) {
     session.load();
     return { ok: true, code: 'OK' };
   }
+  if (op === 'tool_schema') return { ok: true, code: 'OK', schema: toolSchema() };   // TOOL-2
+  if (op === 'tool_call') return { ok: true, code: 'OK', result: await toolCall(request.arguments) };
   if (op === 'fence') {
     if (typeof request.raw !== 'string') return failure('E_INVALID', "fence needs 'raw', a string");
     return { ok: true, code: 'OK', block: buildFence(request.raw) };

@@ -18,4 +18,5 @@ from memspec.conformance.checks import (
     read,  # noqa: F401
     recovery,  # noqa: F401
     scan,  # noqa: F401
+    tool,  # noqa: F401
 )

@@ -21,10 +21,10 @@ from memspec.spec.targets import TARGETS
 FEATURE_NAMES = frozenset((
     "core", "batch", "fence", "multi-process", "crash-safe", "durable", "drift-guard",
     "threat-scan", "patch",
-    "agent",
+    "agent", "tool",
 ))  # fmt: skip
-"""The feature names of the contract: its eight, and ``patch`` and ``agent``, which spec v2 adds
-(CONTRACT-19, PATCH-1, AGENT)."""
+"""The feature names of the contract: its eight, and ``patch``, ``agent`` and ``tool``, which spec
+v2 adds (CONTRACT-19, PATCH-1, AGENT, TOOL-1)."""
 
 OPTIONAL_FIELD_TYPES = {"message": str, "usage": str, "duplicate": bool}
 

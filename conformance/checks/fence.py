@@ -17,11 +17,11 @@ from __future__ import annotations
 from contextlib import ExitStack, nullcontext
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import seed as hypothesis_seed
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.backend import Session
+from memspec.conformance.checks._property import run_sized
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
@@ -275,17 +275,8 @@ def arbitrary_recalled_text(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
 
-        @settings(
-            max_examples=ctx.profile.examples,
-            derandomize=ctx.profile.derandomize,
-            database=None,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        )
         @given(raw=RECALLED)
         def fenced_text_is_harmless(raw: str) -> None:
             _judge(session, raw)
 
-        if ctx.seed is not None and not ctx.profile.derandomize:
-            fenced_text_is_harmless = hypothesis_seed(ctx.seed)(fenced_text_is_harmless)
-        fenced_text_is_harmless()
+        run_sized(ctx, fenced_text_is_harmless)

@@ -129,6 +129,7 @@ def test_open_store_accepts_a_str_or_a_path(root: Path) -> None:
         "threat-scan",
         "patch",
         "agent",
+        "tool",
     }
     assert open_store(root).features == FEATURES
 

@@ -1,0 +1,87 @@
+"""Generated programs through the memory tool: every call's result judged (TOOL-5 to TOOL-12).
+
+The fuzz strategies' mutation requests (:func:`~memspec.fuzz.strategies.requests`, the ones the
+state machine and the property checks send) are turned into the argument text a model would
+send for them, and each call's result is judged by the spec's judge of tool results through
+:func:`~memspec.conformance.examples.judged_tool_call`: the operation executed, the live state
+reported, matches, listings and overwritten entries as the rules say.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memspec.conformance.examples import judged_tool_call
+from memspec.conformance.registry import CheckContext, check
+from memspec.fuzz.roots import FuzzRoot
+from memspec.fuzz.runner import plan
+from memspec.fuzz.strategies import claimed_ops, requests
+from memspec.spec.targets import FILENAMES
+
+TOOL_LIMITS = {"memory": 60, "user": 40}
+"""Small limits, so that generated programs reach a full store within a few calls."""
+
+
+def tool_arguments(request: dict[str, Any]) -> str:
+    """Returns the argument text a model sends for a mutation request: the action and the
+    target, ``content`` for the new text (``new_content`` of a replace), ``old_text``, or the
+    batch's ``operations`` (TOOL-5)."""
+    op = request["op"]
+    arguments: dict[str, Any] = {"target": request["target"]}
+    if op == "batch":
+        arguments["operations"] = request["operations"]
+    else:
+        arguments["action"] = op
+        if "old_text" in request:
+            arguments["old_text"] = request["old_text"]
+        content = request.get("new_content", request.get("content"))
+        if content is not None:
+            arguments["content"] = content
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+@check(
+    "TOOL-5", "TOOL-7", "TOOL-9", "TOOL-10", "TOOL-11", "TOOL-12", features=("tool",),
+    id="tool.generated_calls_are_judged",
+)  # fmt: skip
+def generated_calls_are_judged(ctx: CheckContext) -> None:
+    """Programs of generated mutations, sent as tool calls in two sessions on small limits: each
+    result is the store operation's, shows the live state, and lists, matches and says what it
+    overwrote as TOOL-5 to TOOL-12 require."""
+    features = ctx.claimed_features()
+    run = plan(ctx)
+    limits = tuple(TOOL_LIMITS.values())
+    program = st.lists(
+        st.tuples(st.sampled_from("ab"), requests(limits=limits, **claimed_ops(features))),
+        min_size=1,
+        max_size=8,
+    )
+
+    @given(calls=program)
+    def results_are_judged(calls: list[tuple[str, dict[str, Any]]]) -> None:
+        with FuzzRoot(ctx, TOOL_LIMITS) as world:
+            for name, request in calls:
+                arguments = tool_arguments(request)
+                session = world.session(name)
+                answer, problems = judged_tool_call(
+                    lambda op, fields, session=session: session.request(op, **fields),
+                    lambda target: _file_bytes(world.root / FILENAMES[target]),
+                    arguments, TOOL_LIMITS, scan="threat-scan" in features,
+                )  # fmt: skip
+                result = answer["result"]
+                # TOOL-5 to TOOL-12: the result of each call passes the judge.
+                assert not problems, (
+                    f"{problems[0].split(':')[0]}: session {name} sent {arguments}, the tool "
+                    f"answered {result[:600]}: " + "; ".join(problems)
+                )
+
+    run.run(run.apply(results_are_judged))
+
+
+def _file_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None

@@ -1,0 +1,650 @@
+"""The memory tool as the model sees it: its schema, the parse of a call, the judge of a result.
+
+A model does not call ``add`` or ``replace``: it calls one function, ``memory``, with JSON
+arguments, and reads back a JSON result (the TOOL area of SPEC.md). This module is that area's
+pure half:
+
+- :func:`schema_parameters` is the normative JSON Schema of the arguments for the actions a
+  backend claims, and :func:`schema_problems` judges a backend's whole schema (TOOL-2, TOOL-3).
+- :func:`parse_call` turns the argument text a model sent into the store operation it names, or
+  into every :class:`Malformed` problem it has (TOOL-4, TOOL-5, TOOL-6).
+- :func:`normative_result` is the result the spec requires for a call, in its normative fields
+  only (the reference adds its wording), and :func:`result_problems` judges any backend's result
+  text against the rules (TOOL-5 to TOOL-13), each problem citing its clause.
+
+A worked example: with ``add``/``replace``/``remove`` offered and no batch,
+``parse_call('{"action": "remove", "target": "memory"}', ...)`` is one problem,
+``Malformed("old_text", ("remove",), missing=True)``: the result must be ``success: false``, its
+``error`` must name ``old_text`` and ``remove``, and it must list the current entries so that the
+model can reissue the call (TOOL-6, TOOL-10).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from memspec.spec import codes
+from memspec.spec.codec import FileState
+from memspec.spec.codec import usage as usage_of
+from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
+from memspec.spec.rules import Outcome, apply_step, argument_error, choose_entry, decide, preview
+from memspec.spec.snapshot import BLOCKED_PREFIX, blocked_placeholder, usage_label
+from memspec.spec.targets import FILENAMES, TARGETS
+from memspec.spec.threats import find_threats
+
+TOOL_NAME: Final = "memory"
+CORE_ACTIONS: Final[tuple[str, ...]] = ("add", "replace", "remove")
+BATCH_ACTIONS: Final[tuple[str, ...]] = ("add", "replace", "remove")
+ITEM_FIELDS: Final[tuple[str, ...]] = ("action", "content", "old_text")
+NEEDED: Final[dict[str, tuple[str, ...]]] = {
+    "add": ("content",),
+    "replace": ("old_text", "content"),
+    "remove": ("old_text",),
+    "patch": ("old_text", "content"),
+}
+"""The fields each action needs (TOOL-4); ``content`` of ``replace`` is the contract's
+``new_content``."""
+EDIT_ACTIONS: Final[tuple[str, ...]] = ("replace", "patch")
+LISTING: Final = "current_entries"
+
+
+def offered_actions(features: Sequence[str] | frozenset[str]) -> tuple[str, ...]:
+    """Returns the single-call actions a backend with ``features`` offers (TOOL-2): the three
+    of ``core`` and ``patch`` where claimed."""
+    return CORE_ACTIONS + (("patch",) if "patch" in features else ())
+
+
+def call_fields(batch: bool) -> tuple[str, ...]:
+    """Returns the argument names a call may carry (TOOL-2, TOOL-4)."""
+    return ("action", "target", "content", "old_text") + (("operations",) if batch else ())
+
+
+def schema_parameters(actions: Sequence[str], batch: bool) -> dict[str, Any]:
+    """Returns the JSON Schema of the arguments, without descriptions (TOOL-2): the properties
+    ``action`` (the offered actions), ``target``, ``content``, ``old_text`` and, with batch,
+    ``operations``; ``target`` required, and ``action`` too when there is no batch shape."""
+    properties: dict[str, Any] = {
+        "action": {"type": "string", "enum": list(actions)},
+        "target": {"type": "string", "enum": list(TARGETS)},
+        "content": {"type": "string"},
+        "old_text": {"type": "string"},
+    }
+    if batch:
+        properties["operations"] = {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": list(BATCH_ACTIONS)},
+                    "content": {"type": "string"},
+                    "old_text": {"type": "string"},
+                },
+                "required": ["action"],
+            },
+        }
+    required = ["target"] if batch else ["action", "target"]
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def schema_offer(schema: object) -> tuple[tuple[str, ...], bool]:
+    """Returns the actions and whether the batch shape a schema offers, as its ``action`` enum
+    and its ``operations`` property say (what a judge of results assumes the tool takes)."""
+    parameters = schema.get("parameters") if isinstance(schema, Mapping) else None
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return CORE_ACTIONS, False
+    action = properties.get("action")
+    enum = action.get("enum") if isinstance(action, Mapping) else None
+    actions = tuple(a for a in enum if isinstance(a, str)) if isinstance(enum, list) else ()
+    return actions or CORE_ACTIONS, "operations" in properties
+
+
+def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) -> list[str]:
+    """Returns what is wrong with a backend's tool schema, each citing its clause (TOOL-2).
+
+    The schema is an object with ``name`` ``memory``, a non-empty ``description`` and
+    ``parameters``, a valid JSON Schema (Draft 2020-12, checked against its metaschema) whose
+    properties and ``required`` list are those of :func:`schema_parameters` for the claimed
+    features, each with the same ``type`` and ``enum``; descriptions are free.
+    """
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(schema, Mapping):
+        return [f"TOOL-2: the schema is a {type(schema).__name__}, not an object"]
+    problems = []
+    if schema.get("name") != TOOL_NAME:
+        problems.append(f"TOOL-2: the function is named {schema.get('name')!r}, not 'memory'")
+    description = schema.get("description")
+    if not isinstance(description, str) or not description.strip():
+        problems.append("TOOL-2: the schema has no description (a non-empty string)")
+    parameters = schema.get("parameters")
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as error:
+        return [*problems, f"TOOL-2: parameters is not a valid JSON Schema: {error.message}"]
+    if not isinstance(parameters, Mapping):
+        return [*problems, "TOOL-2: parameters is not a JSON Schema object"]
+    wanted = schema_parameters(offered_actions(features), "batch" in features)
+    problems += _schema_difference(wanted, parameters, "parameters")
+    return problems
+
+
+def _schema_difference(wanted: Mapping[str, Any], got: Mapping[str, Any], path: str) -> list[str]:
+    """Returns how ``got`` departs from ``wanted`` in types, enums, properties and required
+    names (enum order is free)."""
+    problems = []
+    if got.get("type") != wanted["type"]:
+        problems.append(f"TOOL-2: {path}.type is {got.get('type')!r}, not {wanted['type']!r}")
+    if "enum" in wanted:
+        enum = got.get("enum")
+        if not isinstance(enum, list) or sorted(map(str, enum)) != sorted(wanted["enum"]):
+            problems.append(f"TOOL-2: {path}.enum is {enum!r}, not {wanted['enum']!r}")
+    if "required" in wanted:
+        required = got.get("required", [])
+        if not isinstance(required, list) or sorted(map(str, required)) != sorted(
+            wanted["required"]
+        ):
+            problems.append(f"TOOL-2: {path}.required is {required!r}, not {wanted['required']!r}")
+    if "properties" in wanted:
+        properties = got.get("properties")
+        if not isinstance(properties, Mapping):
+            return [*problems, f"TOOL-2: {path} has no properties"]
+        if sorted(properties) != sorted(wanted["properties"]):
+            problems.append(
+                f"TOOL-2: {path}.properties are {sorted(properties)}, not "
+                f"{sorted(wanted['properties'])} (the actions and shapes the backend claims)"
+            )
+        for name, sub in wanted["properties"].items():
+            if isinstance(properties.get(name), Mapping):
+                problems += _schema_difference(sub, properties[name], f"{path}.{name}")
+    if "items" in wanted:
+        items = got.get("items")
+        if not isinstance(items, Mapping):
+            return [*problems, f"TOOL-2: {path}.items is not an object schema"]
+        problems += _schema_difference(wanted["items"], items, f"{path}.items")
+    return problems
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A Malformed is one thing wrong with a call's arguments (TOOL-6).
+
+    ``field`` is what is wrong — an argument name, ``operations[i]`` for a batch item, or
+    ``arguments`` for the whole text — and ``expected`` the words an actionable error names
+    besides it (what to send: the accepted values, the type, or the action that needs the
+    field). ``missing`` marks an absent ``old_text`` of a single call (TOOL-10 lists the
+    entries then).
+    """
+
+    field: str
+    expected: tuple[str, ...]
+    missing: bool = False
+
+    def message(self) -> str:
+        """Returns a plain error text that names the field and what to send."""
+        return f"{self.field}: send {' / '.join(self.expected)}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A Call is a well-formed tool call and the store operation it names (TOOL-5)."""
+
+    operation: Mutation
+
+    @property
+    def target(self) -> str:
+        """The target the call names."""
+        return str(self.operation.target)
+
+
+def _present(arguments: Mapping[str, Any], name: str) -> bool:
+    """A field given as JSON ``null`` counts as absent (TOOL-4)."""
+    return arguments.get(name) is not None
+
+
+def _item_problems(index: int, item: object) -> list[Malformed]:
+    where = f"operations[{index}]"
+    if not isinstance(item, dict):
+        return [Malformed(where, ("object",))]
+    problems = [Malformed(where, (name,)) for name in sorted(item) if name not in ITEM_FIELDS]
+    for name in ("content", "old_text"):
+        if _present(item, name) and not isinstance(item[name], str):
+            problems.append(Malformed(where, (name, "string")))
+    action = item.get("action")
+    if action not in BATCH_ACTIONS:
+        return [*problems, Malformed(where, ("action", *BATCH_ACTIONS))]
+    problems += [Malformed(where, (name,)) for name in NEEDED[action] if not _present(item, name)]
+    return problems
+
+
+def call_problems(arguments: object, actions: Sequence[str], batch: bool) -> list[Malformed]:
+    """Returns every problem of parsed arguments, ``[]`` for a well-formed call (TOOL-4).
+
+    The arguments are an object whose members are among :func:`call_fields`; a member whose
+    value is ``null`` is absent. ``target`` is ``memory`` or ``user``. A single call has an
+    ``action`` among ``actions`` and the string fields :data:`NEEDED` names; a batch call (where
+    batch is offered) has ``operations``, an array of objects, each with an ``action`` among
+    :data:`BATCH_ACTIONS`, its needed string fields and no other members; a call has exactly
+    one of ``action`` and ``operations``. ``content`` and ``old_text`` are strings wherever
+    they are given; the store judges their text (an empty ``content`` is the store's
+    ``E_EMPTY``).
+    """
+    if not isinstance(arguments, dict):
+        return [Malformed("arguments", ("JSON", "object"))]
+    accepted = call_fields(batch)
+    problems = [Malformed(name, accepted) for name in sorted(arguments) if name not in accepted]
+    if arguments.get("target") not in TARGETS:
+        problems.append(Malformed("target", TARGETS))
+    for name in ("content", "old_text"):
+        if _present(arguments, name) and not isinstance(arguments[name], str):
+            problems.append(Malformed(name, ("string",)))
+    single, several = _present(arguments, "action"), batch and _present(arguments, "operations")
+    if single and several:
+        return [*problems, Malformed("operations", ("action",))]
+    if several:
+        operations = arguments["operations"]
+        if not isinstance(operations, list):
+            return [*problems, Malformed("operations", ("array",))]
+        for index, item in enumerate(operations):
+            problems += _item_problems(index, item)
+        return problems
+    action = arguments.get("action")
+    if action not in actions:
+        choices = (*actions, "operations") if batch else tuple(actions)
+        return [*problems, Malformed("action", choices)]
+    for name in NEEDED[action]:
+        if not _present(arguments, name):
+            problems.append(Malformed(name, (action,), missing=name == "old_text"))
+    return problems
+
+
+def parse_arguments(text: object) -> object:
+    """Returns the JSON value of an argument text, or ``None`` when it is not JSON text (a
+    repeated member name keeps its last value, as common parsers do)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+def parse_call(text: object, actions: Sequence[str], batch: bool) -> Call | list[Malformed]:
+    """Returns the :class:`Call` an argument text names, or its problems (TOOL-4, TOOL-6).
+
+    A text that is not JSON, or not a JSON object, is the one problem ``arguments``. A
+    well-formed call is the store operation its action names: ``add(target, content)``,
+    ``replace(target, old_text, content)``, ``remove(target, old_text)``,
+    ``patch(target, old_text, content)``, or ``batch(target, operations)`` with each item's
+    ``action``, ``content`` and ``old_text`` as given (TOOL-5).
+    """
+    arguments = parse_arguments(text)
+    problems = call_problems(arguments, actions, batch)
+    if problems:
+        return problems
+    assert isinstance(arguments, dict)
+    target = arguments["target"]
+    if _present(arguments, "operations"):
+        items = [
+            {key: value for key, value in item.items() if value is not None}
+            for item in arguments["operations"]
+        ]
+        return Call(Batch(target, items))
+    content, old_text = arguments.get("content"), arguments.get("old_text")
+    operation: Mutation = {
+        "add": lambda: Add(target, content),
+        "replace": lambda: Replace(target, old_text, content),
+        "remove": lambda: Remove(target, old_text),
+        "patch": lambda: Patch(target, old_text, content),
+    }[arguments["action"]]()
+    return Call(operation)
+
+
+def watched_target(arguments: object) -> str:
+    """Returns the target a call's result reports on: the one the arguments name, else
+    ``memory`` (a malformed call may name none)."""
+    parsed = parse_arguments(arguments)
+    target = parsed.get("target") if isinstance(parsed, dict) else None
+    return target if target in TARGETS else "memory"
+
+
+def only_missing_old_text(problems: Sequence[Malformed]) -> bool:
+    """Whether the one thing wrong with a call is an absent ``old_text`` (TOOL-10)."""
+    return len(problems) == 1 and problems[0].missing
+
+
+def shown(entry: str, target: str, scan: bool) -> str:
+    """Returns an entry as a result may show it: its text, or, when the threat scan is on and
+    the entry matches a pattern, its ``[BLOCKED:`` placeholder (TOOL-13, SCAN-6)."""
+    names = find_threats(entry) if scan else ()
+    return blocked_placeholder(target, names) if names else entry
+
+
+def shown_matches(outcome: Outcome, entries: Sequence[str], target: str, scan: bool) -> list[str]:
+    """Returns the ``matches`` of an ambiguity as a result shows them: the preview of each
+    distinct entry (MATCH-5, MATCH-6), a blocked entry's placeholder instead (TOOL-9, TOOL-13)."""
+    found = []
+    for entry in matched_entries(outcome, entries):
+        text = shown(entry, target, scan)
+        found.append(preview(entry) if text == entry else text)
+    return found
+
+
+def matched_entries(outcome: Outcome, entries: Sequence[str]) -> list[str]:
+    """Returns the distinct entries behind an outcome's previews, in entry order (MATCH-5)."""
+    distinct = list(dict.fromkeys(entries))
+    return [entry for entry in distinct if preview(entry) in outcome.matches]
+
+
+def overwritten_entries(operation: Mutation, before: Sequence[str]) -> list[str]:
+    """Returns, in order, the entries a replace or patch (a batch's replace items included)
+    overwrote when applied to ``before`` (TOOL-11): each the whole entry as it was in the
+    working copy. ``[]`` for an add or a remove."""
+    if isinstance(operation, Replace | Patch):
+        steps = [("replace", operation.old_text)]
+    elif isinstance(operation, Batch):
+        steps = [(item.get("action"), item.get("old_text", "")) for item in operation.operations]
+    else:
+        return []
+    working, found = tuple(before), []
+    items = operation.operations if isinstance(operation, Batch) else (None,)
+    for (action, old_text), item in zip(steps, items, strict=True):
+        if action in EDIT_ACTIONS:
+            index, _ = choose_entry(working, old_text)
+            if index is None:
+                return found
+            found.append(working[index])
+        if item is not None:
+            applied = apply_step(working, action, item.get("content", ""), old_text)
+            if isinstance(applied, Outcome):
+                return found
+            working = applied
+    return found
+
+
+def expected_outcome(
+    call: Call, file: FileState, limit: int
+) -> tuple[Outcome, tuple[str, ...] | None]:
+    """Returns the outcome of a well-formed call's operation on ``file`` and the entries it
+    leaves (``None`` when the entries are those the session held: an argument refusal, or an
+    unreadable file), as the store operation would (TOOL-5)."""
+    refusal = argument_error(call.operation)
+    if refusal is not None:
+        return refusal, None
+    outcome, written = decide(call.operation, file, limit)
+    if file.entries is None:
+        return outcome, None
+    return outcome, written if written is not None else file.entries
+
+
+def normative_result(
+    parsed: Call | list[Malformed],
+    outcome: Outcome | None,
+    before: Sequence[str],
+    after: Sequence[str],
+    limit: int,
+    *,
+    target: str,
+    actions: Sequence[str],
+    scan: bool,
+) -> dict[str, Any]:
+    """Returns the fields the spec requires of a result, with a plain ``error`` (TOOL-5 to
+    TOOL-13): ``success``; the live ``usage`` and ``entry_count`` of ``after``; ``matches``,
+    ``current_entries`` and ``overwritten`` where the rules ask for them. ``before`` are the
+    entries the operation was applied to, ``after`` the session's entries after the call, and
+    ``target`` the target they belong to."""
+    if isinstance(parsed, list):
+        result: dict[str, Any] = {"success": False, "error": parsed[0].message()}
+        if only_missing_old_text(parsed):
+            result |= _live(after, limit) | {LISTING: [shown(e, target, scan) for e in after]}
+        return result
+    assert outcome is not None
+    if outcome.ok:
+        result = {"success": True, **_live(after, limit)}
+        edited = overwritten_entries(parsed.operation, before)
+        if edited:
+            result["overwritten"] = [shown(entry, target, scan) for entry in edited]
+        return result
+    result = {"success": False, "error": refusal_error(outcome, actions)}
+    if outcome.code != codes.E_UNREADABLE:
+        result |= _live(after, limit)
+    if outcome.code == codes.E_AMBIGUOUS:
+        result["matches"] = shown_matches(outcome, before, target, scan)
+    if outcome.code == codes.E_LIMIT:
+        result[LISTING] = [shown(entry, target, scan) for entry in after]
+    return result
+
+
+def refusal_error(outcome: Outcome, actions: Sequence[str]) -> str:
+    """Returns the plain error of a store refusal with what TOOL-10, TOOL-12 and TOOL-13 require
+    it to name: the code, the failing ``operations[i]``, the actions that free room."""
+    where = f"operations[{outcome.item}]: " if outcome.item is not None else ""
+    text = f"{where}{outcome.code}"
+    if outcome.code == codes.E_LIMIT:
+        text += ": " + " or ".join(["remove", *(a for a in EDIT_ACTIONS if a in actions)])
+    if outcome.threats:
+        text += ": " + ", ".join(outcome.threats)
+    return text
+
+
+def _live(entries: Sequence[str], limit: int) -> dict[str, Any]:
+    """The live state a result reports: ``usage`` by SNAP-11's label and ``entry_count``."""
+    return {"usage": usage_label(usage_of(entries), limit), "entry_count": len(entries)}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """An Observation is what a judge needs around one tool call, seen from outside.
+
+    ``file`` is the target's file as it was before the call, ``live_before`` and ``live_after``
+    the session's ``entries(target)`` before and after, ``limit`` the target's limit; ``actions``
+    and ``batch`` what the schema offers, ``scan`` whether the backend claims ``threat-scan``.
+    ``target`` is the target the call meant (for a malformed call, the one whose entries are
+    watched).
+    """
+
+    arguments: object
+    result: object
+    target: str
+    file: FileState
+    live_before: tuple[str, ...]
+    live_after: tuple[str, ...]
+    limit: int
+    actions: tuple[str, ...]
+    batch: bool
+    scan: bool
+
+
+def result_problems(seen: Observation) -> list[str]:
+    """Returns what is wrong with one tool result, each problem citing its clause.
+
+    The result text is a JSON object with a bool ``success`` (TOOL-6); a malformed call is
+    ``success: false`` with an ``error`` that names the field at fault and what to send, and
+    changes nothing (TOOL-6); a well-formed call is executed as its store operation: its
+    ``success`` is that operation's ``ok``, and the entries after are the operation's result
+    (TOOL-5). Then the rules on what a result shows: live state (TOOL-7), ``matches`` (TOOL-9),
+    ``current_entries`` (TOOL-10, TOOL-12), ``overwritten`` (TOOL-11), a failed batch's item
+    (TOOL-12), and no threat text anywhere (TOOL-13).
+    """
+    result = parse_arguments(seen.result)
+    if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
+        return [f"TOOL-6: the result is not a JSON object with a bool 'success': {seen.result!r}"]
+    parsed = parse_call(seen.arguments, seen.actions, seen.batch)
+    problems = _threat_problems(result, seen) if seen.scan else []
+    if isinstance(parsed, list):
+        return problems + _malformed_problems(result, parsed, seen)
+    outcome, expected_after = expected_outcome(parsed, seen.file, seen.limit)
+    if expected_after is None:
+        expected_after = seen.live_before
+    if result["success"] != outcome.ok:
+        problems.append(
+            f"TOOL-5: the call is {describe(parsed.operation)}, which answers {outcome.code}, "
+            f"but the result says success {json.dumps(result['success'])}"
+        )
+    if seen.live_after != tuple(expected_after):
+        problems.append(
+            f"TOOL-5: after {describe(parsed.operation)} the entries are "
+            f"{list(seen.live_after)}, expected {list(expected_after)}"
+        )
+    if not result["success"] and not _text(result.get("error")):
+        problems.append("TOOL-6: a failed call's result has no 'error' text")
+    problems += _live_problems(result, seen, required=outcome.code != codes.E_UNREADABLE)
+    before = seen.file.entries if seen.file.entries is not None else seen.live_before
+    problems += _shown_fields(result, outcome, parsed, before, seen)
+    return problems
+
+
+def describe(operation: Mutation) -> str:
+    """Returns a store operation as a short call, for messages."""
+    fields = {key: value for key, value in vars(operation).items() if key != "session"}
+    shown_fields = ", ".join(
+        f"{key}={json.dumps(value, default=str)}" for key, value in fields.items()
+    )
+    return f"{type(operation).__name__.lower()}({shown_fields})"
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _names(error: str, problem: Malformed) -> bool:
+    folded = error.casefold()
+    return all(word.casefold() in folded for word in (problem.field, *problem.expected))
+
+
+def _malformed_problems(
+    result: dict[str, Any], parsed: list[Malformed], seen: Observation
+) -> list[str]:
+    problems = []
+    if result["success"] is not False:
+        problems.append(f"TOOL-6: a malformed call ({parsed[0].message()}) answered success true")
+    error = result.get("error")
+    if not _text(error) or not any(_names(str(error), problem) for problem in parsed):
+        wanted = "; or ".join(
+            f"{problem.field!r} and {', '.join(map(repr, problem.expected))}" for problem in parsed
+        )
+        problems.append(
+            f"TOOL-6: the error {error!r} does not name what is wrong and what to send: it "
+            f"should name {wanted}"
+        )
+    if seen.live_after != seen.live_before:
+        problems.append(
+            f"TOOL-6: a malformed call changed the entries from {list(seen.live_before)} to "
+            f"{list(seen.live_after)}"
+        )
+    missing = only_missing_old_text(parsed)
+    problems += _live_problems(result, seen, required=missing)
+    if missing:
+        problems += _listing_problems(result.get(LISTING), seen.live_after, seen, "TOOL-10")
+    elif LISTING in result:
+        problems.append("TOOL-12: a malformed call other than a missing old_text lists the entries")
+    return problems
+
+
+def _live_problems(result: dict[str, Any], seen: Observation, *, required: bool) -> list[str]:
+    """TOOL-7: ``usage`` and ``entry_count`` are those of the session's entries after the call."""
+    want = _live(seen.live_after, seen.limit)
+    problems = []
+    for name, value in want.items():
+        if name not in result:
+            if required:
+                problems.append(f"TOOL-7: the result has no {name!r} (the live state is {value!r})")
+        elif result[name] != value:
+            problems.append(
+                f"TOOL-7: the result says {name} {result[name]!r}, but entries() after the call "
+                f"give {value!r}"
+            )
+    return problems
+
+
+def _shown_fields(
+    result: dict[str, Any], outcome: Outcome, call: Call, before: Sequence[str], seen: Observation
+) -> list[str]:
+    problems = []
+    if outcome.code == codes.E_AMBIGUOUS:
+        wanted = matched_entries(outcome, before)
+        problems += _listing_problems(result.get("matches"), wanted, seen, "TOOL-9", preview)
+    if outcome.code == codes.E_LIMIT:
+        problems += _listing_problems(result.get(LISTING), seen.live_after, seen, "TOOL-10")
+        error = str(result.get("error", ""))
+        for action in ("remove", *(a for a in EDIT_ACTIONS if a in seen.actions)):
+            if action not in error:
+                problems.append(
+                    f"TOOL-10: a refusal for the limit does not name the action {action!r} that "
+                    f"frees room: {error!r}"
+                )
+    elif LISTING in result and not (
+        outcome.code == codes.E_NOMATCH and not isinstance(call.operation, Batch)
+    ):
+        problems.append(
+            f"TOOL-12: a result with code {outcome.code} lists the whole store in {LISTING!r}; "
+            "only a refusal for the limit, a missing old_text or a single call's E_NOMATCH may"
+        )
+    elif LISTING in result:
+        problems += _listing_problems(result.get(LISTING), seen.live_after, seen, "TOOL-12")
+    if not outcome.ok and outcome.item is not None:
+        where = f"operations[{outcome.item}]"
+        if where not in str(result.get("error", "")):
+            problems.append(
+                f"TOOL-12: a failed batch's error does not name its failing item {where}: "
+                f"{result.get('error')!r}"
+            )
+    if outcome.ok:
+        wanted_overwritten = overwritten_entries(call.operation, before)
+        if wanted_overwritten or "overwritten" in result:
+            problems += _listing_problems(
+                result.get("overwritten"), wanted_overwritten, seen, "TOOL-11"
+            )
+    return problems
+
+
+def _listing_problems(
+    got: object,
+    entries: Sequence[str],
+    seen: Observation,
+    clause: str,
+    show: Any = None,
+) -> list[str]:
+    """A listing shows each entry (or its preview) in order, a blocked entry as a placeholder
+    that starts ``[BLOCKED:``, names the file and holds none of the entry (TOOL-13)."""
+    if not isinstance(got, list) or len(got) != len(entries):
+        return [f"{clause}: expected a list of {len(entries)} entries {list(entries)}, got {got!r}"]
+    problems = []
+    for item, entry in zip(got, entries, strict=True):
+        blocked = seen.scan and bool(find_threats(entry))
+        if blocked:
+            good = (
+                isinstance(item, str)
+                and item.startswith(BLOCKED_PREFIX)
+                and FILENAMES[seen.target] in item
+                and entry not in item
+            )
+        else:
+            good = item == (show(entry) if show else entry)
+        if not good:
+            problems.append(f"{clause}: {item!r} shows the entry {entry!r} wrongly")
+    return problems
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    return []
+
+
+def _threat_problems(result: dict[str, Any], seen: Observation) -> list[str]:
+    """TOOL-13: no text of a result matches a threat pattern: a blocked entry is shown only as
+    its placeholder, and refused content is never echoed."""
+    found = [text for text in _strings(result) if find_threats(text)]
+    return [
+        f"TOOL-13: the result shows text that matches a threat pattern: {text[:120]!r}"
+        for text in found[:3]
+    ]

@@ -1,0 +1,182 @@
+"""Memory tools broken on purpose, one defect each, over the reference store (TOOL).
+
+Each class is the reference store with a tool front that gets one rule of the TOOL area wrong;
+the store underneath is right, so a failure can only come from what the model sees. The zoo
+(``tests/zoo.py``, area ``tool``) lists them with the example or check that catches each.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memspec.reference_impl.store import Store
+from memspec.spec.codec import usage
+from memspec.spec.rules import preview
+from memspec.spec.snapshot import usage_label
+from memspec.spec.tool import parse_arguments, parse_call, watched_target
+
+
+class ToolFront(Store):
+    """Not broken: the reference store; subclasses change its tool result by one defect."""
+
+    def tool_call(self, arguments: str) -> str:
+        before = tuple(self.entries(watched_target(arguments)))
+        result = json.loads(super().tool_call(arguments))
+        return json.dumps(self.broken(arguments, result, before), ensure_ascii=False)
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The result the model reads, after the defect."""
+        return result
+
+
+class EchoesBlockedEntries(ToolFront):
+    """Lists the live entries raw, a blocked (injected) entry included, in ``current_entries``,
+    ``matches`` and ``overwritten`` (TOOL-13; Hermes' ``current_entries``)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        target = watched_target(arguments)
+        if "current_entries" in result:
+            result["current_entries"] = self.entries(target)
+        if "matches" in result:
+            outcome, read = self.last_decision
+            result["matches"] = [
+                preview(e) for e in dict.fromkeys(read) if preview(e) in outcome.matches
+            ]
+        if "overwritten" in result:
+            result["overwritten"] = [e for e in before if e not in self.entries(target)]
+        return result
+
+
+class StaleUsage(ToolFront):
+    """Reports the usage and entry count from before the call (TOOL-7)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        if "usage" in result:
+            limit = self.limits[watched_target(arguments)]
+            result["usage"] = usage_label(usage(before), limit)
+            result["entry_count"] = len(before)
+        return result
+
+
+class ReplaceSaysNothing(ToolFront):
+    """A successful replace or patch does not say what it overwrote (TOOL-11)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        result.pop("overwritten", None)
+        return result
+
+
+class VagueMalformedError(ToolFront):
+    """Answers every malformed call with "invalid arguments" (TOOL-6)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        if isinstance(parse_call(arguments, ("add", "replace", "remove", "patch"), True), list):
+            return {"success": False, "error": "invalid arguments"}
+        return result
+
+
+class RaisesOnBadJson(ToolFront):
+    """Parses the argument text without catching the error, so prose raises (TOOL-6)."""
+
+    def tool_call(self, arguments: str) -> str:
+        json.loads(arguments)
+        return super().tool_call(arguments)
+
+
+class MissingOldTextDeadEnd(ToolFront):
+    """Answers a missing ``old_text`` with "old_text is required" and nothing to choose from
+    (TOOL-10; hermes-agent #43412)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        if "current_entries" in result and "E_LIMIT" not in str(result.get("error")):
+            return {"success": False, "error": "old_text is required for this action"}
+        return result
+
+
+class FailedBatchEchoesStore(ToolFront):
+    """A refused batch lists every entry, whatever refused it (TOOL-12; Hermes' batch errors)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        call = parse_arguments(arguments)
+        if isinstance(call, dict) and "operations" in call and result["success"] is False:
+            result["current_entries"] = self.entries(watched_target(arguments))
+        return result
+
+
+class AmbiguityWithoutMatches(ToolFront):
+    """Says "several entries match" without listing them (TOOL-9)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        result.pop("matches", None)
+        return result
+
+
+class NullIsAValue(ToolFront):
+    """Reads a member given as ``null`` as a value of the wrong type, not as absent (TOOL-4)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        call = parse_arguments(arguments)
+        if isinstance(call, dict) and None in call.values():
+            return {"success": False, "error": "old_text must be a string"}
+        return result
+
+
+class SchemaOffersRead(ToolFront):
+    """Lists an action ``read`` in its schema that the tool does not execute (TOOL-2)."""
+
+    def tool_schema(self) -> dict[str, Any]:
+        schema = super().tool_schema()
+        schema["parameters"]["properties"]["action"]["enum"].append("read")
+        return schema
+
+
+class NoBatchAdvice(ToolFront):
+    """Its description never mentions ``operations`` though batch is claimed (TOOL-3)."""
+
+    def tool_schema(self) -> dict[str, Any]:
+        schema = super().tool_schema()
+        schema["description"] = "Saves notes to memory (target memory) or the user profile (user)."
+        return schema
+
+
+def _factory(cls: type[Store]) -> Any:
+    def open_store(
+        root: Path, *, memory_char_limit: int = 2200, user_char_limit: int = 1375
+    ) -> Store:
+        return cls(Path(root).absolute(), memory_char_limit=memory_char_limit,
+                   user_char_limit=user_char_limit)  # fmt: skip
+
+    return open_store
+
+
+echoes_blocked_entries = _factory(EchoesBlockedEntries)
+stale_usage = _factory(StaleUsage)
+replace_says_nothing = _factory(ReplaceSaysNothing)
+vague_malformed_error = _factory(VagueMalformedError)
+raises_on_bad_json = _factory(RaisesOnBadJson)
+missing_old_text_dead_end = _factory(MissingOldTextDeadEnd)
+failed_batch_echoes_store = _factory(FailedBatchEchoesStore)
+ambiguity_without_matches = _factory(AmbiguityWithoutMatches)
+null_is_a_value = _factory(NullIsAValue)
+schema_offers_read = _factory(SchemaOffersRead)
+no_batch_advice = _factory(NoBatchAdvice)
