@@ -25,7 +25,11 @@ call. The root is then put back byte for byte and the job runs again with ``when
 - ``kill-before``: ``inject=SYSCALL:signal=SIGKILL:when=N`` — strace sends the signal when the
   call is entered, and the call is not made (measured with strace 6.1);
 - ``kill-after``: the same at the thread's *next* traced call, which the recording names: every
-  call that changes a file is traced, so nothing happens to the files in between.
+  call that changes a file is traced, so nothing happens to the files in between. After a sync
+  (``fsync``, ``fdatasync``) the kill is made at the sync's own entry instead: a killed process
+  leaves the files as they were whether its sync ran or not (a sync decides only what survives
+  a power loss), and a sync's count, unlike that of the ``close`` or ``openat`` that follows it,
+  does not change with what the interpreter or runtime opens and closes for itself.
 
 strace counts per thread, so the Nth call of every thread is hit: a plan whose invocation
 another thread of the recording also reaches is refused (not applicable, with the reason). The
@@ -123,6 +127,8 @@ class Injection:
     errno: int
     target: dict[str, Any]
     thread: int
+    at_the_call: bool = False
+    """A ``kill-after`` made at the target call's own entry (after a sync), not at the next."""
 
     def options(self) -> tuple[str, ...]:
         """Returns the strace options that carry it out."""
@@ -140,6 +146,10 @@ class Injection:
             else self.action
         )
         return f"{what} on {describe_call(self.target)} ({self.syscall} #{self.nth})"
+
+
+SYNC_CALLS = frozenset({"fsync", "fdatasync"})
+"""Calls after which a kill is made at the call's own entry (see ``kill-after`` above)."""
 
 
 def selected(records: Sequence[dict[str, Any]], fault: Fault) -> dict[str, Any] | None:
@@ -167,7 +177,8 @@ def plan_injection(
         return None
     invocation = target["details"]["strace"]
     syscall, nth = invocation["syscall"], invocation["nth"]
-    if fault.action == "kill-after":
+    at_the_call = fault.action == "kill-after" and target["name"] in SYNC_CALLS
+    if fault.action == "kill-after" and not at_the_call:
         following = invocation.get("next")
         if following is None:
             raise NotApplicable(
@@ -186,7 +197,9 @@ def plan_injection(
             f"{syscall} calls per thread, and thread {others[0]} also makes a call #{nth}, "
             "which the injection would hit too"
         )
-    return Injection(syscall, nth, fault.action, fault.errno, target, invocation["tid"])
+    return Injection(
+        syscall, nth, fault.action, fault.errno, target, invocation["tid"], at_the_call
+    )
 
 
 def _same_call(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
@@ -215,7 +228,7 @@ def acted_on(
     tid, syscall, nth = hits[0]
     for record in records:
         invocation = record["details"]["strace"]
-        if injection.action == "kill-after":
+        if injection.action == "kill-after" and not injection.at_the_call:
             if invocation["tid"] == tid and invocation.get("next") == [syscall, nth]:
                 return record, words
         elif (invocation["tid"], invocation["syscall"], invocation["nth"]) == hits[0]:
