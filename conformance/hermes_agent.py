@@ -446,6 +446,8 @@ def open_agent(
     cannot be served (then the feature is not claimed)."""
     if home is None:
         return None, "no private HERMES_HOME for the agent"
+    if distribution is None:
+        return None, "the memory tool is not part of an installed distribution"
     reason = discover(distribution)
     if reason:
         return None, reason
