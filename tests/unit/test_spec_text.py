@@ -73,7 +73,7 @@ def test_a_clause_stated_twice_is_a_spec_bug() -> None:
 
 def test_installed_spec_is_sound() -> None:
     clauses = parse_clauses(spec_path().read_text(encoding="utf-8"))
-    assert 80 <= len(clauses) <= 160
+    assert 80 <= len(clauses) <= 250
     assert isinstance(clauses[0], Clause)
     assert missing_tests(clauses, PROJECT) == []
 
