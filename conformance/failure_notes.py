@@ -181,11 +181,6 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "a `[System note:` inside ordinary recalled text is kept instead of being removed or "
         "made inert (see FENCE-4)."
     ),
-    ("AGENT-1",): (
-        "the system prompt is not the identity and the memory blocks alone: Hermes adds its own "
-        "guidance, environment hints and, after the blocks, a `Conversation started: <date>` "
-        "line with the model and provider (frozen with the prompt, so the prefix still holds)."
-    ),
     ("PROV-4",): (
         "a prefetch is waited for 8 s, a constant no configuration reaches (#85135): a recall "
         "that hangs 5 s holds the turn 5 s and is then sent with it."
