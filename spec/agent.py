@@ -394,13 +394,43 @@ def judge_start(
                     "the first available provider is the one active, a second is refused and "
                     "leaves the first in place, an unavailable one is not started"
                 )
-    tools = answer.get("tools")
-    if tools != offered_tools(scripts):
-        problems.append(
-            f"PROV-5: agent_start offered the tools {tools!r}; expected {offered_tools(scripts)!r}"
-            ": 'memory' first and once, then the active provider's other tools in order"
-        )
+    problem = tools_problem(answer.get("tools"), scripts)
+    if problem:
+        problems.append(problem)
     return problems
+
+
+def tools_problem(tools: object, scripts: Sequence[Script]) -> str:
+    """Returns what is wrong with the tools ``agent_start`` answered (``""`` when nothing),
+    opening with PROV-5: each name once, ``memory`` before every tool of the active provider,
+    those in the order :func:`offered_tools` gives, no tool of a refused or unavailable
+    provider, and any tools of the agent's own before, between or after them."""
+    wanted = offered_tools(scripts)
+    if not isinstance(tools, list) or not all(isinstance(name, str) for name in tools):
+        return f"PROV-5: agent_start answered tools={tools!r}; expected a list of tool names"
+    active, _ = activation(scripts)
+    offered_by_active = set(scripts[active].tools) if active is not None else set()
+    foreign = {
+        name
+        for index, script in enumerate(scripts)
+        if index != active
+        for name in script.tools
+        if name not in offered_by_active and name != BUILTIN_TOOL
+    }
+    places = [tools.index(name) if name in tools else -1 for name in wanted]
+    if (
+        len(set(tools)) != len(tools)
+        or -1 in places
+        or places != sorted(places)
+        or foreign & set(tools)
+    ):
+        return (
+            f"PROV-5: agent_start offered the tools {tools!r}; expected {wanted!r} among them, "
+            "each name once: 'memory' before the active provider's other tools, those in order, "
+            "no tool of a refused or unavailable provider; tools of the agent's own may stand "
+            "before, between or after them"
+        )
+    return ""
 
 
 def _recalled_in(content: str, user: str) -> str | None:

@@ -73,6 +73,18 @@ class OwnTextAroundTheBlocks(AgentSession):
         self.prompt = "\n\n".join(part for part in parts if part is not None)
 
 
+class OwnTools(OwnTextAroundTheBlocks):
+    """Not broken: besides the prompt's own text, offers tools of its own before ``memory``,
+    between it and the provider's tools and after them, each name once (PROV-5)."""
+
+    def start(self, base: object, providers: object) -> dict[str, Any]:
+        answer = super().start(base, providers)
+        if answer["ok"]:
+            memory, *others = answer["tools"]
+            answer["tools"] = ["terminal", memory, "web_search", *others, "clarify"]
+        return answer
+
+
 class LiveStateInThePrompt(AgentSession):
     """AGENT-2: the prompt ends with the number of turns so far, so it changes at every turn."""
 
@@ -298,7 +310,7 @@ def _factory(agent: type[AgentSession]) -> Any:
 rebuilt_every_turn = _factory(RebuiltEveryTurn)
 frozen_forever = _factory(FrozenForever)
 joined_by_one_newline = _factory(JoinedByOneNewline)
-own_text_around_the_blocks = _factory(OwnTextAroundTheBlocks)
+own_tools = _factory(OwnTools)
 live_state_in_the_prompt = _factory(LiveStateInThePrompt)
 sends_only_the_current_message = _factory(SendsOnlyTheCurrentMessage)
 forgets_replies = _factory(ForgetsReplies)

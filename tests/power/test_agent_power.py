@@ -64,8 +64,9 @@ def test_an_agent_resending_what_it_sent_passes(name: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("name", AGENT_CHECKS)
 def test_an_agent_with_fixed_text_of_its_own_passes(name: str, tmp_path: Path) -> None:
-    """Fixed text of the agent's own around the base and the blocks conforms (AGENT-1)."""
-    run_check(name, f"{BROKEN}:own_text_around_the_blocks", tmp_path)
+    """Fixed text and tools of the agent's own around the base, the blocks and the built-in and
+    provider tools conform (AGENT-1, PROV-5)."""
+    run_check(name, f"{BROKEN}:own_tools", tmp_path)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")

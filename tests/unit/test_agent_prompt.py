@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memspec.spec.agent import (
     AgentState,
+    Script,
     after_turn,
     holds_parts,
     judge_rebuild,
@@ -12,6 +13,7 @@ from memspec.spec.agent import (
     judge_turn,
     prompt_parts,
     start_state,
+    tools_problem,
     with_answered,
 )
 
@@ -116,3 +118,18 @@ def test_a_rebuilt_prompt_may_hold_new_text_of_its_own_but_nothing_recalled() ->
     assert judge_rebuild(stale, state, "compression", blocks, ["new entry"])[0].startswith(
         "AGENT-3"
     )
+
+
+def test_tools_of_the_agents_own_may_stand_around_memory_and_the_providers() -> None:
+    scripts = [Script("notes", ("memory", "notes_search", "notes_add")), Script("other", ("x",))]
+    assert tools_problem(["memory", "notes_search", "notes_add"], scripts) == ""
+    own = ["terminal", "memory", "web", "notes_search", "notes_add", "clarify"]
+    assert tools_problem(own, scripts) == ""
+    for wrong in (
+        ["notes_search", "memory", "notes_add"],  # a provider tool before memory
+        ["memory", "notes_add", "notes_search"],  # the provider's order changed
+        ["memory", "memory", "notes_search", "notes_add"],  # memory offered twice
+        ["memory", "notes_search", "notes_add", "x"],  # the refused provider's tool
+        ["terminal", "notes_search", "notes_add"],  # no memory
+    ):
+        assert tools_problem(wrong, scripts).startswith("PROV-5"), wrong
