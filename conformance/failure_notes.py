@@ -182,8 +182,10 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "made inert (see FENCE-4)."
     ),
     ("PROV-4",): (
-        "a prefetch is waited for 8 s, a constant no configuration reaches (#85135): a recall "
-        "that hangs 5 s holds the turn 5 s and is then sent with it."
+        "a prefetch is waited for 8 s (`_EXTERNAL_PREFETCH_TIMEOUT_S`), which no configuration "
+        "reaches: `MemoryManager` takes an `external_prefetch_timeout`, but the agent never "
+        "passes one (#85135; the same in hermes-agent 0.19.0 and the forks of the 0.20 and "
+        "0.22 lines): a recall that hangs 5 s holds the turn 5 s and is then sent with it."
     ),
     ("FILES-1",): "lock files are created 0644 under umask 022.",
     ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",
