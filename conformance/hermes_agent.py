@@ -465,6 +465,8 @@ def open_agent(
     cannot be served (then the feature is not claimed)."""
     if home is None:
         return None, "no private HERMES_HOME for the agent"
+    if distribution is None:
+        return None, "no installed distribution ships the memory tool (modules on the path only)"
     reason = discover(distribution)
     if reason:
         return None, reason
