@@ -181,14 +181,11 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "a `[System note:` inside ordinary recalled text is kept instead of being removed or "
         "made inert (see FENCE-4)."
     ),
-    ("AGENT-1",): (
-        "the system prompt is not the identity and the memory blocks alone: Hermes adds its own "
-        "guidance, environment hints and, after the blocks, a `Conversation started: <date>` "
-        "line with the model and provider (frozen with the prompt, so the prefix still holds)."
-    ),
     ("PROV-4",): (
-        "a prefetch is waited for 8 s, a constant no configuration reaches (#85135): a recall "
-        "that hangs 5 s holds the turn 5 s and is then sent with it."
+        "a prefetch is waited for 8 s (`_EXTERNAL_PREFETCH_TIMEOUT_S`), which no configuration "
+        "reaches: `MemoryManager` takes an `external_prefetch_timeout`, but the agent never "
+        "passes one (#85135; the same in hermes-agent 0.19.0 and the forks of the 0.20 and "
+        "0.22 lines): a recall that hangs 5 s holds the turn 5 s and is then sent with it."
     ),
     ("FILES-1",): "lock files are created 0644 under umask 022.",
     ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",

@@ -11,8 +11,10 @@ A build is a release on the package index (:class:`Release`, any distribution na
 wheel or source directory (:class:`LocalBuild`). Whatever its name, it is certified when it
 ships Hermes' memory tool, found by its files (:mod:`memspec.conformance.hermes_imports`). The
 environment holds it installed without its dependencies, plus the packages its memory modules
-import, found by reading them, at the versions its own ``Requires-Dist`` pins: the full
-dependency set (an LLM SDK, a web server, ...) is heavy and never reached.
+import, found by reading them, at the versions its own ``Requires-Dist`` pins, and the packages
+the modules its ``agent`` ops drive import (``run_agent`` and the release's modules it reaches:
+:func:`~memspec.conformance.hermes_imports.agent_closure`), pinned the same way. The rest of
+its dependency set (a web server, image and crypto libraries, ...) is heavy and never reached.
 
 Cache: ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``, else ``~/.cache/memspec``;
 ``--cache DIR`` overrides all three. A finished environment is marked by a ``memspec-ready`` file
@@ -44,6 +46,7 @@ from memspec.conformance.backend import UsageError
 from memspec.conformance.hermes_imports import (
     MEMORY_TOOL,
     Needs,
+    agent_closure,
     import_closure,
     memory_modules,
     requirement_pins,
@@ -177,6 +180,9 @@ print(json.dumps([
 """
 
 
+NOTHING_NEEDED = Needs((), ())
+
+
 @dataclass(frozen=True)
 class Installed:
     """The distribution in an environment that ships the memory tool, and what it needs."""
@@ -184,6 +190,8 @@ class Installed:
     name: str
     version: str
     needs: Needs
+    agent: Needs = NOTHING_NEEDED
+    """What the modules the ``agent`` ops drive need beyond :attr:`needs`."""
 
     def describe(self) -> str:
         """Returns one line naming the distribution and what was installed beside it."""
@@ -198,8 +206,8 @@ class Installed:
 
 def find_memory_tool(distributions: Sequence[dict[str, Any]], label: str) -> Installed:
     """Returns the distribution among ``distributions`` (as ``_INSPECT`` lists them) that
-    ships Hermes' memory tool, with the pins its memory modules need. Raises UsageError (one
-    line) when none does."""
+    ships Hermes' memory tool, with the pins its memory modules need and those the modules of
+    its agent need beside them. Raises UsageError (one line) when none does."""
     for found in distributions:
         modules = memory_modules(found["files"])
         if not modules:
@@ -211,7 +219,12 @@ def find_memory_tool(distributions: Sequence[dict[str, Any]], label: str) -> Ins
 
         external = import_closure(found["files"], read, modules)
         needs = requirement_pins(found["requires"], external)
-        return Installed(found["name"], found["version"], needs)
+        driven = requirement_pins(found["requires"], agent_closure(found["files"], read))
+        agent = Needs(
+            tuple(pin for pin in driven.pins if pin not in needs.pins),
+            tuple(name for name in driven.missing if name not in needs.missing),
+        )
+        return Installed(found["name"], found["version"], needs, agent)
     raise UsageError(f"{label} ships no Hermes memory tool (no {MEMORY_TOOL} among its files)")
 
 
@@ -256,7 +269,8 @@ def describe_venv(python: Path) -> str:
     """Returns the ready file's line on what the environment of ``python`` holds."""
     try:
         ready = json.loads((python.parent.parent / READY).read_text(encoding="utf-8"))
-        return str(ready["installed"])
+        agent = f"; for the agent: {ready['agent']}" if "agent" in ready else ""
+        return f"{ready['installed']}{agent}"
     except (OSError, ValueError, KeyError, TypeError):
         return "an environment built by an earlier memspec"
 
@@ -274,15 +288,27 @@ def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
         return _ensure(build, wheel, cache / "hermes" / _venv_name(build, wheel), python)
 
 
-def agent_pins(requires: Sequence[str]) -> tuple[str, ...]:
-    """Returns what the release's agent (``run_agent.AIAgent``, which the ``agent`` ops drive)
-    needs at run time: its ``Requires-Dist`` lines without an extra, as written."""
-    return tuple(line for line in requires if "extra ==" not in line.replace("'", '"'))
+def _install_agent_needs(venv: Path, installed: Installed, ready: dict[str, Any]) -> None:
+    """Installs what the modules the ``agent`` ops drive import (``installed.agent``) and
+    records it in ``ready``: ``agent`` says what was installed (or why not), ``agent_needs``
+    lists the ``Requires-Dist`` lines the adapter then finds installed before it claims the
+    feature. A failed install leaves the memory environment usable, without the agent."""
+    pins = installed.agent.pins
+    ready["agent_needs"] = list(pins)
+    if pins:
+        pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
+        try:
+            _run([*pip, *pins], f"installing the agent's imports {', '.join(pins)}")
+        except _Failed as failure:
+            lines = [line for line in str(failure).splitlines() if line.strip()]
+            ready["agent"] = f"not installed: {lines[-1] if lines else 'pip failed'}"
+            return
+    ready["agent"] = ", ".join(pins) or "nothing more"
 
 
-def _add_agent_needs(venv: Path) -> None:
-    """Installs the agent's runtime requirements into a ready environment built without them
-    (by an earlier memspec), once; the ready file then says so."""
+def _add_agent_needs(venv: Path, label: str) -> None:
+    """Installs the agent's imports into a ready environment built without them (by a memspec
+    before the agent feature), once; the ready file then says so."""
     ready_file = venv / READY
     try:
         ready = json.loads(ready_file.read_text(encoding="utf-8"))
@@ -291,17 +317,7 @@ def _add_agent_needs(venv: Path) -> None:
     if not isinstance(ready, dict) or "agent" in ready:
         return
     listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
-    requires = next((d["requires"] for d in json.loads(listing) if memory_modules(d["files"])), [])
-    pins = agent_pins(requires)
-    if pins:
-        pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
-        try:
-            _run([*pip, *pins], "installing the agent's requirements")
-        except _Failed as failure:
-            lines = [line for line in str(failure).splitlines() if line.strip()]
-            ready["agent"] = f"not installed: {lines[-1] if lines else 'pip failed'}"
-        else:
-            ready["agent"] = ", ".join(pins)
+    _install_agent_needs(venv, find_memory_tool(json.loads(listing), label), ready)
     ready_file.write_text(json.dumps(ready) + "\n", encoding="utf-8")
 
 
@@ -317,7 +333,7 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
     fd = _lock(venv.parent / f".{venv.name}.lock", LOCK_TIMEOUT)
     try:
         if (venv / READY).exists() and venv_python(venv).exists():
-            _add_agent_needs(venv)
+            _add_agent_needs(venv, build.label)
             return venv_python(venv)
         shutil.rmtree(venv, ignore_errors=True)
         try:
@@ -333,9 +349,9 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
         except UsageError:
             shutil.rmtree(venv, ignore_errors=True)
             raise
-        ready = {"build": build.label, "installed": installed.describe()}
+        ready: dict[str, Any] = {"build": build.label, "installed": installed.describe()}
+        _install_agent_needs(venv, installed, ready)
         (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
-        _add_agent_needs(venv)
         return venv_python(venv)
     finally:
         os.close(fd)

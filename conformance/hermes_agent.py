@@ -109,11 +109,30 @@ def _source(path: Path) -> str:
         return ""
 
 
+READY = "memspec-ready"  # restates memspec.conformance.hermes.READY
+
+
+def agent_needs(distribution: Any, ready: Path | None = None) -> list[str]:
+    """Returns the ``Requires-Dist`` lines the driven modules need: those ``memspec hermes``
+    found by reading the imports of the modules the ops drive and recorded in the environment's
+    ready file (``agent_needs``), else — an environment built some other way — every line of
+    the release."""
+    try:
+        recorded = json.loads((ready or Path(sys.prefix) / READY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    needs = recorded.get("agent_needs") if isinstance(recorded, dict) else None
+    if isinstance(needs, list) and all(isinstance(line, str) for line in needs):
+        return needs
+    return list(distribution.requires or [])
+
+
 def discover(distribution: Any) -> str:
     """Returns ``""`` when the release's agent can be served, else why not: ``run_agent.py``'s
     ``AIAgent`` lacks a seam, ``agent/memory_manager.py`` or ``agent/memory_provider.py`` is
-    missing, or a runtime requirement of the release is not installed. ``distribution`` is the
-    installed distribution (:mod:`importlib.metadata`) that ships the memory tool."""
+    missing, or a distribution the driven modules import (:func:`agent_needs`) is not
+    installed. ``distribution`` is the installed distribution (:mod:`importlib.metadata`) that
+    ships the memory tool."""
     shipped = {str(path) for path in distribution.files or []}
     for module in ("run_agent.py", "agent/memory_manager.py", "agent/memory_provider.py"):
         if module not in shipped:
@@ -122,15 +141,15 @@ def discover(distribution: Any) -> str:
     if gaps:
         return f"the release's AIAgent has no {', '.join(gaps)}"
     absent = []
-    for name in runtime_requirements(list(distribution.requires or [])):
+    for name in runtime_requirements(agent_needs(distribution)):
         try:
             metadata.version(name)
         except metadata.PackageNotFoundError:
             absent.append(name)
     if absent:
         return (
-            f"the agent's dependencies are not installed ({', '.join(absent)}); "
-            "memspec hermes installs them"
+            f"what the agent's modules import is not installed ({', '.join(absent)}); "
+            "memspec hermes installs it"
         )
     return ""
 
@@ -447,7 +466,7 @@ def open_agent(
     if home is None:
         return None, "no private HERMES_HOME for the agent"
     if distribution is None:
-        return None, "the memory tool is not part of an installed distribution"
+        return None, "no installed distribution ships the memory tool (modules on the path only)"
     reason = discover(distribution)
     if reason:
         return None, reason

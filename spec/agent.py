@@ -162,6 +162,63 @@ def build_prompt(base: str, blocks: Sequence[str | None]) -> str:
     return JOINER.join([base, *(block for block in blocks if block is not None)])
 
 
+def prompt_parts(base: str, blocks: Sequence[str | None]) -> list[str]:
+    """Returns the parts every prompt holds in order (AGENT-1): ``base``, then each snapshot
+    block that is not ``None``, memory's before user's."""
+    return [base, *(block for block in blocks if block is not None)]
+
+
+def _stands_alone(prompt: str, start: int, end: int) -> bool:
+    """Whether ``prompt[start:end]`` is a part of its own: at the prompt's start or after a blank
+    line, and at its end or before a blank line (AGENT-1)."""
+    before = start == 0 or prompt[start - len(JOINER) : start] == JOINER
+    return before and (end == len(prompt) or prompt[end : end + len(JOINER)] == JOINER)
+
+
+def holds_parts(prompt: str, parts: Sequence[str]) -> bool:
+    """Whether ``prompt`` holds each of ``parts`` byte for byte, in order, each a part of its own
+    (at an end of the prompt or beside a blank line), with any text of the agent's own before,
+    between or after them (AGENT-1). ``holds_parts("G\\n\\nB\\n\\nM\\n\\nDate", ["B", "M"])``
+    is true; ``holds_parts("B\\nM", ["B", "M"])`` is false.
+
+    Each part is matched at its first place after the previous one: a later place never leaves
+    more room for the parts after it, so the first is the right one to take."""
+    cursor = 0
+    for part in parts:
+        start = prompt.find(part, cursor)
+        while start != -1 and not _stands_alone(prompt, start, start + len(part)):
+            start = prompt.find(part, start + 1)
+        if start == -1:
+            return False
+        cursor = start + len(part) + len(JOINER)
+    return True
+
+
+def prompt_problem(system: object, parts: Sequence[str], recalled: Sequence[str] = ()) -> str:
+    """Returns what is wrong with a prompt built at a rebuild point (``""`` when nothing): it
+    must hold ``parts`` (:func:`prompt_parts`) as :func:`holds_parts` says, and none of the
+    ``recalled`` texts of earlier turns that the parts do not hold themselves (AGENT-1,
+    FENCE-6). The message opens with its clause id."""
+    if not isinstance(system, str) or not holds_parts(system, parts):
+        return (
+            f"AGENT-1: the prompt is {system!r}; expected it to hold the base text and then each "
+            f"of the store's snapshot blocks, byte for byte, each a part of its own (at an end "
+            f"of the prompt or beside a blank line), memory's before user's: {list(parts)!r}; "
+            "text of the agent's own may stand before, between or after them"
+        )
+    leaked = [
+        text
+        for text in recalled
+        if text and text in system and not any(text in part for part in parts)
+    ]
+    if leaked:
+        return (
+            f"FENCE-6: the prompt built at the rebuild point holds the recalled text "
+            f"{leaked[0]!r}; recalled text goes only on the API copy of a user message"
+        )
+    return ""
+
+
 def activation(scripts: Sequence[Script]) -> tuple[int | None, tuple[str, ...]]:
     """Returns which script becomes the active provider (its index, or ``None``) and, per
     script, ``""`` for the active one or the reason it is not: an unavailable provider is not
@@ -306,17 +363,15 @@ def judge_start(
     PROV-3) and the tools (PROV-5)."""
     problems: list[str] = []
     system = answer.get("system")
-    expected = build_prompt(base, blocks)
-    if system != expected:
-        clause = (
-            "PROV-1"
-            if isinstance(system, str) and system == base and expected != base
-            else ("AGENT-1")
+    parts = prompt_parts(base, blocks)
+    problem = prompt_problem(system, parts)
+    if problem and system == base and len(parts) > 1:
+        problem = (
+            f"PROV-1: agent_start answered the base text alone, without the store's blocks: "
+            f"{parts[1:]!r}"
         )
-        problems.append(
-            f"{clause}: agent_start answered the prompt {system!r}; expected the base text and the "
-            f"store's snapshot blocks joined by a blank line: {expected!r}"
-        )
+    if problem:
+        problems.append(f"{problem} (agent_start)")
     _, reasons = activation(scripts)
     statuses = answer.get("providers")
     if not isinstance(statuses, list) or len(statuses) != len(scripts):
@@ -339,13 +394,43 @@ def judge_start(
                     "the first available provider is the one active, a second is refused and "
                     "leaves the first in place, an unavailable one is not started"
                 )
-    tools = answer.get("tools")
-    if tools != offered_tools(scripts):
-        problems.append(
-            f"PROV-5: agent_start offered the tools {tools!r}; expected {offered_tools(scripts)!r}"
-            ": 'memory' first and once, then the active provider's other tools in order"
-        )
+    problem = tools_problem(answer.get("tools"), scripts)
+    if problem:
+        problems.append(problem)
     return problems
+
+
+def tools_problem(tools: object, scripts: Sequence[Script]) -> str:
+    """Returns what is wrong with the tools ``agent_start`` answered (``""`` when nothing),
+    opening with PROV-5: each name once, ``memory`` before every tool of the active provider,
+    those in the order :func:`offered_tools` gives, no tool of a refused or unavailable
+    provider, and any tools of the agent's own before, between or after them."""
+    wanted = offered_tools(scripts)
+    if not isinstance(tools, list) or not all(isinstance(name, str) for name in tools):
+        return f"PROV-5: agent_start answered tools={tools!r}; expected a list of tool names"
+    active, _ = activation(scripts)
+    offered_by_active = set(scripts[active].tools) if active is not None else set()
+    foreign = {
+        name
+        for index, script in enumerate(scripts)
+        if index != active
+        for name in script.tools
+        if name not in offered_by_active and name != BUILTIN_TOOL
+    }
+    places = [tools.index(name) if name in tools else -1 for name in wanted]
+    if (
+        len(set(tools)) != len(tools)
+        or -1 in places
+        or places != sorted(places)
+        or foreign & set(tools)
+    ):
+        return (
+            f"PROV-5: agent_start offered the tools {tools!r}; expected {wanted!r} among them, "
+            "each name once: 'memory' before the active provider's other tools, those in order, "
+            "no tool of a refused or unavailable provider; tools of the agent's own may stand "
+            "before, between or after them"
+        )
+    return ""
 
 
 def _recalled_in(content: str, user: str) -> str | None:
@@ -357,6 +442,17 @@ def _recalled_in(content: str, user: str) -> str | None:
         return None
     text = recalled_text(content[len(user) + len(JOINER) :])
     return text if text else None
+
+
+def recalled_so_far(state: AgentState) -> list[str]:
+    """Returns the recalled texts the user messages of ``state``'s history were sent with."""
+    texts = []
+    for index, content in state.sent:
+        user = state.history[index][1] if index < len(state.history) else ""
+        text = _recalled_in(content, user)
+        if text:
+            texts.append(text)
+    return texts
 
 
 def _later_recalls(state: AgentState, calls: int = 3) -> set[str]:
@@ -516,19 +612,18 @@ def judge_rebuild(
     rebuild — and the history kept or emptied as ``point`` says."""
     problems: list[str] = []
     system = answer.get("system")
-    expected = build_prompt(state.base, blocks)
+    parts = prompt_parts(state.base, blocks)
     missing = [entry for entry in entries if not isinstance(system, str) or entry not in system]
-    if system != expected and not missing:
-        problems.append(
-            f"AGENT-1: after the rebuild point {point!r} the prompt is {system!r}; it holds the "
-            f"entries written since, but is not exactly the base and the fresh blocks: {expected!r}"
-        )
-    elif missing:
+    if missing:
         problems.append(
             f"AGENT-3: after the rebuild point {point!r} the prompt is {system!r}; expected it "
-            f"built from a fresh load of the store, {expected!r}"
-            + (f", holding the entries written since: {missing!r}" if missing else "")
+            f"built from a fresh load of the store, holding {parts!r} and so the entries "
+            f"written since: {missing!r}"
         )
+    else:
+        problem = prompt_problem(system, parts, recalled_so_far(state))
+        if problem:
+            problems.append(f"{problem} (after the rebuild point {point!r})")
     after = rebuilt(state, point, blocks)
     if answer.get("history") != as_messages(after.history):
         problems.append(

@@ -259,6 +259,8 @@ ZOO: tuple[Member, ...] = (
        "AGENT-1", "agent.prompt_is_frozen_between_rebuild_points"),
     _m(f"{AGENT}:rebuilt_every_turn", "agent", "prompt rebuilt at every turn",
        "AGENT-2", "agent.prompt_is_frozen_between_rebuild_points"),
+    _m(f"{AGENT}:live_state_in_the_prompt", "agent", "a count of turns in the prompt",
+       "AGENT-2", "agent.prompt_is_frozen_between_rebuild_points"),
     _m(f"{AGENT}:frozen_forever", "agent", "rebuild points keep the first load's blocks",
        "AGENT-3", "agent.prompt_is_frozen_between_rebuild_points"),
     _m(f"{AGENT}:sends_only_the_current_message", "agent", "API call drops the earlier history",

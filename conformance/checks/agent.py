@@ -85,7 +85,9 @@ class AgentRun:
         return answer
 
     def blocks(self) -> list[str | None]:
-        """The session's frozen snapshot blocks, memory then user."""
+        """The blocks of a fresh load of the store, memory then user: what the agent loads at a
+        rebuild point (AGENT-3), whether it shares this session's store or opens its own."""
+        self.session.request("load")
         return [self.session.request("snapshot", target=t).get("snapshot") for t in TARGETS]
 
     def start(self, providers: list[dict[str, Any]], clause: str = "AGENT-1") -> None:

@@ -47,6 +47,64 @@ class JoinedByOneNewline(AgentSession):
         self.prompt = "\n".join([self.base, *(block for block in blocks if block is not None)])
 
 
+class OwnTextAroundTheBlocks(AgentSession):
+    """Not broken: the prompt holds text of the agent's own before, between and after the base
+    and the blocks — guidance, a line between the two blocks, the number of the rebuild it was
+    built at — each a part of its own, built at a rebuild point and then held fixed (AGENT-1,
+    AGENT-2)."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.rebuilds = 0
+
+    def _rebuild(self) -> None:
+        assert self.base is not None
+        self.store.load()
+        memory, user = (self.store.snapshot(target) for target in TARGETS)
+        self.rebuilds += 1
+        parts = [
+            "Guidance: keep notes short.",
+            self.base,
+            memory,
+            "What the user told you follows.",
+            user,
+            f"Session {self.rebuilds} started.",
+        ]
+        self.prompt = "\n\n".join(part for part in parts if part is not None)
+
+
+class OwnTools(OwnTextAroundTheBlocks):
+    """Not broken: besides the prompt's own text, offers tools of its own before ``memory``,
+    between it and the provider's tools and after them, each name once (PROV-5)."""
+
+    def start(self, base: object, providers: object) -> dict[str, Any]:
+        answer = super().start(base, providers)
+        if answer["ok"]:
+            memory, *others = answer["tools"]
+            answer["tools"] = ["terminal", memory, "web_search", *others, "clarify"]
+        return answer
+
+
+class LiveStateInThePrompt(AgentSession):
+    """AGENT-2: the prompt ends with the number of turns so far, so it changes at every turn."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.built = ""
+        self.turns = 0
+
+    def _rebuild(self) -> None:
+        super()._rebuild()
+        self.built, self.turns = self.prompt, 0
+        self.prompt = f"{self.built}\n\nTurns so far: 0"
+
+    def turn(self, user: object, reply: object) -> dict[str, Any]:
+        if self.base is not None:
+            self.turns += 1
+            self.prompt = f"{self.built}\n\nTurns so far: {self.turns}"
+        return super().turn(user, reply)
+
+
 class SendsOnlyTheCurrentMessage(AgentSession):
     """AGENT-4: the API messages leave out the history before the current user message."""
 
@@ -252,6 +310,8 @@ def _factory(agent: type[AgentSession]) -> Any:
 rebuilt_every_turn = _factory(RebuiltEveryTurn)
 frozen_forever = _factory(FrozenForever)
 joined_by_one_newline = _factory(JoinedByOneNewline)
+own_tools = _factory(OwnTools)
+live_state_in_the_prompt = _factory(LiveStateInThePrompt)
 sends_only_the_current_message = _factory(SendsOnlyTheCurrentMessage)
 forgets_replies = _factory(ForgetsReplies)
 stores_the_block = _factory(StoresTheBlock)

@@ -21,6 +21,8 @@ CAUGHT = [
     ("joined_by_one_newline", "agent.prompt_is_frozen_between_rebuild_points", "AGENT-1"),
     ("rebuilt_every_turn", "agent.prompt_is_frozen_between_rebuild_points", "AGENT-2"),
     ("rebuilt_every_turn", "agent.random_turns_writes_and_rebuilds", "AGENT-2"),
+    ("live_state_in_the_prompt", "agent.prompt_is_frozen_between_rebuild_points", "AGENT-2"),
+    ("live_state_in_the_prompt", "agent.random_turns_writes_and_rebuilds", "AGENT-2"),
     ("frozen_forever", "agent.prompt_is_frozen_between_rebuild_points", "AGENT-3"),
     ("frozen_forever", "agent.random_turns_writes_and_rebuilds", "AGENT-3"),
     ("sends_only_the_current_message", "agent.prompt_is_frozen_between_rebuild_points", "AGENT-4"),
@@ -58,6 +60,13 @@ def test_the_reference_passes(name: str, tmp_path: Path) -> None:
 def test_an_agent_resending_what_it_sent_passes(name: str, tmp_path: Path) -> None:
     """An earlier user message sent again with exactly its own turn's bytes conforms (AGENT-4)."""
     run_check(name, f"{BROKEN}:resends_what_it_sent", tmp_path)
+
+
+@pytest.mark.parametrize("name", AGENT_CHECKS)
+def test_an_agent_with_fixed_text_of_its_own_passes(name: str, tmp_path: Path) -> None:
+    """Fixed text and tools of the agent's own around the base, the blocks and the built-in and
+    provider tools conform (AGENT-1, PROV-5)."""
+    run_check(name, f"{BROKEN}:own_tools", tmp_path)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
