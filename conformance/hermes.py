@@ -267,12 +267,11 @@ def _venv_name(build: Build, wheel: Path | None) -> str:
 
 def describe_venv(python: Path) -> str:
     """Returns the ready file's line on what the environment of ``python`` holds."""
-    try:
-        ready = json.loads((python.parent.parent / READY).read_text(encoding="utf-8"))
-        agent = f"; for the agent: {ready['agent']}" if "agent" in ready else ""
-        return f"{ready['installed']}{agent}"
-    except (OSError, ValueError, KeyError, TypeError):
+    ready = read_ready(python.parent.parent) or {}
+    if "installed" not in ready:
         return "an environment built by an earlier memspec"
+    agent = f"; for the agent: {ready['agent']}" if "agent" in ready else ""
+    return f"{ready['installed']}{agent}"
 
 
 def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
@@ -306,26 +305,35 @@ def _install_agent_needs(venv: Path, installed: Installed, ready: dict[str, Any]
     ready["agent"] = ", ".join(pins) or "nothing more"
 
 
+def read_ready(venv: Path) -> dict[str, Any] | None:
+    """Returns what the ready file of ``venv`` records, or ``None`` when there is none. An
+    earlier memspec wrote only the build's name there, as text: that reads ``{"build": name}``,
+    an environment without the agent's imports."""
+    try:
+        text = (venv / READY).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        ready = json.loads(text)
+    except ValueError:
+        ready = None
+    return ready if isinstance(ready, dict) else {"build": text.strip()}
+
+
 def _add_agent_needs(venv: Path, label: str) -> None:
     """Installs the agent's imports into a ready environment built without them (by a memspec
     before the agent feature), once; the ready file then says so."""
-    ready_file = venv / READY
-    try:
-        ready = json.loads(ready_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(ready, dict) or "agent" in ready:
+    ready = read_ready(venv)
+    if ready is None or "agent" in ready:
         return
     listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
     _install_agent_needs(venv, find_memory_tool(json.loads(listing), label), ready)
-    ready_file.write_text(json.dumps(ready) + "\n", encoding="utf-8")
+    (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
 
 
 def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Path:
-    if (venv / READY).exists() and venv_python(venv).exists():
-        with_agent = json.loads((venv / READY).read_text(encoding="utf-8") or "{}")
-        if isinstance(with_agent, dict) and "agent" in with_agent:
-            return venv_python(venv)
+    if "agent" in (read_ready(venv) or {}) and venv_python(venv).exists():
+        return venv_python(venv)
     try:
         venv.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

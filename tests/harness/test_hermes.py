@@ -435,3 +435,15 @@ def test_only_a_failure_a_search_found_is_marked_in_the_timeline(tmp_path: Path)
     assert [
         (c.before.status, c.after.status, c.generated) for c in timeline(Matrix.build(claims))
     ] == [("skip", "pass", False)]
+
+
+def test_a_ready_file_of_an_earlier_memspec_is_read(tmp_path: Path) -> None:
+    """An environment an earlier memspec built says only its build, as text: it reads as one
+    without the agent's imports (added on its next use), never as an error."""
+    from memspec.conformance.hermes import READY, read_ready
+
+    assert read_ready(tmp_path) is None
+    (tmp_path / READY).write_text("hermes-agent==0.19.0\n", encoding="utf-8")
+    assert read_ready(tmp_path) == {"build": "hermes-agent==0.19.0"}
+    (tmp_path / READY).write_text('{"build": "b", "agent": ""}\n', encoding="utf-8")
+    assert read_ready(tmp_path) == {"build": "b", "agent": ""}
