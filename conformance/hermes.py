@@ -306,15 +306,27 @@ def _install_agent_needs(venv: Path, installed: Installed, ready: dict[str, Any]
     ready["agent"] = ", ".join(pins) or "nothing more"
 
 
+def _ready(venv: Path) -> dict[str, Any]:
+    """Returns the ready file of ``venv`` as a dict: the JSON object memspec writes, or, for
+    the plain line the first memspec releases wrote (or an unreadable file), that line as what
+    was installed."""
+    try:
+        text = (venv / READY).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    try:
+        ready = json.loads(text)
+    except ValueError:
+        ready = None
+    return ready if isinstance(ready, dict) else {"installed": text.strip()}
+
+
 def _add_agent_needs(venv: Path, label: str) -> None:
     """Installs the agent's imports into a ready environment built without them (by a memspec
     before the agent feature), once; the ready file then says so."""
     ready_file = venv / READY
-    try:
-        ready = json.loads(ready_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(ready, dict) or "agent" in ready:
+    ready = _ready(venv)
+    if "agent" in ready:
         return
     listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
     _install_agent_needs(venv, find_memory_tool(json.loads(listing), label), ready)
@@ -322,10 +334,8 @@ def _add_agent_needs(venv: Path, label: str) -> None:
 
 
 def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Path:
-    if (venv / READY).exists() and venv_python(venv).exists():
-        with_agent = json.loads((venv / READY).read_text(encoding="utf-8") or "{}")
-        if isinstance(with_agent, dict) and "agent" in with_agent:
-            return venv_python(venv)
+    if (venv / READY).exists() and venv_python(venv).exists() and "agent" in _ready(venv):
+        return venv_python(venv)
     try:
         venv.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

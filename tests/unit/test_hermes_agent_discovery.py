@@ -156,3 +156,12 @@ def test_the_adapter_reads_the_agents_needs_from_the_ready_file(tmp_path: Path) 
 def test_malformed_scripts_are_refused(script: dict[str, object]) -> None:
     with pytest.raises(BadRequest):
         parse_provider(script, 0)
+
+
+def test_a_ready_file_of_the_first_releases_reads_as_without_the_agent(tmp_path: Path) -> None:
+    from memspec.conformance.hermes import _ready
+
+    (tmp_path / "memspec-ready").write_text("hermes-agent==0.19.0\n", encoding="utf-8")
+    assert _ready(tmp_path) == {"installed": "hermes-agent==0.19.0"}
+    (tmp_path / "memspec-ready").write_text('{"agent": "openai==2.24.0"}', encoding="utf-8")
+    assert _ready(tmp_path) == {"agent": "openai==2.24.0"}
