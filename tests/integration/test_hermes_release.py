@@ -56,6 +56,7 @@ HERMES_0_19_0_FAILS = frozenset(
         "MATCH-3",
         "MATCH-4",
         "MATCH-5",
+        "PROV-4",  # a hung prefetch holds the turn 8 s, unconfigurable (#85135)
         "READ-1",
         "READ-3",
         "READ-4",
