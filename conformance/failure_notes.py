@@ -187,6 +187,29 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "passes one (#85135; the same in hermes-agent 0.19.0 and the forks of the 0.20 and "
         "0.22 lines): a recall that hangs 5 s holds the turn 5 s and is then sent with it."
     ),
+    ("TOOL-4",): (
+        "a call without `target` is taken as one for `memory`, and members the schema does not "
+        "name (`new_content`) are ignored instead of refused."
+    ),
+    ("TOOL-6",): (
+        "argument text that is not a JSON object is answered without `success`, and a `content` "
+        "that is not a string makes the tool raise (`'int' object has no attribute 'strip'`)."
+    ),
+    ("TOOL-7",): (
+        "a refusal carries no `entry_count`, and its `usage` reads `USED/LIMIT` instead of the "
+        "snapshot header's label."
+    ),
+    ("TOOL-11",): (
+        "a replace answers only \"Entry replaced.\", never what it overwrote, so the model "
+        "cannot tell which entry its `old_text` chose."
+    ),
+    ("TOOL-12",): (
+        "a failed batch, and a single no-match, list the whole store in `current_entries`."
+    ),
+    ("TOOL-13",): (
+        "`current_entries` and `matches` show a blocked (threat) entry's raw text to the model, "
+        "which the snapshot hides behind its `[BLOCKED:` placeholder."
+    ),
     ("FILES-1",): "lock files are created 0644 under umask 022.",
     ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",
     ("FILES-3",): "a lock file that is a symbolic link is followed and created wherever it points.",
