@@ -210,6 +210,28 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "`current_entries` and `matches` show a blocked (threat) entry's raw text to the model, "
         "which the snapshot hides behind its `[BLOCKED:` placeholder."
     ),
+    ("TOOL-2",): (
+        "from the 0.20 line the schema names a replacement's text `new_text` beside `content`, "
+        "and the 0.22 line offers `patch` where `replace` stood: TOOL-2 holds a schema to the "
+        "spec's parameter names and to the actions the backend claims, and the harness does not "
+        "yet read a schema's own names."
+    ),
+    (
+        "ENTRY-6", "LIMIT-2", "LIMIT-5", "REPLACE-3", "REPLACE-4", "REMOVE-3", "PATCH-4",
+        "PATCH-5", "PATCH-6", "PATCH-7", "PATCH-8", "PATCH-9", "PATCH-10", "BATCH-1", "BATCH-3",
+        "BATCH-7", "TOOL-10", "LOCK-2", "LOCK-3", "ATOMIC-1", "ATOMIC-2", "ATOMIC-5", "CRASH-1",
+        "CONTRACT-7",
+    ): (
+        "(the 0.22 line) `replace` is refused (\"use 'patch'\"), which core's `replace` "
+        "(CONTRACT-2) requires; the examples and checks of these clauses drive the store with "
+        "`replace`, or judge its answers, so most of these verdicts record that refusal, not a "
+        "break of the clause's own rule: the harness does not yet drive a backend that refuses "
+        "`replace` with `patch` instead."
+    ),
+    ("MATCH-2", "PATCH-2"): (
+        "(the 0.22 line) an `old_text` equal to one entry once stripped is answered "
+        "`E_AMBIGUOUS` when it also lies inside another entry, instead of choosing the equal one."
+    ),
     ("FILES-1",): "lock files are created 0644 under umask 022.",
     ("FILES-2",): "every rewrite resets the data file's mode to 0600 (#22889).",
     ("FILES-3",): "a lock file that is a symbolic link is followed and created wherever it points.",
