@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
 
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
@@ -89,3 +92,31 @@ def test_judge_catches_a_blocked_entry_shown_raw() -> None:
            "entry_count": 1, "current_entries": list(before)}  # fmt: skip
     problems = _judge(arguments, raw, before, before)
     assert any(p.startswith("TOOL-13") for p in problems)
+
+
+def _break(change: Any) -> dict[str, Any]:
+    schema = {"name": "memory", "description": "d", "parameters": schema_parameters(ACTIONS, True)}
+    change(schema)
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda s: s.update(name="remember"), "named 'remember', not 'memory'"),
+        (lambda s: s.update(description="  "), "has no description"),
+        (lambda s: s.update(parameters=[]), "not a valid JSON Schema"),
+        (lambda s: s["parameters"].update(type="array"), "parameters.type is 'array'"),
+        (lambda s: s["parameters"].update(required=["content"]), "parameters.required is"),
+        (lambda s: s["parameters"].pop("properties"), "parameters has no properties"),
+        (lambda s: s["parameters"]["properties"]["action"].update(enum=["add", "read"]),
+         "parameters.action.enum is ['add', 'read']"),
+        (lambda s: s["parameters"]["properties"]["operations"].update(items=True),
+         "parameters.operations.items is not an object schema"),
+    ],
+)  # fmt: skip
+def test_each_departure_of_a_schema_is_named(change: Any, problem: str) -> None:
+    # TOOL-2: every way a schema departs from the claimed features is its own problem.
+    problems = schema_problems(_break(change), {"core", "batch"})
+    assert any(problem in found for found in problems), problems
+    assert schema_problems("memory", {"core"}) == ["TOOL-2: the schema is a str, not an object"]
