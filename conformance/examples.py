@@ -40,6 +40,7 @@ from memspec.spec.tool import (
     Call,
     Observation,
     normative_result,
+    offered_actions,
     parse_arguments,
     parse_call,
     result_problems,
@@ -49,7 +50,7 @@ from memspec.spec.tool import (
 )
 
 OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
-MODEL_ACTIONS = ("add", "replace", "remove", "patch")
+MODEL_ACTIONS = offered_actions({"patch"})
 
 
 class Driver(Protocol):

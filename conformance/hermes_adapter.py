@@ -38,6 +38,7 @@ the write-approval gate) is never read. Hermes caps failed consolidation attempt
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import os
@@ -164,6 +165,7 @@ def schema_actions(module: Any) -> tuple[str, ...]:
 PARSER_MODULE, PARSER = "agent/tool_executor.py", "_parse_tool_arguments"
 
 
+@functools.cache
 def argument_parser() -> Callable[[Any], tuple[dict[str, Any], str | None]] | None:
     """Returns the agent's own parser of a model's argument text
     (``_parse_tool_arguments`` of ``agent/tool_executor.py``: the arguments, or the result text

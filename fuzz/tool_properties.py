@@ -10,7 +10,6 @@ reported, matches, listings and overwritten entries as the rules say.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -21,7 +20,6 @@ from memspec.conformance.registry import CheckContext, check
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import claimed_ops, requests
-from memspec.spec.targets import FILENAMES
 
 TOOL_LIMITS = {"memory": 60, "user": 40}
 """Small limits, so that generated programs reach a full store within a few calls."""
@@ -70,7 +68,7 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
                 session = world.session(name)
                 answer, problems = judged_tool_call(
                     lambda op, fields, session=session: session.request(op, **fields),
-                    lambda target: _file_bytes(world.root / FILENAMES[target]),
+                    world.disk,
                     arguments, TOOL_LIMITS, scan="threat-scan" in features,
                 )  # fmt: skip
                 result = answer["result"]
@@ -81,7 +79,3 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
                 )
 
     run.run(run.apply(results_are_judged))
-
-
-def _file_bytes(path: Path) -> bytes | None:
-    return path.read_bytes() if path.exists() else None

@@ -159,7 +159,7 @@ def build_prompt(base: str, blocks: Sequence[str | None]) -> str:
     """Returns the system prompt: ``base``, then each snapshot block that is not ``None`` (memory,
     then user), joined by a blank line (AGENT-1). ``build_prompt("B", ["M", None])`` is
     ``"B\\n\\nM"``."""
-    return JOINER.join([base, *(block for block in blocks if block is not None)])
+    return JOINER.join(prompt_parts(base, blocks))
 
 
 def prompt_parts(base: str, blocks: Sequence[str | None]) -> list[str]:

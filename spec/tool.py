@@ -37,7 +37,7 @@ from memspec.spec.threats import find_threats
 
 TOOL_NAME: Final = "memory"
 CORE_ACTIONS: Final[tuple[str, ...]] = ("add", "replace", "remove")
-BATCH_ACTIONS: Final[tuple[str, ...]] = ("add", "replace", "remove")
+BATCH_ACTIONS: Final[tuple[str, ...]] = CORE_ACTIONS
 ITEM_FIELDS: Final[tuple[str, ...]] = ("action", "content", "old_text")
 NEEDED: Final[dict[str, tuple[str, ...]]] = {
     "add": ("content",),

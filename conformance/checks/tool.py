@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.backend import Session
-from memspec.conformance.checks._disk import put
+from memspec.conformance.checks._disk import put, read_or_none
 from memspec.conformance.checks._property import run_sized
 from memspec.conformance.examples import judged_tool_call
 from memspec.conformance.registry import CheckContext, check
@@ -37,7 +37,7 @@ def judged_call(
     (:func:`~memspec.conformance.examples.judged_tool_call`); ``limits`` are the session's."""
     answer, problems = judged_tool_call(
         lambda op, fields: session.request(op, **fields),
-        lambda target: _file_bytes(root / FILENAMES[target]),
+        lambda target: read_or_none(root / FILENAMES[target]),
         arguments, {**DEFAULT_LIMITS, **(limits or {})},
         scan="threat-scan" in session.features,
     )  # fmt: skip
@@ -46,10 +46,6 @@ def judged_call(
     except json.JSONDecodeError:
         result = answer["result"]
     return result, problems
-
-
-def _file_bytes(path: Path) -> bytes | None:
-    return path.read_bytes() if path.exists() else None
 
 
 def _assert_judged(session: Session, root: Path, arguments: str, **limits: int) -> None:

@@ -127,8 +127,12 @@ class Injection:
     errno: int
     target: dict[str, Any]
     thread: int
-    at_the_call: bool = False
-    """A ``kill-after`` made at the target call's own entry (after a sync), not at the next."""
+
+    @property
+    def at_the_call(self) -> bool:
+        """Whether a ``kill-after`` is made at the target call's own entry (after a sync), not
+        at the next call."""
+        return self.action == "kill-after" and self.target["name"] in SYNC_CALLS
 
     def options(self) -> tuple[str, ...]:
         """Returns the strace options that carry it out."""
@@ -177,8 +181,7 @@ def plan_injection(
         return None
     invocation = target["details"]["strace"]
     syscall, nth = invocation["syscall"], invocation["nth"]
-    at_the_call = fault.action == "kill-after" and target["name"] in SYNC_CALLS
-    if fault.action == "kill-after" and not at_the_call:
+    if fault.action == "kill-after" and target["name"] not in SYNC_CALLS:
         following = invocation.get("next")
         if following is None:
             raise NotApplicable(
@@ -197,9 +200,7 @@ def plan_injection(
             f"{syscall} calls per thread, and thread {others[0]} also makes a call #{nth}, "
             "which the injection would hit too"
         )
-    return Injection(
-        syscall, nth, fault.action, fault.errno, target, invocation["tid"], at_the_call
-    )
+    return Injection(syscall, nth, fault.action, fault.errno, target, invocation["tid"])
 
 
 def _same_call(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
