@@ -216,23 +216,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from memspec.conformance.backend import InProcessBackend
     from memspec.conformance.jsonlines import serve
 
-    _current_directory_last()
     return serve(InProcessBackend(args.backend), sys.stdin, sys.stdout)
-
-
-def _current_directory_last() -> None:
-    """Moves the current directory to the end of ``sys.path``: the backend's module may live
-    there, but every other module is found first.
-
-    Python reads a directory's listing again whenever the directory changed since it last
-    looked (``/tmp``, a checkout receiving coverage files and reports). Looked at first, the
-    current directory would make the calls of a session vary with what other programs do,
-    and strace's count of them with it, which the fault and kill checks of a command backend
-    rely on (``conformance/crash/tamper.py``)."""
-    cwd = os.getcwd()
-    if cwd in sys.path:
-        sys.path.remove(cwd)
-        sys.path.append(cwd)
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
@@ -422,19 +406,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def _import_from_cwd() -> Iterator[None]:
+def _import_from_cwd(last: bool = False) -> Iterator[None]:
     """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process
     and in the worker processes it starts, as ``python -m`` would; the caller's ``sys.path`` and
     ``PYTHONPATH`` are restored afterwards (``main`` may run inside another program).
 
     A directory holding a ``memspec`` folder other than the running package (a checkout of
     memspec, with memspec installed from it) goes last on ``sys.path`` and not on
-    ``PYTHONPATH``: first, its folder would shadow the installed package in every worker."""
+    ``PYTHONPATH``: first, its folder would shadow the installed package in every worker.
+
+    With ``last`` (``memspec serve``) the directory goes last on ``sys.path`` too, moved there if
+    it is already on it: the backend's module may live there, but every other module is found
+    first. Python reads a directory's listing again whenever the directory changed since it
+    last looked (``/tmp``, a checkout receiving coverage files and reports); looked at first,
+    it would make a session's calls vary with what other programs do, and strace's count of
+    them with it, which the fault and kill checks of a command backend rely on
+    (``conformance/crash/tamper.py``)."""
     cwd = os.getcwd()
     saved_path, saved_variable = list(sys.path), os.environ.get("PYTHONPATH")
     shadows = shadows_memspec(cwd)
+    if last and cwd in sys.path:
+        sys.path.remove(cwd)
     if cwd not in sys.path:
-        if shadows:
+        if shadows or last:
             sys.path.append(cwd)
         else:
             sys.path.insert(0, cwd)
@@ -459,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = (serve_parser() if argv[:1] == ["serve"] else build_parser()).parse_args(argv)
     try:
-        with _import_from_cwd():
+        with _import_from_cwd(last=argv[:1] == ["serve"]):
             return int(args.run(args))
     except UsageError as error:
         print(f"memspec: error: {error}", file=sys.stderr)

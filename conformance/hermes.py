@@ -128,8 +128,7 @@ def _pip_problem(package: str, version: str, output: str) -> str:
     if listed or "No matching distribution" in output:
         known = f"; it has {listed.group(1)}" if listed else ""
         return f"{package} {version} is not on the package index{known}"
-    lines = [line for line in output.strip().splitlines() if line.strip()]
-    return f"pip failed installing {package}=={version}: {lines[-1] if lines else 'no output'}"
+    return f"pip failed installing {package}=={version}: {last_line(output)}"
 
 
 class _Failed(Exception):
@@ -247,10 +246,7 @@ def _build_wheel(source: Path, into: Path) -> Path:
     try:
         _run([*argv, str(source)], f"building a wheel from {source}")
     except _Failed as failure:
-        lines = [line for line in str(failure).splitlines() if line.strip()]
-        raise UsageError(
-            f"pip could not build {source}: {lines[-1] if lines else 'no output'}"
-        ) from None
+        raise UsageError(f"pip could not build {source}: {last_line(str(failure))}") from None
     wheels = sorted(into.glob("*.whl"))
     if not wheels:
         raise UsageError(f"pip built no wheel from {source}")
@@ -299,10 +295,16 @@ def _install_agent_needs(venv: Path, installed: Installed, ready: dict[str, Any]
         try:
             _run([*pip, *pins], f"installing the agent's imports {', '.join(pins)}")
         except _Failed as failure:
-            lines = [line for line in str(failure).splitlines() if line.strip()]
-            ready["agent"] = f"not installed: {lines[-1] if lines else 'pip failed'}"
+            ready["agent"] = f"not installed: {last_line(str(failure), 'pip failed')}"
             return
     ready["agent"] = ", ".join(pins) or "nothing more"
+
+
+def last_line(output: str, default: str = "no output") -> str:
+    """Returns the last line of ``output`` that is not blank (what pip says went wrong), or
+    ``default``."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else default
 
 
 def read_ready(venv: Path) -> dict[str, Any] | None:
@@ -350,9 +352,8 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
             shutil.rmtree(venv, ignore_errors=True)
             if isinstance(build, Release):
                 raise UsageError(_pip_problem(build.package, build.version, str(failure))) from None
-            lines = [line for line in str(failure).splitlines() if line.strip()]
             raise UsageError(
-                f"pip failed installing {build.label}: {lines[-1] if lines else 'no output'}"
+                f"pip failed installing {build.label}: {last_line(str(failure))}"
             ) from None
         except UsageError:
             shutil.rmtree(venv, ignore_errors=True)
