@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memspec.conformance.findings import Finding
+from memspec.conformance.findings import Finding, Refusal
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -98,8 +98,37 @@ class Backend(Protocol):
         ...
 
 
-def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, Any]:
-    """Returns ``answer`` if it is a valid response to ``op``; raises BackendDefect otherwise."""
+CORE_ACTION_CLAUSES = {
+    "add": ("CONTRACT-2",),
+    "replace": ("CONTRACT-2", "REPLACE-1"),
+    "remove": ("CONTRACT-2", "REMOVE-1"),
+}
+"""The clauses a backend breaks when it answers ``E_UNSUPPORTED`` to an action of ``core``."""
+
+
+def refused_core_action(
+    sent: Mapping[str, Any], code: object, features: frozenset[str]
+) -> str | None:
+    """Returns the action of ``core`` that a request asked for and its answer ``code`` refused as
+    unsupported, or ``None``: the request's own op, or for a batch of a backend that claims
+    ``batch``, its first item that edits (``replace``, ``remove``) or else adds."""
+    if code != codes.E_UNSUPPORTED:
+        return None
+    op = sent.get("op")
+    if op in CORE_ACTION_CLAUSES:
+        return str(op)
+    items = sent.get("operations") if op == "batch" and "batch" in features else None
+    actions = [i.get("action") for i in items if isinstance(i, Mapping)] if items else []
+    core = [a for a in actions if a in CORE_ACTION_CLAUSES]
+    return next((a for a in core if a != "add"), core[0] if core else None)
+
+
+def check_answer(
+    op: str, sent: Mapping[str, Any], answer: object, features: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Returns ``answer`` if it is a valid response to ``op`` from a backend that claims
+    ``features``; raises BackendDefect otherwise, and :class:`Refusal` when it refuses an
+    action of ``core`` as unsupported."""
     if not isinstance(answer, Mapping):
         raise BackendDefect(
             f"{op} answered with a {type(answer).__name__}, not a mapping", sent, answer
@@ -123,6 +152,17 @@ def check_answer(op: str, sent: Mapping[str, Any], answer: object) -> dict[str, 
         raise BackendDefect("tool_schema must return a 'schema' object", sent, answer)
     if ok and op == "tool_call" and not isinstance(answer.get("result"), str):
         raise BackendDefect("tool_call must return the result text as a str", sent, answer)
+    refused = refused_core_action(sent, code, features)
+    if refused is not None:
+        said = f" ({answer['message']})" if isinstance(answer.get("message"), str) else ""
+        asked = refused if op == refused else f"a {op} with {refused}"
+        raise Refusal(
+            refused,
+            CORE_ACTION_CLAUSES[refused],
+            f"{asked} answered E_UNSUPPORTED{said}; every backend executes core's "
+            f"add, replace and remove (CONTRACT-2): what was to be verified through {refused} "
+            "here is not verified",
+        )
     return dict(answer)
 
 
@@ -271,7 +311,8 @@ class InProcessSession:
         method = getattr(self.store, op, None)  # tool_schema and tool_call are methods too
         if feature and (feature not in self.features or not callable(method)):
             return {"ok": False, "code": codes.E_UNSUPPORTED}
-        return check_answer(op, sent, self._on_thread(lambda: self._call(op, fields), sent))
+        answer = self._on_thread(lambda: self._call(op, fields), sent)
+        return check_answer(op, sent, answer, self.features)
 
     def _on_thread(self, function: Callable[[], Any], sent: dict[str, Any]) -> Any:
         """Returns ``function()`` run on the session's thread; a raise or a timeout is a

@@ -67,6 +67,23 @@ class Mismatch(Finding, AssertionError):
         self.summary = summary
 
 
+class Refusal(Finding):
+    """The backend answered ``E_UNSUPPORTED`` to an action of ``core`` (add, replace, remove:
+    CONTRACT-2), which every backend executes — as the 0.22 Hermes line refuses ``replace``
+    ("use 'patch'"). That breaks ``clauses`` (CONTRACT-2 and the action's own, REPLACE-1 or
+    REMOVE-1) and stops the check: what it meant to verify through the action was not verified,
+    so its other clauses read "not verified", never failed for a rule the backend was not asked
+    to follow. A check cannot go on after it (:meth:`keep_going` lets it through)."""
+
+    kind = "violation"
+
+    def __init__(self, action: str, clauses: Sequence[str], text: str) -> None:
+        super().__init__(f"{clauses[0]}: {text}")
+        self.action = action
+        self.clauses = tuple(clauses)
+        self.text = text
+
+
 @dataclass(frozen=True)
 class ClauseFailure:
     """A ClauseFailure is one clause a check found broken ("" for every clause it cites) and
@@ -84,19 +101,21 @@ class ClauseFailures(Finding, AssertionError):
     kind = "violation"
 
     def __init__(self, errors: Sequence[BaseException], completed: bool) -> None:
-        firsts: dict[str, tuple[Verdict, BaseException]] = {}
+        firsts: dict[str, tuple[str, BaseException]] = {}
         counts: dict[str, int] = {}
         for error in errors:
             verdict = verdict_of(error)
-            firsts.setdefault(verdict.blamed, (verdict, error))
-            counts[verdict.blamed] = counts.get(verdict.blamed, 0) + 1
+            for failure in verdict.failures or (ClauseFailure(verdict.blamed, verdict.reason),):
+                firsts.setdefault(failure.clause, (failure.reason, error))
+                counts[failure.clause] = counts.get(failure.clause, 0) + 1
         self.failures = tuple(
-            ClauseFailure(clause, verdict.reason + _more(counts[clause] - 1))
-            for clause, (verdict, _) in firsts.items()
+            ClauseFailure(clause, reason + _more(counts[clause] - 1))
+            for clause, (reason, _) in firsts.items()
         )
         self.completed = completed
+        once = {id(error): (clause, error) for clause, (_, error) in reversed(firsts.items())}
         shown = "\n\n".join(
-            str(error) + _more(counts[clause] - 1) for clause, (_, error) in firsts.items()
+            str(error) + _more(counts[clause] - 1) for clause, error in reversed(once.values())
         )
         ended = "the check ran to its end" if completed else "the check stopped at the last one"
         super().__init__(f"{shown}\n\n({len(firsts)} clause(s) found broken; {ended})")
@@ -215,6 +234,9 @@ def verdict_of(error: BaseException) -> Verdict:
     if isinstance(error, ClauseFailures):
         first = error.failures[0]
         return Verdict("violation", first.clause, first.reason, (), error.failures, error.completed)
+    if isinstance(error, Refusal):
+        failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)
+        return Verdict("violation", error.clauses[0], reason, (), failures, completed=False)
     if isinstance(error, Violation):
         return Verdict("violation", error.clause, reason)
     if isinstance(error, Finding):

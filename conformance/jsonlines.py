@@ -180,7 +180,7 @@ class CommandSession:
                 f"the answer carries id {got!r}, expected {request['id']}", request, answer
             )
         answer.pop("id")
-        return check_answer(request["op"], request, answer)
+        return check_answer(request["op"], request, answer, self.features)
 
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Sends one request and returns the validated answer."""

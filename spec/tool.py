@@ -107,8 +107,11 @@ def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) ->
 
     The schema is an object with ``name`` ``memory``, a non-empty ``description`` and
     ``parameters``, a valid JSON Schema (Draft 2020-12, checked against its metaschema) whose
-    properties and ``required`` list are those of :func:`schema_parameters` for the claimed
-    features, each with the same ``type`` and ``enum``; descriptions are free.
+    properties include those of :func:`schema_parameters` for the claimed features, each with
+    the same ``type`` and ``enum``, and whose ``required`` list is that function's; a property
+    of the backend's own (an alias, as Hermes 0.20's ``new_text`` for ``content``) needs a
+    ``type`` and is never required, so a model may always call with the spec's names alone;
+    descriptions are free.
     """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
@@ -153,11 +156,16 @@ def _schema_difference(wanted: Mapping[str, Any], got: Mapping[str, Any], path: 
         properties = got.get("properties")
         if not isinstance(properties, Mapping):
             return [*problems, f"TOOL-2: {path} has no properties"]
-        if sorted(properties) != sorted(wanted["properties"]):
+        missing = sorted(set(wanted["properties"]) - set(properties))
+        if missing:
             problems.append(
-                f"TOOL-2: {path}.properties are {sorted(properties)}, not "
-                f"{sorted(wanted['properties'])} (the actions and shapes the backend claims)"
+                f"TOOL-2: {path}.properties lack {missing} (the actions and shapes the backend "
+                "claims)"
             )
+        for name in sorted(set(properties) - set(wanted["properties"])):
+            extra = properties[name]
+            if not isinstance(extra, Mapping) or not isinstance(extra.get("type"), str):
+                problems.append(f"TOOL-2: {path}.{name}, a property of its own, has no type")
         for name, sub in wanted["properties"].items():
             if isinstance(properties.get(name), Mapping):
                 problems += _schema_difference(sub, properties[name], f"{path}.{name}")

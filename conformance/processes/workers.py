@@ -53,6 +53,7 @@ import multiprocess
 from multiprocess import connection
 
 from memspec.conformance.backend import BackendDefect, InProcessBackend
+from memspec.conformance.findings import Refusal
 from memspec.conformance.locations import shadows_memspec
 from memspec.conformance.processes.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.processes.turns import TurnHook
@@ -258,6 +259,10 @@ def _run_session(
             except BackendDefect as defect:
                 outbox.send(_defect_record("info", index, defect))
                 return
+            except Refusal as refusal:
+                said = {"action": refusal.action, "clauses": refusal.clauses, "text": refusal.text}
+                outbox.send({"type": "refusal", "index": index, "time": time.monotonic(), **said})
+                return
             finally:
                 if hook is not None:
                     hook.op = None
@@ -324,8 +329,10 @@ class WorkerResult:
 
     ``status`` is ``done`` (every operation ran), ``killed`` (by the harness), ``died`` (on its
     own, e.g. at an interposed kill), ``timeout`` (killed at the deadline), ``defect`` (the
-    backend broke the contract; ``defect`` holds message, sent and received), ``error`` (a bug
-    in the harness; ``message`` has the traceback) or ``barrier`` (another worker never came).
+    backend broke the contract; ``defect`` holds message, sent and received), ``refused`` (the
+    backend refused an action of ``core`` as unsupported: :meth:`Worker.finish` raises
+    :class:`~memspec.conformance.findings.Refusal`), ``error`` (a bug in the harness;
+    ``message`` has the traceback) or ``barrier`` (another worker never came).
     """
 
     name: str
@@ -399,6 +406,7 @@ class Worker:
         self.eof = False
         self.killed_by: str | None = None
         self.exitcode: int | None = None
+        self.refusal: dict[str, Any] | None = None
         self._result: WorkerResult | None = None
 
     # -- receiving --------------------------------------------------------------------------------
@@ -418,6 +426,9 @@ class Worker:
         elif kind in ("ok", "fail") and index in self.ops:
             op = self.ops[index]
             op.type, op.complete, op.answer = kind, record["time"], record["answer"]
+        elif kind == "refusal":
+            self.status, self.refusal = "refused", record
+            self.ops[index].type, self.ops[index].complete = "fail", record["time"]
         elif kind in ("info", "defect"):
             if index in self.ops:
                 self.ops[index].type = "info"
@@ -492,7 +503,16 @@ class Worker:
 
     def finish(self, timeout: float) -> WorkerResult:
         """Waits up to ``timeout`` seconds for the worker to end, kills it if it has not, reaps
-        it and returns its result (also on later calls)."""
+        it and returns its result (also on later calls). Raises :class:`Refusal` when the
+        backend refused an action of ``core`` as unsupported: no check can judge the history of
+        a session stopped there."""
+        result = self._finished(timeout)
+        if self.refusal is not None:
+            refusal = self.refusal
+            raise Refusal(refusal["action"], refusal["clauses"], refusal["text"])
+        return result
+
+    def _finished(self, timeout: float) -> WorkerResult:
         if self._result is not None:
             return self._result
         if not self.wait_until(lambda worker: worker.ended, timeout):
@@ -556,7 +576,7 @@ class Worker:
     def __exit__(self, *exc: object) -> None:
         if self._result is None:
             self.kill("killed")
-            self.finish(0)
+            self._finished(0)
 
 
 def run_session(job: Job, timeout: float = DEFAULT_DEADLINE) -> WorkerResult:

@@ -535,6 +535,21 @@ class ClaimsNoBatch(Wrapper):
         self.features = ("core",)
 
 
+class RefusesReplace(Wrapper):
+    """Refuses ``replace``, alone or in a batch, with ``E_UNSUPPORTED`` and offers ``patch``, as
+    the 0.22 Hermes line does ("use 'patch'"): it breaks CONTRACT-2 and REPLACE-1, and every
+    clause a check or example drives through ``replace`` is not verified, never failed."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        items = thaw(op.operations) if isinstance(op, Batch) else ()
+        if isinstance(op, Replace) or any(
+            isinstance(item, dict) and item.get("action") == "replace" for item in items
+        ):
+            return {"ok": False, "code": codes.E_UNSUPPORTED,
+                    "message": "'replace' is not available; use 'patch'"}  # fmt: skip
+        return super().mutate(op)
+
+
 def factory_raises(root: Path, **limits: int) -> Wrapper:
     raise OSError("cannot open the store")
 
@@ -619,5 +634,6 @@ hangs_on_add = factory_of(HangsOnAdd)
 hangs_on_close = factory_of(HangsOnClose)
 thread_bound = factory_of(ThreadBound)
 core_only = factory_of(ClaimsNoBatch)
+refuses_replace = factory_of(RefusesReplace)
 refuses_emptying_batch = factory_of(RefusesEmptyingBatch)
 stricter_scanner = factory_of(StricterScanner)

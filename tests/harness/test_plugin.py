@@ -138,3 +138,30 @@ def test_a_bug_in_a_check_is_a_harness_error_never_a_backend_failure(
     # A check that needs a feature the backend does not claim carries the feature as data.
     skipped = [check for check in payload["checks"] if check["status"] == "skipped"]
     assert skipped and all(check["missing_features"] == ["batch"] for check in skipped)
+
+
+def test_a_refused_core_action_fails_its_own_clauses_and_masks_no_other(
+    pytester: pytest.Pytester,
+) -> None:
+    # A backend that refuses replace (E_UNSUPPORTED, as the 0.22 Hermes line does) fails
+    # CONTRACT-2 and REPLACE-1; a clause whose example or check drives the store through replace
+    # is not verified by it, never failed, and a worker process reports the refusal as well.
+    report = pytester.path / "report"
+    pytester.runpytest_subprocess(
+        *SUITE, "--memspec-backend", "tests.backends.wrappers:refuses_replace",
+        "-k", "replace-whole-entry or match-substring or atomic.acknowledged_is_visible "
+        "or history_is_linearizable or lock-interleaved-sessions or answers_have_contract_shapes",
+        f"--memspec-report={report}", timeout=300,
+    )  # fmt: skip
+    payload = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    verdicts = {row["clause"]: row for row in payload["clauses"]}
+    assert verdicts["REPLACE-1"]["status"] == verdicts["CONTRACT-2"]["status"] == "fail"
+    failed = {clause for clause, row in verdicts.items() if row["status"] == "fail"}
+    assert failed == {"REPLACE-1", "CONTRACT-2"}
+    assert verdicts["MATCH-1"]["status"] == "skip"
+    assert "stopped on CONTRACT-2, REPLACE-1" in verdicts["MATCH-1"]["why"][0]
+    history = {check["id"]: check for check in payload["checks"]}[
+        "LOCK/concurrency.history_is_linearizable"
+    ]
+    assert history["blamed"] == "CONTRACT-2" and not history["completed"]
+    assert verdicts["LOCK-3"]["status"] == "pass"  # by lock-interleaved-sessions, adds only

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from memspec.conformance.findings import (
     ClauseFailure,
     ClauseFailures,
     Mismatch,
+    Refusal,
     Verdict,
     Violation,
     blamed_clauses,
@@ -157,6 +159,31 @@ def test_what_stops_a_check_after_a_kept_failure_joins_it(stop: Exception, claus
         _run_check(body)
     assert [f.clause for f in failure.value.failures] == ["FENCE-1", clause]
     assert not failure.value.completed
+
+
+def test_a_refused_core_action_stops_the_check_and_blames_its_own_clauses() -> None:
+    # keep_going lets a Refusal through: nothing after it was driven, so the check did not run
+    # to its end, and it counts against CONTRACT-2 and REPLACE-1, shown once.
+    refusal = Refusal("replace", ("CONTRACT-2", "REPLACE-1"), "replace answered E_UNSUPPORTED")
+
+    def body(ctx: CheckContext) -> None:
+        with ctx.keep_going():
+            raise AssertionError("FENCE-1: broken")
+        with ctx.keep_going():
+            raise refusal
+        raise AssertionError("FENCE-2: never reached")
+
+    with pytest.raises(ClauseFailures) as failure:
+        _run_check(body)
+    assert [f.clause for f in failure.value.failures] == ["FENCE-1", "CONTRACT-2", "REPLACE-1"]
+    assert not failure.value.completed
+    assert str(failure.value).count("E_UNSUPPORTED") == 1
+    alone = verdict_of(refusal)
+    assert (alone.blamed, alone.completed) == ("CONTRACT-2", False)
+    record = {"status": "failed", "kind": "violation", "clauses": ["MATCH-1", "REPLACE-1"],
+              "failures": [asdict(f) for f in alone.failures], "completed": False}  # fmt: skip
+    assert fails_clause(record, "REPLACE-1") and not fails_clause(record, "MATCH-1")
+    assert not verifies_clause(record, "MATCH-1")
 
 
 def test_a_check_with_one_plain_failure_raises_it_unchanged() -> None:

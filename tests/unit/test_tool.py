@@ -36,6 +36,24 @@ def test_schema_of_the_claimed_features_is_valid() -> None:
     assert any("not a valid JSON Schema" in p for p in schema_problems(broken, {"core", "batch"}))
 
 
+def test_a_schema_may_name_an_alias_but_never_require_it() -> None:
+    # TOOL-2: Hermes 0.20's new_text beside content is sound; an untyped or required one is not.
+    schema = {"name": "memory", "description": "d", "parameters": schema_parameters(ACTIONS, True)}
+    properties = schema["parameters"]["properties"]
+    properties["new_text"] = {"type": "string", "description": "Alias for 'content'."}
+    properties["operations"]["items"]["properties"]["new_text"] = {"type": "string"}
+    assert schema_problems(schema, {"core", "batch"}) == []
+    schema["parameters"]["required"] = ["target", "new_text"]
+    assert any("required" in p for p in schema_problems(schema, {"core", "batch"}))
+    schema["parameters"]["required"] = ["target"]
+    properties["new_text"] = {"description": "no type"}
+    assert schema_problems(schema, {"core", "batch"}) == [
+        "TOOL-2: parameters.new_text, a property of its own, has no type"
+    ]
+    del properties["old_text"]
+    assert any("lack ['old_text']" in p for p in schema_problems(schema, {"core", "batch"}))
+
+
 def test_parse_names_the_store_operation() -> None:
     # TOOL-5: replace's content is the contract's new_content; null counts as absent.
     text = '{"action": "replace", "target": "user", "old_text": "a", "content": "b", "x": null}'
