@@ -10,7 +10,8 @@
   and ``DIR/matrix.html``. Columns come in that order: saved reports, ``--backend``,
   ``--backend-cmd``, ``--hermes``.
 - ``memspec sweep --package hermes-agent --from 0.13.0 --to 0.19.0 --out DIR``: certifies every
-  release of the package on the index in that range, each in its own environment, and writes
+  release of the package on the index in that range (then each ``--then PKG==VER``, a later
+  line's release), each in its own environment, and writes
   ``DIR/timeline.md`` / ``timeline.html`` (for each clause, the release where its verdict
   changed) beside the matrix of all releases.
 
@@ -230,16 +231,29 @@ def matrix_page(matrix: Matrix) -> str:
     )
 
 
-def sweep_page(matrix: Matrix, changes: Sequence[Change], package: str, profile: str) -> str:
+def sweep_page(
+    matrix: Matrix,
+    changes: Sequence[Change],
+    package: str,
+    profile: str,
+    later: Sequence[Release] = (),
+) -> str:
     """Returns the body of the sweep's results page: clause counts per release, each verdict
     change with why, the clause table of every release (columns in release order), then why
-    each failing clause fails."""
-    first, last = matrix.columns[0].label, matrix.columns[-1].label
+    each failing clause fails. ``later`` are the releases of later lines (``--then``) after the
+    package's own."""
+    own = matrix.columns[: len(matrix.columns) - len(later)]
+    first, last = own[0].label, own[-1].label
+    then = (
+        ", then the later lines " + ", ".join(f"{r.package} {r.version}" for r in later)
+        if later
+        else ""
+    )
     return "\n\n".join(
         [
-            f"Every release of {package} on the package index from {first} to {last}, each "
-            f"certified in its own environment (profile `{profile}`), and for each clause the "
-            "release where its verdict changed.",
+            f"Every release of {package} on the package index from {first} to {last}{then}, "
+            f"each certified in its own environment (profile `{profile}`), and for each clause "
+            "the release where its verdict changed.",
             "## Timeline",
             render_timeline_markdown(matrix, changes).strip(),
             render_markdown(matrix, "Every clause, every release").split("\n### ")[0].strip(),
@@ -308,35 +322,37 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     run = _page_run(args)
     out = _out(args)
+    later = [_release(text) for text in args.then]
     versions = versions_between(index_versions(args.package), args.first, args.last)
     if not versions:
         raise UsageError(
             f"no release of {args.package} on the index between {args.first} and {args.last}"
         )
-    print(f"memspec: sweeping {args.package} {', '.join(versions)}", flush=True)
+    releases = [(Release(args.package, v), v) for v in versions] + [(r, r.label) for r in later]
+    print(f"memspec: sweeping {', '.join(label for _, label in releases)}", flush=True)
     columns = []
-    for version in versions:
-        release = Release(args.package, version)
+    for release, label in releases:
         report = out / _slug(release.label)
         if args.reuse and (report / "report.json").exists():
-            column = Column.load(report, version)
+            column = Column.load(report, label)
             if column.run.get("profile") == args.profile:
                 columns.append(column)
                 continue
         command = hermes_command(release, args.cache, args.python)
         _certified_column(["--backend-cmd", command], report, _certify_options(args))
-        columns.append(Column.load(report, version))
+        columns.append(Column.load(report, label))
     matrix = Matrix.build(columns)
     changes = timeline(matrix)
-    title = f"{args.package} {versions[0]} to {versions[-1]}: memspec release sweep"
+    last = releases[-1][1]
+    title = f"{args.package} {versions[0]} to {last}: memspec release sweep"
     _write(out / "timeline.md", f"## {title}\n\n" + render_timeline_markdown(matrix, changes))
     _write(out / "timeline.html", render_timeline_html(matrix, changes, title))
     _write(out / "matrix.md", render_markdown(matrix, title))
-    print(f"{len(changes)} clause verdicts changed across {len(versions)} releases")
+    print(f"{len(changes)} clause verdicts changed across {len(releases)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
     if run:
-        body = sweep_page(matrix, changes, args.package, args.profile)
-        page_title = f"Release sweep: {args.package} {versions[0]} to {versions[-1]}"
+        body = sweep_page(matrix, changes, args.package, args.profile, later)
+        page_title = f"Release sweep: {args.package} {versions[0]} to {last}"
         print(f"page: {run.write(args.page, page_title, body)}")
     return 0
 
@@ -409,6 +425,13 @@ def add_parsers(commands: Any) -> None:
         "--out",
         metavar="DIR",
         help="where the pages are written (with --page: a new temporary one)",
+    )
+    sweep.add_argument(
+        "--then",
+        action="append",
+        default=[],
+        metavar="PKG==VER",
+        help="a release of a later line (a fork) to append to the timeline, in the order given",
     )
     sweep.add_argument(
         "--reuse", action="store_true", help="keep a release's saved report of the same profile"

