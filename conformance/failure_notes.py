@@ -59,7 +59,8 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
     ("CONTRACT-2",): (
         "content that is not a string (an `add` of `42`) raises inside the memory tool instead "
         "of being refused with `E_INVALID`: a malformed tool call from the model crashes the "
-        "call rather than telling it what was wrong."
+        "call rather than telling it what was wrong; the 0.22 line does not execute core's "
+        "`replace` at all (see REPLACE-1)."
     ),
     ("CONTRACT-5",): (
         "conditions are reported in another order: hermes-agent crashes on an undecodable file "
@@ -68,7 +69,9 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
     ),
     ("REPLACE-1", "MATCH-1"): (
         "CR LF in a replace's new content and in `old_text` is kept: an entry is stored "
-        "differently from what was sent, and an `old_text` copied with CR LF never matches."
+        "differently from what was sent, and an `old_text` copied with CR LF never matches; "
+        "the 0.22 line refuses `replace` altogether (E_UNSUPPORTED, \"use 'patch'\"), so for it "
+        "every other clause an example or check drives through `replace` reads not verified."
     ),
     ("ENTRY-4",): "content with a lone surrogate raises `UnicodeEncodeError` from the write.",
     ("ENTRY-7", "CONTRACT-6"): (
@@ -145,7 +148,9 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "releases before 0.15.0 have no drift guard and rewrite away text another tool appended "
         "(#26045); from 0.15.0 a file another tool wrote without delimiters, under the limit, "
         "passes the drift check, and one replace rewrites the whole file as the new entry with "
-        "no backup (#56464)."
+        "no backup (#56464); the 0.22 line refuses even the `remove` of a pasted paragraph "
+        "(`E_DRIFT`), which keeps the text but leaves the file beyond the model's repair "
+        "(see DRIFT-7)."
     ),
     ("DRIFT-7", "SCAN-7"): (
         "nothing the model can do with the tool brings back a file with an entry over the "
@@ -211,22 +216,39 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "which the snapshot hides behind its `[BLOCKED:` placeholder."
     ),
     ("TOOL-2",): (
-        "from the 0.20 line the schema names a replacement's text `new_text` beside `content`, "
-        "and the 0.22 line offers `patch` where `replace` stood: TOOL-2 holds a schema to the "
-        "spec's parameter names and to the actions the backend claims, and the harness does not "
-        "yet read a schema's own names."
+        "(the 0.22 line) the schema offers `patch` where `replace` stood, in a single call and "
+        "in a batch item: it hides core's `replace`, which the line refuses (REPLACE-1), and "
+        "offers a batch item the contract's batch does not take. (The 0.20 line's `new_text`, "
+        "an alias of `content`, is a property of its own that TOOL-2 allows.)"
     ),
-    (
-        "ENTRY-6", "LIMIT-2", "LIMIT-5", "REPLACE-3", "REPLACE-4", "REMOVE-3", "PATCH-4",
-        "PATCH-5", "PATCH-6", "PATCH-7", "PATCH-8", "PATCH-9", "PATCH-10", "BATCH-1", "BATCH-3",
-        "BATCH-7", "TOOL-10", "LOCK-2", "LOCK-3", "ATOMIC-1", "ATOMIC-2", "ATOMIC-5", "CRASH-1",
-        "CONTRACT-7",
-    ): (
-        "(the 0.22 line) `replace` is refused (\"use 'patch'\"), which core's `replace` "
-        "(CONTRACT-2) requires; the examples and checks of these clauses drive the store with "
-        "`replace`, or judge its answers, so most of these verdicts record that refusal, not a "
-        "break of the clause's own rule: the harness does not yet drive a backend that refuses "
-        "`replace` with `patch` instead."
+    ("PATCH-4",): (
+        "(the 0.22 line) a patch whose span or new text carries surrounding whitespace or CR LF "
+        "is refused as a no-op (`E_INVALID`), though the entry would change."
+    ),
+    ("PATCH-5",): (
+        "(the 0.22 line) the match is checked before the new text: threat content aimed at an "
+        "absent span is answered `E_NOMATCH`, not `E_THREAT`."
+    ),
+    ("PATCH-6",): (
+        "(the 0.22 line) a U+FEFF inside ordinary text is refused as an invisible character, "
+        "so the example's own entry is never stored (see SCAN-4)."
+    ),
+    ("PATCH-7",): (
+        "(the 0.22 line) a refusal for the limit gives `usage` as `USED/LIMIT`, another format "
+        "than a success's (see SNAP-11)."
+    ),
+    ("PATCH-8",): (
+        "(the 0.22 line) a patch that leaves the entry unchanged is refused as an invalid call "
+        "instead of being an accepted no-op that writes nothing."
+    ),
+    ("PATCH-9",): (
+        "(the 0.22 line) any write to a file that holds free-form text (an entry longer than "
+        "the limit) is refused `E_DRIFT`, where the rules of `replace` keep that text in a "
+        "backup and go on (see DRIFT-7)."
+    ),
+    ("PATCH-10",): (
+        "(the 0.22 line) conditions are reported in another order: an empty `old_text` before a "
+        "content that is not a string, and the file before the arguments."
     ),
     ("MATCH-2", "PATCH-2"): (
         "(the 0.22 line) an `old_text` equal to one entry once stripped is answered "
