@@ -1246,35 +1246,43 @@ async function handleLine(line) {
   }
 }
 
-function main() {
-  const queue = [];
+// Requests are read with blocking reads on fd 0 and answered with one write each on fd 1, one
+// request at a time: the process makes the same system calls whatever the timing, so a harness
+// that counts them to place a fault (strace's when=N) finds the same call on every run. (libuv's
+// non-blocking stdin makes a number of reads that varies with the load.)
+async function main() {
+  const buffer = Buffer.alloc(1 << 16);
+  const decoder = new (require('string_decoder').StringDecoder)('utf8');
   let pending = '';
-  let ended = false;
-  let busy = false;
-  const pump = async () => {           // requests are handled strictly one after another
-    if (busy) return;
-    busy = true;
-    while (queue.length) {
-      const line = queue.shift();
-      if (line.trim()) process.stdout.write(JSON.stringify(await handleLine(line)) + '\n');
+  for (;;) {
+    let count;
+    try {
+      count = fs.readSync(0, buffer, 0, buffer.length, null);
+    } catch (error) {
+      if (error.code === 'EOF') break;
+      if (error.code !== 'EAGAIN') throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5));  // a non-blocking stdin
+      continue;
     }
-    busy = false;
-    if (ended) process.stdout.write('', () => process.exit(0));  // stdin closed: exit
-  };
-  process.stdin.setEncoding('utf8');
-  process.stdin.on('data', (chunk) => {
-    const lines = (pending + chunk).split('\n');
+    if (count === 0) break;                                        // stdin closed: exit
+    const lines = (pending + decoder.write(buffer.subarray(0, count))).split('\n');
     pending = lines.pop();
-    queue.push(...lines);
-    pump();
-  });
-  process.stdin.on('end', () => {
-    queue.push(pending);
-    ended = true;
-    pump();
-  });
+    for (const line of lines) await answerLine(line);
+  }
+  await answerLine(pending + decoder.end());
 }
 
-if (require.main === module) main();
+async function answerLine(line) {
+  if (!line.trim()) return;
+  const data = Buffer.from(JSON.stringify(await handleLine(line)) + '\n');
+  for (let done = 0; done < data.length;) done += fs.writeSync(1, data, done, data.length - done);
+}
+
+if (require.main === module) {
+  main().then(() => process.exit(0), (error) => {
+    process.stderr.write(`${error && error.stack ? error.stack : error}\n`);
+    process.exit(1);
+  });
+}
 module.exports = { parseText, classify, findThreats, buildFence, sanitizeRecalled, usageLabel,
   renderSnapshot, decide, argumentError, codePoints, preview };

@@ -223,6 +223,11 @@ def acted_on(
     """Returns the call record the injected run shows the fault on (for ``kill-after``, the
     call right before the kill), or None, and the invocations strace acted at, in words."""
     hits = trace.injected if injection.action == "raise" else trace.killed
+    if injection.action != "raise":
+        # A process kill ends every thread; another thread inside a traced call then shows as
+        # killed there too. strace acted only at the injection's own invocation.
+        own = [hit for hit in hits if hit[1:] == (injection.syscall, injection.nth)]
+        hits = own or hits
     words = ", ".join(f"{syscall} #{nth}" for _, syscall, nth in hits) or "no call"
     if len(hits) != 1:
         return None, f"strace acted {len(hits)} times ({words})"

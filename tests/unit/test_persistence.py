@@ -196,3 +196,25 @@ def test_strace_records_say_which_invocation_and_what_strace_did() -> None:
     assert trace.records[2]["details"]["strace"]["nth"] == 2
     assert trace.records[3]["details"]["operation"] == "LOCK_EX"
     assert trace.injected == [(10, "read", 1)] and trace.killed == [(10, "rename", 1)]
+
+
+KILLED_WITH_A_BYSTANDER = r"""
+10  openat(AT_FDCWD</w>, "/r/MEMORY.md", O_RDONLY|O_CLOEXEC) = 3</r/MEMORY.md>
+11  close(7</r/other>) <unfinished ...>
+10  rename("/r/.t1", "/r/MEMORY.md") = ?
+11  +++ killed by SIGKILL +++
+10  +++ killed by SIGKILL +++
+"""
+
+
+def test_a_kill_is_placed_by_the_injected_invocation_not_a_bystander_thread() -> None:
+    # A process kill ends every thread: one inside a traced call shows as killed there too,
+    # but strace acted only at the injection's own invocation.
+    from memspec.conformance.crash.tamper import Injection, acted_on
+
+    trace = read_strace(KILLED_WITH_A_BYSTANDER, "/r", {"MEMORY.md": 1})
+    assert sorted(trace.killed) == [(10, "rename", 1), (11, "close", 1)]
+    target = trace.records[-1]
+    injection = Injection("rename", 1, "kill-before", 0, target, 10)
+    record, words = acted_on(trace, trace.records, injection)
+    assert record is target and words == "rename #1"
