@@ -9,6 +9,7 @@ reads the files from the disk, like any outside reader would.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import tempfile
 from collections.abc import Callable, Mapping
@@ -171,6 +172,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
     A :class:`BackendDefect` (the backend raised or answered garbage) is a failure too.
     """
     opened: set[str] = set()
+    offers: dict[str, ToolOffer] = {}
     for step in example.steps:
         fail = _failure_factory(example, step)
         try:
@@ -182,7 +184,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 driver.request(step.session, "load", {})
             if step.op == "tool":
                 limits = {**DEFAULT_LIMITS, **example.limits}
-                problem = _run_tool_step(step, driver, fail, limits, example.clauses)
+                problem = _run_tool_step(step, driver, fail, limits, example.clauses, offers)
             else:
                 problem = _run_step(step, driver, fail)
         except BackendDefect as defect:
@@ -238,6 +240,23 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
 
 Requester = Callable[[str, dict[str, Any]], dict[str, Any]]
 
+ToolOffer = tuple[tuple[str, ...], bool]
+"""The actions a session's tool schema offers and whether it offers the batch shape
+(:func:`~memspec.spec.tool.schema_offer`)."""
+
+
+def session_requester(session: Session) -> Requester:
+    """Returns the :data:`Requester` that sends an op and its fields in ``session``."""
+    return lambda op, fields: session.request(op, **fields)
+
+
+def tool_offer(request: Requester) -> ToolOffer:
+    """Returns what the tool schema of ``request``'s session offers: the actions of its
+    ``action`` enum and whether it has ``operations`` (TOOL-2). The schema depends only on the
+    session's claimed features, so it is asked once per session and handed to each
+    :func:`judged_tool_call` in it."""
+    return schema_offer(request("tool_schema", {}).get("schema"))
+
 
 def judged_tool_call(
     request: Requester,
@@ -245,16 +264,18 @@ def judged_tool_call(
     arguments: str,
     limits: Mapping[str, int],
     *,
+    offer: ToolOffer,
     scan: bool,
 ) -> tuple[dict[str, Any], list[str]]:
     """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
     the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
 
     The target's file (``read_disk``) and ``entries(target)`` are read before and after the
-    call, so that the judge decides the operation's outcome itself; the schema says which
-    actions and shapes the tool takes; ``scan`` is whether the backend claims ``threat-scan``.
+    call, so that the judge decides the operation's outcome itself; ``offer`` is the session's
+    :func:`tool_offer`, which actions and shapes the tool takes; ``scan`` is whether the backend
+    claims ``threat-scan``.
     """
-    actions, batch = schema_offer(request("tool_schema", {}).get("schema"))
+    actions, batch = offer
     target = watched_target(arguments)
     file = classify_bytes(read_disk(target), limits[target])
     before = request("entries", {"target": target})["entries"]
@@ -268,18 +289,26 @@ def judged_tool_call(
 
 
 def _run_tool_step(
-    step: Step, driver: Driver, fail: Fail, limits: dict[str, int], clauses: tuple[str, ...]
+    step: Step,
+    driver: Driver,
+    fail: Fail,
+    limits: dict[str, int],
+    clauses: tuple[str, ...],
+    offers: dict[str, ToolOffer],
 ) -> ExampleFailure | None:
     """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:``
     item standing for any placeholder of the file), and the result must pass the spec's judge of
     tool results on the example's own clauses (a failure names the clause it breaks; the other
-    rules have their own examples and checks)."""
+    rules have their own examples and checks). ``offers`` holds each session's
+    :func:`tool_offer`, asked at its first tool step."""
     arguments = step.args[0]
     sent = {"op": "tool_call", "arguments": arguments}
+    request = functools.partial(driver.request, step.session)
+    if step.session not in offers:
+        offers[step.session] = tool_offer(request)
     answer, problems = judged_tool_call(
-        lambda op, fields: driver.request(step.session, op, fields),
-        driver.disk, arguments, limits, scan=True,
-    )  # fmt: skip
+        request, driver.disk, arguments, limits, offer=offers[step.session], scan=True
+    )
     want = step.expect["result"]
     result = parse_arguments(answer.get("result"))
     if not isinstance(result, dict):

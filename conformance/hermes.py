@@ -227,6 +227,14 @@ def find_memory_tool(distributions: Sequence[dict[str, Any]], label: str) -> Ins
     raise UsageError(f"{label} ships no Hermes memory tool (no {MEMORY_TOOL} among its files)")
 
 
+def _inspect(venv: Path, label: str) -> Installed:
+    """Returns the distribution in ``venv`` that ships Hermes' memory tool, found by
+    :func:`find_memory_tool` among the distributions the environment's own interpreter lists
+    (``_INSPECT``)."""
+    listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
+    return find_memory_tool(json.loads(listing), label)
+
+
 def wheel_digest(wheel: Path) -> str:
     """Returns a short digest of a wheel's RECORD: the same files give the same digest, however
     the archive was packed."""
@@ -322,18 +330,19 @@ def read_ready(venv: Path) -> dict[str, Any] | None:
     return ready if isinstance(ready, dict) else {"build": text.strip()}
 
 
-def _add_agent_needs(venv: Path, label: str) -> None:
+def _add_agent_needs(venv: Path, label: str, ready: dict[str, Any]) -> None:
     """Installs the agent's imports into a ready environment built without them (by a memspec
-    before the agent feature), once; the ready file then says so."""
-    ready = read_ready(venv)
-    if ready is None or "agent" in ready:
+    before the agent feature), once; the ready file (``ready``, as read) then says so."""
+    if "agent" in ready:
         return
-    listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
-    _install_agent_needs(venv, find_memory_tool(json.loads(listing), label), ready)
+    _install_agent_needs(venv, _inspect(venv, label), ready)
     (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
 
 
 def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Path:
+    """Returns the interpreter of the environment ``venv``: at once when its ready file says it
+    is finished, else under the lock, where the ready file is read again (another memspec may
+    have finished it meanwhile) and the environment built or completed."""
     if "agent" in (read_ready(venv) or {}) and venv_python(venv).exists():
         return venv_python(venv)
     try:
@@ -342,8 +351,9 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
         raise UsageError(f"cannot create the cache {venv.parent}: {error.strerror}") from None
     fd = _lock(venv.parent / f".{venv.name}.lock", LOCK_TIMEOUT)
     try:
-        if (venv / READY).exists() and venv_python(venv).exists():
-            _add_agent_needs(venv, build.label)
+        ready = read_ready(venv)
+        if ready is not None and venv_python(venv).exists():
+            _add_agent_needs(venv, build.label, ready)
             return venv_python(venv)
         shutil.rmtree(venv, ignore_errors=True)
         try:
@@ -358,7 +368,7 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
         except UsageError:
             shutil.rmtree(venv, ignore_errors=True)
             raise
-        ready: dict[str, Any] = {"build": build.label, "installed": installed.describe()}
+        ready = {"build": build.label, "installed": installed.describe()}
         _install_agent_needs(venv, installed, ready)
         (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
         return venv_python(venv)
@@ -372,8 +382,7 @@ def _install(build: Build, wheel: Path | None, venv: Path, python: str | None) -
     pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
     requirement = build.label if wheel is None else str(wheel)
     _run([*pip, "--no-deps", requirement], f"installing {build.label}")
-    listing = _run([str(venv_python(venv)), "-I", "-c", _INSPECT], "reading the installed files")
-    installed = find_memory_tool(json.loads(listing), build.label)
+    installed = _inspect(venv, build.label)
     if installed.needs.pins:
         _run([*pip, *installed.needs.pins], f"installing {', '.join(installed.needs.pins)}")
     return installed

@@ -367,9 +367,9 @@ def installed_distribution() -> Any:
     return None
 
 
-def distribution() -> tuple[str, str]:
-    """Returns the name and version of the installed distribution that ships the memory tool."""
-    found = installed_distribution()
+def name_and_version(found: Any) -> tuple[str, str]:
+    """Returns the name and version of ``found``, the installed distribution that ships the
+    memory tool (:func:`installed_distribution`), or ``("hermes", "")`` when there is none."""
     return (found.metadata["Name"], found.version) if found is not None else ("hermes", "")
 
 
@@ -398,14 +398,13 @@ def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
     )
     agents = _agent_module()
     home = os.environ.get("HERMES_HOME")
-    session.agent, why = agents.open_agent(
-        installed_distribution(), Path(home) if home else None, session.limits
-    )
+    found = installed_distribution()  # one scan of the environment's distributions
+    session.agent, why = agents.open_agent(found, Path(home) if home else None, session.limits)
     if session.agent is not None:
         session.features.append("agent")
     else:
         print(f"agent feature not claimed: {why}", file=sys.stderr)
-    name, version = distribution()
+    name, version = name_and_version(found)
     variant = "async" if session.is_async else "sync"
     return session, {
         "ok": True,

@@ -110,6 +110,10 @@ def _source(path: Path) -> str:
 
 
 READY = "memspec-ready"  # restates memspec.conformance.hermes.READY
+AGENT_MODULES = ("run_agent.py", "agent/memory_manager.py", "agent/memory_provider.py")
+"""The modules the ``agent`` ops drive. Restates memspec.conformance.hermes_imports.AGENT_MODULES:
+this file runs in the Hermes environment, where memspec is not installed
+(tests/unit/test_hermes_agent_discovery.py keeps the two equal)."""
 
 
 def agent_needs(distribution: Any, ready: Path | None = None) -> list[str]:
@@ -134,7 +138,7 @@ def discover(distribution: Any) -> str:
     installed. ``distribution`` is the installed distribution (:mod:`importlib.metadata`) that
     ships the memory tool."""
     shipped = {str(path) for path in distribution.files or []}
-    for module in ("run_agent.py", "agent/memory_manager.py", "agent/memory_provider.py"):
+    for module in AGENT_MODULES:
         if module not in shipped:
             return f"the release ships no {module}"
     gaps = missing_seams(agent_methods(_source(Path(distribution.locate_file("run_agent.py")))))

@@ -47,7 +47,9 @@ MEMORY_TOOL = "tools/memory_tool.py"
 TOOL_MODULES = (MEMORY_TOOL, "tools/memory_tool_store.py")
 MEMORY_MODULES = (*TOOL_MODULES, "agent/memory_manager.py")
 AGENT_MODULES = ("run_agent.py", "agent/memory_manager.py", "agent/memory_provider.py")
-"""The modules the ``agent`` ops drive: the agent, its memory manager and provider interface."""
+"""The modules the ``agent`` ops drive: the agent, its memory manager and provider interface.
+Restated as ``hermes_agent.AGENT_MODULES``, which runs in the Hermes environment without memspec
+(tests/unit/test_hermes_agent_discovery.py keeps the two equal)."""
 AGENT_PACKAGE = "agent/"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _GUARDS = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))

@@ -15,7 +15,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.examples import judged_tool_call
+from memspec.conformance.examples import (
+    ToolOffer,
+    judged_tool_call,
+    session_requester,
+    tool_offer,
+)
 from memspec.conformance.registry import CheckContext, check
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
@@ -63,13 +68,15 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
     @given(calls=program)
     def results_are_judged(calls: list[tuple[str, dict[str, Any]]]) -> None:
         with FuzzRoot(ctx, TOOL_LIMITS) as world:
+            offers: dict[str, ToolOffer] = {}
             for name, request in calls:
                 arguments = tool_arguments(request)
-                session = world.session(name)
+                send = session_requester(world.session(name))
+                if name not in offers:
+                    offers[name] = tool_offer(send)
                 answer, problems = judged_tool_call(
-                    lambda op, fields, session=session: session.request(op, **fields),
-                    world.disk,
-                    arguments, TOOL_LIMITS, scan="threat-scan" in features,
+                    send, world.disk, arguments, TOOL_LIMITS,
+                    offer=offers[name], scan="threat-scan" in features,
                 )  # fmt: skip
                 result = answer["result"]
                 # TOOL-5 to TOOL-12: the result of each call passes the judge.

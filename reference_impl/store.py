@@ -160,28 +160,28 @@ class Store:
     def add(self, target: str, content: str) -> dict[str, Any]:
         """Appends one entry; an exact duplicate is an accepted no-op (DUP-1, decided by the spec's
         ``decide``)."""
-        return self._mutate(Add(target, content))
+        return self.mutate(Add(target, content))
 
     def replace(self, target: str, old_text: str, new_content: str) -> dict[str, Any]:
         """Replaces the whole entry ``old_text`` identifies (REPLACE-1, decided by the spec's
         ``choose_entry`` and ``decide``)."""
-        return self._mutate(Replace(target, old_text, new_content))
+        return self.mutate(Replace(target, old_text, new_content))
 
     def remove(self, target: str, old_text: str) -> dict[str, Any]:
         """Removes the entry ``old_text`` identifies (REMOVE-1, decided by the spec's
         ``choose_entry`` and ``decide``)."""
-        return self._mutate(Remove(target, old_text))
+        return self.mutate(Remove(target, old_text))
 
     def patch(self, target: str, old_text: str, content: str) -> dict[str, Any]:
         """Replaces exactly the span ``old_text`` inside the one entry that holds it and keeps the
         rest of the entry; offered, with the feature ``patch`` claimed (PATCH-1), decided by the
         spec's ``choose_entry``, ``patch_entry`` and ``decide`` (PATCH-2 to PATCH-10)."""
-        return self._mutate(Patch(target, old_text, content))
+        return self.mutate(Patch(target, old_text, content))
 
     def batch(self, target: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
         """Applies add/replace/remove items all-or-nothing against the final budget; offered, with
         the feature ``batch`` claimed (BATCH-1), decided by the spec's ``decide`` (BATCH-2)."""
-        return self._mutate(Batch(target, operations))
+        return self.mutate(Batch(target, operations))
 
     def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
         """Starts the agent over this session with the scripted providers; offered, with the
@@ -213,10 +213,12 @@ class Store:
         if not is_target(target):
             raise ValueError(f"target must be 'memory' or 'user', got {target!r}")
 
-    def _mutate(self, op: Mutation) -> dict[str, Any]:
+    def mutate(self, op: Mutation) -> dict[str, Any]:
         """Returns the Outcome of a mutation, never raising for a condition of the code table
         (CONTRACT-6): argument refusals come before the disk is touched (CONTRACT-5), and a lock
-        or write that fails is ``E_IO`` with the old file intact (ATOMIC-4, FILES-3)."""
+        or write that fails is ``E_IO`` with the old file intact (ATOMIC-4, FILES-3). The one
+        door of every change: the five operations and the tool's call (TOOL-5) all come here,
+        and each path through it sets :attr:`last_decision`."""
         refusal = argument_error(op)
         if refusal is not None:
             live = self._live[op.target] if is_target(op.target) else ()
@@ -289,6 +291,7 @@ class Store:
         if result is None:
             return _answer(outcome, path.name)
         if path.is_symlink():
+            self.last_decision = (Outcome(codes.E_IO), state.entries)
             return _failure(
                 codes.E_IO,
                 f"{path.name} is a symbolic link; the store never replaces a link by a regular "

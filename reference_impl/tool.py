@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from memspec.spec import codes
-from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace, thaw
+from memspec.spec.operations import Batch
 from memspec.spec.rules import Outcome
 from memspec.spec.tool import (
     TOOL_NAME,
@@ -93,10 +93,8 @@ def call(store: Store, arguments: object) -> str:
         )  # fmt: skip
         result["error"] = _malformed_error(parsed)
         return json.dumps(result, ensure_ascii=False)
-    answer = _execute(store, parsed)
+    answer = store.mutate(parsed.operation)  # the store operation the call names (TOOL-5)
     outcome, before = store.last_decision
-    if outcome.code != answer["code"]:
-        outcome = Outcome(answer["code"])
     after = store.entries(parsed.target)
     result = normative_result(
         parsed, outcome, before, after, store.limits[parsed.target],
@@ -110,21 +108,6 @@ def call(store: Store, arguments: object) -> str:
     if answer.get("backup"):
         result["backup"] = answer["backup"]
     return json.dumps(result, ensure_ascii=False)
-
-
-def _execute(store: Store, parsed: Call) -> dict[str, Any]:
-    """Runs the store operation a call names (TOOL-5)."""
-    op: Mutation = parsed.operation
-    if isinstance(op, Add):
-        return store.add(op.target, op.content)
-    if isinstance(op, Replace):
-        return store.replace(op.target, op.old_text, op.new_content)
-    if isinstance(op, Remove):
-        return store.remove(op.target, op.old_text)
-    if isinstance(op, Patch):
-        return store.patch(op.target, op.old_text, op.content)
-    assert isinstance(op, Batch)
-    return store.batch(op.target, thaw(op.operations))
 
 
 def _success_message(parsed: Call, answer: dict[str, Any]) -> str:

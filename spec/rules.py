@@ -239,7 +239,11 @@ def apply_step(entries: Entries, action: str, content: str, old_text: str) -> En
     return _apply_one(entries, action, content, old_text)
 
 
-def _steps(op: Mutation) -> list[tuple[str, str, str]]:
+def steps(op: Mutation) -> list[tuple[str, str, str]]:
+    """Returns the ``(action, content, old_text)`` steps of a mutation, in order: one for an
+    add, replace, remove or patch, one per item of a batch (BATCH-3), a missing field read as
+    ``""``. For example ``steps(Replace("user", "tea", "Drinks coffee"))`` is
+    ``[("replace", "Drinks coffee", "tea")]``."""
     if isinstance(op, Add):
         return [("add", op.content, "")]
     if isinstance(op, Replace):
@@ -275,7 +279,7 @@ def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
     """Returns the entries after every step of ``op`` applied in order to a working copy
     (BATCH-3), or the refusal of the first step that does not apply (BATCH-2)."""
     result = current
-    for index, (action, content, old_text) in enumerate(_steps(op)):
+    for index, (action, content, old_text) in enumerate(steps(op)):
         applied = _apply_one(result, action, content, old_text)
         if isinstance(applied, Outcome):
             item = index if isinstance(op, Batch) else None

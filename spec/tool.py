@@ -30,7 +30,15 @@ from memspec.spec import codes
 from memspec.spec.codec import FileState
 from memspec.spec.codec import usage as usage_of
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
-from memspec.spec.rules import Outcome, apply_step, argument_error, choose_entry, decide, preview
+from memspec.spec.rules import (
+    Outcome,
+    apply_step,
+    argument_error,
+    choose_entry,
+    decide,
+    preview,
+    steps,
+)
 from memspec.spec.snapshot import BLOCKED_PREFIX, blocked_placeholder, usage_label
 from memspec.spec.targets import FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
@@ -352,22 +360,15 @@ def overwritten_entries(operation: Mutation, before: Sequence[str]) -> list[str]
     """Returns, in order, the entries a replace or patch (a batch's replace items included)
     overwrote when applied to ``before`` (TOOL-11): each the whole entry as it was in the
     working copy. ``[]`` for an add or a remove."""
-    if isinstance(operation, Replace | Patch):
-        steps = [("replace", operation.old_text)]
-    elif isinstance(operation, Batch):
-        steps = [(item.get("action"), item.get("old_text", "")) for item in operation.operations]
-    else:
-        return []
     working, found = tuple(before), []
-    items = operation.operations if isinstance(operation, Batch) else (None,)
-    for (action, old_text), item in zip(steps, items, strict=True):
+    for action, content, old_text in steps(operation):
         if action in EDIT_ACTIONS:
             index, _ = choose_entry(working, old_text)
             if index is None:
                 return found
             found.append(working[index])
-        if item is not None:
-            applied = apply_step(working, action, item.get("content", ""), old_text)
+        if isinstance(operation, Batch):  # a later item edits the working copy (BATCH-3)
+            applied = apply_step(working, action, content, old_text)
             if isinstance(applied, Outcome):
                 return found
             working = applied

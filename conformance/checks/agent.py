@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -141,11 +142,13 @@ class AgentRun:
 
 
 @contextmanager
-def _sessions(ctx: CheckContext, count: int) -> Iterator[list[Session]]:
+def _sessions(ctx: CheckContext, count: int, root: Path | None = None) -> Iterator[list[Session]]:
+    """Yields ``count`` loaded sessions on ``root`` (the check's root by default), each closed
+    on the way out, those already open included when a later one fails to open."""
     with ExitStack() as stack:
         sessions = []
         for _ in range(count):
-            session = ctx.backend.open(ctx.root)
+            session = ctx.backend.open(ctx.root if root is None else root)
             stack.callback(session.close)
             session.request("load")
             sessions.append(session)
@@ -322,12 +325,7 @@ def random_turns_writes_and_rebuilds(ctx: CheckContext) -> None:
     def agent_follows_the_model(steps: list[tuple[str, str]], recall: list[dict[str, Any]]) -> None:
         root = ctx.scratch / f"agent-{next(counter)}"
         root.mkdir()
-        with ExitStack() as stack:
-            session, other = (ctx.backend.open(root) for _ in range(2))
-            stack.callback(session.close)
-            stack.callback(other.close)
-            session.request("load")
-            other.request("load")
+        with _sessions(ctx, 2, root) as (session, other):
             run = AgentRun(ctx, session, keep_going=False)
             run.start([{"name": "random", "recall": recall}])
             for number, (kind, word) in enumerate(steps):

@@ -21,7 +21,12 @@ from hypothesis import strategies as st
 from memspec.conformance.backend import Session
 from memspec.conformance.checks._disk import put, read_or_none
 from memspec.conformance.checks._property import run_sized
-from memspec.conformance.examples import judged_tool_call
+from memspec.conformance.examples import (
+    ToolOffer,
+    judged_tool_call,
+    session_requester,
+    tool_offer,
+)
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
@@ -31,15 +36,20 @@ STORED = b"User prefers tabs"
 
 
 def judged_call(
-    session: Session, root: Path, arguments: str, limits: Mapping[str, int] | None = None
+    session: Session,
+    offer: ToolOffer,
+    root: Path,
+    arguments: str,
+    limits: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any] | str, list[str]]:
     """Sends one tool call in ``session`` and returns its parsed result and the judge's problems
-    (:func:`~memspec.conformance.examples.judged_tool_call`); ``limits`` are the session's."""
+    (:func:`~memspec.conformance.examples.judged_tool_call`); ``offer`` is the session's
+    :func:`~memspec.conformance.examples.tool_offer`, ``limits`` are the session's."""
     answer, problems = judged_tool_call(
-        lambda op, fields: session.request(op, **fields),
+        session_requester(session),
         lambda target: read_or_none(root / FILENAMES[target]),
         arguments, {**DEFAULT_LIMITS, **(limits or {})},
-        scan="threat-scan" in session.features,
+        offer=offer, scan="threat-scan" in session.features,
     )  # fmt: skip
     try:
         result: dict[str, Any] | str = json.loads(answer["result"])
@@ -48,8 +58,10 @@ def judged_call(
     return result, problems
 
 
-def _assert_judged(session: Session, root: Path, arguments: str, **limits: int) -> None:
-    result, problems = judged_call(session, root, arguments, limits)
+def _assert_judged(
+    session: Session, offer: ToolOffer, root: Path, arguments: str, **limits: int
+) -> None:
+    result, problems = judged_call(session, offer, root, arguments, limits)
     assert not problems, (
         f"{problems[0].split(':')[0]}: the call {arguments} answered {json.dumps(result)[:600]}: "
         + "; ".join(problems)
@@ -186,10 +198,11 @@ def malformed_calls_answered(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
         session.request("load")
+        offer = tool_offer(session_requester(session))
 
         @given(arguments=broken_arguments())
         def broken_call_is_answered(arguments: str) -> None:
-            _assert_judged(session, ctx.root, arguments)
+            _assert_judged(session, offer, ctx.root, arguments)
 
         run_sized(ctx, broken_call_is_answered)
 
@@ -222,6 +235,7 @@ def results_never_show_threat_text(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root, limits)
         stack.callback(session.close)
         session.request("load")
+        offer = tool_offer(session_requester(session))
         for arguments in calls:
             with ctx.keep_going():
-                _assert_judged(session, ctx.root, json.dumps(arguments), **limits)
+                _assert_judged(session, offer, ctx.root, json.dumps(arguments), **limits)

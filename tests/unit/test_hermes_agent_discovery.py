@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from memspec.conformance import hermes_agent, hermes_imports
 from memspec.conformance.hermes import find_memory_tool
 from memspec.conformance.hermes_agent import (
     BadRequest,
@@ -108,6 +109,11 @@ def test_the_agent_closure_follows_what_the_ops_drive() -> None:
     assert agent_closure(AGENT_FIXTURE, _read_agent) == frozenset(
         {"fire", "model_sdk", "sdk_transport", "dotenv"}
     )
+
+
+def test_the_driver_restates_the_modules_the_agent_ops_drive() -> None:
+    """The driver runs where memspec is not installed, so it keeps its own copy."""
+    assert hermes_agent.AGENT_MODULES == hermes_imports.AGENT_MODULES
 
 
 def test_a_release_without_an_agent_needs_nothing_for_it() -> None:
