@@ -110,6 +110,31 @@ def schema_offer(schema: object) -> tuple[tuple[str, ...], bool]:
     return actions or CORE_ACTIONS, "operations" in properties
 
 
+def own_members(schema: object) -> frozenset[str]:
+    """Returns the member names a schema offers beyond the spec's, at the top or in a batch item
+    (an alias such as Hermes 0.20's ``new_text``): TOOL-2 allows them, and a call carrying one
+    is outside TOOL-4 (:func:`carries_own_member`)."""
+    parameters = schema.get("parameters") if isinstance(schema, Mapping) else None
+    top = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    top = top if isinstance(top, Mapping) else {}
+    operations = top.get("operations")
+    items = operations.get("items") if isinstance(operations, Mapping) else None
+    inner = items.get("properties") if isinstance(items, Mapping) else None
+    inner = inner if isinstance(inner, Mapping) else {}
+    return frozenset(set(top) - set(call_fields(True)) | set(inner) - set(ITEM_FIELDS))
+
+
+def carries_own_member(text: object, own: frozenset[str]) -> bool:
+    """Whether the argument text of a call carries a member of ``own`` (:func:`own_members`),
+    at the top or in a batch item: what it means is the backend's, not TOOL-4's."""
+    arguments = parse_arguments(text)
+    if not isinstance(arguments, Mapping) or not own:
+        return False
+    items = arguments.get("operations")
+    objects = [arguments, *(items if isinstance(items, list) else [])]
+    return any(isinstance(o, Mapping) and own & set(o) for o in objects)
+
+
 def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) -> list[str]:
     """Returns what is wrong with a backend's tool schema, each citing its clause (TOOL-2).
 

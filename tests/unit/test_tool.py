@@ -15,8 +15,10 @@ from memspec.spec.tool import (
     Call,
     Malformed,
     Observation,
+    carries_own_member,
     normative_result,
     overwritten_entries,
+    own_members,
     parse_call,
     result_problems,
     schema_parameters,
@@ -52,6 +54,19 @@ def test_a_schema_may_name_an_alias_but_never_require_it() -> None:
     ]
     del properties["old_text"]
     assert any("lack ['old_text']" in p for p in schema_problems(schema, {"core", "batch"}))
+
+
+def test_a_call_carrying_a_member_of_the_schemas_own_is_outside_tool_4() -> None:
+    schema = {"name": "memory", "description": "d", "parameters": schema_parameters(ACTIONS, True)}
+    schema["parameters"]["properties"]["operations"]["items"]["properties"]["text"] = {
+        "type": "string"
+    }
+    own = own_members(schema)
+    assert own == {"text"} and own_members({"parameters": []}) == frozenset()
+    batch = {"target": "memory", "operations": [{"action": "add", "text": "x"}]}
+    assert carries_own_member(json.dumps(batch), own)
+    assert not carries_own_member('{"action": "add", "new_content": "x"}', own)
+    assert not carries_own_member("not json", own)
 
 
 def test_parse_names_the_store_operation() -> None:
