@@ -258,6 +258,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from memspec.conformance.backend import BackendDefect, InProcessBackend
+    from memspec.conformance.findings import Refusal
     from memspec.conformance.registry import NotApplicable
     from memspec.conformance.schedule.exploration import render_interleaving
     from memspec.conformance.schedule.repro import load_repro, replay
@@ -285,6 +286,9 @@ def _cmd_repro(args: argparse.Namespace) -> int:
             outcome = replay(repro, backend)
         except BackendDefect as defect:
             print(f"run {attempt}: the backend broke: {defect}")
+            continue
+        except Refusal as refusal:
+            print(f"run {attempt}: the backend refused a core action: {refusal}")
             continue
         if outcome.execution is None:
             print(f"run {attempt}: the replay diverged: {outcome.diverged}")
