@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memspec.conformance.backend import Backend, BackendDefect, Session
+from memspec.conformance.findings import Refusal
 from memspec.spec import model
 from memspec.spec.codec import classify_bytes, decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
@@ -47,6 +48,7 @@ from memspec.spec.tool import (
     result_problems,
     schema_offer,
     schema_parameters,
+    unoffered_core_action,
     watched_target,
 )
 
@@ -306,6 +308,15 @@ def _run_tool_step(
     request = functools.partial(driver.request, step.session)
     if step.session not in offers:
         offers[step.session] = tool_offer(request)
+    hidden = unoffered_core_action(arguments, offers[step.session][0])
+    if hidden is not None:
+        raise Refusal(
+            hidden,
+            ("TOOL-2",),
+            f"the tool schema offers no {hidden!r} (actions {list(offers[step.session][0])}), "
+            f"though every tool offers core's add, replace and remove: what this example "
+            f"verifies through a {hidden} call is not verified",
+        )
     answer, problems = judged_tool_call(
         request, driver.disk, arguments, limits, offer=offers[step.session], scan=True
     )

@@ -135,6 +135,15 @@ def carries_own_member(text: object, own: frozenset[str]) -> bool:
     return any(isinstance(o, Mapping) and own & set(o) for o in objects)
 
 
+def unoffered_core_action(text: object, actions: Sequence[str]) -> str | None:
+    """Returns the action of ``core`` a single call names (``add``, ``replace``, ``remove``) when
+    a schema offering ``actions`` hides it — a schema TOOL-2 fails, as the 0.22 Hermes line's
+    offers ``patch`` in place of ``replace`` — else ``None``."""
+    arguments = parse_arguments(text)
+    action = arguments.get("action") if isinstance(arguments, Mapping) else None
+    return action if action in CORE_ACTIONS and action not in actions else None
+
+
 def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) -> list[str]:
     """Returns what is wrong with a backend's tool schema, each citing its clause (TOOL-2).
 

@@ -157,6 +157,8 @@ ZOO: tuple[Member, ...] = (
        "TOOL-2", "tool.schema_is_valid_and_agrees"),
     _m(f"{TOOL}:no_batch_advice", "tool", "the description never mentions operations",
        "TOOL-3", "tool.description_guides_the_model"),
+    _m(f"{TOOL}:hides_replace", "tool", "the schema offers patch in place of replace (0.22)",
+       "TOOL-2", "tool.schema_is_valid_and_agrees"),
     _m(f"{WRAP}:replaces_substring", "matching", "replaces old_text, not the entry",
        "REPLACE-1", "replace-whole-entry-in-place"),
     _m(f"{WRAP}:replace_moves_to_end", "matching", "replace reorders the entries",

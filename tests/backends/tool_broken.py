@@ -13,9 +13,10 @@ from typing import Any
 
 from memspec.reference_impl.store import Store
 from memspec.spec.codec import usage
+from memspec.spec.operations import Replace
 from memspec.spec.rules import preview
 from memspec.spec.snapshot import usage_label
-from memspec.spec.tool import parse_arguments, parse_call, watched_target
+from memspec.spec.tool import Call, parse_arguments, parse_call, watched_target
 
 
 class ToolFront(Store):
@@ -159,6 +160,30 @@ class NoBatchAdvice(ToolFront):
         return schema
 
 
+class HidesReplace(ToolFront):
+    """Its schema offers ``patch`` in place of core's ``replace``, and the tool refuses a replace
+    call, as the 0.22 Hermes line's does (TOOL-2). An example whose call uses ``replace`` is then
+    not verified, never failed on its own clause."""
+
+    def tool_schema(self) -> dict[str, Any]:
+        schema = super().tool_schema()
+        action = schema["parameters"]["properties"]["action"]
+        action["enum"] = [a for a in action["enum"] if a != "replace"]
+        return schema
+
+    def tool_call(self, arguments: str) -> str:
+        parsed = parse_call(arguments, ("add", "replace", "remove", "patch"), True)
+        if isinstance(parsed, Call) and isinstance(parsed.operation, Replace):
+            target = parsed.operation.target
+            entries = self.entries(target)
+            return json.dumps({
+                "success": False, "error": "'replace' is not available; use 'patch'",
+                "usage": usage_label(usage(entries), self.limits[target]),
+                "entry_count": len(entries),
+            })  # fmt: skip
+        return super().tool_call(arguments)
+
+
 def _factory(cls: type[Store]) -> Any:
     def open_store(
         root: Path, *, memory_char_limit: int = 2200, user_char_limit: int = 1375
@@ -180,3 +205,4 @@ ambiguity_without_matches = _factory(AmbiguityWithoutMatches)
 null_is_a_value = _factory(NullIsAValue)
 schema_offers_read = _factory(SchemaOffersRead)
 no_batch_advice = _factory(NoBatchAdvice)
+hides_replace = _factory(HidesReplace)

@@ -165,3 +165,20 @@ def test_a_refused_core_action_fails_its_own_clauses_and_masks_no_other(
     ]
     assert history["blamed"] == "CONTRACT-2" and not history["completed"]
     assert verdicts["LOCK-3"]["status"] == "pass"  # by lock-interleaved-sessions, adds only
+
+
+def test_a_tool_call_of_a_core_action_the_schema_hides_is_not_verified(
+    pytester: pytest.Pytester,
+) -> None:
+    # A tool whose schema offers patch in place of replace fails TOOL-2; an example that calls
+    # replace through it is not verified on its own clauses (TOOL-11, TOOL-13), never failed.
+    report = pytester.path / "report"
+    pytester.runpytest_subprocess(
+        *SUITE, "--memspec-backend", "tests.backends.tool_broken:hides_replace",
+        "-k", "tool-replace-says-what-it-overwrote or tool-never-shows-threat-text "
+        "or schema_is_valid_and_agrees", f"--memspec-report={report}", timeout=300,
+    )  # fmt: skip
+    payload = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    verdicts = {row["clause"]: row for row in payload["clauses"]}
+    assert {c for c, row in verdicts.items() if row["status"] == "fail"} == {"TOOL-2"}
+    assert "stopped on TOOL-2" in verdicts["TOOL-11"]["why"][0]

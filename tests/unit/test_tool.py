@@ -23,6 +23,7 @@ from memspec.spec.tool import (
     result_problems,
     schema_parameters,
     schema_problems,
+    unoffered_core_action,
 )
 
 ACTIONS = ("add", "replace", "remove")
@@ -67,6 +68,14 @@ def test_a_call_carrying_a_member_of_the_schemas_own_is_outside_tool_4() -> None
     assert carries_own_member(json.dumps(batch), own)
     assert not carries_own_member('{"action": "add", "new_content": "x"}', own)
     assert not carries_own_member("not json", own)
+
+
+def test_a_core_action_the_schema_hides_is_named() -> None:
+    offered = ("add", "remove", "patch")
+    assert unoffered_core_action('{"action": "replace", "target": "memory"}', offered) == "replace"
+    assert unoffered_core_action('{"action": "patch"}', ("add", "replace", "remove")) is None
+    assert unoffered_core_action('{"action": "read"}', offered) is None
+    assert unoffered_core_action("not json", offered) is None
 
 
 def test_parse_names_the_store_operation() -> None:
