@@ -31,13 +31,14 @@ schedule found so far, noting that shrinking was cut at its budget.
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
 import unittest
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from memspec.conformance.registry import NotApplicable
@@ -198,6 +199,92 @@ class Allowance:
 def start_allowance(check_id: str, profile: Any) -> Allowance:
     """Returns the allowance of check ``check_id`` under ``profile``, starting now."""
     return Allowance(check_id, profile.name, profile.budget(check_id), time.monotonic())
+
+
+@dataclass
+class SearchWatch:
+    """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it
+    has used its share of the check's budget (``allowance``; ``None``: never).
+
+    It keeps the last failure the body raised: Hypothesis only ever moves to a smaller failing
+    example while it shrinks, so when shrinking is cut the last failure is the smallest found.
+    """
+
+    allowance: Allowance | None
+    examples: int = 0
+    failures: int = 0
+    last_failure: BaseException | None = field(default=None, repr=False)
+    stopped: BudgetSpent | None = field(default=None, repr=False)
+
+    def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
+        """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
+        once the search share is spent raises BudgetSpent instead of running."""
+
+        @functools.wraps(body)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            if self.allowance is not None and self.allowance.search_spent():
+                self.stopped = self.stopped or self.allowance.cut(self.covered())
+                raise self.stopped
+            self.examples += 1
+            try:
+                return body(*args, **kwargs)
+            except BudgetSpent:
+                raise
+            except Exception as error:
+                self.failures += 1
+                self.last_failure = error
+                raise
+
+        return watched
+
+    def covered(self) -> str:
+        """Says what the search ran: ``"12 examples, none failing"``."""
+        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
+
+    def verdict(self, cut: BudgetSpent) -> BaseException:
+        """Returns what a search cut at its budget ends with: the last failure it found, noting
+        that shrinking stopped there, or ``cut`` itself when it found none."""
+        failure = self.last_failure
+        if failure is None:
+            return cut
+        failure.add_note(
+            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
+            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
+            "smallest found by then, not necessarily the smallest there is"
+        )
+        return failure
+
+
+def budget_cut_in(error: BaseException) -> BudgetSpent | None:
+    """Returns the BudgetSpent behind ``error`` (itself, or its cause or context: Hypothesis may
+    replace the skip it re-raises with an error of its own about the data left undrawn)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BudgetSpent):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def run_search(test: Callable[[], None], allowance: Allowance | None) -> None:
+    """Runs the Hypothesis ``test`` (a ``@given`` test, with its settings) held to ``allowance``
+    by a :class:`SearchWatch`: a failure is raised as it is, or as it stood when shrinking was
+    cut; a search cut before any failure ends in :class:`BudgetSpent`, never a pass."""
+    watch = SearchWatch(allowance)
+    hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
+    hooks.inner_test = watch.wrap(hooks.inner_test)
+    try:
+        test()
+    except BaseException as error:
+        cut = watch.stopped or budget_cut_in(error)
+        if cut is None:
+            raise
+        raise watch.verdict(cut) from None
+    # A search that was cut never reads as a pass, however Hypothesis ended it.
+    if watch.stopped is not None:
+        raise watch.verdict(watch.stopped)
 
 
 def describe_figures(figures: Mapping[str, Any]) -> str:

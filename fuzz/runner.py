@@ -17,27 +17,27 @@ against one backend are replayed against that backend only.
 
 The search is bounded by the check's budget (:mod:`memspec.conformance.budgets`) with
 Hypothesis's own means: ``report_multiple_bugs=False`` ends the generation at the first failure,
-and :class:`SearchWatch`, wrapped around the test's body, stops the generation or the shrinking
-once the search has used its share of the budget, by raising a skip exception, which Hypothesis
-re-raises at once. A failure found by then is reported as it stood, saying that shrinking was
-cut; no failure ends the check as not verified, naming how many examples ran.
+and :func:`~memspec.conformance.budgets.run_search` (a search watch wrapped around the test's
+body) stops the generation or the shrinking once the search has used its share of the budget,
+by raising a skip exception, which Hypothesis re-raises at once. A failure found by then is
+reported as it stood, saying that shrinking was cut; no failure ends the check as not verified,
+naming how many examples ran.
 """
 
 from __future__ import annotations
 
-import functools
 import random
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from memspec.conformance.budgets import Allowance, BudgetSpent
+from memspec.conformance.budgets import Allowance, run_search
 from memspec.conformance.registry import CheckContext, HarnessError
 
 HEALTH_CHECKS_OFF = [
@@ -93,73 +93,6 @@ def backend_flag(backend: Any) -> str:
     return f"--backend {shlex.quote(getattr(backend, 'spec', getattr(backend, 'label', '?')))}"
 
 
-@dataclass
-class SearchWatch:
-    """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it
-    has used its share of the check's budget (``allowance``; ``None``: never).
-
-    It keeps the last failure the body raised: Hypothesis only ever moves to a smaller failing
-    example while it shrinks, so when shrinking is cut the last failure is the smallest found.
-    """
-
-    allowance: Allowance | None
-    examples: int = 0
-    failures: int = 0
-    last_failure: BaseException | None = field(default=None, repr=False)
-    stopped: BudgetSpent | None = field(default=None, repr=False)
-
-    def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
-        """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
-        once the search share is spent raises BudgetSpent instead of running."""
-
-        @functools.wraps(body)
-        def watched(*args: Any, **kwargs: Any) -> Any:
-            if self.allowance is not None and self.allowance.search_spent():
-                self.stopped = self.stopped or self.allowance.cut(self.covered())
-                raise self.stopped
-            self.examples += 1
-            try:
-                return body(*args, **kwargs)
-            except BudgetSpent:
-                raise
-            except Exception as error:
-                self.failures += 1
-                self.last_failure = error
-                raise
-
-        return watched
-
-    def covered(self) -> str:
-        """Says what the search ran: ``"12 examples, none failing"``."""
-        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
-
-    def verdict(self, cut: BudgetSpent) -> BaseException:
-        """Returns what a search cut at its budget ends with: the last failure it found, noting
-        that shrinking stopped there, or ``cut`` itself when it found none."""
-        failure = self.last_failure
-        if failure is None:
-            return cut
-        failure.add_note(
-            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
-            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
-            "smallest found by then, not necessarily the smallest there is"
-        )
-        return failure
-
-
-def budget_cut_in(error: BaseException) -> BudgetSpent | None:
-    """Returns the BudgetSpent behind ``error`` (itself, or its cause or context: Hypothesis may
-    replace the skip it re-raises with an error of its own about the data left undrawn)."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, BudgetSpent):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
-
-
 @dataclass(frozen=True)
 class PropertyRun:
     """A PropertyRun is how one check runs Hypothesis: its settings, seed, reproduction and
@@ -178,22 +111,10 @@ class PropertyRun:
         return hypothesis_seed(self.seed)(test) if self.seed is not None else test
 
     def run(self, test: Callable[[], None]) -> None:
-        """Runs the Hypothesis ``test`` within the budget; a failure ends with the program and
-        the reproduction."""
-        watch = SearchWatch(self.allowance)
-        hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
-        hooks.inner_test = watch.wrap(hooks.inner_test)
+        """Runs the Hypothesis ``test`` within the budget (:func:`run_search`); a failure ends
+        with the program and the reproduction."""
         with failure_report(self):
-            try:
-                test()
-            except BaseException as error:
-                cut = watch.stopped or budget_cut_in(error)
-                if cut is None:
-                    raise
-                raise watch.verdict(cut) from None
-            # A search that was cut never reads as a pass, however Hypothesis ended it.
-            if watch.stopped is not None:
-                raise watch.verdict(watch.stopped)
+            run_search(test, self.allowance)
 
 
 def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:

@@ -17,12 +17,12 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import seed as hypothesis_seed
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.backend import BackendDefect, Session
 from memspec.conformance.checks._disk import put
+from memspec.conformance.checks._property import run_sized
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.agent import (
@@ -314,13 +314,6 @@ def random_turns_writes_and_rebuilds(ctx: CheckContext) -> None:
     ``profile.examples``; deterministic when the profile derandomizes."""
     counter = iter(range(10**9))
 
-    @settings(
-        max_examples=max(5, ctx.profile.examples // 4),
-        derandomize=ctx.profile.derandomize,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
     @given(steps=STEPS, recall=RECALLS)
     def agent_follows_the_model(steps: list[tuple[str, str]], recall: list[dict[str, Any]]) -> None:
         root = ctx.scratch / f"agent-{next(counter)}"
@@ -336,6 +329,4 @@ def random_turns_writes_and_rebuilds(ctx: CheckContext) -> None:
                 else:
                     run.write(f"Fact {number}: {word}", other if kind == "write_other" else None)
 
-    if ctx.seed is not None and not ctx.profile.derandomize:
-        agent_follows_the_model = hypothesis_seed(ctx.seed)(agent_follows_the_model)
-    agent_follows_the_model()
+    run_sized(ctx, agent_follows_the_model, examples=max(5, ctx.profile.examples // 4))

@@ -19,11 +19,13 @@ from memspec.conformance.budgets import (
     Allowance,
     Budget,
     BudgetSpent,
+    SearchWatch,
+    budget_cut_in,
     enforced,
 )
 from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import HarnessError, NotApplicable
-from memspec.fuzz.runner import PropertyRun, SearchWatch, budget_cut_in
+from memspec.fuzz.runner import PropertyRun
 
 CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"
 
