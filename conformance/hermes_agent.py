@@ -470,14 +470,20 @@ class HermesAgentSession:
 
     def _seam(self) -> Callable[..., Any]:
         """Returns the model of the session: it records the API messages of each request and
-        answers the harness's reply (a coroutine on the asyncio line, which awaits it)."""
+        answers the harness's reply (a coroutine on the asyncio line, which awaits it from its
+        non-streaming call; a streamed request, which streaming off never makes, is refused
+        rather than answered with a completion its caller would not read as a stream)."""
 
-        def call(api_kwargs: dict[str, Any], **_: Any) -> Any:
+        def call(api_kwargs: dict[str, Any]) -> Any:
             self.sent.append(copy.deepcopy(api_kwargs.get("messages") or []))
             return _canned(self.reply)
 
-        async def await_call(api_kwargs: dict[str, Any], **options: Any) -> Any:
-            return call(api_kwargs, **options)
+        async def await_call(
+            api_kwargs: dict[str, Any], *, use_streaming: bool = False, **_: Any
+        ) -> Any:
+            if use_streaming:
+                raise RuntimeError("memspec's model answers non-streaming requests only")
+            return call(api_kwargs)
 
         return await_call if self.line.agent_async else call
 
