@@ -16,39 +16,59 @@ and the release's code only. What is driven, and how:
   the agent does itself for a provider that cannot stream). No network, no model.
 - The providers are :class:`ScriptedProvider`, a subclass of the release's ``MemoryProvider``,
   added in order to the release's ``MemoryManager`` built as the agent builds it (its prefetch
-  thread and timeout, its one-external-provider limit, its reserved tool names are all its own);
-  an unavailable one answers ``is_available()`` false and, as in the agent's start, is never
-  added. Their tools reach the agent's tool list through the release's
+  thread or task and its timeout, its one-external-provider limit, its reserved tool names are
+  all its own); an unavailable one answers ``is_available()`` false and, as in the agent's
+  start, is never added. Their tools reach the agent's tool list through the release's
   ``inject_memory_provider_tools``.
 - Rebuild points: ``new_session`` and ``resume`` start a new ``AIAgent`` (as a new or resumed
   session does), with the history emptied or kept; ``compression`` calls the agent's
   ``_invalidate_system_prompt`` — what the release runs after compressing. The compression itself
   (a summary written by the model) is not driven: it needs a model.
+- The asyncio line (async-hermes-agent: ``run_conversation`` is an ``async def``, read from
+  ``run_agent.py`` with :mod:`ast`, :class:`Line`) is driven the same way, with what differs:
+  each session runs the release's coroutines to completion on one event loop of its own (the
+  manager's prefetch tasks and the agent's locks belong to it); the seam is ``async def
+  _execute_model_request(api_kwargs, ...)``, which its non-streaming call awaits and whose
+  answer it reads as the SDK's chat completion; the scripted provider's methods are
+  coroutines (the manager refuses any other) and a hang is ``asyncio.sleep``; the agent is
+  entered as ``async with AIAgent(...)`` enters it (``__aenter__``: its runtime, its tool
+  snapshot), after the provider tools are injected where the release injects them (at that
+  runtime boundary, before the snapshot, which keeps of them what it keeps). Its store is
+  loaded by the first turn's prologue, not by its constructor: the prompt answered at a start
+  is built after the store's own ``load_from_disk``, and the agent still loads it again at its
+  first turn, as it does. An agent left at ``new_session`` or ``resume`` is not closed
+  (``__aexit__`` shuts down the providers of the manager the next agent shares), as the
+  synchronous line's is dropped.
 
 Not driven: the session database (a resumed session restores its stored prompt from it), the
-gateway, and compression's summary; the answers never claim them.
+gateway, compression's summary and, on the asyncio line, the agent's close; the answers never
+claim them.
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
 import copy
+import inspect
 import json
 import logging
 import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 AGENT_OPS = ("agent_start", "agent_turn", "agent_rebuild")
 REBUILD_POINTS = ("new_session", "compression", "resume")
 MAX_HANG_S = 30.0  # restates memspec.spec.agent.MAX_HANG_S (memspec is not installed here)
 API_SEAM = "_interruptible_api_call"
+ASYNC_API_SEAM = "_execute_model_request"
+ASYNC_START = "__aenter__"
 REBUILD_HOOK = "_invalidate_system_prompt"
 
 
@@ -59,24 +79,62 @@ class BadRequest(Exception):
 # --- what the release offers, found in its code ------------------------------------------
 
 
-def agent_methods(source: str, class_name: str = "AIAgent") -> frozenset[str]:
-    """Returns the names of the methods ``class_name`` defines in ``source`` (``run_agent.py``),
-    read with :mod:`ast`, without importing it (importing the agent costs seconds per session)."""
+def class_methods(source: str, class_name: str) -> dict[str, bool]:
+    """Returns the methods ``class_name`` defines in ``source``, each name with whether it is
+    an ``async def``, read with :mod:`ast`, without importing it (importing the agent costs
+    seconds per session); empty when ``source`` defines no such class."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ClassDef) and node.name == class_name:
-            return frozenset(
-                item.name
+            return {
+                item.name: isinstance(item, ast.AsyncFunctionDef)
                 for item in node.body
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-            )
-    return frozenset()
+            }
+    return {}
 
 
-def missing_seams(methods: frozenset[str]) -> list[str]:
-    """Returns what the release's ``AIAgent`` lacks for this driver, among ``methods``: the API
-    call it makes per model request (:data:`API_SEAM`), the hook its compression runs
-    (:data:`REBUILD_HOOK`), ``run_conversation`` and ``_build_system_prompt``."""
-    wanted = ("run_conversation", "_build_system_prompt", API_SEAM, REBUILD_HOOK)
+def agent_methods(source: str, class_name: str = "AIAgent") -> frozenset[str]:
+    """Returns the names of the methods ``class_name`` defines in ``source`` (``run_agent.py``)."""
+    return frozenset(class_methods(source, class_name))
+
+
+class Line(NamedTuple):
+    """How a release's agent is driven, read from its code: the synchronous line (hermes-agent
+    and its forks) or the asyncio one (async-hermes-agent), for the agent and, apart, for the
+    provider interface (whose methods the manager awaits or calls). A named tuple, not a
+    dataclass: the adapter loads this file by path, outside ``sys.modules``."""
+
+    agent_async: bool = False
+    provider_async: bool = False
+
+    @property
+    def seam(self) -> str:
+        """The agent's method that makes one model request, replaced by the harness's reply."""
+        return ASYNC_API_SEAM if self.agent_async else API_SEAM
+
+
+SYNC_LINE = Line()
+"""The synchronous line, every method called directly (the release this driver was written for)."""
+
+
+def release_line(run_agent: str, memory_provider: str) -> Line:
+    """Returns the line of a release from the sources of ``run_agent.py`` and
+    ``agent/memory_provider.py``: an agent whose ``run_conversation`` is an ``async def`` is
+    of the asyncio line, and so is a provider interface whose ``prefetch`` is."""
+    return Line(
+        agent_async=class_methods(run_agent, "AIAgent").get("run_conversation", False),
+        provider_async=class_methods(memory_provider, "MemoryProvider").get("prefetch", False),
+    )
+
+
+def missing_seams(methods: Collection[str], line: Line = SYNC_LINE) -> list[str]:
+    """Returns what the release's ``AIAgent`` lacks for this driver, among ``methods``: the
+    method that makes one model request (:attr:`Line.seam`), the hook its compression runs
+    (:data:`REBUILD_HOOK`), ``run_conversation``, ``_build_system_prompt`` and, on the asyncio
+    line, the start ``async with`` runs (:data:`ASYNC_START`)."""
+    wanted = ["run_conversation", "_build_system_prompt", line.seam, REBUILD_HOOK]
+    if line.agent_async:
+        wanted.append(ASYNC_START)
     return [name for name in wanted if name not in methods]
 
 
@@ -131,19 +189,24 @@ def agent_needs(distribution: Any, ready: Path | None = None) -> list[str]:
     return list(distribution.requires or [])
 
 
-def discover(distribution: Any) -> str:
-    """Returns ``""`` when the release's agent can be served, else why not: ``run_agent.py``'s
-    ``AIAgent`` lacks a seam, ``agent/memory_manager.py`` or ``agent/memory_provider.py`` is
-    missing, or a distribution the driven modules import (:func:`agent_needs`) is not
-    installed. ``distribution`` is the installed distribution (:mod:`importlib.metadata`) that
-    ships the memory tool."""
+def discover(distribution: Any) -> tuple[Line, str]:
+    """Returns the release's :class:`Line` and ``""`` when its agent can be served, else why
+    not: ``run_agent.py``'s ``AIAgent`` lacks a seam, ``agent/memory_manager.py`` or
+    ``agent/memory_provider.py`` is missing, or a distribution the driven modules import
+    (:func:`agent_needs`) is not installed. ``distribution`` is the installed distribution
+    (:mod:`importlib.metadata`) that ships the memory tool."""
     shipped = {str(path) for path in distribution.files or []}
     for module in AGENT_MODULES:
         if module not in shipped:
-            return f"the release ships no {module}"
-    gaps = missing_seams(agent_methods(_source(Path(distribution.locate_file("run_agent.py")))))
+            return Line(), f"the release ships no {module}"
+    run_agent, provider = (
+        _source(Path(distribution.locate_file(module)))
+        for module in ("run_agent.py", "agent/memory_provider.py")
+    )
+    line = release_line(run_agent, provider)
+    gaps = missing_seams(agent_methods(run_agent), line)
     if gaps:
-        return f"the release's AIAgent has no {', '.join(gaps)}"
+        return line, f"the release's AIAgent has no {', '.join(gaps)}"
     absent = []
     for name in runtime_requirements(agent_needs(distribution)):
         try:
@@ -151,11 +214,11 @@ def discover(distribution: Any) -> str:
         except metadata.PackageNotFoundError:
             absent.append(name)
     if absent:
-        return (
+        return line, (
             f"what the agent's modules import is not installed ({', '.join(absent)}); "
             "memspec hermes installs it"
         )
-    return ""
+    return line, ""
 
 
 def import_parts() -> dict[str, Any]:
@@ -213,54 +276,96 @@ def parse_provider(script: Any, index: int) -> dict[str, Any]:
     return {**script, "tools": tools, "recall": steps}
 
 
-def scripted_provider_class(base: type) -> type:
-    """Returns a subclass of the release's ``MemoryProvider`` that plays a harness script."""
+class _Script:
+    """A harness script played on the release's provider interface, whichever its line: each
+    ``prefetch`` performs the next step (:meth:`next_step`, which counts the calls)."""
 
-    class ScriptedProvider(base):  # type: ignore[misc, valid-type]
-        """Each ``prefetch`` performs the next step of its script; it counts its calls."""
+    def __init__(self, script: dict[str, Any]) -> None:
+        self.script = script
+        self.calls = 0
 
-        def __init__(self, script: dict[str, Any]) -> None:
-            self.script = script
-            self.calls = 0
+    @property
+    def name(self) -> str:
+        return str(self.script["name"])
 
-        @property
-        def name(self) -> str:
-            return str(self.script["name"])
+    def available(self) -> bool:
+        return not self.script.get("unavailable", False)
 
-        def is_available(self) -> bool:
-            return not self.script.get("unavailable", False)
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": tool,
+                "description": f"scripted tool {tool}",
+                "parameters": {"type": "object", "properties": {}},
+            }
+            for tool in self.script["tools"]
+        ]
 
-        def initialize(self, session_id: str, **kwargs: Any) -> None:
-            return None
+    def next_step(self) -> dict[str, Any]:
+        """Returns the step of this prefetch call (past the last one, recall ``""``)."""
+        steps = self.script["recall"]
+        step = steps[self.calls] if self.calls < len(steps) else {"text": ""}
+        self.calls += 1
+        return step
 
-        def get_tool_schemas(self) -> list[dict[str, Any]]:
-            return [
-                {
-                    "name": tool,
-                    "description": f"scripted tool {tool}",
-                    "parameters": {"type": "object", "properties": {}},
-                }
-                for tool in self.script["tools"]
-            ]
+    @staticmethod
+    def recalled(step: dict[str, Any]) -> Any:
+        """What a step's prefetch returns, once its hang is over; a ``raise`` step raises."""
+        if "raise" in step:
+            raise RuntimeError(step["raise"] or "scripted provider failure")
+        return step["value"] if "value" in step else step.get("text", "")
 
-        def prefetch(self, query: str, *, session_id: str = "") -> Any:
-            steps = self.script["recall"]
-            step = steps[self.calls] if self.calls < len(steps) else {"text": ""}
-            self.calls += 1
-            if "raise" in step:
-                raise RuntimeError(step["raise"] or "scripted provider failure")
-            if "hang" in step:
-                threading.Event().wait(float(step["hang"]))
-                return step.get("text", "")
-            return step["value"] if "value" in step else step["text"]
 
-        def sync_turn(self, *args: Any, **kwargs: Any) -> None:
-            return None
+class _SyncMethods:
+    """The provider interface of the synchronous line; a hang blocks the prefetch's thread."""
 
-        def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-            return json.dumps({"result": ""})
+    def is_available(self) -> bool:
+        return self.available()  # type: ignore[attr-defined, no-any-return]
 
-    return ScriptedProvider
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+    def prefetch(self, query: str, *, session_id: str = "") -> Any:
+        step = self.next_step()  # type: ignore[attr-defined]
+        if "hang" in step:
+            threading.Event().wait(float(step["hang"]))
+        return _Script.recalled(step)
+
+    def sync_turn(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        return json.dumps({"result": ""})
+
+
+class _AsyncMethods:
+    """The provider interface of the asyncio line: coroutines; a hang awaits ``asyncio.sleep``
+    on the session's loop (what is done with a prefetch past a timeout is the manager's own)."""
+
+    async def is_available(self) -> bool:
+        return self.available()  # type: ignore[attr-defined, no-any-return]
+
+    async def initialize(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def prefetch(self, query: str, *, session_id: str = "") -> Any:
+        step = self.next_step()  # type: ignore[attr-defined]
+        if "hang" in step:
+            await asyncio.sleep(float(step["hang"]))
+        return _Script.recalled(step)
+
+    async def sync_turn(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        return json.dumps({"result": ""})
+
+
+def scripted_provider_class(base: type, line: Line = SYNC_LINE) -> type:
+    """Returns ``ScriptedProvider``, a subclass of the release's ``MemoryProvider`` that plays a
+    harness script (:class:`_Script`) with the methods of the release's line."""
+    methods = _AsyncMethods if line.provider_async else _SyncMethods
+    return type(base)("ScriptedProvider", (_Script, methods, base), {"__doc__": _Script.__doc__})
 
 
 class _Warnings(logging.Handler):
@@ -307,16 +412,28 @@ def _plain(messages: Any) -> list[dict[str, str]]:
 class HermesAgentSession:
     """The agent ops over one contract session, served by the release's ``AIAgent``."""
 
-    def __init__(self, home: Path, limits: tuple[int, int]) -> None:
+    def __init__(self, home: Path, limits: tuple[int, int], line: Line = SYNC_LINE) -> None:
         self.parts: dict[str, Any] = {}
         self.home = home
         self.limits = limits
+        self.line = line
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.provider_class: type = object
         self.agent: Any = None
         self.manager: Any = None
         self.history: list[dict[str, Any]] = []
         self.sent: list[list[dict[str, Any]]] = []
         self.reply = ""
+
+    def _settle(self, value: Any) -> Any:
+        """Returns ``value``, or what it gives when it is an awaitable (what the asyncio line
+        made a coroutine), run to completion on the session's one event loop: the manager's
+        prefetch tasks and the agent's locks belong to that loop from turn to turn."""
+        if not inspect.isawaitable(value):
+            return value
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop.run_until_complete(value)
 
     def _configure(self, base: str) -> None:
         """Writes the identity and the memory settings the agent reads at its start."""
@@ -341,17 +458,34 @@ class HermesAgentSession:
             enabled_toolsets=["memory"],
         )
 
-        def call(api_kwargs: dict[str, Any]) -> Any:
-            self.sent.append(copy.deepcopy(api_kwargs.get("messages") or []))
-            return _canned(self.reply)
-
-        setattr(agent, API_SEAM, call)
+        setattr(agent, self.line.seam, self._seam())
         agent._disable_streaming = True
         agent._memory_manager = self.manager
         inject: Callable[[Any], int] | None = self.parts["inject_tools"]
         if inject is not None and self.manager is not None:
             inject(agent)
+        if self.line.agent_async:
+            self._settle(getattr(agent, ASYNC_START)())
         return agent
+
+    def _seam(self) -> Callable[..., Any]:
+        """Returns the model of the session: it records the API messages of each request and
+        answers the harness's reply (a coroutine on the asyncio line, which awaits it from its
+        non-streaming call; a streamed request, which streaming off never makes, is refused
+        rather than answered with a completion its caller would not read as a stream)."""
+
+        def call(api_kwargs: dict[str, Any]) -> Any:
+            self.sent.append(copy.deepcopy(api_kwargs.get("messages") or []))
+            return _canned(self.reply)
+
+        async def await_call(
+            api_kwargs: dict[str, Any], *, use_streaming: bool = False, **_: Any
+        ) -> Any:
+            if use_streaming:
+                raise RuntimeError("memspec's model answers non-streaming requests only")
+            return call(api_kwargs)
+
+        return await_call if self.line.agent_async else call
 
     def _activate(self, scripts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Adds the scripted providers, in order, to a new ``MemoryManager`` as the agent's
@@ -363,7 +497,7 @@ class HermesAgentSession:
         for script in scripts:
             provider = self.provider_class(script)
             status: dict[str, Any] = {"name": provider.name, "active": False}
-            if not provider.is_available():
+            if not self._settle(provider.is_available()):
                 status["error"] = f"{provider.name}: is_available() is false; not added"
                 statuses.append(status)
                 continue
@@ -378,12 +512,17 @@ class HermesAgentSession:
                 status["error"] = "; ".join(watcher.messages) or "not added by the manager"
             statuses.append(status)
         if self.manager.providers:
-            self.manager.initialize_all(session_id="memspec")
+            self._settle(self.manager.initialize_all(session_id="memspec"))
         return statuses
 
     def _prompt(self) -> str:
-        """The system prompt the agent builds (its own ``_build_system_prompt``)."""
-        return str(self.agent._build_system_prompt())
+        """The system prompt the agent builds (its own ``_build_system_prompt``). An agent of
+        the asyncio line that has not yet loaded its store (its first turn's prologue does) is
+        built after the store's own ``load_from_disk``; its flag is left for the prologue."""
+        store = getattr(self.agent, "_memory_store", None)
+        if self.line.agent_async and store and not getattr(self.agent, "_memory_loaded", True):
+            self._settle(store.load_from_disk())
+        return str(self._settle(self.agent._build_system_prompt()))
 
     def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         """Answers one agent op (the release's exceptions propagate as defects)."""
@@ -408,7 +547,7 @@ class HermesAgentSession:
         scripts = [parse_provider(script, n) for n, script in enumerate(providers)]
         if not self.parts:
             self.parts = import_parts()
-            self.provider_class = scripted_provider_class(self.parts["MemoryProvider"])
+            self.provider_class = scripted_provider_class(self.parts["MemoryProvider"], self.line)
         self._configure(base)
         os.chdir(self.home)  # the agent describes its working directory: an empty one, not ours
         statuses = self._activate(scripts)
@@ -433,7 +572,9 @@ class HermesAgentSession:
         scripted = [p for p in self.manager.providers if isinstance(p, self.provider_class)]
         before = sum(p.calls for p in scripted)
         self.sent, self.reply = [], reply
-        result = self.agent.run_conversation(user, conversation_history=list(self.history))
+        result = self._settle(
+            self.agent.run_conversation(user, conversation_history=list(self.history))
+        )
         self.history = list(result.get("messages") or [])
         first = self.sent[0] if self.sent else []
         system = next((m.get("content") for m in first if m.get("role") == "system"), None)
@@ -454,7 +595,7 @@ class HermesAgentSession:
                 f"agent_rebuild needs 'point', one of {list(REBUILD_POINTS)}; got {point!r}"
             )
         if point == "compression":
-            getattr(self.agent, REBUILD_HOOK)()
+            self._settle(getattr(self.agent, REBUILD_HOOK)())
         else:
             if point == "new_session":
                 self.history = []
@@ -471,7 +612,7 @@ def open_agent(
         return None, "no private HERMES_HOME for the agent"
     if distribution is None:
         return None, "no installed distribution ships the memory tool (modules on the path only)"
-    reason = discover(distribution)
+    line, reason = discover(distribution)
     if reason:
         return None, reason
-    return HermesAgentSession(home, limits), ""
+    return HermesAgentSession(home, limits, line), ""

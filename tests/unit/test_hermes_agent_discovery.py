@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import sys
 import textwrap
@@ -13,12 +15,16 @@ import pytest
 from memspec.conformance import hermes_agent, hermes_imports
 from memspec.conformance.hermes import find_memory_tool
 from memspec.conformance.hermes_agent import (
+    SYNC_LINE,
     BadRequest,
+    Line,
     agent_methods,
     agent_needs,
     missing_seams,
     parse_provider,
+    release_line,
     runtime_requirements,
+    scripted_provider_class,
 )
 from memspec.conformance.hermes_imports import agent_closure, agent_modules
 
@@ -47,6 +53,72 @@ def test_a_release_without_the_api_seam_is_not_driven() -> None:
     head, agent = RUN_AGENT.split("class AIAgent:")
     source = head + "class AIAgent:" + agent.replace("_interruptible_api_call", "_call_model")
     assert missing_seams(agent_methods(source)) == ["_interruptible_api_call"]
+
+
+# The asyncio line (async-hermes-agent): the turn, the prompt and the model request are
+# coroutines, the agent is entered with ``async with``, the provider interface is async.
+ASYNC_RUN_AGENT = textwrap.dedent(
+    """
+    class AIAgent:
+        async def __aenter__(self): ...
+        async def run_conversation(self, user_message, conversation_history=None): ...
+        async def _build_system_prompt(self, system_message=None): ...
+        async def _execute_model_request(self, api_kwargs, *, use_streaming=False): ...
+        async def _invalidate_system_prompt(self): ...
+    """
+)
+SYNC_PROVIDER = "class MemoryProvider:\n    def prefetch(self, query, *, session_id=''): ...\n"
+ASYNC_PROVIDER = SYNC_PROVIDER.replace("def prefetch", "async def prefetch")
+
+
+def test_the_line_is_read_from_the_releases_code() -> None:
+    assert release_line(RUN_AGENT, SYNC_PROVIDER) == SYNC_LINE
+    line = release_line(ASYNC_RUN_AGENT, ASYNC_PROVIDER)
+    assert line == Line(agent_async=True, provider_async=True)
+    assert line.seam == "_execute_model_request"
+    assert missing_seams(agent_methods(ASYNC_RUN_AGENT), line) == []
+
+
+def test_an_async_agent_is_driven_at_its_own_seam_and_start() -> None:
+    line = Line(agent_async=True, provider_async=True)
+    methods = agent_methods(ASYNC_RUN_AGENT)
+    # The synchronous seam is no seam of the asyncio line, and the reverse.
+    assert missing_seams(methods) == ["_interruptible_api_call"]
+    assert missing_seams(agent_methods(RUN_AGENT), line) == ["_execute_model_request", "__aenter__"]
+    assert missing_seams(methods - {"__aenter__"}, line) == ["__aenter__"]
+
+
+class _Provider:
+    """The release's interface as the scripted provider subclasses it (its methods overridden)."""
+
+
+def _prefetches(provider: object, count: int) -> list[object]:
+    """Runs ``count`` prefetches of ``provider``, awaiting them on the asyncio line; an
+    exception is returned as its type."""
+    results: list[object] = []
+    for _ in range(count):
+        try:
+            answer = provider.prefetch("q")  # type: ignore[attr-defined]
+            results.append(asyncio.run(answer) if inspect.isawaitable(answer) else answer)
+        except RuntimeError as error:
+            results.append(type(error))
+    return results
+
+
+@pytest.mark.parametrize("line", [SYNC_LINE, Line(agent_async=True, provider_async=True)])
+def test_a_script_plays_the_same_on_both_lines(line: Line) -> None:
+    script = parse_provider(
+        {"name": "p", "tools": ["p_search"], "recall": [
+            {"text": "a"}, {"raise": "down"}, {"value": 7}, {"hang": 0.01, "text": "late"},
+        ]},
+        0,
+    )  # fmt: skip
+    provider = scripted_provider_class(_Provider, line)(script)
+    assert inspect.iscoroutinefunction(provider.prefetch) is line.provider_async
+    assert inspect.iscoroutinefunction(provider.is_available) is line.provider_async
+    assert _prefetches(provider, 5) == ["a", RuntimeError, 7, "late", ""]
+    assert provider.calls == 5 and provider.name == "p"
+    assert [schema["name"] for schema in provider.get_tool_schemas()] == ["p_search"]
 
 
 def test_runtime_requirements_leave_out_extras_and_foreign_platforms() -> None:
