@@ -192,6 +192,16 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "passes one (#85135; the same in hermes-agent 0.19.0 and the forks of the 0.20 and "
         "0.22 lines): a recall that hangs 5 s holds the turn 5 s and is then sent with it."
     ),
+    ("PROV-5",): (
+        "(the asyncio line) a provider's tools are injected, then the agent's first tool "
+        "snapshot (at `__aenter__` and again at each turn's setup) replaces the tool list and "
+        "keeps only `memory`: the active provider's tools never reach the model."
+    ),
+    ("AGENT-2",): (
+        "(the asyncio line) the store is loaded at the first turn, not when the agent starts: "
+        "a write made between the start (or a new session) and the first message is in the "
+        "first prompt, which then differs from the one the session started with."
+    ),
     ("TOOL-4",): (
         "a call without `target` is taken as one for `memory`, and members the schema does not "
         "name (`new_content`) are ignored instead of refused."
