@@ -200,7 +200,11 @@ def _source(function: Any) -> str:
 
 
 def detect_features(
-    store_class: type, tool: Callable[..., Any], fence: Any, actions: tuple[str, ...] = ()
+    store_class: type,
+    tool: Callable[..., Any],
+    fence: Any,
+    actions: tuple[str, ...] = (),
+    parses: bool = True,
 ) -> list[str]:
     """Returns the contract features the installed release really has (CONTRACT-19).
 
@@ -214,7 +218,12 @@ def detect_features(
     - ``fence``: ``agent.memory_manager.build_memory_context_block`` could be imported.
     - ``threat-scan``: a write-time scan is called from ``add`` (every release has one).
     - ``patch``: the tool's schema offers the action ``patch`` (the 0.22 line).
-    - ``tool``: the tool's module has its function-calling schema (every release so far).
+    - ``tool``: the tool's module has its function-calling schema (every release so far) and
+      the agent has its own parser of a model's argument text (``parses``: ``_parse_tool_arguments``
+      of ``agent/tool_executor.py``, from hermes-agent 0.19.0). Before it, the agent checks the
+      text inline in its conversation loop and answers invalid JSON by calling the model again,
+      up to three times, so no one call has a result the adapter could serve: a tool call there
+      would be an adapter gap, and the feature is not claimed.
 
     ``core`` is always claimed: it is what every backend must do, so a release whose tool
     refuses ``replace`` (0.22) answers it ``E_UNSUPPORTED`` in the tool's own words and fails
@@ -247,7 +256,7 @@ def detect_features(
         features.append("threat-scan")
     if "patch" in actions:
         features.append("patch")
-    if tool_schema(inspect.getmodule(tool)) is not None:
+    if parses and tool_schema(inspect.getmodule(tool)) is not None:
         features.append("tool")
     return features
 
@@ -270,7 +279,14 @@ class HermesSession:
         self.is_async = inspect.iscoroutinefunction(self.tool)
         self.loop = asyncio.new_event_loop() if self.is_async else None
         self.actions = schema_actions(module)
-        self.features = detect_features(module.MemoryStore, self.tool, fence, self.actions)
+        parses = argument_parser() is not None
+        self.features = detect_features(module.MemoryStore, self.tool, fence, self.actions, parses)
+        if not parses:
+            print(
+                f"tool feature not claimed: the agent has no {PARSER} in {PARSER_MODULE}; it "
+                "checks a model's argument text inline and calls the model again on invalid JSON",
+                file=sys.stderr,
+            )
         self.limits = (memory_limit, user_limit)
         self.agent: Any = None  # hermes_agent.HermesAgentSession when the release's agent runs
 
@@ -292,7 +308,7 @@ class HermesSession:
         text, then ``memory_tool`` with the arguments as the agent passes them; the JSON text
         either returns is passed on untouched."""
         parse = argument_parser()
-        if parse is None:
+        if parse is None:  # not claimed then (detect_features): asked anyway, a gap of ours
             raise AdapterGap(f"the release has no {PARSER} in {PARSER_MODULE}")
         arguments, refusal = parse(text)
         if refusal is not None:

@@ -142,6 +142,16 @@ def test_features_follow_the_mechanisms_the_release_has() -> None:
     assert "durable" not in full
 
 
+def test_tool_is_claimed_only_where_the_agent_parses_argument_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before 0.19.0 the agent checks argument text inline and retries the model on invalid
+    # JSON: no one result to serve, so no claim (a tool call would be an adapter gap).
+    monkeypatch.setattr(hermes_adapter, "tool_schema", lambda module: {"name": "memory"})
+    assert "tool" in hermes_adapter.detect_features(_InPlaceStore, _tool, None, parses=True)
+    assert "tool" not in hermes_adapter.detect_features(_InPlaceStore, _tool, None, parses=False)
+
+
 FAKE_TOOL = """
 import json
 
