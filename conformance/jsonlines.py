@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from memspec.conformance import prestart
 from memspec.conformance.backend import (
     BackendDefect,
     InProcessBackend,
@@ -74,6 +75,7 @@ class CommandSession:
     name: str = ""
     version: str = ""
     cwd: str | None = None
+    prestart: bool = True
     process: subprocess.Popen[str] = field(init=False, repr=False)
     _lines: queue.Queue[object] = field(init=False, repr=False)
     _stderr: deque[str] = field(init=False, repr=False)
@@ -89,18 +91,8 @@ class CommandSession:
         if not argv:
             raise UsageError("--backend-cmd is empty")
         try:
-            self.process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="surrogateescape",
-                bufsize=1,
-                cwd=self.cwd or invocation_dir(),
-                env=backend_environment(),
-                start_new_session=True,
+            self.process = prestart.take(
+                argv, self.cwd or invocation_dir(), backend_environment(), self.prestart
             )
         except OSError as error:
             raise BackendDefect(
@@ -211,12 +203,14 @@ class CommandBackend:
 
     The command runs in the directory memspec was invoked from, so that a relative path in it
     (``node backends/node/memspec_backend.js``) means what the user typed. That directory is
-    taken when the backend is made and travels with it to worker processes.
+    taken when the backend is made and travels with it to worker processes. With ``prestart``
+    the next session's process starts while the current one runs (:mod:`.prestart`).
     """
 
     command: str
     timeout: float = DEFAULT_TIMEOUT
     cwd: str = field(default_factory=invocation_dir)
+    prestart: bool = True
 
     @property
     def label(self) -> str:
@@ -226,7 +220,9 @@ class CommandBackend:
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> CommandSession:
         """Starts one backend process on ``root``."""
         limits = {**DEFAULT_LIMITS, **(limits or {})}
-        return CommandSession(self.command, root, limits, self.timeout, cwd=self.cwd)
+        return CommandSession(
+            self.command, root, limits, self.timeout, cwd=self.cwd, prestart=self.prestart
+        )
 
 
 def _error(request_id: Any, code: str, message: str) -> dict[str, Any]:

@@ -210,7 +210,9 @@ def _record_strace(
         raise NotApplicable(problem)
     output = Path(tempfile.mkdtemp(dir=ctx.scratch)) / "strace.txt"
     prefix = shlex.join(["strace", *STRACE_ARGUMENTS, "-o", str(output), "--"])
-    traced = CommandBackend(f"{prefix} {ctx.backend.command}", max(ctx.backend.timeout, 30.0))
+    traced = CommandBackend(
+        f"{prefix} {ctx.backend.command}", max(ctx.backend.timeout, 30.0), prestart=False
+    )
     session = traced.open(ctx.root, LIMITS)
     try:
         answers = []

@@ -66,7 +66,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.crash.fstrace import STRACE_FAULT_ARGUMENTS, StraceTrace, read_strace
+from memspec.conformance.crash.fstrace import (
+    SECCOMP_BPF,
+    STRACE_FAULT_ARGUMENTS,
+    StraceTrace,
+    read_strace,
+)
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.processes.interpose import Call, Fault, Plan, describe_call
 from memspec.conformance.processes.workers import (
@@ -91,7 +96,7 @@ def strace_problem() -> str | None:
         return "strace is not installed, so a --backend-cmd backend's calls cannot be recorded"
     try:
         probe = subprocess.run(
-            ["strace", "-f", "-qq", "-o", os.devnull, "true"],
+            ["strace", SECCOMP_BPF, *STRACE_FAULT_ARGUMENTS, "-o", os.devnull, "true"],
             capture_output=True,
             text=True,
             timeout=STRACE_PROBE_TIMEOUT,
@@ -281,9 +286,15 @@ def traced(job: Job, directory: Path, options: Sequence[str] = ()) -> TracedJob:
     if not isinstance(backend, CommandBackend):
         raise HarnessError(f"BUG IN CHECK: strace runs command backends, not {backend!r}")
     output = directory / f"strace-{job.name}-{next(_runs)}.txt"
-    prefix = shlex.join(["strace", *STRACE_FAULT_ARGUMENTS, *options, "-o", str(output), "--"])
+    fast = () if any("signal=" in option for option in options) else (SECCOMP_BPF,)
+    prefix = shlex.join(
+        ["strace", *fast, *STRACE_FAULT_ARGUMENTS, *options, "-o", str(output), "--"]
+    )
     command = CommandBackend(
-        f"{prefix} {backend.command}", max(backend.timeout, TRACED_TIMEOUT), cwd=backend.cwd
+        f"{prefix} {backend.command}",
+        max(backend.timeout, TRACED_TIMEOUT),
+        cwd=backend.cwd,
+        prestart=False,
     )
     initial = {name: ino for name, (ino, _, _) in root_files(job.root).items()}
     return TracedJob(replace(job, backend=command, plan=None), output, job, initial)

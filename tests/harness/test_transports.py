@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance import cli
+from memspec.conformance import cli, prestart
 from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError, check_answer
 from memspec.conformance.jsonlines import CommandBackend, handle_line, serve
 from memspec.conformance.locations import PYTHONPATH_ADDED, backend_environment
@@ -289,3 +289,36 @@ def test_serve_looks_in_its_directory_last(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["ok"] is True, result.stdout
+
+
+def _open_and_close(backend: CommandBackend, root: Path) -> int:
+    root.mkdir()
+    session = backend.open(root)
+    pid = session.process.pid
+    session.close()
+    return pid
+
+
+def test_a_command_opened_again_has_its_next_process_ready(tmp_path: Path) -> None:
+    prestart.discard()
+    backend = CommandBackend(SERVE)
+    _open_and_close(backend, tmp_path / "first")
+    assert prestart.ready() is None  # a worker that opens one session starts no spare
+    _open_and_close(backend, tmp_path / "second")
+    spare = prestart.ready()
+    assert spare is not None and spare.poll() is None
+    assert _open_and_close(backend, tmp_path / "third") == spare.pid
+    following = prestart.ready()
+    assert following is not None and following.pid != spare.pid
+    with pytest.raises(BackendDefect, match="refused to open"):
+        CommandBackend(f"{FAULTS} no-open").open(tmp_path)
+    assert following.poll() is not None  # another command ends the spare
+    assert prestart.ready() is None
+
+
+def test_a_traced_command_never_starts_twice(tmp_path: Path) -> None:
+    prestart.discard()
+    backend = CommandBackend(SERVE, prestart=False)
+    for name in ("first", "second", "third"):
+        _open_and_close(backend, tmp_path / name)
+        assert prestart.ready() is None

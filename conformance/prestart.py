@@ -1,0 +1,100 @@
+"""A command backend's next process, started before the session that needs it.
+
+A session of a command backend is one process, and most of a short session is that process
+starting: an interpreter importing its modules, a runtime loading. The contract lets a process
+wait for its ``open`` line as long as it likes, so the harness starts the next session's process
+while the current session runs; its start-up overlaps the harness's work, on another core.
+
+One process is kept ready, for the command opened last, once that command has been opened twice
+in this process: a worker process that opens one session never starts a spare. The spare is
+ended when another command is opened, and when the harness exits. A forked child forgets its
+parent's spare. A command that must not start twice at once (strace writing one trace file)
+opens with ``prestart=False``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+
+Command = tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]
+
+_spare: tuple[Command, subprocess.Popen[str]] | None = None
+_opened: set[Command] = set()
+
+
+def start(argv: Sequence[str], cwd: str, environment: Mapping[str, str]) -> subprocess.Popen[str]:
+    """Starts one backend process, in a session of its own, with text pipes on stdio."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",
+        bufsize=1,
+        cwd=cwd,
+        env=dict(environment),
+        start_new_session=True,
+    )
+
+
+def take(
+    argv: Sequence[str], cwd: str, environment: Mapping[str, str], prestart: bool = True
+) -> subprocess.Popen[str]:
+    """Returns a started process of the command, the spare if it is this command's and still
+    running; then, with ``prestart`` and a command opened before, starts the next one's spare.
+
+    Raises OSError when the command cannot be started."""
+    global _spare
+    command = (tuple(argv), cwd, tuple(sorted(environment.items())))
+    ready = None
+    if _spare is not None and _spare[0] == command and _spare[1].poll() is None:
+        ready, _spare = _spare[1], None
+    discard()
+    process = ready or start(argv, cwd, environment)
+    if prestart and command in _opened:
+        with contextlib.suppress(OSError):
+            _spare = (command, start(argv, cwd, environment))
+    _opened.add(command)
+    return process
+
+
+def ready() -> subprocess.Popen[str] | None:
+    """Returns the process kept ready, if there is one."""
+    return None if _spare is None else _spare[1]
+
+
+def discard() -> None:
+    """Ends the spare, if there is one."""
+    global _spare
+    if _spare is None:
+        return
+    process = _spare[1]
+    _spare = None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def _forget_in_child() -> None:
+    global _spare
+    if _spare is not None:
+        for stream in (_spare[1].stdin, _spare[1].stdout, _spare[1].stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    _spare = None
+    _opened.clear()
+
+
+atexit.register(discard)
+os.register_at_fork(after_in_child=_forget_in_child)
