@@ -25,6 +25,7 @@ from memspec.conformance.findings import Finding, Refusal
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
+from memspec.spec.tool import CORE_ACTIONS
 
 OP_FEATURES = {
     "batch": "batch",
@@ -98,12 +99,15 @@ class Backend(Protocol):
         ...
 
 
-CORE_ACTION_CLAUSES = {
-    "add": ("CONTRACT-2",),
-    "replace": ("CONTRACT-2", "REPLACE-1"),
-    "remove": ("CONTRACT-2", "REMOVE-1"),
-}
-"""The clauses a backend breaks when it answers ``E_UNSUPPORTED`` to an action of ``core``."""
+ACTION_CLAUSES = {"replace": "REPLACE-1", "remove": "REMOVE-1"}
+"""The clause of its own that a refusal of a core action breaks, besides CONTRACT-2."""
+
+
+def refusal_clauses(action: str) -> tuple[str, ...]:
+    """Returns the clauses a backend breaks when it answers ``E_UNSUPPORTED`` to ``action``, one
+    of :data:`~memspec.spec.tool.CORE_ACTIONS`."""
+    own = ACTION_CLAUSES.get(action)
+    return ("CONTRACT-2", own) if own else ("CONTRACT-2",)
 
 
 def refused_core_action(
@@ -115,11 +119,11 @@ def refused_core_action(
     if code != codes.E_UNSUPPORTED:
         return None
     op = sent.get("op")
-    if op in CORE_ACTION_CLAUSES:
+    if op in CORE_ACTIONS:
         return str(op)
     items = sent.get("operations") if op == "batch" and "batch" in features else None
     actions = [i.get("action") for i in items if isinstance(i, Mapping)] if items else []
-    core = [a for a in actions if a in CORE_ACTION_CLAUSES]
+    core = [a for a in actions if a in CORE_ACTIONS]
     return next((a for a in core if a != "add"), core[0] if core else None)
 
 
@@ -158,7 +162,7 @@ def check_answer(
         asked = refused if op == refused else f"a {op} with {refused}"
         raise Refusal(
             refused,
-            CORE_ACTION_CLAUSES[refused],
+            refusal_clauses(refused),
             f"{asked} answered E_UNSUPPORTED{said}; every backend executes core's "
             f"add, replace and remove (CONTRACT-2): what was to be verified through {refused} "
             "here is not verified",

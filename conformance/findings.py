@@ -113,12 +113,12 @@ class ClauseFailures(Finding, AssertionError):
             for clause, (reason, _) in firsts.items()
         )
         self.completed = completed
-        once = {id(error): (clause, error) for clause, (_, error) in reversed(firsts.items())}
-        shown = "\n\n".join(
-            str(error) + _more(counts[clause] - 1) for clause, error in reversed(once.values())
-        )
+        shown: dict[int, str] = {}  # an error that broke two clauses is shown once
+        for clause, (_, error) in firsts.items():
+            shown.setdefault(id(error), str(error) + _more(counts[clause] - 1))
         ended = "the check ran to its end" if completed else "the check stopped at the last one"
-        super().__init__(f"{shown}\n\n({len(firsts)} clause(s) found broken; {ended})")
+        text = "\n\n".join(shown.values())
+        super().__init__(f"{text}\n\n({len(firsts)} clause(s) found broken; {ended})")
 
 
 def _more(count: int) -> str:

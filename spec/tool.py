@@ -97,15 +97,19 @@ def schema_parameters(actions: Sequence[str], batch: bool) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
+def _members(node: object, *path: str) -> Mapping[str, Any]:
+    """Returns the object at ``path`` under ``node``: ``{}`` where a step is missing or is not
+    an object."""
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node if isinstance(node, Mapping) else {}
+
+
 def schema_offer(schema: object) -> tuple[tuple[str, ...], bool]:
     """Returns the actions and whether the batch shape a schema offers, as its ``action`` enum
     and its ``operations`` property say (what a judge of results assumes the tool takes)."""
-    parameters = schema.get("parameters") if isinstance(schema, Mapping) else None
-    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-    if not isinstance(properties, Mapping):
-        return CORE_ACTIONS, False
-    action = properties.get("action")
-    enum = action.get("enum") if isinstance(action, Mapping) else None
+    properties = _members(schema, "parameters", "properties")
+    enum = _members(properties, "action").get("enum")
     actions = tuple(a for a in enum if isinstance(a, str)) if isinstance(enum, list) else ()
     return actions or CORE_ACTIONS, "operations" in properties
 
@@ -114,13 +118,8 @@ def own_members(schema: object) -> frozenset[str]:
     """Returns the member names a schema offers beyond the spec's, at the top or in a batch item
     (an alias such as Hermes 0.20's ``new_text``): TOOL-2 allows them, and a call carrying one
     is outside TOOL-4 (:func:`carries_own_member`)."""
-    parameters = schema.get("parameters") if isinstance(schema, Mapping) else None
-    top = parameters.get("properties") if isinstance(parameters, Mapping) else None
-    top = top if isinstance(top, Mapping) else {}
-    operations = top.get("operations")
-    items = operations.get("items") if isinstance(operations, Mapping) else None
-    inner = items.get("properties") if isinstance(items, Mapping) else None
-    inner = inner if isinstance(inner, Mapping) else {}
+    top = _members(schema, "parameters", "properties")
+    inner = _members(top, "operations", "items", "properties")
     return frozenset(set(top) - set(call_fields(True)) | set(inner) - set(ITEM_FIELDS))
 
 

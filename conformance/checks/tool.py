@@ -30,7 +30,7 @@ from memspec.conformance.examples import (
 from memspec.conformance.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
-from memspec.spec.tool import carries_own_member, own_members, schema_problems
+from memspec.spec.tool import carries_own_member, own_members, schema_offer, schema_problems
 
 STORED = b"User prefers tabs"
 
@@ -198,8 +198,8 @@ def malformed_calls_answered(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
         session.request("load")
-        offer = tool_offer(session_requester(session))
-        own = own_members(session.request("tool_schema")["schema"])
+        schema = session.request("tool_schema")["schema"]
+        offer, own = schema_offer(schema), own_members(schema)
 
         @given(arguments=broken_arguments())
         def broken_call_is_answered(arguments: str) -> None:
