@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -542,37 +542,50 @@ class StraceTrace:
 _KILLED = re.compile(r"^\+\+\+ killed by SIGKILL")
 
 
+class StraceFollower:
+    """Reads strace output as it comes, line by line (:func:`read_strace` of all the lines fed
+    so far is :attr:`trace`): a scheduled run reads the calls of each step as it stops."""
+
+    def __init__(self, root: str, initial: Mapping[str, int]) -> None:
+        self._reader = _StraceReader(os.path.normpath(root), initial)
+        self.trace = StraceTrace(self._reader.records)
+        self._unfinished: dict[str, str] = {}
+        self._last: dict[int, dict[str, Any]] = {}
+
+    def feed(self, lines: Iterable[str]) -> None:
+        """Reads complete lines of strace's output. Raises ValueError on one it cannot read."""
+        reader, trace, unfinished, last = self._reader, self.trace, self._unfinished, self._last
+        for raw in lines:
+            line = _LINE.match(raw)
+            if line is None:
+                continue
+            pid, body = line.group("pid"), line.group("body")
+            if body.endswith("<unfinished ...>"):
+                unfinished[pid] = body[: -len("<unfinished ...>")].rstrip()
+                continue
+            if _KILLED.match(body):
+                if pid in unfinished:
+                    body = unfinished.pop(pid) + ") = ?"
+                    _take_line(reader, trace, last, int(pid), body, killed=True)
+                elif int(pid) in last and last[int(pid)].get("result") == "?":
+                    trace.killed.append(last[int(pid)]["invocation"])
+                    if last[int(pid)]["record"] is not None:
+                        last[int(pid)]["record"]["effect"] = "kill"
+                continue
+            resumed = _RESUMED.match(body)
+            if resumed is not None:
+                body = unfinished.pop(pid, f"{resumed.group('call')}(") + resumed.group("rest")
+            _take_line(reader, trace, last, int(pid), body, killed=False)
+
+
 def read_strace(text: str, root: str, initial: Mapping[str, int]) -> StraceTrace:
     """Returns the call records (interposition format, with data details and each record's
     invocation, module docs) of the calls on ``root`` in strace output; ``initial`` maps the
     root's files before the session to their inode numbers. Raises ValueError on a line it
     cannot read."""
-    reader = _StraceReader(os.path.normpath(root), initial)
-    trace = StraceTrace(reader.records)
-    unfinished: dict[str, str] = {}
-    last: dict[int, dict[str, Any]] = {}
-    for raw in text.splitlines():
-        line = _LINE.match(raw)
-        if line is None:
-            continue
-        pid, body = line.group("pid"), line.group("body")
-        if body.endswith("<unfinished ...>"):
-            unfinished[pid] = body[: -len("<unfinished ...>")].rstrip()
-            continue
-        if _KILLED.match(body):
-            if pid in unfinished:
-                body = unfinished.pop(pid) + ") = ?"
-                _take_line(reader, trace, last, int(pid), body, killed=True)
-            elif int(pid) in last and last[int(pid)].get("result") == "?":
-                trace.killed.append(last[int(pid)]["invocation"])
-                if last[int(pid)]["record"] is not None:
-                    last[int(pid)]["record"]["effect"] = "kill"
-            continue
-        resumed = _RESUMED.match(body)
-        if resumed is not None:
-            body = unfinished.pop(pid, f"{resumed.group('call')}(") + resumed.group("rest")
-        _take_line(reader, trace, last, int(pid), body, killed=False)
-    return trace
+    follower = StraceFollower(root, initial)
+    follower.feed(text.splitlines())
+    return follower.trace
 
 
 def _take_line(

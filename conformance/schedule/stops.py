@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.crash.fstrace import FAULT_CALLS, read_strace
+from memspec.conformance.crash.fstrace import FAULT_CALLS, StraceFollower
 from memspec.conformance.crash.tamper import (
     end_process_group,
     finish_traced,
@@ -196,6 +196,8 @@ class StoppedProcess:
         self._signalled: set[int] = set()
         self._stops: list[tuple[int, int]] = []
         self._seen = 0
+        self._follower = StraceFollower(self.root, self.run.initial)
+        self._fed = 0
         self._calls = 0
         self.group: int | None = None
         self.parked: dict[str, Any] | None = None
@@ -221,8 +223,9 @@ class StoppedProcess:
 
     def _call_before(self, line: int) -> dict[str, Any]:
         """Returns the last new call record on the root up to strace line ``line``."""
-        text = "\n".join(self.lines[: line + 1])
-        records = read_strace(text, self.root, self.run.initial).records
+        self._follower.feed(self.lines[self._fed : line + 1])
+        self._fed = max(self._fed, line + 1)
+        records = self._follower.trace.records
         new, self._calls = records[self._calls :], len(records)
         return new[-1] if new else unrecorded_call(self.lines[: line + 1])
 
