@@ -31,8 +31,7 @@ import textwrap
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from memspec.conformance.backend import UsageError
-from memspec.conformance.locations import PYTHONPATH_ADDED, shadows_memspec
+from memspec.conformance.locations import PYTHONPATH_ADDED, keep_bytecode, shadows_memspec
 
 if TYPE_CHECKING:
     from memspec.conformance.trail import ClauseTrail
@@ -210,9 +209,6 @@ def _cmd_examples(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from memspec.conformance.locations import keep_bytecode
-
-    keep_bytecode()
     from memspec.conformance.backend import InProcessBackend
     from memspec.conformance.jsonlines import serve
 
@@ -468,6 +464,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     serving = argv[:1] == ["serve"]
+    if serving:
+        keep_bytecode()  # before memspec's own modules load: each session is a new process
+    from memspec.conformance.backend import UsageError
+
     args = (serve_parser() if serving else build_parser()).parse_args(argv)
     try:
         with _import_from_cwd(last=serving):
