@@ -19,12 +19,14 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 
 Command = tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]
 
 _spare: tuple[Command, subprocess.Popen[str]] | None = None
 _opened: set[Command] = set()
+_lock = threading.Lock()  # sessions may be opened from several threads at once
 
 
 def start(argv: Sequence[str], cwd: str, environment: Mapping[str, str]) -> subprocess.Popen[str]:
@@ -53,15 +55,16 @@ def take(
     Raises OSError when the command cannot be started."""
     global _spare
     command = (tuple(argv), cwd, tuple(sorted(environment.items())))
-    ready = None
-    if _spare is not None and _spare[0] == command and _spare[1].poll() is None:
-        ready, _spare = _spare[1], None
-    discard()
-    process = ready or start(argv, cwd, environment)
-    if prestart and command in _opened:
-        with contextlib.suppress(OSError):
-            _spare = (command, start(argv, cwd, environment))
-    _opened.add(command)
+    with _lock:
+        ready = None
+        if _spare is not None and _spare[0] == command and _spare[1].poll() is None:
+            ready, _spare = _spare[1], None
+        _discard()
+        process = ready or start(argv, cwd, environment)
+        if prestart and command in _opened:
+            with contextlib.suppress(OSError):
+                _spare = (command, start(argv, cwd, environment))
+        _opened.add(command)
     return process
 
 
@@ -72,6 +75,11 @@ def ready() -> subprocess.Popen[str] | None:
 
 def discard() -> None:
     """Ends the spare, if there is one."""
+    with _lock:
+        _discard()
+
+
+def _discard() -> None:
     global _spare
     if _spare is None:
         return
@@ -86,7 +94,8 @@ def discard() -> None:
 
 
 def _forget_in_child() -> None:
-    global _spare
+    global _spare, _lock
+    _lock = threading.Lock()  # another thread of the parent may have held it
     if _spare is not None:
         for stream in (_spare[1].stdin, _spare[1].stdout, _spare[1].stderr):
             if stream is not None:

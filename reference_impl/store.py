@@ -201,7 +201,7 @@ class Store:
     @functools.cached_property
     def _agent(self) -> AgentSession:
         # Made at a session's first agent op: most sessions never start one, and a served
-        # session that imports no agent starts in a sixth less time.
+        # session that imports no agent starts about 13 ms sooner (of 90).
         from memspec.reference_impl.agent import AgentSession
 
         return AgentSession(self)
