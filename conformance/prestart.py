@@ -9,7 +9,8 @@ One process is kept ready, for the command opened last, once that command has be
 in this process: a worker process that opens one session never starts a spare. The spare is
 ended when another command is opened, and when the harness exits. A forked child forgets its
 parent's spare. A command that must not start twice at once (strace writing one trace file)
-opens with ``prestart=False``.
+opens with ``prestart=False``: it starts alone, and leaves the spare of the backend's own
+command for that command's next session.
 """
 
 from __future__ import annotations
@@ -50,10 +51,13 @@ def take(
     argv: Sequence[str], cwd: str, environment: Mapping[str, str], prestart: bool = True
 ) -> subprocess.Popen[str]:
     """Returns a started process of the command, the spare if it is this command's and still
-    running; then, with ``prestart`` and a command opened before, starts the next one's spare.
+    running; then, for a command opened before, starts the next one's spare. Without
+    ``prestart`` the command just starts, and the spare of another is left as it is.
 
     Raises OSError when the command cannot be started."""
     global _spare
+    if not prestart:
+        return start(argv, cwd, environment)
     command = (tuple(argv), cwd, tuple(sorted(environment.items())))
     with _lock:
         ready = None
@@ -61,7 +65,7 @@ def take(
             ready, _spare = _spare[1], None
         _discard()
         process = ready or start(argv, cwd, environment)
-        if prestart and command in _opened:
+        if command in _opened:
             with contextlib.suppress(OSError):
                 _spare = (command, start(argv, cwd, environment))
         _opened.add(command)
