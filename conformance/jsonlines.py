@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -76,6 +76,7 @@ class CommandSession:
     version: str = ""
     cwd: str | None = None
     prestart: bool = True
+    started: Callable[[subprocess.Popen[str]], None] | None = None
     process: subprocess.Popen[str] = field(init=False, repr=False)
     _lines: queue.Queue[object] = field(init=False, repr=False)
     _stderr: deque[str] = field(init=False, repr=False)
@@ -98,6 +99,12 @@ class CommandSession:
             raise BackendDefect(
                 f"could not start {argv[0]!r}: {error.strerror or error}", {"command": self.command}
             ) from None
+        if self.started is not None:
+            try:
+                self.started(self.process)
+            except BaseException:
+                self.kill()
+                raise
         self._lines = queue.Queue()
         self._stderr = deque(maxlen=STDERR_TAIL)
         assert self.process.stdout is not None and self.process.stderr is not None
@@ -205,12 +212,15 @@ class CommandBackend:
     (``node backends/node/memspec_backend.js``) means what the user typed. That directory is
     taken when the backend is made and travels with it to worker processes. With ``prestart``
     the next session's process starts while the current one runs (:mod:`.prestart`).
+    ``started`` is called with each session's process before its ``open`` line is sent (strace
+    attaches there: :func:`memspec.conformance.crash.tamper.strace_backend`).
     """
 
     command: str
     timeout: float = DEFAULT_TIMEOUT
     cwd: str = field(default_factory=invocation_dir)
     prestart: bool = True
+    started: Callable[[subprocess.Popen[str]], None] | None = None
 
     @property
     def label(self) -> str:
@@ -221,7 +231,13 @@ class CommandBackend:
         """Starts one backend process on ``root``."""
         limits = {**DEFAULT_LIMITS, **(limits or {})}
         return CommandSession(
-            self.command, root, limits, self.timeout, cwd=self.cwd, prestart=self.prestart
+            self.command,
+            root,
+            limits,
+            self.timeout,
+            cwd=self.cwd,
+            prestart=self.prestart,
+            started=self.started,
         )
 
 

@@ -35,7 +35,6 @@ and the time taken per model are attached to the check's result as figures (``ct
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import tempfile
 import time
@@ -53,7 +52,7 @@ from memspec.conformance.crash.persistence import (
     crash_states,
     explain,
 )
-from memspec.conformance.crash.tamper import strace_problem
+from memspec.conformance.crash.tamper import strace_backend, strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.processes.interpose import Plan, describe_call
 from memspec.conformance.processes.workers import Job, run_session
@@ -209,10 +208,7 @@ def _record_strace(
     if problem is not None:
         raise NotApplicable(problem)
     output = Path(tempfile.mkdtemp(dir=ctx.scratch)) / "strace.txt"
-    prefix = shlex.join(["strace", *STRACE_ARGUMENTS, "-o", str(output), "--"])
-    traced = CommandBackend(
-        f"{prefix} {ctx.backend.command}", max(ctx.backend.timeout, 30.0), prestart=False
-    )
+    traced = strace_backend(ctx.backend, STRACE_ARGUMENTS, output)
     session = traced.open(ctx.root, LIMITS)
     try:
         answers = []

@@ -18,18 +18,17 @@ directly in the root are modelled. After the last call of each acknowledged muta
 create gives its inode a new identity (a negative number) that later calls on that number refer
 to.
 
-**strace.** The backend runs under ``strace --seccomp-bpf -f -qq -x -y -s N``
-(:data:`STRACE_ARGUMENTS`): ``--seccomp-bpf`` stops the process only at the traced calls (an
-interpreter starting under strace takes half the time it would if every call stopped), ``-y``
-decorates every descriptor with its path, ``-x`` prints bytes as hex escapes. strace
-shows no inode numbers, so the parser follows names itself: the files of the root before the
-session keep their real inode numbers, every file a call creates gets a new negative one, and
-descriptors (shared by every traced process and thread; ``dup`` makes an alias) remember the
-inode, position and ``O_APPEND`` they were opened with. The backend's answers on standard
-output (``write`` to descriptor 1) mark where each request ends, as ALICE reads an
-application's messages to its user: the calls after the answer to request ``N`` belong to
-request ``N + 1``, and request ``N`` of the session is operation ``N - 1`` (request 0 is the
-protocol's ``open``).
+**strace.** The backend runs under ``strace -f -x -y -s N`` (:data:`STRACE_ARGUMENTS`), attached
+to it once it waits for its ``open`` line, or starting it
+(:func:`memspec.conformance.crash.tamper.strace_backend`): ``-f`` follows its threads and
+children, ``-y`` decorates every descriptor with its path, ``-x`` prints bytes as hex escapes.
+strace shows no inode numbers, so the parser follows names itself: the files of the root before
+the session keep their real inode numbers, every file a call creates gets a new negative one,
+and descriptors (shared by every traced process and thread; ``dup`` makes an alias) remember the
+inode, position and ``O_APPEND`` they were opened with. The backend's answers on standard output
+(``write`` to descriptor 1) mark where each request ends, as ALICE reads an application's
+messages to its user: the calls after the answer to request ``N`` belong to request ``N + 1``,
+and request ``N`` of the session is operation ``N - 1`` (request 0 is the protocol's ``open``).
 
 **Tampering.** :func:`read_strace` also says, for each record, which invocation it was —
 ``details["strace"]``: the thread id, the system call and its ordinal among that thread's calls
@@ -57,15 +56,17 @@ STRACE_CALLS = (
     "fdatasync,rename,renameat,renameat2,unlink,unlinkat,close,dup,dup2,dup3"
 )
 SECCOMP_BPF = "--seccomp-bpf"
-"""strace's option to stop the process only at the traced calls (see the module docstring)."""
-_COMMON = ("-f", "-qq", "-x", "-y", "-s", "1048576")
-STRACE_ARGUMENTS = (SECCOMP_BPF, *_COMMON, "-e", f"trace={STRACE_CALLS}")
-"""The strace options :func:`calls_from_strace` reads the output of (add ``-o FILE``)."""
+"""strace's option to stop a process it starts only at the traced calls: an interpreter starting
+under strace then takes about half the time it would if every call stopped."""
+_COMMON = ("-f", "-x", "-y", "-s", "1048576")
+STRACE_ARGUMENTS = (*_COMMON, "-e", f"trace={STRACE_CALLS}")
+"""The strace options :func:`calls_from_strace` reads the output of (add ``-o FILE``, and how
+strace reaches the process: :func:`memspec.conformance.crash.tamper.strace_backend`)."""
 FAULT_CALLS = f"{STRACE_CALLS},read,pread64,readv,preadv,flock,fcntl,bind"
 STRACE_FAULT_ARGUMENTS = (*_COMMON, "-e", f"trace={FAULT_CALLS}")
-"""The same with the reads and the locks traced too (faults, lock span, kill points), without
-:data:`SECCOMP_BPF`: strace delivers an injected signal at a call's exit, which it does not see
-under a seccomp filter (:func:`memspec.conformance.crash.tamper.traced` adds it otherwise)."""
+"""The same with the reads and the locks traced too (faults, lock span, kill points)."""
+QUIET = "-qq"
+"""No messages about attaching, personality and exits, for a process strace starts."""
 READS = frozenset({"read", "pread64", "readv", "preadv"})
 """System calls whose data the parser never needs (it can be megabytes of program code)."""
 LOCKING_COMMANDS = frozenset({"F_SETLK", "F_SETLKW", "F_OFD_SETLK", "F_OFD_SETLKW"})

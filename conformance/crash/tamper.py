@@ -46,7 +46,8 @@ Python-level buffered writes and flushes (a store that fsyncs before flushing it
 is named as such), and drives the deterministic scheduler of the interleaving checks.
 
 **Never hangs.** Every run is a worker with a deadline; the backend runs in a process group of
-its own (strace and its tracees), which is killed when the run ends. Output strace writes that
+its own (with strace, where strace starts it), which is killed when the run ends; an attached
+strace ends with its tracees. Output strace writes that
 the parser cannot read is a :class:`~memspec.conformance.registry.HarnessError`.
 """
 
@@ -57,16 +58,20 @@ import errno as errno_module
 import functools
 import itertools
 import os
+import select
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.crash.fstrace import (
+    QUIET,
     SECCOMP_BPF,
     STRACE_FAULT_ARGUMENTS,
     StraceTrace,
@@ -96,7 +101,7 @@ def strace_problem() -> str | None:
         return "strace is not installed, so a --backend-cmd backend's calls cannot be recorded"
     try:
         probe = subprocess.run(
-            ["strace", SECCOMP_BPF, *STRACE_FAULT_ARGUMENTS, "-o", os.devnull, "true"],
+            ["strace", SECCOMP_BPF, QUIET, *STRACE_FAULT_ARGUMENTS, "-o", os.devnull, "true"],
             capture_output=True,
             text=True,
             timeout=STRACE_PROBE_TIMEOUT,
@@ -286,18 +291,127 @@ def traced(job: Job, directory: Path, options: Sequence[str] = ()) -> TracedJob:
     if not isinstance(backend, CommandBackend):
         raise HarnessError(f"BUG IN CHECK: strace runs command backends, not {backend!r}")
     output = directory / f"strace-{job.name}-{next(_runs)}.txt"
-    fast = () if any("signal=" in option for option in options) else (SECCOMP_BPF,)
-    prefix = shlex.join(
-        ["strace", *fast, *STRACE_FAULT_ARGUMENTS, *options, "-o", str(output), "--"]
-    )
-    command = CommandBackend(
-        f"{prefix} {backend.command}",
-        max(backend.timeout, TRACED_TIMEOUT),
-        cwd=backend.cwd,
-        prestart=False,
-    )
+    signals = any("signal=" in option for option in options)
+    command = strace_backend(backend, (*STRACE_FAULT_ARGUMENTS, *options), output, not signals)
     initial = {name: ino for name, (ino, _, _) in root_files(job.root).items()}
     return TracedJob(replace(job, backend=command, plan=None), output, job, initial)
+
+
+def strace_backend(
+    backend: CommandBackend, arguments: Sequence[str], output: Path, seccomp: bool = True
+) -> CommandBackend:
+    """Returns ``backend`` with each session's process traced by strace with ``arguments``,
+    writing to ``output``.
+
+    Where ptrace permits it (:func:`attach_problem`), strace attaches (``-p``) to the process
+    once it has started and waits for its ``open`` line, so its start-up is not traced: a
+    Python backend's session then takes about 80 ms instead of 380 ms (every call of a start-up
+    stops under strace). Elsewhere the process starts under strace, with :data:`SECCOMP_BPF`
+    where ``seccomp`` (strace 6.1 delivers no injected signal under a seccomp filter), and
+    never as a prestarted spare (a spare would truncate the running session's trace file).
+    """
+    timeout = max(backend.timeout, TRACED_TIMEOUT)
+    if attach_problem() is None:
+        attach = functools.partial(attach_strace, (*arguments, "-o", str(output)))
+        return replace(backend, timeout=timeout, started=attach)
+    fast = (SECCOMP_BPF,) if seccomp else ()
+    prefix = shlex.join(["strace", *fast, QUIET, *arguments, "-o", str(output), "--"])
+    return CommandBackend(f"{prefix} {backend.command}", timeout, cwd=backend.cwd, prestart=False)
+
+
+ATTACH_QUIET = "--quiet=personality,exit"
+"""strace's messages off but the one that says it has attached (on its standard error)."""
+IDLE_WAIT = 5.0
+"""Longest wait for a process to wait for input before strace attaches to it anyway."""
+ATTACH_TIMEOUT = 10.0
+"""Longest wait for strace to say it has attached."""
+
+
+def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
+    """Attaches strace with ``arguments`` to ``process`` and its threads once each of them
+    sleeps (it has started and waits for its ``open`` line; attaching earlier only traces more
+    of its start-up), and returns when strace says it is attached: every call the process makes
+    from then on is traced. A process that has ended is left to its session to report; raises
+    HarnessError when strace cannot attach to a running one."""
+    deadline = time.monotonic() + IDLE_WAIT
+    while not _sleeping(process.pid) and process.poll() is None:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.001)
+    strace = subprocess.Popen(
+        ["strace", ATTACH_QUIET, *arguments, "-p", str(process.pid)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    assert strace.stderr is not None
+    said = ""
+    if select.select([strace.stderr], [], [], ATTACH_TIMEOUT)[0]:
+        said = strace.stderr.readline().strip()
+    threading.Thread(target=_reap, args=(strace,), daemon=True).start()
+    if " attached" in said or process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        strace.kill()
+    raise HarnessError(
+        f"strace could not attach to the backend's process {process.pid}: "
+        f"{said or f'it said nothing in {ATTACH_TIMEOUT:.0f} s'}"
+    )
+
+
+def _sleeping(pid: int) -> bool:
+    """Whether every thread of process ``pid`` sleeps (state ``S`` in ``/proc``)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
+                fields = stat.read()
+        except OSError:
+            continue
+        if fields[fields.rindex(b")") + 2 : fields.rindex(b")") + 3] != b"S":
+            return False
+    return True
+
+
+def _reap(strace: subprocess.Popen[str]) -> None:
+    """Reads strace's standard error to its end (so that strace never blocks on it) and reaps
+    it once the traced process has ended."""
+    assert strace.stderr is not None
+    for _ in strace.stderr:
+        pass
+    strace.wait()
+
+
+@functools.cache
+def attach_problem() -> str | None:
+    """Returns why strace cannot attach to a process it did not start here (ptrace forbids it,
+    as in many containers), or ``None``; :func:`strace_backend` then starts the process under
+    strace."""
+    problem = strace_problem()
+    if problem is not None:
+        return problem
+    sleeper = subprocess.Popen(
+        ["sleep", "60"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        attach_strace(("-o", os.devnull), sleeper)
+    except HarnessError as error:
+        return str(error)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    return None
 
 
 def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, StraceTrace]:
@@ -328,7 +442,8 @@ def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, S
 
 
 def end_process_group(pid: int | None) -> None:
-    """Kills the process group strace led (the backend runs in a session of its own)."""
+    """Kills the process group ``pid`` leads: the backend's, with strace where strace started
+    it (the backend runs in a session of its own)."""
     if pid:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)

@@ -39,7 +39,7 @@ than the delay, which on a loaded 2-core CI runner it is; a stop orders them wha
 so a schedule replays exactly, as ``memspec repro`` needs.
 
 **Never hangs.** Every wait polls with a deadline; the backend runs in a process group of its
-own (strace and its tracees, started in a new session), which :meth:`StoppedProcess.stop` kills
+own (with strace, where strace starts it), which :meth:`StoppedProcess.stop` kills
 with ``SIGKILL`` (stopped processes included) on every way out of a run.
 """
 
@@ -72,7 +72,7 @@ from memspec.spec.targets import FILENAMES
 
 STORE_NAMES = (*FILENAMES.values(), *(f"{name}.lock" for name in FILENAMES.values()))
 """The names in the root whose calls are scheduling points (besides the root itself)."""
-POLL_SECONDS = 0.002
+POLL_SECONDS = 0.0005
 """How often strace's output is read while a step runs."""
 RESTARTED = "ERESTARTSYS"
 
@@ -284,7 +284,8 @@ class StoppedProcess:
         return True
 
     def stop(self) -> None:
-        """Kills the session's process group (strace and its stopped tracees) and worker."""
+        """Kills the session's process group (its stopped processes; strace ends with them)
+        and worker."""
         end_process_group(self.group)
         if not self.worker.ended:
             self.worker.kill("timeout")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import memspec.conformance.checks  # noqa: F401  (registers the checks)
+from memspec.conformance.crash import tamper
 from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
@@ -96,6 +97,24 @@ def test_broken_store_is_caught_through_strace(
     factory: str, name: str, clause: str, tmp_path: Path
 ) -> None:
     """The store with one defect, served as a command, fails the check on its clause."""
+    with pytest.raises(AssertionError) as failure:
+        run_in_budget(CHECKS[name], _context(tmp_path, f"{SERVE} {PROCS}:{factory}"))
+    assert str(failure.value).startswith(clause), str(failure.value)
+
+
+STARTED = [CAUGHT[0], CAUGHT[1], CAUGHT[5], CAUGHT[8], CAUGHT[12]]
+"""One defect per kind of strace run: an error, a kill, the durability trace, the lock span."""
+
+
+@pytest.mark.parametrize(
+    ("factory", "name", "clause"), STARTED, ids=[f"{f}-{n}" for f, n, _ in STARTED]
+)
+def test_where_strace_cannot_attach_it_starts_the_backend(
+    factory: str, name: str, clause: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ptrace forbids attaching, strace starts each process: the same defects are caught
+    on the same clauses."""
+    monkeypatch.setattr(tamper, "attach_problem", lambda: "ptrace: Operation not permitted")
     with pytest.raises(AssertionError) as failure:
         run_in_budget(CHECKS[name], _context(tmp_path, f"{SERVE} {PROCS}:{factory}"))
     assert str(failure.value).startswith(clause), str(failure.value)

@@ -21,6 +21,7 @@ import pytest
 import memspec.conformance.checks  # registers the checks
 import memspec.fuzz.interleavings  # noqa: F401  (registers the random-schedule check)
 from memspec.conformance.cli import main
+from memspec.conformance.crash import tamper
 from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
@@ -29,6 +30,7 @@ from memspec.conformance.schedule.stops import unschedulable_locks
 from tests.budgeted import run_in_budget
 
 SERVE = "memspec serve --backend"
+PROCS = "tests.backends.procs"
 REFERENCE = f"{SERVE} memspec.reference_impl:open_store"
 NODE = "node backends/node/memspec_backend.js"
 TWO = ("interleavings.preemption_bounded_schedules", "interleavings.random_schedules")
@@ -64,6 +66,17 @@ def test_racy_store_served_as_a_command_fails(factory: str, name: str, tmp_path:
         run_in_budget(CHECKS[name], _context(tmp_path, f"{SERVE} tests.backends.procs:{factory}"))
     assert str(failure.value).startswith("LOCK-3"), str(failure.value)
     assert "memspec repro" in str(failure.value)
+
+
+def test_where_strace_cannot_attach_the_race_is_still_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ptrace forbids attaching, each session starts under strace, and the lost update
+    of a store without a lock is found as it is when strace attaches."""
+    monkeypatch.setattr(tamper, "attach_problem", lambda: "ptrace: Operation not permitted")
+    with pytest.raises(AssertionError) as failure:
+        run_in_budget(CHECKS[TWO[0]], _context(tmp_path, f"{SERVE} {PROCS}:open_no_lock"))
+    assert str(failure.value).startswith("LOCK-3"), str(failure.value)
 
 
 def test_repro_of_a_command_replays_the_lost_update(
