@@ -84,11 +84,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
-from memspec.conformance.schedule.stops import (
-    LOCK_CALLS,
-    require_schedulable,
-    require_scheduling_points,
-)
+from memspec.conformance.schedule.stops import LOCK_CALLS, require_schedulable
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
 
@@ -451,7 +447,6 @@ def _adds(*per_session: int) -> Program:
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
     require_schedulable(ctx.backend)
-    require_scheduling_points(ctx)
     profile = ctx.profile
     bound, budget = profile.preemption_bound, profile.schedule_budget
     adds = profile.adds_per_session

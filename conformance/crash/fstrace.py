@@ -553,6 +553,14 @@ class StraceFollower:
         self._unfinished: dict[str, str] = {}
         self._last: dict[int, dict[str, Any]] = {}
 
+    def last_call(self, tid: int) -> tuple[str, dict[str, Any] | None]:
+        """Returns the system call thread ``tid`` made last in the lines fed so far, and its
+        record (None: a call the parser keeps no record of); ``("", None)`` before any."""
+        last = self._last.get(tid)
+        if last is None:
+            return "", None
+        return last["invocation"][1], last["record"]
+
     def feed(self, lines: Iterable[str]) -> None:
         """Reads complete lines of strace's output. Raises ValueError on one it cannot read."""
         reader, trace, unfinished, last = self._reader, self.trace, self._unfinished, self._last

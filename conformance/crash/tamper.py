@@ -324,20 +324,21 @@ ATTACH_QUIET = "--quiet=personality,exit"
 IDLE_WAIT = 5.0
 """Longest wait for a process to wait for input before strace attaches to it anyway."""
 ATTACH_TIMEOUT = 10.0
-"""Longest wait for strace to say it has attached."""
+"""Longest wait for strace to say it has attached, and then for the process to wait again."""
 
 
 def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
     """Attaches strace with ``arguments`` to ``process`` and its threads once each of them
     sleeps (it has started and waits for its ``open`` line; attaching earlier only traces more
-    of its start-up), and returns when strace says it is attached: every call the process makes
-    from then on is traced. A process that has ended is left to its session to report; raises
-    HarnessError when strace cannot attach to a running one."""
-    deadline = time.monotonic() + IDLE_WAIT
-    while not _sleeping(process.pid) and process.poll() is None:
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.001)
+    of its start-up), and returns once every call it makes is traced.
+
+    strace says it is attached when it has asked each thread to stop, which wakes a sleeping
+    thread at once; a thread sleeps again only after strace has resumed it with its calls
+    traced, in the call it was waiting in, made again. So this returns when they all sleep
+    again: an ``open`` line sent earlier could end the waiting read untraced, and the calls
+    strace counts would differ from run to run. A process that has ended is left to its
+    session to report; raises HarnessError when strace cannot attach to a running one."""
+    _until_asleep(process, IDLE_WAIT)
     strace = subprocess.Popen(
         ["strace", ATTACH_QUIET, *arguments, "-p", str(process.pid)],
         stdin=subprocess.DEVNULL,
@@ -352,7 +353,10 @@ def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> N
     if select.select([strace.stderr], [], [], ATTACH_TIMEOUT)[0]:
         said = strace.stderr.readline().strip()
     threading.Thread(target=_reap, args=(strace,), daemon=True).start()
-    if " attached" in said or process.poll() is not None:
+    if " attached" in said:
+        _until_asleep(process, ATTACH_TIMEOUT)
+        return
+    if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         strace.kill()
@@ -360,6 +364,15 @@ def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> N
         f"strace could not attach to the backend's process {process.pid}: "
         f"{said or f'it said nothing in {ATTACH_TIMEOUT:.0f} s'}"
     )
+
+
+def _until_asleep(process: subprocess.Popen[str], seconds: float) -> None:
+    """Waits until every thread of ``process`` sleeps, or it has ended, or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while not _sleeping(process.pid) and process.poll() is None:
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.0002)
 
 
 def _sleeping(pid: int) -> bool:

@@ -29,9 +29,19 @@ the one strace printed. Two consequences, both harmless for the programs these c
 - a lock call that would wait gets ``SIGSTOP`` pending on entry, so the kernel ends it with
   ``ERESTARTSYS`` without taking the lock, and restarts it on ``SIGCONT``: that step *waited*, and
   the session is not enabled again until another one has made a step (it may have released
-  the lock). A lock on a name the ``-P`` list does not hold (an abstract socket, a lock file of
-  another name) is not a scheduling point: a session waiting for it makes no call, and the
-  scheduler's step timeout marks it blocked while the others go on.
+  the lock). A lock attempt that fails because the lock is taken (``EAGAIN`` from a
+  non-blocking ``flock``, ``EADDRINUSE`` from a ``bind``) waited too.
+
+**Locks off the root.** A store may lock something ``-P`` cannot name: a Unix socket bound in
+the abstract namespace (the Node.js backend: Node has no ``flock``), a lock file of another
+name. A session waiting for it would make no call strace stops at. So the scheduler first
+records one add of the backend (:func:`off_root_locks`, once per command), and where it locks
+off the root, it stops the process at every call that changes a file or takes a lock, wherever
+it is, with no ``-P``: the harness resumes at once those that are not scheduling points (the
+protocol's pipes, a temp file), and the scheduling points are the calls on the root and its
+names, as with ``-P``, and every lock call. Reads are not stopped at there: a read of the
+protocol's pipe that waits for the next request would be stopped and restarted without end.
+A waiting session's lock attempts are then steps that waited, and its schedule replays.
 
 Why stops and not ``delay_enter``: a delay orders calls only as long as the machine is not
 slower
@@ -47,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import errno as errno_module
+import functools
 import os
 import re
 import signal
@@ -57,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.crash.fstrace import FAULT_CALLS, StraceFollower
+from memspec.conformance.crash.fstrace import FAULT_CALLS, STRACE_CALLS, StraceFollower
 from memspec.conformance.crash.tamper import (
     end_process_group,
     finish_traced,
@@ -111,29 +122,35 @@ def unschedulable_locks(records: Sequence[Mapping[str, Any]]) -> list[str]:
     )
 
 
-def require_scheduling_points(ctx: Any) -> None:
-    """Raises NotApplicable when a command backend locks through something strace cannot stop
-    at (:func:`unschedulable_locks`), found from one add recorded on a scratch root; a Python
-    backend, and a command that locks a store name or takes no lock at all (a racy store
-    these checks must catch), pass."""
-    if not isinstance(ctx.backend, CommandBackend):
-        return
-    root = Path(tempfile.mkdtemp(prefix="locks-", dir=ctx.scratch))
+def off_root_locks(backend: CommandBackend) -> tuple[str, ...]:
+    """Returns the locks ``backend`` takes that are not scheduling points under ``-P``
+    (:func:`unschedulable_locks`), found from one add recorded under strace on a scratch root,
+    once per command and directory."""
+    return _off_root_locks(backend.command, backend.cwd, backend.timeout)
+
+
+@functools.cache
+def _off_root_locks(command: str, cwd: str, timeout: float) -> tuple[str, ...]:
+    backend = CommandBackend(command, timeout, cwd=cwd, prestart=False)
     ops = ({"op": "load"}, {"op": "add", "target": "memory", "content": "Lock probe entry"})
-    result, _ = run_traced(Job(ctx.backend, root, ops, name="lock-probe"), 30, ctx.scratch)
-    locks = unschedulable_locks(result.calls)
-    if locks:
-        raise NotApplicable(
-            f"the backend locks {', '.join(locks)}, which is not a file of the root strace can "
-            "stop at, so a session waiting for it cannot be scheduled deterministically; its "
-            "interleavings are judged by concurrency.history_is_linearizable and "
-            "locking.concurrent_adds_are_all_kept instead"
-        )
+    with tempfile.TemporaryDirectory(prefix="memspec-locks-") as scratch:
+        root = Path(scratch) / "root"
+        root.mkdir()
+        result, _ = run_traced(Job(backend, root, ops, name="lock-probe"), 30, Path(scratch))
+    return tuple(unschedulable_locks(result.calls))
 
 
-def stop_options(root: Path) -> tuple[str, ...]:
+STOP_CALLS = f"{STRACE_CALLS},flock,fcntl,bind"
+"""What a process whose lock is off the root is stopped at (module docs): every traced call
+but the reads."""
+
+
+def stop_options(root: Path, everywhere: bool = False) -> tuple[str, ...]:
     """Returns the strace options that stop a process after each call on ``root`` (module
-    docs), for the root as given and as resolved (``-P`` compares the path strings)."""
+    docs), for the root as given and as resolved (``-P`` compares the path strings); or, with
+    ``everywhere``, after each call of :data:`STOP_CALLS` wherever it is."""
+    if everywhere:
+        return ("-e", "signal=SIGSTOP", "-e", f"inject={STOP_CALLS}:signal=SIGSTOP")
     roots = dict.fromkeys([str(root), os.path.realpath(root)])
     paths = [path for base in roots for path in (base, *(f"{base}/{n}" for n in STORE_NAMES))]
     filters = [option for path in paths for option in ("-P", path)]
@@ -168,10 +185,14 @@ def unrecorded_call(lines: list[str]) -> dict[str, Any]:
     return {"name": "call", "path": "", "kind": None, "details": {}}
 
 
+LOCK_TAKEN = frozenset({"EAGAIN", "EWOULDBLOCK", "EACCES", "EADDRINUSE"})
+"""The errors of a lock attempt that found the lock taken (a lock call that waited)."""
+
+
 def returned(call: dict[str, Any]) -> dict[str, Any]:
     """Returns the scheduler's ``return`` record of a granted step whose call was ``call``."""
     error = call.get("error")
-    waited = error == RESTARTED
+    waited = error == RESTARTED or (call.get("name") in LOCK_CALLS and error in LOCK_TAKEN)
     failed = bool(error) and not waited
     number = getattr(errno_module, str(error), None) if failed else None
     return {"type": "return", "call": call, "failed": failed, "errno": number, "waited": waited}
@@ -187,7 +208,9 @@ class StoppedProcess:
 
     def __init__(self, job: Job, directory: Path) -> None:
         self.name = job.name
-        self.run = traced(job, directory, stop_options(job.root))
+        assert isinstance(job.backend, CommandBackend)
+        self.everywhere = bool(off_root_locks(job.backend))
+        self.run = traced(job, directory, stop_options(job.root, self.everywhere))
         self.root = os.path.realpath(job.root)
         self.worker = Worker(self.run.job)
         self.lines: list[str] = []
@@ -221,13 +244,29 @@ class StoppedProcess:
         found = stops_in(complete, self._signalled)
         self._stops += [(thread, first + index) for thread, index in found]
 
-    def _call_before(self, line: int) -> dict[str, Any]:
-        """Returns the last new call record on the root up to strace line ``line``."""
+    def _call_before(self, thread: int, line: int) -> dict[str, Any] | None:
+        """Returns the call ``thread`` stopped after at strace line ``line``: the last new call
+        record on the root; stopped everywhere, that thread's own last call, or None when it
+        is not a scheduling point (module docs)."""
         self._follower.feed(self.lines[self._fed : line + 1])
         self._fed = max(self._fed, line + 1)
         records = self._follower.trace.records
         new, self._calls = records[self._calls :], len(records)
-        return new[-1] if new else unrecorded_call(self.lines[: line + 1])
+        if not self.everywhere:
+            return new[-1] if new else unrecorded_call(self.lines[: line + 1])
+        syscall, record = self._follower.last_call(thread)
+        if record is None:
+            own = [text for text in self.lines[: line + 1] if text.startswith(f"{thread} ")]
+            record = unrecorded_call(own[-1:])
+            record["name"] = syscall or record["name"]
+        return record if self._scheduling_point(record) else None
+
+    def _scheduling_point(self, call: Mapping[str, Any]) -> bool:
+        """Whether a call stopped at everywhere is one the scheduler decides at: a lock call,
+        or a call on the root or one of its names."""
+        path = str(call.get("path") or "")
+        in_root = os.path.dirname(path) == self.root and os.path.basename(path) in STORE_NAMES
+        return call.get("name") in LOCK_CALLS or path == self.root or in_root
 
     def absorb(self, locks: Any) -> list[dict[str, Any]]:
         """Takes the stops strace reported; returns the ``return`` records of granted steps."""
@@ -239,7 +278,12 @@ class StoppedProcess:
             if self.group is None:
                 with contextlib.suppress(OSError):
                     self.group = os.getpgid(thread)
-            back = returned(self._call_before(line))
+            call = self._call_before(thread, line)
+            if call is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(thread, signal.SIGCONT)
+                continue
+            back = returned(call)
             if self.granted is not None:
                 returns.append(back)
                 self.granted = None
@@ -260,15 +304,13 @@ class StoppedProcess:
     def settle(self, locks: Any, timeout: float) -> list[dict[str, Any]]:
         """Waits until the process is stopped again or its session ended (or ``timeout``)."""
         deadline = time.monotonic() + timeout
+        returns = []
         while True:
             self.worker.pump(0)
-            self._read()
-            if self._seen < len(self._stops) or self.worker.ended:
-                break
-            if time.monotonic() >= deadline:
+            returns += self.absorb(locks)
+            if self.parked is not None or self.worker.ended or time.monotonic() >= deadline:
                 break
             time.sleep(POLL_SECONDS)
-        returns = self.absorb(locks)
         self.blocked = self.parked is None and not self.gone
         return returns
 

@@ -28,7 +28,13 @@ factory                  defect                                                c
 ``open_keeps_failed_temp`` leaves its temp behind when the write fails         ATOMIC-4
 ``open_raises_on_write_error`` raises out of the add when the write fails      ATOMIC-4
 ``open_dir_sync_error_is_io`` answers E_IO when the directory fsync fails      ATOMIC-3
+``open_socket_lock_after_read`` reads the file, then takes its lock, an        LOCK-2, LOCK-3
+                         abstract Unix socket (a lock off the root)
 =======================  ====================================================  ==============
+
+``open_socket_lock`` is the sound store with that lock, as the Node.js backend takes it (Node
+has no ``flock``): the scheduler of a command stops at it only when it stops everywhere
+(``conformance/schedule/stops.py``).
 
 Three of these have a twin on the naive store, the same defect on the other base:
 ``open_loaded_list`` and ``StaleWithoutLoad`` (deciding on the list held since load),
@@ -45,6 +51,7 @@ import errno
 import fcntl
 import os
 import secrets
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -393,6 +400,34 @@ class DirSyncErrorIsIo(FileStore):
             raise OSError(error.errno, error.strerror) from error
 
 
+class SocketLock(FileStore):
+    """Sound, with its lock off the root: a Unix socket bound in the abstract namespace under
+    the root's device and inode and the file's name, tried until the bind succeeds (the kernel
+    releases it when its holder dies)."""
+
+    @contextlib.contextmanager
+    def locked(self, path: Path) -> Iterator[None]:
+        info = os.stat(self.root)
+        name = f"\0memspec-test-lock/{info.st_dev}:{info.st_ino}/{path.name}".encode()
+        lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            while True:
+                try:
+                    lock.bind(name)
+                    break
+                except OSError as error:
+                    if error.errno != errno.EADDRINUSE:
+                        raise
+                    time.sleep(0.001)
+            yield
+        finally:
+            lock.close()
+
+
+class SocketLockAfterRead(ReadBeforeLock, SocketLock):
+    """Reads the file before taking its socket lock and decides on that stale copy (LOCK-2)."""
+
+
 open_sound = factory_of(FileStore)
 open_no_lock = factory_of(NoLock)
 open_data_file_lock = factory_of(DataFileLock)
@@ -410,3 +445,5 @@ open_eio_as_empty = factory_of(EioAsEmpty)
 open_ok_on_write_error = factory_of(OkOnWriteError)
 open_keeps_failed_temp = factory_of(KeepsFailedTemp)
 open_dir_sync_error_is_io = factory_of(DirSyncErrorIsIo)
+open_socket_lock = factory_of(SocketLock)
+open_socket_lock_after_read = factory_of(SocketLockAfterRead)

@@ -2,8 +2,10 @@
 
 ``interleavings.preemption_bounded_schedules`` and ``interleavings.random_schedules`` stop each
 backend process after every call on the root and resume the one whose turn it is
-(``conformance/schedule/stops.py``). The racy stores of ``tests/backends/procs.py`` (no lock; a
-lock on the data file the rename replaces), served by ``memspec serve``, fail with LOCK-3,
+(``conformance/schedule/stops.py``); a backend whose lock is off the root (an abstract socket)
+is stopped at every call. The racy stores of ``tests/backends/procs.py`` (no lock; a lock on
+the data file the rename replaces; a socket lock taken after the read), served by
+``memspec serve``, fail with LOCK-3,
 and ``memspec repro`` replays the saved schedule of the command; the reference through
 ``memspec serve`` and the Node.js backend pass. Skipped, with the reason, where strace cannot run
 (or node is missing).
@@ -25,8 +27,10 @@ from memspec.conformance.crash import tamper
 from memspec.conformance.crash.tamper import strace_problem
 from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
-from memspec.conformance.schedule.stops import unschedulable_locks
+from memspec.conformance.registry import CHECKS, CheckContext
+from memspec.conformance.schedule.exploration import Program, execute
+from memspec.conformance.schedule.schedule import Decision
+from memspec.conformance.schedule.stops import off_root_locks, returned, unschedulable_locks
 from tests.budgeted import run_in_budget
 
 SERVE = "memspec serve --backend"
@@ -126,12 +130,66 @@ def test_reference_passes_through_serve(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize("name", TWO)
-def test_a_lock_strace_cannot_stop_at_is_not_scheduled(name: str, tmp_path: Path) -> None:
-    """The Node.js backend locks an abstract socket, not a file of the root: a session waiting
-    for it makes no call strace stops at, so no schedule would replay; both checks say so
-    instead of judging by a timeout."""
-    with pytest.raises(NotApplicable, match="@memspec-node-lock"):
-        run_in_budget(CHECKS[name], _context(tmp_path, NODE))
+def test_node_backend_passes(name: str, tmp_path: Path) -> None:
+    """The Node.js backend locks an abstract socket, off the root: its processes are stopped at
+    every call, the lock's bind among them, and both checks pass."""
+    assert off_root_locks(CommandBackend(NODE))[0].startswith("@memspec-node-lock/")
+    run_in_budget(CHECKS[name], _context(tmp_path, NODE))
+
+
+def test_a_store_locking_off_the_root_is_scheduled(tmp_path: Path) -> None:
+    """A store whose lock is an abstract socket is scheduled at every call and its lock's
+    bind: done right it passes; reading before it locks, it loses an update (LOCK-3)."""
+    sound = CommandBackend(f"{SERVE} {PROCS}:open_socket_lock")
+    assert off_root_locks(sound)[0].startswith("@memspec-test-lock/")
+    assert off_root_locks(CommandBackend(REFERENCE)) == ()
+    run_in_budget(CHECKS[TWO[0]], _context(tmp_path / "sound", sound.command))
+    with pytest.raises(AssertionError) as failure:
+        racy = f"{SERVE} {PROCS}:open_socket_lock_after_read"
+        run_in_budget(CHECKS[TWO[0]], _context(tmp_path / "racy", racy))
+    assert str(failure.value).startswith("LOCK-3"), str(failure.value)
+
+
+def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> None:
+    """Session p0 takes its socket lock, then p1 is preferred: p1's bind finds the lock taken,
+    a step that waited, so p0 goes on, and p1 binds once p0 has released it. No step waits for
+    a timeout, and both adds are kept."""
+
+    def p1_once_p0_locked(decision: Decision) -> str:
+        after = decision.calls.get("p0", {}).get("after") or {}
+        if after.get("name") == "bind" and not after.get("error"):
+            locked.append(True)
+        wanted = "p1" if locked else "p0"
+        return wanted if wanted in decision.enabled else decision.enabled[0]
+
+    locked: list[bool] = []
+    root = tmp_path / "root"
+    root.mkdir()
+    program = Program(
+        tuple(
+            (f"p{n}", ({"op": "load"}, {"op": "add", "target": "memory", "content": f"Entry {n}"}))
+            for n in range(2)
+        )
+    )
+    backend = CommandBackend(f"{SERVE} {PROCS}:open_socket_lock")
+    execution = execute(backend, root, program, p1_once_p0_locked)
+    binds = [
+        (step.process, step.call.get("error"))
+        for step in execution.run.steps
+        if step.call["name"] == "bind"
+    ]
+    assert ("p1", "EADDRINUSE") in binds and binds[-1] == ("p1", None), binds
+    assert execution.run.notes == [] and execution.finding is None
+
+
+def test_a_lock_found_taken_waited() -> None:
+    assert returned({"name": "bind", "path": "@lock", "error": "EADDRINUSE"})["waited"]
+    assert returned({"name": "flock", "path": "/r/MEMORY.md.lock", "error": "EAGAIN"})["waited"]
+    assert returned({"name": "flock", "path": "/r/MEMORY.md.lock", "error": "ERESTARTSYS"})[
+        "waited"
+    ]
+    failed = returned({"name": "open", "path": "/r/MEMORY.md", "error": "EACCES"})
+    assert failed["failed"] and not failed["waited"]
 
 
 def test_only_locks_off_the_root_are_unschedulable() -> None:
