@@ -63,7 +63,7 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,10 +174,11 @@ def stops_in(lines: list[str], signalled: set[int]) -> list[tuple[int, int]]:
     return stops
 
 
-def unrecorded_call(lines: list[str]) -> dict[str, Any]:
-    """Returns a record of the last call in strace ``lines`` that the parser keeps no record of
-    (an ``lseek``, a ``dup``): its system call and the path strace decorated it with."""
-    for line in reversed(lines):
+def unrecorded_call(latest_first: Iterable[str]) -> dict[str, Any]:
+    """Returns a record of the first call in strace lines given latest first that the parser
+    keeps no record of (an ``lseek``, a ``dup``): its system call and the path strace
+    decorated it with."""
+    for line in latest_first:
         call = _CALL.match(line)
         if call is not None:
             path = call.group("path") or ""
@@ -253,13 +254,19 @@ class StoppedProcess:
         records = self._follower.trace.records
         new, self._calls = records[self._calls :], len(records)
         if not self.everywhere:
-            return new[-1] if new else unrecorded_call(self.lines[: line + 1])
+            return new[-1] if new else unrecorded_call(self._back_from(line))
         syscall, record = self._follower.last_call(thread)
         if record is None:
-            own = [text for text in self.lines[: line + 1] if text.startswith(f"{thread} ")]
-            record = unrecorded_call(own[-1:])
+            record = unrecorded_call(self._back_from(line, thread))
             record["name"] = syscall or record["name"]
         return record if self._scheduling_point(record) else None
+
+    def _back_from(self, line: int, thread: int | None = None) -> Iterator[str]:
+        """Yields strace's lines from ``line`` back to the first (only those of ``thread``)."""
+        prefix = f"{thread} " if thread is not None else ""
+        for index in range(line, -1, -1):
+            if self.lines[index].startswith(prefix):
+                yield self.lines[index]
 
     def _scheduling_point(self, call: Mapping[str, Any]) -> bool:
         """Whether a call stopped at everywhere is one the scheduler decides at: a lock call,

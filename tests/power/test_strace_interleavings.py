@@ -30,7 +30,12 @@ from memspec.conformance.profiles import PROFILES
 from memspec.conformance.registry import CHECKS, CheckContext
 from memspec.conformance.schedule.exploration import Program, execute
 from memspec.conformance.schedule.schedule import Decision
-from memspec.conformance.schedule.stops import off_root_locks, returned, unschedulable_locks
+from memspec.conformance.schedule.stops import (
+    off_root_locks,
+    returned,
+    unrecorded_call,
+    unschedulable_locks,
+)
 from tests.budgeted import run_in_budget
 
 SERVE = "memspec serve --backend"
@@ -180,6 +185,20 @@ def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> Non
     ]
     assert ("p1", "EADDRINUSE") in binds and binds[-1] == ("p1", None), binds
     assert execution.run.notes == [] and execution.finding is None
+
+
+def test_a_call_without_a_record_is_read_from_its_own_line() -> None:
+    lines = [
+        "7 lseek(5</r/MEMORY.md>, 0, SEEK_CUR) = 0",
+        "8 write(1<pipe:[9]>, \"{}\\n\", 3) = 3",
+        "7 --- SIGSTOP {si_signo=SIGSTOP, si_code=SI_KERNEL} ---",
+        "7 --- stopped by SIGSTOP ---",
+    ]
+    own = [line for line in reversed(lines) if line.startswith("7 ")]
+    call = unrecorded_call(own)
+    assert (call["name"], call["path"]) == ("lseek", "/r/MEMORY.md")
+    assert unrecorded_call(reversed(lines))["name"] == "write"
+    assert unrecorded_call([])["name"] == "call"
 
 
 def test_a_lock_found_taken_waited() -> None:
