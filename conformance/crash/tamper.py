@@ -321,24 +321,26 @@ def strace_backend(
 
 ATTACH_QUIET = "--quiet=personality,exit"
 """strace's messages off but the one that says it has attached (on its standard error)."""
-IDLE_WAIT = 5.0
+IDLE_WAIT = 10.0
 """Longest wait for a process to wait for input before strace attaches to it anyway."""
 ATTACH_TIMEOUT = 10.0
 """Longest wait for strace to say it has attached, and then for the process to wait again."""
 
 
 def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
-    """Attaches strace with ``arguments`` to ``process`` and its threads once each of them
-    sleeps (it has started and waits for its ``open`` line; attaching earlier only traces more
-    of its start-up), and returns once every call it makes is traced.
+    """Attaches strace with ``arguments`` to ``process`` and its threads once it has started
+    and waits for its ``open`` line (:func:`_until_waiting`), and returns once every call it
+    makes is traced. strace counts calls from where it attaches, so a fault placed by its
+    count needs that place to be the same in every run: attaching during the start-up would
+    count some of it.
 
     strace says it is attached when it has asked each thread to stop, which wakes a sleeping
     thread at once; a thread sleeps again only after strace has resumed it with its calls
-    traced, in the call it was waiting in, made again. So this returns when they all sleep
-    again: an ``open`` line sent earlier could end the waiting read untraced, and the calls
-    strace counts would differ from run to run. A process that has ended is left to its
-    session to report; raises HarnessError when strace cannot attach to a running one."""
-    _until_asleep(process, IDLE_WAIT)
+    traced, in the call it was waiting in, made again. So this returns when the process waits
+    again: an ``open`` line sent earlier could end the waiting read untraced. A process that
+    has ended is left to its session to report; raises HarnessError when strace cannot attach
+    to a running one."""
+    _until_waiting(process, IDLE_WAIT)
     strace = subprocess.Popen(
         ["strace", ATTACH_QUIET, *arguments, "-p", str(process.pid)],
         stdin=subprocess.DEVNULL,
@@ -354,7 +356,7 @@ def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> N
         said = strace.stderr.readline().strip()
     threading.Thread(target=_reap, args=(strace,), daemon=True).start()
     if " attached" in said:
-        _until_asleep(process, ATTACH_TIMEOUT)
+        _until_waiting(process, ATTACH_TIMEOUT)
         return
     if process.poll() is not None:
         return
@@ -366,13 +368,38 @@ def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> N
     )
 
 
-def _until_asleep(process: subprocess.Popen[str], seconds: float) -> None:
-    """Waits until every thread of ``process`` sleeps, or it has ended, or ``seconds`` pass."""
+def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
+    """Waits until ``process`` waits for input: every thread sleeps, its main thread in a call
+    on its standard input (the read of its next line), or every thread has slept through
+    :data:`ASLEEP_FOR` (a process that waits in ``poll`` or ``epoll``; a runtime's threads may all
+    sleep for a moment while it starts); or until it has ended, or ``seconds`` have passed."""
     deadline = time.monotonic() + seconds
-    while not _sleeping(process.pid) and process.poll() is None:
-        if time.monotonic() >= deadline:
+    since = None
+    while process.poll() is None and time.monotonic() < deadline:
+        if not _sleeping(process.pid):
+            since = None
+        elif _reads_stdin(process.pid) and _sleeping(process.pid):
             return
+        else:
+            since = since or time.monotonic()
+            if time.monotonic() - since >= ASLEEP_FOR:
+                return
         time.sleep(0.0002)
+
+
+ASLEEP_FOR = 0.05
+"""How long every thread of a process must sleep to count as waiting, when its main thread is
+not in a call on its standard input."""
+
+
+def _reads_stdin(pid: int) -> bool:
+    """Whether the main thread of ``pid`` is in a system call on descriptor 0."""
+    try:
+        with open(f"/proc/{pid}/syscall") as call:
+            fields = call.read().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] != "-1" and fields[1] == "0x0"
 
 
 def _sleeping(pid: int) -> bool:
