@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from importlib import resources
+from pathlib import Path
 from typing import Any, Final
 
 Ranges = tuple[tuple[int, int], ...]
 
 
 def _data() -> dict[str, Any]:
-    """Returns the parsed ``spec/data/unicode.json`` of the installed package."""
-    path = resources.files("memspec.spec").joinpath("data").joinpath("unicode.json")
+    """Returns the parsed ``spec/data/unicode.json`` of the installed package, found beside
+    this module: every backend process served by ``memspec serve`` loads it, and
+    ``importlib.resources`` would add a tenth to that process's start-up."""
+    path = Path(__file__).with_name("data") / "unicode.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

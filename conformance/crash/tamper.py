@@ -384,7 +384,7 @@ def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
             since = since or time.monotonic()
             if time.monotonic() - since >= ASLEEP_FOR:
                 return
-        time.sleep(0.0002)
+        time.sleep(0.001)
 
 
 ASLEEP_FOR = 0.05
