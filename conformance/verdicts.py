@@ -109,6 +109,9 @@ def clause_verdict(
         check = own[0]
         expected = all(other["status"] == "xfailed" for other in own)
         note = " (expected)" if check["status"] == "xfailed" else ""
+        also = [other["id"] for other in own[1:]]
+        if also:
+            note += f" (also failed by {', '.join(also)})"
         reason = f"{check['id']}{note}: {failure_reason(check, clause)}"
         return ClauseVerdict("fail", reason, (check["id"],), expected)
     skipped = [check for check in cited if check["status"] == "skipped"]

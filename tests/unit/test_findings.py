@@ -236,3 +236,21 @@ def test_a_harness_error_after_a_kept_failure_is_raised_as_it_is() -> None:
 
     with pytest.raises(HarnessError):
         _run_check(bug)
+
+
+def test_a_clause_failed_by_several_checks_names_them_all() -> None:
+    # READ-7 of Hermes: a file that is a directory, and a transient EIO that wipes the file,
+    # are two findings; the verdict names both checks, the second before any shortening.
+    read_7 = {**_record(True, "READ-7"), "clauses": ["READ-7"]}
+    directory = {**read_7, "id": "READ/read.unreadable_file_is_not_empty"}
+    transient = {**read_7, "id": "READ/faults.read_errors_are_not_empty"}
+    verdict = clause_verdict("READ-7", [directory, transient])
+    assert verdict == ClauseVerdict(
+        "fail",
+        "READ/read.unreadable_file_is_not_empty (also failed by "
+        "READ/faults.read_errors_are_not_empty): READ-7: broken",
+        ("READ/read.unreadable_file_is_not_empty",),
+    )
+    assert clause_verdict("READ-7", [transient]).reason == (
+        "READ/faults.read_errors_are_not_empty: READ-7: broken"
+    )
