@@ -328,57 +328,69 @@ ATTACH_TIMEOUT = 10.0
 
 
 def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
-    """Attaches strace with ``arguments`` to ``process`` and its threads once it has started
-    and waits for its ``open`` line (:func:`_until_waiting`), and returns once every call it
-    makes is traced. strace counts calls from where it attaches, so a fault placed by its
+    """Attaches strace with ``arguments`` to ``process``, its threads and the processes it has
+    started (a wrapper such as ``uv run`` or a shell script runs the backend as its child)
+    once they wait for the ``open`` line (:func:`_until_waiting`), and returns once every call
+    they make is traced. strace counts calls from where it attaches, so a fault placed by its
     count needs that place to be the same in every run: attaching during the start-up would
     count some of it.
 
     strace says it is attached when it has asked each thread to stop, which wakes a sleeping
     thread at once; a thread sleeps again only after strace has resumed it with its calls
-    traced, in the call it was waiting in, made again. So this returns when the process waits
+    traced, in the call it was waiting in, made again. So this returns when the processes wait
     again: an ``open`` line sent earlier could end the waiting read untraced. A process that
     has ended is left to its session to report; raises HarnessError when strace cannot attach
     to a running one."""
     _until_waiting(process, IDLE_WAIT)
+    tree = _process_tree(process.pid)
     strace = subprocess.Popen(
-        ["strace", ATTACH_QUIET, *arguments, "-p", str(process.pid)],
+        ["strace", ATTACH_QUIET, *arguments, *(f"-p{pid}" for pid in tree)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
+        bufsize=0,  # unbuffered: select() must see every line that is not read yet
         start_new_session=True,
     )
     assert strace.stderr is not None
-    said = ""
-    if select.select([strace.stderr], [], [], ATTACH_TIMEOUT)[0]:
-        said = strace.stderr.readline().strip()
+    said: list[str] = []
+    deadline = time.monotonic() + ATTACH_TIMEOUT
+    while sum(" attached" in line for line in said) < len(tree):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([strace.stderr], [], [], left)[0]:
+            break
+        line = strace.stderr.readline()
+        if not line:
+            break
+        said.append(line.decode("utf-8", "replace").strip())
     threading.Thread(target=_reap, args=(strace,), daemon=True).start()
-    if " attached" in said:
+    if sum(" attached" in line for line in said) == len(tree):
         _until_waiting(process, ATTACH_TIMEOUT)
         return
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         strace.kill()
+    words = "; ".join(line for line in said if " attached" not in line)
     raise HarnessError(
         f"strace could not attach to the backend's process {process.pid}: "
-        f"{said or f'it said nothing in {ATTACH_TIMEOUT:.0f} s'}"
+        f"{words or f'it said nothing in {ATTACH_TIMEOUT:.0f} s'}"
     )
 
 
 def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
-    """Waits until ``process`` waits for input: every thread sleeps, its main thread in a call
-    on its standard input (the read of its next line), or every thread has slept through
-    :data:`ASLEEP_FOR` (a process that waits in ``poll`` or ``epoll``; a runtime's threads may all
-    sleep for a moment while it starts); or until it has ended, or ``seconds`` have passed."""
+    """Waits until ``process`` and the processes it started wait for input: every thread
+    sleeps, the main thread of one of them in a call on its standard input (the read of its
+    next line), or every thread has slept through :data:`ASLEEP_FOR` (a process that waits in
+    ``poll`` or ``epoll``; a runtime's threads may all sleep for a moment while it starts); or
+    until it has ended, or ``seconds`` have passed."""
     deadline = time.monotonic() + seconds
     since = None
     while process.poll() is None and time.monotonic() < deadline:
-        if not _sleeping(process.pid):
+        # The processes a wrapper started are looked up only once it sleeps itself.
+        tree = _process_tree(process.pid) if _sleeping([process.pid]) else [process.pid]
+        if not _sleeping(tree):
             since = None
-        elif _reads_stdin(process.pid) and _sleeping(process.pid):
+        elif any(_reads_stdin(pid) for pid in tree) and _sleeping(tree):
             return
         else:
             since = since or time.monotonic()
@@ -388,8 +400,27 @@ def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
 
 
 ASLEEP_FOR = 0.05
-"""How long every thread of a process must sleep to count as waiting, when its main thread is
-not in a call on its standard input."""
+"""How long every thread of a process must sleep to count as waiting, when no main thread is
+in a call on its standard input."""
+
+
+def _process_tree(pid: int) -> list[int]:
+    """Returns ``pid`` and the processes it started, and they started (from ``/proc``)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read()
+        except OSError:
+            continue
+        parent = int(fields[fields.rindex(b")") + 2 :].split()[1])
+        parents.setdefault(parent, []).append(int(entry))
+    tree = [pid]
+    for member in tree:
+        tree += parents.get(member, [])
+    return tree
 
 
 def _reads_stdin(pid: int) -> bool:
@@ -402,24 +433,25 @@ def _reads_stdin(pid: int) -> bool:
     return len(fields) > 1 and fields[0] != "-1" and fields[1] == "0x0"
 
 
-def _sleeping(pid: int) -> bool:
-    """Whether every thread of process ``pid`` sleeps (state ``S`` in ``/proc``)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for task in tasks:
+def _sleeping(pids: Sequence[int]) -> bool:
+    """Whether every thread of the processes ``pids`` sleeps (state ``S`` in ``/proc``)."""
+    for pid in pids:
         try:
-            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
-                fields = stat.read()
+            tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
-            continue
-        if fields[fields.rindex(b")") + 2 : fields.rindex(b")") + 3] != b"S":
             return False
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
+                    fields = stat.read()
+            except OSError:
+                continue
+            if fields[fields.rindex(b")") + 2 : fields.rindex(b")") + 3] != b"S":
+                return False
     return True
 
 
-def _reap(strace: subprocess.Popen[str]) -> None:
+def _reap(strace: subprocess.Popen[bytes]) -> None:
     """Reads strace's standard error to its end (so that strace never blocks on it) and reaps
     it once the traced process has ended."""
     assert strace.stderr is not None

@@ -69,6 +69,19 @@ def test_strace_attaches_once_the_process_waits_for_open(tmp_path: Path) -> None
     assert _renamed_to_memory(output, tmp_path / "root")
 
 
+def test_strace_attaches_to_what_a_wrapper_started(tmp_path: Path) -> None:
+    """A command that runs the backend as its child (a shell that does not exec it, as
+    ``uv run`` or a script would) is traced down to that child."""
+    if tamper.attach_problem() is not None:
+        pytest.skip(str(tamper.attach_problem()))
+    output = tmp_path / "trace.txt"
+    wrapped = CommandBackend(f"sh -c '{SERVE}; true'")
+    backend = strace_backend(wrapped, STRACE_FAULT_ARGUMENTS, output)
+    program, tracer = _add_traced(backend, tmp_path / "root")
+    assert program == "sh" and tracer != 0
+    assert _renamed_to_memory(output, tmp_path / "root")
+
+
 def test_where_strace_cannot_attach_it_starts_the_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
