@@ -353,24 +353,29 @@ def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> N
     )
     assert strace.stderr is not None
     said: list[str] = []
+    attached = 0
     deadline = time.monotonic() + ATTACH_TIMEOUT
-    while sum(" attached" in line for line in said) < len(tree):
+    while attached < len(tree):
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([strace.stderr], [], [], left)[0]:
             break
-        line = strace.stderr.readline()
-        if not line:
+        raw = strace.stderr.readline()
+        if not raw:
             break
-        said.append(line.decode("utf-8", "replace").strip())
+        line = raw.decode("utf-8", "replace").strip()
+        if " attached" in line:
+            attached += 1
+        else:
+            said.append(line)
     threading.Thread(target=_reap, args=(strace,), daemon=True).start()
-    if sum(" attached" in line for line in said) == len(tree):
+    if attached == len(tree):
         _until_waiting(process, ATTACH_TIMEOUT)
         return
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         strace.kill()
-    words = "; ".join(line for line in said if " attached" not in line)
+    words = "; ".join(said)
     raise HarnessError(
         f"strace could not attach to the backend's process {process.pid}: "
         f"{words or f'it said nothing in {ATTACH_TIMEOUT:.0f} s'}"
@@ -410,13 +415,9 @@ def _process_tree(pid: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read()
-        except OSError:
-            continue
-        parent = int(fields[fields.rindex(b")") + 2 :].split()[1])
-        parents.setdefault(parent, []).append(int(entry))
+        fields = _stat_fields(f"/proc/{entry}/stat")
+        if fields:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
     tree = [pid]
     for member in tree:
         tree += parents.get(member, [])
@@ -441,14 +442,21 @@ def _sleeping(pids: Sequence[int]) -> bool:
         except OSError:
             return False
         for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
-                    fields = stat.read()
-            except OSError:
-                continue
-            if fields[fields.rindex(b")") + 2 : fields.rindex(b")") + 3] != b"S":
+            fields = _stat_fields(f"/proc/{pid}/task/{task}/stat")
+            if fields and fields[0] != b"S":
                 return False
     return True
+
+
+def _stat_fields(path: str) -> list[bytes]:
+    """Returns the fields of a ``/proc`` stat file after the command name (state, parent...),
+    or none when the process or thread is gone."""
+    try:
+        with open(path, "rb") as stat:
+            text = stat.read()
+    except OSError:
+        return []
+    return text[text.rindex(b")") + 2 :].split()
 
 
 def _reap(strace: subprocess.Popen[bytes]) -> None:
