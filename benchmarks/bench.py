@@ -41,11 +41,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.backend import Session, UsageError
-from memspec.conformance.hermes import ADAPTER, Release, adapter_command, ensure_venv
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.locations import cache_dir
-from memspec.conformance.results_page import PageRun, writable_page
+from memspec.conformance.core.locations import cache_dir
+from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.hermes.releases import ADAPTER, Release, adapter_command, ensure_venv
+from memspec.conformance.transport.backend import Session, UsageError
+from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.reference_impl import open_store
 
 REFERENCE = "memspec.reference_impl:open_store"

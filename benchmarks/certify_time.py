@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memspec.conformance.results_page import PageRun, writable_page
+from memspec.conformance.core.results_page import PageRun, writable_page
 
 PROG = "python -m benchmarks.certify_time"
 REFERENCE = "memspec.reference_impl:open_store"

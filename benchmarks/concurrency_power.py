@@ -20,10 +20,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks.locking import history_is_linearizable
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, NotApplicable
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, NotApplicable
+from memspec.conformance.transport.backend import InProcessBackend
 
 STORES = {
     "reference": "memspec.reference_impl:open_store",

@@ -20,11 +20,11 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks.locking import SEED, run_history
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.history.checkers import judge_history
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.transport.backend import InProcessBackend
 
 SIZES = ("2x10", "4x25", "8x50", "8x100", "8x200")
 REFERENCE = "memspec.reference_impl:open_store"

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memspec.conformance.results_page import PageRun, writable_page
+from memspec.conformance.core.results_page import PageRun, writable_page
 
 PROJECT = Path(__file__).resolve().parent.parent
 MUTMUT = "mutmut==2.5.1"

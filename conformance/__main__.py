@@ -2,6 +2,6 @@
 
 import sys
 
-from memspec.conformance.cli import main
+from memspec.conformance.commands.cli import main
 
 sys.exit(main())

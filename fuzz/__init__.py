@@ -1,6 +1,6 @@
 """Property fuzzing of memory backends through the contract, with Hypothesis (BRIEF section 3).
 
-Importing this package registers its checks with :mod:`memspec.conformance.registry`: the
+Importing this package registers its checks with :mod:`memspec.conformance.core.registry`: the
 delimiter round trip, the limits, the frozen snapshot, the fence escape
 (:mod:`memspec.fuzz.properties`), external drift (:mod:`memspec.fuzz.drift_properties`), the
 stateful differential test against the spec model (:mod:`memspec.fuzz.machine`) and random

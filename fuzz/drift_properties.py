@@ -30,8 +30,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.examples import show
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.examples import show
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
 from memspec.fuzz.roots import FuzzRoot

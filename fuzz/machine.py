@@ -33,8 +33,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from memspec.conformance.examples import show
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.examples import show
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import (
     allowed_answers,

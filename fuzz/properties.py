@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.examples import show
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.examples import show
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from memspec.conformance.backend import BackendDefect, Session
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 

@@ -15,9 +15,9 @@ database, and the one-command reproduction every failure ends with.
 Keys in a shared database are namespaced by check id and backend label, so that examples found
 against one backend are replayed against that backend only.
 
-The search is bounded by the check's budget (:mod:`memspec.conformance.budgets`) with
+The search is bounded by the check's budget (:mod:`memspec.conformance.core.budgets`) with
 Hypothesis's own means: ``report_multiple_bugs=False`` ends the generation at the first failure,
-and :func:`~memspec.conformance.budgets.run_search` (a search watch wrapped around the test's
+and :func:`~memspec.conformance.core.budgets.run_search` (a search watch wrapped around the test's
 body) stops the generation or the shrinking once the search has used its share of the budget,
 by raising a skip exception, which Hypothesis re-raises at once. A failure found by then is
 reported as it stood, saying that shrinking was cut; no failure ends the check as not verified,
@@ -37,8 +37,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from memspec.conformance.budgets import Allowance, run_search
-from memspec.conformance.registry import CheckContext, HarnessError
+from memspec.conformance.core.budgets import Allowance, run_search
+from memspec.conformance.core.registry import CheckContext, HarnessError
 
 HEALTH_CHECKS_OFF = [
     HealthCheck.too_slow,

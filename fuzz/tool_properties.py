@@ -3,7 +3,7 @@
 The fuzz strategies' mutation requests (:func:`~memspec.fuzz.strategies.requests`, the ones the
 state machine and the property checks send) are turned into the argument text a model would
 send for them, and each call's result is judged by the spec's judge of tool results through
-:func:`~memspec.conformance.examples.judged_tool_call`: the operation executed, the live state
+:func:`~memspec.conformance.core.examples.judged_tool_call`: the operation executed, the live state
 reported, matches, listings and overwritten entries as the rules say.
 """
 
@@ -15,13 +15,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.examples import (
+from memspec.conformance.core.examples import (
     ToolOffer,
     judged_tool_call,
     session_requester,
     tool_offer,
 )
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import claimed_ops, requests

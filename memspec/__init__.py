@@ -17,8 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memspec.conformance.api import CertifyResult, certify
-    from memspec.conformance.backend import UsageError
+    from memspec.conformance.commands.api import CertifyResult, certify
+    from memspec.conformance.transport.backend import UsageError
 
 __all__ = ["CertifyResult", "UsageError", "__version__", "certify"]
 
@@ -27,9 +27,9 @@ __version__ = "0.1.0"
 itself, without the cost of looking up installed distributions."""
 
 _HOMES = {
-    "CertifyResult": "memspec.conformance.api",
-    "certify": "memspec.conformance.api",
-    "UsageError": "memspec.conformance.backend",
+    "CertifyResult": "memspec.conformance.commands.api",
+    "certify": "memspec.conformance.commands.api",
+    "UsageError": "memspec.conformance.transport.backend",
 }
 """Where each public name lives. They are imported when first asked for, so that a program
 that imports a submodule (``memspec serve``, a worker process) does not load pytest."""

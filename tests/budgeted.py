@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from memspec.conformance.budgets import BudgetSpent, run_within_budget
-from memspec.conformance.registry import Check, CheckContext
+from memspec.conformance.core.budgets import BudgetSpent, run_within_budget
+from memspec.conformance.core.registry import Check, CheckContext
 
 
 def run_in_budget(check: Check, context: CheckContext) -> None:

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.findings import blamed_clauses
-from memspec.conformance.results_page import PageRun, writable_page
+from memspec.conformance.core.findings import blamed_clauses
+from memspec.conformance.core.results_page import PageRun, writable_page
 
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 0.95

@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.core.registry import CheckContext
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import FILENAMES
 

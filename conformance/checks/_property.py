@@ -1,5 +1,5 @@
 """Runs a Hypothesis test as a named check: sized and seeded by the check's profile, and held
-to the check's budget (:func:`~memspec.conformance.budgets.run_search`)."""
+to the check's budget (:func:`~memspec.conformance.core.budgets.run_search`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import seed as hypothesis_seed
 
-from memspec.conformance.budgets import run_search
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.core.budgets import run_search
+from memspec.conformance.core.registry import CheckContext
 
 
 def run_sized(ctx: CheckContext, test: Callable[[], None], examples: int | None = None) -> None:

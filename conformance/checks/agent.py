@@ -20,10 +20,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.backend import BackendDefect, Session
 from memspec.conformance.checks._disk import put
 from memspec.conformance.checks._property import run_sized
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.spec import codes
 from memspec.spec.agent import (
     PREFETCH_TIMEOUT_S,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from memspec.conformance.backend import BackendDefect, Session
 from memspec.conformance.checks._disk import listing_changes, outside_root, put
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.spec import codes
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS

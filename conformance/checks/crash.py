@@ -18,8 +18,8 @@ process too, for a command backend) a random moment after a randomly chosen oper
 ``kill_at_each_write_step`` traces one add, then kills the session right before and right after
 each of its writes, flushes, syncs and renames in turn, so every step of the write protocol is a
 crash point: by interposition in the worker for a Python backend
-(:mod:`memspec.conformance.processes.interpose`), by strace's ``signal=SIGKILL`` injection for a
-``--backend-cmd`` backend (:mod:`memspec.conformance.crash.tamper`; skipped, with the reason,
+(:mod:`memspec.conformance.tamper.interpose`), by strace's ``signal=SIGKILL`` injection for a
+``--backend-cmd`` backend (:mod:`memspec.conformance.tamper.strace`; skipped, with the reason,
 where strace cannot run). A kill that strace placed elsewhere than planned is still judged as a
 crash, and retried once; a step never reached makes the check not verified, never passed.
 """
@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.backend import BackendDefect
-from memspec.conformance.crash.fstrace import StraceTrace
-from memspec.conformance.crash.tamper import (
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.processes.workers import Job, Worker, WorkerResult
+from memspec.conformance.tamper.fstrace import StraceTrace
+from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
+from memspec.conformance.tamper.strace import (
     acted_on,
     finish_traced,
     landed,
@@ -48,10 +50,8 @@ from memspec.conformance.crash.tamper import (
     root_files,
     traced,
 )
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.processes.workers import Job, Worker, WorkerResult
-from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.transport.backend import BackendDefect
+from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Mutation, Remove, Replace
@@ -449,7 +449,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
 
 def _kill_under_strace(recovery: Recovery, fault: Fault, where: str) -> str | None:
     """Kills a command backend's add at the step ``fault`` selects, with strace
-    (:mod:`memspec.conformance.crash.tamper`): the round is first recorded on a copy of the
+    (:mod:`memspec.conformance.tamper.strace`): the round is first recorded on a copy of the
     root — what a crash left changes the calls of the next round's opening, and so strace's
     count — then run with the injection; its crash is judged by the next round, also when the
     kill landed on another step of the add. Returns None, or why the kill missed its step

@@ -7,7 +7,7 @@ replace, a remove and, for a backend claiming ``batch``, a batch — on a store 
 acknowledged entries: through the interposition layer for a Python backend
 (``Plan(trace=True, data=True)``), through ``strace -f`` for a ``--backend-cmd`` backend
 (skipped, with the reason, where strace is missing or not permitted). The trace is read as
-logical operations (:mod:`memspec.conformance.crash.fstrace`) and each persistence model of
+logical operations (:mod:`memspec.conformance.tamper.fstrace`) and each persistence model of
 :mod:`memspec.conformance.crash.persistence` — ``process-crash``, ``posix-weak``, ``ext4-ordered`` —
 generates the crash states it allows. Each state is written to a fresh root and a fresh session
 opened on it; three checks judge the states:
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.crash.fstrace import STRACE_ARGUMENTS, calls_from_strace, ops_from_calls
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.crash.persistence import (
     MODELS,
     POWER_LOSS_MODELS,
@@ -52,11 +52,11 @@ from memspec.conformance.crash.persistence import (
     crash_states,
     explain,
 )
-from memspec.conformance.crash.tamper import strace_backend, strace_problem
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.processes.interpose import Plan, describe_call
 from memspec.conformance.processes.workers import Job, run_session
-from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.tamper.fstrace import STRACE_ARGUMENTS, calls_from_strace, ops_from_calls
+from memspec.conformance.tamper.interpose import Plan, describe_call
+from memspec.conformance.tamper.strace import strace_backend, strace_problem
+from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.codec import classify_bytes
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace

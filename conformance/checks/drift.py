@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal, judge_rewrite_backup

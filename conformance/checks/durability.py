@@ -3,8 +3,8 @@ ATOMIC-3).
 
 Process crashes cannot show a missing ``fsync``: the page cache survives them. So the check
 records the file-system calls of one add — interposed for a Python backend
-(:mod:`memspec.conformance.processes.interpose`), through strace for a ``--backend-cmd`` backend
-(:mod:`memspec.conformance.crash.tamper`; skipped, with the reason, where strace cannot run) — and
+(:mod:`memspec.conformance.tamper.interpose`), through strace for a ``--backend-cmd`` backend
+(:mod:`memspec.conformance.tamper.strace`; skipped, with the reason, where strace cannot run) — and
 reads the protocol off the trace:
 
 1. the new bytes are written to a temp file in the same directory as ``MEMORY.md``;
@@ -24,10 +24,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from memspec.conformance.crash.tamper import run_planned
-from memspec.conformance.processes.interpose import Plan, opens_for_writing, render_trace
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.processes.workers import Job
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.tamper.interpose import Plan, opens_for_writing, render_trace
+from memspec.conformance.tamper.strace import run_planned
 
 Steps = list[tuple[int, dict[str, Any]]]
 WRITES = ("write", "pwrite")

@@ -3,9 +3,9 @@ ATOMIC-4).
 
 Each scenario runs one session in a worker process: after two acknowledged adds, the third add
 meets one injected error, then the session adds once more and reloads. A Python backend's calls
-are interposed (:mod:`memspec.conformance.processes.interpose`); a ``--backend-cmd`` backend runs
+are interposed (:mod:`memspec.conformance.tamper.interpose`); a ``--backend-cmd`` backend runs
 under strace, which injects the same fault into the same call
-(:mod:`memspec.conformance.crash.tamper`; skipped, with the reason, where strace is missing or
+(:mod:`memspec.conformance.tamper.strace`; skipped, with the reason, where strace is missing or
 not permitted). The harness observes the root's
 files (harness ``observe`` steps) before and after the faulty add.
 
@@ -33,10 +33,10 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.crash.tamper import restore_root, run_planned
-from memspec.conformance.processes.interpose import Fault, Match, Plan, describe_call
+from memspec.conformance.core.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
-from memspec.conformance.registry import CheckContext, HarnessError, NotApplicable, check
+from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
+from memspec.conformance.tamper.strace import restore_root, run_planned
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal

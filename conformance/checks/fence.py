@@ -4,7 +4,7 @@
 Every block is judged by :func:`memspec.spec.fence.fence_problems`, which accepts removal and
 a neutral replacement alike as long as no fence tag or system note survives in any disguise, and
 names the clause each problem breaks. The corpus checks record every clause they find broken and
-go on (:meth:`~memspec.conformance.registry.CheckContext.keep_going`); the frame's note is judged
+go on (``CheckContext.keep_going``); the frame's note is judged
 by ``fence.frame_is_exact`` alone, so a note worded otherwise is a FENCE-1 failure and never
 hides a live closing tag from the FENCE-2, FENCE-3 and FENCE-4 checks. The corpus pins
 the known escapes — the disguises of FENCE-2, the reassembly of hermes-agent #108964, forged
@@ -20,9 +20,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.backend import Session
 from memspec.conformance.checks._property import run_sized
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import Session
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
     FENCE_NOTE,

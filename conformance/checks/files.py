@@ -22,7 +22,7 @@ from memspec.conformance.checks._disk import (
     root_files,
     umask,
 )
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.targets import FILENAMES, TARGETS
 

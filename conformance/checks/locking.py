@@ -55,16 +55,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.crash.tamper import run_planned
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.history.checkers import Finding, judge_history
 from memspec.conformance.history.history import Event, write_history
 from memspec.conformance.history.programs import generate_program, limits_for
-from memspec.conformance.processes.interpose import (
-    Plan,
-    describe_call,
-    opens_for_writing,
-    render_trace,
-)
 from memspec.conformance.processes.reader import Reader
 from memspec.conformance.processes.workers import (
     Job,
@@ -73,7 +67,6 @@ from memspec.conformance.processes.workers import (
     run_session,
     run_together,
 )
-from memspec.conformance.registry import CheckContext, NotApplicable, check
 from memspec.conformance.schedule.exploration import (
     Execution,
     Exploration,
@@ -84,7 +77,14 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
-from memspec.conformance.schedule.stops import LOCK_CALLS, require_schedulable
+from memspec.conformance.tamper.interpose import (
+    Plan,
+    describe_call,
+    opens_for_writing,
+    render_trace,
+)
+from memspec.conformance.tamper.stops import LOCK_CALLS, require_schedulable
+from memspec.conformance.tamper.strace import run_planned
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
 

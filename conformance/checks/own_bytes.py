@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from memspec.conformance.backend import Session
 from memspec.conformance.checks._disk import backups, put
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import Session
 from memspec.spec import codes
 
 

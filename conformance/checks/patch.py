@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from memspec.conformance.checks._disk import put
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 
 STORED = b"User prefers tabs"

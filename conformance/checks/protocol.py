@@ -5,7 +5,7 @@ and read the answers, so a backend that hangs is killed after the timeout and ne
 harness. The ids sent are neither consecutive nor increasing, so a backend that numbers its
 answers itself instead of echoing the request's id is caught (the harness's own sessions send
 0, 1, 2, ..., which such a backend happens to match). For a Python backend (``--backend``) the
-checks raise :class:`~memspec.conformance.registry.NotApplicable`.
+checks raise :class:`~memspec.conformance.core.registry.NotApplicable`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import shlex
 import subprocess
 from typing import Any
 
-from memspec.conformance.jsonlines import invocation_dir
-from memspec.conformance.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.transport.jsonlines import invocation_dir
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS
 

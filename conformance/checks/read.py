@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.snapshot import UNREADABLE_PREFIX
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.drift_refusal import judge_rewrite_backup
 from memspec.spec.snapshot import render_snapshot

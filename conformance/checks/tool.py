@@ -18,16 +18,16 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from memspec.conformance.backend import Session
 from memspec.conformance.checks._disk import put, read_or_none
 from memspec.conformance.checks._property import run_sized
-from memspec.conformance.examples import (
+from memspec.conformance.core.examples import (
     ToolOffer,
     judged_tool_call,
     session_requester,
     tool_offer,
 )
-from memspec.conformance.registry import CheckContext, check
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import Session
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.tool import carries_own_member, own_members, schema_offer, schema_problems
@@ -43,8 +43,8 @@ def judged_call(
     limits: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any] | str, list[str]]:
     """Sends one tool call in ``session`` and returns its parsed result and the judge's problems
-    (:func:`~memspec.conformance.examples.judged_tool_call`); ``offer`` is the session's
-    :func:`~memspec.conformance.examples.tool_offer`, ``limits`` are the session's."""
+    (:func:`~memspec.conformance.core.examples.judged_tool_call`); ``offer`` is the session's
+    :func:`~memspec.conformance.core.examples.tool_offer`, ``limits`` are the session's."""
     answer, problems = judged_tool_call(
         session_requester(session),
         lambda target: read_or_none(root / FILENAMES[target]),

@@ -72,6 +72,7 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memspec.conformance.tamper.ops import DATA_OPS, ENTRY_OPS, Op
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 MODELS = ("process-crash", "posix-weak", "ext4-ordered")
@@ -85,39 +86,10 @@ DEVIATIONS = 2
 ALL_SUBSETS = 8
 """Unsynced directory operations up to which every subset is a candidate (above it: prefixes
 and single omissions, as ALICE explores)."""
-ENTRY_OPS = frozenset({"create", "rename", "unlink"})
-DATA_OPS = frozenset({"write", "truncate"})
-KINDS = ENTRY_OPS | DATA_OPS | {"fsync", "dirsync", "ack"}
 
 Files = tuple[tuple[str, int, bytes], ...]
 """The files of a state: (name, inode, bytes), sorted by name; names sharing an inode are
 hard links."""
-
-
-@dataclass(frozen=True)
-class Op:
-    """An Op is one logical file-system operation of a trace (module docs for the kinds).
-
-    ``step`` numbers the call it came from within its mutation (1-based, as the trace is shown
-    to people), ``mutation`` is the index of that mutation in the session, ``ino`` the inode
-    acted on; ``name`` is the entry created or unlinked or a rename's destination, ``source`` a
-    rename's source and ``replaced`` the inode its destination named before (``None``: none).
-    """
-
-    kind: str
-    step: int = 0
-    mutation: int = 0
-    ino: int | None = None
-    name: str = ""
-    source: str = ""
-    offset: int = 0
-    data: bytes = b""
-    length: int = 0
-    replaced: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"an Op's kind is one of {sorted(KINDS)}, got {self.kind!r}")
 
 
 @dataclass(frozen=True)

@@ -181,8 +181,7 @@ def _partition(history: Sequence[Operation]) -> list[list[Operation]]:
 
 def _describe(state: model.State) -> str:
     return "; ".join(
-        f"{target}: {list(model.entries_on_disk(state, target) or [])!r}"
-        for target in TARGETS
+        f"{target}: {list(model.entries_on_disk(state, target) or [])!r}" for target in TARGETS
     )
 
 

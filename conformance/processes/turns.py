@@ -9,7 +9,7 @@ the whole interleaving of the sessions' file-system calls: for example, that bot
 ``MEMORY.md`` before either writes it.
 
 The hook may wrap another hook (a tracing or fault
-:class:`~memspec.conformance.processes.interpose.PlanHook`) which then sees each call once its turn
+:class:`~memspec.conformance.tamper.interpose.PlanHook`) which then sees each call once its turn
 has come.
 """
 
@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from memspec.conformance.processes.interpose import Call, Hook
+from memspec.conformance.tamper.interpose import Call, Hook
 
 TURN_TIMEOUT = 120.0
 """Seconds a parked worker waits for its turn before it gives up (the harness is gone or hung)."""

@@ -3,7 +3,7 @@
 The concurrency, crash and fault checks (LOCK-*, CRASH-*, ATOMIC-*, READ-7) run store sessions
 in processes of their own, so that several sessions really race, so that a session can be killed
 with ``kill -9``, and so that the file-system calls of a Python backend can be interposed
-(:mod:`memspec.conformance.processes.interpose`) without touching the harness process.
+(:mod:`memspec.conformance.tamper.interpose`) without touching the harness process.
 
 A :class:`Job` names the backend (an ``InProcessBackend`` travels by its ``MODULE:FACTORY`` name;
 a ``CommandBackend``'s worker starts and drives the backend command), the root, the limits, the
@@ -52,12 +52,12 @@ from typing import Any
 import multiprocess
 from multiprocess import connection
 
-from memspec.conformance.backend import BackendDefect, InProcessBackend
-from memspec.conformance.findings import Refusal
-from memspec.conformance.locations import shadows_memspec
-from memspec.conformance.processes.interpose import Interposer, Plan, PlanHook
+from memspec.conformance.core.findings import Refusal
+from memspec.conformance.core.locations import shadows_memspec
+from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.processes.turns import TurnHook
-from memspec.conformance.registry import NotApplicable
+from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
+from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -331,7 +331,7 @@ class WorkerResult:
     own, e.g. at an interposed kill), ``timeout`` (killed at the deadline), ``defect`` (the
     backend broke the contract; ``defect`` holds message, sent and received), ``refused`` (the
     backend refused an action of ``core`` as unsupported: :meth:`Worker.finish` raises
-    :class:`~memspec.conformance.findings.Refusal`), ``error`` (a bug in the harness;
+    :class:`~memspec.conformance.core.findings.Refusal`), ``error`` (a bug in the harness;
     ``message`` has the traceback) or ``barrier`` (another worker never came).
     """
 

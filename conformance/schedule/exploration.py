@@ -33,11 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.history.checkers import Finding, judge_history
 from memspec.conformance.history.history import Event
-from memspec.conformance.processes.interpose import describe_call
 from memspec.conformance.processes.workers import Job, history
-from memspec.conformance.registry import CheckContext
 from memspec.conformance.schedule.schedule import (
     Chooser,
     ScheduledRun,
@@ -45,6 +44,7 @@ from memspec.conformance.schedule.schedule import (
     keep_running,
     run_scheduled,
 )
+from memspec.conformance.tamper.interpose import describe_call
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 

@@ -18,7 +18,7 @@ in the command mean what they meant there)::
      "backend_cmd": "node backends/node/memspec_backend.js", "cwd": "/home/me/memspec", ...}
 
 Its replay stops and resumes the backend's processes with strace
-(:mod:`memspec.conformance.schedule.stops`), so it needs strace where it replays.
+(:mod:`memspec.conformance.tamper.stops`), so it needs strace where it replays.
 
 ``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
 ``schedule`` the session chosen at each decision of the scheduler
@@ -39,9 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.backend import InProcessBackend, UsageError
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.registry import CheckContext
+from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.schedule.exploration import (
     Execution,
     Program,
@@ -49,6 +47,8 @@ from memspec.conformance.schedule.exploration import (
     render_interleaving,
 )
 from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
+from memspec.conformance.transport.backend import InProcessBackend, UsageError
+from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.requests import OPS
 from memspec.spec.targets import TARGETS
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.jsonlines import CommandBackend
 from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
-from memspec.conformance.schedule.stops import StoppedProcess
+from memspec.conformance.tamper.stops import StoppedProcess
+from memspec.conformance.transport.jsonlines import CommandBackend
 
 STEP_TIMEOUT = 5.0
 """Seconds a granted call and the code after it may run before the worker counts as blocked."""
@@ -253,7 +253,7 @@ def run_scheduled(
     its results are in the steps and in ``samples`` as ``(start, end, value)``. Workers still
     running at ``deadline`` seconds are killed. ScheduleDiverged from the chooser propagates
     after every worker has been killed and reaped. A command backend's sessions are stopped and
-    resumed by strace instead (:mod:`memspec.conformance.schedule.stops`).
+    resumed by strace instead (:mod:`memspec.conformance.tamper.stops`).
     """
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):

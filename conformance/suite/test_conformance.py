@@ -13,20 +13,20 @@ from typing import NoReturn
 
 import pytest
 
-from memspec.conformance.backend import Backend, InProcessBackend
-from memspec.conformance.budgets import Allowance, enforced, run_within_budget
-from memspec.conformance.examples import run_on_backend
-from memspec.conformance.findings import Mismatch, verdict_of
-from memspec.conformance.plugin import memspec_settings
-from memspec.conformance.profiles import Profile
-from memspec.conformance.records import FIGURES_PROPERTY
-from memspec.conformance.registry import (
+from memspec.conformance.core.budgets import Allowance, enforced, run_within_budget
+from memspec.conformance.core.examples import run_on_backend
+from memspec.conformance.core.findings import Mismatch, verdict_of
+from memspec.conformance.core.profiles import Profile
+from memspec.conformance.core.records import FIGURES_PROPERTY
+from memspec.conformance.core.registry import (
     Check,
     CheckContext,
     NotApplicable,
     all_checks,
     clauses_with_checks,
 )
+from memspec.conformance.suite.plugin import memspec_settings
+from memspec.conformance.transport.backend import Backend, InProcessBackend
 from memspec.spec.clauses import parse_clauses, uncovered_must_clauses
 from memspec.spec.examples import Example, parse_examples, spec_text
 
@@ -101,7 +101,7 @@ def test_check(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    """Runs one named check on a fresh root, within its budget (``conformance/budgets.py``); the
+    """Runs one named check on a fresh root, within its budget (``core/budgets.py``); the
     figures it reports go into its record."""
     if check.python_only and not isinstance(memspec_backend, InProcessBackend):
         unsupported(

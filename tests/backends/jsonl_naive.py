@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.jsonlines import handle_line
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.jsonlines import handle_line
 from memspec.spec import codes
 
 MODES = ("correct", "counts-ids", "unknown-op-invalid")

@@ -34,7 +34,7 @@ factory                  defect                                                c
 
 ``open_socket_lock`` is the sound store with that lock, as the Node.js backend takes it (Node
 has no ``flock``): the scheduler of a command stops at it only when it stops everywhere
-(``conformance/schedule/stops.py``).
+(``conformance/tamper/stops.py``).
 
 Three of these have a twin on the naive store, the same defect on the other base:
 ``open_loaded_list`` and ``StaleWithoutLoad`` (deciding on the list held since load),

@@ -12,8 +12,8 @@ import json
 import sys
 import time
 
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.jsonlines import handle_line
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.jsonlines import handle_line
 
 
 def main(mode: str) -> int:

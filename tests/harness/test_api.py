@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import memspec
-from memspec.conformance.backend import InProcessBackend, factory_name
+from memspec.conformance.transport.backend import InProcessBackend, factory_name
 from memspec.reference_impl import open_store
 from tests.backends.wrappers import stuck_when_full
 
@@ -18,9 +18,7 @@ SELECTION = "FORMAT or LIMIT or locking.concurrent_adds_are_all_kept"
 
 def test_a_named_factory_certifies_with_reports(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
-    result = memspec.certify(
-        open_store, profile="smoke", select=SELECTION, report="out", workers=2
-    )
+    result = memspec.certify(open_store, profile="smoke", select=SELECTION, report="out", workers=2)
     assert result.ok, result.summary + result.output[-2000:]
     assert result.counts["passed"] == len(result.records) > 10
     assert "locking.concurrent_adds_are_all_kept" in {r.id.split("/")[1] for r in result.records}

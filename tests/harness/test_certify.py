@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance import certify as certify_module
-from memspec.conformance.jsonlines import INVOCATION_DIR
-from memspec.conformance.locations import cache_dir
+from memspec.conformance.commands import certify as certify_module
+from memspec.conformance.core.locations import cache_dir
+from memspec.conformance.transport.jsonlines import INVOCATION_DIR
 
 PROJECT = Path(__file__).resolve().parents[2]
 REFERENCE = "memspec.reference_impl:open_store"

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance import hermes_adapter
-from memspec.conformance.backend import UsageError
-from memspec.conformance.hermes import Release, versions_between
-from memspec.conformance.locations import cache_dir
-from memspec.conformance.matrix import (
+from memspec.conformance.core.locations import cache_dir
+from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
+from memspec.conformance.hermes import adapter as hermes_adapter
+from memspec.conformance.hermes.matrix import (
     Column,
     Matrix,
     render_html,
@@ -30,7 +29,8 @@ from memspec.conformance.matrix import (
     render_timeline_markdown,
     timeline,
 )
-from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
+from memspec.conformance.hermes.releases import Release, versions_between
+from memspec.conformance.transport.backend import UsageError
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -410,7 +410,7 @@ def test_matrix_certifies_backends_and_shows_a_broken_one(tmp_path: Path) -> Non
     ],
 )
 def test_pip_failures_read_as_one_line(output: str, expected: str) -> None:
-    from memspec.conformance.hermes import _pip_problem
+    from memspec.conformance.hermes.releases import _pip_problem
 
     message = _pip_problem("hermes-agent", "9", output)
     assert expected in message and "\n" not in message
@@ -451,7 +451,7 @@ def test_only_a_failure_a_search_found_is_marked_in_the_timeline(tmp_path: Path)
 def test_a_ready_file_of_an_earlier_memspec_is_read(tmp_path: Path) -> None:
     """An environment an earlier memspec built says only its build, as text: it reads as one
     without the agent's imports (added on its next use), never as an error."""
-    from memspec.conformance.hermes import READY, read_ready
+    from memspec.conformance.hermes.releases import READY, read_ready
 
     assert read_ready(tmp_path) is None
     (tmp_path / READY).write_text("hermes-agent==0.19.0\n", encoding="utf-8")

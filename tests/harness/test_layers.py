@@ -185,7 +185,14 @@ def test_every_package_is_installed() -> None:
     assert packages == listed, f"[tool.setuptools] packages misses {sorted(packages - listed)}"
 
 
-@pytest.mark.parametrize("module", ["memspec.conformance.registry"])
+def test_conformance_top_level_holds_only_its_faces() -> None:
+    """Every module of conformance/ lives in a folder that names its job; the top level keeps
+    only the package face and ``python -m memspec.conformance``."""
+    top = {path.name for path in (REPO / "conformance").glob("*.py")}
+    assert top == {"__init__.py", "__main__.py"}, sorted(top - {"__init__.py", "__main__.py"})
+
+
+@pytest.mark.parametrize("module", ["memspec.conformance.core.registry"])
 def test_a_forbidden_import_is_seen(module: str, tmp_path: Path) -> None:
     """The import collector sees lazy imports inside functions."""
     path = tmp_path / "registry.py"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.options import SETTINGS, WHICH_BACKEND
+from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND
 from memspec.spec.examples import spec_text
 
 pytest_plugins = ["pytester"]
@@ -94,7 +94,7 @@ def test_bad_options_are_usage_errors(
 
 
 def test_the_plugin_offers_every_setting_as_declared(pytester: pytest.Pytester) -> None:
-    # The plugin adds each setting of conformance/options.py as --memspec-NAME, as declared.
+    # The plugin adds each setting of conformance/core/options.py as --memspec-NAME, as declared.
     result = pytester.runpytest_subprocess("--help")
     text = " ".join(result.stdout.str().split())
     for option in OPTIONS:
@@ -104,7 +104,7 @@ def test_the_plugin_offers_every_setting_as_declared(pytester: pytest.Pytester) 
 
 BOOM = """
 from dataclasses import replace
-from memspec.conformance import registry
+from memspec.conformance.core import registry
 
 registry.all_checks()
 CHECK = "files.rewrite_keeps_the_mode"

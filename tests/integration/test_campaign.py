@@ -40,9 +40,9 @@ from pathlib import Path
 from hypothesis import Phase, settings
 settings.register_profile("replay-only", phases=[Phase.reuse])
 settings.load_profile("replay-only")
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
 backend, check, database = sys.argv[1:4]
 with tempfile.TemporaryDirectory() as scratch:
     root = Path(scratch, "root")

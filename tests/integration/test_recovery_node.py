@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.examples import run_on_backend
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.core.examples import run_on_backend
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.examples import load_examples
 from tests.budgeted import run_in_budget
 

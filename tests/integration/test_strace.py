@@ -1,5 +1,5 @@
 """The crash-state checks through strace: how the calls of a ``--backend-cmd`` backend are
-recorded (``conformance/crash/fstrace.py``). Needs ``strace`` (and ``node`` for the Node.js
+recorded (``conformance/tamper/fstrace.py``). Needs ``strace`` (and ``node`` for the Node.js
 backend); each test is skipped, with the reason, where they are missing or strace is not
 permitted.
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.checks import crashstates
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CHECKS, CheckContext
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
 PROCS = "tests.backends.procs"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.registry import all_checks
+from memspec.conformance.core.registry import all_checks
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.power.test_checks_power import REFERENCE, assert_fails_on, run_check
 
 BROKEN = "tests.backends.agent_broken"

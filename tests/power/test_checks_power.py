@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import Backend, InProcessBackend
-from memspec.conformance.findings import ClauseFailures
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, NotApplicable, all_checks
+from memspec.conformance.core.findings import ClauseFailures
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, NotApplicable, all_checks
+from memspec.conformance.transport.backend import Backend, InProcessBackend
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks.locking import HISTORY_FILE, history_is_linearizable
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.history.history import Event, read_history
 from memspec.conformance.history.programs import generate_program, limits_for, peak_usage, tag
 from memspec.conformance.processes.reader import Reader
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext
+from memspec.conformance.transport.backend import InProcessBackend
 from memspec.spec.codec import encode_entries
 from memspec.spec.requests import MUTATIONS
 

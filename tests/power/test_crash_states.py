@@ -40,12 +40,12 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
 from memspec.conformance.checks import crashstates
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
 from memspec.conformance.crash.persistence import MODELS
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

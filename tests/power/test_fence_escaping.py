@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.transport.backend import InProcessBackend
 from memspec.spec.fence import FENCE_CLOSE, find_fence_tags, find_system_notes
 from tests.backends.naive import NaiveStore
 from tests.budgeted import run_in_budget

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, HarnessError, all_checks
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, HarnessError, all_checks
+from memspec.conformance.transport.backend import InProcessBackend
 from memspec.fuzz.oracle import allowed_answers
 from memspec.fuzz.runner import plan
 from memspec.spec import model

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.cli import main
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.commands.cli import main
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.schedule.exploration import (
     Execution,
     Exploration,
@@ -28,6 +27,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import load_repro, replay, repro_of, save_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
+from memspec.conformance.transport.backend import InProcessBackend
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import memspec
-from memspec.conformance.backend import Backend, InProcessBackend
-from memspec.conformance.examples import run_on_backend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.core.examples import run_on_backend
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.transport.backend import Backend, InProcessBackend
 from memspec.spec.examples import load_examples
 from tests.budgeted import run_in_budget
 from tests.power.test_checks_power import assert_fails_on

@@ -1,7 +1,7 @@
 """The six call-level checks judge a ``--backend-cmd`` backend through strace, and can fail.
 
 Faults, kill at each write step, the durability trace and the lock's span run a command
-backend under strace (``conformance/crash/tamper.py``). Each store of
+backend under strace (``conformance/tamper/strace.py``). Each store of
 ``tests/backends/procs.py`` with one defect, served by ``memspec serve``, fails the check that
 guards against it with the clause it breaks — the same stores and clauses as by interposition
 (``test_process_checks.py``); the reference through ``memspec serve`` and the Node.js backend
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import memspec.conformance.checks  # noqa: F401  (registers the checks)
-from memspec.conformance.crash import tamper
-from memspec.conformance.crash.tamper import strace_problem
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.tamper import strace as tamper
+from memspec.conformance.tamper.strace import strace_problem
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
 PROCS = "tests.backends.procs"

@@ -2,7 +2,7 @@
 
 ``interleavings.preemption_bounded_schedules`` and ``interleavings.random_schedules`` stop each
 backend process after every call on the root and resume the one whose turn it is
-(``conformance/schedule/stops.py``); a backend whose lock is off the root (an abstract socket)
+(``conformance/tamper/stops.py``); a backend whose lock is off the root (an abstract socket)
 is stopped at every call. The racy stores of ``tests/backends/procs.py`` (no lock; a lock on
 the data file the rename replaces; a socket lock taken after the read), served by
 ``memspec serve``, fail with LOCK-3,
@@ -22,20 +22,20 @@ import pytest
 
 import memspec.conformance.checks  # registers the checks
 import memspec.fuzz.interleavings  # noqa: F401  (registers the random-schedule check)
-from memspec.conformance.cli import main
-from memspec.conformance.crash import tamper
-from memspec.conformance.crash.tamper import strace_problem
-from memspec.conformance.jsonlines import CommandBackend
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CHECKS, CheckContext
+from memspec.conformance.commands.cli import main
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.schedule.exploration import Program, execute
 from memspec.conformance.schedule.schedule import Decision
-from memspec.conformance.schedule.stops import (
+from memspec.conformance.tamper import strace as tamper
+from memspec.conformance.tamper.stops import (
     off_root_locks,
     returned,
     unrecorded_call,
     unschedulable_locks,
 )
+from memspec.conformance.tamper.strace import strace_problem
+from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
 SERVE = "memspec serve --backend"
@@ -111,7 +111,7 @@ def test_repro_of_a_command_without_strace_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Where strace cannot run, replaying a command's repro is an error naming the reason."""
-    from memspec.conformance.crash import tamper
+    from memspec.conformance.tamper import strace as tamper
 
     repro = tmp_path / "repro.json"
     sessions = [{"name": "p0", "operations": [{"op": "load"}]}]
@@ -190,7 +190,7 @@ def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> Non
 def test_a_call_without_a_record_is_read_from_its_own_line() -> None:
     lines = [
         "7 lseek(5</r/MEMORY.md>, 0, SEEK_CUR) = 0",
-        "8 write(1<pipe:[9]>, \"{}\\n\", 3) = 3",
+        '8 write(1<pipe:[9]>, "{}\\n", 3) = 3',
         "7 --- SIGSTOP {si_signo=SIGSTOP, si_code=SI_KERNEL} ---",
         "7 --- stopped by SIGSTOP ---",
     ]

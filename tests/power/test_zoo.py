@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import BackendDefect, InProcessBackend
-from memspec.conformance.examples import run_on_backend
-from memspec.conformance.findings import verdict_of
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import CheckContext, all_checks
+from memspec.conformance.core.examples import run_on_backend
+from memspec.conformance.core.findings import verdict_of
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
 from memspec.spec.clauses import parse_clauses
 from memspec.spec.examples import load_examples, spec_text
 from tests.budgeted import run_in_budget

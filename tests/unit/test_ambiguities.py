@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.examples import ModelDriver
+from memspec.conformance.core.examples import ModelDriver
 from memspec.fuzz.oracle import field_problem
 from memspec.reference_impl import open_store
 from memspec.spec import codes, model

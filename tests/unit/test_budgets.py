@@ -1,5 +1,5 @@
 """Check budgets: every check has one per profile, declared once, and a check over it is stopped
-and reported as cut, never as passed (conformance/budgets.py, fuzz/runner.py)."""
+and reported as cut, never as passed (conformance/core/budgets.py, fuzz/runner.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.budgets import (
+from memspec.conformance.core.budgets import (
     BUDGETS,
     Allowance,
     Budget,
@@ -23,8 +23,8 @@ from memspec.conformance.budgets import (
     budget_cut_in,
     enforced,
 )
-from memspec.conformance.profiles import PROFILES
-from memspec.conformance.registry import HarnessError, NotApplicable
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import HarnessError, NotApplicable
 from memspec.fuzz.runner import PropertyRun
 
 CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.registry import CHECKS, all_checks, check
+from memspec.conformance.core.registry import CHECKS, all_checks, check
 
 RECORDED = Path(__file__).parents[1] / "data" / "check_ids.json"
 
@@ -61,7 +61,7 @@ def test_a_check_module_that_fails_to_import_is_a_harness_error(
 ) -> None:
     from importlib import metadata
 
-    from memspec.conformance import registry
+    from memspec.conformance.core import registry
 
     broken = metadata.EntryPoint("broken", "memspec.conformance.no_such_module", "memspec.checks")
     home = metadata.EntryPoint("conformance", registry.HOME_MODULE, "memspec.checks")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.backend import InProcessBackend
-from memspec.conformance.examples import run_on_backend, run_on_model
+from memspec.conformance.core.examples import run_on_backend, run_on_model
+from memspec.conformance.transport.backend import InProcessBackend
 from memspec.spec.examples import Example, load_examples
 
 EXAMPLES = load_examples()

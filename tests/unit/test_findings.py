@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis.errors import FlakyFailure
 
-from memspec.conformance.backend import BackendDefect
-from memspec.conformance.findings import (
+from memspec.conformance.core.findings import (
     ClauseFailure,
     ClauseFailures,
     Mismatch,
@@ -27,8 +26,9 @@ from memspec.conformance.findings import (
     verdict_of,
     verifies_clause,
 )
-from memspec.conformance.registry import Check, CheckContext, HarnessError, NotApplicable
-from memspec.conformance.verdicts import ClauseVerdict, clause_verdict
+from memspec.conformance.core.registry import Check, CheckContext, HarnessError, NotApplicable
+from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
+from memspec.conformance.transport.backend import BackendDefect
 
 
 @pytest.mark.parametrize(
@@ -93,8 +93,8 @@ def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
     in the report's clause table as in the matrix (CONTRACT-20)."""
     from dataclasses import asdict
 
-    from memspec.conformance.records import CheckRecord, clause_matrix
-    from memspec.conformance.verdicts import clause_verdict
+    from memspec.conformance.core.records import CheckRecord, clause_matrix
+    from memspec.conformance.core.verdicts import clause_verdict
     from memspec.spec.clauses import parse_clauses
     from memspec.spec.examples import spec_text
 

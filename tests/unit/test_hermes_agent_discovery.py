@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from memspec.conformance import hermes_agent, hermes_imports
-from memspec.conformance.hermes import find_memory_tool
-from memspec.conformance.hermes_agent import (
+from memspec.conformance.hermes import agent as hermes_agent
+from memspec.conformance.hermes import imports as hermes_imports
+from memspec.conformance.hermes.agent import (
     SYNC_LINE,
     BadRequest,
     Line,
@@ -26,7 +26,8 @@ from memspec.conformance.hermes_agent import (
     runtime_requirements,
     scripted_provider_class,
 )
-from memspec.conformance.hermes_imports import agent_closure, agent_modules
+from memspec.conformance.hermes.imports import agent_closure, agent_modules
+from memspec.conformance.hermes.releases import find_memory_tool
 
 RUN_AGENT = textwrap.dedent(
     """

@@ -14,16 +14,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from memspec.conformance import hermes_adapter
-from memspec.conformance.backend import UsageError
-from memspec.conformance.hermes import LocalBuild, Release, find_memory_tool
-from memspec.conformance.hermes_imports import (
+from memspec.conformance.hermes import adapter as hermes_adapter
+from memspec.conformance.hermes.imports import (
     import_closure,
     memory_modules,
     module_imports,
     provides,
     requirement_pins,
 )
+from memspec.conformance.hermes.releases import LocalBuild, Release, find_memory_tool
+from memspec.conformance.transport.backend import UsageError
 
 # A small distribution: the tool imports its store and, inside a function, a metrics module;
 # the store imports a helper module at module level, which imports a third-party module; an

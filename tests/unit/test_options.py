@@ -1,4 +1,4 @@
-"""The settings of a certification are declared once (``conformance/options.py``): every
+"""The settings of a certification are declared once (``conformance/core/options.py``): every
 command offers each it takes as declared, and values are checked when parsed. That the pytest
 plugin offers the same is checked in a sandbox, in ``tests/harness/test_plugin.py``."""
 
@@ -8,8 +8,8 @@ import argparse
 
 import pytest
 
-from memspec.conformance.cli import build_parser
-from memspec.conformance.options import (
+from memspec.conformance.commands.cli import build_parser
+from memspec.conformance.core.options import (
     PROFILE,
     QUIET,
     SELECT,

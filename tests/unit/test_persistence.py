@@ -1,5 +1,5 @@
 """The persistence models and file-system traces of the crash-state checks, on traces written
-by hand (``conformance/crash/persistence.py``, ``conformance/crash/fstrace.py``): which crash
+by hand (``conformance/crash/persistence.py``, ``conformance/tamper/fstrace.py``): which crash
 states each model allows, how a state is replayed and explained, and how recorded calls (by
 interposition, or in strace's text) become operations."""
 
@@ -9,8 +9,9 @@ import os
 
 import pytest
 
-from memspec.conformance.crash.fstrace import calls_from_strace, ops_from_calls, read_strace
-from memspec.conformance.crash.persistence import Op, crash_states, explain, replay
+from memspec.conformance.crash.persistence import crash_states, explain, replay
+from memspec.conformance.tamper.ops import Op
+from memspec.conformance.tamper.fstrace import calls_from_strace, ops_from_calls, read_strace
 
 OLD = {"MEMORY.md": (1, b"old")}
 TEMP_THEN_RENAME = [
@@ -210,7 +211,7 @@ KILLED_WITH_A_BYSTANDER = r"""
 def test_a_kill_is_placed_by_the_injected_invocation_not_a_bystander_thread() -> None:
     # A process kill ends every thread: one inside a traced call shows as killed there too,
     # but strace acted only at the injection's own invocation.
-    from memspec.conformance.crash.tamper import Injection, acted_on
+    from memspec.conformance.tamper.strace import Injection, acted_on
 
     trace = read_strace(KILLED_WITH_A_BYSTANDER, "/r", {"MEMORY.md": 1})
     assert sorted(trace.killed) == [(10, "rename", 1), (11, "close", 1)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from memspec.conformance.profiles import PROFILES
+from memspec.conformance.core.profiles import PROFILES
 
 PROJECT = Path(__file__).resolve().parents[2]
 NAMES_THE_PROFILE = {"fuzz/runner.py"}

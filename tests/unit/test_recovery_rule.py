@@ -21,17 +21,17 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.findings import LEVELS, Level, conformance_level, scope_skip
-from memspec.conformance.matrix import (
+from memspec.conformance.core.findings import LEVELS, Level, conformance_level, scope_skip
+from memspec.conformance.core.records import CheckRecord, clause_matrix, level_of
+from memspec.conformance.core.registry import all_checks
+from memspec.conformance.core.verdicts import clause_verdict
+from memspec.conformance.hermes.matrix import (
     Column,
     Matrix,
     render_markdown,
     render_timeline_markdown,
     timeline,
 )
-from memspec.conformance.records import CheckRecord, clause_matrix, level_of
-from memspec.conformance.registry import all_checks
-from memspec.conformance.verdicts import clause_verdict
 from memspec.reference_impl import open_store
 from memspec.spec import codes, model
 from memspec.spec.clauses import (

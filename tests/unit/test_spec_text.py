@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.cli import main
+from memspec.conformance.commands.cli import main
 from memspec.spec.clauses import (
     Clause,
     ClauseSyntaxError,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import memspec.spec
-from memspec.conformance import cli
+from memspec.conformance.commands import cli
 from memspec.spec import versions
 from memspec.spec.examples import examples_json, spec_text
 from memspec.spec.versions import (
@@ -23,7 +23,7 @@ from memspec.spec.versions import (
 )
 
 PROJECT = Path(__file__).resolve().parent.parent
-SCHEMA = PROJECT / "conformance" / "report.schema.json"
+SCHEMA = PROJECT / "conformance" / "core" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 

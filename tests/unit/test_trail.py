@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from memspec.conformance.cli import main
-from memspec.conformance.registry import all_checks
-from memspec.conformance.trail import (
+from memspec.conformance.commands.cli import main
+from memspec.conformance.commands.trail import (
     NOT_DECIDED_BY_THE_MODEL,
     Citation,
     check_sites,
@@ -19,6 +18,7 @@ from memspec.conformance.trail import (
     prevents,
     unknown_citations,
 )
+from memspec.conformance.core.registry import all_checks
 from memspec.spec.clauses import parse_clauses
 from memspec.spec.examples import spec_path
 

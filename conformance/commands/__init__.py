@@ -1,0 +1,1 @@
+"""The `memspec` command and its Python face (`memspec.certify`)."""

@@ -1,0 +1,106 @@
+"""``memspec.certify``: certify a backend from Python, without a subprocess.
+
+It runs exactly what ``memspec certify`` runs and returns the structured result instead of an
+exit status, so a project can certify its store from its own test suite::
+
+    import memspec
+    from mypackage.memory import open_store
+
+    result = memspec.certify(open_store, profile="smoke")
+    assert result.ok, result.summary
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from os import PathLike
+from typing import Any
+
+from memspec.conformance.commands.certify import CertifyRequest, CertifyResult, probe_backend
+from memspec.conformance.commands.certify import certify as run_certification
+from memspec.conformance.core.profiles import resolve_profile
+from memspec.conformance.transport.backend import (
+    BackendDefect,
+    InProcessBackend,
+    UsageError,
+    factory_name,
+)
+
+__all__ = ["CertifyResult", "certify"]
+
+Factory = Callable[..., Any]
+
+
+def certify(
+    backend: str | Factory | None = None,
+    *,
+    backend_cmd: str | None = None,
+    profile: str = "ci",
+    report: str | PathLike[str] | None = None,
+    expected_failures: str | PathLike[str] | None = None,
+    workers: int | str | None = None,
+    timeout: float | None = None,
+    seed: int | None = None,
+    select: str | None = None,
+    hypothesis_db: str | None = None,
+    keep_temp: bool = False,
+    verbose: bool = False,
+) -> CertifyResult:
+    """Returns the result of certifying a backend with the whole harness.
+
+    ``backend`` is a ``"MODULE:FACTORY"`` name or the factory itself
+    (``FACTORY(root, *, memory_char_limit, user_char_limit) -> Store``); ``backend_cmd`` is a
+    command that speaks JSON Lines instead. The other arguments are the options of
+    ``memspec certify``. A factory with no importable name (a lambda, a function defined inside
+    another) is certified in this process and travels to worker processes by value; it cannot
+    be combined with ``workers``. Worker processes start from a fork server that imports the
+    main module once, so a script that calls this must guard its entry point with
+    ``if __name__ == "__main__":`` (a test suite need not). Unless ``verbose``, nothing is
+    printed: pytest's output is in ``result.output``.
+
+    Raises UsageError for a bad argument; a backend that cannot be opened is a result with
+    status 2 and the reason in its notes.
+    """
+    resolve_profile(profile)
+    if workers is not None and str(workers) != "auto" and not str(workers).isdigit():
+        raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"timeout must be positive seconds, got {timeout!r}")
+    name, given = _backend_name(backend, timeout)
+    request = CertifyRequest(
+        backend=name,
+        backend_cmd=backend_cmd,
+        profile=profile,
+        report=str(report) if report is not None else None,
+        expected_failures=str(expected_failures) if expected_failures is not None else None,
+        workers=str(workers) if workers else None,
+        timeout=timeout,
+        seed=seed,
+        verbose=verbose,
+        select=select,
+        hypothesis_db=hypothesis_db,
+        keep_temp=keep_temp,
+        given=given,
+    )
+    try:
+        probe_backend(request)
+    except BackendDefect as defect:
+        counts = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
+        return CertifyResult(2, counts, [], [f"the backend could not be started: {defect}"])
+    return run_certification(request)
+
+
+def _backend_name(
+    backend: str | Factory | None, timeout: float | None
+) -> tuple[str | None, InProcessBackend | None]:
+    """Returns the ``MODULE:FACTORY`` name of ``backend`` (a factory defined at module level is
+    named, so that every process can import it), or the backend object of a factory that has
+    no importable name."""
+    if backend is None or isinstance(backend, str):
+        return backend, None
+    if not callable(backend):
+        raise UsageError(
+            f"backend must be 'MODULE:FACTORY' or a factory callable, got {type(backend).__name__}"
+        )
+    name = factory_name(backend)
+    return (name, None) if name else (None, InProcessBackend.of_factory(backend, timeout))

@@ -1,0 +1,340 @@
+"""``memspec certify``: the whole harness against one backend, through pytest (CONTRACT certify).
+
+Certification is a pytest run of :mod:`memspec.conformance.suite` with the memspec plugin, so
+that pytest-xdist parallelism (``-n``), junit.xml and the plugin's reports come for free and a
+check behaves the same whether certify or a user's own pytest runs it.
+
+A certification writes only where the user said. Reports go where ``--report`` points; every
+temporary file (pytest's base temp, roots, worker sockets, a command backend's own temp files)
+goes under one scratch directory in the system temp directory, removed at exit unless
+``keep_temp``; Hypothesis's caches go under the user cache directory
+(``core.locations.cache_dir``), or the scratch directory where that cannot be
+written. Nothing is written under the installed package, so a read-only install certifies.
+Relative paths are resolved against the directory certify was called from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memspec.conformance.core.findings import Level
+from memspec.conformance.core.locations import cache_dir, writable_dir
+from memspec.conformance.core.records import CheckRecord, level_of, summary_counts
+from memspec.conformance.suite.plugin import GivenBackend, read_expected_failures, recorder_key
+from memspec.conformance.transport.backend import Backend, InProcessBackend, UsageError
+from memspec.conformance.transport.jsonlines import DEFAULT_TIMEOUT, INVOCATION_DIR, CommandBackend
+
+PYTEST_INTERNAL_ERROR = 3
+PYTEST_USAGE_ERROR = 4
+PYTEST_INTERRUPTED = 2
+PYTEST_NO_TESTS = 5
+
+
+@dataclass(frozen=True)
+class CertifyRequest:
+    """A CertifyRequest is everything ``memspec certify`` was asked to do."""
+
+    backend: str | None = None
+    backend_cmd: str | None = None
+    profile: str = "ci"
+    report: str | None = None
+    expected_failures: str | None = None
+    workers: str | None = None
+    timeout: float | None = None
+    seed: int | None = None
+    coverage: bool = False
+    verbose: bool = True
+    select: str | None = None
+    hypothesis_db: str | None = None
+    keep_temp: bool = False
+    given: Backend | None = None
+    """A backend object to certify instead of a name (a factory that has no importable name)."""
+
+
+@dataclass
+class CertifyResult:
+    """The outcome of a certification: exit status, counts, records and notes for the user.
+
+    ``status`` is the CLI's exit status (0 nothing failed unexpectedly, 1 something did, 2 a
+    usage error); ``output`` is what pytest printed when the run was quiet (empty otherwise).
+    """
+
+    status: int
+    counts: dict[str, int]
+    records: list[CheckRecord]
+    notes: list[str] = field(default_factory=list)
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the certification passed (nothing failed unexpectedly)."""
+        return self.status == 0
+
+    @property
+    def level(self) -> Level:
+        """The conformance level the records reach, computed from the clause verdicts (SPEC.md,
+        "Conformance levels")."""
+        return level_of(self.records)
+
+    @property
+    def summary(self) -> str:
+        """The CLI's last line, ``N passed, N failed, N skipped``, and the failed check ids."""
+        counts = self.counts
+        line = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+        failed = [record.id for record in self.records if record.status == "failed"]
+        return line + (f" (failed: {', '.join(failed)})" if failed else "")
+
+
+def make_backend(request: CertifyRequest) -> Backend:
+    """Returns the backend the request names (raises UsageError)."""
+    timeout = request.timeout or DEFAULT_TIMEOUT
+    named = [bool(request.backend), bool(request.backend_cmd), request.given is not None]
+    if sum(named) != 1:
+        raise UsageError("give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD")
+    if request.given is not None:
+        return request.given
+    if request.backend:
+        return InProcessBackend(request.backend, timeout)
+    return CommandBackend(str(request.backend_cmd), timeout)
+
+
+def probe_backend(request: CertifyRequest) -> None:
+    """Opens and closes one session on a scratch root (raises BackendDefect or UsageError)."""
+    backend = make_backend(request)
+    if request.expected_failures:
+        read_expected_failures(request.expected_failures)
+    if request.report:
+        try:
+            Path(request.report).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UsageError(
+                f"cannot create the report directory {request.report!r}: {error.strerror or error}"
+            ) from None
+    with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
+        backend.open(Path(scratch)).close()
+
+
+class _Tally:
+    """Keeps hold of the pytest config so the records can be read after the run, and gives the
+    run back the user's working directory as soon as pytest has read where it was started."""
+
+    def __init__(self, home: str) -> None:
+        self.home = home
+        self.config: pytest.Config | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+        os.chdir(self.home)
+
+
+def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list[str]:
+    """Returns the pytest command line that certifies the request's backend."""
+    suite = Path(__file__).resolve().parents[1] / "suite"
+    args = ["-c", str(ini), "--rootdir", str(suite), "-p", "no:cacheprovider"]
+    args += ["--basetemp", str(basetemp)]
+    for plugin in PLUGINS:
+        args += ["-p", plugin]
+    # The memspec command imported the plugin before pytest could rewrite its asserts: it has none.
+    args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    args += [
+        "--pyargs",
+        "memspec.conformance.suite",
+        "--memspec-profile",
+        request.profile,
+        "--tb=short",
+        "-rfE",
+    ]
+    if request.backend:
+        args += ["--memspec-backend", request.backend]
+    elif request.backend_cmd:
+        args += ["--memspec-backend-cmd", request.backend_cmd]
+    args.append("-v" if request.verbose else "-q")
+    if request.timeout is not None:
+        args += ["--memspec-timeout", str(request.timeout)]
+    if request.seed is not None:
+        args += ["--memspec-seed", str(request.seed)]
+    if request.expected_failures:
+        args += ["--memspec-expected-failures", request.expected_failures]
+    if request.report:
+        report = Path(request.report)
+        args += ["--memspec-report", str(report), "--junitxml", str(report / "junit.xml")]
+    if request.select:
+        args += ["-k", request.select]
+    if request.hypothesis_db:
+        args += ["--memspec-hypothesis-db", request.hypothesis_db]
+    if request.workers and not request.coverage:
+        # worksteal: a worker that runs out of checks takes pending ones from the others,
+        # instead of idling while another still has a queue (the checks differ a hundredfold).
+        args += ["-n", request.workers, "--dist", "worksteal"]
+    return args
+
+
+def _absolute_paths(request: CertifyRequest) -> CertifyRequest:
+    """Returns the request with its file arguments made absolute (certify changes directory)."""
+    return replace(
+        request,
+        report=str(Path(request.report).absolute()) if request.report else None,
+        expected_failures=(
+            str(Path(request.expected_failures).absolute()) if request.expected_failures else None
+        ),
+        hypothesis_db=(
+            request.hypothesis_db
+            if not request.hypothesis_db or "://" in request.hypothesis_db
+            else str(Path(request.hypothesis_db).absolute())
+        ),
+    )
+
+
+def start_coverage(request: CertifyRequest) -> Any:
+    """Starts measuring the backend for ``--coverage`` (before anything imports it)."""
+    from memspec.conformance.commands.coverage import BackendCoverage
+
+    if not request.backend:
+        raise UsageError("--coverage measures Python backends only (--backend)")
+    request = _absolute_paths(request)
+    return BackendCoverage(str(request.backend), request.report)
+
+
+PLUGINS = ("memspec", "xdist.plugin", "_hypothesis_pytestplugin")
+"""The pytest plugins a certification loads; the others installed beside memspec are not, so
+that none of them changes the verdicts or writes files of its own (pytest-benchmark, say)."""
+HYPOTHESIS_HOME = "HYPOTHESIS_STORAGE_DIRECTORY"
+"""The variable Hypothesis reads for the directory of its caches (default ``./.hypothesis``)."""
+
+
+def hypothesis_home(scratch: Path) -> Path:
+    """Returns where Hypothesis keeps its caches during a certification: the user cache
+    directory, or ``scratch`` when that cannot be written (a read-only home)."""
+    wanted = cache_dir() / "hypothesis"
+    return wanted if writable_dir(wanted) else scratch / "hypothesis"
+
+
+@contextlib.contextmanager
+def run_environment(scratch: Path) -> Iterator[None]:
+    """Points every temporary file and Hypothesis's caches away from the working and package
+    directories for the duration of a run, in this process and the processes it starts, and
+    restores what was there before."""
+    temp = scratch / "tmp"
+    temp.mkdir()
+    # Worker processes outlive a run (their server and its socket directory are made once per
+    # process): start them in the real environment, so that a later run does not find their
+    # temp directory removed.
+    from memspec.conformance.processes.workers import start_process_server
+
+    start_process_server()
+    import hypothesis.configuration  # here: pytest warns about plugins imported before it starts
+
+    variables = {
+        "TMPDIR": str(temp),
+        HYPOTHESIS_HOME: str(hypothesis_home(scratch)),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        # Command backends start in the directory certify was called from (pytest's is not).
+        INVOCATION_DIR: os.environ.get(INVOCATION_DIR) or os.getcwd(),
+        # pytest would cache the modules it rewrites in __pycache__ beside them.
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    saved = {name: os.environ.get(name) for name in variables}
+    saved_tempdir, saved_bytecode = tempfile.tempdir, sys.dont_write_bytecode
+    saved_home = vars(hypothesis.configuration).get("__hypothesis_home_directory")
+    os.environ.update(variables)
+    tempfile.tempdir, sys.dont_write_bytecode = None, True
+    hypothesis.configuration.set_hypothesis_home_dir(variables[HYPOTHESIS_HOME])
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir, sys.dont_write_bytecode = saved_tempdir, saved_bytecode
+        hypothesis.configuration.set_hypothesis_home_dir(saved_home)
+
+
+def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
+    """Runs the certification and returns its result (pytest prints the progress, unless the
+    request is quiet: then its output is in the result).
+
+    ``measured`` is the :func:`start_coverage` of a ``--coverage`` run.
+    """
+    here = os.getcwd()
+    tally = _Tally(here)
+    plugins: list[Any] = [tally]
+    notes: list[str] = []
+    if measured is not None:
+        plugins.append(measured)
+        if request.workers:
+            notes.append("--coverage runs the checks in one process: -n was ignored")
+    if request.given is not None:
+        if request.workers:
+            raise UsageError(
+                "a factory with no importable name (a lambda, or a function defined inside "
+                "another) runs in one process: define it at module level to use workers"
+            )
+        plugins.append(GivenBackend(request.given))
+    request = _absolute_paths(request)
+    scratch = Path(tempfile.mkdtemp(prefix="memspec-certify-"))
+    output = io.StringIO()
+    try:
+        ini = scratch / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        quiet = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(output)
+        with run_environment(scratch), quiet:
+            # pytest names checks by their ids (not by paths) when started from the suite's
+            # folder; _Tally goes back to the user's directory before anything runs.
+            os.chdir(Path(__file__).resolve().parents[1] / "suite")
+            code = int(pytest.main(pytest_arguments(request, ini, scratch / "pytest"), plugins))
+    finally:
+        os.chdir(here)
+        if request.keep_temp:
+            notes.append(f"temporary files kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    recorder = tally.config.stash.get(recorder_key, None) if tally.config else None
+    records = recorder.records if recorder is not None else []
+    counts = summary_counts(records)
+    if counts["errors"]:
+        notes.append(
+            f"{counts['errors']} check(s) stopped on a harness error: a bug in memspec, not a "
+            "failure of the backend (their clauses read not verified; see the report)"
+        )
+    if counts["xfailed"]:
+        notes.append(
+            f"{counts['xfailed']} expected failure(s) as listed in {request.expected_failures}"
+        )
+    if measured is not None:
+        notes.extend(measured.notes)
+    if request.report:
+        notes.append(f"reports: {Path(request.report) / 'report.md'}, report.json, junit.xml")
+    status = _status(code, counts, records)
+    if code == PYTEST_NO_TESTS:
+        notes.append(
+            f"no check matched -k {request.select!r}: nothing was certified (-k matches check "
+            "ids such as DRIFT/drift-backup-byte-exact or LIMIT/properties.limits_hold)"
+        )
+    if code == PYTEST_INTERNAL_ERROR:
+        notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
+    return CertifyResult(status, counts, records, notes, output.getvalue())
+
+
+def _status(code: int, counts: dict[str, int], records: list[CheckRecord]) -> int:
+    """Returns certify's exit status for pytest's exit ``code`` and the records."""
+    if code in (PYTEST_USAGE_ERROR, PYTEST_NO_TESTS) or (
+        code == PYTEST_INTERRUPTED and not records
+    ):
+        return 2
+    if code == PYTEST_INTERNAL_ERROR:
+        return 1
+    return 1 if counts["failed"] > 0 or code != 0 else 0

@@ -1,0 +1,331 @@
+"""Check budgets: the longest each check may run under each profile, and how a check is held
+to it.
+
+Every named check has a budget per profile, declared here and nowhere else: :data:`BUDGETS`
+has one row per check id, seconds under ``smoke``, ``ci`` and ``thorough``. The profile carries
+its column (``Profile.budgets``), so a check never looks its budget up by a profile's name.
+
+A check ends at its budget in one of two ways, and its verdict says which:
+
+- **Its search stops itself.** A Hypothesis search (examples and shrinking, through
+  ``memspec.fuzz.runner``) asks its :class:`Allowance` whether :data:`SEARCH_SHARE` of the
+  budget is spent and stops there, leaving the rest for the final replay, the judging and the
+  clean-up. A search that found a failure reports that failure (saying when shrinking was cut
+  short, so the example may not be minimal); one that found none ends with
+  :class:`BudgetSpent`, naming what it covered.
+- **The harness stops it.** :func:`enforced` interrupts a check that is still running at its
+  whole budget with :class:`BudgetSpent`, which names the budget and the figures the check had
+  reported by then (schedules run, states judged, ...). This is how a search without
+  Hypothesis (the preemption-bounded exploration, the crash states) is held to its budget.
+
+:class:`BudgetSpent` is a :class:`~memspec.conformance.core.registry.NotApplicable`: the check is
+reported as skipped, *not verified*, with that reason, never as a pass of something it did not
+explore. It is also a :class:`unittest.SkipTest`, which Hypothesis re-raises at once instead of
+shrinking it as if it were a failure of the backend.
+
+A worked example: the ``ci`` budget of ``interleavings.random_schedules`` is 60 s. Against a
+store that takes no lock, the first schedules fail within seconds and Hypothesis shrinks; at
+45 s (three quarters) shrinking stops, and the check fails on LOCK-3 with the smallest failing
+schedule found so far, noting that shrinking was cut at its budget.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import threading
+import time
+import unittest
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from memspec.conformance.core.registry import NotApplicable
+
+if TYPE_CHECKING:
+    from memspec.conformance.core.registry import Check, CheckContext
+
+SEARCH_SHARE = 0.75
+"""The share of its budget a search may use before it stops itself (the rest is for the final
+replay, the judging and the clean-up, before the harness would stop the check)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A Budget is the seconds one check may run under each profile."""
+
+    smoke: float
+    ci: float
+    thorough: float
+
+    def __post_init__(self) -> None:
+        for column in fields(self):
+            value = getattr(self, column.name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"a budget is positive seconds, got {column.name}={value!r}")
+
+
+QUICK = Budget(smoke=60, ci=120, thorough=600)
+"""Fixed inputs on one or a few sessions: seconds for the reference, a minute for a backend
+whose every session starts a slow process (a Hermes release in its own environment)."""
+PROCESSES = Budget(smoke=120, ci=300, thorough=1800)
+"""Worker processes, kills, injected faults and crash states, each starting processes."""
+PROPERTIES = Budget(smoke=60, ci=180, thorough=1800)
+"""A Hypothesis search of a fixed number of examples, each on fresh sessions; it stops itself
+at its budget (shrinking included)."""
+SCHEDULES = Budget(smoke=30, ci=60, thorough=1800)
+"""A search of interleavings of a Python backend under the scheduler, each run a few seconds;
+a racy store fails within seconds and then shrinks, so its budget bounds the shrinking."""
+
+BUDGETS: dict[str, Budget] = {
+    "atomic.acknowledged_is_visible": QUICK,
+    "atomic.readers_never_see_a_partial_file": PROCESSES,
+    "atomic.write_replaces_by_rename": QUICK,
+    "concurrency.history_is_linearizable": PROCESSES,
+    "contract.answers_have_contract_shapes": QUICK,
+    "contract.claimed_features_are_known": QUICK,
+    "contract.factory_stays_in_root": QUICK,
+    "contract.mutation_without_load": QUICK,
+    "crash.kill_at_each_write_step": PROCESSES,
+    "crash.kill_at_random_moments": PROCESSES,
+    "crashstates.acknowledged_mutations_survive_power_loss": PROCESSES,
+    "crashstates.crash_states_are_old_or_new": PROCESSES,
+    "crashstates.every_crash_state_recovers": PROCESSES,
+    "drift.external_bytes_survive_rewrite": QUICK,
+    "drift.own_bytes_are_what_a_store_last_wrote": QUICK,
+    "drift.taken_backup_name_is_kept": QUICK,
+    "drift_properties.external_edits_are_kept": PROPERTIES,
+    "durability.write_protocol_is_durable": PROCESSES,
+    "faults.failed_dir_sync_is_acknowledged": PROCESSES,
+    "faults.failed_write_keeps_old_file": PROCESSES,
+    "faults.read_errors_are_not_empty": PROCESSES,
+    "fence.arbitrary_recalled_text": QUICK,
+    "fence.disguised_tags_are_removed": QUICK,
+    "fence.forged_notes_are_removed": QUICK,
+    "fence.frame_is_exact": QUICK,
+    "fence.only_tags_and_notes_change": QUICK,
+    "fence.sanitising_reaches_fixed_point": QUICK,
+    "files.created_files_are_private": QUICK,
+    "files.file_count_stays_bounded": QUICK,
+    "files.nothing_outside_root": QUICK,
+    "files.rewrite_keeps_the_mode": QUICK,
+    "files.symlinked_data_file_is_kept": QUICK,
+    "files.symlinked_lock_is_refused": QUICK,
+    "interleavings.preemption_bounded_schedules": SCHEDULES,
+    "interleavings.random_schedules": SCHEDULES,
+    "locking.concurrent_adds_are_all_kept": PROCESSES,
+    "locking.lock_spans_read_to_rename": PROCESSES,
+    "machine.memory_machine": PROPERTIES,
+    "patch.unsupported_without_the_feature": QUICK,
+    "agent.unsupported_without_the_feature": QUICK,
+    "agent.prompt_is_frozen_between_rebuild_points": QUICK,
+    "agent.failing_providers_are_isolated": QUICK,
+    "agent.one_external_provider": QUICK,
+    "agent.random_turns_writes_and_rebuilds": PROPERTIES,
+    "properties.delimiter_round_trip": PROPERTIES,
+    "properties.fence_escape": PROPERTIES,
+    "properties.limits_hold": PROPERTIES,
+    "properties.snapshot_frozen_until_load": PROPERTIES,
+    "protocol.answers_echo_ids_in_order": QUICK,
+    "protocol.unknown_op_is_unsupported": QUICK,
+    "read.unreadable_file_is_not_empty": QUICK,
+    "recovery.lowered_limit_is_recoverable": QUICK,
+    "recovery.unreadable_file_says_how_to_repair": QUICK,
+    "scan.attack_corpus": QUICK,
+    "scan.ordinary_text_corpus": QUICK,
+    "scan.whole_content_is_scanned": QUICK,
+    "tool.description_guides_the_model": QUICK,
+    "tool.generated_calls_are_judged": PROPERTIES,
+    "tool.malformed_calls_answered": PROPERTIES,
+    "tool.results_never_show_threat_text": QUICK,
+    "tool.schema_is_valid_and_agrees": QUICK,
+    "tool.unsupported_without_the_feature": QUICK,
+}
+"""Every check's budget, by check id (``tests/unit/test_budgets.py`` requires one row per
+registered check and no other)."""
+
+EXAMPLE_BUDGET = Budget(smoke=30, ci=60, thorough=300)
+"""The budget of one SPEC.md example: a scripted session of a few calls."""
+
+
+def column(profile: str) -> Mapping[str, float]:
+    """Returns every check's budget under ``profile`` (a field name of :class:`Budget`)."""
+    return {check_id: getattr(budget, profile) for check_id, budget in BUDGETS.items()}
+
+
+class BudgetSpent(NotApplicable, unittest.SkipTest):
+    """A check was stopped at its budget before it finished: it is reported as skipped (not
+    verified), with what it covered. Raise the budget of the check in
+    ``conformance/core/budgets.py``, or choose a smaller profile, if the backend is slow but sound.
+    ``budget_spent`` says how much of which budget was used."""
+
+    def __init__(self, message: str, budget_spent: str = "") -> None:
+        super().__init__(message)
+        self.budget_spent = budget_spent
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """An Allowance is one running check's budget: ``seconds`` from ``started`` (monotonic)."""
+
+    check_id: str
+    profile: str
+    seconds: float
+    started: float
+
+    def elapsed(self) -> float:
+        """Returns the seconds since the check started."""
+        return time.monotonic() - self.started
+
+    def search_spent(self) -> bool:
+        """Whether a search has used its share of the budget (:data:`SEARCH_SHARE`)."""
+        return self.elapsed() >= self.seconds * SEARCH_SHARE
+
+    def spent(self) -> str:
+        """Says how much of which budget is used: ``"45 s of its 60 s budget (profile ci)"``."""
+        return f"{self.elapsed():.0f} s of its {self.seconds:g} s budget (profile {self.profile})"
+
+    def cut(self, covered: str) -> BudgetSpent:
+        """Returns the verdict of a search that stopped at its budget having covered ``covered``
+        (e.g. ``"7 examples, none failing"``)."""
+        return BudgetSpent(
+            f"{self.check_id}: search cut at {self.spent()}, having covered {covered}; what it "
+            "did not reach is not verified",
+            self.spent(),
+        )
+
+
+def start_allowance(check_id: str, profile: Any) -> Allowance:
+    """Returns the allowance of check ``check_id`` under ``profile``, starting now."""
+    return Allowance(check_id, profile.name, profile.budget(check_id), time.monotonic())
+
+
+@dataclass
+class SearchWatch:
+    """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it
+    has used its share of the check's budget (``allowance``; ``None``: never).
+
+    It keeps the last failure the body raised: Hypothesis only ever moves to a smaller failing
+    example while it shrinks, so when shrinking is cut the last failure is the smallest found.
+    """
+
+    allowance: Allowance | None
+    examples: int = 0
+    failures: int = 0
+    last_failure: BaseException | None = field(default=None, repr=False)
+    stopped: BudgetSpent | None = field(default=None, repr=False)
+
+    def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
+        """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
+        once the search share is spent raises BudgetSpent instead of running."""
+
+        @functools.wraps(body)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            if self.allowance is not None and self.allowance.search_spent():
+                self.stopped = self.stopped or self.allowance.cut(self.covered())
+                raise self.stopped
+            self.examples += 1
+            try:
+                return body(*args, **kwargs)
+            except BudgetSpent:
+                raise
+            except Exception as error:
+                self.failures += 1
+                self.last_failure = error
+                raise
+
+        return watched
+
+    def covered(self) -> str:
+        """Says what the search ran: ``"12 examples, none failing"``."""
+        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
+
+    def verdict(self, cut: BudgetSpent) -> BaseException:
+        """Returns what a search cut at its budget ends with: the last failure it found, noting
+        that shrinking stopped there, or ``cut`` itself when it found none."""
+        failure = self.last_failure
+        if failure is None:
+            return cut
+        failure.add_note(
+            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
+            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
+            "smallest found by then, not necessarily the smallest there is"
+        )
+        return failure
+
+
+def budget_cut_in(error: BaseException) -> BudgetSpent | None:
+    """Returns the BudgetSpent behind ``error`` (itself, or its cause or context: Hypothesis may
+    replace the skip it re-raises with an error of its own about the data left undrawn)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BudgetSpent):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def run_search(test: Callable[[], None], allowance: Allowance | None) -> None:
+    """Runs the Hypothesis ``test`` (a ``@given`` test, with its settings) held to ``allowance``
+    by a :class:`SearchWatch`: a failure is raised as it is, or as it stood when shrinking was
+    cut; a search cut before any failure ends in :class:`BudgetSpent`, never a pass."""
+    watch = SearchWatch(allowance)
+    hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
+    hooks.inner_test = watch.wrap(hooks.inner_test)
+    try:
+        test()
+    except BaseException as error:
+        cut = watch.stopped or budget_cut_in(error)
+        if cut is None:
+            raise
+        raise watch.verdict(cut) from None
+    # A search that was cut never reads as a pass, however Hypothesis ended it.
+    if watch.stopped is not None:
+        raise watch.verdict(watch.stopped)
+
+
+def describe_figures(figures: Mapping[str, Any]) -> str:
+    """Returns a check's figures as one phrase (``"schedules run 57, seconds 44.9"``)."""
+    shown = [f"{name} {value}" for name, value in sorted(figures.items())]
+    return ", ".join(shown) if shown else "nothing it reported"
+
+
+@contextmanager
+def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]:
+    """Runs the body under ``allowance``: still running at the whole budget, it is interrupted
+    with :class:`BudgetSpent`, naming the figures the check had reported by then.
+
+    The interruption is a ``SIGALRM`` timer, so it reaches a check blocked in a wait as well as
+    one computing. Signals reach only the main thread; elsewhere (a check run from a thread of
+    the caller's) the body runs without the timer, held only by its searches' own allowance.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise BudgetSpent(
+            f"{allowance.check_id}: stopped by the harness after {allowance.spent()}, before it "
+            f"finished; covered by then: {describe_figures(figures)}; the rest is not verified",
+            allowance.spent(),
+        )
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, allowance.seconds - allowance.elapsed()))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_within_budget(check: Check, context: CheckContext) -> None:
+    """Runs ``check`` as certification does: under its budget for ``context.profile``, which
+    its searches read from ``context.allowance`` and :func:`enforced` holds it to. The figures
+    it reports go into ``context.figures``; a cut ends in :class:`BudgetSpent`."""
+    allowance = start_allowance(check.id, context.profile)
+    with enforced(allowance, context.figures):
+        check.run(replace(context, allowance=allowance))

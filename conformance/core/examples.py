@@ -1,0 +1,546 @@
+"""Running the examples of SPEC.md: against the pure model, or against a backend.
+
+One runner interprets the steps; a *driver* supplies the world. :class:`ModelDriver` steps the
+spec model (the spec checking itself: a disagreement there is a bug in SPEC.md, reported as an
+internal error). :class:`BackendDriver` opens sessions on a fresh root through the contract and
+reads the files from the disk, like any outside reader would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from memspec.conformance.core.findings import Refusal
+from memspec.conformance.transport.backend import Backend, BackendDefect, Session
+from memspec.spec import model
+from memspec.spec.codec import classify_bytes, decode, is_encodable, parse_text
+from memspec.spec.examples import Example, Step
+from memspec.spec.operations import (
+    Add,
+    Batch,
+    ExternalWrite,
+    Load,
+    Mutation,
+    Patch,
+    Remove,
+    Replace,
+)
+from memspec.spec.requests import MUTATIONS, OP_FIELDS
+from memspec.spec.root_files import file_kind
+from memspec.spec.rules import argument_error
+from memspec.spec.snapshot import snapshot_difference
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
+from memspec.spec.threats import find_threats
+from memspec.spec.tool import (
+    Call,
+    Observation,
+    normative_result,
+    offered_actions,
+    parse_arguments,
+    parse_call,
+    result_problems,
+    schema_offer,
+    schema_parameters,
+    unoffered_core_action,
+    watched_target,
+)
+
+OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
+MODEL_ACTIONS = offered_actions({"patch"})
+
+
+class Driver(Protocol):
+    """A Driver is the world an example runs in: sessions, the disk, the backups."""
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Another writer puts ``data`` in the file (``None`` deletes it)."""
+        ...
+
+    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Sends one contract request in ``session`` and returns the answer."""
+        ...
+
+    def disk(self, target: str) -> bytes | None:
+        """Returns the file's bytes (``None`` when absent)."""
+        ...
+
+    def backups(self, target: str) -> list[bytes]:
+        """Returns the contents of the target's backup files."""
+        ...
+
+
+@dataclass(frozen=True)
+class ExampleFailure:
+    """An ExampleFailure says which step of which example went wrong, and how.
+
+    ``sent`` is the request, ``received`` the answer, ``expected`` what the spec allows.
+    """
+
+    example: str
+    clauses: tuple[str, ...]
+    line: int
+    step: str
+    sent: Any
+    received: Any
+    expected: Any
+    reason: str
+    detail: str = ""
+    """For a backend that broke (raised, died), the last line it printed, e.g. its exception."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the failure as a JSON-ready record."""
+        return {
+            "example": self.example,
+            "clauses": list(self.clauses),
+            "line": self.line,
+            "step": self.step,
+            "sent": _plain(self.sent),
+            "received": _plain(self.received),
+            "expected": _plain(self.expected),
+            "reason": self.reason,
+        }
+
+    def summary(self) -> str:
+        """Returns the failure on one line: the example, the step and what went wrong."""
+        detail = f" ({self.detail})" if self.detail else ""
+        headline = self.reason.splitlines()[0] if self.reason else ""
+        return f"example {self.example}: {self.step} → {headline}{detail}"
+
+    def render(self) -> str:
+        """Returns the failure as labelled blocks a person can act on."""
+        return "\n".join(
+            [
+                f"example {self.example} ({', '.join(self.clauses)}), SPEC.md line {self.line}",
+                f"  step:     {self.step}",
+                f"  sent:     {show(self.sent)}",
+                f"  received: {show(self.received)}",
+                f"  expected: {show(self.expected)}",
+                f"  why:      {self.reason}",
+            ]
+        )
+
+
+def show(value: Any) -> str:
+    """Returns ``value`` as readable JSON; characters that cannot be printed are escaped."""
+    text = json.dumps(_plain(value), ensure_ascii=False)
+    return text if is_encodable(text) else json.dumps(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", "replace")
+        return text if text.encode("utf-8") == value else {"hex": value.hex()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _fields(step: Step) -> dict[str, Any]:
+    """Returns a store step's arguments under their protocol field names (CONTRACT-13)."""
+    return dict(zip(OP_FIELDS.get(step.op, ()), step.args, strict=False))
+
+
+def describe(step: Step) -> str:
+    """Returns a step as one readable line."""
+    prefix = "" if step.session == "a" else f"@{step.session} "
+    args = " ".join(show(a) for a in step.args)
+    return f"{prefix}{step.op} {args}".rstrip()
+
+
+def _outcome_problem(step: Step, answer: dict[str, Any]) -> str | None:
+    want = step.expect
+    if answer.get("code") != want["code"]:
+        return f"expected code {want['code']}, got {answer.get('code')}"
+    for name, value in want.items():
+        if name == "code" or name not in answer:
+            continue
+        if _plain(answer[name]) != value:
+            return f"expected {name} {value!r}, got {answer[name]!r}"
+    return None
+
+
+def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
+    """Runs every step of ``example`` in ``driver``; returns the first failure or ``None``.
+
+    A :class:`BackendDefect` (the backend raised or answered garbage) is a failure too.
+    """
+    opened: set[str] = set()
+    offers: dict[str, ToolOffer] = {}
+    for step in example.steps:
+        fail = _failure_factory(example, step)
+        try:
+            if step.op == "put":
+                driver.put(step.args[0], step.args[1])
+                continue
+            if step.session not in opened:
+                opened.add(step.session)
+                driver.request(step.session, "load", {})
+            if step.op == "tool":
+                limits = {**DEFAULT_LIMITS, **example.limits}
+                problem = _run_tool_step(step, driver, fail, limits, example.clauses, offers)
+            else:
+                problem = _run_step(step, driver, fail)
+        except BackendDefect as defect:
+            failure = fail(defect.sent, defect.received, step.expect, str(defect))
+            return replace(failure, detail=defect.detail)
+        if problem is not None:
+            return problem
+    return None
+
+
+Fail = Callable[[Any, Any, Any, str], ExampleFailure]
+
+
+def _failure_factory(example: Example, step: Step) -> Fail:
+    def fail(sent: Any, received: Any, expected: Any, reason: str) -> ExampleFailure:
+        return ExampleFailure(
+            example.id, example.clauses, step.line, describe(step), sent, received, expected, reason
+        )
+
+    return fail
+
+
+def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
+    if step.op == "load":
+        driver.request(step.session, "load", {})
+        return None
+    if step.op in MUTATIONS:
+        fields = _fields(step)
+        answer = driver.request(step.session, step.op, fields)
+        problem = _outcome_problem(step, answer)
+        return fail({"op": step.op, **fields}, answer, step.expect, problem) if problem else None
+    target = step.args[0]
+    want = step.expect.get("value")
+    if step.op == "entries":
+        answer = driver.request(step.session, "entries", {"target": target})
+        got = answer.get("entries")
+        if got != want:
+            return fail({"op": "entries", "target": target}, got, want, "entries differ")
+        return None
+    if step.op == "snapshot":
+        answer = driver.request(step.session, "snapshot", {"target": target})
+        got = answer.get("snapshot")
+        hidden = [e for e in (model_entries(driver.disk(target)) or []) if find_threats(e)]
+        problem = snapshot_difference(want, got, target, hidden)
+        return fail({"op": "snapshot", "target": target}, got, want, problem) if problem else None
+    if step.op == "disk":
+        got = driver.disk(target)
+        if got != want:
+            return fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
+        return None
+    return _check_backups(step, driver.backups(target), fail)
+
+
+Requester = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+ToolOffer = tuple[tuple[str, ...], bool]
+"""The actions a session's tool schema offers and whether it offers the batch shape
+(:func:`~memspec.spec.tool.schema_offer`)."""
+
+
+def session_requester(session: Session) -> Requester:
+    """Returns the :data:`Requester` that sends an op and its fields in ``session``."""
+    return lambda op, fields: session.request(op, **fields)
+
+
+def tool_offer(request: Requester) -> ToolOffer:
+    """Returns what the tool schema of ``request``'s session offers: the actions of its
+    ``action`` enum and whether it has ``operations`` (TOOL-2). The schema depends only on the
+    session's claimed features, so it is asked once per session and handed to each
+    :func:`judged_tool_call` in it."""
+    return schema_offer(request("tool_schema", {}).get("schema"))
+
+
+def judged_tool_call(
+    request: Requester,
+    read_disk: Callable[[str], bytes | None],
+    arguments: str,
+    limits: Mapping[str, int],
+    *,
+    offer: ToolOffer,
+    scan: bool,
+) -> tuple[dict[str, Any], list[str]]:
+    """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
+    the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
+
+    The target's file (``read_disk``) and ``entries(target)`` are read before and after the
+    call, so that the judge decides the operation's outcome itself; ``offer`` is the session's
+    :func:`tool_offer`, which actions and shapes the tool takes; ``scan`` is whether the backend
+    claims ``threat-scan``.
+    """
+    actions, batch = offer
+    target = watched_target(arguments)
+    file = classify_bytes(read_disk(target), limits[target])
+    before = request("entries", {"target": target})["entries"]
+    answer = request("tool_call", {"arguments": arguments})
+    after = request("entries", {"target": target})["entries"]
+    seen = Observation(
+        arguments, answer["result"], target, file, tuple(before), tuple(after),
+        limits[target], actions, batch, scan=scan,
+    )  # fmt: skip
+    return answer, result_problems(seen)
+
+
+def _run_tool_step(
+    step: Step,
+    driver: Driver,
+    fail: Fail,
+    limits: dict[str, int],
+    clauses: tuple[str, ...],
+    offers: dict[str, ToolOffer],
+) -> ExampleFailure | None:
+    """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:``
+    item standing for any placeholder of the file), and the result must pass the spec's judge of
+    tool results on the example's own clauses (a failure names the clause it breaks; the other
+    rules have their own examples and checks). ``offers`` holds each session's
+    :func:`tool_offer`, asked at its first tool step."""
+    arguments = step.args[0]
+    sent = {"op": "tool_call", "arguments": arguments}
+    request = functools.partial(driver.request, step.session)
+    if step.session not in offers:
+        offers[step.session] = tool_offer(request)
+    hidden = unoffered_core_action(arguments, offers[step.session][0])
+    if hidden is not None:
+        raise Refusal(
+            hidden,
+            ("TOOL-2",),
+            f"the tool schema offers no {hidden!r} (actions {list(offers[step.session][0])}), "
+            f"though every tool offers core's add, replace and remove: what this example "
+            f"verifies through a {hidden} call is not verified",
+        )
+    answer, problems = judged_tool_call(
+        request, driver.disk, arguments, limits, offer=offers[step.session], scan=True
+    )
+    want = step.expect["result"]
+    result = parse_arguments(answer.get("result"))
+    if not isinstance(result, dict):
+        return fail(sent, answer, want, "the result is not the text of a JSON object")
+    for name, value in want.items():
+        if name not in result or not _same_shown(result[name], value):
+            return fail(sent, result, want, f"expected {name} {value!r}, got {result.get(name)!r}")
+    own = [problem for problem in problems if problem.split(":")[0] in clauses]
+    return fail(sent, result, want, "; ".join(own)) if own else None
+
+
+def _same_shown(got: Any, want: Any) -> bool:
+    """Compares an expected result field; an expected ``[BLOCKED: FILE ...]`` string stands for
+    any placeholder that starts ``[BLOCKED:`` and names FILE (SNAP-12)."""
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(_same_shown(g, w) for g, w in zip(got, want, strict=True))
+        )
+    if isinstance(want, str) and want.startswith("[BLOCKED: ") and want.endswith(" ...]"):
+        name = want.split()[1]
+        return isinstance(got, str) and got.startswith("[BLOCKED:") and name in got
+    return bool(_plain(got) == want)
+
+
+def model_entries(data: bytes | None) -> list[str] | None:
+    """Returns the entries a tolerant reader finds in ``data`` (``None`` if undecodable)."""
+    text = None if data is None else decode(data)
+    return None if text is None else parse_text(text)
+
+
+def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure | None:
+    exact = "==" in step.expect
+    wanted: list[bytes] = step.expect["==" if exact else "include"]
+    sent = {"read": f"{FILENAMES.get(step.args[0], step.args[0])}.bak.*"}
+    for content in wanted:
+        count = found.count(content)
+        if count != 1:
+            return fail(
+                sent,
+                found,
+                wanted,
+                f"expected exactly one backup holding {_plain(content)!r}, found {count}",
+            )
+    if exact and sorted(found) != sorted(wanted):
+        return fail(sent, found, wanted, "backups differ")
+    return None
+
+
+@dataclass
+class ModelDriver:
+    """The spec model as a driver: the spec's examples checked against the spec's own model.
+
+    ``last_read`` holds, per session and target, the entries the session last read from the
+    file while it was readable (at a load, or under the lock of a mutation whose arguments
+    passed), which is what it reports once the file is unreadable (READ-8).
+    """
+
+    state: model.State
+    last_read: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def for_example(cls, example: Example) -> ModelDriver:
+        """Returns a driver on an empty root with the example's limits."""
+        limits = {**DEFAULT_LIMITS, **example.limits}
+        return cls(model.initial_state(limits["memory"], limits["user"]))
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Steps an external write."""
+        _, self.state = model.step(self.state, ExternalWrite(target, data))
+
+    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Steps the model and answers like a backend would."""
+        if op == "entries":
+            target = fields["target"]
+            last = self.last_read.get((session, target), ())
+            return {
+                "ok": True,
+                "code": "OK",
+                "entries": list(model.session_entries(self.state, target, last)),
+            }
+        if op == "snapshot":
+            return {
+                "ok": True,
+                "code": "OK",
+                "snapshot": model.snapshot_of(self.state, session, fields["target"]),
+            }
+        if op == "tool_schema":
+            parameters = schema_parameters(MODEL_ACTIONS, batch=True)
+            schema = {"name": "memory", "description": "the model's tool", "parameters": parameters}
+            return {"ok": True, "code": "OK", "schema": schema}
+        if op == "tool_call":
+            return {"ok": True, "code": "OK", "result": self._tool_call(session, fields)}
+        operation = {
+            "load": lambda: Load(session),
+            "add": lambda: Add(fields["target"], fields["content"], session),
+            "replace": lambda: Replace(
+                fields["target"], fields["old_text"], fields["new_content"], session
+            ),
+            "remove": lambda: Remove(fields["target"], fields["old_text"], session),
+            "patch": lambda: Patch(
+                fields["target"], fields["old_text"], fields["content"], session
+            ),
+            "batch": lambda: Batch(fields["target"], fields["operations"], session),
+        }[op]()
+        outcome, self.state = model.step(self.state, operation)
+        self._remember_reads(session, operation)
+        answer: dict[str, Any] = {"ok": outcome.ok, "code": outcome.code}
+        if outcome.matches:
+            answer["matches"] = list(outcome.matches)
+        if outcome.duplicate:
+            answer["duplicate"] = True
+        if outcome.usage is not None:
+            answer["usage"] = outcome.usage
+        return answer
+
+    def _tool_call(self, session: str, fields: dict[str, Any]) -> str:
+        """Answers a tool call with the spec's normative result (TOOL-5 to TOOL-13): the model
+        claims every feature, so it offers every action, the batch shape and the scan."""
+        arguments = fields["arguments"]
+        parsed = parse_call(arguments, MODEL_ACTIONS, batch=True)
+        target = parsed.target if isinstance(parsed, Call) else watched_target(arguments)
+        limit = model.limit_of(self.state, target)
+        outcome = None
+        before = self._entries(session, target)
+        if isinstance(parsed, Call):
+            operation = replace(parsed.operation, session=session)
+            if argument_error(operation) is None:
+                before = model.entries_on_disk(self.state, target) or before
+            outcome, self.state = model.step(self.state, operation)
+            self._remember_reads(session, operation)
+        after = self._entries(session, target)
+        result = normative_result(
+            parsed, outcome, before, after, limit, target=target, actions=MODEL_ACTIONS, scan=True
+        )
+        return json.dumps(result, ensure_ascii=False)
+
+    def _entries(self, session: str, target: str) -> tuple[str, ...]:
+        last = self.last_read.get((session, target), ())
+        return tuple(model.session_entries(self.state, target, last))
+
+    def _remember_reads(self, session: str, operation: Load | Mutation) -> None:
+        """Records what ``session`` read from readable files in the step just taken: both files
+        at a load, the mutated one when the arguments passed and the store read it."""
+        if isinstance(operation, Load):
+            targets: tuple[str, ...] = TARGETS
+        elif argument_error(operation) is None:
+            targets = (operation.target,)
+        else:
+            targets = ()
+        for target in targets:
+            entries = model.entries_on_disk(self.state, target)
+            if entries is not None:
+                self.last_read[(session, target)] = entries
+
+    def disk(self, target: str) -> bytes | None:
+        """Returns the model's file bytes."""
+        return model.disk(self.state, target)
+
+    def backups(self, target: str) -> list[bytes]:
+        """Returns the backups the model requires."""
+        return sorted(model.backups_of(self.state, target))
+
+
+@dataclass
+class BackendDriver:
+    """A backend as a driver: sessions opened lazily on one fresh root."""
+
+    backend: Backend
+    root: Path
+    limits: Mapping[str, int]
+    sessions: dict[str, Session] = field(default_factory=dict)
+
+    def put(self, target: str, data: bytes | None) -> None:
+        """Writes (or deletes) the file directly, as an editor would."""
+        path = self.root / FILENAMES[target]
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(data)
+
+    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Sends ``op`` in ``session``, opening the session first if needed."""
+        if session not in self.sessions:
+            self.sessions[session] = self.backend.open(self.root, self.limits)
+        return self.sessions[session].request(op, **fields)
+
+    def disk(self, target: str) -> bytes | None:
+        """Reads the file's bytes from the disk."""
+        path = self.root / FILENAMES.get(target, str(target))
+        return path.read_bytes() if path.is_file() else None
+
+    def backups(self, target: str) -> list[bytes]:
+        """Reads every ``NAME.bak.<suffix>`` file of the target (CONTRACT-11, DRIFT-3)."""
+        name = FILENAMES.get(target, str(target))
+        return sorted(
+            p.read_bytes()
+            for p in self.root.iterdir()
+            if file_kind(p.name, name) == "backup" and p.is_file()
+        )
+
+    def close(self) -> None:
+        """Closes every session (errors of a broken backend are ignored here)."""
+        for session in self.sessions.values():
+            with contextlib.suppress(Exception):
+                session.close()
+
+
+def run_on_model(example: Example) -> ExampleFailure | None:
+    """Runs ``example`` against the spec model (a failure is a bug in SPEC.md)."""
+    return run_example(example, ModelDriver.for_example(example))
+
+
+def run_on_backend(
+    example: Example, backend: Backend, root: Path | None = None
+) -> ExampleFailure | None:
+    """Runs ``example`` against ``backend`` on a fresh root (a temporary one by default)."""
+    with tempfile.TemporaryDirectory(prefix="memspec-") as scratch:
+        driver = BackendDriver(backend, root or Path(scratch), dict(example.limits))
+        try:
+            return run_example(example, driver)
+        finally:
+            driver.close()

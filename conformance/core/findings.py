@@ -1,0 +1,377 @@
+"""Findings: why a check stopped short of passing, as data (kind, blamed clause, reason), and
+what the verdicts add up to: the conformance level a backend reached.
+
+Every way a check can end other than passing is an exception under one root, :class:`Finding`,
+or a plain ``AssertionError`` (checks assert with messages that open with the clause they
+blame, ``"DRIFT-5: ..."``). :func:`verdict_of` turns the exception a check raised into the
+record's verdict, once, where the exception is still an object; the reports, the matrix, the
+sweep and the zoo read its fields and never parse failure text.
+
+The kinds:
+
+- ``violation``: the backend broke a clause. ``blamed`` names it when the failure says which
+  (a :class:`Violation`, or an assertion message opening with a clause id), else ``""``: the
+  failure counts against every clause the check cites. A check that went on after a failure
+  (:meth:`~memspec.conformance.core.registry.CheckContext.keep_going`) ends in
+  :class:`ClauseFailures`: its verdict lists every clause it found broken (``failures``), and
+  says whether the check ran to its end (``completed``), so that the clauses it cites and did
+  not find broken read as passed by it, not as "not verified".
+- ``defect``: the backend raised, hung, died or answered something that is not an answer
+  (:class:`~memspec.conformance.transport.backend.BackendDefect`); it blames CONTRACT-6.
+- ``harness-error``: memspec itself is wrong (a bug in a check, a broken install): never counted
+  against the backend.
+- ``unsupported``: the check does not apply (it needs a Python backend, or a feature the
+  backend does not claim, listed in ``missing_features``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from memspec.spec.clauses import CLAUSE_ID, Clause
+
+VERDICT_PROPERTY = "memspec_verdict"
+"""The pytest user property that carries a check's verdict (JSON) from the test to its record."""
+KINDS = ("violation", "defect", "harness-error", "unsupported")
+DEFECT_CLAUSE = "CONTRACT-6"
+REASON_WIDTH = 240
+
+
+class Finding(Exception):
+    """The root of every way a check can stop short of passing (see the module docstring)."""
+
+    kind = "harness-error"
+
+
+class Violation(Finding, AssertionError):
+    """The backend broke ``clause``; the message says how."""
+
+    kind = "violation"
+
+    def __init__(self, clause: str, message: str) -> None:
+        super().__init__(f"{clause}: {message}")
+        self.clause = clause
+
+
+class Mismatch(Finding, AssertionError):
+    """The backend's answers differ from what an example expects; ``summary`` is the one line
+    that says where (the step and the difference), the message the whole account."""
+
+    kind = "violation"
+
+    def __init__(self, message: str, summary: str) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class Refusal(Finding):
+    """The backend answered ``E_UNSUPPORTED`` to an action of ``core`` (add, replace, remove:
+    CONTRACT-2), which every backend executes — as the 0.22 Hermes line refuses ``replace``
+    ("use 'patch'"). That breaks ``clauses`` (CONTRACT-2 and the action's own, REPLACE-1 or
+    REMOVE-1) and stops the check: what it meant to verify through the action was not verified,
+    so its other clauses read "not verified", never failed for a rule the backend was not asked
+    to follow. A check cannot go on after it (:meth:`keep_going` lets it through)."""
+
+    kind = "violation"
+
+    def __init__(self, action: str, clauses: Sequence[str], text: str) -> None:
+        super().__init__(f"{clauses[0]}: {text}")
+        self.action = action
+        self.clauses = tuple(clauses)
+        self.text = text
+
+
+@dataclass(frozen=True)
+class ClauseFailure:
+    """A ClauseFailure is one clause a check found broken ("" for every clause it cites) and
+    one line saying how."""
+
+    clause: str
+    reason: str
+
+
+class ClauseFailures(Finding, AssertionError):
+    """A check found one or more clauses broken, and went on after each where the next
+    assertion did not depend on it; ``completed`` says whether it ran to its end (every clause
+    it cites and did not find broken was then verified by it)."""
+
+    kind = "violation"
+
+    def __init__(self, errors: Sequence[BaseException], completed: bool) -> None:
+        firsts: dict[str, tuple[str, BaseException]] = {}
+        counts: dict[str, int] = {}
+        for error in errors:
+            verdict = verdict_of(error)
+            for failure in verdict.failures or (ClauseFailure(verdict.blamed, verdict.reason),):
+                firsts.setdefault(failure.clause, (failure.reason, error))
+                counts[failure.clause] = counts.get(failure.clause, 0) + 1
+        self.failures = tuple(
+            ClauseFailure(clause, reason + _more(counts[clause] - 1))
+            for clause, (reason, _) in firsts.items()
+        )
+        self.completed = completed
+        shown: dict[int, str] = {}  # an error that broke two clauses is shown once
+        for clause, (_, error) in firsts.items():
+            shown.setdefault(id(error), str(error) + _more(counts[clause] - 1))
+        ended = "the check ran to its end" if completed else "the check stopped at the last one"
+        text = "\n\n".join(shown.values())
+        super().__init__(f"{text}\n\n({len(firsts)} clause(s) found broken; {ended})")
+
+
+def _more(count: int) -> str:
+    return f" (and {count} more failure(s) of this clause)" if count else ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A Verdict is how a check that did not pass ended: its kind, the clause it blames ("" for
+    every clause the check cites), one line saying why, and the features it lacked; for a check
+    that went on after a failure, every clause it found broken (``failures``) and whether it ran
+    to its end (``completed``)."""
+
+    kind: str
+    blamed: str = ""
+    reason: str = ""
+    missing_features: tuple[str, ...] = ()
+    failures: tuple[ClauseFailure, ...] = ()
+    completed: bool = False
+
+    def to_property(self) -> tuple[str, str]:
+        """Returns the pytest user property that carries this verdict to the record."""
+        return VERDICT_PROPERTY, json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_property(cls, value: str | None) -> Verdict | None:
+        """Returns the verdict a user property carried, or None."""
+        if not value:
+            return None
+        fields: dict[str, Any] = json.loads(value)
+        fields["missing_features"] = tuple(fields.get("missing_features", ()))
+        fields["failures"] = tuple(ClauseFailure(**f) for f in fields.get("failures", ()))
+        return cls(**fields)
+
+
+def blamed_clauses(check: Mapping[str, Any]) -> tuple[str, ...]:
+    """Returns the clauses a check's record (``report.json``'s mapping) blames: those of its
+    ``failures`` when it went on after one, else its ``blamed`` clause — CONTRACT-6 for a
+    backend defect, and every clause the check cites when the failure names none."""
+    failures = check.get("failures") or ()
+    named = [str(f["clause"]) for f in failures] or [str(check.get("blamed") or "")]
+    if check.get("kind") == "defect" and named == [""]:
+        named = [DEFECT_CLAUSE]
+    if "" in named:
+        return tuple(check.get("clauses") or ())
+    return tuple(dict.fromkeys(named))
+
+
+def fails_clause(check: Mapping[str, Any], clause: str) -> bool:
+    """Whether a check's record is a failure of the backend on ``clause``: it failed (or failed
+    as listed), blaming that clause or none in particular; never a harness error, nor a listed
+    failure that passed (``stale``). The one rule the reports, the matrix and the sweep share."""
+    return (
+        check.get("status") in ("failed", "xfailed")
+        and check.get("kind") not in ("harness-error", "stale")
+        and clause in blamed_clauses(check)
+    )
+
+
+def verifies_clause(check: Mapping[str, Any], clause: str) -> bool:
+    """Whether a check's record shows ``clause`` held: the check passed (or is a listed failure
+    that passed), or it ran to its end, finding other clauses broken but not this one."""
+    if check.get("status") == "passed" or check.get("kind") == "stale":
+        return True
+    return (
+        bool(check.get("completed"))
+        and check.get("status") in ("failed", "xfailed")
+        and not fails_clause(check, clause)
+    )
+
+
+def shorten(text: str) -> str:
+    """Returns ``text`` on one line of at most :data:`REASON_WIDTH` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 1] + "…"
+
+
+def leading_clause(message: str) -> str:
+    """Returns the clause id an assertion message opens with (``"LOCK-3: lost"``), or ""."""
+    head, sep, _ = message.partition(": ")
+    return head if sep and CLAUSE_ID.fullmatch(head) else ""
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _backend_detail(error: BaseException) -> str:
+    """Returns the last words of the broken backend behind ``error`` ("" if none): the
+    ``detail`` of the error itself or of the backend defect it was raised from."""
+    for cause in (error, error.__cause__, error.__context__):
+        detail = getattr(cause, "detail", "")
+        if isinstance(detail, str) and detail:
+            return detail
+    return ""
+
+
+def verdict_of(error: BaseException) -> Verdict:
+    """Returns the verdict of a check that raised ``error`` (kinds in the module docstring).
+
+    A group of failures (Hypothesis reports several distinct bugs as one) is judged by its
+    first member that is a finding or an assertion. Any other exception escaping a check is a
+    bug in the check: a harness error.
+    """
+    if isinstance(error, BaseExceptionGroup):
+        members = [e for e in error.exceptions if isinstance(e, Finding | AssertionError)]
+        return verdict_of(members[0] if members else error.exceptions[0])
+    summary = getattr(error, "summary", None)
+    reason = summary if isinstance(summary, str) else _first_line(error)
+    detail = _backend_detail(error)
+    reason = shorten(f"{reason} ({detail})" if detail and detail not in reason else reason)
+    if isinstance(error, ClauseFailures):
+        first = error.failures[0]
+        return Verdict("violation", first.clause, first.reason, (), error.failures, error.completed)
+    if isinstance(error, Refusal):
+        failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)
+        return Verdict("violation", error.clauses[0], reason, (), failures, completed=False)
+    if isinstance(error, Violation):
+        return Verdict("violation", error.clause, reason)
+    if isinstance(error, Finding):
+        blamed = DEFECT_CLAUSE if error.kind == "defect" else ""
+        prefix = "backend defect: " if error.kind == "defect" else ""
+        return Verdict(error.kind, blamed, shorten(prefix + reason))
+    if isinstance(error, AssertionError):
+        return Verdict("violation", leading_clause(str(error)), reason)
+    return Verdict("harness-error", "", shorten(f"{type(error).__name__}: {reason}"))
+
+
+LEVELS = ("none", "safe", "core", "full")
+"""The conformance levels, lowest first (SPEC.md, "Conformance levels")."""
+SHOWN_BLOCKERS = 5
+
+
+def scope_skip(clause: Clause, claimed: Collection[str]) -> str | None:
+    """Returns why ``clause`` is not judged for a backend that claims ``claimed`` — it binds only
+    a backend claiming a feature this one does not claim (SPEC.md, "Scope") — or ``None``."""
+    if clause.feature is not None and clause.feature not in claimed:
+        return f"binds only a backend that claims {clause.feature}, not claimed"
+    return None
+
+
+def _feature_skip(check: Mapping[str, Any]) -> bool:
+    return check.get("status") == "skipped" and bool(check.get("missing_features"))
+
+
+def clause_standing(
+    clause: Clause, cited: Sequence[Mapping[str, Any]], *, strict: bool = False
+) -> str:
+    """Returns how ``clause`` stands on the records of the checks that cite it (``cited``:
+    mappings with ``status``, ``kind``, ``blamed``, ``missing_features``), for a level:
+
+    - ``fails``: a citing check failed against it (:func:`fails_clause`);
+    - ``needs a feature``: with ``strict``, a citing check was skipped because the backend
+      lacks a feature (for ``full``; ``safe`` and ``core`` ignore such a check, which tested
+      the feature's part of the clause);
+    - ``passes``: a citing check verified it (:func:`verifies_clause`), or memspec's own
+      tests verify it (``Checked by:``);
+    - ``not verifiable``: every citing check that counts was skipped as not applicable to this
+      transport (a check that needs a Python backend, run against a command): it holds no level
+      back;
+    - ``not verified``: otherwise (its checks stopped on another clause, stopped on a harness
+      error, or did not run).
+    """
+    if any(fails_clause(c, clause.id) for c in cited):
+        return "fails"
+    if strict and any(_feature_skip(c) for c in cited):
+        return "needs a feature"
+    if any(verifies_clause(c, clause.id) for c in cited):
+        return "passes"
+    if not cited and clause.checked_by:
+        return "passes"
+    counted = [c for c in cited if not _feature_skip(c)]
+    if counted and all(c.get("status") == "skipped" for c in counted):
+        return "not verifiable"
+    return "not verified"
+
+
+@dataclass(frozen=True)
+class Level:
+    """A Level is the conformance level a certification reached, computed from the clause
+    verdicts and never from the claims (SPEC.md, "Conformance levels"): its ``name`` (one of
+    :data:`LEVELS`), what keeps it from the next level up (``blocked_by``: clause ids, each with
+    its standing; empty at ``full``) and the clauses of the level reached that no check could
+    verify over this transport (``not_verifiable``)."""
+
+    name: str
+    blocked_by: tuple[str, ...] = ()
+    not_verifiable: tuple[str, ...] = ()
+
+    @property
+    def next(self) -> str | None:
+        """The level above this one, or ``None`` at ``full``."""
+        index = LEVELS.index(self.name)
+        return LEVELS[index + 1] if index + 1 < len(LEVELS) else None
+
+    def headline(self) -> str:
+        """Returns the level as one line: ``conformance level: core (full needs: ...)``."""
+        line = f"conformance level: {self.name}"
+        notes = []
+        if self.next is not None and self.blocked_by:
+            shown = ", ".join(self.blocked_by[:SHOWN_BLOCKERS])
+            more = len(self.blocked_by) - SHOWN_BLOCKERS
+            notes.append(f"{self.next} needs: {shown}" + (f" and {more} more" if more > 0 else ""))
+        if self.not_verifiable:
+            notes.append("not verifiable over this transport: " + ", ".join(self.not_verifiable))
+        return line + (f" ({'; '.join(notes)})" if notes else "")
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the level as the ``level`` object of ``report.json``."""
+        return {
+            "name": self.name,
+            "next": self.next,
+            "blocked_by": list(self.blocked_by),
+            "not_verifiable": list(self.not_verifiable),
+        }
+
+
+def conformance_level(clauses: Iterable[Clause], checks: Iterable[Mapping[str, Any]]) -> Level:
+    """Returns the conformance level that the check records ``checks`` (mappings with ``id``,
+    ``clauses``, ``status``, ``kind``, ``blamed``, ``missing_features``: ``report.json``'s
+    checks) reach over the MUST clauses of ``clauses`` — the one rule for the report, the
+    certify summary and the matrix::
+
+        safe  every data-protecting clause passes (or is not verifiable here)
+        core  safe, and every clause that binds every backend passes
+        full  core, and every clause of every optional feature passes, no check of any MUST
+              clause skipped for a feature the backend lacks
+        none  otherwise
+
+    For example, a backend that passes everything but claims no ``batch`` is ``core``, blocked
+    from ``full`` by ``BATCH-2 needs a feature`` and the other BATCH clauses.
+    """
+    records = list(checks)
+    must = [clause for clause in clauses if clause.level == "MUST"]
+    cited = {
+        clause.id: [c for c in records if clause.id in (c.get("clauses") or ())] for clause in must
+    }
+    groups = {
+        "safe": [c for c in must if c.protects_data],
+        "core": [c for c in must if c.feature is None],
+        "full": must,
+    }
+    reached, unverifiable = "none", ()
+    for name in LEVELS[1:]:
+        strict = name == "full"
+        standing = {c.id: clause_standing(c, cited[c.id], strict=strict) for c in groups[name]}
+        held = ("passes", "not verifiable")
+        # Failures first: they are what a backend author fixes; then what was not shown.
+        order = sorted(standing.items(), key=lambda item: item[1] != "fails")
+        blocked = tuple(f"{cid} {how}" for cid, how in order if how not in held)
+        if blocked:
+            return Level(reached, blocked, unverifiable)
+        reached = name
+        unverifiable = tuple(cid for cid, how in standing.items() if how == "not verifiable")
+    return Level(reached, (), unverifiable)

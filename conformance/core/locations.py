@@ -1,0 +1,93 @@
+"""Where memspec keeps what outlives a run: the user cache directory.
+
+Nothing is ever written under the installed package. A certification writes its reports where
+``--report`` points, its temporary files under the system temp directory (removed at exit), and
+what is worth keeping between runs here: Hermes environments, Hypothesis's caches, and the
+compiled bytecode of ``memspec serve`` when the environment forbids writing it beside the
+sources (:func:`keep_bytecode`).
+
+Precedence: an explicit override, else ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``,
+else ``~/.cache/memspec``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+CACHE_VARIABLE = "MEMSPEC_CACHE_DIR"
+
+PYTHONPATH_ADDED = "MEMSPEC_PYTHONPATH_ADDED"
+"""The variable naming the directory memspec put on ``PYTHONPATH`` for its own worker
+processes (the directory it was run from); :func:`backend_environment` takes it off again."""
+
+
+def backend_environment() -> dict[str, str]:
+    """Returns the environment a command backend starts in: memspec's own, without the
+    directory memspec added to ``PYTHONPATH``, so that the backend's path is the caller's.
+
+    With that directory first on its path, every import of a Python backend would look there
+    first, and read its listing again whenever it changed (``/tmp``, a checkout receiving
+    coverage files): the backend's calls would vary from run to run, and the count of them that
+    strace injects faults by (``conformance/tamper/strace.py``) with them."""
+    environment = dict(os.environ)
+    added = environment.pop(PYTHONPATH_ADDED, None)
+    paths = environment.get("PYTHONPATH", "").split(os.pathsep)
+    if added and added in paths:
+        paths.remove(added)
+        if any(paths):
+            environment["PYTHONPATH"] = os.pathsep.join(paths)
+        else:
+            environment.pop("PYTHONPATH")
+    return environment
+
+
+def cache_dir(override: str | None = None) -> Path:
+    """Returns the cache directory of memspec, absolute (see the module docstring)."""
+    if override:
+        return Path(override).expanduser().absolute()
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.environ[CACHE_VARIABLE]).expanduser().absolute()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser().absolute() / "memspec"
+
+
+def writable_dir(path: Path) -> bool:
+    """Returns whether ``path`` is (or could be made) a directory this user can write in."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def keep_bytecode() -> None:
+    """Lets this process keep the compiled bytecode of the modules it imports from now on in
+    memspec's cache directory (``pycache`` under :func:`cache_dir`), when the environment forbids
+    writing it beside the sources (``PYTHONDONTWRITEBYTECODE``, common in container images).
+
+    ``memspec serve`` starts once per session of a command backend; without this, every start
+    compiles the store and the spec from source again (a third of its start-up). Nothing is
+    written beside the sources; a ``PYTHONPYCACHEPREFIX`` of the user's is kept, and a cache
+    directory that cannot be written leaves everything as it was.
+    """
+    if not sys.dont_write_bytecode or sys.pycache_prefix:
+        return
+    folder = cache_dir() / "pycache"
+    if writable_dir(folder):
+        sys.pycache_prefix = str(folder)
+        sys.dont_write_bytecode = False
+
+
+def shadows_memspec(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` holds a ``memspec`` folder other than the running package's (a
+    checkout of memspec, with memspec installed from it, not in editable mode): first on the
+    import path, that folder would shadow the installed package, and a process started there
+    with its directory on the path (``python -c``, a fork server) could not import memspec."""
+    here = Path(directory)
+    running = Path(__file__).resolve().parents[2]
+    if not (here / "memspec").is_dir():
+        return False
+    editable = (here / "conformance").resolve() == (running / "conformance").resolve()
+    return not editable and (here / "memspec").resolve() != running

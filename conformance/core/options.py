@@ -1,0 +1,148 @@
+"""The settings of a certification, declared once for every command and the pytest plugin.
+
+Each :class:`Option` is one setting with its value type and help; ``memspec certify``, ``hermes``,
+``matrix`` and ``sweep`` add it as ``--NAME`` and the plugin as ``--memspec-NAME``, so that they
+never drift apart. The value types raise ``argparse.ArgumentTypeError`` with a message naming
+what was given and what is expected; every argument parser turns it into a one-line usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memspec.conformance.core.profiles import DEFAULT_PROFILE, PROFILES
+from memspec.conformance.transport.jsonlines import DEFAULT_TIMEOUT
+
+
+def positive_seconds(value: str) -> float:
+    """Returns ``value`` as a positive number of seconds."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be positive seconds, got {value!r}")
+    return number
+
+
+def positive_int(value: str) -> int:
+    """Returns ``value`` as a positive integer."""
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+
+
+def workers(value: str) -> str:
+    """Returns ``value`` as a pytest-xdist worker count: a positive integer or ``auto``."""
+    if value == "auto" or (value.isdigit() and int(value) >= 1):
+        return value
+    raise argparse.ArgumentTypeError(f"expected a positive int or 'auto', got {value!r}")
+
+
+def profile_name(value: str) -> str:
+    """Returns ``value`` if it names a profile."""
+    if value not in PROFILES:
+        raise argparse.ArgumentTypeError(
+            f"unknown profile {value!r}; choose one of {', '.join(PROFILES)}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """An Option is one setting: its name (``backend-cmd``), what its value looks like, its
+    help, and the type that checks and converts the value."""
+
+    name: str
+    metavar: str
+    help: str
+    type: Callable[[str], Any] = str
+    short: str = ""
+    """A one-letter spelling the commands also accept (``-n``); the plugin never adds it."""
+    switch: bool = False
+    """True for an on/off flag that takes no value."""
+
+
+BACKEND = Option("backend", "MODULE:FACTORY", "certify the Python backend this factory opens")
+BACKEND_CMD = Option(
+    "backend-cmd", "CMD", "certify the backend this command serves over JSON Lines"
+)
+PROFILE = Option(
+    "profile",
+    "NAME",
+    "smoke (a quick look), ci (deterministic) or thorough (bug hunting); default "
+    + DEFAULT_PROFILE,
+    profile_name,
+)
+TIMEOUT = Option(
+    "timeout",
+    "SECONDS",
+    f"longest wait for one backend call; default {DEFAULT_TIMEOUT:g}",
+    positive_seconds,
+)
+SEED = Option("seed", "N", "seed of the randomised checks (default: derandomised by profile)", int)
+REPORT = Option(
+    "report", "DIR", "write report.json and report.md (memspec certify: and junit.xml) to DIR"
+)
+EXPECTED_FAILURES = Option(
+    "expected-failures",
+    "FILE",
+    "check or clause ids known to fail, one per line; a listed one that passes fails the run",
+)
+HYPOTHESIS_DB = Option(
+    "hypothesis-db",
+    "URL",
+    "example database of the randomized property checks: a directory or redis://host:port/db "
+    "shared by every machine of a campaign (needs memspec[campaign]; default with a randomized "
+    "profile and a report directory: REPORT/hypothesis)",
+)
+WORKERS = Option(
+    "workers", "N", "run checks in N parallel processes (pytest-xdist), or 'auto'", workers, "-n"
+)
+SELECT = Option(
+    "select",
+    "EXPR",
+    "run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
+    short="-k",
+)
+QUIET = Option("quiet", "", "print less progress", short="-q", switch=True)
+WHICH_BACKEND = (BACKEND, BACKEND_CMD)
+"""The two ways to name the backend: exactly one is given."""
+SETTINGS = (PROFILE, TIMEOUT, SEED, REPORT, EXPECTED_FAILURES, HYPOTHESIS_DB)
+"""The other settings both the CLI and the plugin take."""
+
+
+def add_options(
+    add: Callable[..., Any],
+    options: Iterable[Option],
+    prefix: str = "--",
+    defaults: Mapping[str, Any] | None = None,
+) -> None:
+    """Adds each option with ``add`` (``ArgumentParser.add_argument`` or pytest's
+    ``OptionGroup.addoption``) as ``PREFIX + name`` (and its one-letter spelling, with the
+    ``--`` prefix of a command). An option has no default, unset meaning the default of the code
+    that reads it, unless ``defaults`` gives one (a command whose default differs, such as
+    ``sweep --profile smoke``): the help then names that default."""
+    chosen = defaults or {}
+    for option in options:
+        flags = [prefix + option.name] + ([option.short] if option.short and prefix == "--" else [])
+        dest = option.name.replace("-", "_")
+        if prefix != "--":
+            dest = prefix.lstrip("-").replace("-", "_") + dest
+        if option.switch:
+            add(*flags, dest=dest, action="store_true", help=option.help)
+            continue
+        helped = option.help
+        if option.name in chosen:
+            helped = helped.split("; default ")[0] + f"; default {chosen[option.name]}"
+        add(
+            *flags,
+            dest=dest,
+            metavar=option.metavar,
+            help=helped,
+            type=option.type,
+            default=chosen.get(option.name),
+        )

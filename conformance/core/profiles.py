@@ -1,0 +1,104 @@
+"""Certification profiles: how hard the harness pushes (``--profile`` / ``--memspec-profile``).
+
+``smoke`` is a quick look, ``ci`` the deterministic default, ``thorough`` bug hunting. A profile
+is resolved once into a frozen value that every check reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from memspec.conformance.core.budgets import EXAMPLE_BUDGET, column
+from memspec.conformance.core.registry import HarnessError
+from memspec.conformance.transport.backend import UsageError
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A Profile sizes every randomised or repeated check: every size and budget a check uses
+    is a field here, so that no check looks a profile up by its name.
+
+    ``examples`` is Hypothesis' ``max_examples``; ``processes`` x ``operations`` sizes the
+    concurrent-writer checks; ``trials`` counts repetitions of fault and crash checks.
+
+    The scheduled interleavings: ``preemption_bound`` switches at most, ``schedule_budget``
+    schedules at most and ``adds_per_session`` (first session, second) for the
+    preemption-bounded search; ``schedule_sessions`` x ``schedule_operations`` for the random
+    schedules. Two adds by one session and two switches let a session lock the new file of a
+    rename while another still holds the old one (a lock on the data file itself).
+
+    The crash states: at most ``crash_states`` per persistence model and
+    ``crash_states_per_point`` per crash point (``command_states_per_point`` for a command
+    backend, which starts a process per state); ``every_crash_state`` judges each state on its
+    own instead of once per shape of names, links and bytes.
+
+    ``budgets`` are the seconds each check may run, by check id: the profile's column of the
+    one table of them (:data:`memspec.conformance.core.budgets.BUDGETS`); ``example_budget`` the
+    seconds one SPEC.md example may run.
+    """
+
+    name: str
+    examples: int
+    processes: int
+    operations: int
+    trials: int
+    derandomize: bool
+    preemption_bound: int
+    schedule_budget: int
+    adds_per_session: tuple[int, int]
+    schedule_sessions: int
+    schedule_operations: int
+    crash_states: int
+    crash_states_per_point: int
+    command_states_per_point: int
+    every_crash_state: bool
+    budgets: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
+    example_budget: float = EXAMPLE_BUDGET.ci
+
+    def budget(self, check_id: str) -> float:
+        """Returns the seconds check ``check_id`` may run (raises HarnessError for a check
+        that has no budget: every check must have one)."""
+        if check_id not in self.budgets:
+            raise HarnessError(
+                f"check {check_id} has no budget under profile {self.name}: add its row to "
+                "BUDGETS in conformance/core/budgets.py"
+            )
+        return self.budgets[check_id]
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
+        "smoke", examples=10, processes=2, operations=10, trials=2, derandomize=True,
+        preemption_bound=1, schedule_budget=30, adds_per_session=(1, 1),
+        schedule_sessions=2, schedule_operations=3,
+        crash_states=150, crash_states_per_point=16, command_states_per_point=8,
+        every_crash_state=False, budgets=column("smoke"),
+        example_budget=EXAMPLE_BUDGET.smoke,
+    ),
+    "ci": Profile(
+        "ci", examples=50, processes=4, operations=25, trials=5, derandomize=True,
+        preemption_bound=1, schedule_budget=200, adds_per_session=(1, 1),
+        schedule_sessions=3, schedule_operations=4,
+        crash_states=400, crash_states_per_point=32, command_states_per_point=8,
+        every_crash_state=False, budgets=column("ci"),
+        example_budget=EXAMPLE_BUDGET.ci,
+    ),
+    "thorough": Profile(
+        "thorough", examples=1000, processes=8, operations=200, trials=50, derandomize=False,
+        preemption_bound=2, schedule_budget=5000, adds_per_session=(2, 1),
+        schedule_sessions=3, schedule_operations=8,
+        crash_states=4000, crash_states_per_point=128, command_states_per_point=128,
+        every_crash_state=True, budgets=column("thorough"),
+        example_budget=EXAMPLE_BUDGET.thorough,
+    ),
+}  # fmt: skip
+DEFAULT_PROFILE = "ci"
+
+
+def resolve_profile(name: str | None) -> Profile:
+    """Returns the profile called ``name`` (``ci`` when ``None``; raises UsageError)."""
+    key = name or DEFAULT_PROFILE
+    if key not in PROFILES:
+        raise UsageError(f"unknown profile {key!r}; choose one of {', '.join(PROFILES)}")
+    return PROFILES[key]

@@ -1,0 +1,329 @@
+"""Certification records and the reports made from them (CONTRACT certify clauses).
+
+The library never prints: this module turns verdicts into ``report.json`` (run info and one
+record per check) and ``report.md`` (the clause-by-clause matrix); the CLI renders the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.findings import (
+    VERDICT_PROPERTY,
+    ClauseFailure,
+    Level,
+    Verdict,
+    conformance_level,
+    shorten,
+)
+from memspec.conformance.core.verdicts import clause_verdict
+from memspec.conformance.transport.backend import Backend, BackendDefect, UsageError
+from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.examples import spec_text
+
+STATUSES = ("passed", "failed", "skipped", "xfailed")
+FIGURES_PROPERTY = "memspec_figures"
+"""The pytest user property that carries a check's figures (JSON) from the test to its record."""
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """A CheckRecord is the verdict of one check: its id, clauses, status, message, duration.
+
+    ``status`` is ``passed``, ``failed``, ``skipped`` (with the reason) or ``xfailed`` (failed
+    and listed in the expected-failures file). ``figures`` are the numbers the check reported
+    (``CheckContext.figures``: counts, seconds), name -> value.
+
+    A check that did not pass carries its verdict as data (``core/findings.py``):
+    ``kind`` (``violation``, ``defect``, ``harness-error``, ``unsupported``, or ``stale`` for a
+    listed expected failure that passed), ``blamed`` (the clause the failure names, "" for every
+    clause the check cites), ``reason`` (one line) and ``missing_features``; a check that went
+    on after a failure lists every clause it found broken in ``failures`` and says in
+    ``completed`` whether it ran to its end.
+    """
+
+    id: str
+    clauses: tuple[str, ...]
+    features: tuple[str, ...]
+    status: str
+    message: str
+    duration: float
+    figures: dict[str, Any] = field(default_factory=dict)
+    kind: str = ""
+    blamed: str = ""
+    reason: str = ""
+    missing_features: tuple[str, ...] = ()
+    failures: tuple[ClauseFailure, ...] = ()
+    completed: bool = False
+
+    @classmethod
+    def from_report(cls, report: Any, properties: Mapping[str, str]) -> CheckRecord:
+        """Returns the record of a pytest report of a memspec check."""
+        check_id = (
+            report.nodeid.split("[", 1)[-1].rstrip("]") if "[" in report.nodeid else (report.nodeid)
+        )
+        stale = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
+        if stale:
+            status = "failed"
+            reason = str(report.longrepr).removeprefix("[XPASS(strict)]").strip()
+            message = (
+                f"{reason}, but it passed: remove it from the expected-failures file "
+                "(the list must not go stale)"
+            )
+        elif hasattr(report, "wasxfail"):
+            status, message = "xfailed", report.wasxfail
+        elif report.skipped:
+            status = "skipped"
+            longrepr = report.longrepr
+            message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            message = message.removeprefix("Skipped: ")
+        else:
+            status = "failed" if report.failed else "passed"
+            message = _failure_text(report) if report.failed else ""
+        clauses = tuple(filter(None, properties.get("memspec_clauses", "").split(",")))
+        features = tuple(filter(None, properties.get("memspec_features", "").split(",")))
+        figures = json.loads(properties.get(FIGURES_PROPERTY) or "{}")
+        duration = round(report.duration, 4)
+        verdict = Verdict.from_property(properties.get(VERDICT_PROPERTY))
+        if stale:
+            verdict = Verdict("stale", reason=shorten(message))
+        elif verdict is None and status in ("failed", "xfailed", "skipped"):
+            verdict = Verdict(
+                "unsupported" if status == "skipped" else "harness-error",
+                reason=shorten(message.splitlines()[0] if message.strip() else status),
+            )
+        return cls(
+            check_id, clauses, features, status, message, duration, figures,
+            *(getattr(verdict, name.name) for name in fields(verdict)) if verdict else (),
+        )  # fmt: skip
+
+
+def _failure_text(report: Any) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = report.longreprtext if hasattr(report, "longreprtext") else str(report.longrepr)
+    if crash is not None and len(text) > 4000:
+        return crash.message
+    return text
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """RunInfo says what was certified, where and how, against which version of SPEC.md
+    (``spec_version``, the number of its version line)."""
+
+    backend: str
+    name: str
+    version: str
+    features: tuple[str, ...]
+    profile: str
+    seed: int | None
+    platform: str
+    python: str
+    filesystem: str
+    memspec: str
+    spec_version: int | None
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    @classmethod
+    def collect(
+        cls,
+        backend: Backend,
+        profile: str,
+        seed: int | None,
+        where: Path,
+        *,
+        spec_version: int | None,
+    ) -> RunInfo:
+        """Returns the run info, opening one session on a scratch root to read the features;
+        ``spec_version`` is that of the SPEC.md the run used (``None``: it states none)."""
+        name, version, features = backend.label, "", ("?",)
+        with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
+            try:
+                session = backend.open(Path(scratch))
+            except (BackendDefect, UsageError) as error:
+                features = (f"could not open a session: {error}",)
+            else:
+                features = tuple(sorted(session.features))
+                name = getattr(session, "name", name) or name
+                version = str(getattr(session, "version", "") or "")
+                session.close()
+        from importlib.metadata import version as dist_version
+
+        return cls(
+            backend=backend.label,
+            name=name,
+            version=version,
+            features=features,
+            profile=profile,
+            seed=seed,
+            platform=platform.platform(),
+            python=sys.version.split()[0],
+            filesystem=filesystem_type(where),
+            memspec=dist_version("memspec"),
+            spec_version=spec_version,
+        )
+
+
+def filesystem_type(path: Path) -> str:
+    """Returns the type of the file system holding ``path`` (``unknown`` when it cannot tell)."""
+    probe = path if path.exists() else Path(tempfile.gettempdir())
+    try:
+        result = subprocess.run(
+            ["stat", "-f", "-c", "%T", str(probe)],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return result.stdout.strip() or "unknown"
+
+
+def clause_matrix(
+    clauses: Sequence[Clause],
+    records: Iterable[CheckRecord],
+    claimed: Collection[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Returns one row per clause: its verdict over every check that cites it, and why, as
+    :func:`memspec.conformance.core.verdicts.clause_verdict` decides it (the matrix uses the same).
+
+    Beyond that verdict, a failure every deciding check was listed for reads ``expected fail``,
+    and a clause no check cites reads ``n/a`` when memspec's own tests verify it (``Checked
+    by:``) and ``unchecked`` otherwise.
+    """
+    checks = [asdict(record) for record in records]
+    rows = []
+    for clause in clauses:
+        verdict = clause_verdict(clause.id, checks, claimed)
+        status, why = verdict.status, [verdict.reason] if verdict.reason else []
+        if verdict.expected:
+            status = "expected fail"
+        elif status == "n/a" and not clause.checked_by:
+            status = "unchecked"
+        elif status == "n/a":
+            why = [
+                "a rule of the agent or of memspec, not observable through the contract; "
+                "verified by memspec's own tests"
+            ]
+        cited = [check["id"] for check in checks if clause.id in check["clauses"]]
+        rows.append(
+            {
+                "clause": clause.id,
+                "level": clause.level,
+                "status": status,
+                "checks": cited,
+                "why": why,
+            }
+        )
+    return rows
+
+
+def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
+    """Returns how many checks passed, failed, were skipped and failed as expected, and how many
+    stopped on a harness error (counted apart: never a failure of the backend)."""
+    counts = dict.fromkeys((*STATUSES, "errors"), 0)
+    for record in records:
+        if record.kind == "harness-error" and record.status == "failed":
+            counts["errors"] += 1
+        else:
+            counts[record.status] += 1
+    return counts
+
+
+def level_of(records: Iterable[CheckRecord]) -> Level:
+    """Returns the conformance level the records reach over the clauses of SPEC.md
+    (:func:`~memspec.conformance.core.findings.conformance_level`)."""
+    return conformance_level(parse_clauses(spec_text()), [asdict(r) for r in records])
+
+
+def _markdown(
+    info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]], level: Level
+) -> str:
+    counts = summary_counts(records)
+    lines = [
+        f"# memspec certification: {info.backend}",
+        "",
+        f"**{level.headline()}**",
+        "",
+        f"- backend: `{info.backend}` ({info.name} {info.version}".rstrip() + ")",
+        f"- features: {', '.join(info.features)}",
+        f"- profile: {info.profile}; seed: {'derandomised' if info.seed is None else info.seed}",
+        f"- platform: {info.platform}, Python {info.python}, file system {info.filesystem}",
+        f"- memspec {info.memspec}, spec version {info.spec_version or 'unknown'}, "
+        f"started {info.started}",
+        "",
+        f"**{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped**"
+        + (f" ({counts['xfailed']} expected failures)" if counts["xfailed"] else "")
+        + (
+            f"; **{counts['errors']} harness errors** (bugs in memspec, not in the backend)"
+            if counts["errors"]
+            else ""
+        ),
+        "",
+        "## Clauses",
+        "",
+        "| clause | level | verdict | checks | why |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        why = "<br>".join(text.replace("|", "\\|") for text in row["why"])
+        lines.append(
+            f"| {row['clause']} | {row['level']} | {row['status']} | {len(row['checks'])} | {why} |"
+        )
+    measured = [r for r in records if r.figures]
+    if measured:
+        lines += ["", "## Figures", "", "| check | figure | value |", "|---|---|---|"]
+        for record in measured:
+            for name, value in record.figures.items():
+                lines.append(f"| {record.id} | {name} | {value} |")
+    failures = [r for r in records if r.status == "failed"]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for record in failures:
+            kind = "" if record.kind == "violation" else f" — {record.kind}"
+            named = [f.clause for f in record.failures] or [record.blamed]
+            blamed = f", blames {', '.join(named)}" if any(named) else ""
+            lines += [
+                f"### {record.id} ({', '.join(record.clauses)}{blamed}){kind}",
+                "",
+                "```",
+                record.message.strip()[:6000],
+                "```",
+                "",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(directory: Path, info: RunInfo, records: Sequence[CheckRecord]) -> None:
+    """Writes ``report.json`` and ``report.md`` into ``directory`` (created if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    clauses = parse_clauses(spec_text())
+    rows = clause_matrix(clauses, records, info.features)
+    checks = [asdict(record) for record in records]
+    level = conformance_level(clauses, checks)
+    payload = {
+        "run": asdict(info),
+        "summary": summary_counts(records),
+        "level": level.to_json(),
+        "checks": checks,
+        "clauses": rows,
+    }
+    _write(directory / "report.json", json.dumps(payload, indent=1) + "\n")
+    _write(directory / "report.md", _markdown(info, records, rows, level))
+
+
+def _write(path: Path, text: str) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)

@@ -1,0 +1,135 @@
+"""The verdict of one clause for one backend, from the records of the checks that cite it.
+
+One function decides it, :func:`clause_verdict`, for every place that shows clause verdicts:
+the clause table of ``report.md`` and ``report.json``, the matrix of several backends and the
+timeline of a release sweep. It reads the records as ``report.json`` holds them (plain
+mappings), so a verdict can be computed again from a saved certification without running
+anything. The verdict is:
+
+- ``fail``: a check citing the clause failed (or failed as listed in an expected-failures file)
+  and did not blame another clause; the reason is that check's recorded reason.
+- ``skip``: the clause binds only a backend that claims a feature this one does not claim
+  (SPEC.md, "Scope"; with ``claimed`` given), whatever its checks did; or no citing check passed
+  or failed, **or** one was skipped because the backend does not claim a feature it needs. A
+  clause whose mechanism a backend lacks (no drift guard, no directory fsync) therefore never
+  reads as passed on the strength of its other checks (CONTRACT-20). A check skipped only
+  because it needs a Python backend (interposition) or the JSON Lines protocol does not demote
+  a pass; the reason notes it.
+- ``pass``: otherwise, when at least one citing check verified it: passed, or ran to its end
+  finding only other clauses broken (:func:`~memspec.conformance.core.findings.verifies_clause`).
+- ``n/a``: no check of the run cites the clause.
+
+A failure that blames another clause is not held against this one: the state machine cites
+twenty clauses, and when it stops on ``DRIFT-5`` the other nineteen were not shown to fail (nor
+to pass, by that check). A check that goes on after a failure blames every clause it found
+broken, and when it ran to its end, the clauses it cites and did not find broken pass by it. A
+harness error counts against no clause.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memspec.conformance.core.findings import (
+    blamed_clauses,
+    fails_clause,
+    scope_skip,
+    shorten,
+    verifies_clause,
+)
+from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.examples import spec_text
+
+Record = Mapping[str, Any]
+"""A check's record as ``report.json`` holds it (``id``, ``status``, ``clauses``, ``kind``,
+``blamed``, ``reason``, ``missing_features``, ``message``)."""
+
+STATUSES = ("pass", "fail", "skip", "n/a")
+
+
+@dataclass(frozen=True)
+class ClauseVerdict:
+    """A ClauseVerdict is a clause's status for one backend, with the reason when it is not a
+    pass, and the ids of the checks that decided it. ``expected`` is true for a failure that
+    every deciding check was listed as expected to have."""
+
+    status: str
+    reason: str = ""
+    checks: tuple[str, ...] = ()
+    expected: bool = False
+
+
+def failure_reason(check: Record, clause: str = "") -> str:
+    """Returns one line saying why a check did not pass — on ``clause`` when the check found
+    several clauses broken: its recorded reason (the record's verdict,
+    :mod:`memspec.conformance.core.findings`), or for a report of an older memspec that has none,
+    the first line of its message."""
+    for failure in check.get("failures") or ():
+        if failure["clause"] in (clause, ""):
+            return str(failure["reason"])
+    reason = str(check.get("reason") or "")
+    if reason:
+        return reason
+    lines = [line.strip() for line in str(check.get("message", "")).splitlines() if line.strip()]
+    return shorten(lines[0] if lines else "failed")
+
+
+def _stopped(check: Record) -> str:
+    if check.get("kind") == "harness-error":
+        return f"{check['id']} stopped on a harness error"
+    return f"{check['id']} stopped on {', '.join(blamed_clauses(check))}"
+
+
+@functools.cache
+def _clauses_by_id() -> dict[str, Clause]:
+    return {clause.id: clause for clause in parse_clauses(spec_text())}
+
+
+def clause_verdict(
+    clause: str, checks: Sequence[Record], claimed: Collection[str] | None = None
+) -> ClauseVerdict:
+    """Returns the verdict of ``clause`` over the records ``checks`` (rules in the module
+    docstring); ``claimed``, the features the backend claims, when given, skips a clause of a
+    feature it does not claim."""
+    cited = [check for check in checks if clause in check.get("clauses", ())]
+    if not cited:
+        return ClauseVerdict("n/a")
+    stated = _clauses_by_id().get(clause)
+    unclaimed = scope_skip(stated, claimed) if stated and claimed is not None else None
+    if unclaimed is not None:
+        return ClauseVerdict("skip", unclaimed, tuple(check["id"] for check in cited))
+    own = sorted(
+        (check for check in cited if fails_clause(check, clause)),
+        key=lambda check: (blamed_clauses(check) != (clause,), len(check.get("clauses", ()))),
+    )
+    if own:
+        check = own[0]
+        expected = all(other["status"] == "xfailed" for other in own)
+        note = " (expected)" if check["status"] == "xfailed" else ""
+        also = [other["id"] for other in own[1:]]
+        if also:
+            note += f" (also failed by {', '.join(also)})"
+        reason = f"{check['id']}{note}: {failure_reason(check, clause)}"
+        return ClauseVerdict("fail", reason, (check["id"],), expected)
+    skipped = [check for check in cited if check["status"] == "skipped"]
+    for check in skipped:
+        missing = check.get("missing_features") or ()
+        if missing:
+            reason = f"needs feature {', '.join(missing)}, not claimed"
+            return ClauseVerdict("skip", reason, (check["id"],))
+    others = [check for check in cited if check["status"] in ("failed", "xfailed")]
+    stopped = [
+        _stopped(check)
+        for check in others
+        if check.get("kind") != "stale" and not verifies_clause(check, clause)
+    ]
+    ids = tuple(check["id"] for check in others)
+    if any(verifies_clause(check, clause) for check in cited):
+        notes = [f"{len(skipped)} of {len(cited)} checks skipped"] if skipped else []
+        return ClauseVerdict("pass", "; ".join(notes + stopped), ids)
+    if stopped:
+        return ClauseVerdict("skip", "not verified: " + "; ".join(stopped), ids)
+    return ClauseVerdict("skip", failure_reason(skipped[0]), (skipped[0]["id"],))

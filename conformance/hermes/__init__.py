@@ -1,0 +1,2 @@
+"""Hermes support: release environments, the adapter and agent driver that run inside them,
+and `memspec hermes`, `matrix` and `sweep`."""

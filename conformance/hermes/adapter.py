@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""memspec backend: the real memory tool of a Hermes build over JSON Lines.
+
+Runs inside a virtual environment where a distribution that ships Hermes' memory tool
+(hermes-agent, async-hermes-agent or a fork) is installed, with the Python standard library
+only: the wheel's top-level modules ``tools``, ``agent`` and ``utils`` stay in that environment
+and never meet the harness. One process serves
+one session of the backend contract (CONTRACT-12, -13): one JSON request per line on stdin, one
+answer per line on stdout, exit when stdin closes.
+
+    memspec certify --backend-cmd '/path/to/venv/bin/python backends/hermes/adapter.py'
+
+What is wrapped, and how faithfully:
+
+- Mutations go through ``tools.memory_tool.memory_tool(...)``, the entry point the agent's model
+  calls (its own argument checks included), on a ``MemoryStore`` opened with the session's
+  limits. The actions offered are read from the tool's own schema (``schema_actions``: the 0.22
+  line offers ``patch`` and no ``replace``). Its JSON answer is mapped to a contract code by
+  what the error text says (``classify``, rules on words, not on versions); a text no rule
+  reads is reported as an adapter gap on stderr (exit 3), never guessed.
+- ``load`` is ``MemoryStore.load_from_disk()``, ``entries`` its live ``memory_entries`` /
+  ``user_entries``, ``snapshot`` ``format_for_system_prompt(target)``, ``fence``
+  ``agent.memory_manager.build_memory_context_block(raw)`` — all byte for byte.
+- Anything Hermes raises escapes as a defect (CONTRACT-6): the traceback goes to stderr and the
+  process exits with status 1, which the harness reports with that stderr, as for
+  ``memspec serve``. Nothing is retried, caught or repaired here.
+- Features are claimed only for mechanisms the installed release has (``detect_features``): the
+  adapter adds no lock, no rename, no backup of its own, so a release without a mechanism cannot
+  pass the clauses that need it.
+
+Two adjustments, both outside the store's logic: ``tools.memory_tool.get_memory_dir`` (Hermes'
+own indirection for the profile directory) returns the session's root, and ``HERMES_HOME``
+points at a private empty directory, so the user's real ``~/.hermes`` (its config could turn on
+the write-approval gate) is never read. Hermes caps failed consolidation attempts per agent turn
+(#42405); each request is treated as one turn, so every refusal keeps its own message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+MEMORY_TOOL = "tools/memory_tool.py"  # restates memspec.conformance.hermes.imports.MEMORY_TOOL
+DEFAULT_ACTIONS = ("add", "replace", "remove")
+TARGET_LISTS = {"memory": "memory_entries", "user": "user_entries"}
+EXIT_DEFECT = 1
+EXIT_ADAPTER_GAP = 3
+
+# What Hermes' refusal texts say, in the order they are tried, and the contract code each
+# meaning is. The rules read the words of the message, never a version number, so every line
+# and fork that words a refusal the same way maps the same. Batch errors are prefixed
+# "Operation N: " or "Operation N (action): ", which every rule allows before its words.
+_OP = r"^(Operation \d+( \(\w*\))?: )?"
+ERROR_CODES: tuple[tuple[str, str], ...] = (
+    (r"^(Invalid (memory )?target |Missing required target)", "E_TARGET"),
+    (r"^'\w+' is not available; use '\w+'", "E_UNSUPPORTED"),
+    (_OP + r"Blocked: ", "E_THREAT"),
+    (r"^Refusing to write \S+: the file exists on disk but could\s+not be read", "E_UNREADABLE"),
+    (
+        r"^Refusing to write \S+: (file on disk has content|it holds an entry larger than)",
+        "E_DRIFT",
+    ),
+    (r"^Refusing to empty \S+.*batch would remove every entry", "E_INVALID"),
+    (r"^Operation \d+ names a different target", "E_INVALID"),
+    (
+        _OP + r"(Content cannot be empty|old_text cannot be empty|new_content cannot be empty"
+        r"|new_text cannot be empty|Content is required for 'add'"
+        r"|content( \(.*?\))? is required for '|old_text is required for '|'\w+' needs old_text"
+        r"|operations list is empty|(content|old_text) is required"
+        r"|Missing required parameter: .*Got neither)",
+        "E_EMPTY",
+    ),
+    (
+        _OP + r"(Unknown action |operations must be a list|unknown action"
+        r"|Patch is a no-op)",
+        "E_INVALID",
+    ),
+    (_OP + r"[Nn]o entry matched ", "E_NOMATCH"),
+    (
+        _OP + r"(Multiple entries matched |'.*' matched multiple distinct"
+        r"|'.*' appears \d+ times in the matched entry)",
+        "E_AMBIGUOUS",
+    ),
+    (
+        _OP + r"(Memory at [\d,]+/[\d,]+ chars|(Replacement|Patch) would put memory at "
+        r"|After applying all |Applying all \d+ operations would put memory at )",
+        "E_LIMIT",
+    ),
+)
+
+
+class AdapterGap(Exception):
+    """Hermes answered something this adapter cannot map to the contract: extend ERROR_CODES."""
+
+
+class BadOpen(Exception):
+    """The ``open`` request is malformed (answered with ``E_INVALID``)."""
+
+
+def classify(result: dict[str, Any]) -> dict[str, Any]:
+    """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4).
+
+    ``{"success": true}`` is ``OK`` (``duplicate`` for Hermes' "already exists" no-op); a
+    refusal is matched against ERROR_CODES by its ``error`` text. Hermes' ``usage`` is passed on
+    as it is, on refusals too (SNAP-11 judges it). A staged write (the
+    write-approval gate) or an unknown text raises :class:`AdapterGap`.
+    """
+    if result.get("staged"):
+        raise AdapterGap(f"the write-approval gate staged the write: {result}")
+    if result.get("success") is True:
+        outcome: dict[str, Any] = {"ok": True, "code": "OK", "message": result.get("message", "")}
+        if "already exists" in str(result.get("message", "")):
+            outcome["duplicate"] = True
+        if isinstance(result.get("usage"), str):
+            outcome["usage"] = result["usage"]
+        return outcome
+    error = str(result.get("error", ""))
+    for pattern, code in ERROR_CODES:
+        if re.search(pattern, error, re.DOTALL):
+            outcome = {"ok": False, "code": code, "message": error}
+            if isinstance(result.get("usage"), str):
+                outcome["usage"] = result["usage"]
+            if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
+                outcome["matches"] = result["matches"]
+            if code == "E_DRIFT" and result.get("drift_backup"):
+                outcome["backup"] = str(result["drift_backup"])
+            return outcome
+    raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
+
+
+def tool_schema(module: Any) -> dict[str, Any] | None:
+    """Returns the release's function-calling schema of the memory tool: the module-level dict
+    named ``memory`` with ``parameters`` (``MEMORY_SCHEMA`` in every release so far), or
+    ``None`` when the module has none."""
+    for value in vars(module).values():
+        if isinstance(value, dict) and value.get("name") == "memory" and "parameters" in value:
+            return value
+    return None
+
+
+def schema_actions(module: Any) -> tuple[str, ...]:
+    """Returns the actions the release's tool offers the model, read from its function-calling
+    schema's ``action`` enum (:func:`tool_schema`). Without one, the actions of the first
+    releases (add, replace, remove)."""
+    schema = tool_schema(module) or {}
+    properties = (schema.get("parameters") or {}).get("properties") or {}
+    enum = (properties.get("action") or {}).get("enum")
+    if isinstance(enum, list) and all(isinstance(item, str) for item in enum):
+        return tuple(enum)
+    return DEFAULT_ACTIONS
+
+
+PARSER_MODULE, PARSER = "agent/tool_executor.py", "_parse_tool_arguments"
+
+
+@functools.cache
+def argument_parser() -> Callable[[Any], tuple[dict[str, Any], str | None]] | None:
+    """Returns the agent's own parser of a model's argument text
+    (``_parse_tool_arguments`` of ``agent/tool_executor.py``: the arguments, or the result text
+    the model reads instead), or ``None`` when the release has none.
+
+    The function is taken from the installed source alone: the module imports much of the
+    agent (HTTP clients among it) that the memory tool's environment does not install."""
+    import ast
+    import importlib.util
+    import typing
+
+    found = importlib.util.find_spec("agent")
+    folders = list(found.submodule_search_locations or []) if found else []
+    for folder in folders:
+        path = Path(folder).parent / PARSER_MODULE
+        if not path.is_file():
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == PARSER:
+                namespace: dict[str, Any] = {"json": json, **vars(typing)}
+                exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
+                return namespace[PARSER]  # type: ignore[no-any-return]
+    return None
+
+
+def _source(function: Any) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+def detect_features(
+    store_class: type,
+    tool: Callable[..., Any],
+    fence: Any,
+    actions: tuple[str, ...] = (),
+    parses: bool = True,
+) -> list[str]:
+    """Returns the contract features the installed release really has (CONTRACT-19).
+
+    - ``multi-process``: ``MemoryStore._file_lock`` exists and ``fcntl`` is available (a
+      ``flock`` on a separate ``.lock`` file, taken around the re-read and the write).
+    - ``crash-safe``: ``_write_file`` writes a temp file and renames it over the data file.
+    - ``durable``: claimed only when the directory is fsynced after the rename; no release
+      does, so ATOMIC-3 and the durability checks are skipped, never passed.
+    - ``drift-guard``: ``_detect_external_drift`` exists (hermes-agent 0.15.0 and later).
+    - ``batch``: ``MemoryStore.apply_batch`` exists and the tool takes ``operations``.
+    - ``fence``: ``agent.memory_manager.build_memory_context_block`` could be imported.
+    - ``threat-scan``: a write-time scan is called from ``add`` (every release has one).
+    - ``patch``: the tool's schema offers the action ``patch`` (the 0.22 line).
+    - ``tool``: the tool's module has its function-calling schema (every release so far) and
+      the agent has its own parser of a model's argument text (``parses``: ``_parse_tool_arguments``
+      of ``agent/tool_executor.py``, from hermes-agent 0.19.0). Before it, the agent checks the
+      text inline in its conversation loop and answers invalid JSON by calling the model again,
+      up to three times, so no one call has a result the adapter could serve: a tool call there
+      would be an adapter gap, and the feature is not claimed.
+
+    ``core`` is always claimed: it is what every backend must do, so a release whose tool
+    refuses ``replace`` (0.22) answers it ``E_UNSUPPORTED`` in the tool's own words and fails
+    the clauses that need it, instead of being excused from them.
+    """
+    features = ["core"]
+    if hasattr(store_class, "apply_batch") and "operations" in inspect.signature(tool).parameters:
+        features.append("batch")
+    if fence is not None:
+        features.append("fence")
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        if hasattr(store_class, "_file_lock"):
+            features.append("multi-process")
+    writer = _source(getattr(store_class, "_write_file", None))
+    renames = re.search(
+        r"\b(atomic_replace|os\.replace|aiofiles\.os\.replace|os\.rename)\(",
+        writer,
+    )
+    if renames and re.search(r"mkstemp|\.tmp", writer):
+        features.append("crash-safe")
+        if "O_DIRECTORY" in writer and "fsync" in writer:
+            features.append("durable")
+    if hasattr(store_class, "_detect_external_drift"):
+        features.append("drift-guard")
+    if "_scan_memory_content" in _source(getattr(store_class, "add", None)):
+        features.append("threat-scan")
+    if "patch" in actions:
+        features.append("patch")
+    if parses and tool_schema(inspect.getmodule(tool)) is not None:
+        features.append("tool")
+    return features
+
+
+class HermesSession:
+    """One contract session on a root, served by one Hermes ``MemoryStore``."""
+
+    def __init__(self, root: Path, memory_limit: int, user_limit: int) -> None:
+        from tools import memory_tool as module
+
+        try:
+            from agent.memory_manager import build_memory_context_block as fence
+        except ImportError:
+            fence = None
+        module.get_memory_dir = lambda: root  # Hermes' profile-directory indirection.
+        self.module = module
+        self.fence_builder = fence
+        self.store = module.MemoryStore(memory_char_limit=memory_limit, user_char_limit=user_limit)
+        self.tool = module.memory_tool
+        self.is_async = inspect.iscoroutinefunction(self.tool)
+        self.loop = asyncio.new_event_loop() if self.is_async else None
+        self.actions = schema_actions(module)
+        parses = argument_parser() is not None
+        self.features = detect_features(module.MemoryStore, self.tool, fence, self.actions, parses)
+        if not parses:
+            print(
+                f"tool feature not claimed: the agent has no {PARSER} in {PARSER_MODULE}; it "
+                "checks a model's argument text inline and calls the model again on invalid JSON",
+                file=sys.stderr,
+            )
+        self.limits = (memory_limit, user_limit)
+        self.agent: Any = None  # hermes_agent.HermesAgentSession when the release's agent runs
+
+    def _run(self, value: Any) -> Any:
+        if inspect.isawaitable(value):
+            assert self.loop is not None
+            return self.loop.run_until_complete(value)
+        return value
+
+    def _mutate(self, target: Any, **arguments: Any) -> dict[str, Any]:
+        reset = getattr(self.store, "reset_consolidation_failures", None)
+        if callable(reset):
+            reset()
+        answer = self._run(self.tool(target=target, store=self.store, **arguments))
+        return classify(json.loads(answer))
+
+    def _tool_call(self, text: Any) -> str:
+        """Returns the text the model reads for one call: the agent's own parse of the argument
+        text, then ``memory_tool`` with the arguments as the agent passes them; the JSON text
+        either returns is passed on untouched."""
+        parse = argument_parser()
+        if parse is None:  # not claimed then (detect_features): asked anyway, a gap of ours
+            raise AdapterGap(f"the release has no {PARSER} in {PARSER_MODULE}")
+        arguments, refusal = parse(text)
+        if refusal is not None:
+            return refusal
+        reset = getattr(self.store, "reset_consolidation_failures", None)
+        if callable(reset):
+            reset()
+        answer = self.tool(
+            action=arguments.get("action"),
+            target=arguments.get("target", "memory"),
+            content=arguments.get("content"),
+            old_text=arguments.get("old_text"),
+            operations=arguments.get("operations"),
+            store=self.store,
+        )
+        return str(self._run(answer))
+
+    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Returns the answer fields for one request (Hermes' exceptions propagate)."""
+        target = request.get("target")
+        if op == "load":
+            self._run(self.store.load_from_disk())
+            return {"ok": True, "code": "OK"}
+        if op in ("entries", "snapshot") and target not in TARGET_LISTS:
+            return {"ok": False, "code": "E_TARGET", "message": f"unknown target {target!r}"}
+        if op == "entries":
+            entries = list(getattr(self.store, TARGET_LISTS[target]))
+            return {"ok": True, "code": "OK", "entries": entries}
+        if op == "snapshot":
+            snapshot = self.store.format_for_system_prompt(target)
+            return {"ok": True, "code": "OK", "snapshot": snapshot}
+        if op == "fence":
+            if self.fence_builder is None:
+                return {"ok": False, "code": "E_UNSUPPORTED", "message": "no fence builder"}
+            return {"ok": True, "code": "OK", "block": self.fence_builder(request.get("raw"))}
+        if op == "add":
+            return self._mutate(target, action="add", content=request.get("content"))
+        if op == "replace":
+            return self._mutate(
+                target,
+                action="replace",
+                old_text=request.get("old_text"),
+                content=request.get("new_content"),
+            )
+        if op == "remove":
+            return self._mutate(target, action="remove", old_text=request.get("old_text"))
+        if op == "patch" and "patch" in self.actions:
+            return self._mutate(
+                target,
+                action="patch",
+                old_text=request.get("old_text"),
+                content=request.get("content"),
+            )
+        if op.startswith("agent_") and self.agent is not None:
+            return self.agent.handle(op, request)
+        if op == "tool_schema" and "tool" in self.features:
+            return {"ok": True, "code": "OK", "schema": tool_schema(self.module)}
+        if op == "tool_call" and "tool" in self.features:
+            return {"ok": True, "code": "OK", "result": self._tool_call(request.get("arguments"))}
+        if op == "batch" and "batch" in self.features:
+            # The registry hands the tool action "" when the model sends only operations.
+            return self._mutate(target, action="", operations=request.get("operations"))
+        return {"ok": False, "code": "E_UNSUPPORTED", "message": f"op {op!r} is not supported"}
+
+
+def installed_distribution() -> Any:
+    """Returns the installed distribution that ships the memory tool, or None (found by its
+    files, as memspec.conformance.hermes.imports.memory_modules does)."""
+    for found in metadata.distributions():
+        if any(str(path) == MEMORY_TOOL for path in found.files or []):
+            return found
+    return None
+
+
+def name_and_version(found: Any) -> tuple[str, str]:
+    """Returns the name and version of ``found``, the installed distribution that ships the
+    memory tool (:func:`installed_distribution`), or ``("hermes", "")`` when there is none."""
+    return (found.metadata["Name"], found.version) if found is not None else ("hermes", "")
+
+
+def _agent_module() -> Any:
+    """Returns the agent driver beside this file (loaded by path: ``-I`` keeps it off sys.path)."""
+    import importlib.util
+
+    path = Path(__file__).with_name("agent.py")
+    spec = importlib.util.spec_from_file_location("hermes_agent", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
+    root = request.get("root")
+    if not isinstance(root, str) or not os.path.isdir(root):
+        raise BadOpen(f"open needs 'root', an existing directory; got {root!r}")
+    # DEFAULT_LIMITS of memspec.spec.targets, restated: this file runs in the Hermes environment,
+    # where memspec is not installed (tests/unit/test_judges.py keeps the two equal).
+    session = HermesSession(
+        Path(root).absolute(),
+        int(request.get("memory_char_limit", 2200)),
+        int(request.get("user_char_limit", 1375)),
+    )
+    agents = _agent_module()
+    home = os.environ.get("HERMES_HOME")
+    found = installed_distribution()  # one scan of the environment's distributions
+    session.agent, why = agents.open_agent(found, Path(home) if home else None, session.limits)
+    if session.agent is not None:
+        session.features.append("agent")
+    else:
+        print(f"agent feature not claimed: {why}", file=sys.stderr)
+    name, version = name_and_version(found)
+    variant = "async" if session.is_async else "sync"
+    return session, {
+        "ok": True,
+        "code": "OK",
+        "features": session.features,
+        "backend": f"{name} ({variant} memory tool)",
+        "version": version,
+    }
+
+
+def serve(stdin: Any, stdout: Any) -> int:
+    """Answers requests until stdin closes; returns the exit status."""
+    session: HermesSession | None = None
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except json.JSONDecodeError as error:
+            answer: dict[str, Any] = {"ok": False, "code": "E_INVALID", "message": error.msg}
+            request = {}
+        else:
+            if not isinstance(request, dict):
+                request = {}
+            op = request.get("op")
+            try:
+                if op == "open":
+                    session, answer = _open(request)
+                elif session is None:
+                    answer = {"ok": False, "code": "E_INVALID", "message": "send 'open' first"}
+                else:
+                    answer = session.handle(str(op), request)
+            except AdapterGap as gap:
+                print(f"ADAPTER GAP (not a Hermes defect): {gap}", file=sys.stderr)
+                return EXIT_ADAPTER_GAP
+            except BadOpen as error:
+                answer = {"ok": False, "code": "E_INVALID", "message": str(error)}
+        stdout.write(json.dumps({"id": request.get("id"), **answer}) + "\n")
+        stdout.flush()
+    return 0
+
+
+def main() -> int:
+    """Runs one session; Hermes' exceptions end it with status 1 and a traceback on stderr."""
+    home = tempfile.mkdtemp(prefix="memspec-hermes-home-")
+    os.environ["HERMES_HOME"] = home
+    try:
+        return serve(sys.stdin, sys.stdout)
+    except Exception:
+        print("hermes raised (a backend defect, CONTRACT-6):", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_DEFECT
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,618 @@
+"""memspec's ``agent`` ops served by a Hermes release's own agent (AGENT, PROV, FENCE-6).
+
+Runs beside :mod:`hermes_adapter`, inside the release's environment, with the standard library
+and the release's code only. What is driven, and how:
+
+- The agent is the release's ``run_agent.AIAgent``, built as a user would run it: its identity
+  is the session's ``base``, written to ``SOUL.md`` in its private ``HERMES_HOME`` (Hermes'
+  documented way to set the agent's identity), its only toolset is ``memory``, context files are
+  skipped, and its memory is the session's store, opened from ``config.yaml`` with the
+  session's limits. Its system prompt is what ``AIAgent`` builds (identity, Hermes' own guidance,
+  the store's snapshot blocks, a dated line) and nothing here edits it.
+- A turn is ``AIAgent.run_conversation(user, conversation_history=history)``: its prefetch, its
+  injection into the API copy of the user message and its stored messages are the release's.
+  The model is replaced at one seam: the agent's ``_interruptible_api_call`` records the API
+  messages it is given and answers the harness's reply, with no tool call (streaming off, as
+  the agent does itself for a provider that cannot stream). No network, no model.
+- The providers are :class:`ScriptedProvider`, a subclass of the release's ``MemoryProvider``,
+  added in order to the release's ``MemoryManager`` built as the agent builds it (its prefetch
+  thread or task and its timeout, its one-external-provider limit, its reserved tool names are
+  all its own); an unavailable one answers ``is_available()`` false and, as in the agent's
+  start, is never added. Their tools reach the agent's tool list through the release's
+  ``inject_memory_provider_tools``.
+- Rebuild points: ``new_session`` and ``resume`` start a new ``AIAgent`` (as a new or resumed
+  session does), with the history emptied or kept; ``compression`` calls the agent's
+  ``_invalidate_system_prompt`` — what the release runs after compressing. The compression itself
+  (a summary written by the model) is not driven: it needs a model.
+- The asyncio line (async-hermes-agent: ``run_conversation`` is an ``async def``, read from
+  ``run_agent.py`` with :mod:`ast`, :class:`Line`) is driven the same way, with what differs:
+  each session runs the release's coroutines to completion on one event loop of its own (the
+  manager's prefetch tasks and the agent's locks belong to it); the seam is ``async def
+  _execute_model_request(api_kwargs, ...)``, which its non-streaming call awaits and whose
+  answer it reads as the SDK's chat completion; the scripted provider's methods are
+  coroutines (the manager refuses any other) and a hang is ``asyncio.sleep``; the agent is
+  entered as ``async with AIAgent(...)`` enters it (``__aenter__``: its runtime, its tool
+  snapshot), after the provider tools are injected where the release injects them (at that
+  runtime boundary, before the snapshot, which keeps of them what it keeps). Its store is
+  loaded by the first turn's prologue, not by its constructor: the prompt answered at a start
+  is built after the store's own ``load_from_disk``, and the agent still loads it again at its
+  first turn, as it does. An agent left at ``new_session`` or ``resume`` is not closed
+  (``__aexit__`` shuts down the providers of the manager the next agent shares), as the
+  synchronous line's is dropped.
+
+Not driven: the session database (a resumed session restores its stored prompt from it), the
+gateway, compression's summary and, on the asyncio line, the agent's close; the answers never
+claim them.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import copy
+import inspect
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Collection
+from importlib import metadata
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+AGENT_OPS = ("agent_start", "agent_turn", "agent_rebuild")
+REBUILD_POINTS = ("new_session", "compression", "resume")
+MAX_HANG_S = 30.0  # restates memspec.spec.agent.MAX_HANG_S (memspec is not installed here)
+API_SEAM = "_interruptible_api_call"
+ASYNC_API_SEAM = "_execute_model_request"
+ASYNC_START = "__aenter__"
+REBUILD_HOOK = "_invalidate_system_prompt"
+
+
+class BadRequest(Exception):
+    """A malformed agent op (answered ``E_INVALID``)."""
+
+
+# --- what the release offers, found in its code ------------------------------------------
+
+
+def class_methods(source: str, class_name: str) -> dict[str, bool]:
+    """Returns the methods ``class_name`` defines in ``source``, each name with whether it is
+    an ``async def``, read with :mod:`ast`, without importing it (importing the agent costs
+    seconds per session); empty when ``source`` defines no such class."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return {
+                item.name: isinstance(item, ast.AsyncFunctionDef)
+                for item in node.body
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+    return {}
+
+
+def agent_methods(source: str, class_name: str = "AIAgent") -> frozenset[str]:
+    """Returns the names of the methods ``class_name`` defines in ``source`` (``run_agent.py``)."""
+    return frozenset(class_methods(source, class_name))
+
+
+class Line(NamedTuple):
+    """How a release's agent is driven, read from its code: the synchronous line (hermes-agent
+    and its forks) or the asyncio one (async-hermes-agent), for the agent and, apart, for the
+    provider interface (whose methods the manager awaits or calls). A named tuple, not a
+    dataclass: the adapter loads this file by path, outside ``sys.modules``."""
+
+    agent_async: bool = False
+    provider_async: bool = False
+
+    @property
+    def seam(self) -> str:
+        """The agent's method that makes one model request, replaced by the harness's reply."""
+        return ASYNC_API_SEAM if self.agent_async else API_SEAM
+
+
+SYNC_LINE = Line()
+"""The synchronous line, every method called directly (the release this driver was written for)."""
+
+
+def release_line(run_agent: str, memory_provider: str) -> Line:
+    """Returns the line of a release from the sources of ``run_agent.py`` and
+    ``agent/memory_provider.py``: an agent whose ``run_conversation`` is an ``async def`` is
+    of the asyncio line, and so is a provider interface whose ``prefetch`` is."""
+    return Line(
+        agent_async=class_methods(run_agent, "AIAgent").get("run_conversation", False),
+        provider_async=class_methods(memory_provider, "MemoryProvider").get("prefetch", False),
+    )
+
+
+def missing_seams(methods: Collection[str], line: Line = SYNC_LINE) -> list[str]:
+    """Returns what the release's ``AIAgent`` lacks for this driver, among ``methods``: the
+    method that makes one model request (:attr:`Line.seam`), the hook its compression runs
+    (:data:`REBUILD_HOOK`), ``run_conversation``, ``_build_system_prompt`` and, on the asyncio
+    line, the start ``async with`` runs (:data:`ASYNC_START`)."""
+    wanted = ["run_conversation", "_build_system_prompt", line.seam, REBUILD_HOOK]
+    if line.agent_async:
+        wanted.append(ASYNC_START)
+    return [name for name in wanted if name not in methods]
+
+
+def runtime_requirements(requires: list[str]) -> list[str]:
+    """Returns the distribution names of ``requires`` (``Requires-Dist`` lines) that the agent
+    needs at run time: every line without an extra whose marker holds here."""
+    names = []
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        if "extra" in marker or (marker.strip() and not _marker_holds(marker)):
+            continue
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if match:
+            names.append(match.group(1))
+    return names
+
+
+def _marker_holds(marker: str) -> bool:
+    """Evaluates the simple markers Hermes writes (``sys_platform ==/!= "..."``)."""
+    match = re.fullmatch(r'\s*sys_platform\s*(==|!=)\s*["\']([^"\']+)["\']\s*', marker)
+    if not match:
+        return True  # pip decides other markers; a missing package is then reported below
+    return (sys.platform == match.group(2)) == (match.group(1) == "==")
+
+
+def _source(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+READY = "memspec-ready"  # restates memspec.conformance.hermes.releases.READY
+AGENT_MODULES = ("run_agent.py", "agent/memory_manager.py", "agent/memory_provider.py")
+"""The modules the ``agent`` ops drive. Restates memspec.conformance.hermes.imports.AGENT_MODULES:
+this file runs in the Hermes environment, where memspec is not installed
+(tests/unit/test_hermes_agent_discovery.py keeps the two equal)."""
+
+
+def agent_needs(distribution: Any, ready: Path | None = None) -> list[str]:
+    """Returns the ``Requires-Dist`` lines the driven modules need: those ``memspec hermes``
+    found by reading the imports of the modules the ops drive and recorded in the environment's
+    ready file (``agent_needs``), else — an environment built some other way — every line of
+    the release."""
+    try:
+        recorded = json.loads((ready or Path(sys.prefix) / READY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    needs = recorded.get("agent_needs") if isinstance(recorded, dict) else None
+    if isinstance(needs, list) and all(isinstance(line, str) for line in needs):
+        return needs
+    return list(distribution.requires or [])
+
+
+def discover(distribution: Any) -> tuple[Line, str]:
+    """Returns the release's :class:`Line` and ``""`` when its agent can be served, else why
+    not: ``run_agent.py``'s ``AIAgent`` lacks a seam, ``agent/memory_manager.py`` or
+    ``agent/memory_provider.py`` is missing, or a distribution the driven modules import
+    (:func:`agent_needs`) is not installed. ``distribution`` is the installed distribution
+    (:mod:`importlib.metadata`) that ships the memory tool."""
+    shipped = {str(path) for path in distribution.files or []}
+    for module in AGENT_MODULES:
+        if module not in shipped:
+            return Line(), f"the release ships no {module}"
+    run_agent, provider = (
+        _source(Path(distribution.locate_file(module)))
+        for module in ("run_agent.py", "agent/memory_provider.py")
+    )
+    line = release_line(run_agent, provider)
+    gaps = missing_seams(agent_methods(run_agent), line)
+    if gaps:
+        return line, f"the release's AIAgent has no {', '.join(gaps)}"
+    absent = []
+    for name in runtime_requirements(agent_needs(distribution)):
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            absent.append(name)
+    if absent:
+        return line, (
+            f"what the agent's modules import is not installed ({', '.join(absent)}); "
+            "memspec hermes installs it"
+        )
+    return line, ""
+
+
+def import_parts() -> dict[str, Any]:
+    """Imports the release's agent parts (at ``agent_start``, once per process)."""
+    import run_agent
+    from agent import memory_manager, memory_provider
+
+    return {
+        "AIAgent": run_agent.AIAgent,
+        "MemoryManager": memory_manager.MemoryManager,
+        "MemoryProvider": memory_provider.MemoryProvider,
+        "inject_tools": getattr(memory_manager, "inject_memory_provider_tools", None),
+    }
+
+
+# --- scripted providers on the release's interface --------------------------------------
+
+
+def parse_step(step: Any, where: str) -> dict[str, Any]:
+    """Returns a checked recall step of a provider script (CONTRACT-13); raises BadRequest."""
+    if not isinstance(step, dict):
+        raise BadRequest(f"{where} must be an object, got {step!r}")
+    keys = set(step)
+    if keys == {"text"} and isinstance(step["text"], str):
+        return step
+    if keys == {"raise"} and isinstance(step["raise"], str):
+        return step
+    if keys == {"value"} and not isinstance(step["value"], str):
+        return step
+    if "hang" in keys and keys <= {"hang", "text"}:
+        seconds = step["hang"]
+        number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+        if number and 0 <= seconds <= MAX_HANG_S and isinstance(step.get("text", ""), str):
+            return step
+    raise BadRequest(f"{where} is not a recall step (text, raise, hang, value): {step!r}")
+
+
+def parse_provider(script: Any, index: int) -> dict[str, Any]:
+    """Returns a checked provider script; raises BadRequest naming what is wrong."""
+    where = f"providers[{index}]"
+    if (
+        not isinstance(script, dict)
+        or not isinstance(script.get("name"), str)
+        or not script["name"]
+    ):
+        raise BadRequest(f"{where} must be an object with a non-empty 'name', got {script!r}")
+    if set(script) - {"name", "tools", "recall", "unavailable"}:
+        raise BadRequest(f"{where} has fields a script does not take: {sorted(script)}")
+    tools, recall = script.get("tools", []), script.get("recall", [])
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        raise BadRequest(f"{where}.tools must be a list of names, got {tools!r}")
+    if not isinstance(recall, list) or not isinstance(script.get("unavailable", False), bool):
+        raise BadRequest(f"{where}: recall must be a list and unavailable a boolean")
+    steps = [parse_step(step, f"{where}.recall[{n}]") for n, step in enumerate(recall)]
+    return {**script, "tools": tools, "recall": steps}
+
+
+class _Script:
+    """A harness script played on the release's provider interface, whichever its line: each
+    ``prefetch`` performs the next step (:meth:`next_step`, which counts the calls)."""
+
+    def __init__(self, script: dict[str, Any]) -> None:
+        self.script = script
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.script["name"])
+
+    def available(self) -> bool:
+        return not self.script.get("unavailable", False)
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": tool,
+                "description": f"scripted tool {tool}",
+                "parameters": {"type": "object", "properties": {}},
+            }
+            for tool in self.script["tools"]
+        ]
+
+    def next_step(self) -> dict[str, Any]:
+        """Returns the step of this prefetch call (past the last one, recall ``""``)."""
+        steps = self.script["recall"]
+        step = steps[self.calls] if self.calls < len(steps) else {"text": ""}
+        self.calls += 1
+        return step
+
+    @staticmethod
+    def recalled(step: dict[str, Any]) -> Any:
+        """What a step's prefetch returns, once its hang is over; a ``raise`` step raises."""
+        if "raise" in step:
+            raise RuntimeError(step["raise"] or "scripted provider failure")
+        return step["value"] if "value" in step else step.get("text", "")
+
+
+class _SyncMethods:
+    """The provider interface of the synchronous line; a hang blocks the prefetch's thread."""
+
+    def is_available(self) -> bool:
+        return self.available()  # type: ignore[attr-defined, no-any-return]
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+    def prefetch(self, query: str, *, session_id: str = "") -> Any:
+        step = self.next_step()  # type: ignore[attr-defined]
+        if "hang" in step:
+            threading.Event().wait(float(step["hang"]))
+        return _Script.recalled(step)
+
+    def sync_turn(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        return json.dumps({"result": ""})
+
+
+class _AsyncMethods:
+    """The provider interface of the asyncio line: coroutines; a hang awaits ``asyncio.sleep``
+    on the session's loop (what is done with a prefetch past a timeout is the manager's own)."""
+
+    async def is_available(self) -> bool:
+        return self.available()  # type: ignore[attr-defined, no-any-return]
+
+    async def initialize(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def prefetch(self, query: str, *, session_id: str = "") -> Any:
+        step = self.next_step()  # type: ignore[attr-defined]
+        if "hang" in step:
+            await asyncio.sleep(float(step["hang"]))
+        return _Script.recalled(step)
+
+    async def sync_turn(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        return json.dumps({"result": ""})
+
+
+def scripted_provider_class(base: type, line: Line = SYNC_LINE) -> type:
+    """Returns ``ScriptedProvider``, a subclass of the release's ``MemoryProvider`` that plays a
+    harness script (:class:`_Script`) with the methods of the release's line."""
+    methods = _AsyncMethods if line.provider_async else _SyncMethods
+    return type(base)("ScriptedProvider", (_Script, methods, base), {"__doc__": _Script.__doc__})
+
+
+class _Warnings(logging.Handler):
+    """Collects the warnings a logger emits while it is attached."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _canned(reply: str) -> Any:
+    """Returns a chat-completion answer shaped like the OpenAI SDK's, holding ``reply``."""
+    message = SimpleNamespace(
+        role="assistant",
+        content=reply,
+        tool_calls=None,
+        reasoning=None,
+        reasoning_content=None,
+        refusal=None,
+    )
+    usage = SimpleNamespace(
+        prompt_tokens=1,
+        completion_tokens=1,
+        total_tokens=2,
+        prompt_tokens_details=None,
+        completion_tokens_details=None,
+    )
+    choice = SimpleNamespace(index=0, message=message, finish_reason="stop")
+    return SimpleNamespace(id="memspec", model="memspec-scripted", choices=[choice], usage=usage)
+
+
+def _plain(messages: Any) -> list[dict[str, str]]:
+    """Returns messages as the ops carry them: each one's ``role`` and ``content``."""
+    return [
+        {"role": str(m.get("role")), "content": m.get("content")}
+        for m in messages or []
+        if isinstance(m, dict)
+    ]
+
+
+class HermesAgentSession:
+    """The agent ops over one contract session, served by the release's ``AIAgent``."""
+
+    def __init__(self, home: Path, limits: tuple[int, int], line: Line = SYNC_LINE) -> None:
+        self.parts: dict[str, Any] = {}
+        self.home = home
+        self.limits = limits
+        self.line = line
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.provider_class: type = object
+        self.agent: Any = None
+        self.manager: Any = None
+        self.history: list[dict[str, Any]] = []
+        self.sent: list[list[dict[str, Any]]] = []
+        self.reply = ""
+
+    def _settle(self, value: Any) -> Any:
+        """Returns ``value``, or what it gives when it is an awaitable (what the asyncio line
+        made a coroutine), run to completion on the session's one event loop: the manager's
+        prefetch tasks and the agent's locks belong to that loop from turn to turn."""
+        if not inspect.isawaitable(value):
+            return value
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop.run_until_complete(value)
+
+    def _configure(self, base: str) -> None:
+        """Writes the identity and the memory settings the agent reads at its start."""
+        memory, user = self.limits
+        (self.home / "SOUL.md").write_text(base, encoding="utf-8")
+        (self.home / "config.yaml").write_text(
+            "memory:\n  memory_enabled: true\n  user_profile_enabled: true\n"
+            f"  memory_char_limit: {memory}\n  user_char_limit: {user}\n",
+            encoding="utf-8",
+        )
+
+    def _new_agent(self) -> Any:
+        """Returns a new ``AIAgent`` with the session's manager and the model seam in place."""
+        agent = self.parts["AIAgent"](
+            api_key="memspec-no-key",
+            base_url="http://127.0.0.1:9/v1",
+            model="memspec-scripted",
+            provider="custom",
+            quiet_mode=True,
+            skip_context_files=True,
+            load_soul_identity=True,
+            enabled_toolsets=["memory"],
+        )
+
+        setattr(agent, self.line.seam, self._seam())
+        agent._disable_streaming = True
+        agent._memory_manager = self.manager
+        inject: Callable[[Any], int] | None = self.parts["inject_tools"]
+        if inject is not None and self.manager is not None:
+            inject(agent)
+        if self.line.agent_async:
+            self._settle(getattr(agent, ASYNC_START)())
+        return agent
+
+    def _seam(self) -> Callable[..., Any]:
+        """Returns the model of the session: it records the API messages of each request and
+        answers the harness's reply (a coroutine on the asyncio line, which awaits it from its
+        non-streaming call; a streamed request, which streaming off never makes, is refused
+        rather than answered with a completion its caller would not read as a stream)."""
+
+        def call(api_kwargs: dict[str, Any]) -> Any:
+            self.sent.append(copy.deepcopy(api_kwargs.get("messages") or []))
+            return _canned(self.reply)
+
+        async def await_call(
+            api_kwargs: dict[str, Any], *, use_streaming: bool = False, **_: Any
+        ) -> Any:
+            if use_streaming:
+                raise RuntimeError("memspec's model answers non-streaming requests only")
+            return call(api_kwargs)
+
+        return await_call if self.line.agent_async else call
+
+    def _activate(self, scripts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Adds the scripted providers, in order, to a new ``MemoryManager`` as the agent's
+        start adds its configured one (only when available); answers each one's status."""
+        self.manager = self.parts["MemoryManager"]()
+        watcher = _Warnings()
+        logger = logging.getLogger(self.parts["MemoryManager"].__module__)
+        statuses: list[dict[str, Any]] = []
+        for script in scripts:
+            provider = self.provider_class(script)
+            status: dict[str, Any] = {"name": provider.name, "active": False}
+            if not self._settle(provider.is_available()):
+                status["error"] = f"{provider.name}: is_available() is false; not added"
+                statuses.append(status)
+                continue
+            watcher.messages.clear()
+            logger.addHandler(watcher)
+            try:
+                self.manager.add_provider(provider)
+            finally:
+                logger.removeHandler(watcher)
+            status["active"] = any(p is provider for p in self.manager.providers)
+            if not status["active"]:
+                status["error"] = "; ".join(watcher.messages) or "not added by the manager"
+            statuses.append(status)
+        if self.manager.providers:
+            self._settle(self.manager.initialize_all(session_id="memspec"))
+        return statuses
+
+    def _prompt(self) -> str:
+        """The system prompt the agent builds (its own ``_build_system_prompt``). An agent of
+        the asyncio line that has not yet loaded its store (its first turn's prologue does) is
+        built after the store's own ``load_from_disk``; its flag is left for the prologue."""
+        store = getattr(self.agent, "_memory_store", None)
+        if self.line.agent_async and store and not getattr(self.agent, "_memory_loaded", True):
+            self._settle(store.load_from_disk())
+        return str(self._settle(self.agent._build_system_prompt()))
+
+    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Answers one agent op (the release's exceptions propagate as defects)."""
+        try:
+            if op == "agent_start":
+                return self.start(request.get("base"), request.get("providers"))
+            if self.agent is None:
+                raise BadRequest(f"{op} before agent_start; start the agent first")
+            if op == "agent_turn":
+                return self.turn(request.get("user"), request.get("reply"))
+            return self.rebuild(request.get("point"))
+        except BadRequest as error:
+            return {"ok": False, "code": "E_INVALID", "message": str(error)}
+
+    def start(self, base: Any, providers: Any) -> dict[str, Any]:
+        """``agent_start``: a new agent with its identity, the scripted providers activated."""
+        if not isinstance(base, str) or not isinstance(providers, list):
+            raise BadRequest(
+                f"agent_start needs 'base' (str) and 'providers' (list); got "
+                f"{base!r}, {providers!r}"
+            )
+        scripts = [parse_provider(script, n) for n, script in enumerate(providers)]
+        if not self.parts:
+            self.parts = import_parts()
+            self.provider_class = scripted_provider_class(self.parts["MemoryProvider"], self.line)
+        self._configure(base)
+        os.chdir(self.home)  # the agent describes its working directory: an empty one, not ours
+        statuses = self._activate(scripts)
+        self.history = []
+        self.agent = self._new_agent()
+        tools = [t.get("function", {}).get("name") for t in self.agent.tools or []]
+        return {
+            "ok": True,
+            "code": "OK",
+            "system": self._prompt(),
+            "providers": statuses,
+            "tools": tools,
+        }
+
+    def turn(self, user: Any, reply: Any) -> dict[str, Any]:
+        """``agent_turn``: one ``run_conversation`` over the kept history; answers the API
+        messages of its first model call and the messages the agent stores."""
+        if not isinstance(user, str) or not isinstance(reply, str):
+            raise BadRequest(
+                f"agent_turn needs 'user' and 'reply', strings; got {user!r}, {reply!r}"
+            )
+        scripted = [p for p in self.manager.providers if isinstance(p, self.provider_class)]
+        before = sum(p.calls for p in scripted)
+        self.sent, self.reply = [], reply
+        result = self._settle(
+            self.agent.run_conversation(user, conversation_history=list(self.history))
+        )
+        self.history = list(result.get("messages") or [])
+        first = self.sent[0] if self.sent else []
+        system = next((m.get("content") for m in first if m.get("role") == "system"), None)
+        return {
+            "ok": True,
+            "code": "OK",
+            "system": system,
+            "messages": _plain(first),
+            "history": _plain(self.history),
+            "prefetches": sum(p.calls for p in scripted) - before,
+        }
+
+    def rebuild(self, point: Any) -> dict[str, Any]:
+        """``agent_rebuild``: ``compression`` runs the agent's own post-compression hook;
+        ``new_session`` and ``resume`` start a new agent, without or with the history."""
+        if point not in REBUILD_POINTS:
+            raise BadRequest(
+                f"agent_rebuild needs 'point', one of {list(REBUILD_POINTS)}; got {point!r}"
+            )
+        if point == "compression":
+            self._settle(getattr(self.agent, REBUILD_HOOK)())
+        else:
+            if point == "new_session":
+                self.history = []
+            self.agent = self._new_agent()
+        return {"ok": True, "code": "OK", "system": self._prompt(), "history": _plain(self.history)}
+
+
+def open_agent(
+    distribution: Any, home: Path | None, limits: tuple[int, int]
+) -> tuple[HermesAgentSession | None, str]:
+    """Returns the agent session of a contract session, or ``None`` and why the release's agent
+    cannot be served (then the feature is not claimed)."""
+    if home is None:
+        return None, "no private HERMES_HOME for the agent"
+    if distribution is None:
+        return None, "no installed distribution ships the memory tool (modules on the path only)"
+    line, reason = discover(distribution)
+    if reason:
+        return None, reason
+    return HermesAgentSession(home, limits, line), ""

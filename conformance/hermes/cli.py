@@ -1,0 +1,441 @@
+"""The ``hermes``, ``matrix`` and ``sweep`` subcommands of ``memspec`` (they print; see cli.py).
+
+- ``memspec hermes --package hermes-agent --version 0.19.0 --report DIR`` (or ``--wheel PATH``,
+  ``--source DIR`` for a local build): builds (or reuses) the build's cached virtual environment
+  and certifies its memory tool through the JSON Lines adapter; the output and exit status are
+  those of ``memspec certify``.
+- ``memspec matrix --out DIR [--backend M:F]... [--backend-cmd CMD]... [--hermes PKG==VER]...
+  [--from-report DIR]...``: certifies each backend (each in its own ``memspec certify``
+  process, reports under ``DIR/reports/``) or reads saved reports, and writes ``DIR/matrix.md``
+  and ``DIR/matrix.html``. Columns come in that order: saved reports, ``--backend``,
+  ``--backend-cmd``, ``--hermes``.
+- ``memspec sweep --package hermes-agent --from 0.13.0 --to 0.19.0 --out DIR``: certifies every
+  release of the package on the index in that range (then each ``--then PKG==VER``, a later
+  line's release), each in its own environment, and writes
+  ``DIR/timeline.md`` / ``timeline.html`` (for each clause, the release where its verdict
+  changed) beside the matrix of all releases.
+
+``matrix --page FILE`` and ``sweep --page FILE`` also write a results page (docs/results/):
+the same tables under a stamp naming the command, the date and the machine; the matrix page
+adds, for each failing clause, the line of :mod:`memspec.conformance.hermes.failure_notes` that
+explains it. With ``--page`` and no ``--out``, the reports go to a new temporary directory.
+
+``matrix`` and ``sweep`` exit 0 once their pages are written (failures of the backends are what
+the pages show), and 2 for a usage error or a backend that could not be started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.locations import cache_dir
+from memspec.conformance.core.options import (
+    EXPECTED_FAILURES,
+    PROFILE,
+    QUIET,
+    REPORT,
+    SELECT,
+    TIMEOUT,
+    WORKERS,
+    add_options,
+)
+from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.hermes.failure_notes import NO_EXPLANATION, explain
+from memspec.conformance.hermes.matrix import (
+    Change,
+    Column,
+    Matrix,
+    render_html,
+    render_markdown,
+    render_timeline_html,
+    render_timeline_markdown,
+    timeline,
+)
+from memspec.conformance.hermes.releases import (
+    Build,
+    LocalBuild,
+    Release,
+    adapter_command,
+    describe_venv,
+    ensure_venv,
+    index_versions,
+    versions_between,
+)
+from memspec.conformance.transport.backend import UsageError
+
+CERTIFY_TIMEOUT = 7200.0
+USAGE = 2
+
+
+def _release(text: str) -> Release:
+    """Returns the release named ``PKG==VER`` or ``PKG`` (its latest version on the index)."""
+    package, _, version = text.partition("==")
+    if not version:
+        Release(package, "0")
+        version = index_versions(package)[-1]
+    return Release(package, version)
+
+
+def hermes_command(release: Build, cache: str | None, python: str | None) -> str:
+    """Returns the ``--backend-cmd`` of ``release``, building its environment if needed."""
+    print(f"memspec: preparing {release.label} (cache {cache_dir(cache)})", flush=True)
+    interpreter = ensure_venv(release, cache_dir(cache), python)
+    print(f"memspec: {describe_venv(interpreter)}", flush=True)
+    return adapter_command(interpreter)
+
+
+def _build(args: argparse.Namespace) -> Build:
+    """Returns the build ``memspec hermes`` certifies: ``--wheel``, ``--source`` or a release."""
+    if args.wheel or args.source:
+        if args.version:
+            raise UsageError("--version names a release on the index; not with --wheel/--source")
+        return LocalBuild(Path(args.wheel or args.source).absolute())
+    return _release(f"{args.package}=={args.version}" if args.version else args.package)
+
+
+def _certify_options(args: argparse.Namespace) -> list[str]:
+    options = ["--profile", args.profile]
+    if args.workers:
+        options += ["-n", args.workers]
+    if args.timeout:
+        options += ["--timeout", str(args.timeout)]
+    return options
+
+
+def certify_into(backend: Sequence[str], report: Path, options: Sequence[str]) -> int:
+    """Runs ``memspec certify`` on one backend in a process of its own, writing ``report``;
+    returns its exit status (its progress goes to this process's output)."""
+    argv = [sys.executable, "-m", "memspec.conformance", "certify", *backend]
+    argv += ["--report", str(report), "-q", *options]
+    try:
+        return subprocess.run(argv, timeout=CERTIFY_TIMEOUT, check=False).returncode
+    except subprocess.TimeoutExpired:
+        raise UsageError(
+            f"certifying {' '.join(backend)} took over {CERTIFY_TIMEOUT:g} s; try --profile smoke"
+        ) from None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.=_-]+", "_", text).strip("_")[:80] or "backend"
+
+
+def _certified_column(backend: Sequence[str], report: Path, options: Sequence[str]) -> Column:
+    print(f"memspec: certifying {' '.join(backend)}", flush=True)
+    status = certify_into(backend, report, options)
+    if status not in (0, 1) or not (report / "report.json").exists():
+        raise UsageError(f"certifying {' '.join(backend)} ended with status {status}; see above")
+    return Column.load(report)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _page_run(args: argparse.Namespace) -> PageRun | None:
+    """Returns the stamp's run of this ``matrix`` or ``sweep`` when ``--page`` is given: the
+    command line as typed (rebuilt from the parsed options when memspec was called in-process)."""
+    if not args.page:
+        return None
+    if writable_page(args.page):
+        raise UsageError(str(writable_page(args.page)))
+    if sys.argv[1:2] == [args.command]:
+        return PageRun.start("memspec", sys.argv[1:])
+    argv = [args.command]
+    for flag, name in _REBUILT:
+        value = getattr(args, name, None)
+        for item in value if isinstance(value, list) else [value]:
+            if item is True:
+                argv.append(flag)
+            elif item not in (None, False):
+                argv += [flag, str(item)]
+    return PageRun.start("memspec", argv)
+
+
+_REBUILT = (
+    ("--package", "package"),
+    ("--from", "first"),
+    ("--to", "last"),
+    ("--out", "out"),
+    ("--backend", "backend"),
+    ("--backend-cmd", "backend_cmd"),
+    ("--hermes", "hermes"),
+    ("--from-report", "from_report"),
+    ("--reuse", "reuse"),
+    ("--profile", "profile"),
+    ("-n", "workers"),
+    ("--timeout", "timeout"),
+    ("--page", "page"),
+)
+
+MATRIX_INTRO = """Each backend certified with `memspec certify` (each in its own process). A clause
+*fails* when a check citing it fails and its message does not blame another clause; it is
+*skipped* when nothing verified it or when a check needed a feature the backend does not claim
+(so a missing mechanism never reads as a pass), and *n/a* for rules of the agent that the
+contract cannot observe."""
+
+
+def render_explanations(matrix: Matrix) -> str:
+    """Returns, for every clause that fails for some backend, the backends it fails for and
+    the line of reasoning that explains it (clauses sharing both are listed together). The
+    lines explain Hermes' memory tool: a clause failing for no Hermes column gets
+    :data:`~memspec.conformance.hermes.failure_notes.NO_EXPLANATION`."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
+        failed = [
+            column
+            for column, verdict in zip(matrix.columns, row, strict=True)
+            if verdict.status == "fail"
+        ]
+        failing = tuple(column.label for column in failed)
+        if failing:
+            hermes = any(
+                "hermes" in f"{column.label} {column.run.get('name', '')}".lower()
+                for column in failed
+            )
+            line = explain(clause.id) if hermes else NO_EXPLANATION
+            groups.setdefault((line, failing), []).append(clause.id)
+    if not groups:
+        return "No clause fails for any backend."
+    lines = []
+    for (line, failing), clauses in groups.items():
+        names = ", ".join(f"**{c}**" for c in clauses)
+        lines.append(f"- {names} (fails for {', '.join(failing)}) — {line}")
+    return "\n".join(lines)
+
+
+def matrix_page(matrix: Matrix) -> str:
+    """Returns the body of the matrix's results page: the table, every fail and skip with its
+    reason, and why each failing clause fails."""
+    return "\n\n".join(
+        [
+            MATRIX_INTRO,
+            render_markdown(matrix, "The matrix").strip(),
+            "## Why the real backends fail",
+            "Reasoning, not measurement: one line per clause on why Hermes' memory tool fails it "
+            "(kept in `conformance/hermes/failure_notes.py`; `#N` is the NousResearch/hermes-agent "
+            "issue of the same bug), rendered for each clause this run saw fail, beside the "
+            "backends it failed for.",
+            render_explanations(matrix),
+        ]
+    )
+
+
+def sweep_page(
+    matrix: Matrix,
+    changes: Sequence[Change],
+    package: str,
+    profile: str,
+    later: Sequence[Release] = (),
+) -> str:
+    """Returns the body of the sweep's results page: clause counts per release, each verdict
+    change with why, the clause table of every release (columns in release order), then why
+    each failing clause fails. ``later`` are the releases of later lines (``--then``) after the
+    package's own."""
+    own = matrix.columns[: len(matrix.columns) - len(later)]
+    first, last = own[0].label, own[-1].label
+    then = (
+        ", then the later lines " + ", ".join(f"{r.package} {r.version}" for r in later)
+        if later
+        else ""
+    )
+    return "\n\n".join(
+        [
+            f"Every release of {package} on the package index from {first} to {last}{then}, "
+            f"each certified in its own environment (profile `{profile}`), and for each clause "
+            "the release where its verdict changed.",
+            "## Timeline",
+            render_timeline_markdown(matrix, changes).strip(),
+            render_markdown(matrix, "Every clause, every release").split("\n### ")[0].strip(),
+            "## Why the releases fail",
+            "Reasoning, not measurement: the line of `conformance/hermes/failure_notes.py` for "
+            "each clause some release failed, beside the releases it failed in.",
+            render_explanations(matrix),
+        ]
+    )
+
+
+def _cmd_hermes(args: argparse.Namespace) -> int:
+    from memspec.conformance.commands.cli import main
+
+    command = hermes_command(_build(args), args.cache, args.python)
+    argv = ["certify", "--backend-cmd", command, *_certify_options(args)]
+    for flag, value in (
+        ("--report", args.report),
+        ("--expected-failures", args.expected_failures),
+        ("-k", args.select),
+    ):
+        if value:
+            argv += [flag, value]
+    return main([*argv, "-q"] if args.quiet else argv)
+
+
+def _out(args: argparse.Namespace) -> Path:
+    """Returns ``--out``, or with only ``--page`` a new directory under the temporary one."""
+    if args.out:
+        return Path(args.out)
+    if not args.page:
+        raise UsageError(f"{args.command} needs --out DIR (or --page FILE)")
+    out = Path(tempfile.mkdtemp(prefix=f"memspec-{args.command}-"))
+    print(f"memspec: reports under {out}", flush=True)
+    return out
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    run = _page_run(args)
+    out = _out(args)
+    options = _certify_options(args)
+    columns = [Column.load(Path(directory)) for directory in args.from_report]
+    backends: list[tuple[str, list[str]]] = [(s, ["--backend", s]) for s in args.backend]
+    backends += [(c, ["--backend-cmd", c]) for c in args.backend_cmd]
+    for text in args.hermes:
+        release = _release(text)
+        command = hermes_command(release, args.cache, args.python)
+        backends.append((release.label, ["--backend-cmd", command]))
+    if not columns and not backends:
+        raise UsageError("name at least one backend or --from-report DIR")
+    for name, backend in backends:
+        columns.append(_certified_column(backend, out / "reports" / _slug(name), options))
+    matrix = Matrix.build(columns)
+    _write(out / "matrix.md", render_markdown(matrix))
+    _write(out / "matrix.html", render_html(matrix))
+    for index, column in enumerate(matrix.columns):
+        counts = matrix.counts(index)
+        level = matrix.level(index).name
+        print(f"{column.label}: level {level}; " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    print(f"matrix: {out / 'matrix.md'}, {out / 'matrix.html'}")
+    if run:
+        print(f"page: {run.write(args.page, 'The clause matrix', matrix_page(matrix))}")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    run = _page_run(args)
+    out = _out(args)
+    later = [_release(text) for text in args.then]
+    versions = versions_between(index_versions(args.package), args.first, args.last)
+    if not versions:
+        raise UsageError(
+            f"no release of {args.package} on the index between {args.first} and {args.last}"
+        )
+    releases = [(Release(args.package, v), v) for v in versions] + [(r, r.label) for r in later]
+    print(f"memspec: sweeping {', '.join(label for _, label in releases)}", flush=True)
+    columns = []
+    for release, label in releases:
+        report = out / _slug(release.label)
+        if args.reuse and (report / "report.json").exists():
+            column = Column.load(report, label)
+            if column.run.get("profile") == args.profile:
+                columns.append(column)
+                continue
+        command = hermes_command(release, args.cache, args.python)
+        _certified_column(["--backend-cmd", command], report, _certify_options(args))
+        columns.append(Column.load(report, label))
+    matrix = Matrix.build(columns)
+    changes = timeline(matrix)
+    last = releases[-1][1]
+    title = f"{args.package} {versions[0]} to {last}: memspec release sweep"
+    _write(out / "timeline.md", f"## {title}\n\n" + render_timeline_markdown(matrix, changes))
+    _write(out / "timeline.html", render_timeline_html(matrix, changes, title))
+    _write(out / "matrix.md", render_markdown(matrix, title))
+    print(f"{len(changes)} clause verdicts changed across {len(releases)} releases")
+    print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
+    if run:
+        body = sweep_page(matrix, changes, args.package, args.profile, later)
+        page_title = f"Release sweep: {args.package} {versions[0]} to {last}"
+        print(f"page: {run.write(args.page, page_title, body)}")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, profile: str) -> None:
+    add_options(parser.add_argument, (PROFILE, WORKERS, TIMEOUT), defaults={"profile": profile})
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="where Hermes environments are kept (default $MEMSPEC_CACHE_DIR, "
+        "$XDG_CACHE_HOME/memspec or ~/.cache/memspec)",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter Hermes environments are created with (default: this one)",
+    )
+
+
+def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(
+        "--page", metavar="FILE", help=f"also write the results page (docs/results/{name}.md)"
+    )
+    parser.set_defaults(command=name)
+
+
+def add_parsers(commands: Any) -> None:
+    """Adds the ``hermes``, ``matrix`` and ``sweep`` subcommands to memspec's parser."""
+    hermes = commands.add_parser(
+        "hermes", help="certify the memory tool of a Hermes release, fork or local build"
+    )
+    build = hermes.add_mutually_exclusive_group()
+    build.add_argument(
+        "--package",
+        default="hermes-agent",
+        help="a distribution on the index that ships Hermes' memory tool (default hermes-agent)",
+    )
+    build.add_argument("--wheel", metavar="PATH", help="a local wheel of a Hermes build")
+    build.add_argument("--source", metavar="DIR", help="a source directory of a Hermes build")
+    hermes.add_argument("--version", help="a release on the index (default: the latest)")
+    add_options(hermes.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
+    _common(hermes, "ci")
+    hermes.set_defaults(run=_cmd_hermes)
+
+    matrix = commands.add_parser("matrix", help="one clause table for several backends")
+    matrix.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where the pages are written (with --page: a new temporary one)",
+    )
+    matrix.add_argument("--backend", action="append", default=[], metavar="MODULE:FACTORY")
+    matrix.add_argument("--backend-cmd", action="append", default=[], metavar="CMD")
+    matrix.add_argument(
+        "--hermes", action="append", default=[], metavar="PKG[==VER]", help="a Hermes release"
+    )
+    matrix.add_argument(
+        "--from-report", action="append", default=[], metavar="DIR", help="a saved certification"
+    )
+    _page_option(matrix, "matrix")
+    _common(matrix, "ci")
+    matrix.set_defaults(run=_cmd_matrix)
+
+    sweep = commands.add_parser("sweep", help="certify every release in a range; a timeline")
+    sweep.add_argument(
+        "--package", default="hermes-agent", help="a distribution that ships Hermes' memory tool"
+    )
+    sweep.add_argument("--from", dest="first", default="0.13.0", metavar="VERSION")
+    sweep.add_argument("--to", dest="last", default=None, metavar="VERSION")
+    sweep.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where the pages are written (with --page: a new temporary one)",
+    )
+    sweep.add_argument(
+        "--then",
+        action="append",
+        default=[],
+        metavar="PKG==VER",
+        help="a release of a later line (a fork) to append to the timeline, in the order given",
+    )
+    sweep.add_argument(
+        "--reuse", action="store_true", help="keep a release's saved report of the same profile"
+    )
+    _page_option(sweep, "sweep")
+    _common(sweep, "smoke")
+    sweep.set_defaults(run=_cmd_sweep)

@@ -1,0 +1,264 @@
+"""The clause matrix of several backends, and the timeline of a release sweep.
+
+Both are made from ``report.json`` files (CONTRACT-17), so a matrix can be rendered again from
+saved certifications without running anything. Each cell is the verdict of one clause for one
+backend, with the reason when it is not a pass, decided by
+:func:`memspec.conformance.core.verdicts.clause_verdict` (the same function as the clause table of
+a report): ``pass``, ``fail``, ``skip`` or ``n/a``; the rules are in that module's docstring.
+A clause of a feature the column's backend does not claim reads ``skip``.
+
+Each column also states the conformance level its backend reached, computed from its checks by
+:func:`~memspec.conformance.core.findings.conformance_level`, the rule of its ``report.json``.
+
+The library never prints: it returns text (Markdown, or one self-contained HTML page).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.findings import Level, conformance_level
+from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
+from memspec.conformance.transport.backend import UsageError
+from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.examples import spec_text
+from memspec.spec.versions import installed_version
+
+GENERATED_GROUPS = ("properties", "drift_properties", "machine", "crash", "crashstates")
+"""Check-id groups whose checks are generated or timed (a property, the state machine, kill -9
+at random moments)."""
+GENERATED_NOTE = (
+    "the failure was found by a generated or timed check (a property, the state machine, "
+    "kill -9 at random moments): an earlier release may have the same defect, unfound by a "
+    "search that followed its other answers."
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A Column is one certified backend: its label and the records of its ``report.json``."""
+
+    label: str
+    run: dict[str, Any]
+    checks: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def load(cls, directory: Path, label: str | None = None) -> Column:
+        """Reads ``directory/report.json`` (raises UsageError naming the file and the problem)."""
+        path = directory / "report.json"
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            run, checks = payload["run"], payload["checks"]
+        except OSError as error:
+            raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"{path} is not a memspec report.json (no run and checks)") from None
+        name = str(run.get("name") or run.get("backend") or directory.name)
+        version = str(run.get("version") or "")
+        default = f"{name} {version}".strip()
+        return cls(label or default, run, tuple(checks))
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A Matrix is one verdict per clause and backend, clauses in SPEC.md order."""
+
+    clauses: tuple[Clause, ...]
+    columns: tuple[Column, ...]
+    cells: tuple[tuple[ClauseVerdict, ...], ...]
+
+    @classmethod
+    def build(cls, columns: Sequence[Column]) -> Matrix:
+        """Returns the matrix of ``columns`` over every clause of SPEC.md."""
+        clauses = tuple(parse_clauses(spec_text()))
+        cells = tuple(
+            tuple(
+                clause_verdict(clause.id, column.checks, column.run.get("features") or ())
+                for column in columns
+            )
+            for clause in clauses
+        )
+        return cls(clauses, tuple(columns), cells)
+
+    def level(self, index: int) -> Level:
+        """Returns the conformance level column ``index`` reached (SPEC.md, "Conformance
+        levels"), computed from its checks by the same rule as its report."""
+        return conformance_level(self.clauses, self.columns[index].checks)
+
+    def counts(self, index: int) -> dict[str, int]:
+        """Returns how many clauses pass, fail, skip and are n/a for column ``index``."""
+        counts = {"pass": 0, "fail": 0, "skip": 0, "n/a": 0}
+        for row in self.cells:
+            counts[row[index].status] += 1
+        return counts
+
+
+def spec_version_of(run: dict[str, Any]) -> str:
+    """Returns the spec version a report's run was certified against: its ``spec_version``, and
+    ``1`` for a report written before SPEC.md had a version line (``unknown`` when the run's
+    SPEC.md stated none)."""
+    version = run.get("spec_version", 1)
+    return "unknown" if version is None else str(version)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(matrix: Matrix, title: str = "memspec clause matrix") -> str:
+    """Returns the matrix as Markdown: the table, then every fail and skip with its reason."""
+    labels = [column.label for column in matrix.columns]
+    version = installed_version().number
+    lines = [f"## {title}", "", f"The clauses of memspec spec version {version}.", ""]
+    for index, column in enumerate(matrix.columns):
+        counts = matrix.counts(index)
+        run = column.run
+        lines.append(
+            f"- **{_md(column.label)}**: level **{matrix.level(index).name}**; "
+            f"{counts['pass']} pass, {counts['fail']} fail, "
+            f"{counts['skip']} skip, {counts['n/a']} n/a (spec version {spec_version_of(run)}, "
+            f"profile {run.get('profile', '?')}; features: {', '.join(run.get('features', ()))})"
+        )
+    lines += ["", "| clause | level | " + " | ".join(map(_md, labels)) + " |"]
+    lines.append("|---|---|" + "---|" * len(labels))
+    for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
+        cells = [("**FAIL**" if v.status == "fail" else v.status) for v in row]
+        lines.append(f"| {clause.id} | {clause.level} | " + " | ".join(cells) + " |")
+    for index, column in enumerate(matrix.columns):
+        notes = [
+            f"- {clause.id} {row[index].status}: {_md(row[index].reason)}"
+            for clause, row in zip(matrix.clauses, matrix.cells, strict=True)
+            if row[index].status in ("fail", "skip")
+        ]
+        if notes:
+            lines += ["", f"### {_md(column.label)}: fails and skips", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 8px;vertical-align:top}
+th{background:#f4f4f4;position:sticky;top:0}td.pass{background:#e6f4e6}
+td.fail{background:#f9d6d5;font-weight:bold}td.skip{background:#fff4cc}td.na{color:#999}
+td small{display:block;font-weight:normal;max-width:28em;color:#444}
+"""
+
+
+def _html_cell(verdict: ClauseVerdict) -> str:
+    css = "na" if verdict.status == "n/a" else verdict.status
+    reason = f"<small>{html.escape(verdict.reason)}</small>" if verdict.reason else ""
+    return f'<td class="{css}">{html.escape(verdict.status)}{reason}</td>'
+
+
+def render_html(matrix: Matrix, title: str = "memspec clause matrix") -> str:
+    """Returns the matrix as one static, self-contained HTML page (no scripts, no links)."""
+    head = "".join(f"<th>{html.escape(column.label)}</th>" for column in matrix.columns)
+    summary = "".join(
+        f"<li><b>{html.escape(column.label)}</b>: level <b>{matrix.level(index).name}</b>; "
+        + ", ".join(f"{n} {status}" for status, n in matrix.counts(index).items())
+        + f" — spec version {html.escape(spec_version_of(column.run))}, profile "
+        + f"{html.escape(str(column.run.get('profile', '?')))}, features "
+        + html.escape(", ".join(column.run.get("features", ())))
+        + "</li>"
+        for index, column in enumerate(matrix.columns)
+    )
+    rows = "".join(
+        f'<tr><th id="{clause.id}">{clause.id}</th><td>{clause.level}</td>'
+        + "".join(_html_cell(verdict) for verdict in row)
+        + "</tr>"
+        for clause, row in zip(matrix.clauses, matrix.cells, strict=True)
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p>The clauses of memspec spec version {installed_version().number}.</p>"
+        f"<ul>{summary}</ul>"
+        f"<table><thead><tr><th>clause</th><th>level</th>{head}</tr></thead>"
+        f"<tbody>{rows}</tbody></table></body></html>\n"
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """A Change is a clause whose verdict differs between two consecutive releases."""
+
+    clause: str
+    release: str
+    before: ClauseVerdict
+    after: ClauseVerdict
+
+    @property
+    def why(self) -> str:
+        """The reason of the new verdict, or of the old one when the clause now passes."""
+        if self.after.status == "pass" and self.before.reason:
+            return f"was: {self.before.reason}"
+        return self.after.reason or self.before.reason
+
+    @property
+    def generated(self) -> bool:
+        """Whether a generated or timed check found the failure on either side (see
+        GENERATED_NOTE). A change between a feature not claimed and a verdict, or between a
+        pass and a clause not verified, says nothing about a search, and is not marked."""
+        decided = [
+            check for verdict in (self.before, self.after) if verdict.status == "fail"
+            for check in verdict.checks
+        ]  # fmt: skip
+        groups = {check.split("/", 1)[-1].split(".", 1)[0] for check in decided}
+        return bool(groups & set(GENERATED_GROUPS))
+
+
+def timeline(matrix: Matrix) -> list[Change]:
+    """Returns, for columns in release order, every clause verdict that changed, oldest first:
+    the release where a clause started or stopped passing (or started being checked)."""
+    changes = []
+    for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
+        for index in range(1, len(row)):
+            if row[index].status != row[index - 1].status:
+                changes.append(
+                    Change(clause.id, matrix.columns[index].label, row[index - 1], row[index])
+                )
+    return changes
+
+
+def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
+    """Returns the sweep as Markdown: clause counts per release, then each change with why."""
+    lines = ["| release | level | pass | fail | skip | features |", "|---|---|---|---|---|---|"]
+    for index, column in enumerate(matrix.columns):
+        counts = matrix.counts(index)
+        lines.append(
+            f"| {_md(column.label)} | {matrix.level(index).name} | {counts['pass']} | "
+            f"{counts['fail']} | {counts['skip']} | "
+            f"{', '.join(f for f in column.run.get('features', ()) if f != 'core')} |"
+        )
+    first = matrix.columns[0].label if matrix.columns else ""
+    lines += ["", f"Clauses whose verdict changed after {first}:", ""]
+    if not changes:
+        lines.append("- none")
+    for change in changes:
+        mark = " †" if change.generated else ""
+        lines.append(
+            f"- **{change.clause}** {change.before.status} → {change.after.status} in "
+            f"{_md(change.release)}{mark}" + (f": {_md(change.why)}" if change.why else "")
+        )
+    if any(change.generated for change in changes):
+        lines += ["", f"† {GENERATED_NOTE}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_timeline_html(matrix: Matrix, changes: Sequence[Change], title: str) -> str:
+    """Returns the sweep as one self-contained HTML page: the changes, then the whole matrix."""
+    items = "".join(
+        f"<li><b>{c.clause}</b> {c.before.status} → {c.after.status} in "
+        f"{html.escape(c.release)}{' †' if c.generated else ''}: {html.escape(c.why)}</li>"
+        for c in changes
+    )
+    if any(c.generated for c in changes):
+        items += f"<li>† {html.escape(GENERATED_NOTE)}</li>"
+    page = render_html(matrix, title)
+    return page.replace("<table>", f"<h2>Changes</h2><ul>{items or '<li>none</li>'}</ul><table>", 1)

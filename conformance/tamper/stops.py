@@ -1,0 +1,346 @@
+"""Scheduled runs of a ``--backend-cmd`` backend: strace stops each backend process after every
+file-system call on the root, and the scheduler resumes the process whose turn it is
+(LOCK-2, LOCK-3, ATOMIC-2; ``interleavings.*`` checks).
+
+A Python backend's calls are interposed (:mod:`memspec.conformance.processes.turns`): the worker
+parks *before* each call and the harness grants it. A process in another language cannot be
+interposed, so :class:`StoppedProcess` runs its session under strace (the options and the output
+parser of :mod:`memspec.conformance.tamper.strace` and :mod:`memspec.conformance.tamper.fstrace`)
+with two more options (:func:`stop_options`):
+
+- ``-P PATH`` for the root and the names a store keeps there (``MEMORY.md``, ``USER.md`` and
+  their ``.lock`` files): only calls on them are traced, so the interpreter's start-up and the
+  protocol's own pipe traffic never stop the process, and a uniquely named temp file — which no
+  other session can see until its rename, traced by its target — is private;
+- ``-e inject=CALLS:signal=SIGSTOP`` on every one of those calls: strace sends the process
+  ``SIGSTOP`` as it enters the call; the call is made (it is not fatal, unlike ``SIGKILL``) and
+  the process stops on its way back to user code. strace reports it as
+  ``--- stopped by SIGSTOP ---``, which the harness reads from strace's output file, and the
+  harness's ``SIGCONT`` resumes it.
+
+So a command's *step* is "run up to and including the next call on the root", where an
+interposed worker's step is "make the parked call": the same unit, with the stop one call later.
+The scheduler (:func:`~memspec.conformance.schedule.schedule.run_scheduled`), the explorations,
+the judges and the repro files are those of the Python path; the granted call a step shows is
+the one strace printed. Two consequences, both harmless for the programs these checks run:
+
+- each session's first call on the root is made before the first decision (every program
+  starts with a ``load``, whose first call is a read-only open);
+- a lock call that would wait gets ``SIGSTOP`` pending on entry, so the kernel ends it with
+  ``ERESTARTSYS`` without taking the lock, and restarts it on ``SIGCONT``: that step *waited*, and
+  the session is not enabled again until another one has made a step (it may have released
+  the lock). A lock attempt that fails because the lock is taken (``EAGAIN`` from a
+  non-blocking ``flock``, ``EADDRINUSE`` from a ``bind``) waited too.
+
+**Locks off the root.** A store may lock something ``-P`` cannot name: a Unix socket bound in
+the abstract namespace (the Node.js backend: Node has no ``flock``), a lock file of another
+name. A session waiting for it would make no call strace stops at. So the scheduler first
+records one add of the backend (:func:`off_root_locks`, once per command), and where it locks
+off the root, it stops the process at every call that changes a file or takes a lock, wherever
+it is, with no ``-P``: the harness resumes at once those that are not scheduling points (the
+protocol's pipes, a temp file), and the scheduling points are the calls on the root and its
+names, as with ``-P``, and every lock call. Reads are not stopped at there: a read of the
+protocol's pipe that waits for the next request would be stopped and restarted without end.
+A waiting session's lock attempts are then steps that waited, and its schedule replays.
+
+Why stops and not ``delay_enter``: a delay orders calls only as long as the machine is not
+slower
+than the delay, which on a loaded 2-core CI runner it is; a stop orders them whatever the load,
+so a schedule replays exactly, as ``memspec repro`` needs.
+
+**Never hangs.** Every wait polls with a deadline; the backend runs in a process group of its
+own (with strace, where strace starts it), which :meth:`StoppedProcess.stop` kills
+with ``SIGKILL`` (stopped processes included) on every way out of a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_module
+import functools
+import os
+import re
+import signal
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.registry import NotApplicable
+from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
+from memspec.conformance.tamper.fstrace import FAULT_CALLS, STRACE_CALLS, StraceFollower
+from memspec.conformance.tamper.strace import (
+    end_process_group,
+    finish_traced,
+    require_strace,
+    run_traced,
+    traced,
+)
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.spec.targets import FILENAMES
+
+STORE_NAMES = (*FILENAMES.values(), *(f"{name}.lock" for name in FILENAMES.values()))
+"""The names in the root whose calls are scheduling points (besides the root itself)."""
+POLL_SECONDS = 0.0005
+"""How often strace's output is read while a step runs."""
+RESTARTED = "ERESTARTSYS"
+
+_SIGNALLED = re.compile(r"^(\d+)\s+--- SIGSTOP \{si_signo=SIGSTOP, si_code=SI_KERNEL\b")
+_CALL = re.compile(r"^\d+\s+(?P<name>\w+)\((?:[^<,]*<(?P<path>[^>]*)>)?")
+_STOPPED = re.compile(r"^(\d+)\s+--- stopped by SIGSTOP ---")
+
+
+def require_schedulable(backend: Any) -> None:
+    """Raises NotApplicable unless the scheduler can drive ``backend``: a Python backend
+    (interposed), or a command where strace can trace (the reason otherwise)."""
+    if isinstance(backend, InProcessBackend):
+        return
+    if isinstance(backend, CommandBackend):
+        require_strace()
+        return
+    raise NotApplicable(f"the scheduler drives Python and command backends, not {backend!r}")
+
+
+LOCK_CALLS = ("flock", "lockf", "bind")
+"""The call records (:mod:`memspec.conformance.tamper.fstrace`) that take an inter-process lock."""
+
+
+def unschedulable_locks(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Returns the paths of the locks in ``records`` (one session's calls) that are not
+    scheduling points: not a name of :data:`STORE_NAMES` in the root (an abstract socket, a
+    lock file of another name). A session waiting for one makes no call strace stops at, so
+    the scheduler could tell it is blocked only by a timeout, and a schedule would not replay."""
+    held = {
+        str(record.get("path") or "").rstrip("\x00 ")
+        for record in records
+        if record.get("name") in LOCK_CALLS and not record.get("error")
+    }
+    return sorted(
+        path for path in held if path.startswith("@") or os.path.basename(path) not in STORE_NAMES
+    )
+
+
+def off_root_locks(backend: CommandBackend) -> tuple[str, ...]:
+    """Returns the locks ``backend`` takes that are not scheduling points under ``-P``
+    (:func:`unschedulable_locks`), found from one add recorded under strace on a scratch root,
+    once per command and directory."""
+    return _off_root_locks(backend.command, backend.cwd, backend.timeout)
+
+
+@functools.cache
+def _off_root_locks(command: str, cwd: str, timeout: float) -> tuple[str, ...]:
+    backend = CommandBackend(command, timeout, cwd=cwd, prestart=False)
+    ops = ({"op": "load"}, {"op": "add", "target": "memory", "content": "Lock probe entry"})
+    with tempfile.TemporaryDirectory(prefix="memspec-locks-") as scratch:
+        root = Path(scratch) / "root"
+        root.mkdir()
+        result, _ = run_traced(Job(backend, root, ops, name="lock-probe"), 30, Path(scratch))
+    return tuple(unschedulable_locks(result.calls))
+
+
+STOP_CALLS = f"{STRACE_CALLS},flock,fcntl,bind"
+"""What a process whose lock is off the root is stopped at (module docs): every traced call
+but the reads."""
+
+
+def stop_options(root: Path, everywhere: bool = False) -> tuple[str, ...]:
+    """Returns the strace options that stop a process after each call on ``root`` (module
+    docs), for the root as given and as resolved (``-P`` compares the path strings); or, with
+    ``everywhere``, after each call of :data:`STOP_CALLS` wherever it is."""
+    if everywhere:
+        return ("-e", "signal=SIGSTOP", "-e", f"inject={STOP_CALLS}:signal=SIGSTOP")
+    roots = dict.fromkeys([str(root), os.path.realpath(root)])
+    paths = [path for base in roots for path in (base, *(f"{base}/{n}" for n in STORE_NAMES))]
+    filters = [option for path in paths for option in ("-P", path)]
+    return ("-e", "signal=SIGSTOP", *filters, "-e", f"inject={FAULT_CALLS}:signal=SIGSTOP")
+
+
+def stops_in(lines: list[str], signalled: set[int]) -> list[tuple[int, int]]:
+    """Returns the stops in complete strace ``lines``: (thread, index of the line) for each
+    ``stopped by SIGSTOP`` of a thread that strace sent ``SIGSTOP`` at a call (``signalled``,
+    updated: group-stop lines of the process's other threads are not stops)."""
+    stops = []
+    for index, line in enumerate(lines):
+        sent = _SIGNALLED.match(line)
+        if sent is not None:
+            signalled.add(int(sent.group(1)))
+            continue
+        stopped = _STOPPED.match(line)
+        if stopped is not None and int(stopped.group(1)) in signalled:
+            signalled.discard(int(stopped.group(1)))
+            stops.append((int(stopped.group(1)), index))
+    return stops
+
+
+def unrecorded_call(latest_first: Iterable[str]) -> dict[str, Any]:
+    """Returns a record of the first call in strace lines given latest first that the parser
+    keeps no record of (an ``lseek``, a ``dup``): its system call and the path strace
+    decorated it with."""
+    for line in latest_first:
+        call = _CALL.match(line)
+        if call is not None:
+            path = call.group("path") or ""
+            return {"name": call.group("name"), "path": path, "kind": None, "details": {}}
+    return {"name": "call", "path": "", "kind": None, "details": {}}
+
+
+LOCK_TAKEN = frozenset({"EAGAIN", "EWOULDBLOCK", "EACCES", "EADDRINUSE"})
+"""The errors of a lock attempt that found the lock taken (a lock call that waited)."""
+
+
+def returned(call: dict[str, Any]) -> dict[str, Any]:
+    """Returns the scheduler's ``return`` record of a granted step whose call was ``call``."""
+    error = call.get("error")
+    waited = error == RESTARTED or (call.get("name") in LOCK_CALLS and error in LOCK_TAKEN)
+    failed = bool(error) and not waited
+    number = getattr(errno_module, str(error), None) if failed else None
+    return {"type": "return", "call": call, "failed": failed, "errno": number, "waited": waited}
+
+
+class StoppedProcess:
+    """One command-backend session under the scheduler, stopped by strace (module docs).
+
+    It has the face of the scheduler's interposed workers: ``parked`` (the process is stopped;
+    the record names the call it stopped after), ``granted``, ``blocked``, ``gone``,
+    :meth:`absorb`, :meth:`settle`, :meth:`grant`, :meth:`stop` and :meth:`finish`.
+    """
+
+    def __init__(self, job: Job, directory: Path) -> None:
+        self.name = job.name
+        assert isinstance(job.backend, CommandBackend)
+        self.everywhere = bool(off_root_locks(job.backend))
+        self.run = traced(job, directory, stop_options(job.root, self.everywhere))
+        self.root = os.path.realpath(job.root)
+        self.worker = Worker(self.run.job)
+        self.lines: list[str] = []
+        self._partial = ""
+        self._offset = 0
+        self._signalled: set[int] = set()
+        self._stops: list[tuple[int, int]] = []
+        self._seen = 0
+        self._follower = StraceFollower(self.root, self.run.initial)
+        self._fed = 0
+        self._calls = 0
+        self.group: int | None = None
+        self.parked: dict[str, Any] | None = None
+        self.granted: dict[str, Any] | None = None
+        self.blocked = False
+        self.gone = False
+
+    def _read(self) -> None:
+        """Reads what strace has written since the last time."""
+        try:
+            with open(self.run.output, "rb") as output:
+                output.seek(self._offset)
+                data = output.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(data)
+        text = self._partial + data.decode("utf-8", "surrogateescape")
+        *complete, self._partial = text.split("\n")
+        first = len(self.lines)
+        self.lines += complete
+        found = stops_in(complete, self._signalled)
+        self._stops += [(thread, first + index) for thread, index in found]
+
+    def _call_before(self, thread: int, line: int) -> dict[str, Any] | None:
+        """Returns the call ``thread`` stopped after at strace line ``line``: the last new call
+        record on the root; stopped everywhere, that thread's own last call, or None when it
+        is not a scheduling point (module docs)."""
+        self._follower.feed(self.lines[self._fed : line + 1])
+        self._fed = max(self._fed, line + 1)
+        records = self._follower.trace.records
+        new, self._calls = records[self._calls :], len(records)
+        if not self.everywhere:
+            return new[-1] if new else unrecorded_call(self._back_from(line))
+        syscall, record = self._follower.last_call(thread)
+        if record is None:
+            record = unrecorded_call(self._back_from(line, thread))
+            record["name"] = syscall or record["name"]
+        return record if self._scheduling_point(record) else None
+
+    def _back_from(self, line: int, thread: int | None = None) -> Iterator[str]:
+        """Yields strace's lines from ``line`` back to the first (only those of ``thread``)."""
+        prefix = f"{thread} " if thread is not None else ""
+        for index in range(line, -1, -1):
+            if self.lines[index].startswith(prefix):
+                yield self.lines[index]
+
+    def _scheduling_point(self, call: Mapping[str, Any]) -> bool:
+        """Whether a call stopped at everywhere is one the scheduler decides at: a lock call,
+        or a call on the root or one of its names."""
+        path = str(call.get("path") or "")
+        in_root = os.path.dirname(path) == self.root and os.path.basename(path) in STORE_NAMES
+        return call.get("name") in LOCK_CALLS or path == self.root or in_root
+
+    def absorb(self, locks: Any) -> list[dict[str, Any]]:
+        """Takes the stops strace reported; returns the ``return`` records of granted steps."""
+        self._read()
+        returns = []
+        while self._seen < len(self._stops):
+            thread, line = self._stops[self._seen]
+            self._seen += 1
+            if self.group is None:
+                with contextlib.suppress(OSError):
+                    self.group = os.getpgid(thread)
+            call = self._call_before(thread, line)
+            if call is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(thread, signal.SIGCONT)
+                continue
+            back = returned(call)
+            if self.granted is not None:
+                returns.append(back)
+                self.granted = None
+            self.parked = {
+                "type": "park",
+                "name": "next",
+                "path": "",
+                "details": {},
+                "after": back["call"],
+                "thread": thread,
+                "would_block": back["waited"],
+            }
+        if self.worker.ended and self.parked is None and not self.gone:
+            self.gone = True
+            locks.ended(self.name)
+        return returns
+
+    def settle(self, locks: Any, timeout: float) -> list[dict[str, Any]]:
+        """Waits until the process is stopped again or its session ended (or ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        returns = []
+        while True:
+            self.worker.pump(0)
+            returns += self.absorb(locks)
+            if self.parked is not None or self.worker.ended or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_SECONDS)
+        self.blocked = self.parked is None and not self.gone
+        return returns
+
+    def grant(self) -> bool:
+        """Resumes the stopped process (``SIGCONT``); False if it is gone."""
+        thread = (self.granted or {}).get("thread")
+        if thread is None:
+            return False
+        try:
+            os.kill(thread, signal.SIGCONT)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Kills the session's process group (its stopped processes; strace ends with them)
+        and worker."""
+        end_process_group(self.group)
+        if not self.worker.ended:
+            self.worker.kill("timeout")
+
+    def finish(self) -> WorkerResult:
+        """Reaps the worker and returns its result, with the calls strace recorded."""
+        result = self.worker.finish(REAP_TIMEOUT)
+        end_process_group(self.group)
+        return finish_traced(self.run, result)[0]

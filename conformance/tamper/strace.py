@@ -1,0 +1,605 @@
+"""A :class:`~memspec.conformance.tamper.interpose.Plan` carried out by ``strace`` on a
+``--backend-cmd`` backend: the traces, faults and kill points of the fault, durability, lock
+and crash checks (READ-6, READ-7, ATOMIC-1, ATOMIC-3, ATOMIC-4, LOCK-1..3, CRASH-1..3), for a
+backend in any language.
+
+**One vocabulary.** A check states a fault once, as a
+:class:`~memspec.conformance.tamper.interpose.Fault` over a ``Match`` (call names ``open``,
+``read``, ``write``, ``fsync``, ``replace``, ``flock``...; kinds ``data``/``temp``/``lock``/
+``dir``; the operation index); :func:`run_planned` carries it out by interposition for a Python
+backend and by strace for a command. The strace output is read by
+:func:`~memspec.conformance.tamper.fstrace.read_strace` into the very same call records, whose
+call names are the interposition's — ``openat`` is ``open``, ``pread64`` is ``read``,
+``pwrite64`` is ``pwrite``, ``renameat2`` is ``replace``, an ``fcntl`` record lock is
+``lockf`` — so the match is applied to records, never to system-call names, and that mapping
+lives in the parser alone.
+
+**Calibrate, then inject.** strace tampers with the Nth invocation of one system call
+(``-e inject=write:error=ENOSPC:when=N``), counted per thread, over every path; a temp file's
+name is not known in advance, so a path filter (``-P``) cannot name it. So a run first records
+the job (strace, nothing injected) and finds the call the fault selects; its record says which
+invocation it was: thread, system call, ordinal ``nth`` among that thread's calls of that system
+call. The root is then put back byte for byte and the job runs again with ``when=nth``:
+
+- an error: ``inject=SYSCALL:error=ERRNO:when=N`` — the call is not made and fails;
+- ``kill-before``: ``inject=SYSCALL:signal=SIGKILL:when=N`` — strace sends the signal when the
+  call is entered, and the call is not made (measured with strace 6.1);
+- ``kill-after``: the same at the thread's *next* traced call, which the recording names: every
+  call that changes a file is traced, so nothing happens to the files in between. After a sync
+  (``fsync``, ``fdatasync``) the kill is made at the sync's own entry instead: a killed process
+  leaves the files as they were whether its sync ran or not (a sync decides only what survives
+  a power loss), and a sync's count, unlike that of the ``close`` or ``openat`` that follows it,
+  does not change with what the interpreter or runtime opens and closes for itself.
+
+strace counts per thread, so the Nth call of every thread is hit: a plan whose invocation
+another thread of the recording also reaches is refused (not applicable, with the reason). The
+injected run is verified from strace's own output — the ``(INJECTED)`` line, or the call at
+which the thread was killed, with its ``-y`` path and its operation — against the call the
+fault selected; when it landed elsewhere (a backend whose calls differ from run to run) the root
+is put back and both runs are repeated once, and then the check says the fault could not be
+placed instead of judging a run it did not plan. A failed run never leaves a wrong verdict.
+
+**Where interposition stays.** For a Python backend the checks keep interposing its ``os`` and
+``io`` calls in a worker process (:mod:`memspec.conformance.tamper.interpose`): it needs no
+ptrace (containers and CI runners often forbid it), acts in one run without calibration, sees
+Python-level buffered writes and flushes (a store that fsyncs before flushing its file object
+is named as such), and drives the deterministic scheduler of the interleaving checks.
+
+**Never hangs.** Every run is a worker with a deadline; the backend runs in a process group of
+its own (with strace, where strace starts it), which is killed when the run ends; an attached
+strace ends with its tracees. Output strace writes that
+the parser cannot read is a :class:`~memspec.conformance.core.registry.HarnessError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_module
+import functools
+import itertools
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.registry import HarnessError, NotApplicable
+from memspec.conformance.processes.workers import (
+    HARNESS_STEPS,
+    Job,
+    WorkerResult,
+    run_session,
+)
+from memspec.conformance.tamper.fstrace import (
+    QUIET,
+    SECCOMP_BPF,
+    STRACE_FAULT_ARGUMENTS,
+    StraceTrace,
+    read_strace,
+)
+from memspec.conformance.tamper.interpose import Call, Fault, Plan, describe_call
+from memspec.conformance.transport.jsonlines import CommandBackend
+
+TRACED_TIMEOUT = 30.0
+"""Longest wait for one answer of a backend running under strace (it is slower)."""
+STRACE_PROBE_TIMEOUT = 10.0
+ATTEMPTS = 2
+_runs = itertools.count()
+
+
+@functools.cache
+def strace_problem() -> str | None:
+    """Returns why strace cannot trace here (missing, or ptrace not permitted), or ``None``."""
+    if shutil.which("strace") is None:
+        return "strace is not installed, so a --backend-cmd backend's calls cannot be recorded"
+    try:
+        probe = subprocess.run(
+            ["strace", SECCOMP_BPF, QUIET, *STRACE_FAULT_ARGUMENTS, "-o", os.devnull, "true"],
+            capture_output=True,
+            text=True,
+            timeout=STRACE_PROBE_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"strace could not run: {error}"
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"strace is not permitted to trace here ({reason})"
+    return None
+
+
+def require_strace() -> None:
+    """Raises NotApplicable, with the reason, where strace cannot trace."""
+    problem = strace_problem()
+    if problem is not None:
+        raise NotApplicable(problem)
+
+
+# -- the plan, as strace options ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Injection:
+    """An Injection is one fault as strace carries it out: at invocation ``nth`` of ``syscall``
+    (per thread), raise ``errno`` or kill (``action`` of the Fault); ``target`` is the call
+    record the fault selected in the recording, ``thread`` its thread there."""
+
+    syscall: str
+    nth: int
+    action: str
+    errno: int
+    target: dict[str, Any]
+    thread: int
+
+    @property
+    def at_the_call(self) -> bool:
+        """Whether a ``kill-after`` is made at the target call's own entry (after a sync), not
+        at the next call."""
+        return self.action == "kill-after" and self.target["name"] in SYNC_CALLS
+
+    def options(self) -> tuple[str, ...]:
+        """Returns the strace options that carry it out."""
+        if self.action == "raise":
+            effect = f"error={errno_module.errorcode[self.errno]}"
+        else:
+            effect = "signal=SIGKILL"
+        return ("-e", f"inject={self.syscall}:{effect}:when={self.nth}")
+
+    def describe(self) -> str:
+        """Returns the fault in a few words: ``EIO on read MEMORY.md``."""
+        what = (
+            errno_module.errorcode.get(self.errno, str(self.errno))
+            if self.action == "raise"
+            else self.action
+        )
+        return f"{what} on {describe_call(self.target)} ({self.syscall} #{self.nth})"
+
+
+SYNC_CALLS = frozenset({"fsync", "fdatasync"})
+"""Calls after which a kill is made at the call's own entry (see ``kill-after`` above)."""
+
+
+def selected(records: Sequence[dict[str, Any]], fault: Fault) -> dict[str, Any] | None:
+    """Returns the call record ``fault`` acts on: the ``nth`` its match selects, or None."""
+    chosen = [
+        record
+        for record in records
+        if fault.match.matches(
+            Call(record["seq"], record["name"], record["path"], record["kind"], {}, record["op"])
+        )
+    ]
+    return chosen[fault.nth - 1] if len(chosen) >= fault.nth else None
+
+
+def plan_injection(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], fault: Fault
+) -> Injection | None:
+    """Returns how strace injects ``fault`` into a run like the recorded one (``records``: the
+    trace's records with job operation indices), or None when the fault selects no call.
+    Raises NotApplicable when strace's per-thread count would hit another thread too."""
+    if fault.times != 1:
+        raise HarnessError(f"BUG IN CHECK: strace injects a fault once, not {fault.times} times")
+    target = selected(records, fault)
+    if target is None:
+        return None
+    invocation = target["details"]["strace"]
+    syscall, nth = invocation["syscall"], invocation["nth"]
+    if fault.action == "kill-after" and target["name"] not in SYNC_CALLS:
+        following = invocation.get("next")
+        if following is None:
+            raise NotApplicable(
+                f"no traced call followed {describe_call(target)} in its thread, so strace "
+                "has no call to kill the backend at right after it"
+            )
+        syscall, nth = following
+    others = sorted(
+        tid
+        for (tid, name), count in trace.counts.items()
+        if name == syscall and count >= nth and tid != invocation["tid"]
+    )
+    if others:
+        raise NotApplicable(
+            f"{fault.action} at {describe_call(target)} cannot be placed with strace: it counts "
+            f"{syscall} calls per thread, and thread {others[0]} also makes a call #{nth}, "
+            "which the injection would hit too"
+        )
+    return Injection(syscall, nth, fault.action, fault.errno, target, invocation["tid"])
+
+
+def _same_call(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether two records are the same call of two runs (a temp file's name changes, and a
+    recording may run on a copy of the root)."""
+    return (
+        one["name"] == other["name"]
+        and one["kind"] == other["kind"]
+        and one["op"] == other["op"]
+        and (
+            one["kind"] in ("temp", "dir")
+            or os.path.basename(one["path"]) == os.path.basename(other["path"])
+        )
+    )
+
+
+def acted_on(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
+) -> tuple[dict[str, Any] | None, str]:
+    """Returns the call record the injected run shows the fault on (for ``kill-after``, the
+    call right before the kill), or None, and the invocations strace acted at, in words."""
+    hits = trace.injected if injection.action == "raise" else trace.killed
+    if injection.action != "raise":
+        # A process kill ends every thread; another thread inside a traced call then shows as
+        # killed there too. strace acted only at the injection's own invocation.
+        own = [hit for hit in hits if hit[1:] == (injection.syscall, injection.nth)]
+        hits = own or hits
+    words = ", ".join(f"{syscall} #{nth}" for _, syscall, nth in hits) or "no call"
+    if len(hits) != 1:
+        return None, f"strace acted {len(hits)} times ({words})"
+    tid, syscall, nth = hits[0]
+    for record in records:
+        invocation = record["details"]["strace"]
+        if injection.action == "kill-after" and not injection.at_the_call:
+            if invocation["tid"] == tid and invocation.get("next") == [syscall, nth]:
+                return record, words
+        elif (invocation["tid"], invocation["syscall"], invocation["nth"]) == hits[0]:
+            return record, words
+    return None, f"strace acted on {words}, a call outside the root"
+
+
+def landed(
+    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
+) -> str | None:
+    """Returns None when the injected run shows the fault on the planned call, else what it
+    shows instead."""
+    planned = describe_call(injection.target)
+    record, words = acted_on(trace, records, injection)
+    if record is None:
+        return f"{words} (planned: {planned})"
+    at = [record]
+    if not _same_call(at[0], injection.target):
+        return (
+            f"strace acted on {describe_call(at[0])} during operation {at[0]['op']} "
+            f"(planned: {planned} during operation {injection.target['op']})"
+        )
+    return None
+
+
+# -- running a job under strace -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracedJob:
+    """A TracedJob is a command backend's job rewritten to run under strace: ``job`` runs it,
+    ``output`` is where strace writes, ``original`` the job as the check made it."""
+
+    job: Job
+    output: Path
+    original: Job
+    initial: dict[str, int]
+
+
+def traced(job: Job, directory: Path, options: Sequence[str] = ()) -> TracedJob:
+    """Returns ``job`` (a command backend's) to run under strace with ``options`` (an
+    injection's), its output in ``directory``."""
+    backend = job.backend
+    if not isinstance(backend, CommandBackend):
+        raise HarnessError(f"BUG IN CHECK: strace runs command backends, not {backend!r}")
+    output = directory / f"strace-{job.name}-{next(_runs)}.txt"
+    signals = any("signal=" in option for option in options)
+    command = strace_backend(backend, (*STRACE_FAULT_ARGUMENTS, *options), output, not signals)
+    initial = {name: ino for name, (ino, _, _) in root_files(job.root).items()}
+    return TracedJob(replace(job, backend=command, plan=None), output, job, initial)
+
+
+def strace_backend(
+    backend: CommandBackend, arguments: Sequence[str], output: Path, seccomp: bool = True
+) -> CommandBackend:
+    """Returns ``backend`` with each session's process traced by strace with ``arguments``,
+    writing to ``output``.
+
+    Where ptrace permits it (:func:`attach_problem`), strace attaches (``-p``) to the process
+    once it has started and waits for its ``open`` line, so its start-up is not traced: a
+    Python backend's session then takes about 80 ms instead of 380 ms (every call of a start-up
+    stops under strace). Elsewhere the process starts under strace, with :data:`SECCOMP_BPF`
+    where ``seccomp`` (strace 6.1 delivers no injected signal under a seccomp filter), and
+    never as a prestarted spare (a spare would truncate the running session's trace file).
+    """
+    timeout = max(backend.timeout, TRACED_TIMEOUT)
+    if attach_problem() is None:
+        attach = functools.partial(attach_strace, (*arguments, "-o", str(output)))
+        return replace(backend, timeout=timeout, started=attach)
+    fast = (SECCOMP_BPF,) if seccomp else ()
+    prefix = shlex.join(["strace", *fast, QUIET, *arguments, "-o", str(output), "--"])
+    return CommandBackend(f"{prefix} {backend.command}", timeout, cwd=backend.cwd, prestart=False)
+
+
+ATTACH_QUIET = "--quiet=personality,exit"
+"""strace's messages off but the one that says it has attached (on its standard error)."""
+IDLE_WAIT = 10.0
+"""Longest wait for a process to wait for input before strace attaches to it anyway."""
+ATTACH_TIMEOUT = 10.0
+"""Longest wait for strace to say it has attached, and then for the process to wait again."""
+
+
+def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
+    """Attaches strace with ``arguments`` to ``process``, its threads and the processes it has
+    started (a wrapper such as ``uv run`` or a shell script runs the backend as its child)
+    once they wait for the ``open`` line (:func:`_until_waiting`), and returns once every call
+    they make is traced. strace counts calls from where it attaches, so a fault placed by its
+    count needs that place to be the same in every run: attaching during the start-up would
+    count some of it.
+
+    strace says it is attached when it has asked each thread to stop, which wakes a sleeping
+    thread at once; a thread sleeps again only after strace has resumed it with its calls
+    traced, in the call it was waiting in, made again. So this returns when the processes wait
+    again: an ``open`` line sent earlier could end the waiting read untraced. A process that
+    has ended is left to its session to report; raises HarnessError when strace cannot attach
+    to a running one."""
+    _until_waiting(process, IDLE_WAIT)
+    tree = _process_tree(process.pid)
+    strace = subprocess.Popen(
+        ["strace", ATTACH_QUIET, *arguments, *(f"-p{pid}" for pid in tree)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        bufsize=0,  # unbuffered: select() must see every line that is not read yet
+        start_new_session=True,
+    )
+    assert strace.stderr is not None
+    said: list[str] = []
+    attached = 0
+    deadline = time.monotonic() + ATTACH_TIMEOUT
+    while attached < len(tree):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([strace.stderr], [], [], left)[0]:
+            break
+        raw = strace.stderr.readline()
+        if not raw:
+            break
+        line = raw.decode("utf-8", "replace").strip()
+        if " attached" in line:
+            attached += 1
+        else:
+            said.append(line)
+    threading.Thread(target=_reap, args=(strace,), daemon=True).start()
+    if attached == len(tree):
+        _until_waiting(process, ATTACH_TIMEOUT)
+        return
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        strace.kill()
+    words = "; ".join(said)
+    raise HarnessError(
+        f"strace could not attach to the backend's process {process.pid}: "
+        f"{words or f'it said nothing in {ATTACH_TIMEOUT:.0f} s'}"
+    )
+
+
+def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
+    """Waits until ``process`` and the processes it started wait for input: every thread
+    sleeps, the main thread of one of them in a call on its standard input (the read of its
+    next line), or every thread has slept through :data:`ASLEEP_FOR` (a process that waits in
+    ``poll`` or ``epoll``; a runtime's threads may all sleep for a moment while it starts); or
+    until it has ended, or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    since = None
+    while process.poll() is None and time.monotonic() < deadline:
+        # The processes a wrapper started are looked up only once it sleeps itself.
+        tree = _process_tree(process.pid) if _sleeping([process.pid]) else [process.pid]
+        if not _sleeping(tree):
+            since = None
+        elif any(_reads_stdin(pid) for pid in tree) and _sleeping(tree):
+            return
+        else:
+            since = since or time.monotonic()
+            if time.monotonic() - since >= ASLEEP_FOR:
+                return
+        time.sleep(0.001)
+
+
+ASLEEP_FOR = 0.05
+"""How long every thread of a process must sleep to count as waiting, when no main thread is
+in a call on its standard input."""
+
+
+def _process_tree(pid: int) -> list[int]:
+    """Returns ``pid`` and the processes it started, and they started (from ``/proc``)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(f"/proc/{entry}/stat")
+        if fields:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    tree = [pid]
+    for member in tree:
+        tree += parents.get(member, [])
+    return tree
+
+
+def _reads_stdin(pid: int) -> bool:
+    """Whether the main thread of ``pid`` is in a system call on descriptor 0."""
+    try:
+        with open(f"/proc/{pid}/syscall") as call:
+            fields = call.read().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] != "-1" and fields[1] == "0x0"
+
+
+def _sleeping(pids: Sequence[int]) -> bool:
+    """Whether every thread of the processes ``pids`` sleeps (state ``S`` in ``/proc``)."""
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return False
+        for task in tasks:
+            fields = _stat_fields(f"/proc/{pid}/task/{task}/stat")
+            if fields and fields[0] != b"S":
+                return False
+    return True
+
+
+def _stat_fields(path: str) -> list[bytes]:
+    """Returns the fields of a ``/proc`` stat file after the command name (state, parent...),
+    or none when the process or thread is gone."""
+    try:
+        with open(path, "rb") as stat:
+            text = stat.read()
+    except OSError:
+        return []
+    return text[text.rindex(b")") + 2 :].split()
+
+
+def _reap(strace: subprocess.Popen[bytes]) -> None:
+    """Reads strace's standard error to its end (so that strace never blocks on it) and reaps
+    it once the traced process has ended."""
+    assert strace.stderr is not None
+    for _ in strace.stderr:
+        pass
+    strace.wait()
+
+
+@functools.cache
+def attach_problem() -> str | None:
+    """Returns why strace cannot attach to a process it did not start here (ptrace forbids it,
+    as in many containers), or ``None``; :func:`strace_backend` then starts the process under
+    strace."""
+    problem = strace_problem()
+    if problem is not None:
+        return problem
+    sleeper = subprocess.Popen(
+        ["sleep", "60"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        attach_strace(("-o", os.devnull), sleeper)
+    except HarnessError as error:
+        return str(error)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    return None
+
+
+def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, StraceTrace]:
+    """Ends what is left of the run's process group and returns ``result`` with the strace
+    calls (operation indices of the job) as its ``calls``, and the trace."""
+    end_process_group(result.store_pid)
+    try:
+        text = run.output.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as error:
+        if result.status in ("defect", "died", "killed", "timeout"):
+            text = ""
+        else:
+            raise HarnessError(
+                f"BUG IN HARNESS: strace wrote no output to {run.output}: {error}"
+            ) from None
+    try:
+        trace = read_strace(text, os.path.realpath(run.job.root), run.initial)
+    except (ValueError, IndexError, KeyError) as error:
+        raise HarnessError(
+            f"BUG IN HARNESS: the strace output {run.output} could not be read ({error!r}); "
+            "keep the file (--keep-temp) and report it"
+        ) from None
+    requests = [i for i, op in enumerate(run.original.operations) if op["op"] not in HARNESS_STEPS]
+    for record in trace.records:
+        number = record["op"]
+        record["op"] = requests[number] if 0 <= number < len(requests) else None
+    return replace(result, calls=trace.records), trace
+
+
+def end_process_group(pid: int | None) -> None:
+    """Kills the process group ``pid`` leads: the backend's, with strace where strace started
+    it (the backend runs in a session of its own)."""
+    if pid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def run_traced(
+    job: Job, timeout: float, directory: Path, options: Sequence[str] = ()
+) -> tuple[WorkerResult, StraceTrace]:
+    """Runs a command backend's job under strace to its end; returns the result (with calls)
+    and the trace."""
+    run = traced(job, directory, options)
+    return finish_traced(run, run_session(run.job, timeout))
+
+
+# -- the root, put back --------------------------------------------------------------------
+
+
+def root_files(root: Path) -> dict[str, tuple[int, bytes, int]]:
+    """Returns the regular files directly in ``root``: name -> (inode, bytes, mode)."""
+    files = {}
+    with os.scandir(root) as listing:
+        for entry in listing:
+            if entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                files[entry.name] = (info.st_ino, Path(entry.path).read_bytes(), info.st_mode)
+    return files
+
+
+def restore_root(root: Path, files: Mapping[str, tuple[int, bytes, int]]) -> None:
+    """Makes ``root`` hold exactly ``files`` again (as :func:`root_files` returned them)."""
+    with os.scandir(root) as listing:
+        for entry in listing:
+            if entry.name not in files:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for name, (_, data, mode) in files.items():
+        path = root / name
+        path.write_bytes(data)
+        os.chmod(path, mode & 0o7777)
+
+
+# -- the entry point of the checks ---------------------------------------------------------
+
+
+def run_planned(job: Job, timeout: float, directory: Path) -> WorkerResult:
+    """Runs ``job`` to its end with its plan carried out: by interposition for a Python backend,
+    by strace for a command backend (module docs); returns the worker's result, whose ``calls``
+    are the plan's call records (a call a fault acted on has ``effect``). Raises NotApplicable
+    where strace cannot run or a fault cannot be placed."""
+    if not isinstance(job.backend, CommandBackend):
+        return run_session(job, timeout)
+    require_strace()
+    plan = job.plan or Plan()
+    if len(plan.faults) > 1:
+        raise HarnessError("BUG IN CHECK: strace carries out one fault per run")
+    if not plan.faults:
+        return run_traced(job, timeout, directory)[0]
+    fault = plan.faults[0]
+    before = root_files(job.root)
+    problems = []
+    for _ in range(ATTEMPTS):
+        recording, trace = run_traced(job, timeout, directory)
+        injection = plan_injection(trace, recording.calls, fault)
+        if injection is None:
+            return recording
+        restore_root(job.root, before)
+        result, injected = run_traced(job, timeout, directory, injection.options())
+        problem = landed(injected, result.calls, injection)
+        if problem is None:
+            return result
+        problems.append(problem)
+        restore_root(job.root, before)
+    raise NotApplicable(
+        f"{fault.action} ({errno_module.errorcode.get(fault.errno, '')}) could not be placed on "
+        f"the planned call with strace in {ATTEMPTS} attempts, the backend's calls differ from "
+        f"run to run: {'; '.join(problems)}"
+    )

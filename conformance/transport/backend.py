@@ -1,0 +1,458 @@
+"""Backends as the harness sees them: something that opens sessions on a root (CONTRACT-*).
+
+Every part of the harness talks to a store through :class:`Session.request`, whose requests
+and answers are exactly the JSON Lines protocol's (``{"op": "add", "target": ..., ...}`` in,
+``{"ok": ..., "code": ..., ...}`` out), whatever the transport. The in-process transport maps
+them onto a Python store's methods; a store that raises, or answers with something that is not
+an Outcome, is reported as a :class:`BackendDefect` that records what was sent and received.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import queue
+import sys
+import threading
+import traceback
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memspec.conformance.core.findings import Finding, Refusal
+from memspec.spec import codes
+from memspec.spec.requests import OP_FIELDS
+from memspec.spec.targets import DEFAULT_LIMITS
+from memspec.spec.tool import CORE_ACTIONS
+
+OP_FEATURES = {
+    "batch": "batch",
+    "fence": "fence",
+    "patch": "patch",
+    "agent_start": "agent",
+    "agent_turn": "agent",
+    "agent_rebuild": "agent",
+    "tool_schema": "tool",
+    "tool_call": "tool",
+}
+
+
+def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
+    """Returns why a request is malformed (unknown op, missing or extra fields), or ``None``."""
+    if op not in OP_FIELDS:
+        return f"unknown op {op!r}"
+    wanted = OP_FIELDS[str(op)]
+    missing = [name for name in wanted if name not in fields]
+    if missing:
+        return f"{op} needs field {missing[0]!r}"
+    extra = sorted(set(fields) - set(wanted))
+    return f"{op} takes no field {extra[0]!r}" if extra else None
+
+
+class UsageError(ValueError):
+    """The harness was asked for something impossible (a bad backend name, a bad flag value).
+
+    The message says what was given and what is expected; the CLI exits with status 2.
+    """
+
+
+class BackendDefect(Finding):
+    """The backend broke the contract at the transport level: it raised, hung, died, or answered
+    with something that is not a valid response. ``sent`` and ``received`` say exactly what."""
+
+    kind = "defect"
+
+    def __init__(
+        self, message: str, sent: Any = None, received: Any = None, detail: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.sent = sent
+        self.received = received
+        self.detail = detail
+        """The backend's last words where it printed any (its exception, as a rule)."""
+
+
+class Session(Protocol):
+    """A Session is one store session on a root, behind either transport."""
+
+    features: frozenset[str]
+    name: str
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Sends one request and returns the validated answer (raises BackendDefect)."""
+        ...
+
+    def close(self) -> None:
+        """Ends the session."""
+        ...
+
+
+class Backend(Protocol):
+    """A Backend opens sessions on roots; ``label`` names it in reports."""
+
+    label: str
+
+    def open(self, root: Path, limits: Mapping[str, int] | None = None) -> Session:
+        """Opens a new session on ``root`` (raises BackendDefect when it cannot)."""
+        ...
+
+
+ACTION_CLAUSES = {"replace": "REPLACE-1", "remove": "REMOVE-1"}
+"""The clause of its own that a refusal of a core action breaks, besides CONTRACT-2."""
+
+
+def refusal_clauses(action: str) -> tuple[str, ...]:
+    """Returns the clauses a backend breaks when it answers ``E_UNSUPPORTED`` to ``action``, one
+    of :data:`~memspec.spec.tool.CORE_ACTIONS`."""
+    own = ACTION_CLAUSES.get(action)
+    return ("CONTRACT-2", own) if own else ("CONTRACT-2",)
+
+
+def refused_core_action(
+    sent: Mapping[str, Any], code: object, features: frozenset[str]
+) -> str | None:
+    """Returns the action of ``core`` that a request asked for and its answer ``code`` refused as
+    unsupported, or ``None``: the request's own op, or for a batch of a backend that claims
+    ``batch``, its first item that edits (``replace``, ``remove``) or else adds."""
+    if code != codes.E_UNSUPPORTED:
+        return None
+    op = sent.get("op")
+    if op in CORE_ACTIONS:
+        return str(op)
+    items = sent.get("operations") if op == "batch" and "batch" in features else None
+    actions = [i.get("action") for i in items if isinstance(i, Mapping)] if items else []
+    core = [a for a in actions if a in CORE_ACTIONS]
+    return next((a for a in core if a != "add"), core[0] if core else None)
+
+
+def check_answer(
+    op: str, sent: Mapping[str, Any], answer: object, features: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Returns ``answer`` if it is a valid response to ``op`` from a backend that claims
+    ``features``; raises BackendDefect otherwise, and :class:`Refusal` when it refuses an
+    action of ``core`` as unsupported."""
+    if not isinstance(answer, Mapping):
+        raise BackendDefect(
+            f"{op} answered with a {type(answer).__name__}, not a mapping", sent, answer
+        )
+    ok, code = answer.get("ok"), answer.get("code")
+    if not isinstance(ok, bool) or not codes.is_known_code(code):
+        raise BackendDefect(
+            f"{op} answered without a bool 'ok' and a contract 'code'", sent, answer
+        )
+    if ok != (code == codes.OK):
+        raise BackendDefect(f"{op} answered ok={ok} with code {code}", sent, answer)
+    if ok and op == "entries":
+        entries = answer.get("entries")
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise BackendDefect("entries must be a list of str", sent, answer)
+    if ok and op == "snapshot" and not isinstance(answer.get("snapshot", ...), str | None):
+        raise BackendDefect("snapshot must be a str or null", sent, answer)
+    if ok and op == "fence" and not isinstance(answer.get("block"), str):
+        raise BackendDefect("fence must return a str block", sent, answer)
+    if ok and op == "tool_schema" and not isinstance(answer.get("schema"), Mapping):
+        raise BackendDefect("tool_schema must return a 'schema' object", sent, answer)
+    if ok and op == "tool_call" and not isinstance(answer.get("result"), str):
+        raise BackendDefect("tool_call must return the result text as a str", sent, answer)
+    refused = refused_core_action(sent, code, features)
+    if refused is not None:
+        said = f" ({answer['message']})" if isinstance(answer.get("message"), str) else ""
+        asked = refused if op == refused else f"a {op} with {refused}"
+        raise Refusal(
+            refused,
+            refusal_clauses(refused),
+            f"{asked} answered E_UNSUPPORTED{said}; every backend executes core's "
+            f"add, replace and remove (CONTRACT-2): what was to be verified through {refused} "
+            "here is not verified",
+        )
+    return dict(answer)
+
+
+@functools.lru_cache(maxsize=64)
+def _module_version(spec: str) -> str:
+    """Returns the ``__version__`` of the backend's module or of its top package, or its
+    distribution's version.
+
+    The distribution named like the module's top package is asked first; only when there is
+    none are all installed packages scanned for the one that provides it (a quarter of a
+    second, which every ``memspec serve`` process would pay). Cached, and imported lazily for
+    the same reason.
+    """
+    module_name = spec.partition(":")[0]
+    top = module_name.split(".")[0]
+    for name in (module_name, top):
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if version:
+            return str(version)
+    from importlib import metadata
+
+    try:
+        return metadata.version(top)
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        return metadata.version(metadata.packages_distributions().get(top, [top])[0])
+    except (metadata.PackageNotFoundError, IndexError):
+        return ""
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    """Returns the factory named ``MODULE:FACTORY`` (raises UsageError with the reason)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(
+            f"--backend must be MODULE:FACTORY, e.g. "
+            f"memspec.reference_impl:open_store; got {spec!r}"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise UsageError(
+            f"cannot import backend module {module_name!r}: {type(error).__name__}: {error}"
+        ) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UsageError(f"{module_name!r} has no callable {attr!r}")
+    return factory
+
+
+def factory_name(factory: Callable[..., Any]) -> str | None:
+    """Returns the ``MODULE:FACTORY`` name that imports ``factory`` itself, or ``None`` when
+    there is none (a lambda, a function defined inside another, a bound method)."""
+    module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
+    if not module or module == "__main__" or not qualname or "<" in qualname or "." in qualname:
+        return None
+    name = f"{module}:{qualname}"
+    try:
+        return name if load_factory(name) is factory else None
+    except UsageError:
+        return None
+
+
+class SessionThread:
+    """The one daemon thread that runs a session's factory and every call, in order.
+
+    A store may therefore hold thread-bound resources (a ``sqlite3`` connection), and a hung
+    store cannot hang the harness: :meth:`call` raises :class:`TimeoutError` after ``timeout``
+    seconds and the thread is abandoned to the call. With no timeout, calls run inline in the
+    caller's thread instead (``memspec serve``: the harness on the other end keeps the time).
+    The thread ends when :meth:`stop` is called or the thread object is collected.
+    """
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] | None = None
+        if timeout is not None:
+            self._jobs = queue.SimpleQueue()
+            threading.Thread(
+                target=_run_jobs, args=(self._jobs,), daemon=True, name="memspec-backend-session"
+            ).start()
+            weakref.finalize(self, self._jobs.put, None)
+
+    def call(self, function: Callable[[], Any]) -> Any:
+        """Returns ``function()`` run on the thread; re-raises what it raised."""
+        if self._jobs is None:
+            return function()
+        done = threading.Event()
+        result: list[Any] = []
+        failure: list[BaseException] = []
+
+        def job() -> None:
+            try:
+                result.append(function())
+            except BaseException as error:
+                failure.append(error)
+            finally:
+                done.set()
+
+        self._jobs.put(job)
+        if not done.wait(self.timeout):
+            raise TimeoutError(f"did not return within {self.timeout:g} s")
+        if failure:
+            raise failure[0]
+        return result[0]
+
+    def stop(self) -> None:
+        """Lets the thread end once the calls already queued have run."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+
+
+def _run_jobs(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        job()
+        del job  # the finished job holds the session: keeping it would keep the thread alive
+
+
+@dataclass
+class InProcessSession:
+    """A session on a Python store object: requests become method calls (CONTRACT-*).
+
+    Calls run on the session's :class:`SessionThread`. After a call times out the session is
+    dead: the store may still be running in the abandoned thread, so every later request is
+    refused as a defect.
+    """
+
+    store: Any
+    name: str
+    features: frozenset[str] = field(default_factory=frozenset)
+    thread: SessionThread = field(default_factory=lambda: SessionThread(None))
+    dead: bool = False
+    version: str = ""
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Calls the store method for ``op`` and returns the answer as a protocol response."""
+        sent = {"op": op, **fields}
+        problem = request_problem(op, fields)
+        if problem is not None:
+            raise UsageError(problem)
+        feature = OP_FEATURES.get(op)
+        method = getattr(self.store, op, None)  # tool_schema and tool_call are methods too
+        if feature and (feature not in self.features or not callable(method)):
+            return {"ok": False, "code": codes.E_UNSUPPORTED}
+        answer = self._on_thread(lambda: self._call(op, fields), sent)
+        return check_answer(op, sent, answer, self.features)
+
+    def _on_thread(self, function: Callable[[], Any], sent: dict[str, Any]) -> Any:
+        """Returns ``function()`` run on the session's thread; a raise or a timeout is a
+        BackendDefect, and a timeout leaves the session dead."""
+        if self.dead:
+            raise BackendDefect("the session is dead after an earlier timeout", sent)
+        try:
+            return self.thread.call(function)
+        except TimeoutError as error:
+            self.dead = True
+            raise BackendDefect(
+                f"the backend {error}; raise --timeout if it is slow, not hung", sent
+            ) from None
+        except Exception as error:
+            raise BackendDefect(
+                f"the backend raised {type(error).__name__}: {error}",
+                sent,
+                "".join(traceback.format_exception(error)[-3:]),
+            ) from None
+
+    def _call(self, op: str, fields: dict[str, Any]) -> Any:
+        store = self.store
+        if op == "load":
+            store.load()
+            return {"ok": True, "code": codes.OK}
+        if op == "entries":
+            return {"ok": True, "code": codes.OK, "entries": store.entries(fields["target"])}
+        if op == "snapshot":
+            return {"ok": True, "code": codes.OK, "snapshot": store.snapshot(fields["target"])}
+        if op == "fence":
+            return {"ok": True, "code": codes.OK, "block": store.fence(fields["raw"])}
+        if op == "add":
+            return store.add(fields["target"], fields["content"])
+        if op == "replace":
+            return store.replace(fields["target"], fields["old_text"], fields["new_content"])
+        if op == "remove":
+            return store.remove(fields["target"], fields["old_text"])
+        if op == "patch":
+            return store.patch(fields["target"], fields["old_text"], fields["content"])
+        if op == "agent_start":
+            return store.agent_start(fields["base"], fields["providers"])
+        if op == "agent_turn":
+            return store.agent_turn(fields["user"], fields["reply"])
+        if op == "agent_rebuild":
+            return store.agent_rebuild(fields["point"])
+        if op == "tool_schema":
+            return {"ok": True, "code": codes.OK, "schema": store.tool_schema()}
+        if op == "tool_call":
+            return {"ok": True, "code": codes.OK, "result": store.tool_call(fields["arguments"])}
+        return store.batch(fields["target"], fields["operations"])
+
+    def close(self) -> None:
+        """Calls the store's optional ``close`` (on the session's thread), then ends the thread."""
+        close = getattr(self.store, "close", None)
+        try:
+            if callable(close) and not self.dead:
+                self._on_thread(close, {"op": "close"})
+        finally:
+            self.thread.stop()
+
+
+@dataclass
+class InProcessBackend:
+    """A Python backend named ``MODULE:FACTORY``, run in the harness's own process.
+
+    :meth:`of_factory` makes one of a factory object that has no importable name instead; its
+    ``spec`` is then a label, and the factory travels to worker processes by value (dill).
+    """
+
+    spec: str
+    timeout: float | None = None
+    factory: Callable[..., Any] = field(init=False, repr=False)
+    named: bool = field(default=True, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.named:
+            self.factory = load_factory(self.spec)
+
+    @classmethod
+    def of_factory(cls, factory: Callable[..., Any], timeout: float | None) -> InProcessBackend:
+        """Returns the backend of a factory object (named by its module and qualified name)."""
+        module = getattr(factory, "__module__", None) or "?"
+        label = f"{module}:{getattr(factory, '__qualname__', type(factory).__name__)}"
+        backend = cls(label, timeout, named=False)
+        backend.factory = factory
+        return backend
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the backend by name, so that it can travel to a worker process (with its
+        version, which the worker could only look up slowly), or a nameless factory by value."""
+        state = {"spec": self.spec, "timeout": self.timeout, "version": self._version_of()}
+        if self.named:
+            return state
+        import dill  # multiprocess's pickler: it pickles lambdas and closures by value
+
+        return {**state, "factory": dill.dumps(self.factory, recurse=True)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Imports the factory again from its ``MODULE:FACTORY`` name (in the worker)."""
+        self.spec = state["spec"]
+        self.timeout = state["timeout"]
+        self.named = "factory" not in state
+        if self.named:
+            self.__post_init__()
+        else:
+            import dill
+
+            self.factory = dill.loads(state["factory"])
+        self._version = state["version"]
+
+    def _version_of(self) -> str:
+        """Returns the version of the backend's module or distribution ("" when unknown)."""
+        return getattr(self, "_version", None) or _module_version(self.spec)
+
+    @property
+    def label(self) -> str:
+        """The name reports use."""
+        return self.spec
+
+    def open(self, root: Path, limits: Mapping[str, int] | None = None) -> InProcessSession:
+        """Calls the factory on ``root`` with the limits (raises BackendDefect if it fails)."""
+        limits = {**DEFAULT_LIMITS, **(limits or {})}
+        kwargs = {"memory_char_limit": limits["memory"], "user_char_limit": limits["user"]}
+        thread = SessionThread(self.timeout)
+        try:
+            store = thread.call(lambda: self.factory(root, **kwargs))
+        except Exception as error:
+            thread.stop()
+            raise BackendDefect(
+                f"the factory raised {type(error).__name__}: {error}",
+                {"op": "open", "root": str(root), **kwargs},
+            ) from None
+        claimed = getattr(store, "features", None) or ("core",)
+        if isinstance(claimed, str) or not all(isinstance(f, str) for f in claimed):
+            raise BackendDefect(
+                "the store's features must be an iterable of str", {"op": "open"}, repr(claimed)
+            )
+        version = getattr(store, "version", None) or self._version_of()
+        return InProcessSession(store, self.spec, frozenset(claimed), thread, version=str(version))

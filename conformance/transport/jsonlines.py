@@ -1,0 +1,324 @@
+"""The JSON Lines transport: one backend process per session, one JSON object per line.
+
+The client side (:class:`CommandBackend`) starts the backend's command for each session, sends
+``open`` and then one request per line, and reads exactly one answer per request. A backend
+that prints something that is not JSON, answers with another ``id``, dies or stays silent past
+the timeout is a ``BackendDefect`` naming what was sent and
+what came back; the process is then killed, so the harness never hangs (CONTRACT-*).
+
+The server side (:func:`serve`) exposes any Python backend over the same protocol, so that one
+backend can be certified both ways.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from memspec.conformance.core.locations import backend_environment
+from memspec.conformance.transport import prestart
+from memspec.conformance.transport.backend import (
+    BackendDefect,
+    InProcessBackend,
+    InProcessSession,
+    UsageError,
+    check_answer,
+    request_problem,
+)
+from memspec.spec import codes
+from memspec.spec.requests import OPS
+from memspec.spec.targets import DEFAULT_LIMITS
+
+DEFAULT_TIMEOUT = 10.0
+STDERR_TAIL = 20
+_EOF = object()
+
+
+INVOCATION_DIR = "MEMSPEC_INVOCATION_DIR"
+
+
+def invocation_dir() -> str:
+    """Returns the directory memspec was invoked from (certify runs pytest elsewhere)."""
+    return os.environ.get(INVOCATION_DIR) or os.getcwd()
+
+
+def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(_EOF)
+
+
+def _keep_tail(stream: IO[str], tail: deque[str]) -> None:
+    for line in stream:
+        tail.append(line.rstrip("\n"))
+
+
+@dataclass
+class CommandSession:
+    """A session served by one backend process speaking JSON Lines."""
+
+    command: str
+    root: Path
+    limits: Mapping[str, int]
+    timeout: float
+    features: frozenset[str] = frozenset({"core"})
+    name: str = ""
+    version: str = ""
+    cwd: str | None = None
+    prestart: bool = True
+    started: Callable[[subprocess.Popen[str]], None] | None = None
+    process: subprocess.Popen[str] = field(init=False, repr=False)
+    _lines: queue.Queue[object] = field(init=False, repr=False)
+    _stderr: deque[str] = field(init=False, repr=False)
+    _next_id: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        try:
+            argv = shlex.split(self.command)
+        except ValueError as error:
+            raise UsageError(
+                f"--backend-cmd {self.command!r} is not a valid command: {error}"
+            ) from None
+        if not argv:
+            raise UsageError("--backend-cmd is empty")
+        try:
+            self.process = prestart.take(
+                argv, self.cwd or invocation_dir(), backend_environment(), self.prestart
+            )
+        except OSError as error:
+            raise BackendDefect(
+                f"could not start {argv[0]!r}: {error.strerror or error}", {"command": self.command}
+            ) from None
+        if self.started is not None:
+            try:
+                self.started(self.process)
+            except BaseException:
+                self.kill()
+                raise
+        self._lines = queue.Queue()
+        self._stderr = deque(maxlen=STDERR_TAIL)
+        assert self.process.stdout is not None and self.process.stderr is not None
+        threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
+        threading.Thread(
+            target=_keep_tail, args=(self.process.stderr, self._stderr), daemon=True
+        ).start()
+        opened = self._exchange(
+            {
+                "op": "open",
+                "root": str(self.root),
+                "memory_char_limit": self.limits["memory"],
+                "user_char_limit": self.limits["user"],
+            }
+        )
+        if not opened.get("ok"):
+            raise BackendDefect("the backend refused to open the root", {"op": "open"}, opened)
+        claimed = opened.get("features") or ["core"]
+        if not isinstance(claimed, list) or not all(isinstance(f, str) for f in claimed):
+            raise BackendDefect(
+                "open answered features that are not a list of str", {"op": "open"}, opened
+            )
+        self.features = frozenset(claimed)
+        self.name = str(opened.get("backend") or self.command)
+        self.version = str(opened.get("version") or "")
+
+    def _defect(self, message: str, sent: Any, received: Any = None) -> BackendDefect:
+        self.kill()
+        tail = "\n".join(self._stderr)
+        if tail:
+            message += f"\n--- stderr of the backend (last lines) ---\n{tail}"
+        last = [line.strip() for line in self._stderr if line.strip()]
+        return BackendDefect(message, sent, received, last[-1] if last else "")
+
+    def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
+        request = {"id": self._next_id, **request}
+        self._next_id += 1
+        line = json.dumps(request)
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise self._defect(
+                f"the backend exited (status {self.process.poll()}) before the "
+                "request could be sent",
+                request,
+            ) from None
+        try:
+            received = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise self._defect(
+                f"the backend did not answer within {self.timeout:g} s; raise "
+                "--timeout if it is slow, not hung",
+                request,
+            ) from None
+        if received is _EOF:
+            status = self.process.wait(timeout=self.timeout)
+            raise self._defect(
+                f"the backend exited with status {status} instead of answering", request
+            )
+        assert isinstance(received, str)
+        try:
+            answer = json.loads(received)
+        except json.JSONDecodeError:
+            raise self._defect(
+                "the backend printed a line that is not JSON", request, received.rstrip("\n")
+            ) from None
+        if not isinstance(answer, dict) or answer.get("id") != request["id"]:
+            got = answer.get("id") if isinstance(answer, dict) else None
+            raise self._defect(
+                f"the answer carries id {got!r}, expected {request['id']}", request, answer
+            )
+        answer.pop("id")
+        return check_answer(request["op"], request, answer, self.features)
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Sends one request and returns the validated answer."""
+        problem = request_problem(op, fields)
+        if problem is not None:
+            raise UsageError(problem)
+        return self._exchange({"op": op, **fields})
+
+    def kill(self) -> None:
+        """Ends the backend process at once."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        """Closes stdin and waits for the backend to exit; kills it if it does not."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=self.timeout)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            self.kill()
+
+
+@dataclass
+class CommandBackend:
+    """A backend in any language, named by the command that starts one session.
+
+    The command runs in the directory memspec was invoked from, so that a relative path in it
+    (``node backends/node/memspec_backend.js``) means what the user typed. That directory is
+    taken when the backend is made and travels with it to worker processes. With ``prestart``
+    the next session's process starts while the current one runs (:mod:`.prestart`).
+    ``started`` is called with each session's process before its ``open`` line is sent (strace
+    attaches there: :func:`memspec.conformance.tamper.strace.strace_backend`).
+    """
+
+    command: str
+    timeout: float = DEFAULT_TIMEOUT
+    cwd: str = field(default_factory=invocation_dir)
+    prestart: bool = True
+    started: Callable[[subprocess.Popen[str]], None] | None = None
+
+    @property
+    def label(self) -> str:
+        """The name reports use."""
+        return self.command
+
+    def open(self, root: Path, limits: Mapping[str, int] | None = None) -> CommandSession:
+        """Starts one backend process on ``root``."""
+        limits = {**DEFAULT_LIMITS, **(limits or {})}
+        return CommandSession(
+            self.command,
+            root,
+            limits,
+            self.timeout,
+            cwd=self.cwd,
+            prestart=self.prestart,
+            started=self.started,
+        )
+
+
+def _error(request_id: Any, code: str, message: str) -> dict[str, Any]:
+    return {"id": request_id, "ok": False, "code": code, "message": message}
+
+
+def _open_request(backend: InProcessBackend, request: dict[str, Any]) -> InProcessSession:
+    root = request.get("root")
+    limits = {
+        "memory": request.get("memory_char_limit", DEFAULT_LIMITS["memory"]),
+        "user": request.get("user_char_limit", DEFAULT_LIMITS["user"]),
+    }
+    if not isinstance(root, str) or not os.path.isdir(root):
+        raise ValueError(f"open needs 'root', an existing directory; got {root!r}")
+    return backend.open(Path(root), limits)
+
+
+def handle_line(
+    backend: InProcessBackend,
+    session: InProcessSession | None,
+    line: str,
+) -> tuple[dict[str, Any], InProcessSession | None]:
+    """Returns the answer to one request line and the session after it (serve's core).
+
+    Malformed requests get an ``E_INVALID`` answer. A backend that raises is not answered for:
+    :class:`BackendDefect` propagates, and :func:`serve` exits, so the harness on the other end
+    reports the defect (with serve's stderr) exactly as it would in-process.
+    """
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError as error:
+        return _error(None, codes.E_INVALID, f"not a JSON object: {error.msg}"), session
+    if not isinstance(request, dict):
+        return _error(None, codes.E_INVALID, "a request is a JSON object"), session
+    request_id, op = request.get("id"), request.get("op")
+    if op == "open":
+        try:
+            session = _open_request(backend, request)
+        except (ValueError, BackendDefect) as error:
+            return _error(request_id, codes.E_INVALID, str(error)), session
+        return {
+            "id": request_id,
+            "ok": True,
+            "code": codes.OK,
+            "features": sorted(session.features),
+            "backend": backend.spec,
+            "version": session.version,
+        }, session
+    if op not in OPS:
+        return _error(request_id, codes.E_UNSUPPORTED, f"unknown op {op!r}"), session
+    if session is None:
+        return _error(request_id, codes.E_INVALID, "send 'open' first"), session
+    fields = {key: value for key, value in request.items() if key not in ("id", "op")}
+    try:
+        answer = session.request(op, **fields)
+    except UsageError as error:
+        return _error(request_id, codes.E_INVALID, str(error)), session
+    return {"id": request_id, **answer}, session
+
+
+def serve(backend: InProcessBackend, stdin: IO[str], stdout: IO[str]) -> int:
+    """Serves the Python backend over JSON Lines until stdin closes.
+
+    Returns 0, or 1 when the backend raised (the defect is described on stderr).
+    """
+    session: InProcessSession | None = None
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            answer, session = handle_line(backend, session, line)
+        except BackendDefect as defect:
+            print(
+                f"memspec serve: backend defect: {defect}\nsent: {defect.sent!r}\n"
+                f"received: {defect.received}",
+                file=sys.stderr,
+            )
+            return 1
+        stdout.write(json.dumps(answer) + "\n")
+        stdout.flush()
+    if session is not None:
+        session.close()
+    return 0
