@@ -10,8 +10,8 @@ import os
 import pytest
 
 from memspec.conformance.crash.persistence import crash_states, explain, replay
-from memspec.conformance.tamper.ops import Op
 from memspec.conformance.tamper.fstrace import calls_from_strace, ops_from_calls, read_strace
+from memspec.conformance.tamper.ops import Op
 
 OLD = {"MEMORY.md": (1, b"old")}
 TEMP_THEN_RENAME = [
