@@ -31,6 +31,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.core.examples import show
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
@@ -84,7 +85,8 @@ def _drift_step(
             f"{clause}: {met} answered {answer['code']} and left {after!r}; the spec allows "
             f"(code, file): {options}"
         )
-        assert before is not None, f"BUG IN CHECK: {met} is foreign but absent"
+        if before is None:
+            raise HarnessError(f"{met} is foreign but absent")
         if answer["code"] == codes.E_DRIFT:
             problem = judge_drift_refusal(answer, before, backups, root=world.root, target=target)
             # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.

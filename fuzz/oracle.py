@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from memspec.conformance.core.findings import HarnessError
 from memspec.spec import codes, model
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
 from memspec.spec.model import State
@@ -46,10 +47,10 @@ ARGUMENT_CODES = frozenset(
 """Codes decided from the arguments alone, before the disk is touched (CONTRACT-5)."""
 
 
-class SpecInconsistency(Exception):
-    """BUG IN SPEC, not a failure of the backend: the model's own decision breaks a clause (its
-    accepted result does not read back as the entries it decided; FORMAT-4, FORMAT-5). Report it
-    against SPEC.md and ``memspec.spec``; the example that shows it is in the message."""
+class SpecInconsistency(HarnessError):
+    """A bug in the spec's model, not a failure of the backend: the model's own decision breaks
+    a clause (its accepted result does not read back as the entries it decided; FORMAT-4,
+    FORMAT-5). Report it against SPEC.md and ``memspec.spec``; the message shows the example."""
 
 
 def _model_round_trip(state: State, op: Mutation, after: State) -> None:
@@ -62,8 +63,8 @@ def _model_round_trip(state: State, op: Mutation, after: State) -> None:
     written = model.disk(after, op.target)
     if model.entries_on_disk(after, op.target) != tuple(result):
         raise SpecInconsistency(
-            f"BUG IN SPEC: {op!r} on {data!r} decides the entries {list(result)!r}, writes them "
-            f"as {written!r}, and that reads back as "
+            f"the spec's model: {op!r} on {data!r} decides the entries {list(result)!r}, "
+            f"writes them as {written!r}, and that reads back as "
             f"{model.entries_on_disk(after, op.target)!r} (FORMAT-4, FORMAT-5)"
         )
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memspec.conformance.commands.api import CertifyResult, certify
-    from memspec.conformance.transport.backend import UsageError
+    from memspec.conformance.core.errors import MemspecError, UsageError
 
-__all__ = ["CertifyResult", "UsageError", "__version__", "certify"]
+__all__ = ["CertifyResult", "MemspecError", "UsageError", "__version__", "certify"]
 
 __version__ = "0.1.0"
 """memspec's version, read by the build (pyproject.toml) and by a backend served from memspec
@@ -29,7 +29,8 @@ itself, without the cost of looking up installed distributions."""
 _HOMES = {
     "CertifyResult": "memspec.conformance.commands.api",
     "certify": "memspec.conformance.commands.api",
-    "UsageError": "memspec.conformance.transport.backend",
+    "MemspecError": "memspec.conformance.core.errors",
+    "UsageError": "memspec.conformance.core.errors",
 }
 """Where each public name lives. They are imported when first asked for, so that a program
 that imports a submodule (``memspec serve``, a worker process) does not load pytest."""

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from memspec.conformance.checks._disk import put
 from memspec.conformance.checks._property import run_sized
-from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.spec import codes
 from memspec.spec.agent import (
@@ -104,7 +105,8 @@ class AgentRun:
     def turn(self, user: str, reply: str = "Noted.", clause: str = "AGENT-4") -> None:
         """One turn, judged (AGENT-2, AGENT-4, AGENT-5, AGENT-6, FENCE-6, PROV-1, PROV-3,
         PROV-4); ``clause`` is blamed if the turn breaks."""
-        assert self.state is not None, "BUG IN TEST CASE: a turn before agent_start"
+        if self.state is None:
+            raise HarnessError("a turn before agent_start")
         started = time.monotonic()
         answer = self._ask(clause, "agent_turn", user=user, reply=reply)
         elapsed = time.monotonic() - started
@@ -121,12 +123,14 @@ class AgentRun:
     def write(self, content: str, other: Session | None = None) -> None:
         """Adds an entry to memory in this session, or in ``other``, between turns."""
         answer = (other or self.session).request("add", target="memory", content=content)
-        assert answer["code"] == codes.OK, f"BUG IN TEST CASE: add {content!r} gave {answer}"
+        if answer["code"] != codes.OK:
+            raise NotApplicable(f"the check needs add {content!r} to succeed; it gave {answer}")
         self.written.append(content)
 
     def rebuild(self, point: str) -> None:
         """``agent_rebuild`` at ``point``, judged (AGENT-3)."""
-        assert self.state is not None, "BUG IN TEST CASE: a rebuild before agent_start"
+        if self.state is None:
+            raise HarnessError("a rebuild before agent_start")
         answer = self._ask("AGENT-3", "agent_rebuild", point=point)
         blocks = self.blocks()
         if answer is not None:

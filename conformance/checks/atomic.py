@@ -37,7 +37,7 @@ def _hard_link(path: Path, ctx: CheckContext) -> Path:
                 raise
             continue
         return link
-    raise HarnessError("BUG IN CHECK: could not hard-link MEMORY.md")  # pragma: no cover
+    raise HarnessError("could not hard-link MEMORY.md")  # pragma: no cover
 
 
 @check("ATOMIC-1", "ATOMIC-2", id="atomic.write_replaces_by_rename")

@@ -119,7 +119,7 @@ def _add(content: str, target: str = "memory") -> dict[str, Any]:
 def _files(result: WorkerResult, index: int) -> dict[str, str]:
     answer = result.answer(index)
     if answer is None:
-        raise HarnessError(f"BUG IN CHECK: observe step {index} has no answer")
+        raise HarnessError(f"observe step {index} has no answer")
     return dict(answer["files"])
 
 

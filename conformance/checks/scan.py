@@ -48,7 +48,7 @@ def whole_content_is_scanned(ctx: CheckContext) -> None:
         session = _loaded_session(ctx, stack)
         for label, padding in PADDINGS.items():
             if find_threats(padding):
-                raise HarnessError(f"BUG IN CHECK: the padding ({label}) is a threat")
+                raise HarnessError(f"the padding ({label}) is a threat")
             content = padding + "\n" + THREAT
             answer = session.request("add", target="memory", content=content)
             # SCAN-5: there is no window after which content goes unscanned.
@@ -89,7 +89,7 @@ def _add_each(
     clause, one per clause listing its items, and the check goes on. ``corpus`` names the
     corpus in the message."""
     if any(bool(find_threats(item.text)) != (code == codes.E_THREAT) for item in items):
-        raise HarnessError(f"BUG IN CHECK: the spec's scanner does not answer {code} to {corpus}")
+        raise HarnessError(f"the spec's scanner does not answer {code} to {corpus}")
     answers = [session.request("add", target="memory", content=item.text) for item in items]
     wrong = [
         (item, a.get("code")) for item, a in zip(items, answers, strict=True) if a["code"] != code

@@ -39,6 +39,9 @@ PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4
 PYTEST_INTERRUPTED = 2
 PYTEST_NO_TESTS = 5
+HARNESS_BUG_STATUS = 3
+"""certify's exit status when memspec failed and the backend did not: pytest's own status for
+an internal error, which a harness error is."""
 
 
 @dataclass(frozen=True)
@@ -330,11 +333,15 @@ def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
 
 
 def _status(code: int, counts: dict[str, int], records: list[CheckRecord]) -> int:
-    """Returns certify's exit status for pytest's exit ``code`` and the records."""
+    """Returns certify's exit status for pytest's exit ``code`` and the records: 2 for a usage
+    error, 1 when the backend failed a check, 3 when only memspec failed (harness errors, an
+    internal error), 0 otherwise."""
     if code in (PYTEST_USAGE_ERROR, PYTEST_NO_TESTS) or (
         code == PYTEST_INTERRUPTED and not records
     ):
         return 2
-    if code == PYTEST_INTERNAL_ERROR:
+    if counts["failed"] > 0:
         return 1
-    return 1 if counts["failed"] > 0 or code != 0 else 0
+    if counts["errors"] > 0 or code == PYTEST_INTERNAL_ERROR:
+        return HARNESS_BUG_STATUS
+    return 1 if code != 0 else 0

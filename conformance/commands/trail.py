@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.registry import Check, HarnessError
 from memspec.spec.clauses import CLAUSE_ID, Clause, parse_clauses
 from memspec.spec.examples import parse_examples
@@ -83,7 +84,7 @@ NOT_DECIDED_BY_THE_MODEL: Mapping[str, str] = {
 """The MUST clauses no function of ``spec/`` decides, each with the reason why it cannot."""
 
 
-class UnknownClause(ValueError):
+class UnknownClause(UsageError):
     """The id asked for is not a clause id, or SPEC.md does not state it: a usage error."""
 
 

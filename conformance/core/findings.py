@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from memspec.conformance.core.errors import MemspecError, bug_message
 from memspec.spec.clauses import CLAUSE_ID, Clause
 
 VERDICT_PROPERTY = "memspec_verdict"
@@ -40,10 +41,19 @@ DEFECT_CLAUSE = "CONTRACT-6"
 REASON_WIDTH = 240
 
 
-class Finding(Exception):
+class Finding(MemspecError):
     """The root of every way a check can stop short of passing (see the module docstring)."""
 
     kind = "harness-error"
+
+
+class HarnessError(Finding):
+    """A bug in memspec, not in the backend: a check's, a strategy's or a worker's own mistake,
+    or a broken install, wherever it is raised. Its message opens with "BUG IN MEMSPEC: "; it is
+    counted apart from the backend's failures and never blames a clause."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(bug_message(message))
 
 
 class Violation(Finding, AssertionError):

@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memspec.conformance.core.findings import ClauseFailures, Finding
+from memspec.conformance.core.findings import ClauseFailures, Finding, HarnessError
 from memspec.spec.clauses import CLAUSE_ID
 
 if TYPE_CHECKING:
@@ -153,12 +153,6 @@ def check(
         return function
 
     return register
-
-
-class HarnessError(Finding):
-    """memspec itself is broken or badly installed (a check module named by its entry points
-    does not import): not the backend's fault. The message names the module; fix it, or
-    reinstall memspec (``pip install -e .`` from a checkout) so that its metadata is current."""
 
 
 CHECK_MODULES = "memspec.checks"

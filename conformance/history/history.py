@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.history.linearizability import Model, Operation
 from memspec.spec import codes, model
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
@@ -36,7 +37,7 @@ EventType = Literal["invoke", "ok", "fail", "info"]
 EVENT_TYPES = ("invoke", "ok", "fail", "info")
 
 
-class HistoryError(ValueError):
+class HistoryError(MemspecError, ValueError):
     """A history file is malformed; the message names the line and what is wrong."""
 
 

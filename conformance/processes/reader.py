@@ -27,6 +27,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.processes.workers import process_context
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import FILENAMES
@@ -43,8 +44,8 @@ REAP_TIMEOUT = 5.0
 """Longest wait for the reader to exit once it has sent its samples."""
 
 
-class ReaderError(RuntimeError):
-    """BUG IN HARNESS: the reader process did not hand over its samples (it died or hung)."""
+class ReaderError(HarnessError):
+    """The reader process did not hand over its samples (it died or hung): memspec's bug."""
 
 
 def _read(path: Path) -> bytes | str | None:

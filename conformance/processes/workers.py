@@ -52,7 +52,7 @@ from typing import Any
 import multiprocess
 from multiprocess import connection
 
-from memspec.conformance.core.findings import Refusal
+from memspec.conformance.core.findings import HarnessError, Refusal
 from memspec.conformance.core.locations import shadows_memspec
 from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.processes.turns import TurnHook
@@ -365,7 +365,7 @@ class WorkerResult:
         if self.status == "done":
             return self
         if self.status == "error":
-            raise RuntimeError(f"BUG IN HARNESS: worker {self.name} failed:\n{self.message}")
+            raise HarnessError(f"worker {self.name} failed:\n{self.message}")
         defect = self.defect or {}
         raise BackendDefect(
             f"session {self.name}: {defect.get('message') or self.message}",

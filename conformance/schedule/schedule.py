@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
 from memspec.conformance.tamper.stops import StoppedProcess
 from memspec.conformance.transport.jsonlines import CommandBackend
@@ -58,7 +59,7 @@ Chooser = Callable[[Decision], str]
 """Picks the worker (a name out of ``decision.enabled``) that makes the next call."""
 
 
-class ScheduleDiverged(Exception):
+class ScheduleDiverged(MemspecError):
     """A replayed schedule asked for a worker that is not enabled at that decision."""
 
 

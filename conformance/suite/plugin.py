@@ -28,7 +28,7 @@ import pytest
 from memspec.conformance.core.findings import VERDICT_PROPERTY, Verdict, verdict_of
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.core.profiles import Profile, resolve_profile
-from memspec.conformance.core.records import CheckRecord, RunInfo, write_reports
+from memspec.conformance.core.records import CheckRecord, RunInfo, summary_counts, write_reports
 from memspec.conformance.transport.backend import (
     Backend,
     BackendDefect,
@@ -329,7 +329,13 @@ class Recorder:
             self.records.append(CheckRecord.from_report(report, properties))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Writes report.json and report.md when ``--memspec-report`` is given."""
+        """Makes the exit status 3 (pytest's internal error) when the only failures are
+        memspec's own (harness errors); writes report.json and report.md when
+        ``--memspec-report`` is given."""
+        counts = summary_counts(self.records)
+        failed = session.exitstatus == pytest.ExitCode.TESTS_FAILED
+        if failed and counts["errors"] and not counts["failed"]:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         settings = memspec_settings(self.config)
         if settings.report is None or settings.backend is None:
             return

@@ -48,6 +48,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.tamper.interpose import path_kind
 from memspec.conformance.tamper.ops import Op
 
@@ -157,9 +158,7 @@ def _ops_of(
         return [Op("truncate", ino=ino, length=0, **here)] if truncates else []
     if call in ("write", "pwrite"):
         if "hex" not in details:
-            raise ValueError(
-                "BUG IN HARNESS: the trace has no written bytes; record it with Plan(data=True)"
-            )
+            raise HarnessError("the trace has no written bytes; record it with Plan(data=True)")
         data = bytes.fromhex(details["hex"])
         written = details.get("written")
         if isinstance(written, int) and written >= 0:

@@ -185,7 +185,7 @@ def plan_injection(
     trace's records with job operation indices), or None when the fault selects no call.
     Raises NotApplicable when strace's per-thread count would hit another thread too."""
     if fault.times != 1:
-        raise HarnessError(f"BUG IN CHECK: strace injects a fault once, not {fault.times} times")
+        raise HarnessError(f"strace injects a fault once, not {fault.times} times")
     target = selected(records, fault)
     if target is None:
         return None
@@ -505,13 +505,13 @@ def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, S
             text = ""
         else:
             raise HarnessError(
-                f"BUG IN HARNESS: strace wrote no output to {run.output}: {error}"
+                f"strace wrote no output to {run.output}: {error}"
             ) from None
     try:
         trace = read_strace(text, os.path.realpath(run.job.root), run.initial)
     except (ValueError, IndexError, KeyError) as error:
         raise HarnessError(
-            f"BUG IN HARNESS: the strace output {run.output} could not be read ({error!r}); "
+            f"the strace output {run.output} could not be read ({error!r}); "
             "keep the file (--keep-temp) and report it"
         ) from None
     requests = [i for i, op in enumerate(run.original.operations) if op["op"] not in HARNESS_STEPS]

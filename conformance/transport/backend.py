@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Finding, Refusal
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
@@ -49,13 +50,6 @@ def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
         return f"{op} needs field {missing[0]!r}"
     extra = sorted(set(fields) - set(wanted))
     return f"{op} takes no field {extra[0]!r}" if extra else None
-
-
-class UsageError(ValueError):
-    """The harness was asked for something impossible (a bad backend name, a bad flag value).
-
-    The message says what was given and what is expected; the CLI exits with status 2.
-    """
 
 
 class BackendDefect(Finding):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.checks.locking import _judge_adds
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
 from memspec.conformance.processes.workers import (
@@ -144,7 +145,7 @@ def test_interposition_needs_a_python_backend(tmp_path: Path) -> None:
     backend = CommandBackend(f"memspec serve --backend {REFERENCE}")
     result = run_session(Job(backend, tmp_path, _adds("x"), plan=Plan()))
     assert result.status == "error" and "Python backend" in result.message
-    with pytest.raises(RuntimeError, match="BUG IN HARNESS"):
+    with pytest.raises(HarnessError, match="BUG IN MEMSPEC"):
         result.expect_done()
     for name in INTERPOSED:
         root, scratch = tmp_path / name / "root", tmp_path / name / "scratch"

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.crash.persistence import crash_states, explain, replay
 from memspec.conformance.tamper.fstrace import calls_from_strace, ops_from_calls, read_strace
 from memspec.conformance.tamper.ops import Op
@@ -127,7 +128,7 @@ def test_calls_become_operations_with_fresh_identities() -> None:
     assert [op.kind for op in ops] == ["create", "write", "rename", "ack", "create", "ack"]
     assert ops[1].step == 2 and ops[1].data == b"hi" and ops[0].ino == ops[2].ino != 7
     assert ops[4].ino not in (1, ops[0].ino)
-    with pytest.raises(ValueError, match="Plan\\(data=True\\)"):
+    with pytest.raises(HarnessError, match="Plan\\(data=True\\)"):
         ops_from_calls([call(0, "write", "t", ino=7, via="os")], "/r", {}, [0], {0})
 
 
