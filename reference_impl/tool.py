@@ -18,8 +18,8 @@ from memspec.spec.operations import Batch
 from memspec.spec.rules import Outcome
 from memspec.spec.tool import (
     TOOL_NAME,
-    Call,
     Malformed,
+    ToolCall,
     normative_result,
     offered_actions,
     parse_call,
@@ -110,7 +110,7 @@ def call(store: Store, arguments: object) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def _success_message(parsed: Call, answer: dict[str, Any]) -> str:
+def _success_message(parsed: ToolCall, answer: dict[str, Any]) -> str:
     op = parsed.operation
     name = "batch" if isinstance(op, Batch) else type(op).__name__.lower()
     done = _DONE[name]

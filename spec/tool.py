@@ -239,8 +239,8 @@ class Malformed:
 
 
 @dataclass(frozen=True)
-class Call:
-    """A Call is a well-formed tool call and the store operation it names (TOOL-5)."""
+class ToolCall:
+    """A ToolCall is a well-formed tool call and the store operation it names (TOOL-5)."""
 
     operation: Mutation
 
@@ -322,8 +322,8 @@ def parse_arguments(text: object) -> object:
         return None
 
 
-def parse_call(text: object, actions: Sequence[str], batch: bool) -> Call | list[Malformed]:
-    """Returns the :class:`Call` an argument text names, or its problems (TOOL-4, TOOL-6).
+def parse_call(text: object, actions: Sequence[str], batch: bool) -> ToolCall | list[Malformed]:
+    """Returns the :class:`ToolCall` an argument text names, or its problems (TOOL-4, TOOL-6).
 
     A text that is not JSON, or not a JSON object, is the one problem ``arguments``. A
     well-formed call is the store operation its action names: ``add(target, content)``,
@@ -342,7 +342,7 @@ def parse_call(text: object, actions: Sequence[str], batch: bool) -> Call | list
             {key: value for key, value in item.items() if value is not None}
             for item in arguments["operations"]
         ]
-        return Call(Batch(target, items))
+        return ToolCall(Batch(target, items))
     content, old_text = arguments.get("content"), arguments.get("old_text")
     operation: Mutation = {
         "add": lambda: Add(target, content),
@@ -350,7 +350,7 @@ def parse_call(text: object, actions: Sequence[str], batch: bool) -> Call | list
         "remove": lambda: Remove(target, old_text),
         "patch": lambda: Patch(target, old_text, content),
     }[arguments["action"]]()
-    return Call(operation)
+    return ToolCall(operation)
 
 
 def watched_target(arguments: object) -> str:
@@ -409,7 +409,7 @@ def overwritten_entries(operation: Mutation, before: Sequence[str]) -> list[str]
 
 
 def expected_outcome(
-    call: Call, file: FileState, limit: int
+    call: ToolCall, file: FileState, limit: int
 ) -> tuple[Outcome, tuple[str, ...] | None]:
     """Returns the outcome of a well-formed call's operation on ``file`` and the entries it
     leaves (``None`` when the entries are those the session held: an argument refusal, or an
@@ -424,7 +424,7 @@ def expected_outcome(
 
 
 def normative_result(
-    parsed: Call | list[Malformed],
+    parsed: ToolCall | list[Malformed],
     outcome: Outcome | None,
     before: Sequence[str],
     after: Sequence[str],
@@ -604,7 +604,11 @@ def _live_problems(result: dict[str, Any], seen: Observation, *, required: bool)
 
 
 def _shown_fields(
-    result: dict[str, Any], outcome: Outcome, call: Call, before: Sequence[str], seen: Observation
+    result: dict[str, Any],
+    outcome: Outcome,
+    call: ToolCall,
+    before: Sequence[str],
+    seen: Observation,
 ) -> list[str]:
     problems = []
     if outcome.code == codes.E_AMBIGUOUS:

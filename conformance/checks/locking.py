@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
-from memspec.conformance.history.checkers import Finding, judge_history
+from memspec.conformance.history.checkers import CheckerFinding, judge_history
 from memspec.conformance.history.history import Event, write_history
 from memspec.conformance.history.programs import generate_program, limits_for
 from memspec.conformance.processes.reader import Reader
@@ -404,7 +404,7 @@ def history_is_linearizable(ctx: CheckContext) -> None:
     )
     if not violations:
         raise NotApplicable(f"{findings[0].message} ({scale}; history saved to {saved})")
-    first: Finding = violations[0]
+    first: CheckerFinding = violations[0]
     others = "".join(f"\nalso: {f.clause} ({f.checker})" for f in violations[1:])
     # LOCK-3 and the clause of the checker at fault: every checker accepts the history.
     raise AssertionError(

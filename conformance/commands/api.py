@@ -16,8 +16,12 @@ from collections.abc import Callable
 from os import PathLike
 from typing import Any
 
-from memspec.conformance.commands.certify import CertifyRequest, CertifyResult, probe_backend
-from memspec.conformance.commands.certify import certify as run_certification
+from memspec.conformance.commands.certify import (
+    CertifyRequest,
+    CertifyResult,
+    probe_backend,
+    run_certification,
+)
 from memspec.conformance.core.profiles import resolve_profile
 from memspec.conformance.transport.backend import (
     BackendDefect,

@@ -266,7 +266,7 @@ def run_environment(scratch: Path) -> Iterator[None]:
         hypothesis.configuration.set_hypothesis_home_dir(saved_home)
 
 
-def certify(request: CertifyRequest, measured: Any = None) -> CertifyResult:
+def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyResult:
     """Runs the certification and returns its result (pytest prints the progress, unless the
     request is quiet: then its output is in the result).
 

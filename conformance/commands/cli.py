@@ -218,8 +218,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_certify(args: argparse.Namespace) -> int:
     from memspec.conformance.commands.certify import (
         CertifyRequest,
-        certify,
         probe_backend,
+        run_certification,
         start_coverage,
     )
     from memspec.conformance.core.profiles import DEFAULT_PROFILE
@@ -246,7 +246,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     except BackendDefect as defect:
         print(f"memspec: error: the backend could not be started: {defect}", file=sys.stderr)
         return 2
-    result = certify(request, measured)
+    result = run_certification(request, measured)
     for line in result.notes:
         print(line)
     if result.records:

@@ -39,8 +39,8 @@ from memspec.spec.snapshot import snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 from memspec.spec.tool import (
-    Call,
     Observation,
+    ToolCall,
     normative_result,
     offered_actions,
     parse_arguments,
@@ -442,11 +442,11 @@ class ModelDriver:
         claims every feature, so it offers every action, the batch shape and the scan."""
         arguments = fields["arguments"]
         parsed = parse_call(arguments, MODEL_ACTIONS, batch=True)
-        target = parsed.target if isinstance(parsed, Call) else watched_target(arguments)
+        target = parsed.target if isinstance(parsed, ToolCall) else watched_target(arguments)
         limit = model.limit_of(self.state, target)
         outcome = None
         before = self._entries(session, target)
-        if isinstance(parsed, Call):
+        if isinstance(parsed, ToolCall):
             operation = replace(parsed.operation, session=session)
             if argument_error(operation) is None:
                 before = model.entries_on_disk(self.state, target) or before

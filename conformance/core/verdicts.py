@@ -47,7 +47,7 @@ Record = Mapping[str, Any]
 """A check's record as ``report.json`` holds it (``id``, ``status``, ``clauses``, ``kind``,
 ``blamed``, ``reason``, ``missing_features``, ``message``)."""
 
-STATUSES = ("pass", "fail", "skip", "n/a")
+CLAUSE_STATUSES = ("pass", "fail", "skip", "n/a")
 
 
 @dataclass(frozen=True)

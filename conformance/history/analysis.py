@@ -1,11 +1,11 @@
 """A concurrent history taken apart for the checkers of :mod:`memspec.conformance.history.checkers`.
 
-:func:`analyse` splits a history (:mod:`memspec.conformance.history.history`) by target into the
-sessions' mutations (:class:`Call`) and the samples of one reader, which reads one file at a time
-(:class:`Sample`, grouped into runs of equal content, :class:`Run`), and indexes which mutation
-writes each text and which mutations may remove it (:class:`TargetView`). It also renders what the
-checkers report: a :class:`Finding` with the calls involved and a timeline of the sessions around
-the moment at fault.
+:func:`analyse` splits a history (:mod:`memspec.conformance.history.history`) by target into
+the sessions' mutations (:class:`HistoryCall`) and the samples of one reader, which reads one
+file at a time (:class:`Sample`, grouped into runs of equal content, :class:`Run`), and indexes
+which mutation writes each text and which mutations may remove it (:class:`TargetView`). It
+also renders what the checkers report: a :class:`CheckerFinding` with the calls involved and a
+timeline of the sessions around the moment at fault.
 
 The index rests on one assumption that the generated programs
 (:mod:`memspec.conformance.history.programs`) keep: a text that a mutation writes is written by no
@@ -34,8 +34,8 @@ TIMELINE_OPS = 16
 
 
 @dataclass(frozen=True)
-class Finding:
-    """A Finding is one violation a checker found: the checker, the clause, and a message a
+class CheckerFinding:
+    """A CheckerFinding is one violation a checker found: the checker, the clause, and a message a
     person can act on (what was observed, what the model allows, the operations and a timeline).
     ``undecided`` marks a search that ran out of time: no verdict, never a pass."""
 
@@ -54,8 +54,8 @@ class Finding:
 
 
 @dataclass
-class Call:
-    """A Call is one mutation of one session: its request, how it ended, and when.
+class HistoryCall:
+    """A HistoryCall is one mutation of one session: its request, how it ended, and when.
 
     ``status`` is ``ok``, ``fail`` or ``info`` (unknown outcome: ``ret`` is infinite).
     """
@@ -180,14 +180,14 @@ class TargetView:
     target: str
     limit: int
     start: tuple[str, ...] | None
-    calls: list[Call]
+    calls: list[HistoryCall]
     samples: list[Sample]
     runs: list[Run]
     effects: dict[int, Effect]
-    producers: dict[str, list[tuple[Call, Written]]]
+    producers: dict[str, list[tuple[HistoryCall, Written]]]
     matches: dict[str, list[str]]
     """``old_text`` -> the distinct known texts containing it."""
-    removers: dict[str, list[tuple[Call, str]]]
+    removers: dict[str, list[tuple[HistoryCall, str]]]
     """text -> the calls (not refused) that remove by an ``old_text`` it contains."""
     present_runs: dict[str, list[int]]
 
@@ -196,7 +196,7 @@ class TargetView:
         found = self.matches.get(old_text, [])
         return found[0] if len(found) == 1 else None
 
-    def sole_producer(self, text: str) -> tuple[Call, Written] | None:
+    def sole_producer(self, text: str) -> tuple[HistoryCall, Written] | None:
         """Returns the mutation that writes ``text`` when exactly one does and it is not in
         the starting file."""
         found = self.producers.get(text, [])
@@ -214,8 +214,8 @@ class Analysis:
     start: dict[str, bytes | None]
 
 
-def _pair(events: Sequence[Event]) -> tuple[list[Call], list[Sample]]:
-    calls: list[Call] = []
+def _pair(events: Sequence[Event]) -> tuple[list[HistoryCall], list[Sample]]:
+    calls: list[HistoryCall] = []
     samples: list[Sample] = []
     pending: dict[int, Event] = {}
     for event in events:
@@ -233,7 +233,9 @@ def _pair(events: Sequence[Event]) -> tuple[list[Call], list[Sample]]:
     return calls, samples
 
 
-def _close(start: Event, end: Event | None, calls: list[Call], samples: list[Sample]) -> None:
+def _close(
+    start: Event, end: Event | None, calls: list[HistoryCall], samples: list[Sample]
+) -> None:
     request = start.op
     value = (end.value if end is not None else None) or {}
     ret = end.time if end is not None and end.type != "info" else math.inf
@@ -249,7 +251,7 @@ def _close(start: Event, end: Event | None, calls: list[Call], samples: list[Sam
         return
     status = end.type if end is not None else "info"
     code = value.get("code") if status != "info" else None
-    calls.append(Call(start.process, request, status, code, start.time, ret, pair))
+    calls.append(HistoryCall(start.process, request, status, code, start.time, ret, pair))
 
 
 def _runs(samples: list[Sample]) -> list[Run]:
@@ -270,10 +272,14 @@ def _start_entries(data: bytes | None) -> tuple[str, ...] | None:
 
 
 def _view(
-    target: str, limit: int, start: tuple[str, ...] | None, calls: list[Call], samples: list[Sample]
+    target: str,
+    limit: int,
+    start: tuple[str, ...] | None,
+    calls: list[HistoryCall],
+    samples: list[Sample],
 ) -> TargetView:
     effects = {id(call): effect_of(call.request) for call in calls}
-    producers: dict[str, list[tuple[Call, Written]]] = {}
+    producers: dict[str, list[tuple[HistoryCall, Written]]] = {}
     for call in calls:
         for written in effects[id(call)].written:
             producers.setdefault(written.text, []).append((call, written))
@@ -286,7 +292,7 @@ def _view(
         offsets.append(position)
         position += len(text) + 1
     matches: dict[str, list[str]] = {}
-    removers: dict[str, list[tuple[Call, str]]] = {}
+    removers: dict[str, list[tuple[HistoryCall, str]]] = {}
     for call in calls:
         for old in effects[id(call)].removed:
             if old not in matches:
@@ -382,7 +388,7 @@ def sample_at(sample: Sample) -> str:
     return f"the {sample.target} sample of [{sample.call:.6f}, {sample.ret:.6f}]"
 
 
-def timeline_near(analysis: Analysis, moment: float, calls: Sequence[Call] = ()) -> str:
+def timeline_near(analysis: Analysis, moment: float, calls: Sequence[HistoryCall] = ()) -> str:
     """Returns a timeline of the mutations nearest to ``moment`` (and ``calls``)."""
     everything = [c for view in analysis.targets.values() for c in view.calls]
     nearest = sorted(
@@ -406,13 +412,13 @@ def make_finding(
     clause: str,
     message: str,
     moment: float,
-    calls: Sequence[Call] = (),
+    calls: Sequence[HistoryCall] = (),
     more: int = 0,
-) -> Finding:
+) -> CheckerFinding:
     lines = [message]
     for call in calls:
         lines.append(f"  {call.label()} {call.when()}")
     if more:
         lines.append(f"({more} more violations of this kind in the history)")
     lines.append(timeline_near(analysis, moment, calls))
-    return Finding(checker, clause, "\n".join(lines))
+    return CheckerFinding(checker, clause, "\n".join(lines))

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 from memspec.conformance.history.analysis import (
     Analysis,
-    Call,
-    Finding,
+    CheckerFinding,
+    HistoryCall,
     Run,
     Sample,
     TargetView,
@@ -61,7 +61,7 @@ from memspec.spec.requests import MUTATIONS
 
 __all__ = [
     "CHECKERS",
-    "Finding",
+    "CheckerFinding",
     "check_acknowledged",
     "check_limits",
     "check_linearizable",
@@ -76,7 +76,7 @@ CHECKERS = ("acknowledged", "samples", "limits", "linearizability")
 # -- 1. acknowledged ----------------------------------------------------------------------------
 
 
-def _deadline(view: TargetView, text: str, producer: Call) -> float:
+def _deadline(view: TargetView, text: str, producer: HistoryCall) -> float:
     """Returns when ``text`` may first be removed: the earliest call of a mutation, other than
     its producer, that removes by an ``old_text`` it contains."""
     return min(
@@ -87,7 +87,7 @@ def _deadline(view: TargetView, text: str, producer: Call) -> float:
 @dataclass(frozen=True)
 class _Missing:
     text: str
-    producer: Call
+    producer: HistoryCall
     sample: Sample
     partial: bool
 
@@ -134,16 +134,16 @@ def _missing(view: TargetView) -> list[_Missing]:
     return sorted(found, key=lambda m: m.sample.call)
 
 
-def _refusal_clause(call: Call) -> str:
+def _refusal_clause(call: HistoryCall) -> str:
     if call.code == "E_LIMIT":
         return "LIMIT-3"
     return "BATCH-2" if call.request.get("op") == "batch" else "CONTRACT-3"
 
 
-def check_acknowledged(analysis: Analysis) -> list[Finding]:
+def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
     """Every acknowledged entry survives until it could have been removed (LOCK-3, ATOMIC-5);
     nothing appears that no invoked, unrefused mutation wrote (ATOMIC-2, CONTRACT-3)."""
-    findings: list[Finding] = []
+    findings: list[CheckerFinding] = []
     for view in analysis.targets.values():
         lost = [m for m in _missing(view) if not m.partial]
         if lost:
@@ -170,9 +170,9 @@ def check_acknowledged(analysis: Analysis) -> list[Finding]:
     return findings
 
 
-def _unwritten(analysis: Analysis, view: TargetView) -> list[Finding]:
+def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
     """Entries in samples that no invoked, unrefused mutation wrote."""
-    problems: list[tuple[float, str, str, Sample, list[Call]]] = []
+    problems: list[tuple[float, str, str, Sample, list[HistoryCall]]] = []
     start = set(view.start or ())
     for run in view.runs:
         sample = run.first
@@ -229,11 +229,11 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[Finding]:
 # -- 2. samples ---------------------------------------------------------------------------------
 
 
-def check_samples(analysis: Analysis) -> list[Finding]:
+def check_samples(analysis: Analysis) -> list[CheckerFinding]:
     """Every sample is a state the store could have been in (ATOMIC-2, LOCK-3, REPLACE-1,
     BATCH-2): decodable, not partial, no removed entry back, no duplicate, no half of a replace
     or batch, in an order appends explain."""
-    findings: list[Finding] = []
+    findings: list[CheckerFinding] = []
     for view in analysis.targets.values():
         problems = [
             *_unreadable(view),
@@ -252,7 +252,7 @@ def check_samples(analysis: Analysis) -> list[Finding]:
     return findings
 
 
-Problem = tuple[float, str, str, list[Call]]
+Problem = tuple[float, str, str, list[HistoryCall]]
 
 
 def _unreadable(view: TargetView) -> list[Problem]:
@@ -293,10 +293,10 @@ def _partial(view: TargetView) -> list[Problem]:
     return problems
 
 
-def _gone(view: TargetView) -> dict[str, Call]:
+def _gone(view: TargetView) -> dict[str, HistoryCall]:
     """Texts certainly removed: an acknowledged mutation removed by an ``old_text`` only that
     text contains, and no mutation invoked after it writes the text again."""
-    gone: dict[str, Call] = {}
+    gone: dict[str, HistoryCall] = {}
     for call in view.calls:
         if call.status != "ok":
             continue
@@ -377,7 +377,7 @@ def _mixed(view: TargetView) -> list[Problem]:
     return problems
 
 
-def _half_done(view: TargetView, call: Call, run: Run) -> tuple[str, str] | None:
+def _half_done(view: TargetView, call: HistoryCall, run: Run) -> tuple[str, str] | None:
     effect = view.effects[id(call)]
     batch = call.request.get("op") == "batch"
     clause = "BATCH-2" if batch else "REPLACE-1"
@@ -476,10 +476,10 @@ def _misordered(view: TargetView) -> list[Problem]:
 # -- 3. limits ----------------------------------------------------------------------------------
 
 
-def check_limits(analysis: Analysis) -> list[Finding]:
+def check_limits(analysis: Analysis) -> list[CheckerFinding]:
     """No sample is over its limit, unless the file started over it and has not grown since
     (LIMIT-2, LIMIT-4)."""
-    findings: list[Finding] = []
+    findings: list[CheckerFinding] = []
     for view in analysis.targets.values():
         bound = max(view.limit, usage(view.start or ()))
         over = [
@@ -516,7 +516,7 @@ def judge_history(
     start: Mapping[str, bytes | None] | None = None,
     timeout: float = 60.0,
     seconds: dict[str, float] | None = None,
-) -> list[Finding]:
+) -> list[CheckerFinding]:
     """Runs the checkers cheapest first and returns their findings (empty: all green).
     `events` are history.Event (mutations of the sessions + `read` samples of a reader);
     `start` the files' bytes before the run (None: absent).
@@ -529,7 +529,7 @@ def judge_history(
     started = time.monotonic()
     relevant = [e for e in events if e.op.get("op") in (*MUTATIONS, "read")]
     analysis = analyse(relevant, limits, start)
-    findings: list[Finding] = []
+    findings: list[CheckerFinding] = []
     checkers = (
         ("analysis", None),
         ("acknowledged", check_acknowledged),

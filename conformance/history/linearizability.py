@@ -33,7 +33,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 S = TypeVar("S", bound=Hashable)
 
-Verdict = Literal["ok", "illegal", "unknown"]
+SearchVerdict = Literal["ok", "illegal", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class Explanation:
 class Result:
     """The verdict of :func:`check_history`, with an explanation when it is ``illegal``."""
 
-    verdict: Verdict
+    verdict: SearchVerdict
     explanation: Explanation | None = None
     states_explored: int = 0
     seconds: float = 0.0
@@ -181,7 +181,7 @@ class _Search(Generic[S]):
     best: tuple[tuple[int, ...], S] | None = None
     best_stuck: list[int] = field(default_factory=list)
 
-    def run(self) -> Verdict:
+    def run(self) -> SearchVerdict:
         head = _event_list(self.ops)
         state = self.model.init()
         linearized = 0  # a bitset of operation indexes
@@ -247,7 +247,7 @@ def check_history(model: Model[S], history: Sequence[Operation], timeout: float 
     deadline = started + timeout
     parts = model.partition(history) if model.partition else [list(history)]
     explored = 0
-    verdict: Verdict = "ok"
+    verdict: SearchVerdict = "ok"
     for part in parts:
         search = _Search(model, part, deadline)
         outcome = search.run()

@@ -27,8 +27,8 @@ from typing import Any
 from memspec.conformance.history.analysis import (
     SHOWN,
     Analysis,
-    Call,
-    Finding,
+    CheckerFinding,
+    HistoryCall,
     Sample,
     TargetView,
     listing,
@@ -162,7 +162,7 @@ def effect_windows(view: TargetView) -> dict[int, Window]:
     windows: dict[int, tuple[float, float]] = {}
     ranks: dict[int, int] = {}
 
-    def narrow(call: Call, low: float, high: float) -> None:
+    def narrow(call: HistoryCall, low: float, high: float) -> None:
         old_low, old_high = windows.get(id(call), (call.call, call.ret))
         windows[id(call)] = (max(old_low, low), min(old_high, high))
 
@@ -203,7 +203,7 @@ def _chain_appends(
     them by first appearance: where an entry stands before another, its append came first (a
     replacement stands where the entry it replaced was appended, REPLACE-1)."""
     for run in view.runs:
-        appends: list[Call] = []
+        appends: list[HistoryCall] = []
         fresh = False
         for text in run.entries or ():
             call = _append_of(view, text)
@@ -227,7 +227,7 @@ def _chain_appends(
             windows[id(call)] = (windows[id(call)][0], high)
 
 
-def _append_of(view: TargetView, text: str, depth: int = 0) -> Call | None:
+def _append_of(view: TargetView, text: str, depth: int = 0) -> HistoryCall | None:
     """Returns the acknowledged append that made ``text``'s place in the file: its writer, or,
     for a replacement, the append of the entry it replaced (``None``: unknown)."""
     sole = view.sole_producer(text)
@@ -260,7 +260,7 @@ def _narrowed(analysis: Analysis, ops: list[Operation]) -> list[tuple[Operation,
     return [(new, op) for *_, new, op in sorted(narrowed, key=lambda item: item[:3])]
 
 
-def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Finding]:
+def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[CheckerFinding]:
     """The whole history is linearizable against the spec model (LOCK-3); a search that runs
     out of time is an undecided finding, never a pass.
 
@@ -274,7 +274,7 @@ def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Findin
     scale = f"{len(ops)} operations"
     if result.verdict == "unknown":
         return [
-            Finding(
+            CheckerFinding(
                 "linearizability",
                 "LOCK-3",
                 f"LOCK-3: undecided: the linearizability search of {scale} ran out of time "
@@ -292,7 +292,11 @@ def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Findin
         "respects real time explains what the sessions were answered and what the reader saw.\n"
         + text
     )
-    return [Finding("linearizability", "LOCK-3", message + "\n" + timeline_near(analysis, moment))]
+    return [
+        CheckerFinding(
+            "linearizability", "LOCK-3", message + "\n" + timeline_near(analysis, moment)
+        )
+    ]
 
 
 def _recorded(explanation: Explanation, originals: dict[int, Operation]) -> Explanation:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext
-from memspec.conformance.history.checkers import Finding, judge_history
+from memspec.conformance.history.checkers import CheckerFinding, judge_history
 from memspec.conformance.history.history import Event
 from memspec.conformance.processes.workers import Job, history
 from memspec.conformance.schedule.schedule import (
@@ -77,7 +77,7 @@ class Execution:
     program: Program
     run: ScheduledRun
     events: list[Event]
-    finding: Finding | None
+    finding: CheckerFinding | None
     undecided: str = ""
     seconds: float = 0.0
 
@@ -141,7 +141,7 @@ def history_of(run: ScheduledRun, reader: int) -> list[Event]:
     return sorted(events, key=lambda e: (e.time, e.type != "invoke"))
 
 
-def judge(program: Program, events: Sequence[Event]) -> tuple[Finding | None, str]:
+def judge(program: Program, events: Sequence[Event]) -> tuple[CheckerFinding | None, str]:
     """Returns the first finding of the checkers
     (:func:`~memspec.conformance.history.checkers.judge_history`) against the run's history, and why
     the verdict is undecided if it is."""

@@ -504,9 +504,7 @@ def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, S
         if result.status in ("defect", "died", "killed", "timeout"):
             text = ""
         else:
-            raise HarnessError(
-                f"strace wrote no output to {run.output}: {error}"
-            ) from None
+            raise HarnessError(f"strace wrote no output to {run.output}: {error}") from None
     try:
         trace = read_strace(text, os.path.realpath(run.job.root), run.initial)
     except (ValueError, IndexError, KeyError) as error:

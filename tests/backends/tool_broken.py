@@ -16,7 +16,7 @@ from memspec.spec.codec import usage
 from memspec.spec.operations import Replace
 from memspec.spec.rules import preview
 from memspec.spec.snapshot import usage_label
-from memspec.spec.tool import Call, parse_arguments, parse_call, watched_target
+from memspec.spec.tool import ToolCall, parse_arguments, parse_call, watched_target
 
 
 class ToolFront(Store):
@@ -173,7 +173,7 @@ class HidesReplace(ToolFront):
 
     def tool_call(self, arguments: str) -> str:
         parsed = parse_call(arguments, ("add", "replace", "remove", "patch"), True)
-        if isinstance(parsed, Call) and isinstance(parsed.operation, Replace):
+        if isinstance(parsed, ToolCall) and isinstance(parsed.operation, Replace):
             target = parsed.operation.target
             entries = self.entries(target)
             return json.dumps({

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memspec.conformance.history.analysis import analyse, effect_of
-from memspec.conformance.history.checkers import CHECKERS, Finding, judge_history
+from memspec.conformance.history.checkers import CHECKERS, CheckerFinding, judge_history
 from memspec.conformance.history.history import Event, memory_model, operations, read_history
 from memspec.conformance.history.linearizability import check_history
 from memspec.conformance.history.spec_search import check_linearizable, effect_windows
@@ -62,12 +62,12 @@ def read(start: float, entries: list[str] | None, target: str = "memory") -> lis
     ]
 
 
-def judged(*parts: list[Event], limits: dict[str, int] = LIMITS) -> list[Finding]:
+def judged(*parts: list[Event], limits: dict[str, int] = LIMITS) -> list[CheckerFinding]:
     events = [event for part in parts for event in part]
     return judge_history(events, limits, start={}, timeout=10)
 
 
-def first(findings: list[Finding]) -> tuple[str, str]:
+def first(findings: list[CheckerFinding]) -> tuple[str, str]:
     assert findings, "the history was accepted"
     return findings[0].checker, findings[0].clause
 

@@ -12,9 +12,9 @@ from memspec.spec.codec import classify_bytes
 from memspec.spec.operations import Batch, Remove, Replace
 from memspec.spec.rules import Outcome
 from memspec.spec.tool import (
-    Call,
     Malformed,
     Observation,
+    ToolCall,
     carries_own_member,
     normative_result,
     overwritten_entries,
@@ -84,10 +84,10 @@ def test_parse_names_the_store_operation() -> None:
     assert parse_call(text, ACTIONS, False) == [Malformed("x", ("action", "target", "content",
                                                                  "old_text"))]  # fmt: skip
     text = '{"action": "replace", "target": "user", "old_text": "a", "content": "b"}'
-    assert parse_call(text, ACTIONS, False) == Call(Replace("user", "a", "b"))
+    assert parse_call(text, ACTIONS, False) == ToolCall(Replace("user", "a", "b"))
     batch = '{"target": "memory", "operations": [{"action": "remove", "old_text": "a"}]}'
     item = {"action": "remove", "old_text": "a"}
-    assert parse_call(batch, ACTIONS, True) == Call(Batch("memory", [item]))
+    assert parse_call(batch, ACTIONS, True) == ToolCall(Batch("memory", [item]))
 
 
 def test_malformed_calls_name_the_field() -> None:
