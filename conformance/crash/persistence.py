@@ -1,69 +1,10 @@
 """Crash states: what a process crash or a power loss may leave of a recorded file-system trace.
 
-A store's mutation is a short program of file-system calls (open a temp, write, fsync, rename,
-fsync the directory). After a process crash or a power loss, the files on disk are some *crash
-state* of that program, and which states are possible depends on what survives: the page cache
-(process crash) or only what the disk had (power loss), and on the file system's ordering rules.
-Following ALICE (an application's update protocol replayed under an abstract persistence model)
-and CrashMonkey (crash states cut at persistence points, then checked by recovery), this module
-takes a trace of logical operations (:class:`Op`) and the files before it, and generates the
-crash states each *persistence model* allows. It is pure: no I/O, no backend.
-
-**The abstract file system.** Directory entries map names to inodes; inodes hold bytes. A trace
-starts from files assumed durable (written before the traced session and synced), and each
-:class:`Op` is one of ``create`` (a new entry for a new, empty inode), ``write`` (bytes at an
-offset), ``truncate``, ``rename`` (``source`` -> ``name``), ``unlink``, ``fsync`` (of a file's
-inode), ``dirsync`` (fsync of the directory) and ``ack`` (a mutation was answered — ALICE's
-"stdout" operation: what the user was told before the crash). A crash state is a set of the
-operations issued before the crash *point*, replayed in trace order onto the initial files; a
-state that keeps a later operation and drops an earlier one is what "persisted out of order"
-means. Buffered file-object writes count as issued when they are flushed or closed.
-
-**Models** (:data:`MODELS`):
-
-``process-crash``
-    The process is killed; the kernel and its page cache survive, so every issued operation
-    persists. The states are the trace's prefixes, one per crash point (CRASH-1).
-``posix-weak``
-    Power loss on a file system that promises only what POSIX and ``fsync`` promise (ALICE's
-    weakest useful model): an inode's data persists as of its last completed ``fsync`` — later
-    writes and truncates may be dropped, kept in part, or kept while an earlier one is dropped;
-    a write that grew the file may persist as zeros (the size reached the disk, the data did
-    not) — and directory entries persist as of the last completed ``fsync`` of the directory:
-    later creates, unlinks and renames may be lost or persisted in any order, and a rename may
-    persist halfway, with both names linked to the file (the rename(2) manual allows this
-    window; the destination is never missing). Nothing orders data against directory entries,
-    so a rename can persist before the data it points to (ATOMIC-1), and an acknowledged
-    rename is lost unless the directory was fsynced after it (ATOMIC-3).
-``ext4-ordered``
-    Power loss on ext4 with its defaults (``data=ordered``, ``auto_da_alloc``). Metadata — every
-    directory operation and truncate — goes through the journal and persists in trace order, a
-    prefix of it; a rename is atomic; any completed ``fsync`` commits the journal, so every
-    earlier metadata operation persists. File data is written back on its own (a prefix of a
-    file's unsynced writes, the last possibly in part; never zeros: ordered mode writes the data
-    before the size that exposes it). ``auto_da_alloc`` makes a rename *over an existing file*
-    carry the renamed file's data: if the rename persists, the data written before it does. It
-    does not save a file truncated and rewritten in place: the truncate is journaled, the new
-    data may still be in the page cache, and the file is left empty or short. This is why a
-    store that forgets to fsync its temp often works on ext4 and loses data elsewhere.
-
-**Crash points and bounds.** Under ``process-crash`` every point between two operations is a
-crash point. Under the power-loss models a crash just before an ``fsync`` allows every state a
-crash at an earlier point since the previous ``fsync`` allows (nothing in between was forced to
-disk), so, as in CrashMonkey, the crash points are the persistence points — right before each
-``fsync`` and directory ``fsync`` — plus right after each ``ack`` (what the user was told
-changes there) and the end of the trace. The states of one point are enumerated from the one
-where every issued operation persisted, by an increasing number of *deviations* (a group of
-operations — the unsynced directory operations, or one inode's unsynced data — persisted
-otherwise), at most :data:`DEVIATIONS` at once, so the states that need the fewest coincidences
-come first. Each point yields at most ``per_point`` candidates and a model at most ``limit``
-distinct states (:data:`PER_POINT`, :data:`LIMIT`); identical states (same names, links, bytes
-and acknowledgements) are kept once, and :attr:`CrashStates.capped` says when a bound cut the
-enumeration short.
-
-**Explanations.** Each state records the operations it dropped or kept in part, and
-:func:`explain` says in plain words what happened and what fixes it, e.g. "the rename at step 7
-may persist before the data written at step 4: fsync the temp file before renaming it".
+Pure (no I/O, no backend): :func:`crash_states` takes a trace of logical operations
+(:class:`~memspec.conformance.tamper.ops.Op`) and the files before it, and yields the states
+each persistence model of :data:`MODELS` allows at each crash point, fewest deviations first;
+:func:`explain` says in plain words what a state dropped and what fixes it. The models, the
+crash points and the bounds are described in docs/architecture.md ("The crash suite").
 """
 
 from __future__ import annotations
