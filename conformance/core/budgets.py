@@ -5,9 +5,15 @@ Every named check has a budget per profile, declared here and nowhere else: :dat
 has one row per check id, seconds under ``smoke``, ``ci`` and ``thorough``. The profile carries
 its column (``Profile.budgets``), so a check never looks its budget up by a profile's name.
 
-A check ends at its budget in one of two ways, and its verdict says which:
+Under a profile of fixed work (``smoke``, ``ci``: derandomized) a check does all its work —
+every example, schedule and crash state the profile sizes — however slow the machine, so a
+busy CI runner gets the verdicts of a quiet laptop; the harness stops it only at
+:data:`HANG_GUARD` times its budget, as hung, and says so. Under ``thorough`` the budget is the
+time a check hunts for. A check ends at its budget in one of two ways, and its verdict says
+which:
 
-- **Its search stops itself.** A Hypothesis search (examples and shrinking, through
+- **Its search stops itself** (under fixed work, only while shrinking a failure it found).
+  A Hypothesis search (examples and shrinking, through
   ``memspec.fuzz.runner``) asks its :class:`Allowance` whether :data:`SEARCH_SHARE` of the
   budget is spent and stops there, leaving the rest for the final replay, the judging and the
   clean-up. A search that found a failure reports that failure (saying when shrinking was cut
@@ -49,6 +55,10 @@ if TYPE_CHECKING:
 SEARCH_SHARE = 0.75
 """The share of its budget a search may use before it stops itself (the rest is for the final
 replay, the judging and the clean-up, before the harness would stop the check)."""
+HANG_GUARD = 10
+"""Under a profile of fixed work (``smoke``, ``ci``) a check runs all its work whatever the
+machine's speed, so that its verdict is the same on a busy machine as on a quiet one; the
+harness stops it only at this many times its budget, as hung."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,13 @@ class Allowance:
     profile: str
     seconds: float
     started: float
+    fixed_work: bool = False
+
+    @property
+    def limit(self) -> float:
+        """The seconds after which the harness stops the check: its budget, or under fixed work
+        :data:`HANG_GUARD` times it."""
+        return self.seconds * HANG_GUARD if self.fixed_work else self.seconds
 
     def elapsed(self) -> float:
         """Returns the seconds since the check started."""
@@ -184,6 +201,11 @@ class Allowance:
 
     def spent(self) -> str:
         """Says how much of which budget is used: ``"45 s of its 60 s budget (profile ci)"``."""
+        if self.fixed_work:
+            return (
+                f"{self.elapsed():.0f} s, {HANG_GUARD} times its {self.seconds:g} s budget "
+                f"(profile {self.profile}, fixed work: the backend or the check hung)"
+            )
         return f"{self.elapsed():.0f} s of its {self.seconds:g} s budget (profile {self.profile})"
 
     def cut(self, covered: str) -> BudgetSpent:
@@ -198,7 +220,9 @@ class Allowance:
 
 def start_allowance(check_id: str, profile: Any) -> Allowance:
     """Returns the allowance of check ``check_id`` under ``profile``, starting now."""
-    return Allowance(check_id, profile.name, profile.budget(check_id), time.monotonic())
+    return Allowance(
+        check_id, profile.name, profile.budget(check_id), time.monotonic(), profile.derandomize
+    )
 
 
 @dataclass
@@ -218,12 +242,19 @@ class SearchWatch:
 
     def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
         """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
-        once the search share is spent raises BudgetSpent instead of running."""
+        once the search share is spent raises BudgetSpent instead of running — under fixed work
+        only while shrinking a failure found (the examples always all run: the verdict does not
+        depend on the machine's speed)."""
 
         @functools.wraps(body)
         def watched(*args: Any, **kwargs: Any) -> Any:
-            if self.allowance is not None and self.allowance.search_spent():
-                self.stopped = self.stopped or self.allowance.cut(self.covered())
+            allowance = self.allowance
+            if (
+                allowance is not None
+                and (self.failures or not allowance.fixed_work)
+                and allowance.search_spent()
+            ):
+                self.stopped = self.stopped or allowance.cut(self.covered())
                 raise self.stopped
             self.examples += 1
             try:
@@ -295,8 +326,9 @@ def describe_figures(figures: Mapping[str, Any]) -> str:
 
 @contextmanager
 def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]:
-    """Runs the body under ``allowance``: still running at the whole budget, it is interrupted
-    with :class:`BudgetSpent`, naming the figures the check had reported by then.
+    """Runs the body under ``allowance``: still running at its limit (the whole budget, or the
+    hang guard under fixed work), it is interrupted with :class:`BudgetSpent`, naming the
+    figures the check had reported by then.
 
     The interruption is a ``SIGALRM`` timer, so it reaches a check blocked in a wait as well as
     one computing. Signals reach only the main thread; elsewhere (a check run from a thread of
@@ -314,7 +346,7 @@ def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]
         )
 
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, max(0.001, allowance.seconds - allowance.elapsed()))
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, allowance.limit - allowance.elapsed()))
     try:
         yield
     finally:

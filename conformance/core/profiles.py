@@ -21,6 +21,10 @@ class Profile:
 
     ``examples`` is Hypothesis' ``max_examples``; ``processes`` x ``operations`` sizes the
     concurrent-writer checks; ``trials`` counts repetitions of fault and crash checks.
+    ``derandomize`` makes the work fixed as well as its inputs: every check runs all of it
+    whatever the machine's speed, its budget only a guard against a hang
+    (:data:`~memspec.conformance.core.budgets.HANG_GUARD`); without it (``thorough``) a search
+    hunts until its budget.
 
     The scheduled interleavings: ``preemption_bound`` switches at most, ``schedule_budget``
     schedules at most and ``adds_per_session`` (first session, second) for the

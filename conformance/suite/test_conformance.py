@@ -79,7 +79,11 @@ def test_example(
 ) -> None:
     """Runs one SPEC.md example on a fresh root, within the profile's budget of an example."""
     allowance = Allowance(
-        example.id, memspec_profile.name, memspec_profile.example_budget, time.monotonic()
+        example.id,
+        memspec_profile.name,
+        memspec_profile.example_budget,
+        time.monotonic(),
+        memspec_profile.derandomize,
     )
     try:
         with enforced(allowance, {}):

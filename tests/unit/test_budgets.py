@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 
 from memspec.conformance.core.budgets import (
     BUDGETS,
+    HANG_GUARD,
     Allowance,
     Budget,
     BudgetSpent,
     SearchWatch,
     budget_cut_in,
     enforced,
+    start_allowance,
 )
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import HarnessError, NotApplicable
@@ -158,3 +160,46 @@ def test_a_watch_counts_runs_and_keeps_the_last_failure() -> None:
         watched(True)
     assert (watch.examples, watch.failures) == (2, 1)
     assert str(watch.last_failure).startswith("LIMIT-1: over")
+
+
+def _fixed(seconds: float, started: float) -> Allowance:
+    return Allowance("area.check", "ci", seconds, started, fixed_work=True)
+
+
+def test_under_fixed_work_a_slow_search_still_runs_every_example() -> None:
+    # A machine so busy that the search share is spent before the first example: the verdict
+    # is the quiet machine's (every example runs, and passes), not "cut".
+    ran = []
+
+    @given(st.integers())
+    def never_fails(number: int) -> None:
+        ran.append(number)
+
+    _run(_fixed(1, started=time.monotonic() - 10), never_fails)
+    assert len(ran) >= 20
+
+
+def test_under_fixed_work_shrinking_is_still_held_to_the_budget() -> None:
+    @given(st.lists(st.integers(), min_size=3))
+    def fails(numbers: list[int]) -> None:
+        raise AssertionError("LOCK-3: lost")
+
+    with pytest.raises(AssertionError) as raised:
+        _run(_fixed(1, started=time.monotonic() - 10), fails)
+    assert "shrinking was cut at the check's budget after 1 runs" in str(raised.value)
+
+
+def test_under_fixed_work_the_harness_stops_only_a_hung_check() -> None:
+    allowance = _fixed(0.02, started=time.monotonic())
+    assert allowance.limit == pytest.approx(0.02 * HANG_GUARD)
+    with enforced(allowance, {}):
+        time.sleep(0.05)  # past the budget, far below the guard: runs to its end
+    stopped = pytest.raises(BudgetSpent, match=r"10 times its 0.02 s budget .*hung")
+    with stopped, enforced(_fixed(0.02, started=time.monotonic()), {}):
+        time.sleep(5)
+
+
+def test_only_the_profiles_that_hunt_by_time_cut_a_search_early() -> None:
+    assert [name for name, p in PROFILES.items() if not p.derandomize] == ["thorough"]
+    allowance = start_allowance("atomic.acknowledged_is_visible", PROFILES["ci"])
+    assert allowance.fixed_work and allowance.limit == allowance.seconds * HANG_GUARD
