@@ -10,6 +10,7 @@ entry points in ``pyproject.toml``, and runs their checks like any other. Everyt
 Hypothesis; the strategies are public for other harnesses to reuse.
 """
 
+from memspec.conformance.core.search import PropertyRun, open_database, plan
 from memspec.fuzz import (  # noqa: F401 - importing registers the checks
     drift_properties,
     interleavings,
@@ -18,7 +19,6 @@ from memspec.fuzz import (  # noqa: F401 - importing registers the checks
 )
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import allowed_answers, snapshot_problem
-from memspec.fuzz.runner import PropertyRun, open_database, plan
 from memspec.fuzz.strategies import (
     contents,
     cosmetic_edits,

@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 from memspec.conformance.core.examples import show
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
 from memspec.fuzz.roots import FuzzRoot
-from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, claimed_ops, external_edits, requests
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes

@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.conformance.history.programs import generate_program, limits_for
 from memspec.conformance.schedule.exploration import Program, execute, fresh_root
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
 from memspec.conformance.tamper.stops import require_schedulable
-from memspec.fuzz.runner import plan
 
 
 def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:

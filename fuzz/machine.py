@@ -17,7 +17,7 @@ step it compares, against :func:`memspec.spec.model.step`:
   the model renders from the disk (SNAP-2).
 
 A failure prints the shrunk program as ``state.rule(...)`` lines, then the one-command
-reproduction (:mod:`memspec.fuzz.runner`).
+reproduction (:mod:`memspec.conformance.core.search`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from hypothesis.stateful import (
 
 from memspec.conformance.core.examples import show
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import (
     allowed_answers,
@@ -45,7 +46,6 @@ from memspec.fuzz.oracle import (
     snapshot_problem,
 )
 from memspec.fuzz.roots import FuzzRoot
-from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
 from memspec.spec.drift_refusal import judge_drift_refusal

@@ -2,8 +2,8 @@
 the frozen snapshot and the fence (FORMAT, READ, ENTRY, LIMIT, SNAP, FENCE clauses).
 
 Each check builds a Hypothesis test inside itself, sized by the profile (see
-:mod:`memspec.fuzz.runner`), and runs every example on a fresh root. The oracle is local: what
-the spec allows is computed from the bytes actually on disk before each step
+:mod:`~memspec.conformance.core.search`), and runs every example on a fresh root. The oracle is
+local: what the spec allows is computed from the bytes actually on disk before each step
 (:func:`memspec.fuzz.oracle.allowed_answers`), so one wrong answer does not make every later
 comparison meaningless, and the failure names the first step that broke a clause.
 """
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from memspec.conformance.core.examples import show
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
 from memspec.fuzz.roots import FuzzRoot
-from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import (
     claimed_ops,
     contents,

@@ -22,8 +22,8 @@ from memspec.conformance.core.examples import (
     tool_offer,
 )
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.fuzz.roots import FuzzRoot
-from memspec.fuzz.runner import plan
 from memspec.fuzz.strategies import claimed_ops, requests
 
 TOOL_LIMITS = {"memory": 60, "user": 40}

@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.checks._disk import put
-from memspec.conformance.checks._property import run_sized
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.spec import codes
 from memspec.spec.agent import (
@@ -333,4 +333,5 @@ def random_turns_writes_and_rebuilds(ctx: CheckContext) -> None:
                 else:
                     run.write(f"Fact {number}: {word}", other if kind == "write_other" else None)
 
-    run_sized(ctx, agent_follows_the_model, examples=max(5, ctx.profile.examples // 4))
+    run = plan(ctx, max_examples=max(5, ctx.profile.examples // 4))
+    run.run(run.apply(agent_follows_the_model))

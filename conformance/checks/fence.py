@@ -20,8 +20,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.checks._property import run_sized
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import Session
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
@@ -279,4 +279,5 @@ def arbitrary_recalled_text(ctx: CheckContext) -> None:
         def fenced_text_is_harmless(raw: str) -> None:
             _judge(session, raw)
 
-        run_sized(ctx, fenced_text_is_harmless)
+        run = plan(ctx)
+        run.run(run.apply(fenced_text_is_harmless))

@@ -19,7 +19,6 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from memspec.conformance.checks._disk import put, read_or_none
-from memspec.conformance.checks._property import run_sized
 from memspec.conformance.core.examples import (
     ToolOffer,
     judged_tool_call,
@@ -27,6 +26,7 @@ from memspec.conformance.core.examples import (
     tool_offer,
 )
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import Session
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
@@ -207,7 +207,8 @@ def malformed_calls_answered(ctx: CheckContext) -> None:
             assume(not carries_own_member(arguments, own))
             _assert_judged(session, offer, ctx.root, arguments)
 
-        run_sized(ctx, broken_call_is_answered)
+        run = plan(ctx)
+        run.run(run.apply(broken_call_is_answered))
 
 
 THREAT_FILE = (

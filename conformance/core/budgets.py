@@ -13,8 +13,8 @@ time a check hunts for. A check ends at its budget in one of two ways, and its v
 which:
 
 - **Its search stops itself** (under fixed work, only while shrinking a failure it found).
-  A Hypothesis search (examples and shrinking, through
-  ``memspec.fuzz.runner``) asks its :class:`Allowance` whether :data:`SEARCH_SHARE` of the
+  A Hypothesis search (examples and shrinking, through ``core/search.py``) asks its
+  :class:`Allowance` whether :data:`SEARCH_SHARE` of the
   budget is spent and stops there, leaving the rest for the final replay, the judging and the
   clean-up. A search that found a failure reports that failure (saying when shrinking was cut
   short, so the example may not be minimal); one that found none ends with

@@ -17,9 +17,9 @@ import pytest
 
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, HarnessError, all_checks
+from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.fuzz.oracle import allowed_answers
-from memspec.fuzz.runner import plan
 from memspec.spec import model
 from memspec.spec.operations import Add
 from tests.budgeted import run_in_budget

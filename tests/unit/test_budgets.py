@@ -1,5 +1,5 @@
 """Check budgets: every check has one per profile, declared once, and a check over it is stopped
-and reported as cut, never as passed (conformance/core/budgets.py, fuzz/runner.py)."""
+and reported as cut, never as passed (conformance/core/budgets.py, conformance/core/search.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from memspec.conformance.core.budgets import (
 )
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import HarnessError, NotApplicable
-from memspec.fuzz.runner import PropertyRun
+from memspec.conformance.core.search import PropertyRun
 
 CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from memspec.conformance.core.profiles import PROFILES
 
 PROJECT = Path(__file__).resolve().parents[2]
-NAMES_THE_PROFILE = {"fuzz/runner.py"}
+NAMES_THE_PROFILE = {"conformance/core/search.py"}
 """Modules allowed to read a profile's name: the runner prints it in reproduction commands."""
 
 

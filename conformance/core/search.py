@@ -1,4 +1,5 @@
-"""How a property check runs Hypothesis: settings from the profile, the seed, the example
+"""How every check that searches with Hypothesis runs it — the properties of ``memspec.fuzz``
+and the fence, tool and agent checks alike: settings from the profile, the seed, the example
 database, and the one-command reproduction every failure ends with.
 
 - Profile ``ci`` (derandomized): the same examples every run, no database. Its reproduction is
@@ -119,7 +120,8 @@ class PropertyRun:
 
 def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
     """Returns the PropertyRun of the check running under ``ctx`` (its id, profile, seed and
-    database); ``extra`` are further Hypothesis settings such as ``stateful_step_count``."""
+    database); ``extra`` are further Hypothesis settings such as ``stateful_step_count`` or a
+    check's own ``max_examples``."""
     check_id = ctx.check_id
     if not check_id:
         raise HarnessError("a property check was run without its id: call it as Check.run(ctx)")
@@ -135,16 +137,18 @@ def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
     elif not derandomize and seed is None:
         seed = random.SystemRandom().randrange(2**32)
     chosen = settings(
-        max_examples=profile.examples,
-        derandomize=derandomize,
-        database=opened,
-        deadline=None,
-        suppress_health_check=HEALTH_CHECKS_OFF,
-        report_multiple_bugs=False,
-        print_blob=False,
-        # The loaded Hypothesis profile's phases, but not explain: its coverage notes cost runs.
-        phases=tuple(phase for phase in settings().phases if phase is not Phase.explain),
-        **extra,
+        **{
+            "max_examples": profile.examples,
+            "derandomize": derandomize,
+            "database": opened,
+            "deadline": None,
+            "suppress_health_check": HEALTH_CHECKS_OFF,
+            "report_multiple_bugs": False,
+            "print_blob": False,
+            # The loaded Hypothesis profile's phases, but not explain: its notes cost runs.
+            "phases": tuple(phase for phase in settings().phases if phase is not Phase.explain),
+            **extra,
+        }
     )
     command = f"memspec certify {backend_flag(ctx.backend)} -k {shlex.quote(check_id)}"
     if profile.name != "ci":
