@@ -26,7 +26,6 @@ from memspec.spec.unicode_sets import WHITE_SPACE
 DELIMITER: Final = "\n§\n"
 DELIMITER_MARK: Final = "§"
 WHITESPACE: Final = WHITE_SPACE
-LINE_SPACE: Final = " \t\x0b\x0c"
 BOM: Final = "\ufeff"
 
 FileKind = Literal["absent", "canonical", "cosmetic", "foreign", "unreadable"]
@@ -49,9 +48,9 @@ def normalize_content(text: str) -> str:
 
 def is_delimiter_line(line: str) -> bool:
     """Returns whether one line (without its newline) reads as an entry delimiter: ``§`` alone
-    once spaces, tabs, vertical tabs and form feeds are stripped (READ-3); ``§`` with other text
-    on its line is ordinary text (FORMAT-3)."""
-    return line.strip(LINE_SPACE) == DELIMITER_MARK
+    once Unicode whitespace (:data:`WHITESPACE`) is stripped from both ends (READ-3); ``§`` with
+    other text on its line is ordinary text (FORMAT-3)."""
+    return line.strip(WHITESPACE) == DELIMITER_MARK
 
 
 def starts_with_bom(text: str) -> bool:
@@ -90,7 +89,7 @@ def decode(data: bytes) -> str | None:
 def parse_text(text: str) -> list[str]:
     """Returns the entries of a file's text, read tolerantly (FORMAT-3, READ-3).
 
-    Lines that are ``§`` alone (ignoring spaces and tabs around it) split the text into chunks;
+    Lines that are ``§`` alone (ignoring whitespace around it) split the text into chunks;
     each chunk is stripped of Unicode whitespace (:data:`WHITESPACE`, the set of ENTRY-1) and
     empty chunks are dropped, so blank lines and
     spaces around a delimiter line and a trailing newline never change the entries. A U+FEFF at

@@ -31,7 +31,6 @@ const DELIMITER = '\n§\n';                                                   //
 // not String.prototype.trim(), which also strips U+FEFF and keeps U+0085.
 const WHITESPACE = '\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006' +
   '\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
-const LINE_SPACE = ' \t\x0b\x0c';          // what may surround `§` on a delimiter line (READ-3)
 const BAR = '═'.repeat(46);                                                  // SNAP-4
 const NEW_FILE_MODE = 0o600;                                                 // FILES-1
 const LOCK_TIMEOUT_MS = 30000;
@@ -50,7 +49,7 @@ function strip(text, chars = WHITESPACE) {
 
 const normalizeNewlines = (text) => text.replace(/\r\n?/g, '\n');            // READ-2, ENTRY-1
 const normalizeContent = (text) => strip(normalizeNewlines(text));           // ENTRY-1
-const isDelimiterLine = (line) => strip(line, LINE_SPACE) === '§';           // READ-3
+const isDelimiterLine = (line) => strip(line) === '§';                       // READ-3
 const hasDelimiterLine = (text) => normalizeNewlines(text).split('\n').some(isDelimiterLine);
 
 /** Whether `text` has a UTF-8 form: no lone surrogate (ENTRY-4). */
