@@ -337,7 +337,7 @@ def render_certify(results: dict[str, dict[str, Any]]) -> str:
 
 def section_lin(sizes: Sequence[str]) -> dict[str, dict[str, float]]:
     from benchmarks.linearizability import measure
-    from memspec.conformance.checks.locking import SEED
+    from memspec.conformance.checks.concurrency import SEED
 
     results = {}
     for size in sizes:

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from memspec.conformance.checks.locking import history_is_linearizable
+from memspec.conformance.checks.concurrency import history_is_linearizable
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, NotApplicable
 from memspec.conformance.transport.backend import InProcessBackend

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from memspec.conformance.checks.locking import SEED, run_history
+from memspec.conformance.checks.concurrency import SEED, run_history
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.history.checkers import judge_history

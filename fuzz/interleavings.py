@@ -5,7 +5,7 @@ loads) of a Python backend under the deterministic scheduler
 (:mod:`memspec.conformance.schedule`), with the switches between sessions drawn by Hypothesis,
 and shrinks a failure to the fewest switches and operations. Its systematic sibling, every
 schedule of two sessions up to a bound of preemptions, needs no Hypothesis and is
-``interleavings.preemption_bounded_schedules`` in :mod:`memspec.conformance.checks.locking`.
+``interleavings.preemption_bounded_schedules`` in :mod:`memspec.conformance.checks.interleavings`.
 
 A failure saves a repro file (backend, operations, schedule) in the artifacts directory and
 names the command that replays it, ``memspec repro FILE``, with the interleaving as a

@@ -3,6 +3,7 @@
 from memspec.conformance.checks import (
     agent,  # noqa: F401
     atomic,  # noqa: F401
+    concurrency,  # noqa: F401
     contract,  # noqa: F401
     crash,  # noqa: F401
     crashstates,  # noqa: F401
@@ -11,8 +12,8 @@ from memspec.conformance.checks import (
     faults,  # noqa: F401
     fence,  # noqa: F401
     files,  # noqa: F401
+    interleavings,  # noqa: F401
     locking,  # noqa: F401
-    own_bytes,  # noqa: F401
     patch,  # noqa: F401
     protocol,  # noqa: F401
     read,  # noqa: F401

@@ -9,84 +9,29 @@ the history (LOCK-1, LOCK-3; the MCP memory server kept 10 of 20 acknowledged wr
 for a command backend) and requires the exclusive ``flock`` to be on ``MEMORY.md.lock``, taken
 before the re-read and held until the new file is in place (LOCK-1, LOCK-2, LOCK-3): it pins
 the protocol step at fault, where the concurrent check only sees the lost entries.
-
-``concurrency.history_is_linearizable`` runs generated programs of concurrent sessions while a
-reader process samples the files, and judges the history (below).
-``interleavings.preemption_bounded_schedules`` runs, for a Python backend, every schedule of two
-adding sessions up to a bound of preemptions under the deterministic scheduler (below). Their ids
-keep the names of the modules they were first written in.
-
-Concurrent sessions and a file-sampling reader, judged by the checkers (LOCK-3, ATOMIC-2).
-
-``processes`` sessions — worker processes for a Python backend, one backend process each for a
-command — open one root, start together at a barrier and run generated programs
-(:mod:`memspec.conformance.history.programs`: adds of unique entries, replaces, removes, batches
-when the backend claims them, loads) on both targets, while a reader process
-(:mod:`memspec.conformance.processes.reader`) samples ``MEMORY.md`` and ``USER.md`` continuously.
-``memory`` has room for everything; ``user`` fills half way through, so refusals for the limit
-happen too.
-
-The operations and the samples form one Jepsen-style history, which
-:func:`~memspec.conformance.history.checkers.judge_history` judges cheapest first: acknowledged
-writes survive and nothing unwritten appears, every sample is a state the store could have been in,
-no limit is exceeded, and the whole history is linearizable against the spec model. A failure names
-the checker and the clause, shows what was observed against what the model allows, with a timeline
-of the sessions, and saves the history as JSON Lines among the check's artifacts (the report
-directory's ``artifacts`` with ``--report``, else its scratch directory), named in the message.
-
-The programs come from the seed (``--seed``; under the deterministic ``ci`` profile a fixed one,
-so the same programs run every time; under ``thorough`` a drawn one, named in a failure); the
-interleaving is the operating system's. The check reports its figures (samples, seconds of the
-run and of each checker) with its result.
-A search that runs out of time is reported as undecided (skipped), never as a pass.
-
-``preemption_bounded_schedules`` explores, systematically, every schedule of two sessions adding
-to a store that already holds an entry, with at most one switch between sessions at a moment the
-running one could have gone on (two under the ``thorough`` profile). The lost update of a store
-that reads before it locks, locks a file that a rename replaces, or writes a list it loaded
-earlier, needs exactly one such switch. A failure saves a repro file and names the command that
-replays it, ``memspec repro FILE``.
 """
 
 from __future__ import annotations
 
-import random
-import time
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
-from memspec.conformance.history.checkers import CheckerFinding, judge_history
-from memspec.conformance.history.history import Event, write_history
-from memspec.conformance.history.programs import generate_program, limits_for
-from memspec.conformance.processes.reader import Reader
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.processes.workers import (
     Job,
     OpRecord,
-    history,
     run_session,
     run_together,
 )
-from memspec.conformance.schedule.exploration import (
-    Execution,
-    Exploration,
-    Program,
-    execute,
-    explore,
-    fresh_root,
-)
-from memspec.conformance.schedule.repro import fail_with_repro
-from memspec.conformance.schedule.schedule import Chooser
 from memspec.conformance.tamper.interpose import (
     Plan,
     describe_call,
     opens_for_writing,
     render_trace,
 )
-from memspec.conformance.tamper.stops import LOCK_CALLS, require_schedulable
+from memspec.conformance.tamper.stops import LOCK_CALLS
 from memspec.conformance.tamper.strace import run_planned
 from memspec.spec.root_files import file_kind
-from memspec.spec.targets import TARGETS
 
 LOCK_LIMIT = 1_000_000
 """The memory limit of the concurrent check: far above what its adds use, so none is refused."""
@@ -316,161 +261,3 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
         f"LOCK-3: the lock was released at step {end}, before the new file was put in place "
         f"at step {_step(calls, puts[-1])} ({trace})"
     )
-
-
-# -- concurrent sessions and a reader, judged as a history ------------------------------
-
-SEED = 20240605
-"""The seed of the programs when the run names none (profile ``ci``: the same every run)."""
-CHECK_TIMEOUT = 60.0
-"""Longest linearizability search before the verdict is "undecided"."""
-HISTORY_FILE = "concurrency-history.jsonl"
-
-
-def run_history(
-    ctx: CheckContext, seed: int
-) -> tuple[list[Event], dict[str, int], dict[str, float]]:
-    """Runs the sessions and the reader on ``ctx.root``; returns the history, the limits and
-    timings (seconds: ``run``)."""
-    processes, count = ctx.profile.processes, ctx.profile.operations
-    batch = "batch" in ctx.claimed_features()
-    rng = random.Random(seed)
-    programs = [generate_program(p, rng, count, TARGETS, batch=batch) for p in range(processes)]
-    limits = limits_for(programs)
-    jobs = [
-        Job(ctx.backend, ctx.root, program, limits, name=f"p{p}")
-        for p, program in enumerate(programs)
-    ]
-    started = time.monotonic()
-    with Reader(ctx.root, TARGETS, process=processes) as reader:
-        results = run_together(jobs, timeout=30 + processes * count * 0.5)
-        samples = [Event.from_record(record) for record in reader.stop()]
-    seconds = time.monotonic() - started
-    for result in results:
-        result.expect_done()
-    events = [Event.from_record(record) for record in history(results)]
-    ordered = sorted([*events, *samples], key=lambda e: (e.time, e.type != "invoke"))
-    return ordered, limits, {"run": seconds, "samples": len(samples) / 2}
-
-
-def _save(ctx: CheckContext, events: list[Event]) -> Path:
-    folder = ctx.artifacts or ctx.scratch
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / HISTORY_FILE
-    write_history(path, events)
-    return path
-
-
-def _seed(ctx: CheckContext) -> int:
-    """The seed of the programs: ``--seed``; else fixed for a derandomized profile (``ci``),
-    drawn for one that is not (``thorough``) and named in any failure."""
-    if ctx.seed is not None:
-        return ctx.seed
-    return SEED if ctx.profile.derandomize else random.SystemRandom().randrange(2**32)
-
-
-@check(
-    "LOCK-3",
-    "LOCK-2",
-    "ATOMIC-2",
-    "ATOMIC-5",
-    "LIMIT-2",
-    "BATCH-2",
-    id="concurrency.history_is_linearizable",
-)
-def history_is_linearizable(ctx: CheckContext) -> None:
-    """Concurrent sessions and a reader form a history every checker accepts (LOCK-3)."""
-    seed = _seed(ctx)
-    events, limits, extra = run_history(ctx, seed)
-    seconds: dict[str, float] = {}
-    findings = judge_history(events, limits, start={}, timeout=CHECK_TIMEOUT, seconds=seconds)
-    ctx.figures.update(
-        {
-            "sessions": ctx.profile.processes,
-            "operations per session": ctx.profile.operations,
-            "samples": int(extra["samples"]),
-            "seed": seed,
-            "run seconds": round(extra["run"], 2),
-            **{f"{name} seconds": round(value, 3) for name, value in seconds.items()},
-        }
-    )
-    if not findings:
-        return
-    saved = _save(ctx, events)
-    violations = [f for f in findings if not f.undecided]
-    scale = (
-        f"{ctx.profile.processes} sessions x {ctx.profile.operations} operations, "
-        f"{int(extra['samples'])} samples, seed {seed}"
-    )
-    if not violations:
-        raise NotApplicable(f"{findings[0].message} ({scale}; history saved to {saved})")
-    first: CheckerFinding = violations[0]
-    others = "".join(f"\nalso: {f.clause} ({f.checker})" for f in violations[1:])
-    # LOCK-3 and the clause of the checker at fault: every checker accepts the history.
-    raise AssertionError(
-        f"{first.clause}: the {first.checker} checker rejects the history of {scale} "
-        f"(saved to {saved}; limits {limits}; repeat the programs with --seed {seed}):\n"
-        f"{first.message}{others}"
-    )
-
-
-# -- every schedule of two adders up to a bound of preemptions --------------------
-
-NOTES = ("Project uses Go 1.22", "Editor: helix")
-SEED_ENTRY = b"User prefers tabs over spaces"
-
-
-def _adds(*per_session: int) -> Program:
-    """Sessions that load and then add ``per_session[i]`` entries each, to a store holding one."""
-    sessions = tuple(
-        (
-            f"p{index}",
-            (
-                {"op": "load"},
-                *(
-                    {"op": "add", "target": "memory", "content": f"Note {index}.{n}: {NOTES[n]}"}
-                    for n in range(count)
-                ),
-            ),
-        )
-        for index, count in enumerate(per_session)
-    )
-    return Program(sessions, files={"memory": SEED_ENTRY})
-
-
-@check(
-    "LOCK-3",
-    "LOCK-2",
-    "ATOMIC-2",
-    id="interleavings.preemption_bounded_schedules",
-)
-def preemption_bounded_schedules(ctx: CheckContext) -> None:
-    """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
-    require_schedulable(ctx.backend)
-    profile = ctx.profile
-    bound, budget = profile.preemption_bound, profile.schedule_budget
-    adds = profile.adds_per_session
-    program = _adds(*adds)
-    summary = Exploration()
-    started = time.monotonic()
-
-    def run_one(choose: Chooser) -> Execution:
-        with fresh_root(ctx) as root:
-            return execute(ctx.backend, root, program, choose)
-
-    undecided = []
-    for execution in explore(run_one, bound, budget, summary):
-        ctx.figures.update(
-            {
-                "schedules run": summary.runs,
-                "preemption bound": bound,
-                "seconds": round(time.monotonic() - started, 1),
-            }
-        )
-        if execution.finding is not None:
-            fail_with_repro(ctx, execution)
-        if execution.undecided:
-            undecided.append(execution.undecided)
-    ctx.figures["every schedule within the bound run"] = summary.complete
-    if undecided:
-        raise NotApplicable(f"LOCK-3: undecided: {undecided[0]}")

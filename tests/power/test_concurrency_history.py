@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.checks.locking import HISTORY_FILE, history_is_linearizable
+from memspec.conformance.checks.concurrency import HISTORY_FILE, history_is_linearizable
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.history.history import Event, read_history

@@ -71,3 +71,16 @@ def test_a_check_module_that_fails_to_import_is_a_harness_error(
     monkeypatch.setattr(metadata, "entry_points", lambda group: [])
     with pytest.raises(registry.HarnessError, match="reinstall"):
         registry.all_checks()
+
+
+def test_every_check_lives_in_the_module_its_id_names() -> None:
+    """``area.name`` is defined in a module called ``area`` (of ``conformance/checks`` or of
+    ``fuzz``), so that a reader finds a check from its id."""
+    from memspec.conformance.core import registry
+
+    misplaced = {
+        check_id: check.function.__module__
+        for check_id, check in registry.all_checks().items()
+        if check.function.__module__.rsplit(".", 1)[-1] != check_id.split(".")[0]
+    }
+    assert not misplaced, misplaced

@@ -1,0 +1,78 @@
+"""Every schedule of two adding sessions up to a bound of preemptions, under the deterministic
+scheduler (LOCK-2, LOCK-3): docs/architecture.md, "Reproducing a race"."""
+
+from __future__ import annotations
+
+import time
+
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.schedule.exploration import (
+    Execution,
+    Exploration,
+    Program,
+    execute,
+    explore,
+    fresh_root,
+)
+from memspec.conformance.schedule.repro import fail_with_repro
+from memspec.conformance.schedule.schedule import Chooser
+from memspec.conformance.tamper.stops import require_schedulable
+
+NOTES = ("Project uses Go 1.22", "Editor: helix")
+SEED_ENTRY = b"User prefers tabs over spaces"
+
+
+def _adds(*per_session: int) -> Program:
+    """Sessions that load and then add ``per_session[i]`` entries each, to a store holding one."""
+    sessions = tuple(
+        (
+            f"p{index}",
+            (
+                {"op": "load"},
+                *(
+                    {"op": "add", "target": "memory", "content": f"Note {index}.{n}: {NOTES[n]}"}
+                    for n in range(count)
+                ),
+            ),
+        )
+        for index, count in enumerate(per_session)
+    )
+    return Program(sessions, files={"memory": SEED_ENTRY})
+
+
+@check(
+    "LOCK-3",
+    "LOCK-2",
+    "ATOMIC-2",
+    id="interleavings.preemption_bounded_schedules",
+)
+def preemption_bounded_schedules(ctx: CheckContext) -> None:
+    """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
+    require_schedulable(ctx.backend)
+    profile = ctx.profile
+    bound, budget = profile.preemption_bound, profile.schedule_budget
+    adds = profile.adds_per_session
+    program = _adds(*adds)
+    summary = Exploration()
+    started = time.monotonic()
+
+    def run_one(choose: Chooser) -> Execution:
+        with fresh_root(ctx) as root:
+            return execute(ctx.backend, root, program, choose)
+
+    undecided = []
+    for execution in explore(run_one, bound, budget, summary):
+        ctx.figures.update(
+            {
+                "schedules run": summary.runs,
+                "preemption bound": bound,
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        )
+        if execution.finding is not None:
+            fail_with_repro(ctx, execution)
+        if execution.undecided:
+            undecided.append(execution.undecided)
+    ctx.figures["every schedule within the bound run"] = summary.complete
+    if undecided:
+        raise NotApplicable(f"LOCK-3: undecided: {undecided[0]}")
