@@ -1,12 +1,11 @@
 """Checks that no readable state locks the model out of its memory (DRIFT-7, with DRIFT-2's
 backup for a drift guard), and that an unreadable one says how a person repairs it.
 
-Before spec v2 a foreign file refused every mutation, the ``remove`` that would repair it
-included: lower the limit below an entry written under a larger one and the target stayed
-locked for good, while the ``[BLOCKED:`` placeholder told the model to remove the entry with the
-tool. These checks reproduce that with two sessions on one root — one opened with the default
-limit writes the entry, one opened with a small limit must be able to remove it — and bind every
-backend: only the backup a drift guard must name (DRIFT-2) is asked of the backends that claim
+A store that refuses every mutation of a foreign file, the ``remove`` that would repair it
+included, locks the target for good once the limit is lowered below an entry written under a
+larger one. These checks make that state with two sessions on one root — one opened with the
+default limit writes the entry, one opened with a small limit must be able to remove it — and
+bind every backend: only the backup a drift guard must name (DRIFT-2) is asked of the backends that claim
 ``drift-guard``.
 """
 
