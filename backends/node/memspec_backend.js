@@ -1060,7 +1060,8 @@ function callProblems(args) {
 function itemProblems(index, item) {
   const where = `operations[${index}]`;
   if (!isObject(item)) return [[where, ['object']]];
-  const problems = Object.keys(item).sort().filter((n) => !ITEM_MEMBERS.includes(n)).map((n) => [where, [n]]);
+  const problems = Object.keys(item).sort().filter((n) => !ITEM_MEMBERS.includes(n))
+    .map((n) => [where, [n, ...ITEM_MEMBERS], false, true]);
   for (const name of ['content', 'old_text']) {
     if (present(item, name) && typeof item[name] !== 'string') problems.push([where, [name, 'string']]);
   }
@@ -1100,7 +1101,7 @@ function overwritten(op, before) {
   return found;
 }
 
-function malformedError([field, expected, missing]) {
+function malformedError([field, expected, missing, unknown]) {
   if (field === 'arguments') {
     return 'The arguments are not a JSON object; send an object such as ' +
       '{"action": "add", "target": "memory", "content": "..."}.';
@@ -1113,6 +1114,10 @@ function malformedError([field, expected, missing]) {
   if (expected.length === 1 && expected[0] === 'string') return `${field} must be a string.`;
   if (field === 'operations' && expected[0] === 'action') return 'Send either action or operations, not both.';
   if (field === 'content' || field === 'old_text') return `'${expected[0]}' needs ${field}.`;
+  if (unknown) {
+    return `${field}: unknown member '${expected[0]}'; drop it. An item takes: ` +
+      `${expected.slice(1).join(', ')}.`;
+  }
   if (field.startsWith('operations')) return `${field}: needs ${expected.join(', ')}.`;
   return `Unknown argument '${field}'; the memory tool takes: ${expected.join(', ')}.`;
 }
