@@ -156,6 +156,12 @@ def _malformed_error(problems: list[Malformed]) -> str:
         text = "Send either action or operations, not both: operations for several changes."
     elif problem.field in ("content", "old_text"):
         text = f"'{wanted}' needs {problem.field}."
+    elif problem.unknown:
+        name, *members = problem.expected
+        text = (
+            f"{problem.field}: unknown member {name!r}; drop it. An item takes: "
+            f"{', '.join(members)}."
+        )
     elif problem.field.startswith("operations"):
         text = f"{problem.field}: needs {wanted}."
     else:

@@ -37,6 +37,13 @@ read (``"the .env.example file documents variables"`` and ``"project uses .env"`
 reading command or as a path (``~/.aws/credentials``, ``credentials.json``); exfiltration needs a
 network command and a secret-named variable (``$API_KEY``, ``${TOKEN}``) or an environment dump
 on the same line (``curl $DEPLOY_URL`` passes). Any mention of ``authorized_keys`` is refused.
+From version 2.1 the table covers every category of Hermes' own scanner (overrides of the
+model's rules, role pretence, prompt and conversation leaks, hidden markup, sending to a URL,
+writes into ``~/.ssh``, edits of agent configuration files, C2 promptware), narrower where
+Hermes' pattern refuses an ordinary entry of the corpus (SPEC.md, Deviations from Hermes): an
+order such as ``Send a heartbeat to …`` is refused, ``Each worker sends a heartbeat to Redis``
+is not (:data:`_ORDER`); ``User keeps agent rules in AGENTS.md`` passes, ``Update CLAUDE.md …``
+does not; ``Sliver is the cat's name`` passes, ``Connect to the Sliver server`` does not.
 Every gap in a pattern is bounded, so the scan stays linear in the length of the text. The
 corpora ``spec/corpora/ordinary.json`` and ``spec/corpora/attacks.json`` say what the patterns
 must and must not match (SCAN-2).
@@ -91,6 +98,30 @@ _SECRET_REFERENCE = (
     rf"|process\.env|os\.environ|{_SECRET_PATH})"
 )
 
+_WORDS = r"(?:(?:\w|['\u2019-]){1,40}\s+)"
+"""One word and the space after it: the bounded filler between the words of a pattern."""
+_ORDER = (
+    r"(?:(?:^|[\n.!?:;*>\u2022-])\s*(?:(?:please|now|always|immediately|first|then|also)(?:\s|,)+){0,2}"
+    r"|\byou\s+(?:must|should|shall|will|need\s+to|have\s+to|are\s+(?:to|required\s+to"
+    r"|obligated\s+to))\s+(?:\w{1,20}\s+){0,2}?)"
+)
+"""Where a verb is an order to the model: at the start of the text, a line, a sentence or a
+list item (after at most two adverbs such as ``please``), or after ``you must``; ``Workers send
+a heartbeat`` describes, ``Send a heartbeat`` orders."""
+_HOME = r"(?:~|\$\{?home\}?|/root|/home/(?:\w|[.-]){1,32}|/users/(?:\w|[.-]){1,32})"
+_AGENT_FILE = (
+    r"(?:(?<!\w|-)(?:agents|claude|gemini)\.md\b|\.cursorrules\b|\.clinerules\b"
+    r"|\.windsurfrules\b|\.hermes/(?:config\.ya?ml|soul\.md)\b)"
+)
+_PATH = r"(?:(?:\w|[.~$/-]){0,60}/)?"
+"""The folders before a file name, if any."""
+_SENT = (
+    r"(?:results?|output|data|findings|answers?|responses?|conversation|chat|history|messages"
+    r"|memor(?:y|ies)|context|secrets?|keys?|tokens?|credentials|passwords?|cookies"
+    r"|files|contents?|everything|environment|env)"
+)
+_C2_FRAMEWORK = r"(?:cobalt\s*strike|sliver|havoc|mythic|metasploit|meterpreter|brute\s*ratel)"
+
 _TABLE: Final[tuple[tuple[str, str], ...]] = (
     (
         "prompt_injection",
@@ -98,7 +129,11 @@ _TABLE: Final[tuple[tuple[str, str], ...]] = (
         r"(?:all\s+(?:(?:the|your|my|of)\s+){0,2}(?:(?:previous|prior|above|earlier|preceding)\s+)?"
         r"|(?:previous|prior|above|earlier|preceding)\s+)"
         r"(?:instructions?|prompts?|rules|directions|directives|guidelines|commands|orders)\b"
-        r"|\b(?:ignore|disregard|forget)\s+everything\s+(?:above|before|previously|you\s+were\s+told)",
+        r"|\b(?:ignore|disregard|forget)\s+everything\s+(?:above|before|previously|you\s+were\s+told)"
+        rf"|\b(?:ignore|disregard|forget)\s+{_WORDS}{{0,8}}?(?:previous|prior|above|earlier"
+        rf"|preceding)\s+{_WORDS}{{0,8}}?(?:instructions?|rules|guidelines|directives)\b"
+        rf"|\bdisregard\s+{_WORDS}{{0,8}}?(?:your|all|any)\s+{_WORDS}{{0,8}}?"
+        r"(?:instructions?|rules|guidelines|directives|policies)\b",
     ),
     (
         "role_hijack",
@@ -112,11 +147,38 @@ _TABLE: Final[tuple[tuple[str, str], ...]] = (
         r"(?:[^\n]{0,80}?\b(?:without|with\s+no|free\s+(?:of|from)|ignoring)\s+(?:any\s+|all\s+)?"
         r"(?:restrictions?|limits?|limitations?|filters?|rules|guidelines|guardrails|censorship"
         r"|constraints|boundaries|safety|ethics|morals)\b"
-        r"|\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b)",
+        r"|\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b)"
+        rf"|\b(?:act|behave|respond|operate)\s+as\s+(?:if|though)\s+{_WORDS}{{0,6}}?"
+        rf"(?:no|don{_APOSTROPHE}t\s+have|do\s+not\s+have|without)\s+{_WORDS}{{0,3}}?"
+        r"(?:restrictions?|limits|limitations|filters|rules|guidelines|guardrails|constraints)\b"
+        rf"|\b(?:respond|answer|reply|speak|talk)\s+without\s+{_WORDS}{{0,6}}?"
+        r"(?:restrictions?|limitations?|filters?|filtering|safety|censorship|guardrails"
+        r"|guidelines|ethics)\b",
+    ),
+    (
+        "role_pretence",
+        rf"\bpretend\s+(?:that\s+)?you{_APOSTROPHE}(?:re|\s+are)\b"
+        rf"|{_ORDER}pretend\s+(?:that\s+)?(?:to\s+be|you{_APOSTROPHE}(?:re|\s+are))\b",
+    ),
+    (
+        "identity_override",
+        r"\b(?:re)?name\s+yourself\s+\w|\byour\s+(?:new\s+)?name\s+is\s+now\b",
+    ),
+    (
+        "fake_update",
+        rf"\byou\s+have\s+been\s+{_WORDS}{{0,6}}?(?:updated|upgraded|patched|reprogrammed"
+        r"|reconfigured|jailbroken)\s+(?:to|with|so)\b",
     ),
     (
         "chat_template_token",
         r"<\|\s*[a-z0-9_]{1,40}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:start|end)_of_turn>",
+    ),
+    (
+        "hidden_markup",
+        r"<!--[^>]{0,512}?(?<![a-z])(?:ignore|override|system|secret|hidden|instructions?|prompt)"
+        r"(?![a-z])[^>]{0,512}?-->"
+        r"|<\s*[a-z][a-z0-9]{0,10}\s[^>]{0,512}?\bstyle\s*=\s*[\"'][^\"'>]{0,512}?"
+        r"(?:display\s*:\s*none|visibility\s*:\s*hidden)",
     ),
     (
         "deception",
@@ -137,9 +199,34 @@ _TABLE: Final[tuple[tuple[str, str], ...]] = (
         r"|\bnew\s+system\s+(?:prompt|instructions?)\s*:",
     ),
     (
+        "prompt_leak",
+        rf"\b(?:output|print|reveal|repeat|recite|leak|disclose|dump)\s+{_WORDS}{{0,8}}?"
+        r"(?:system|initial|hidden|original)\s+(?:prompt|instructions)\b",
+    ),
+    (
+        "context_exfiltration",
+        r"\b(?:include|output|print|share|send|dump|leak|forward|post|upload|paste|reveal|repeat"
+        rf"|copy|transmit)\s+{_WORDS}{{0,6}}?(?:(?:chat|message|conversation)\s+history"
+        r"|previous\s+messages|(?:entire|full|whole|complete)\s+(?:conversation|chat"
+        r"|context\s+window)|conversation\s+so\s+far"
+        r"|(?:entire|full|whole)\s+context(?=\s*(?:$|[.!;,)]|\s(?:to|into|with|in\s+your"
+        r"|in\s+the\s+(?:reply|response|answer|url|request)))))",
+    ),
+    (
+        "translate_execute",
+        r"\btranslate\b[^\n]{0,200}?\binto\s+(?:\w|[+#.-]){1,30}"
+        r"(?:(?:\s|-)+(?:\w|[+#.-]){1,30}){0,2}\s*,?\s*"
+        r"(?:(?:and|then)\s+){1,2}(?:execute|run|eval(?:uate)?)\b",
+    ),
+    (
         "exfiltration",
         rf"{_NET_COMMAND}[^\n]{{0,200}}?{_SECRET_REFERENCE}"
         r"|\b(?:env|printenv)\s*\|\s*(?:curl|wget|nc|ncat|netcat|socat|base64)\b",
+    ),
+    (
+        "send_to_url",
+        r"\b(?:send|post|upload|transmit|exfiltrate|forward|leak|submit|report)\s+"
+        rf"{_WORDS}{{0,6}}?{_SENT}\b[^\n]{{0,200}}?\b(?:to|at)\s+<?https?://",
     ),
     (
         "read_secret_file",
@@ -147,6 +234,63 @@ _TABLE: Final[tuple[tuple[str, str], ...]] = (
         r"|\b(?:cat|less|more|head|tail|type|read|open)\s+(?:-\S{1,20}\s+){0,4}credentials\b",
     ),
     ("ssh_backdoor", r"authorized_keys"),
+    (
+        "ssh_access",
+        rf"(?:>{{1,2}}|\b(?:cp|mv|tee|install|ln|rsync|scp|dd)\b[^\n|;&]{{0,120}}?\s)\s*[\"']?"
+        rf"{_HOME}/\.ssh(?:/(?:\w|[.-]){{0,60}})?[\"']?\s*(?:$|[\n;|&)])"
+        rf"|\b(?:copy|add|append|write|put|place|plant|save|drop|install)\s+{_WORDS}{{0,4}}?"
+        rf"keys?\s+{_WORDS}{{0,3}}?(?:to|into|in)\s+[\"']?{_HOME}/\.ssh\b",
+    ),
+    ("agent_secret_file", rf"{_HOME}/\.hermes/\.env(?!\w|[.-])"),
+    (
+        "agent_config_edit",
+        r"\b(?:update|modify|edit|change|overwrite|rewrite|replace|patch)\s+"
+        rf"(?:{_WORDS}{{0,4}}?(?:in|of)\s+)?(?:(?:the|your|our|their|this|project{_APOSTROPHE}s)\s+)?"
+        rf"[\"'`]?{_PATH}{_AGENT_FILE}"
+        r"|\b(?:add|append|insert|prepend|write)\b[^\n.,;!?]{0,80}?\b(?:to|into|in)\s+"
+        rf"(?:(?:the|your|our|their|this|project{_APOSTROPHE}s)\s+)?[\"'`]?{_PATH}{_AGENT_FILE}",
+    ),
+    (
+        "promptware",
+        rf"{_ORDER}register\s+(?:yourself\s+|this\s+(?:agent|session|machine|host)\s+)?"
+        r"(?:as\s+)?(?:an?\s+)?(?:new\s+)?(?:node|bot|implant|worker|peer)\b"
+        rf"|{_ORDER}(?:send\s+|emit\s+)?(?:an?\s+|your\s+)?(?:heartbeats?|beacons?)\s+(?:to|with)\b"
+        r"|\b(?:beacon|check(?:\s|-)?in|phone\s+home|call\s+back|report\s+back)\s+(?:to|with)\s+"
+        r"(?:the\s+)?(?:c2|controller|orchestrator|operator|mothership|command\s+server|https?://)"
+        r"|\bpull\s+(?:down\s+)?(?:new\s+|your\s+|the\s+(?:next|latest)\s+)?tasking\b"
+        r"|\b(?:perform|execute|run|carry\s+out|accept)\s+(?:any\s+|all\s+|the\s+)?tasking\b"
+        r"|\b(?:pull|fetch|get|download|receive)\s+(?:down\s+)?(?:new\s+|your\s+|further\s+)?"
+        r"(?:tasks|commands|instructions|orders)\s+from\s+(?:the\s+)?(?:c2|controller"
+        r"|orchestrator|command\s+server|network|operator|https?://)"
+        rf"|{_ORDER}(?:join|connect\s+to)\s+the\s+(?:network|mesh|swarm|hive|collective|botnet)\b"
+        r"|\byou\s+must\s+(?:\w{1,20}\s+){0,3}?(?:register|beacon|phone\s+home|report\s+back)\b",
+    ),
+    (
+        "anti_forensics",
+        r"\bonly\s+(?:ever\s+)?use\s+one(?:\s|-)?liners?\b"
+        rf"|\bnever\s+{_WORDS}{{0,8}}?(?:create|write|save)\s+{_WORDS}{{0,8}}?(?:scripts?|files?)"
+        rf"\s+{_WORDS}{{0,8}}?disk\b"
+        r"|\b(?:unset|env\s+-u)\s+(?:-[fv]\s+)?(?!ssh_agent|gpg_agent)"
+        r"\w{0,40}?(?:claude|codex|hermes|agent|openai|anthropic)\w{0,40}"
+        r"|\b(?:clear|wipe|delete|erase)\s+(?:your\s+|the\s+|all\s+)?(?:shell\s+|bash\s+)?history"
+        r"\s+(?:after|afterwards|when)\b",
+    ),
+    (
+        "command_and_control",
+        r"\bbrainworm\b"
+        rf"|\b{_C2_FRAMEWORK}\s+(?:beacons?|implants?|listeners?|team\s*servers?|stagers?"
+        r"|callbacks?|demons?|c2)\b"
+        r"|\b(?:connect|register|beacon|report|call\s+back|check\s+in|phone\s+home)\s+"
+        r"(?:back\s+)?(?:to|with)\s+(?:the\s+|an?\s+|your\s+)?"
+        rf"(?:{_C2_FRAMEWORK}|c2|command(?:\s|-)+and(?:\s|-)+control)\b"
+        r"|\b(?:c2|command(?:\s|-)+and(?:\s|-)+control)\s+(?:servers?|channels?|infrastructure"
+        r"|beacons?|endpoints?|nodes?|listeners?|hosts?)\b",
+    ),
+    (
+        "hardcoded_secret",
+        r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|token|secret|passw(?:or)?d)[\"']?\s*[=:]\s*"
+        r"[\"'][a-z0-9+/=_-]{20}",
+    ),
     ("hardcoded_api_key", r"\bsk-(?:[a-z0-9_]++-){0,3}[a-z0-9]{20}"),
     ("hardcoded_aws_key", r"\b(?:akia|asia)[0-9a-z]{16}"),
     ("hardcoded_github_token", r"\b(?:gh[pousr]_[a-z0-9]{36}|github_pat_[a-z0-9_]{22})"),

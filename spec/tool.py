@@ -226,12 +226,14 @@ class Malformed:
     ``arguments`` for the whole text — and ``expected`` the words an actionable error names
     besides it (what to send: the accepted values, the type, or the action that needs the
     field). ``missing`` marks an absent ``old_text`` of a single call (TOOL-10 lists the
-    entries then).
+    entries then); ``unknown`` marks a member of a batch item that the call must drop, with
+    ``expected`` its name and then the members an item takes.
     """
 
     field: str
     expected: tuple[str, ...]
     missing: bool = False
+    unknown: bool = False
 
     def message(self) -> str:
         """Returns a plain error text that names the field and what to send."""
@@ -259,7 +261,11 @@ def _item_problems(index: int, item: object) -> list[Malformed]:
     where = f"operations[{index}]"
     if not isinstance(item, dict):
         return [Malformed(where, ("object",))]
-    problems = [Malformed(where, (name,)) for name in sorted(item) if name not in ITEM_FIELDS]
+    problems = [
+        Malformed(where, (name, *ITEM_FIELDS), unknown=True)
+        for name in sorted(item)
+        if name not in ITEM_FIELDS
+    ]
     for name in ("content", "old_text"):
         if _present(item, name) and not isinstance(item[name], str):
             problems.append(Malformed(where, (name, "string")))

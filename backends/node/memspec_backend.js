@@ -174,13 +174,35 @@ const SECRET_REFERENCE = join(
   R`(?:[$%]\{?\w{0,40}?${SECRET_WORD}|\$\(\s*(?:env|printenv|set)\b|${BT}\s*(?:env|printenv)\s*${BT}`,
   R`|process\.env|os\.environ|${SECRET_PATH})`);
 
+// The bounded filler between words, an order to the model, home folders, agent files, what is
+// sent and the C2 frameworks, as in spec/threats.py (no \w or \s inside a class: see pyRegex).
+const WORDS = R`(?:(?:\w|['\u2019-]){1,40}\s+)`;
+const ORDER = join(
+  R`(?:(?:^|[\n.!?:;*>\u2022-])\s*(?:(?:please|now|always|immediately|first|then|also)(?:\s|,)+){0,2}`,
+  R`|\byou\s+(?:must|should|shall|will|need\s+to|have\s+to|are\s+(?:to|required\s+to`,
+  R`|obligated\s+to))\s+(?:\w{1,20}\s+){0,2}?)`);
+const HOME = R`(?:~|\$\{?home\}?|/root|/home/(?:\w|[.-]){1,32}|/users/(?:\w|[.-]){1,32})`;
+const AGENT_FILE = join(
+  R`(?:(?<!\w|-)(?:agents|claude|gemini)\.md\b|\.cursorrules\b|\.clinerules\b`,
+  R`|\.windsurfrules\b|\.hermes/(?:config\.ya?ml|soul\.md)\b)`);
+const PATH = R`(?:(?:\w|[.~$/-]){0,60}/)?`;
+const SENT = join(
+  R`(?:results?|output|data|findings|answers?|responses?|conversation|chat|history|messages`,
+  R`|memor(?:y|ies)|context|secrets?|keys?|tokens?|credentials|passwords?|cookies`,
+  R`|files|contents?|everything|environment|env)`);
+const C2_FRAMEWORK = R`(?:cobalt\s*strike|sliver|havoc|mythic|metasploit|meterpreter|brute\s*ratel)`;
+
 const THREAT_PATTERNS = [                                                    // SCAN-2
   ['prompt_injection', join(
     R`\b(?:ignore|disregard|forget|override)\s+(?:(?:the|your|my|these|those|any|of)\s+){0,3}`,
     R`(?:all\s+(?:(?:the|your|my|of)\s+){0,2}(?:(?:previous|prior|above|earlier|preceding)\s+)?`,
     R`|(?:previous|prior|above|earlier|preceding)\s+)`,
     R`(?:instructions?|prompts?|rules|directions|directives|guidelines|commands|orders)\b`,
-    R`|\b(?:ignore|disregard|forget)\s+everything\s+(?:above|before|previously|you\s+were\s+told)`)],
+    R`|\b(?:ignore|disregard|forget)\s+everything\s+(?:above|before|previously|you\s+were\s+told)`,
+    R`|\b(?:ignore|disregard|forget)\s+${WORDS}{0,8}?(?:previous|prior|above|earlier`,
+    R`|preceding)\s+${WORDS}{0,8}?(?:instructions?|rules|guidelines|directives)\b`,
+    R`|\bdisregard\s+${WORDS}{0,8}?(?:your|all|any)\s+${WORDS}{0,8}?`,
+    R`(?:instructions?|rules|guidelines|directives|policies)\b`)],
   ['role_hijack', join(
     R`\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|the|my|called|named|playing|acting|free`,
     R`|unrestricted|unfiltered|uncensored|jailbroken|dan|in\s+\w{1,20}\s+mode)\b`,
@@ -190,8 +212,26 @@ const THREAT_PATTERNS = [                                                    // 
     R`(?:[^\n]{0,80}?\b(?:without|with\s+no|free\s+(?:of|from)|ignoring)\s+(?:any\s+|all\s+)?`,
     R`(?:restrictions?|limits?|limitations?|filters?|rules|guidelines|guardrails|censorship`,
     R`|constraints|boundaries|safety|ethics|morals)\b`,
-    R`|\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b)`)],
+    R`|\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b)`,
+    R`|\b(?:act|behave|respond|operate)\s+as\s+(?:if|though)\s+${WORDS}{0,6}?`,
+    R`(?:no|don${APOSTROPHE}t\s+have|do\s+not\s+have|without)\s+${WORDS}{0,3}?`,
+    R`(?:restrictions?|limits|limitations|filters|rules|guidelines|guardrails|constraints)\b`,
+    R`|\b(?:respond|answer|reply|speak|talk)\s+without\s+${WORDS}{0,6}?`,
+    R`(?:restrictions?|limitations?|filters?|filtering|safety|censorship|guardrails`,
+    R`|guidelines|ethics)\b`)],
+  ['role_pretence', join(
+    R`\bpretend\s+(?:that\s+)?you${APOSTROPHE}(?:re|\s+are)\b`,
+    R`|${ORDER}pretend\s+(?:that\s+)?(?:to\s+be|you${APOSTROPHE}(?:re|\s+are))\b`)],
+  ['identity_override', R`\b(?:re)?name\s+yourself\s+\w|\byour\s+(?:new\s+)?name\s+is\s+now\b`],
+  ['fake_update', join(
+    R`\byou\s+have\s+been\s+${WORDS}{0,6}?(?:updated|upgraded|patched|reprogrammed`,
+    R`|reconfigured|jailbroken)\s+(?:to|with|so)\b`)],
   ['chat_template_token', R`<\|\s*[a-z0-9_]{1,40}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:start|end)_of_turn>`],
+  ['hidden_markup', join(
+    R`<!--[^>]{0,512}?(?<![a-z])(?:ignore|override|system|secret|hidden|instructions?|prompt)`,
+    R`(?![a-z])[^>]{0,512}?-->`,
+    R`|<\s*[a-z][a-z0-9]{0,10}\s[^>]{0,512}?\bstyle\s*=\s*["'][^"'>]{0,512}?`,
+    R`(?:display\s*:\s*none|visibility\s*:\s*hidden)`)],
   ['deception', join(
     R`\b(?:do\s+not|don${APOSTROPHE}t)\s+(?:tell|inform|notify|alert|warn)\s+(?:the\s+)?`,
     R`(?:user|human|operator|owner)(?!['\u2019]s)\b`,
@@ -206,13 +246,75 @@ const THREAT_PATTERNS = [                                                    // 
     R`(?:(?:the|your|this|any|all|current|existing|original)\s+){0,2}`,
     R`system\s+(?:prompt|instructions?|message|rules)\b`,
     R`|\bnew\s+system\s+(?:prompt|instructions?)\s*:`)],
+  ['prompt_leak', join(
+    R`\b(?:output|print|reveal|repeat|recite|leak|disclose|dump)\s+${WORDS}{0,8}?`,
+    R`(?:system|initial|hidden|original)\s+(?:prompt|instructions)\b`)],
+  ['context_exfiltration', join(
+    R`\b(?:include|output|print|share|send|dump|leak|forward|post|upload|paste|reveal|repeat`,
+    R`|copy|transmit)\s+${WORDS}{0,6}?(?:(?:chat|message|conversation)\s+history`,
+    R`|previous\s+messages|(?:entire|full|whole|complete)\s+(?:conversation|chat`,
+    R`|context\s+window)|conversation\s+so\s+far`,
+    R`|(?:entire|full|whole)\s+context(?=\s*(?:$|[.!;,)]|\s(?:to|into|with|in\s+your`,
+    R`|in\s+the\s+(?:reply|response|answer|url|request)))))`)],
+  ['translate_execute', join(
+    R`\btranslate\b[^\n]{0,200}?\binto\s+(?:\w|[+#.-]){1,30}`,
+    R`(?:(?:\s|-)+(?:\w|[+#.-]){1,30}){0,2}\s*,?\s*`,
+    R`(?:(?:and|then)\s+){1,2}(?:execute|run|eval(?:uate)?)\b`)],
   ['exfiltration', join(
     R`${NET_COMMAND}[^\n]{0,200}?${SECRET_REFERENCE}`,
     R`|\b(?:env|printenv)\s*\|\s*(?:curl|wget|nc|ncat|netcat|socat|base64)\b`)],
+  ['send_to_url', join(
+    R`\b(?:send|post|upload|transmit|exfiltrate|forward|leak|submit|report)\s+`,
+    R`${WORDS}{0,6}?${SENT}\b[^\n]{0,200}?\b(?:to|at)\s+<?https?://`)],
   ['read_secret_file', join(
     R`${READ_COMMAND}[^\n]{0,80}?${SECRET_PATH}`,
     R`|\b(?:cat|less|more|head|tail|type|read|open)\s+(?:-\S{1,20}\s+){0,4}credentials\b`)],
-  ['ssh_backdoor', 'authorized_keys'],
+  ['ssh_backdoor', R`authorized_keys`],
+  ['ssh_access', join(
+    R`(?:>{1,2}|\b(?:cp|mv|tee|install|ln|rsync|scp|dd)\b[^\n|;&]{0,120}?\s)\s*["']?`,
+    R`${HOME}/\.ssh(?:/(?:\w|[.-]){0,60})?["']?\s*(?:$|[\n;|&)])`,
+    R`|\b(?:copy|add|append|write|put|place|plant|save|drop|install)\s+${WORDS}{0,4}?`,
+    R`keys?\s+${WORDS}{0,3}?(?:to|into|in)\s+["']?${HOME}/\.ssh\b`)],
+  ['agent_secret_file', R`${HOME}/\.hermes/\.env(?!\w|[.-])`],
+  ['agent_config_edit', join(
+    R`\b(?:update|modify|edit|change|overwrite|rewrite|replace|patch)\s+`,
+    R`(?:${WORDS}{0,4}?(?:in|of)\s+)?(?:(?:the|your|our|their|this|project${APOSTROPHE}s)\s+)?`,
+    R`["'${BT}]?${PATH}${AGENT_FILE}`,
+    R`|\b(?:add|append|insert|prepend|write)\b[^\n.,;!?]{0,80}?\b(?:to|into|in)\s+`,
+    R`(?:(?:the|your|our|their|this|project${APOSTROPHE}s)\s+)?["'${BT}]?${PATH}${AGENT_FILE}`)],
+  ['promptware', join(
+    R`${ORDER}register\s+(?:yourself\s+|this\s+(?:agent|session|machine|host)\s+)?`,
+    R`(?:as\s+)?(?:an?\s+)?(?:new\s+)?(?:node|bot|implant|worker|peer)\b`,
+    R`|${ORDER}(?:send\s+|emit\s+)?(?:an?\s+|your\s+)?(?:heartbeats?|beacons?)\s+(?:to|with)\b`,
+    R`|\b(?:beacon|check(?:\s|-)?in|phone\s+home|call\s+back|report\s+back)\s+(?:to|with)\s+`,
+    R`(?:the\s+)?(?:c2|controller|orchestrator|operator|mothership|command\s+server|https?://)`,
+    R`|\bpull\s+(?:down\s+)?(?:new\s+|your\s+|the\s+(?:next|latest)\s+)?tasking\b`,
+    R`|\b(?:perform|execute|run|carry\s+out|accept)\s+(?:any\s+|all\s+|the\s+)?tasking\b`,
+    R`|\b(?:pull|fetch|get|download|receive)\s+(?:down\s+)?(?:new\s+|your\s+|further\s+)?`,
+    R`(?:tasks|commands|instructions|orders)\s+from\s+(?:the\s+)?(?:c2|controller`,
+    R`|orchestrator|command\s+server|network|operator|https?://)`,
+    R`|${ORDER}(?:join|connect\s+to)\s+the\s+(?:network|mesh|swarm|hive|collective|botnet)\b`,
+    R`|\byou\s+must\s+(?:\w{1,20}\s+){0,3}?(?:register|beacon|phone\s+home|report\s+back)\b`)],
+  ['anti_forensics', join(
+    R`\bonly\s+(?:ever\s+)?use\s+one(?:\s|-)?liners?\b`,
+    R`|\bnever\s+${WORDS}{0,8}?(?:create|write|save)\s+${WORDS}{0,8}?(?:scripts?|files?)`,
+    R`\s+${WORDS}{0,8}?disk\b`,
+    R`|\b(?:unset|env\s+-u)\s+(?:-[fv]\s+)?(?!ssh_agent|gpg_agent)`,
+    R`\w{0,40}?(?:claude|codex|hermes|agent|openai|anthropic)\w{0,40}`,
+    R`|\b(?:clear|wipe|delete|erase)\s+(?:your\s+|the\s+|all\s+)?(?:shell\s+|bash\s+)?history`,
+    R`\s+(?:after|afterwards|when)\b`)],
+  ['command_and_control', join(
+    R`\bbrainworm\b`,
+    R`|\b${C2_FRAMEWORK}\s+(?:beacons?|implants?|listeners?|team\s*servers?|stagers?`,
+    R`|callbacks?|demons?|c2)\b`,
+    R`|\b(?:connect|register|beacon|report|call\s+back|check\s+in|phone\s+home)\s+`,
+    R`(?:back\s+)?(?:to|with)\s+(?:the\s+|an?\s+|your\s+)?`,
+    R`(?:${C2_FRAMEWORK}|c2|command(?:\s|-)+and(?:\s|-)+control)\b`,
+    R`|\b(?:c2|command(?:\s|-)+and(?:\s|-)+control)\s+(?:servers?|channels?|infrastructure`,
+    R`|beacons?|endpoints?|nodes?|listeners?|hosts?)\b`)],
+  ['hardcoded_secret', join(
+    R`(?:api[_-]?key|access[_-]?key|secret[_-]?key|token|secret|passw(?:or)?d)["']?\s*[=:]\s*`,
+    R`["'][a-z0-9+/=_-]{20}`)],
   ['hardcoded_api_key', R`\bsk-(?:[a-z0-9_]+-){0,3}[a-z0-9]{20}`],   // Python: [...]++ (same matches)
   ['hardcoded_aws_key', R`\b(?:akia|asia)[0-9a-z]{16}`],
   ['hardcoded_github_token', R`\b(?:gh[pousr]_[a-z0-9]{36}|github_pat_[a-z0-9_]{22})`],
@@ -1059,7 +1161,8 @@ function callProblems(args) {
 function itemProblems(index, item) {
   const where = `operations[${index}]`;
   if (!isObject(item)) return [[where, ['object']]];
-  const problems = Object.keys(item).sort().filter((n) => !ITEM_MEMBERS.includes(n)).map((n) => [where, [n]]);
+  const problems = Object.keys(item).sort().filter((n) => !ITEM_MEMBERS.includes(n))
+    .map((n) => [where, [n, ...ITEM_MEMBERS], false, true]);
   for (const name of ['content', 'old_text']) {
     if (present(item, name) && typeof item[name] !== 'string') problems.push([where, [name, 'string']]);
   }
@@ -1099,7 +1202,7 @@ function overwritten(op, before) {
   return found;
 }
 
-function malformedError([field, expected, missing]) {
+function malformedError([field, expected, missing, unknown]) {
   if (field === 'arguments') {
     return 'The arguments are not a JSON object; send an object such as ' +
       '{"action": "add", "target": "memory", "content": "..."}.';
@@ -1112,6 +1215,10 @@ function malformedError([field, expected, missing]) {
   if (expected.length === 1 && expected[0] === 'string') return `${field} must be a string.`;
   if (field === 'operations' && expected[0] === 'action') return 'Send either action or operations, not both.';
   if (field === 'content' || field === 'old_text') return `'${expected[0]}' needs ${field}.`;
+  if (unknown) {
+    return `${field}: unknown member '${expected[0]}'; drop it. An item takes: ` +
+      `${expected.slice(1).join(', ')}.`;
+  }
   if (field.startsWith('operations')) return `${field}: needs ${expected.join(', ')}.`;
   return `Unknown argument '${field}'; the memory tool takes: ${expected.join(', ')}.`;
 }

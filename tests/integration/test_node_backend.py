@@ -47,3 +47,21 @@ def test_node_backend_is_certified() -> None:
     )
     # CONTRACT-16: exit status 0 means nothing failed unexpectedly.
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_node_names_an_unknown_batch_item_member_as_one_to_drop(tmp_path: Path) -> None:
+    # TOOL-6: the same words as the reference: the member to drop, not a member to send.
+    import json
+
+    from memspec.conformance.transport.jsonlines import CommandBackend
+
+    session = CommandBackend(f"node {BACKEND}", timeout=30).open(tmp_path, {})
+    try:
+        session.request("load")
+        text = json.dumps({"target": "memory", "operations": [
+            {"action": "remove", "old_text": "a", "matched_entry": "a"}]})  # fmt: skip
+        result = json.loads(session.request("tool_call", arguments=text)["result"])
+    finally:
+        session.close()
+    assert result["success"] is False
+    assert result["error"].startswith("operations[0]: unknown member 'matched_entry'; drop it.")

@@ -162,3 +162,21 @@ def test_each_departure_of_a_schema_is_named(change: Any, problem: str) -> None:
     problems = schema_problems(_break(change), {"core", "batch"})
     assert any(problem in found for found in problems), problems
     assert schema_problems("memory", {"core"}) == ["TOOL-2: the schema is a str, not an object"]
+
+
+def test_an_unknown_member_of_a_batch_item_is_named_as_one_to_drop(tmp_path: Any) -> None:
+    # TOOL-6: the error names operations[i], the unknown member and the members an item takes;
+    # it never asks for the member the model must drop ("needs matched_entry").
+    from memspec.reference_impl.store import open_store
+    from memspec.reference_impl.tool import call
+
+    text = json.dumps({"target": "memory", "operations": [
+        {"action": "remove", "old_text": "a", "matched_entry": "a"}]})  # fmt: skip
+    problems = parse_call(text, ACTIONS, True)
+    assert problems == [
+        Malformed("operations[0]", ("matched_entry", "action", "content", "old_text"), unknown=True)
+    ]
+    result = json.loads(call(open_store(tmp_path), text))
+    assert result["success"] is False
+    assert result["error"].startswith("operations[0]: unknown member 'matched_entry'; drop it.")
+    assert "needs" not in result["error"]
