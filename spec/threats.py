@@ -45,7 +45,7 @@ order such as ``Send a heartbeat to …`` is refused, ``Each worker sends a hear
 is not (:data:`_ORDER`); ``User keeps agent rules in AGENTS.md`` passes, ``Update CLAUDE.md …``
 does not; ``Sliver is the cat's name`` passes, ``Connect to the Sliver server`` does not.
 Every gap in a pattern is bounded, so the scan stays linear in the length of the text. The
-corpora ``spec/corpora/ordinary.json`` and ``spec/corpora/attacks.json`` say what the patterns
+corpora ``spec/data/ordinary.json`` and ``spec/data/attacks.json`` say what the patterns
 must and must not match (SCAN-2).
 """
 

@@ -3,9 +3,9 @@
 SPEC.md states its version once, in a line of its own near the top, and records every clause it
 added, changed or withdrew under ``## Changes``, one ``### Version N`` section per version::
 
-    >>> text = "Version 2 (2026-12-01).\\n\\n## Changes\\n\\n### Version 2 (2026-12-01)\\n"
+    >>> text = "Version 2.1 (2026-12-02).\\n\\n## Changes\\n\\n### Version 2.1 (2026-12-02)\\n"
     >>> parse_version(text)
-    SpecVersion(number=2, date='2026-12-01')
+    SpecVersion(number='2.1', date='2026-12-02')
     >>> version_problems(text)
     []
 
@@ -19,15 +19,13 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-VERSION_LINE = re.compile(
-    r"^Version (?P<number>[1-9][0-9]*) \((?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})\)", re.MULTILINE
-)
-"""The version line of SPEC.md: ``Version N (YYYY-MM-DD)`` at the start of a line."""
+NUMBER = r"(?P<number>[1-9][0-9]*(?:\.[0-9]+)?)"
+DATE = r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+VERSION_LINE = re.compile(rf"^Version {NUMBER} \({DATE}\)", re.MULTILINE)
+"""The version line of SPEC.md: ``Version N (YYYY-MM-DD)`` or ``Version N.M (YYYY-MM-DD)`` at
+the start of a line."""
 CHANGES_HEADING = "## Changes"
-CHANGELOG_SECTION = re.compile(
-    r"^### Version (?P<number>[1-9][0-9]*)(?: \((?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})\))?\s*$",
-    re.MULTILINE,
-)
+CHANGELOG_SECTION = re.compile(rf"^### Version {NUMBER}(?: \({DATE}\))?\s*$", re.MULTILINE)
 """A section of the changelog: ``### Version N``, with the version's date when it has one."""
 
 
@@ -39,7 +37,7 @@ class VersionSyntaxError(ValueError):
 class SpecVersion:
     """A SpecVersion is the number and date of the version line of SPEC.md."""
 
-    number: int
+    number: str
     date: str
 
 
@@ -52,10 +50,10 @@ def parse_version(text: str) -> SpecVersion:
             f"SPEC.md must state its version in exactly one line 'Version N (YYYY-MM-DD)'; "
             f"found {len(found)}"
         )
-    return SpecVersion(int(found[0].group("number")), found[0].group("date"))
+    return SpecVersion(found[0].group("number"), found[0].group("date"))
 
 
-def changelog_sections(text: str) -> dict[int, str | None]:
+def changelog_sections(text: str) -> dict[str, str | None]:
     """Returns the versions the changelog (``## Changes``) has a section for, with their dates
     (``None`` for a section without one)."""
     start = text.find("\n" + CHANGES_HEADING + "\n")
@@ -64,7 +62,7 @@ def changelog_sections(text: str) -> dict[int, str | None]:
     body = text[start + len(CHANGES_HEADING) + 2 :]
     following = re.search(r"^## ", body, re.MULTILINE)
     body = body[: following.start()] if following else body
-    return {int(m.group("number")): m.group("date") for m in CHANGELOG_SECTION.finditer(body)}
+    return {m.group("number"): m.group("date") for m in CHANGELOG_SECTION.finditer(body)}
 
 
 def version_problems(text: str) -> list[str]:
@@ -97,7 +95,7 @@ def installed_version() -> SpecVersion:
     return parse_version(spec_text())
 
 
-def __getattr__(name: str) -> int:
+def __getattr__(name: str) -> str:
     # SPEC_VERSION is read from SPEC.md when first asked for, so importing reads no file.
     if name == "SPEC_VERSION":
         return installed_version().number

@@ -5,8 +5,8 @@ A store that refuses every mutation of a foreign file, the ``remove`` that would
 included, locks the target for good once the limit is lowered below an entry written under a
 larger one. These checks make that state with two sessions on one root — one opened with the
 default limit writes the entry, one opened with a small limit must be able to remove it — and
-bind every backend: only the backup a drift guard must name (DRIFT-2) is asked of the backends that claim
-``drift-guard``.
+bind every backend: only the backup a drift guard must name (DRIFT-2) is asked of the backends
+that claim ``drift-guard``.
 """
 
 from __future__ import annotations

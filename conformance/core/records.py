@@ -131,7 +131,7 @@ class RunInfo:
     python: str
     filesystem: str
     memspec: str
-    spec_version: int | None
+    spec_version: str | None
     started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @classmethod
@@ -142,7 +142,7 @@ class RunInfo:
         seed: int | None,
         where: Path,
         *,
-        spec_version: int | None,
+        spec_version: str | None,
     ) -> RunInfo:
         """Returns the run info, opening one session on a scratch root to read the features;
         ``spec_version`` is that of the SPEC.md the run used (``None``: it states none)."""

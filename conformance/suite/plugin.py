@@ -176,7 +176,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
-def _spec_version(path: Path | None) -> int | None:
+def _spec_version(path: Path | None) -> str | None:
     """Returns the version the run's SPEC.md states (the installed one, or the ``memspec_spec``
     file ``path``), or ``None`` when it states none."""
     from memspec.spec.versions import VersionSyntaxError, installed_version, parse_version

@@ -30,10 +30,10 @@ GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (
 def test_the_installed_spec_states_one_version_with_its_changelog_section() -> None:
     text = spec_text()
     version = parse_version(text)
-    assert version.number >= 2
+    assert tuple(map(int, version.number.split("."))) >= (2, 1)
     assert version_problems(text) == []
     assert memspec.spec.SPEC_VERSION == versions.SPEC_VERSION == version.number
-    assert sorted(changelog_sections(text))[:2] == [1, 2]
+    assert sorted(changelog_sections(text))[:3] == ["1", "2", "2.1"]
 
 
 def test_other_attributes_are_still_missing() -> None:
@@ -44,9 +44,9 @@ def test_other_attributes_are_still_missing() -> None:
 
 
 def test_a_good_text_has_no_problems() -> None:
-    assert parse_version(GOOD) == SpecVersion(3, "2027-01-02")
+    assert parse_version(GOOD) == SpecVersion("3", "2027-01-02")
     assert version_problems(GOOD) == []
-    assert changelog_sections(GOOD.replace(" (2027-01-02)\n\nx", "\n\nx")) == {3: None}
+    assert changelog_sections(GOOD.replace(" (2027-01-02)\n\nx", "\n\nx")) == {"3": None}
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_a_section_after_the_changelog_does_not_count() -> None:
 def test_spec_check_fails_without_a_version_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    unversioned = re.sub(r"^Version 2 \(.*$", "", spec_text(), count=1, flags=re.MULTILINE)
+    unversioned = re.sub(r"^Version 2\.1 \(.*$", "", spec_text(), count=1, flags=re.MULTILINE)
     monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: unversioned)
     assert cli.main(["spec", "--check"]) == 1
     assert "exactly one line 'Version N (YYYY-MM-DD)'" in capsys.readouterr().out
@@ -85,10 +85,10 @@ def test_spec_check_fails_without_a_version_line(
 def test_spec_check_fails_without_a_changelog_section(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = spec_text().replace("### Version 2 (", "### Version 9 (", 1)
+    text = spec_text().replace("### Version 2.1 (", "### Version 9 (", 1)
     monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
     assert cli.main(["spec", "--check"]) == 1
-    assert "has no section '### Version 2" in capsys.readouterr().out
+    assert "has no section '### Version 2.1" in capsys.readouterr().out
 
 
 def test_dump_json_keeps_its_shape_and_carries_the_version(
