@@ -77,14 +77,14 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
+from memspec.conformance.tamper.capability import run_planned, tampering
 from memspec.conformance.tamper.interpose import (
     Plan,
     describe_call,
     opens_for_writing,
     render_trace,
 )
-from memspec.conformance.tamper.stops import LOCK_CALLS, require_schedulable
-from memspec.conformance.tamper.strace import run_planned
+from memspec.conformance.tamper.stops import LOCK_CALLS
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
 
@@ -446,7 +446,7 @@ def _adds(*per_session: int) -> Program:
 )
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
-    require_schedulable(ctx.backend)
+    tampering(ctx.backend).require()
     profile = ctx.profile
     bound, budget = profile.preemption_bound, profile.schedule_budget
     adds = profile.adds_per_session
