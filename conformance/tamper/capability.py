@@ -24,6 +24,9 @@ from memspec.conformance.tamper.stops import ParkedWorker, StoppedProcess
 from memspec.conformance.tamper.strace import Drive, Killed
 from memspec.conformance.transport.backend import Runs
 
+Recorded = tuple[list[dict[str, Any]], list[Any]]
+"""A session's call records (with the data a crash-state generator replays) and answers."""
+
 
 class Tampering(Protocol):
     """What can be done to one backend's file-system calls.
@@ -50,11 +53,8 @@ class Tampering(Protocol):
         """Runs ``job`` killed at the step the kill ``fault`` selects."""
         ...
 
-    def record(
-        self, job: Job, timeout: float, directory: Path
-    ) -> tuple[list[dict[str, Any]], list[Any]]:
-        """Runs ``job`` (requests only) and returns its call records, with the data a
-        crash-state generator replays (``Plan(data=True)``), and the answers."""
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
+        """Runs ``job`` (requests only) and returns what it recorded."""
         ...
 
     def stopped(self, job: Job, directory: Path) -> Any:
@@ -80,9 +80,7 @@ class Interposition:
     def kill(self, job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
         return Killed(drive(replace(job, plan=Plan(faults=(fault,), trace=False))))
 
-    def record(
-        self, job: Job, timeout: float, directory: Path
-    ) -> tuple[list[dict[str, Any]], list[Any]]:
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
         planned = replace(job, plan=Plan(trace=True, data=True))
         result = run_session(planned, timeout).expect_done()
         return result.calls, [result.answer(index) for index in range(len(job.operations))]
@@ -106,9 +104,7 @@ class Strace:
     def kill(self, job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
         return strace.kill_planned(job, fault, directory, drive)
 
-    def record(
-        self, job: Job, timeout: float, directory: Path
-    ) -> tuple[list[dict[str, Any]], list[Any]]:
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
         return strace.record_session(job, directory)
 
     def stopped(self, job: Job, directory: Path) -> StoppedProcess:
