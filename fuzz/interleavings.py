@@ -27,7 +27,7 @@ from memspec.conformance.history.programs import generate_program, limits_for
 from memspec.conformance.schedule.exploration import Program, execute, fresh_root
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
-from memspec.conformance.tamper.stops import require_schedulable
+from memspec.conformance.tamper.capability import tampering
 
 
 def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
@@ -55,7 +55,7 @@ def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
 )
 def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
-    require_schedulable(ctx.backend)
+    tampering(ctx.backend).require()
     count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
     batch = "batch" in ctx.claimed_features()
     run = plan(ctx)

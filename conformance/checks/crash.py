@@ -29,29 +29,16 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult
-from memspec.conformance.tamper.fstrace import StraceTrace
+from memspec.conformance.tamper.capability import Tampering, tampering
 from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.tamper.strace import (
-    acted_on,
-    finish_traced,
-    landed,
-    plan_injection,
-    require_strace,
-    restore_root,
-    root_files,
-    traced,
-)
 from memspec.conformance.transport.backend import BackendDefect
-from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Mutation, Remove, Replace
@@ -291,35 +278,29 @@ def _setup(ctx: CheckContext) -> Recovery:
     return recovery
 
 
+def _job(
+    recovery: Recovery, mutations: list[dict[str, Any]], name: str, plan: Plan | None = None
+) -> Job:
+    """Returns the job of one round: the opening, then ``mutations``."""
+    ctx = recovery.ctx
+    ops = (*recovery.opening(), *mutations)
+    return Job(ctx.backend, ctx.root, ops, LIMITS, plan=plan, name=name)
+
+
 def _round(
     recovery: Recovery,
     mutations: list[dict[str, Any]],
     name: str,
     *,
-    plan: Plan | None = None,
     rng: random.Random | None = None,
 ) -> WorkerResult:
     """Runs one round; with ``rng`` the harness kills it after a random operation."""
-    ctx = recovery.ctx
-    ops = (*recovery.opening(), *mutations)
-    return _drive(Job(ctx.backend, ctx.root, ops, LIMITS, plan=plan, name=name), rng)
+    return _drive(_job(recovery, mutations, name), rng)
 
 
-def _strace_round(
-    recovery: Recovery,
-    mutations: list[dict[str, Any]],
-    name: str,
-    options: Sequence[str],
-    root: Path | None = None,
-) -> tuple[WorkerResult, StraceTrace]:
-    """Runs one round of a command backend under strace with ``options`` (an injection's), on
-    ``root`` (the check's by default); returns the result, whose calls are strace's, and the
-    trace."""
-    ctx = recovery.ctx
-    ops = (*recovery.opening(), *mutations)
-    job = Job(ctx.backend, root or ctx.root, ops, LIMITS, name=name)
-    run = traced(job, ctx.scratch, options)
-    return finish_traced(run, _drive(run.job, None))
+def _drive_whole(job: Job) -> WorkerResult:
+    """Runs a round's job, killed only when its probe does not complete."""
+    return _drive(job, None)
 
 
 def _drive(job: Job, rng: random.Random | None) -> WorkerResult:
@@ -401,15 +382,12 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
     flushes, syncs and renames (interposed for a Python backend, by strace for a command);
     after each kill the file is old or new, the target is not locked and leftovers are removed
     by the next mutation (CRASH-1..3)."""
-    command = isinstance(ctx.backend, CommandBackend)
-    if command:
-        require_strace()
+    tamper = tampering(ctx.backend)
+    tamper.require()
     recovery = _setup(ctx)
     target = {"op": "add", "target": "memory", "content": recovery.entry("traced")}
-    if command:
-        traced_round, trace = _strace_round(recovery, [target], "traced", ())
-    else:
-        traced_round, trace = _round(recovery, [target], "traced", plan=Plan(trace=True)), None
+    traced = _job(recovery, [target], "traced", Plan(trace=True))
+    traced_round = tamper.run(traced, ctx.scratch, _drive_whole)
     recovery.judge(traced_round, "")
     traced_round.expect_done()
     points = [call for call in traced_round.calls_during(OPENING) if call["name"] in KILL_POINTS]
@@ -424,64 +402,48 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
         for when in ("before", "after"):
             fault = Fault(match, action=f"kill-{when}", nth=number)
             where = f"{when} {_describe_point(point)} (step {number} of {len(points)} of an add)"
-            if trace is None:
-                add = {
-                    "op": "add",
-                    "target": "memory",
-                    "content": recovery.entry(f"{when}{number}"),
-                }
-                result = _round(
-                    recovery, [add], f"{when}{number}", plan=Plan(faults=(fault,), trace=False)
-                )
-                recovery.judge(result, where)
-                recovery.note_leftovers()
-                continue
-            problem = _kill_under_strace(recovery, fault, where)
+            problem = _kill(recovery, tamper, fault, where, f"{when}{number}")
             if problem is not None:
                 missed.append(f"{where}: {problem}")
     _final(recovery)
     if missed:
         raise NotApplicable(
-            f"strace could not kill the backend at {len(missed)} of {2 * len(points)} steps "
-            f"(each tried twice; every kill that landed was judged): {'; '.join(missed)}"
+            f"{tamper.name} could not kill the backend at {len(missed)} of {2 * len(points)} "
+            f"steps (each tried {tamper.kill_attempts} times; every kill that landed was "
+            f"judged): {'; '.join(missed)}"
         )
 
 
-def _kill_under_strace(recovery: Recovery, fault: Fault, where: str) -> str | None:
-    """Kills a command backend's add at the step ``fault`` selects, with strace
-    (:mod:`memspec.conformance.tamper.strace`): the round is first recorded on a copy of the
-    root — what a crash left changes the calls of the next round's opening, and so strace's
-    count — then run with the injection; its crash is judged by the next round, also when the
-    kill landed on another step of the add. Returns None, or why the kill missed its step
-    twice. A kill that landed outside the add (in the opening, whose probe it would fail) is
+def _kill(
+    recovery: Recovery, tamper: Tampering, fault: Fault, where: str, label: str
+) -> str | None:
+    """Kills a round's add at the step ``fault`` selects; its crash is judged by the next
+    round, also when the kill landed on another step of the add, which is then tried again
+    (:attr:`Tampering.kill_attempts`). Returns None, or why the kill missed its step every
+    time. A kill that landed outside the add (in the opening, whose probe it would fail) is
     never judged: the check is then not applicable."""
-    ctx = recovery.ctx
     problem: str | None = None
-    for attempt in range(2):
-        add = {"op": "add", "target": "memory", "content": recovery.entry(fault.action)}
-        name = f"{fault.action}{fault.nth}-{attempt}"
-        copy = Path(tempfile.mkdtemp(dir=ctx.scratch))
-        restore_root(copy, root_files(ctx.root))
-        recorded, trace = _strace_round(recovery, [add], f"{name}-recorded", (), copy)
-        injection = plan_injection(trace, recorded.calls, fault)
-        if injection is None:
-            # The copy's round did not reach the step (its probe may have stuck on a lock the
-            # last crash left, CRASH-3): the real round, run as it is, is judged first.
-            result, _ = _strace_round(recovery, [add], name, ())
-            recovery.judge(result, "")
+    for attempt in range(tamper.kill_attempts):
+        add = {"op": "add", "target": "memory", "content": recovery.entry(label)}
+        job = _job(recovery, [add], f"{label}-{attempt}")
+        killed = tamper.kill(job, fault, recovery.ctx.scratch, _drive_whole)
+        if killed.unplaced:
+            # The recording did not reach the step (its probe may have stuck on a lock the last
+            # crash left, CRASH-3): the round, run as it is, is judged first.
+            recovery.judge(killed.result, "")
             raise NotApplicable(
                 f"the add recorded before the kill {where} made fewer writes, syncs and "
                 "renames than the traced add: the backend's calls differ from run to run"
             )
-        result, killed = _strace_round(recovery, [add], name, injection.options())
-        record, words = acted_on(killed, result.calls, injection)
-        if record is None or record["op"] != OPENING:
+        if killed.outside is not None:
             raise NotApplicable(
-                f"strace's kill {where} landed outside the add ({words}), so the round cannot "
-                "be judged: the backend's calls differ from run to run"
+                f"{tamper.name}'s kill {where} landed outside the add ({killed.outside}), so "
+                "the round cannot be judged: the backend's calls differ from run to run"
             )
-        problem = landed(killed, result.calls, injection)
-        recovery.judge(result, where if problem is None else f"at an unplanned step ({problem})")
+        problem = killed.missed
+        recovery.judge(
+            killed.result, where if problem is None else f"at an unplanned step ({problem})"
+        )
         recovery.note_leftovers()
         if problem is None:
             return None

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.crash.persistence import (
     MODELS,
     POWER_LOSS_MODELS,
@@ -52,11 +51,11 @@ from memspec.conformance.crash.persistence import (
     crash_states,
     explain,
 )
-from memspec.conformance.processes.workers import Job, run_session
-from memspec.conformance.tamper.fstrace import STRACE_ARGUMENTS, calls_from_strace, ops_from_calls
-from memspec.conformance.tamper.interpose import Plan, describe_call
-from memspec.conformance.tamper.strace import strace_backend, strace_problem
-from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.processes.workers import Job
+from memspec.conformance.tamper.capability import tampering
+from memspec.conformance.tamper.fstrace import ops_from_calls
+from memspec.conformance.tamper.interpose import describe_call
+from memspec.conformance.transport.backend import Runs
 from memspec.spec.codec import classify_bytes
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
@@ -183,43 +182,15 @@ def record(ctx: CheckContext, batch: bool) -> Recording:
     root = os.path.realpath(ctx.root)
     requests = _requests(batch)
     initial = snapshot_files(ctx.root)
-    if isinstance(ctx.backend, CommandBackend):
-        records, answers = _record_strace(ctx, requests, initial)
-        recorder = "strace"
-    else:
-        plan = Plan(trace=True, data=True)
-        job = Job(ctx.backend, ctx.root, tuple(requests), LIMITS, plan=plan, name="traced")
-        result = run_session(job, RECORD_TIMEOUT).expect_done()
-        records = result.calls
-        answers = [result.answer(index) for index in range(len(requests))]
-        recorder = "interposition"
+    tamper = tampering(ctx.backend)
+    job = Job(ctx.backend, ctx.root, tuple(requests), LIMITS, name="traced")
+    records, answers = tamper.record(job, RECORD_TIMEOUT, ctx.scratch)
     memory = initial.get("MEMORY.md", (0, None))[1]
     expected = _check_answers(requests, answers, initial_state(LIMIT, memory=memory))
     indices = list(range(len(requests)))
     ops = ops_from_calls(records, root, initial, indices, set(indices))
     traces = [_render([r for r in records if r.get("op") == index]) for index in indices]
-    return Recording(initial, ops, requests, expected, traces, recorder)
-
-
-def _record_strace(
-    ctx: CheckContext, requests: list[dict[str, Any]], initial: dict[str, tuple[int, bytes]]
-) -> tuple[list[dict[str, Any]], list[Any]]:
-    problem = strace_problem()
-    if problem is not None:
-        raise NotApplicable(problem)
-    output = Path(tempfile.mkdtemp(dir=ctx.scratch)) / "strace.txt"
-    traced = strace_backend(ctx.backend, STRACE_ARGUMENTS, output)
-    session = traced.open(ctx.root, LIMITS)
-    try:
-        answers = []
-        for request in requests:
-            fields = {key: value for key, value in request.items() if key != "op"}
-            answers.append(session.request(request["op"], **fields))
-    finally:
-        session.close()
-    inodes = {name: ino for name, (ino, _) in initial.items()}
-    text = output.read_text(encoding="utf-8", errors="surrogateescape")
-    return calls_from_strace(text, os.path.realpath(ctx.root), inodes), answers
+    return Recording(initial, ops, requests, expected, traces, tamper.name)
 
 
 # -- judging one state ------------------------------------------------------------------------
@@ -408,7 +379,7 @@ def judge_model(
     below ``thorough``); the recovery add runs once per shape, below ``thorough``."""
     started = time.monotonic()
     profile = ctx.profile
-    command = isinstance(ctx.backend, CommandBackend)
+    command = ctx.backend.runs is Runs.COMMAND  # each state costs a process start
     generated = crash_states(
         recording.initial,
         recording.ops,

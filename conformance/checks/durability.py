@@ -26,8 +26,8 @@ from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.processes.workers import Job
+from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Plan, opens_for_writing, render_trace
-from memspec.conformance.tamper.strace import run_planned
 
 Steps = list[tuple[int, dict[str, Any]]]
 WRITES = ("write", "pwrite")

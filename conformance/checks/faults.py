@@ -35,8 +35,9 @@ from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, HarnessError, NotApplicable, check
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
+from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
-from memspec.conformance.tamper.strace import restore_root, run_planned
+from memspec.conformance.tamper.strace import restore_root
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal

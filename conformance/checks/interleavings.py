@@ -16,7 +16,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
-from memspec.conformance.tamper.stops import require_schedulable
+from memspec.conformance.tamper.capability import tampering
 
 NOTES = ("Project uses Go 1.22", "Editor: helix")
 SEED_ENTRY = b"User prefers tabs over spaces"
@@ -48,7 +48,7 @@ def _adds(*per_session: int) -> Program:
 )
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
-    require_schedulable(ctx.backend)
+    tampering(ctx.backend).require()
     profile = ctx.profile
     bound, budget = profile.preemption_bound, profile.schedule_budget
     adds = profile.adds_per_session

@@ -23,6 +23,7 @@ from memspec.conformance.processes.workers import (
     run_session,
     run_together,
 )
+from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import (
     Plan,
     describe_call,
@@ -30,7 +31,6 @@ from memspec.conformance.tamper.interpose import (
     render_trace,
 )
 from memspec.conformance.tamper.stops import LOCK_CALLS
-from memspec.conformance.tamper.strace import run_planned
 from memspec.spec.root_files import file_kind
 
 LOCK_LIMIT = 1_000_000

@@ -262,7 +262,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     from memspec.conformance.core.registry import NotApplicable
     from memspec.conformance.schedule.exploration import render_interleaving
     from memspec.conformance.schedule.repro import load_repro, replay
-    from memspec.conformance.tamper.stops import require_schedulable
+    from memspec.conformance.tamper.capability import tampering
     from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
 
     repro = load_repro(Path(args.file))
@@ -271,7 +271,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     else:
         backend = repro.open_backend(args.timeout)
     try:
-        require_schedulable(backend)
+        tampering(backend).require()
     except NotApplicable as reason:
         print(f"memspec: error: {args.file} cannot be replayed here: {reason}", file=sys.stderr)
         return 2

@@ -101,7 +101,6 @@ class Check:
     clauses: tuple[str, ...]
     features: tuple[str, ...]
     function: CheckFunction
-    python_only: bool = False
 
     def run(self, ctx: CheckContext) -> None:
         """Runs the check under ``ctx``, telling it its own id (``ctx.check_id``), which keys
@@ -129,7 +128,7 @@ CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*")
 
 
 def check(
-    *clauses: str, id: str, features: Iterable[str] = ("core",), python_only: bool = False
+    *clauses: str, id: str, features: Iterable[str] = ("core",)
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Registers the decorated function as the check ``id`` of ``clauses`` (validated when
     defined).
@@ -149,7 +148,7 @@ def check(
     def register(function: CheckFunction) -> CheckFunction:
         if id in CHECKS:
             raise ValueError(f"check {id} is registered twice")
-        CHECKS[id] = Check(id, tuple(clauses), tuple(features), function, python_only)
+        CHECKS[id] = Check(id, tuple(clauses), tuple(features), function)
         return function
 
     return register

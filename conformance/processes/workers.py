@@ -54,10 +54,9 @@ from multiprocess import connection
 
 from memspec.conformance.core.findings import HarnessError, Refusal
 from memspec.conformance.core.locations import shadows_memspec
-from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
-from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
+from memspec.conformance.transport.backend import BackendDefect, Runs
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -128,15 +127,6 @@ class Job:
     barrier_timeout: float = BARRIER_TIMEOUT
 
 
-def require_python_backend(backend: Any) -> None:
-    """Raises NotApplicable unless ``backend`` runs Python code that can be interposed."""
-    if not isinstance(backend, InProcessBackend):
-        raise NotApplicable(
-            "needs a Python backend (--backend MODULE:FACTORY): it interposes the file-system "
-            "calls of the backend's own code"
-        )
-
-
 # -- the worker side --------------------------------------------------------------------------
 
 
@@ -192,7 +182,7 @@ def run_job(job: Job, sender: Any, barrier: Any = None, turnstile: Any = None) -
     hook: PlanHook | TurnHook | None = None
     try:
         if job.plan is not None or turnstile is not None:
-            if not isinstance(job.backend, InProcessBackend):
+            if getattr(job.backend, "runs", None) is not Runs.PYTHON:
                 outbox.send(
                     {
                         "type": "error",

@@ -251,11 +251,10 @@ def fail_with_repro(ctx: CheckContext, execution: Execution, seed: int | None = 
     # One file per check: Hypothesis replays its shrunk example last, so the file ends minimal.
     name = f"repro-{check_id.rsplit('.', 1)[-1]}.json"
     folder = ctx.artifacts or ctx.scratch
-    if isinstance(ctx.backend, CommandBackend):
-        command, cwd = ctx.backend.command, ctx.backend.cwd
-        repro = repro_of(execution, "", check_id, seed, command=command, cwd=cwd)
-    else:
-        repro = repro_of(execution, getattr(ctx.backend, "spec", "?"), check_id, seed)
+    address = ctx.backend.address()
+    repro = repro_of(
+        execution, address.factory, check_id, seed, command=address.command, cwd=address.cwd
+    )
     path = save_repro(folder / name, repro)
     raise AssertionError(
         f"{finding.render()}\n\nReplay it with: memspec repro {path}\n\n"

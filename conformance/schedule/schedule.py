@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.errors import MemspecError
-from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
-from memspec.conformance.tamper.stops import StoppedProcess
-from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.processes.workers import Job, WorkerResult
+from memspec.conformance.tamper.capability import tampering
 
 STEP_TIMEOUT = 5.0
 """Seconds a granted call and the code after it may run before the worker counts as blocked."""
@@ -178,61 +177,6 @@ class _Locks:
                 del held[key]
 
 
-class _Scheduled:
-    """One worker under the scheduler and where it stands."""
-
-    def __init__(self, job: Job) -> None:
-        self.name = job.name
-        self.worker = Worker(job, scheduled=True)
-        self.seen = 0
-        self.parked: dict[str, Any] | None = None
-        self.granted: dict[str, Any] | None = None
-        self.blocked = False
-        self.gone = False
-
-    def absorb(self, locks: _Locks) -> list[dict[str, Any]]:
-        """Takes the worker's new turn records; returns the ``return`` records among them."""
-        returns = []
-        while self.seen < len(self.worker.turns):
-            record = self.worker.turns[self.seen]
-            self.seen += 1
-            if record["type"] == "park":
-                self.parked = record
-            elif self.granted is not None:
-                locks.returned(self.name, self.granted, bool(record.get("failed")))
-                returns.append(record)
-                self.granted = None
-        if self.worker.ended and self.parked is None and not self.gone:
-            self.gone = True
-            locks.ended(self.name)
-        return returns
-
-    def settle(self, locks: _Locks, timeout: float) -> list[dict[str, Any]]:
-        """Waits until the worker is parked or gone (or ``timeout``); returns its returns."""
-        self.worker.wait_until(
-            lambda worker: (
-                worker.ended or any(r["type"] == "park" for r in worker.turns[self.seen :])
-            ),
-            timeout,
-        )
-        returns = self.absorb(locks)
-        self.blocked = self.parked is None and not self.gone
-        return returns
-
-    def grant(self) -> bool:
-        """Lets the worker make the call it is parked at; False if it is gone."""
-        return self.worker.grant()
-
-    def stop(self) -> None:
-        """Kills the worker if it is still running."""
-        if not self.worker.ended:
-            self.worker.kill("timeout")
-
-    def finish(self) -> WorkerResult:
-        """Reaps the worker and returns its result."""
-        return self.worker.finish(REAP_TIMEOUT)
-
-
 def _wake_waiters(scheduled: Sequence[Any], chosen: Any) -> None:
     """After ``chosen`` made a step, a stopped command that waited for a lock may go again."""
     for item in scheduled:
@@ -253,8 +197,9 @@ def run_scheduled(
     ``sample`` (optional) is called by the harness before the first step and after every step;
     its results are in the steps and in ``samples`` as ``(start, end, value)``. Workers still
     running at ``deadline`` seconds are killed. ScheduleDiverged from the chooser propagates
-    after every worker has been killed and reaped. A command backend's sessions are stopped and
-    resumed by strace instead (:mod:`memspec.conformance.tamper.stops`).
+    after every worker has been killed and reaped. Each session is started as its backend's
+    tampering says (:meth:`~memspec.conformance.tamper.capability.Tampering.stopped`): parked
+    by interposition, or stopped and resumed by strace (:mod:`memspec.conformance.tamper.stops`).
     """
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
@@ -265,12 +210,7 @@ def run_scheduled(
     scheduled: list[Any] = []
     traces = tempfile.TemporaryDirectory(prefix="memspec-stops-")
     try:
-        scheduled = [
-            StoppedProcess(job, Path(traces.name))
-            if isinstance(job.backend, CommandBackend)
-            else _Scheduled(job)
-            for job in jobs
-        ]
+        scheduled = [tampering(job.backend).stopped(job, Path(traces.name)) for job in jobs]
         for item in scheduled:
             item.settle(locks, START_TIMEOUT)
         _take_sample(run, sample)

@@ -55,12 +55,18 @@ class Settings:
     hypothesis_db: str | None = None
 
 
+GIVEN_BACKEND = "memspec-given-backend"
+"""The plugin name of a :class:`GivenBackend`."""
+
+
 @dataclass(eq=False)
 class GivenBackend:
     """A GivenBackend, passed to ``pytest.main`` as a plugin, names the backend to certify by
-    object instead of by option (``memspec.certify`` given a factory with no importable name)."""
+    object instead of by option (``memspec.certify`` given a factory with no importable name).
+    pytest registers a plugin object under its ``__name__``: the plugin finds it by that name."""
 
     backend: Backend
+    __name__ = GIVEN_BACKEND
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -110,10 +116,10 @@ def _resolve(config: pytest.Config) -> Settings:
     timeout = option("--memspec-timeout") or DEFAULT_TIMEOUT
     if timeout <= 0:
         raise UsageError(f"--memspec-timeout must be positive seconds, got {timeout!r}")
-    given = [p for p in config.pluginmanager.get_plugins() if isinstance(p, GivenBackend)]
+    given: GivenBackend | None = config.pluginmanager.get_plugin(GIVEN_BACKEND)
     if given and (module or command):
         raise UsageError("a backend was given by object: pass no --memspec-backend option")
-    backend: Backend | None = given[0].backend if given else None
+    backend: Backend | None = given.backend if given else None
     if module:
         backend = InProcessBackend(module, timeout)
     elif command:

@@ -26,7 +26,7 @@ from memspec.conformance.core.registry import (
     clauses_with_checks,
 )
 from memspec.conformance.suite.plugin import memspec_settings
-from memspec.conformance.transport.backend import Backend, InProcessBackend
+from memspec.conformance.transport.backend import Backend
 from memspec.spec.clauses import parse_clauses, uncovered_must_clauses
 from memspec.spec.examples import Example, parse_examples, spec_text
 
@@ -107,14 +107,6 @@ def test_check(
 ) -> None:
     """Runs one named check on a fresh root, within its budget (``core/budgets.py``); the
     figures it reports go into its record."""
-    if check.python_only and not isinstance(memspec_backend, InProcessBackend):
-        unsupported(
-            request,
-            NotApplicable(
-                "needs a Python backend (--backend MODULE:FACTORY): it runs the backend's "
-                "code under interposition"
-            ),
-        )
     settings = memspec_settings(pytestconfig)
     artifacts = settings.report / "artifacts" if settings.report else None
     scratch = tmp_path / "scratch"

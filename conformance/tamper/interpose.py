@@ -55,12 +55,12 @@ or below it (``temp``: temp files and sidecars). Everything else passes straight
 **Limits.** Only Python code that looks these attributes up at call time is seen. Not seen:
 C extensions and the C library (``mmap``, a Rust or C store), names bound before installation
 (``from os import write``), ``_io.open``, ``shutil`` copies done with ``sendfile``, calls made
-by other processes — and so no ``--backend-cmd`` backend is ever interposed (its checks are
-marked ``python_only``). A buffered file object hands its data to the kernel at ``flush`` or
-``close``, not at ``write``; the trace reports the Python-level calls, and a checker must read it
-that way. The file-object wrapper is a proxy, not an ``io`` subclass, so ``isinstance`` checks on
-it fail. Descriptors are resolved on Linux (``/proc``); elsewhere fd-based calls carry no path and
-are not reported.
+by other processes — and so no ``--backend-cmd`` backend is ever interposed (strace reaches
+its calls instead: :mod:`memspec.conformance.tamper.capability`). A buffered file object hands
+its data to the kernel at ``flush`` or ``close``, not at ``write``; the trace reports the
+Python-level calls, and a checker must read it that way. The file-object wrapper is a proxy,
+not an ``io`` subclass, so ``isinstance`` checks on it fail. Descriptors are resolved on Linux
+(``/proc``); elsewhere fd-based calls carry no path and are not reported.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Scheduled runs of a ``--backend-cmd`` backend: strace stops each backend process after every
-file-system call on the root, and the scheduler resumes the process whose turn it is
-(LOCK-2, LOCK-3, ATOMIC-2; ``interleavings.*`` checks).
+"""Sessions under the scheduler (LOCK-2, LOCK-3, ATOMIC-2; ``interleavings.*`` checks): a
+``--backend-cmd`` backend's process, which strace stops after every file-system call on the
+root and the scheduler resumes when it is its turn (:class:`StoppedProcess`), and a Python
+backend's worker (:class:`ParkedWorker`).
 
 A Python backend's calls are interposed (:mod:`memspec.conformance.processes.turns`): the worker
 parks *before* each call and the harness grants it. A process in another language cannot be
@@ -67,17 +68,20 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.registry import NotApplicable
-from memspec.conformance.processes.workers import REAP_TIMEOUT, Job, Worker, WorkerResult
+from memspec.conformance.processes.workers import (
+    REAP_TIMEOUT,
+    Job,
+    Worker,
+    WorkerResult,
+    run_session,
+)
 from memspec.conformance.tamper.fstrace import FAULT_CALLS, STRACE_CALLS, StraceFollower
 from memspec.conformance.tamper.strace import (
     end_process_group,
     finish_traced,
-    require_strace,
     run_traced,
     traced,
 )
-from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.targets import FILENAMES
 
@@ -90,17 +94,6 @@ RESTARTED = "ERESTARTSYS"
 _SIGNALLED = re.compile(r"^(\d+)\s+--- SIGSTOP \{si_signo=SIGSTOP, si_code=SI_KERNEL\b")
 _CALL = re.compile(r"^\d+\s+(?P<name>\w+)\((?:[^<,]*<(?P<path>[^>]*)>)?")
 _STOPPED = re.compile(r"^(\d+)\s+--- stopped by SIGSTOP ---")
-
-
-def require_schedulable(backend: Any) -> None:
-    """Raises NotApplicable unless the scheduler can drive ``backend``: a Python backend
-    (interposed), or a command where strace can trace (the reason otherwise)."""
-    if isinstance(backend, InProcessBackend):
-        return
-    if isinstance(backend, CommandBackend):
-        require_strace()
-        return
-    raise NotApplicable(f"the scheduler drives Python and command backends, not {backend!r}")
 
 
 LOCK_CALLS = ("flock", "lockf", "bind")
@@ -136,7 +129,8 @@ def _off_root_locks(command: str, cwd: str, timeout: float) -> tuple[str, ...]:
     with tempfile.TemporaryDirectory(prefix="memspec-locks-") as scratch:
         root = Path(scratch) / "root"
         root.mkdir()
-        result, _ = run_traced(Job(backend, root, ops, name="lock-probe"), 30, Path(scratch))
+        job = Job(backend, root, ops, name="lock-probe")
+        result, _ = run_traced(job, Path(scratch), functools.partial(run_session, timeout=30))
     return tuple(unschedulable_locks(result.calls))
 
 
@@ -209,7 +203,6 @@ class StoppedProcess:
 
     def __init__(self, job: Job, directory: Path) -> None:
         self.name = job.name
-        assert isinstance(job.backend, CommandBackend)
         self.everywhere = bool(off_root_locks(job.backend))
         self.run = traced(job, directory, stop_options(job.root, self.everywhere))
         self.root = os.path.realpath(job.root)
@@ -344,3 +337,60 @@ class StoppedProcess:
         result = self.worker.finish(REAP_TIMEOUT)
         end_process_group(self.group)
         return finish_traced(self.run, result)[0]
+
+
+class ParkedWorker:
+    """One Python-backend session under the scheduler: a worker whose interposed calls park
+    *before* they are made until the scheduler grants them
+    (:mod:`memspec.conformance.processes.turns`). It has the face of :class:`StoppedProcess`."""
+
+    def __init__(self, job: Job) -> None:
+        self.name = job.name
+        self.worker = Worker(job, scheduled=True)
+        self.seen = 0
+        self.parked: dict[str, Any] | None = None
+        self.granted: dict[str, Any] | None = None
+        self.blocked = False
+        self.gone = False
+
+    def absorb(self, locks: Any) -> list[dict[str, Any]]:
+        """Takes the worker's new turn records; returns the ``return`` records among them."""
+        returns = []
+        while self.seen < len(self.worker.turns):
+            record = self.worker.turns[self.seen]
+            self.seen += 1
+            if record["type"] == "park":
+                self.parked = record
+            elif self.granted is not None:
+                locks.returned(self.name, self.granted, bool(record.get("failed")))
+                returns.append(record)
+                self.granted = None
+        if self.worker.ended and self.parked is None and not self.gone:
+            self.gone = True
+            locks.ended(self.name)
+        return returns
+
+    def settle(self, locks: Any, timeout: float) -> list[dict[str, Any]]:
+        """Waits until the worker is parked or gone (or ``timeout``); returns its returns."""
+        self.worker.wait_until(
+            lambda worker: (
+                worker.ended or any(r["type"] == "park" for r in worker.turns[self.seen :])
+            ),
+            timeout,
+        )
+        returns = self.absorb(locks)
+        self.blocked = self.parked is None and not self.gone
+        return returns
+
+    def grant(self) -> bool:
+        """Lets the worker make the call it is parked at; False if it is gone."""
+        return self.worker.grant()
+
+    def stop(self) -> None:
+        """Kills the worker if it is still running."""
+        if not self.worker.ended:
+            self.worker.kill("timeout")
+
+    def finish(self) -> WorkerResult:
+        """Reaps the worker and returns its result."""
+        return self.worker.finish(REAP_TIMEOUT)

@@ -6,8 +6,10 @@ backend in any language.
 **One vocabulary.** A check states a fault once, as a
 :class:`~memspec.conformance.tamper.interpose.Fault` over a ``Match`` (call names ``open``,
 ``read``, ``write``, ``fsync``, ``replace``, ``flock``...; kinds ``data``/``temp``/``lock``/
-``dir``; the operation index); :func:`run_planned` carries it out by interposition for a Python
-backend and by strace for a command. The strace output is read by
+``dir``; the operation index); the check's
+:class:`~memspec.conformance.tamper.capability.Tampering` carries it out by interposition for a
+Python backend and, through :func:`run_planned` and :func:`kill_planned`, by strace for a
+command. The strace output is read by
 :func:`~memspec.conformance.tamper.fstrace.read_strace` into the very same call records, whose
 call names are the interposition's — ``openat`` is ``open``, ``pread64`` is ``read``,
 ``pwrite64`` is ``pwrite``, ``renameat2`` is ``replace``, an ``fcntl`` record lock is
@@ -63,25 +65,23 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import HarnessError, NotApplicable
-from memspec.conformance.processes.workers import (
-    HARNESS_STEPS,
-    Job,
-    WorkerResult,
-    run_session,
-)
+from memspec.conformance.processes.workers import HARNESS_STEPS, Job, WorkerResult
 from memspec.conformance.tamper.fstrace import (
     QUIET,
     SECCOMP_BPF,
+    STRACE_ARGUMENTS,
     STRACE_FAULT_ARGUMENTS,
     StraceTrace,
+    calls_from_strace,
     read_strace,
 )
 from memspec.conformance.tamper.interpose import Call, Fault, Plan, describe_call
@@ -92,6 +92,9 @@ TRACED_TIMEOUT = 30.0
 STRACE_PROBE_TIMEOUT = 10.0
 ATTEMPTS = 2
 _runs = itertools.count()
+
+Drive = Callable[[Job], WorkerResult]
+"""Runs a job in a worker to its end and returns the result (the check's way of driving it)."""
 
 
 @functools.cache
@@ -288,8 +291,6 @@ def traced(job: Job, directory: Path, options: Sequence[str] = ()) -> TracedJob:
     """Returns ``job`` (a command backend's) to run under strace with ``options`` (an
     injection's), its output in ``directory``."""
     backend = job.backend
-    if not isinstance(backend, CommandBackend):
-        raise HarnessError(f"BUG IN CHECK: strace runs command backends, not {backend!r}")
     output = directory / f"strace-{job.name}-{next(_runs)}.txt"
     signals = any("signal=" in option for option in options)
     command = strace_backend(backend, (*STRACE_FAULT_ARGUMENTS, *options), output, not signals)
@@ -528,12 +529,12 @@ def end_process_group(pid: int | None) -> None:
 
 
 def run_traced(
-    job: Job, timeout: float, directory: Path, options: Sequence[str] = ()
+    job: Job, directory: Path, drive: Drive, options: Sequence[str] = ()
 ) -> tuple[WorkerResult, StraceTrace]:
-    """Runs a command backend's job under strace to its end; returns the result (with calls)
-    and the trace."""
+    """Runs a command backend's job under strace to its end with ``drive``; returns the result
+    (with calls) and the trace."""
     run = traced(job, directory, options)
-    return finish_traced(run, run_session(run.job, timeout))
+    return finish_traced(run, drive(run.job))
 
 
 # -- the root, put back --------------------------------------------------------------------
@@ -565,32 +566,30 @@ def restore_root(root: Path, files: Mapping[str, tuple[int, bytes, int]]) -> Non
         os.chmod(path, mode & 0o7777)
 
 
-# -- the entry point of the checks ---------------------------------------------------------
+# -- the entry points of the capability (:mod:`memspec.conformance.tamper.capability`) ----------
 
 
-def run_planned(job: Job, timeout: float, directory: Path) -> WorkerResult:
-    """Runs ``job`` to its end with its plan carried out: by interposition for a Python backend,
-    by strace for a command backend (module docs); returns the worker's result, whose ``calls``
-    are the plan's call records (a call a fault acted on has ``effect``). Raises NotApplicable
-    where strace cannot run or a fault cannot be placed."""
-    if not isinstance(job.backend, CommandBackend):
-        return run_session(job, timeout)
+def run_planned(job: Job, directory: Path, drive: Drive) -> WorkerResult:
+    """Runs a command backend's ``job`` to its end with its plan carried out by strace (module
+    docs); returns the worker's result, whose ``calls`` are the plan's call records (a call a
+    fault acted on has ``effect``). Raises NotApplicable where strace cannot run or a fault
+    cannot be placed."""
     require_strace()
     plan = job.plan or Plan()
     if len(plan.faults) > 1:
-        raise HarnessError("BUG IN CHECK: strace carries out one fault per run")
+        raise HarnessError("strace carries out one fault per run")
     if not plan.faults:
-        return run_traced(job, timeout, directory)[0]
+        return run_traced(job, directory, drive)[0]
     fault = plan.faults[0]
     before = root_files(job.root)
     problems = []
     for _ in range(ATTEMPTS):
-        recording, trace = run_traced(job, timeout, directory)
+        recording, trace = run_traced(job, directory, drive)
         injection = plan_injection(trace, recording.calls, fault)
         if injection is None:
             return recording
         restore_root(job.root, before)
-        result, injected = run_traced(job, timeout, directory, injection.options())
+        result, injected = run_traced(job, directory, drive, injection.options())
         problem = landed(injected, result.calls, injection)
         if problem is None:
             return result
@@ -601,3 +600,55 @@ def run_planned(job: Job, timeout: float, directory: Path) -> WorkerResult:
         f"the planned call with strace in {ATTEMPTS} attempts, the backend's calls differ from "
         f"run to run: {'; '.join(problems)}"
     )
+
+
+@dataclass(frozen=True)
+class Killed:
+    """A Killed is one run of a job killed at a planned step: ``result`` is the run's.
+
+    ``missed`` says where the kill landed when not on the planned step (the run is still
+    judged); ``unplaced`` that a recording of the job reached no step the fault selects (the
+    job was run as it is); ``outside`` where the kill landed outside the fault's operation (the
+    run cannot be judged)."""
+
+    result: WorkerResult
+    missed: str | None = None
+    unplaced: bool = False
+    outside: str | None = None
+
+
+def kill_planned(job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
+    """Kills a command backend's ``job`` at the step ``fault`` (a kill) selects, with strace:
+    the job is first recorded on a copy of the root — what an earlier crash left changes the
+    calls before the fault's operation, and so strace's count — then run with the injection."""
+    copy = Path(tempfile.mkdtemp(dir=directory))
+    restore_root(copy, root_files(job.root))
+    recording = replace(job, root=copy, name=f"{job.name}-recorded")
+    recorded, trace = run_traced(recording, directory, drive)
+    injection = plan_injection(trace, recorded.calls, fault)
+    if injection is None:
+        return Killed(run_traced(job, directory, drive)[0], unplaced=True)
+    result, killed = run_traced(job, directory, drive, injection.options())
+    record, words = acted_on(killed, result.calls, injection)
+    if record is None or record["op"] != fault.match.op:
+        return Killed(result, outside=words)
+    return Killed(result, missed=landed(killed, result.calls, injection))
+
+
+def record_session(job: Job, directory: Path) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Runs a command backend's ``job`` (requests only) in one session under strace, from the
+    harness's process; returns the call records, with the data a crash-state generator needs,
+    and the answers."""
+    require_strace()
+    initial = {name: ino for name, (ino, _, _) in root_files(job.root).items()}
+    output = Path(tempfile.mkdtemp(dir=directory)) / "strace.txt"
+    session = strace_backend(job.backend, STRACE_ARGUMENTS, output).open(job.root, job.limits)
+    try:
+        answers = []
+        for request in job.operations:
+            fields = {key: value for key, value in request.items() if key != "op"}
+            answers.append(session.request(request["op"], **fields))
+    finally:
+        session.close()
+    text = output.read_text(encoding="utf-8", errors="surrogateescape")
+    return calls_from_strace(text, os.path.realpath(job.root), initial), answers

@@ -18,8 +18,9 @@ import traceback
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Finding, Refusal
@@ -83,13 +84,39 @@ class Session(Protocol):
         ...
 
 
+class Runs(Enum):
+    """Where a backend's store runs, which decides what can be done to its file-system calls
+    (:mod:`memspec.conformance.tamper.capability` builds that from it)."""
+
+    PYTHON = "python"
+    """Python code in the process that opens the session: a worker process can interpose it."""
+    COMMAND = "command"
+    """A process of its own that each session starts: strace can trace it."""
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a backend is found again by a later run: a Python backend's ``MODULE:FACTORY``
+    (``factory``), or a ``command`` and the directory it runs in (``cwd``)."""
+
+    factory: str = ""
+    command: str = ""
+    cwd: str = ""
+
+
 class Backend(Protocol):
-    """A Backend opens sessions on roots; ``label`` names it in reports."""
+    """A Backend opens sessions on roots; ``label`` names it in reports, ``runs`` says where
+    its store runs and :meth:`address` how to find it again."""
 
     label: str
+    runs: ClassVar[Runs]
 
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> Session:
         """Opens a new session on ``root`` (raises BackendDefect when it cannot)."""
+        ...
+
+    def address(self) -> Address:
+        """Returns where a later run finds this backend again."""
         ...
 
 
@@ -384,6 +411,7 @@ class InProcessBackend:
     timeout: float | None = None
     factory: Callable[..., Any] = field(init=False, repr=False)
     named: bool = field(default=True, repr=False)
+    runs: ClassVar[Runs] = Runs.PYTHON
 
     def __post_init__(self) -> None:
         if self.named:
@@ -429,6 +457,10 @@ class InProcessBackend:
     def label(self) -> str:
         """The name reports use."""
         return self.spec
+
+    def address(self) -> Address:
+        """Returns the backend's ``MODULE:FACTORY`` (a label for a nameless factory)."""
+        return Address(factory=self.spec)
 
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> InProcessSession:
         """Calls the factory on ``root`` with the limits (raises BackendDefect if it fails)."""

@@ -23,14 +23,16 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from memspec.conformance.core.locations import backend_environment
 from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import (
+    Address,
     BackendDefect,
     InProcessBackend,
     InProcessSession,
+    Runs,
     UsageError,
     check_answer,
     request_problem,
@@ -221,11 +223,16 @@ class CommandBackend:
     cwd: str = field(default_factory=invocation_dir)
     prestart: bool = True
     started: Callable[[subprocess.Popen[str]], None] | None = None
+    runs: ClassVar[Runs] = Runs.COMMAND
 
     @property
     def label(self) -> str:
         """The name reports use."""
         return self.command
+
+    def address(self) -> Address:
+        """Returns the backend's command and the directory it runs in."""
+        return Address(command=self.command, cwd=self.cwd)
 
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> CommandSession:
         """Starts one backend process on ``root``."""

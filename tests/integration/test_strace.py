@@ -19,6 +19,7 @@ import pytest
 from memspec.conformance.checks import crashstates
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext
+from memspec.conformance.tamper import strace
 from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
 
@@ -34,7 +35,7 @@ def _context(tmp_path: Path, backend: CommandBackend) -> CheckContext:
 
 
 needs_strace = pytest.mark.skipif(
-    crashstates.strace_problem() is not None, reason=str(crashstates.strace_problem())
+    strace.strace_problem() is not None, reason=str(strace.strace_problem())
 )
 
 

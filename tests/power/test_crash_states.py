@@ -44,6 +44,7 @@ from memspec.conformance.checks import crashstates
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
 from memspec.conformance.crash.persistence import MODELS
+from memspec.conformance.tamper import strace
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from tests.budgeted import run_in_budget
@@ -131,11 +132,11 @@ def test_without_strace_a_command_backend_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No strace: the check does not apply to a command backend, and says why."""
-    crashstates.strace_problem.cache_clear()
+    strace.strace_problem.cache_clear()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     try:
         ctx = _context(tmp_path, CommandBackend(f"memspec serve --backend {REFERENCE}"))
         with pytest.raises(NotApplicable, match="strace is not installed"):
             crashstates.record(ctx, False)
     finally:
-        crashstates.strace_problem.cache_clear()
+        strace.strace_problem.cache_clear()

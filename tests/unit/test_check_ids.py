@@ -28,7 +28,6 @@ def test_registered_checks_are_the_recorded_ones() -> None:
             "test_id": f"{_area(item.clauses)}/{name}",
             "clauses": list(item.clauses),
             "features": list(item.features),
-            "python_only": item.python_only,
         }
         for name, item in all_checks().items()
     }

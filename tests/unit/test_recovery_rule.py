@@ -250,8 +250,8 @@ def test_levels_follow_the_clause_verdicts() -> None:
 
 
 def test_a_skip_for_the_transport_holds_no_level_back() -> None:
-    python_only = {"status": "skipped", "kind": "unsupported"}
-    level = conformance_level(CLAUSES, records(faults_failed_write_keeps_old_file=python_only))
+    skipped = {"status": "skipped", "kind": "unsupported"}
+    level = conformance_level(CLAUSES, records(faults_failed_write_keeps_old_file=skipped))
     assert level == Level("full", (), ("ATOMIC-4",))
     assert level.headline().endswith("(not verifiable over this transport: ATOMIC-4)")
 

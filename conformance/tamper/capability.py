@@ -1,0 +1,132 @@
+"""What the harness can do to a backend's file-system calls, behind one interface: record them,
+fail one, kill at one, and stop at each for the scheduler.
+
+:func:`tampering` builds it from where the backend's store runs, which the transport declares
+(:class:`~memspec.conformance.transport.backend.Runs`): :class:`Interposition` for Python code,
+whose calls a worker process interposes (:mod:`.interpose`), and :class:`Strace` for a command,
+whose process runs under strace (:mod:`.strace`, :mod:`.stops`). A check states what it wants
+as a :class:`~memspec.conformance.tamper.interpose.Plan` or a
+:class:`~memspec.conformance.tamper.interpose.Fault` and never asks which of the two it got.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from memspec.conformance.core.registry import NotApplicable
+from memspec.conformance.processes.workers import Job, WorkerResult, run_session
+from memspec.conformance.tamper import strace
+from memspec.conformance.tamper.interpose import Fault, Plan
+from memspec.conformance.tamper.stops import ParkedWorker, StoppedProcess
+from memspec.conformance.tamper.strace import Drive, Killed
+from memspec.conformance.transport.backend import Runs
+
+Recorded = tuple[list[dict[str, Any]], list[Any]]
+"""A session's call records (with the data a crash-state generator replays) and answers."""
+
+
+class Tampering(Protocol):
+    """What can be done to one backend's file-system calls.
+
+    ``name`` says what records the calls ("interposition" or "strace"), in messages and
+    reports; ``kill_attempts`` how often a kill that landed on another step is tried again.
+    ``drive`` runs a job in a worker to its end (the check's own way, with its kills and
+    timeouts); ``directory`` is the check's scratch space."""
+
+    name: str
+    kill_attempts: int
+
+    def require(self) -> None:
+        """Raises NotApplicable, with the reason, where the calls cannot be reached here."""
+        ...
+
+    def run(self, job: Job, directory: Path, drive: Drive) -> WorkerResult:
+        """Runs ``job`` with its plan carried out: its calls recorded, and its fault (one at
+        most) made; the result's ``calls`` are the plan's call records. Raises NotApplicable
+        when the fault cannot be placed."""
+        ...
+
+    def kill(self, job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
+        """Runs ``job`` killed at the step the kill ``fault`` selects."""
+        ...
+
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
+        """Runs ``job`` (requests only) and returns what it recorded."""
+        ...
+
+    def stopped(self, job: Job, directory: Path) -> Any:
+        """Returns ``job`` started under the scheduler, stopped at each call it decides at
+        (:class:`~memspec.conformance.tamper.stops.ParkedWorker` or
+        :class:`~memspec.conformance.tamper.stops.StoppedProcess`)."""
+        ...
+
+
+class Interposition:
+    """The calls of a Python backend, interposed in the worker process that runs it: no
+    ptrace, no calibration run, and Python's buffered flushes seen."""
+
+    name = "interposition"
+    kill_attempts = 1
+
+    def require(self) -> None:
+        """Interposition works wherever workers run."""
+
+    def run(self, job: Job, directory: Path, drive: Drive) -> WorkerResult:
+        return drive(job)
+
+    def kill(self, job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
+        return Killed(drive(replace(job, plan=Plan(faults=(fault,), trace=False))))
+
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
+        planned = replace(job, plan=Plan(trace=True, data=True))
+        result = run_session(planned, timeout).expect_done()
+        return result.calls, [result.answer(index) for index in range(len(job.operations))]
+
+    def stopped(self, job: Job, directory: Path) -> ParkedWorker:
+        return ParkedWorker(job)
+
+
+class Strace:
+    """The calls of a command backend's process, traced, failed and stopped by strace."""
+
+    name = "strace"
+    kill_attempts = 2
+
+    def require(self) -> None:
+        strace.require_strace()
+
+    def run(self, job: Job, directory: Path, drive: Drive) -> WorkerResult:
+        return strace.run_planned(job, directory, drive)
+
+    def kill(self, job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
+        return strace.kill_planned(job, fault, directory, drive)
+
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
+        return strace.record_session(job, directory)
+
+    def stopped(self, job: Job, directory: Path) -> StoppedProcess:
+        return StoppedProcess(job, directory)
+
+
+def tampering(backend: Any) -> Tampering:
+    """Returns what can be done to ``backend``'s file-system calls, from where its store runs;
+    raises NotApplicable for a backend that does not say."""
+    runs = getattr(backend, "runs", None)
+    if runs is Runs.PYTHON:
+        return Interposition()
+    if runs is Runs.COMMAND:
+        return Strace()
+    raise NotApplicable(
+        f"memspec reaches the file-system calls of Python and command backends, not {backend!r}"
+    )
+
+
+def run_planned(job: Job, timeout: float, directory: Path) -> WorkerResult:
+    """Runs ``job`` in a worker to its end (within ``timeout`` seconds) with its plan carried
+    out (:meth:`Tampering.run`)."""
+    return tampering(job.backend).run(
+        job, directory, functools.partial(run_session, timeout=timeout)
+    )
