@@ -14,6 +14,11 @@ import time
 from pathlib import Path
 
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.waits import (
+    LINEARIZABILITY_TIMEOUT,
+    SECONDS_PER_OPERATION,
+    SESSION_TIMEOUT,
+)
 from memspec.conformance.history.checkers import CheckerFinding, judge_history
 from memspec.conformance.history.history import Event, write_history
 from memspec.conformance.history.programs import generate_program, limits_for
@@ -27,8 +32,6 @@ from memspec.spec.targets import TARGETS
 
 SEED = 20240605
 """The seed of the programs when the run names none (profile ``ci``: the same every run)."""
-CHECK_TIMEOUT = 60.0
-"""Longest linearizability search before the verdict is "undecided"."""
 HISTORY_FILE = "concurrency-history.jsonl"
 
 
@@ -48,7 +51,8 @@ def run_history(
     ]
     started = time.monotonic()
     with Reader(ctx.root, TARGETS, process=processes) as reader:
-        results = run_together(jobs, timeout=30 + processes * count * 0.5)
+        timeout = SESSION_TIMEOUT + processes * count * SECONDS_PER_OPERATION
+        results = run_together(jobs, timeout=timeout)
         samples = [Event.from_record(record) for record in reader.stop()]
     seconds = time.monotonic() - started
     for result in results:
@@ -88,7 +92,9 @@ def history_is_linearizable(ctx: CheckContext) -> None:
     seed = _seed(ctx)
     events, limits, extra = run_history(ctx, seed)
     seconds: dict[str, float] = {}
-    findings = judge_history(events, limits, start={}, timeout=CHECK_TIMEOUT, seconds=seconds)
+    findings = judge_history(
+        events, limits, start={}, timeout=LINEARIZABILITY_TIMEOUT, seconds=seconds
+    )
     ctx.figures.update(
         {
             "sessions": ctx.profile.processes,

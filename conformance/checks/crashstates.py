@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.crash.persistence import (
     MODELS,
     POWER_LOSS_MODELS,
@@ -64,7 +65,6 @@ from memspec.spec.root_files import NAMED_KINDS, file_kind
 LIMIT = 100_000
 LIMITS = {"memory": LIMIT}
 SEEDS = ("<s1> seed: user prefers tabs", "<s2> seed: project uses Go", "<s3> seed: editor vim")
-RECORD_TIMEOUT = 60.0
 
 
 def _requests(batch: bool) -> list[dict[str, Any]]:
@@ -184,7 +184,7 @@ def record(ctx: CheckContext, batch: bool) -> Recording:
     initial = snapshot_files(ctx.root)
     tamper = tampering(ctx.backend)
     job = Job(ctx.backend, ctx.root, tuple(requests), LIMITS, name="traced")
-    records, answers = tamper.record(job, RECORD_TIMEOUT, ctx.scratch)
+    records, answers = tamper.record(job, TRACED_SESSION_TIMEOUT, ctx.scratch)
     memory = initial.get("MEMORY.md", (0, None))[1]
     expected = _check_answers(requests, answers, initial_state(LIMIT, memory=memory))
     indices = list(range(len(requests)))

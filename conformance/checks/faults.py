@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, HarnessError, NotApplicable, check
+from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
@@ -50,8 +51,6 @@ BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 
 LIMIT = 1_000_000
 """The limit entries are parsed against in messages (any size is shown)."""
-RUN_TIMEOUT = 60.0
-"""Seconds one scenario's session may take (under strace a backend starts slower)."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def _start(
     ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str
 ) -> WorkerResult:
     job = Job(ctx.backend, ctx.root, ops, plan=plan, name=name)
-    return run_planned(job, RUN_TIMEOUT, ctx.scratch)
+    return run_planned(job, TRACED_SESSION_TIMEOUT, ctx.scratch)
 
 
 def _judge_untouched(old: dict[str, str], new: dict[str, str], label: str, clause: str) -> None:

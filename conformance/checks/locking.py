@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.waits import SECONDS_PER_OPERATION, SESSION_TIMEOUT
 from memspec.conformance.processes.workers import (
     Job,
     OpRecord,
@@ -64,7 +65,7 @@ def _fresh_entries(ctx: CheckContext, limits: dict[str, int]) -> list[str]:
         limits,
         name="reader",
     )
-    answer = run_session(reader, timeout=30).expect_done().answer(1)
+    answer = run_session(reader, timeout=SESSION_TIMEOUT).expect_done().answer(1)
     assert answer is not None
     return list(answer["entries"])
 
@@ -93,7 +94,8 @@ def concurrent_adds_are_all_kept(ctx: CheckContext) -> None:
         )
         for p in range(processes)
     ]
-    results = run_together(jobs, timeout=30 + processes * operations * 0.5)
+    timeout = SESSION_TIMEOUT + processes * operations * SECONDS_PER_OPERATION
+    results = run_together(jobs, timeout=timeout)
     for result in results:
         result.expect_done()
     adds = [op for result in results for op in result.ops if op.request["op"] == "add"]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.waits import REAP_POLL, REAP_TIMEOUT, START_TIMEOUT, STOP_TIMEOUT
 from memspec.conformance.processes.workers import process_context
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import FILENAMES
@@ -36,12 +37,6 @@ PAUSE = 0.0005
 """Seconds between two rounds of reads."""
 MAX_SAMPLES = 500_000
 """Samples kept before the reader stops sampling (it then only waits for the stop)."""
-START_TIMEOUT = 30.0
-"""Longest wait for the reader's first samples: the sessions start only once it samples."""
-STOP_TIMEOUT = 30.0
-"""Longest wait for the reader's samples after the stop."""
-REAP_TIMEOUT = 5.0
-"""Longest wait for the reader to exit once it has sent its samples."""
 
 
 class ReaderError(HarnessError):
@@ -186,4 +181,4 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         if self._events is None:
             self._stop.set()
-            self._reap(0.5)
+            self._reap(REAP_POLL)

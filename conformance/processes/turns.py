@@ -19,10 +19,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from memspec.conformance.core.waits import TURN_TIMEOUT
 from memspec.conformance.tamper.interpose import Call, Hook
 
-TURN_TIMEOUT = 120.0
-"""Seconds a parked worker waits for its turn before it gives up (the harness is gone or hung)."""
 EXIT_NO_TURN = 4
 """Exit status of a worker that waited :data:`TURN_TIMEOUT` seconds for a turn in vain."""
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.core.waits import RUN_LINEARIZABILITY_TIMEOUT
 from memspec.conformance.history.checkers import CheckerFinding, judge_history
 from memspec.conformance.history.history import Event
 from memspec.conformance.processes.workers import Job, history
@@ -47,9 +48,6 @@ from memspec.conformance.schedule.schedule import (
 from memspec.conformance.tamper.interpose import describe_call
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
-
-CHECK_TIMEOUT = 30.0
-"""Longest linearizability search of one run before its verdict is "undecided"."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +143,9 @@ def judge(program: Program, events: Sequence[Event]) -> tuple[CheckerFinding | N
     """Returns the first finding of the checkers
     (:func:`~memspec.conformance.history.checkers.judge_history`) against the run's history, and why
     the verdict is undecided if it is."""
-    findings = judge_history(events, program.limits, start=program.files, timeout=CHECK_TIMEOUT)
+    findings = judge_history(
+        events, program.limits, start=program.files, timeout=RUN_LINEARIZABILITY_TIMEOUT
+    )
     decided = [finding for finding in findings if not finding.undecided]
     if decided:
         return decided[0], ""

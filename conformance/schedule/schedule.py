@@ -31,13 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.errors import MemspecError
+from memspec.conformance.core.waits import START_TIMEOUT, STEP_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult
 from memspec.conformance.tamper.capability import tampering
-
-STEP_TIMEOUT = 5.0
-"""Seconds a granted call and the code after it may run before the worker counts as blocked."""
-START_TIMEOUT = 30.0
-"""Seconds a worker may take to start and reach its first call."""
 
 
 @dataclass(frozen=True)

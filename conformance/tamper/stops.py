@@ -68,6 +68,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.waits import SESSION_TIMEOUT, STRACE_POLL
 from memspec.conformance.processes.workers import (
     REAP_TIMEOUT,
     Job,
@@ -87,8 +88,6 @@ from memspec.spec.targets import FILENAMES
 
 STORE_NAMES = (*FILENAMES.values(), *(f"{name}.lock" for name in FILENAMES.values()))
 """The names in the root whose calls are scheduling points (besides the root itself)."""
-POLL_SECONDS = 0.0005
-"""How often strace's output is read while a step runs."""
 RESTARTED = "ERESTARTSYS"
 
 _SIGNALLED = re.compile(r"^(\d+)\s+--- SIGSTOP \{si_signo=SIGSTOP, si_code=SI_KERNEL\b")
@@ -130,7 +129,8 @@ def _off_root_locks(command: str, cwd: str, timeout: float) -> tuple[str, ...]:
         root = Path(scratch) / "root"
         root.mkdir()
         job = Job(backend, root, ops, name="lock-probe")
-        result, _ = run_traced(job, Path(scratch), functools.partial(run_session, timeout=30))
+        run = functools.partial(run_session, timeout=SESSION_TIMEOUT)
+        result, _ = run_traced(job, Path(scratch), run)
     return tuple(unschedulable_locks(result.calls))
 
 
@@ -310,7 +310,7 @@ class StoppedProcess:
             returns += self.absorb(locks)
             if self.parked is not None or self.worker.ended or time.monotonic() >= deadline:
                 break
-            time.sleep(POLL_SECONDS)
+            time.sleep(STRACE_POLL)
         self.blocked = self.parked is None and not self.gone
         return returns
 

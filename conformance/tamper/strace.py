@@ -74,6 +74,12 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import HarnessError, NotApplicable
+from memspec.conformance.core.waits import (
+    ATTACH_POLL,
+    ATTACH_TIMEOUT,
+    STRACE_PROBE_TIMEOUT,
+    TRACED_CALL_TIMEOUT,
+)
 from memspec.conformance.processes.workers import HARNESS_STEPS, Job, WorkerResult
 from memspec.conformance.tamper.fstrace import (
     QUIET,
@@ -87,9 +93,6 @@ from memspec.conformance.tamper.fstrace import (
 from memspec.conformance.tamper.interpose import Call, Fault, Plan, describe_call
 from memspec.conformance.transport.jsonlines import CommandBackend
 
-TRACED_TIMEOUT = 30.0
-"""Longest wait for one answer of a backend running under strace (it is slower)."""
-STRACE_PROBE_TIMEOUT = 10.0
 ATTEMPTS = 2
 _runs = itertools.count()
 
@@ -311,7 +314,7 @@ def strace_backend(
     where ``seccomp`` (strace 6.1 delivers no injected signal under a seccomp filter), and
     never as a prestarted spare (a spare would truncate the running session's trace file).
     """
-    timeout = max(backend.timeout, TRACED_TIMEOUT)
+    timeout = max(backend.timeout, TRACED_CALL_TIMEOUT)
     if attach_problem() is None:
         attach = functools.partial(attach_strace, (*arguments, "-o", str(output)))
         return replace(backend, timeout=timeout, started=attach)
@@ -324,8 +327,6 @@ ATTACH_QUIET = "--quiet=personality,exit"
 """strace's messages off but the one that says it has attached (on its standard error)."""
 IDLE_WAIT = 10.0
 """Longest wait for a process to wait for input before strace attaches to it anyway."""
-ATTACH_TIMEOUT = 10.0
-"""Longest wait for strace to say it has attached, and then for the process to wait again."""
 
 
 def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
@@ -402,7 +403,7 @@ def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
             since = since or time.monotonic()
             if time.monotonic() - since >= ASLEEP_FOR:
                 return
-        time.sleep(0.001)
+        time.sleep(ATTACH_POLL)
 
 
 ASLEEP_FOR = 0.05

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from memspec.conformance.core.locations import backend_environment
+from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import (
     Address,
@@ -41,7 +42,8 @@ from memspec.spec import codes
 from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = CALL_TIMEOUT
+"""The default of ``--timeout``: one backend call."""
 STDERR_TAIL = 20
 _EOF = object()
 
