@@ -26,16 +26,27 @@ The kinds:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 from memspec.spec.clauses import CLAUSE_ID, Clause
 
-VERDICT_PROPERTY = "memspec_verdict"
-"""The pytest user property that carries a check's verdict (JSON) from the test to its record."""
-KINDS = ("violation", "defect", "harness-error", "unsupported")
+
+class Kind(StrEnum):
+    """How a check that did not pass ended (the module docstring); ``NONE`` for one that
+    passed, ``STALE`` for a listed expected failure that passed. The values are those of
+    ``report.json``."""
+
+    NONE = ""
+    VIOLATION = "violation"
+    DEFECT = "defect"
+    HARNESS_ERROR = "harness-error"
+    UNSUPPORTED = "unsupported"
+    STALE = "stale"
+
+
 DEFECT_CLAUSE = "CONTRACT-6"
 REASON_WIDTH = 240
 
@@ -43,13 +54,13 @@ REASON_WIDTH = 240
 class Finding(Exception):
     """The root of every way a check can stop short of passing (see the module docstring)."""
 
-    kind = "harness-error"
+    kind = Kind.HARNESS_ERROR
 
 
 class Violation(Finding, AssertionError):
     """The backend broke ``clause``; the message says how."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, clause: str, message: str) -> None:
         super().__init__(f"{clause}: {message}")
@@ -60,7 +71,7 @@ class Mismatch(Finding, AssertionError):
     """The backend's answers differ from what an example expects; ``summary`` is the one line
     that says where (the step and the difference), the message the whole account."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, message: str, summary: str) -> None:
         super().__init__(message)
@@ -75,7 +86,7 @@ class Refusal(Finding):
     so its other clauses read "not verified", never failed for a rule the backend was not asked
     to follow. A check cannot go on after it (:meth:`keep_going` lets it through)."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, action: str, clauses: Sequence[str], text: str) -> None:
         super().__init__(f"{clauses[0]}: {text}")
@@ -98,7 +109,7 @@ class ClauseFailures(Finding, AssertionError):
     assertion did not depend on it; ``completed`` says whether it ran to its end (every clause
     it cites and did not find broken was then verified by it)."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, errors: Sequence[BaseException], completed: bool) -> None:
         firsts: dict[str, tuple[str, BaseException]] = {}
@@ -132,26 +143,29 @@ class Verdict:
     that went on after a failure, every clause it found broken (``failures``) and whether it ran
     to its end (``completed``)."""
 
-    kind: str
+    kind: Kind
     blamed: str = ""
     reason: str = ""
     missing_features: tuple[str, ...] = ()
     failures: tuple[ClauseFailure, ...] = ()
     completed: bool = False
 
-    def to_property(self) -> tuple[str, str]:
-        """Returns the pytest user property that carries this verdict to the record."""
-        return VERDICT_PROPERTY, json.dumps(asdict(self), sort_keys=True)
+    def to_json(self) -> dict[str, Any]:
+        """Returns the verdict's fields as JSON-ready built-in types (``report.json``'s)."""
+        return {**asdict(self), "kind": str(self.kind)}
 
     @classmethod
-    def from_property(cls, value: str | None) -> Verdict | None:
-        """Returns the verdict a user property carried, or None."""
-        if not value:
-            return None
-        fields: dict[str, Any] = json.loads(value)
-        fields["missing_features"] = tuple(fields.get("missing_features", ()))
-        fields["failures"] = tuple(ClauseFailure(**f) for f in fields.get("failures", ()))
-        return cls(**fields)
+    def from_json(cls, fields: Mapping[str, Any]) -> Verdict:
+        """Returns the verdict whose fields a mapping holds (a check of ``report.json``, where a
+        report of an older memspec may lack some)."""
+        return cls(
+            Kind(fields.get("kind") or ""),
+            fields.get("blamed") or "",
+            fields.get("reason") or "",
+            tuple(fields.get("missing_features") or ()),
+            tuple(ClauseFailure(**failure) for failure in fields.get("failures") or ()),
+            bool(fields.get("completed")),
+        )
 
 
 def blamed_clauses(check: Mapping[str, Any]) -> tuple[str, ...]:
@@ -233,19 +247,21 @@ def verdict_of(error: BaseException) -> Verdict:
     reason = shorten(f"{reason} ({detail})" if detail and detail not in reason else reason)
     if isinstance(error, ClauseFailures):
         first = error.failures[0]
-        return Verdict("violation", first.clause, first.reason, (), error.failures, error.completed)
+        return Verdict(
+            Kind.VIOLATION, first.clause, first.reason, (), error.failures, error.completed
+        )
     if isinstance(error, Refusal):
         failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)
-        return Verdict("violation", error.clauses[0], reason, (), failures, completed=False)
+        return Verdict(Kind.VIOLATION, error.clauses[0], reason, (), failures, completed=False)
     if isinstance(error, Violation):
-        return Verdict("violation", error.clause, reason)
+        return Verdict(Kind.VIOLATION, error.clause, reason)
     if isinstance(error, Finding):
-        blamed = DEFECT_CLAUSE if error.kind == "defect" else ""
-        prefix = "backend defect: " if error.kind == "defect" else ""
-        return Verdict(error.kind, blamed, shorten(prefix + reason))
+        defect = error.kind == Kind.DEFECT
+        blamed = DEFECT_CLAUSE if defect else ""
+        return Verdict(error.kind, blamed, shorten(("backend defect: " if defect else "") + reason))
     if isinstance(error, AssertionError):
-        return Verdict("violation", leading_clause(str(error)), reason)
-    return Verdict("harness-error", "", shorten(f"{type(error).__name__}: {reason}"))
+        return Verdict(Kind.VIOLATION, leading_clause(str(error)), reason)
+    return Verdict(Kind.HARNESS_ERROR, "", shorten(f"{type(error).__name__}: {reason}"))
 
 
 LEVELS = ("none", "safe", "core", "full")

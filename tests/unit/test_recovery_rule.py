@@ -275,9 +275,9 @@ def test_a_clause_of_an_unclaimed_feature_reads_skip() -> None:
     assert scope_skip(by_id["BATCH-2"], EVERYTHING) is None
     assert scope_skip(by_id["DRIFT-5"], ["core"]) is None
     checks = [CheckRecord(**{**r, "message": "", "duration": 0.0}) for r in records()]
-    rows = {row["clause"]: row for row in clause_matrix(CLAUSES, checks, ["core"])}
-    assert rows["CRASH-4"]["status"] == "skip" and rows["CRASH-1"]["status"] == "pass"
-    assert rows["CONTRACT-15"]["status"] == "n/a"
+    rows = {row.clause: row for row in clause_matrix(CLAUSES, checks, ["core"])}
+    assert rows["CRASH-4"].status == "skip" and rows["CRASH-1"].status == "pass"
+    assert rows["CONTRACT-15"].status == "n/a"
     assert level_of(checks) == Level("full")
 
 
