@@ -9,10 +9,11 @@ A :class:`Job` names the backend (an ``InProcessBackend`` travels by its ``MODUL
 a ``CommandBackend``'s worker starts and drives the backend command), the root, the limits, the
 operations as protocol request dicts, and an optional interposition :class:`Plan`. The worker
 opens the session, waits at the start barrier if there is one, and then, for each operation,
-sends the harness an ``invoke`` record *before* sending the request and an ``ok``/``fail`` record
-with the answer after it. A harness that kills the worker therefore knows which operation was in
-flight: that operation ends up ``info`` — it may or may not have happened — exactly as Jepsen
-records an operation whose client crashed::
+sends the harness an :class:`Invoked` message *before* sending the request and an
+:class:`Answered` one (``ok``/``fail``) with the answer after it; the messages are frozen
+dataclasses, pickled through the worker's pipe. A harness that kills the worker therefore knows
+which operation was in flight: that operation ends up ``info`` — it may or may not have happened
+— exactly as Jepsen records an operation whose client crashed::
 
     with Worker(Job(backend, root, ({"op": "load"}, {"op": "add", "target": "memory",
                                                       "content": "x"}))) as worker:
