@@ -29,9 +29,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memspec.spec.clauses import CLAUSE_ID, Clause
+
+if TYPE_CHECKING:
+    from memspec.conformance.core.records import CheckRecord
 
 
 class Kind(StrEnum):
@@ -168,38 +171,37 @@ class Verdict:
         )
 
 
-def blamed_clauses(check: Mapping[str, Any]) -> tuple[str, ...]:
-    """Returns the clauses a check's record (``report.json``'s mapping) blames: those of its
-    ``failures`` when it went on after one, else its ``blamed`` clause — CONTRACT-6 for a
-    backend defect, and every clause the check cites when the failure names none."""
-    failures = check.get("failures") or ()
-    named = [str(f["clause"]) for f in failures] or [str(check.get("blamed") or "")]
-    if check.get("kind") == "defect" and named == [""]:
+def blamed_clauses(check: CheckRecord) -> tuple[str, ...]:
+    """Returns the clauses a check's record blames: those of its ``failures`` when it went on
+    after one, else its ``blamed`` clause — CONTRACT-6 for a backend defect, and every clause
+    the check cites when the failure names none."""
+    named = [f.clause for f in check.failures] or [check.blamed]
+    if check.kind == Kind.DEFECT and named == [""]:
         named = [DEFECT_CLAUSE]
     if "" in named:
-        return tuple(check.get("clauses") or ())
+        return check.clauses
     return tuple(dict.fromkeys(named))
 
 
-def fails_clause(check: Mapping[str, Any], clause: str) -> bool:
+def fails_clause(check: CheckRecord, clause: str) -> bool:
     """Whether a check's record is a failure of the backend on ``clause``: it failed (or failed
     as listed), blaming that clause or none in particular; never a harness error, nor a listed
     failure that passed (``stale``). The one rule the reports, the matrix and the sweep share."""
     return (
-        check.get("status") in ("failed", "xfailed")
-        and check.get("kind") not in ("harness-error", "stale")
+        check.status in ("failed", "xfailed")
+        and check.kind not in (Kind.HARNESS_ERROR, Kind.STALE)
         and clause in blamed_clauses(check)
     )
 
 
-def verifies_clause(check: Mapping[str, Any], clause: str) -> bool:
+def verifies_clause(check: CheckRecord, clause: str) -> bool:
     """Whether a check's record shows ``clause`` held: the check passed (or is a listed failure
     that passed), or it ran to its end, finding other clauses broken but not this one."""
-    if check.get("status") == "passed" or check.get("kind") == "stale":
+    if check.status == "passed" or check.kind == Kind.STALE:
         return True
     return (
-        bool(check.get("completed"))
-        and check.get("status") in ("failed", "xfailed")
+        check.completed
+        and check.status in ("failed", "xfailed")
         and not fails_clause(check, clause)
     )
 
@@ -277,15 +279,12 @@ def scope_skip(clause: Clause, claimed: Collection[str]) -> str | None:
     return None
 
 
-def _feature_skip(check: Mapping[str, Any]) -> bool:
-    return check.get("status") == "skipped" and bool(check.get("missing_features"))
+def _feature_skip(check: CheckRecord) -> bool:
+    return check.status == "skipped" and bool(check.missing_features)
 
 
-def clause_standing(
-    clause: Clause, cited: Sequence[Mapping[str, Any]], *, strict: bool = False
-) -> str:
-    """Returns how ``clause`` stands on the records of the checks that cite it (``cited``:
-    mappings with ``status``, ``kind``, ``blamed``, ``missing_features``), for a level:
+def clause_standing(clause: Clause, cited: Sequence[CheckRecord], *, strict: bool = False) -> str:
+    """Returns how ``clause`` stands on the records of the checks that cite it, for a level:
 
     - ``fails``: a citing check failed against it (:func:`fails_clause`);
     - ``needs a feature``: with ``strict``, a citing check was skipped because the backend
@@ -308,7 +307,7 @@ def clause_standing(
     if not cited and clause.checked_by:
         return "passes"
     counted = [c for c in cited if not _feature_skip(c)]
-    if counted and all(c.get("status") == "skipped" for c in counted):
+    if counted and all(c.status == "skipped" for c in counted):
         return "not verifiable"
     return "not verified"
 
@@ -353,11 +352,9 @@ class Level:
         }
 
 
-def conformance_level(clauses: Iterable[Clause], checks: Iterable[Mapping[str, Any]]) -> Level:
-    """Returns the conformance level that the check records ``checks`` (mappings with ``id``,
-    ``clauses``, ``status``, ``kind``, ``blamed``, ``missing_features``: ``report.json``'s
-    checks) reach over the MUST clauses of ``clauses`` — the one rule for the report, the
-    certify summary and the matrix::
+def conformance_level(clauses: Iterable[Clause], checks: Iterable[CheckRecord]) -> Level:
+    """Returns the conformance level that the check records ``checks`` reach over the MUST
+    clauses of ``clauses`` — the one rule for the report, the certify summary and the matrix::
 
         safe  every data-protecting clause passes (or is not verifiable here)
         core  safe, and every clause that binds every backend passes
@@ -370,9 +367,7 @@ def conformance_level(clauses: Iterable[Clause], checks: Iterable[Mapping[str, A
     """
     records = list(checks)
     must = [clause for clause in clauses if clause.level == "MUST"]
-    cited = {
-        clause.id: [c for c in records if clause.id in (c.get("clauses") or ())] for clause in must
-    }
+    cited = {clause.id: [c for c in records if clause.id in c.clauses] for clause in must}
     groups = {
         "safe": [c for c in must if c.protects_data],
         "core": [c for c in must if c.feature is None],

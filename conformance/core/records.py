@@ -242,7 +242,7 @@ def clause_matrix(
     and a clause no check cites reads ``n/a`` when memspec's own tests verify it (``Checked
     by:``) and ``unchecked`` otherwise.
     """
-    checks = [record.to_json() for record in records]
+    checks = list(records)
     rows = []
     for clause in clauses:
         verdict = clause_verdict(clause.id, checks, claimed)
@@ -256,7 +256,7 @@ def clause_matrix(
                 "a rule of the agent or of memspec, not observable through the contract; "
                 "verified by memspec's own tests",
             )
-        cited = tuple(check["id"] for check in checks if clause.id in check["clauses"])
+        cited = tuple(check.id for check in checks if clause.id in check.clauses)
         rows.append(ClauseRow(clause.id, clause.level, status, cited, why))
     return rows
 
@@ -276,7 +276,7 @@ def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
 def level_of(records: Iterable[CheckRecord]) -> Level:
     """Returns the conformance level the records reach over the clauses of SPEC.md
     (:func:`~memspec.conformance.core.findings.conformance_level`)."""
-    return conformance_level(parse_clauses(spec_text()), [r.to_json() for r in records])
+    return conformance_level(parse_clauses(spec_text()), records)
 
 
 def _markdown(
@@ -340,13 +340,12 @@ def write_reports(directory: Path, info: RunInfo, records: Sequence[CheckRecord]
     directory.mkdir(parents=True, exist_ok=True)
     clauses = parse_clauses(spec_text())
     rows = clause_matrix(clauses, records, info.features)
-    checks = [record.to_json() for record in records]
-    level = conformance_level(clauses, checks)
+    level = conformance_level(clauses, records)
     payload = {
         "run": asdict(info),
         "summary": summary_counts(records),
         "level": level.to_json(),
-        "checks": checks,
+        "checks": [record.to_json() for record in records],
         "clauses": [asdict(row) for row in rows],
     }
     _write(directory / "report.json", json.dumps(payload, indent=1) + "\n")
