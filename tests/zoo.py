@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import blamed_clauses
+from memspec.conformance.core.records import CheckRecord
 from memspec.conformance.core.results_page import PageRun, writable_page
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -381,7 +382,7 @@ def read_detection(member: Member, report: Path, status: int, wall: float) -> De
         record = by_id.get(check_id)
         if record is None or record["status"] != "failed" or record.get("kind") == "harness-error":
             continue
-        detection.failures.append((check_id, blamed_clauses(record)))
+        detection.failures.append((check_id, blamed_clauses(CheckRecord.from_json(record))))
         if detection.to_first_failure is None:
             detection.to_first_failure = elapsed
     return detection

@@ -26,17 +26,31 @@ The kinds:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from memspec.conformance.core.errors import MemspecError, bug_message
 from memspec.spec.clauses import CLAUSE_ID, Clause
 
-VERDICT_PROPERTY = "memspec_verdict"
-"""The pytest user property that carries a check's verdict (JSON) from the test to its record."""
-KINDS = ("violation", "defect", "harness-error", "unsupported")
+if TYPE_CHECKING:
+    from memspec.conformance.core.records import CheckRecord
+
+
+class Kind(StrEnum):
+    """How a check that did not pass ended (the module docstring); ``NONE`` for one that
+    passed, ``STALE`` for a listed expected failure that passed. The values are those of
+    ``report.json``."""
+
+    NONE = ""
+    VIOLATION = "violation"
+    DEFECT = "defect"
+    HARNESS_ERROR = "harness-error"
+    UNSUPPORTED = "unsupported"
+    STALE = "stale"
+
+
 DEFECT_CLAUSE = "CONTRACT-6"
 REASON_WIDTH = 240
 
@@ -44,7 +58,7 @@ REASON_WIDTH = 240
 class Finding(MemspecError):
     """The root of every way a check can stop short of passing (see the module docstring)."""
 
-    kind = "harness-error"
+    kind = Kind.HARNESS_ERROR
 
 
 class HarnessError(Finding):
@@ -59,7 +73,7 @@ class HarnessError(Finding):
 class Violation(Finding, AssertionError):
     """The backend broke ``clause``; the message says how."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, clause: str, message: str) -> None:
         super().__init__(f"{clause}: {message}")
@@ -70,7 +84,7 @@ class Mismatch(Finding, AssertionError):
     """The backend's answers differ from what an example expects; ``summary`` is the one line
     that says where (the step and the difference), the message the whole account."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, message: str, summary: str) -> None:
         super().__init__(message)
@@ -85,7 +99,7 @@ class Refusal(Finding):
     so its other clauses read "not verified", never failed for a rule the backend was not asked
     to follow. A check cannot go on after it (:meth:`keep_going` lets it through)."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, action: str, clauses: Sequence[str], text: str) -> None:
         super().__init__(f"{clauses[0]}: {text}")
@@ -108,7 +122,7 @@ class ClauseFailures(Finding, AssertionError):
     assertion did not depend on it; ``completed`` says whether it ran to its end (every clause
     it cites and did not find broken was then verified by it)."""
 
-    kind = "violation"
+    kind = Kind.VIOLATION
 
     def __init__(self, errors: Sequence[BaseException], completed: bool) -> None:
         firsts: dict[str, tuple[str, BaseException]] = {}
@@ -142,60 +156,62 @@ class Verdict:
     that went on after a failure, every clause it found broken (``failures``) and whether it ran
     to its end (``completed``)."""
 
-    kind: str
+    kind: Kind
     blamed: str = ""
     reason: str = ""
     missing_features: tuple[str, ...] = ()
     failures: tuple[ClauseFailure, ...] = ()
     completed: bool = False
 
-    def to_property(self) -> tuple[str, str]:
-        """Returns the pytest user property that carries this verdict to the record."""
-        return VERDICT_PROPERTY, json.dumps(asdict(self), sort_keys=True)
+    def to_json(self) -> dict[str, Any]:
+        """Returns the verdict's fields as JSON-ready built-in types (``report.json``'s)."""
+        return {**asdict(self), "kind": str(self.kind)}
 
     @classmethod
-    def from_property(cls, value: str | None) -> Verdict | None:
-        """Returns the verdict a user property carried, or None."""
-        if not value:
-            return None
-        fields: dict[str, Any] = json.loads(value)
-        fields["missing_features"] = tuple(fields.get("missing_features", ()))
-        fields["failures"] = tuple(ClauseFailure(**f) for f in fields.get("failures", ()))
-        return cls(**fields)
+    def from_json(cls, fields: Mapping[str, Any]) -> Verdict:
+        """Returns the verdict whose fields a mapping holds (a check of ``report.json``, where a
+        report of an older memspec may lack some)."""
+        return cls(
+            Kind(fields.get("kind") or ""),
+            fields.get("blamed") or "",
+            fields.get("reason") or "",
+            tuple(fields.get("missing_features") or ()),
+            tuple(ClauseFailure(**failure) for failure in fields.get("failures") or ()),
+            bool(fields.get("completed")),
+        )
 
 
-def blamed_clauses(check: Mapping[str, Any]) -> tuple[str, ...]:
-    """Returns the clauses a check's record (``report.json``'s mapping) blames: those of its
-    ``failures`` when it went on after one, else its ``blamed`` clause — CONTRACT-6 for a
-    backend defect, and every clause the check cites when the failure names none."""
-    failures = check.get("failures") or ()
-    named = [str(f["clause"]) for f in failures] or [str(check.get("blamed") or "")]
-    if check.get("kind") == "defect" and named == [""]:
+def blamed_clauses(check: CheckRecord) -> tuple[str, ...]:
+    """Returns the clauses a check's record blames: those of its ``failures`` when it went on
+    after one, else its ``blamed`` clause — CONTRACT-6 for a backend defect, and every clause
+    the check cites when the failure names none."""
+    named = [f.clause for f in check.failures] or [check.blamed]
+    if check.kind == Kind.DEFECT and named == [""]:
         named = [DEFECT_CLAUSE]
     if "" in named:
-        return tuple(check.get("clauses") or ())
+        return check.clauses
     return tuple(dict.fromkeys(named))
 
 
-def fails_clause(check: Mapping[str, Any], clause: str) -> bool:
+def fails_clause(check: CheckRecord, clause: str) -> bool:
     """Whether a check's record is a failure of the backend on ``clause``: it failed (or failed
     as listed), blaming that clause or none in particular; never a harness error, nor a listed
     failure that passed (``stale``). The one rule the reports, the matrix and the sweep share."""
     return (
-        check.get("status") in ("failed", "xfailed")
-        and check.get("kind") not in ("harness-error", "stale")
+        check.status in ("failed", "xfailed")
+        and check.kind not in (Kind.HARNESS_ERROR, Kind.STALE)
         and clause in blamed_clauses(check)
     )
 
 
-def verifies_clause(check: Mapping[str, Any], clause: str) -> bool:
+def verifies_clause(check: CheckRecord, clause: str) -> bool:
     """Whether a check's record shows ``clause`` held: the check passed (or is a listed failure
     that passed), or it ran to its end, finding other clauses broken but not this one."""
-    if check.get("status") == "passed" or check.get("kind") == "stale":
+    if check.status == "passed" or check.kind == Kind.STALE:
         return True
     return (
-        bool(check.get("completed"))
-        and check.get("status") in ("failed", "xfailed")
+        check.completed
+        and check.status in ("failed", "xfailed")
         and not fails_clause(check, clause)
     )
 
@@ -243,19 +259,21 @@ def verdict_of(error: BaseException) -> Verdict:
     reason = shorten(f"{reason} ({detail})" if detail and detail not in reason else reason)
     if isinstance(error, ClauseFailures):
         first = error.failures[0]
-        return Verdict("violation", first.clause, first.reason, (), error.failures, error.completed)
+        return Verdict(
+            Kind.VIOLATION, first.clause, first.reason, (), error.failures, error.completed
+        )
     if isinstance(error, Refusal):
         failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)
-        return Verdict("violation", error.clauses[0], reason, (), failures, completed=False)
+        return Verdict(Kind.VIOLATION, error.clauses[0], reason, (), failures, completed=False)
     if isinstance(error, Violation):
-        return Verdict("violation", error.clause, reason)
+        return Verdict(Kind.VIOLATION, error.clause, reason)
     if isinstance(error, Finding):
-        blamed = DEFECT_CLAUSE if error.kind == "defect" else ""
-        prefix = "backend defect: " if error.kind == "defect" else ""
-        return Verdict(error.kind, blamed, shorten(prefix + reason))
+        defect = error.kind == Kind.DEFECT
+        blamed = DEFECT_CLAUSE if defect else ""
+        return Verdict(error.kind, blamed, shorten(("backend defect: " if defect else "") + reason))
     if isinstance(error, AssertionError):
-        return Verdict("violation", leading_clause(str(error)), reason)
-    return Verdict("harness-error", "", shorten(f"{type(error).__name__}: {reason}"))
+        return Verdict(Kind.VIOLATION, leading_clause(str(error)), reason)
+    return Verdict(Kind.HARNESS_ERROR, "", shorten(f"{type(error).__name__}: {reason}"))
 
 
 LEVELS = ("none", "safe", "core", "full")
@@ -271,15 +289,12 @@ def scope_skip(clause: Clause, claimed: Collection[str]) -> str | None:
     return None
 
 
-def _feature_skip(check: Mapping[str, Any]) -> bool:
-    return check.get("status") == "skipped" and bool(check.get("missing_features"))
+def _feature_skip(check: CheckRecord) -> bool:
+    return check.status == "skipped" and bool(check.missing_features)
 
 
-def clause_standing(
-    clause: Clause, cited: Sequence[Mapping[str, Any]], *, strict: bool = False
-) -> str:
-    """Returns how ``clause`` stands on the records of the checks that cite it (``cited``:
-    mappings with ``status``, ``kind``, ``blamed``, ``missing_features``), for a level:
+def clause_standing(clause: Clause, cited: Sequence[CheckRecord], *, strict: bool = False) -> str:
+    """Returns how ``clause`` stands on the records of the checks that cite it, for a level:
 
     - ``fails``: a citing check failed against it (:func:`fails_clause`);
     - ``needs a feature``: with ``strict``, a citing check was skipped because the backend
@@ -302,7 +317,7 @@ def clause_standing(
     if not cited and clause.checked_by:
         return "passes"
     counted = [c for c in cited if not _feature_skip(c)]
-    if counted and all(c.get("status") == "skipped" for c in counted):
+    if counted and all(c.status == "skipped" for c in counted):
         return "not verifiable"
     return "not verified"
 
@@ -347,11 +362,9 @@ class Level:
         }
 
 
-def conformance_level(clauses: Iterable[Clause], checks: Iterable[Mapping[str, Any]]) -> Level:
-    """Returns the conformance level that the check records ``checks`` (mappings with ``id``,
-    ``clauses``, ``status``, ``kind``, ``blamed``, ``missing_features``: ``report.json``'s
-    checks) reach over the MUST clauses of ``clauses`` — the one rule for the report, the
-    certify summary and the matrix::
+def conformance_level(clauses: Iterable[Clause], checks: Iterable[CheckRecord]) -> Level:
+    """Returns the conformance level that the check records ``checks`` reach over the MUST
+    clauses of ``clauses`` — the one rule for the report, the certify summary and the matrix::
 
         safe  every data-protecting clause passes (or is not verifiable here)
         core  safe, and every clause that binds every backend passes
@@ -364,9 +377,7 @@ def conformance_level(clauses: Iterable[Clause], checks: Iterable[Mapping[str, A
     """
     records = list(checks)
     must = [clause for clause in clauses if clause.level == "MUST"]
-    cited = {
-        clause.id: [c for c in records if clause.id in (c.get("clauses") or ())] for clause in must
-    }
+    cited = {clause.id: [c for c in records if clause.id in c.clauses] for clause in must}
     groups = {
         "safe": [c for c in must if c.protects_data],
         "core": [c for c in must if c.feature is None],

@@ -15,25 +15,32 @@ import tempfile
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import (
-    VERDICT_PROPERTY,
     ClauseFailure,
+    Kind,
     Level,
     Verdict,
     conformance_level,
     shorten,
 )
+from memspec.conformance.core.registry import Figure
 from memspec.conformance.core.verdicts import clause_verdict
 from memspec.conformance.transport.backend import Backend, BackendDefect, UsageError
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
-STATUSES = ("passed", "failed", "skipped", "xfailed")
-FIGURES_PROPERTY = "memspec_figures"
-"""The pytest user property that carries a check's figures (JSON) from the test to its record."""
+
+class Status(StrEnum):
+    """How a check ended, as ``report.json`` spells it (see :class:`CheckRecord`)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    XFAILED = "xfailed"
 
 
 @dataclass(frozen=True)
@@ -55,11 +62,11 @@ class CheckRecord:
     id: str
     clauses: tuple[str, ...]
     features: tuple[str, ...]
-    status: str
+    status: Status
     message: str
     duration: float
-    figures: dict[str, Any] = field(default_factory=dict)
-    kind: str = ""
+    figures: dict[str, Figure] = field(default_factory=dict)
+    kind: Kind = Kind.NONE
     blamed: str = ""
     reason: str = ""
     missing_features: tuple[str, ...] = ()
@@ -67,45 +74,66 @@ class CheckRecord:
     completed: bool = False
 
     @classmethod
-    def from_report(cls, report: Any, properties: Mapping[str, str]) -> CheckRecord:
-        """Returns the record of a pytest report of a memspec check."""
+    def from_report(
+        cls,
+        report: Any,
+        clauses: tuple[str, ...],
+        features: tuple[str, ...],
+        verdict: Verdict | None,
+        figures: Mapping[str, Figure],
+        stale: str | None = None,
+    ) -> CheckRecord:
+        """Returns the record of a pytest report of a memspec check: ``clauses`` and
+        ``features`` are those of its marker, ``verdict`` how it ended when it did not pass,
+        ``stale`` the reason of an expected failure that passed (``None``: it was not one)."""
         check_id = (
             report.nodeid.split("[", 1)[-1].rstrip("]") if "[" in report.nodeid else (report.nodeid)
         )
-        stale = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
-        if stale:
-            status = "failed"
-            reason = str(report.longrepr).removeprefix("[XPASS(strict)]").strip()
+        if stale is not None:
+            status = Status.FAILED
             message = (
-                f"{reason}, but it passed: remove it from the expected-failures file "
+                f"{stale}, but it passed: remove it from the expected-failures file "
                 "(the list must not go stale)"
             )
+            verdict = Verdict(Kind.STALE, reason=shorten(message))
         elif hasattr(report, "wasxfail"):
-            status, message = "xfailed", report.wasxfail
+            status, message = Status.XFAILED, report.wasxfail
         elif report.skipped:
-            status = "skipped"
+            status = Status.SKIPPED
             longrepr = report.longrepr
             message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
             message = message.removeprefix("Skipped: ")
         else:
-            status = "failed" if report.failed else "passed"
+            status = Status.FAILED if report.failed else Status.PASSED
             message = _failure_text(report) if report.failed else ""
-        clauses = tuple(filter(None, properties.get("memspec_clauses", "").split(",")))
-        features = tuple(filter(None, properties.get("memspec_features", "").split(",")))
-        figures = json.loads(properties.get(FIGURES_PROPERTY) or "{}")
-        duration = round(report.duration, 4)
-        verdict = Verdict.from_property(properties.get(VERDICT_PROPERTY))
-        if stale:
-            verdict = Verdict("stale", reason=shorten(message))
-        elif verdict is None and status in ("failed", "xfailed", "skipped"):
+        if verdict is None and status != Status.PASSED:
             verdict = Verdict(
-                "unsupported" if status == "skipped" else "harness-error",
+                Kind.UNSUPPORTED if status == Status.SKIPPED else Kind.HARNESS_ERROR,
                 reason=shorten(message.splitlines()[0] if message.strip() else status),
             )
         return cls(
-            check_id, clauses, features, status, message, duration, figures,
+            check_id, clauses, features, status, message, round(report.duration, 4), dict(figures),
             *(getattr(verdict, name.name) for name in fields(verdict)) if verdict else (),
         )  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the record as a check of ``report.json``."""
+        return {**asdict(self), "status": str(self.status), "kind": str(self.kind)}
+
+    @classmethod
+    def from_json(cls, check: Mapping[str, Any]) -> CheckRecord:
+        """Returns the record a check of ``report.json`` (or of a report sent between pytest
+        processes) holds; a report of an older memspec may lack the verdict's fields."""
+        return cls(
+            id=check["id"],
+            clauses=tuple(check["clauses"]),
+            features=tuple(check.get("features") or ()),
+            status=Status(check["status"]),
+            message=check.get("message", ""),
+            duration=check.get("duration", 0.0),
+            figures=dict(check.get("figures") or {}),
+            **vars(Verdict.from_json(check)),
+        )
 
 
 def _failure_text(report: Any) -> str:
@@ -190,11 +218,23 @@ def filesystem_type(path: Path) -> str:
     return result.stdout.strip() or "unknown"
 
 
+@dataclass(frozen=True)
+class ClauseRow:
+    """A ClauseRow is one clause of the report's clause table: its level, its verdict, the
+    checks that cite it and why it reads so."""
+
+    clause: str
+    level: str
+    status: str
+    checks: tuple[str, ...]
+    why: tuple[str, ...]
+
+
 def clause_matrix(
     clauses: Sequence[Clause],
     records: Iterable[CheckRecord],
     claimed: Collection[str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ClauseRow]:
     """Returns one row per clause: its verdict over every check that cites it, and why, as
     :func:`memspec.conformance.core.verdicts.clause_verdict` decides it (the matrix uses the same).
 
@@ -202,39 +242,31 @@ def clause_matrix(
     and a clause no check cites reads ``n/a`` when memspec's own tests verify it (``Checked
     by:``) and ``unchecked`` otherwise.
     """
-    checks = [asdict(record) for record in records]
+    checks = list(records)
     rows = []
     for clause in clauses:
         verdict = clause_verdict(clause.id, checks, claimed)
-        status, why = verdict.status, [verdict.reason] if verdict.reason else []
+        status, why = verdict.status, (verdict.reason,) if verdict.reason else ()
         if verdict.expected:
             status = "expected fail"
         elif status == "n/a" and not clause.checked_by:
             status = "unchecked"
         elif status == "n/a":
-            why = [
+            why = (
                 "a rule of the agent or of memspec, not observable through the contract; "
-                "verified by memspec's own tests"
-            ]
-        cited = [check["id"] for check in checks if clause.id in check["clauses"]]
-        rows.append(
-            {
-                "clause": clause.id,
-                "level": clause.level,
-                "status": status,
-                "checks": cited,
-                "why": why,
-            }
-        )
+                "verified by memspec's own tests",
+            )
+        cited = tuple(check.id for check in checks if clause.id in check.clauses)
+        rows.append(ClauseRow(clause.id, clause.level, status, cited, why))
     return rows
 
 
 def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
     """Returns how many checks passed, failed, were skipped and failed as expected, and how many
     stopped on a harness error (counted apart: never a failure of the backend)."""
-    counts = dict.fromkeys((*STATUSES, "errors"), 0)
+    counts = dict.fromkeys((*Status, "errors"), 0)
     for record in records:
-        if record.kind == "harness-error" and record.status == "failed":
+        if record.kind == Kind.HARNESS_ERROR and record.status == Status.FAILED:
             counts["errors"] += 1
         else:
             counts[record.status] += 1
@@ -244,11 +276,11 @@ def summary_counts(records: Iterable[CheckRecord]) -> dict[str, int]:
 def level_of(records: Iterable[CheckRecord]) -> Level:
     """Returns the conformance level the records reach over the clauses of SPEC.md
     (:func:`~memspec.conformance.core.findings.conformance_level`)."""
-    return conformance_level(parse_clauses(spec_text()), [asdict(r) for r in records])
+    return conformance_level(parse_clauses(spec_text()), records)
 
 
 def _markdown(
-    info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[dict[str, Any]], level: Level
+    info: RunInfo, records: Sequence[CheckRecord], rows: Sequence[ClauseRow], level: Level
 ) -> str:
     counts = summary_counts(records)
     lines = [
@@ -277,21 +309,19 @@ def _markdown(
         "|---|---|---|---|---|",
     ]
     for row in rows:
-        why = "<br>".join(text.replace("|", "\\|") for text in row["why"])
-        lines.append(
-            f"| {row['clause']} | {row['level']} | {row['status']} | {len(row['checks'])} | {why} |"
-        )
+        why = "<br>".join(text.replace("|", "\\|") for text in row.why)
+        lines.append(f"| {row.clause} | {row.level} | {row.status} | {len(row.checks)} | {why} |")
     measured = [r for r in records if r.figures]
     if measured:
         lines += ["", "## Figures", "", "| check | figure | value |", "|---|---|---|"]
         for record in measured:
             for name, value in record.figures.items():
                 lines.append(f"| {record.id} | {name} | {value} |")
-    failures = [r for r in records if r.status == "failed"]
+    failures = [r for r in records if r.status == Status.FAILED]
     if failures:
         lines += ["", "## Failures", ""]
         for record in failures:
-            kind = "" if record.kind == "violation" else f" — {record.kind}"
+            kind = "" if record.kind == Kind.VIOLATION else f" — {record.kind}"
             named = [f.clause for f in record.failures] or [record.blamed]
             blamed = f", blames {', '.join(named)}" if any(named) else ""
             lines += [
@@ -310,14 +340,13 @@ def write_reports(directory: Path, info: RunInfo, records: Sequence[CheckRecord]
     directory.mkdir(parents=True, exist_ok=True)
     clauses = parse_clauses(spec_text())
     rows = clause_matrix(clauses, records, info.features)
-    checks = [asdict(record) for record in records]
-    level = conformance_level(clauses, checks)
+    level = conformance_level(clauses, records)
     payload = {
         "run": asdict(info),
         "summary": summary_counts(records),
         "level": level.to_json(),
-        "checks": checks,
-        "clauses": rows,
+        "checks": [record.to_json() for record in records],
+        "clauses": [asdict(row) for row in rows],
     }
     _write(directory / "report.json", json.dumps(payload, indent=1) + "\n")
     _write(directory / "report.md", _markdown(info, records, rows, level))

@@ -19,11 +19,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memspec.conformance.core.findings import ClauseFailures, Finding, HarnessError
+from memspec.conformance.core.findings import ClauseFailures, Finding, HarnessError, Kind
 from memspec.spec.clauses import CLAUSE_ID
 
 if TYPE_CHECKING:
     from memspec.conformance.core.budgets import Allowance
+
+
+Figure = bool | int | float | str
+"""One figure a check reports (``CheckContext.figures``): a count, seconds, a flag, a name."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class CheckContext:
     seed: int | None = None
     database: str | None = None
     artifacts: Path | None = None
-    figures: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
     check_id: str = ""
     failures: list[BaseException] = field(default_factory=list)
     allowance: Allowance | None = None
@@ -90,7 +94,7 @@ CheckFunction = Callable[[CheckContext], None]
 class NotApplicable(Finding):
     """The check does not apply to this backend; the suite reports it as skipped with the reason."""
 
-    kind = "unsupported"
+    kind = Kind.UNSUPPORTED
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 One function decides it, :func:`clause_verdict`, for every place that shows clause verdicts:
 the clause table of ``report.md`` and ``report.json``, the matrix of several backends and the
-timeline of a release sweep. It reads the records as ``report.json`` holds them (plain
-mappings), so a verdict can be computed again from a saved certification without running
+timeline of a release sweep. It reads check records (a saved ``report.json`` is read into
+them), so a verdict can be computed again from a saved certification without running
 anything. The verdict is:
 
 - ``fail``: a check citing the clause failed (or failed as listed in an expected-failures file)
@@ -29,11 +29,12 @@ harness error counts against no clause.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memspec.conformance.core.findings import (
+    Kind,
     blamed_clauses,
     fails_clause,
     scope_skip,
@@ -43,9 +44,8 @@ from memspec.conformance.core.findings import (
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 
-Record = Mapping[str, Any]
-"""A check's record as ``report.json`` holds it (``id``, ``status``, ``clauses``, ``kind``,
-``blamed``, ``reason``, ``missing_features``, ``message``)."""
+if TYPE_CHECKING:
+    from memspec.conformance.core.records import CheckRecord
 
 CLAUSE_STATUSES = ("pass", "fail", "skip", "n/a")
 
@@ -62,25 +62,24 @@ class ClauseVerdict:
     expected: bool = False
 
 
-def failure_reason(check: Record, clause: str = "") -> str:
+def failure_reason(check: CheckRecord, clause: str = "") -> str:
     """Returns one line saying why a check did not pass — on ``clause`` when the check found
     several clauses broken: its recorded reason (the record's verdict,
     :mod:`memspec.conformance.core.findings`), or for a report of an older memspec that has none,
     the first line of its message."""
-    for failure in check.get("failures") or ():
-        if failure["clause"] in (clause, ""):
-            return str(failure["reason"])
-    reason = str(check.get("reason") or "")
-    if reason:
-        return reason
-    lines = [line.strip() for line in str(check.get("message", "")).splitlines() if line.strip()]
+    for failure in check.failures:
+        if failure.clause in (clause, ""):
+            return failure.reason
+    if check.reason:
+        return check.reason
+    lines = [line.strip() for line in check.message.splitlines() if line.strip()]
     return shorten(lines[0] if lines else "failed")
 
 
-def _stopped(check: Record) -> str:
-    if check.get("kind") == "harness-error":
-        return f"{check['id']} stopped on a harness error"
-    return f"{check['id']} stopped on {', '.join(blamed_clauses(check))}"
+def _stopped(check: CheckRecord) -> str:
+    if check.kind == Kind.HARNESS_ERROR:
+        return f"{check.id} stopped on a harness error"
+    return f"{check.id} stopped on {', '.join(blamed_clauses(check))}"
 
 
 @functools.cache
@@ -89,47 +88,46 @@ def _clauses_by_id() -> dict[str, Clause]:
 
 
 def clause_verdict(
-    clause: str, checks: Sequence[Record], claimed: Collection[str] | None = None
+    clause: str, checks: Sequence[CheckRecord], claimed: Collection[str] | None = None
 ) -> ClauseVerdict:
     """Returns the verdict of ``clause`` over the records ``checks`` (rules in the module
     docstring); ``claimed``, the features the backend claims, when given, skips a clause of a
     feature it does not claim."""
-    cited = [check for check in checks if clause in check.get("clauses", ())]
+    cited = [check for check in checks if clause in check.clauses]
     if not cited:
         return ClauseVerdict("n/a")
     stated = _clauses_by_id().get(clause)
     unclaimed = scope_skip(stated, claimed) if stated and claimed is not None else None
     if unclaimed is not None:
-        return ClauseVerdict("skip", unclaimed, tuple(check["id"] for check in cited))
+        return ClauseVerdict("skip", unclaimed, tuple(check.id for check in cited))
     own = sorted(
         (check for check in cited if fails_clause(check, clause)),
-        key=lambda check: (blamed_clauses(check) != (clause,), len(check.get("clauses", ()))),
+        key=lambda check: (blamed_clauses(check) != (clause,), len(check.clauses)),
     )
     if own:
         check = own[0]
-        expected = all(other["status"] == "xfailed" for other in own)
-        note = " (expected)" if check["status"] == "xfailed" else ""
-        also = [other["id"] for other in own[1:]]
+        expected = all(other.status == "xfailed" for other in own)
+        note = " (expected)" if check.status == "xfailed" else ""
+        also = [other.id for other in own[1:]]
         if also:
             note += f" (also failed by {', '.join(also)})"
-        reason = f"{check['id']}{note}: {failure_reason(check, clause)}"
-        return ClauseVerdict("fail", reason, (check["id"],), expected)
-    skipped = [check for check in cited if check["status"] == "skipped"]
+        reason = f"{check.id}{note}: {failure_reason(check, clause)}"
+        return ClauseVerdict("fail", reason, (check.id,), expected)
+    skipped = [check for check in cited if check.status == "skipped"]
     for check in skipped:
-        missing = check.get("missing_features") or ()
-        if missing:
-            reason = f"needs feature {', '.join(missing)}, not claimed"
-            return ClauseVerdict("skip", reason, (check["id"],))
-    others = [check for check in cited if check["status"] in ("failed", "xfailed")]
+        if check.missing_features:
+            reason = f"needs feature {', '.join(check.missing_features)}, not claimed"
+            return ClauseVerdict("skip", reason, (check.id,))
+    others = [check for check in cited if check.status in ("failed", "xfailed")]
     stopped = [
         _stopped(check)
         for check in others
-        if check.get("kind") != "stale" and not verifies_clause(check, clause)
+        if check.kind != Kind.STALE and not verifies_clause(check, clause)
     ]
-    ids = tuple(check["id"] for check in others)
+    ids = tuple(check.id for check in others)
     if any(verifies_clause(check, clause) for check in cited):
         notes = [f"{len(skipped)} of {len(cited)} checks skipped"] if skipped else []
         return ClauseVerdict("pass", "; ".join(notes + stopped), ids)
     if stopped:
         return ClauseVerdict("skip", "not verified: " + "; ".join(stopped), ids)
-    return ClauseVerdict("skip", failure_reason(skipped[0]), (skipped[0]["id"],))
+    return ClauseVerdict("skip", failure_reason(skipped[0]), (skipped[0].id,))

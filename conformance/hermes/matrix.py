@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import Level, conformance_level
+from memspec.conformance.core.records import CheckRecord
 from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
 from memspec.conformance.transport.backend import UsageError
 from memspec.spec.clauses import Clause, parse_clauses
@@ -45,7 +46,7 @@ class Column:
 
     label: str
     run: dict[str, Any]
-    checks: tuple[dict[str, Any], ...]
+    checks: tuple[CheckRecord, ...]
 
     @classmethod
     def load(cls, directory: Path, label: str | None = None) -> Column:
@@ -53,7 +54,8 @@ class Column:
         path = directory / "report.json"
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
-            run, checks = payload["run"], payload["checks"]
+            run = payload["run"]
+            records = tuple(CheckRecord.from_json(check) for check in payload["checks"])
         except OSError as error:
             raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
         except (ValueError, KeyError, TypeError):
@@ -61,7 +63,7 @@ class Column:
         name = str(run.get("name") or run.get("backend") or directory.name)
         version = str(run.get("version") or "")
         default = f"{name} {version}".strip()
-        return cls(label or default, run, tuple(checks))
+        return cls(label or default, run, records)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ A :class:`Job` names the backend (an ``InProcessBackend`` travels by its ``MODUL
 a ``CommandBackend``'s worker starts and drives the backend command), the root, the limits, the
 operations as protocol request dicts, and an optional interposition :class:`Plan`. The worker
 opens the session, waits at the start barrier if there is one, and then, for each operation,
-sends the harness an ``invoke`` record *before* sending the request and an ``ok``/``fail`` record
-with the answer after it. A harness that kills the worker therefore knows which operation was in
-flight: that operation ends up ``info`` — it may or may not have happened — exactly as Jepsen
-records an operation whose client crashed::
+sends the harness an :class:`Invoked` message *before* sending the request and an
+:class:`Answered` one (``ok``/``fail``) with the answer after it; the messages are frozen
+dataclasses, pickled through the worker's pipe. A harness that kills the worker therefore knows
+which operation was in flight: that operation ends up ``info`` — it may or may not have happened
+— exactly as Jepsen records an operation whose client crashed::
 
     with Worker(Job(backend, root, ({"op": "load"}, {"op": "add", "target": "memory",
                                                       "content": "x"}))) as worker:
@@ -46,6 +47,7 @@ import traceback
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +56,13 @@ from multiprocess import connection
 
 from memspec.conformance.core.findings import HarnessError, Refusal
 from memspec.conformance.core.locations import shadows_memspec
+from memspec.conformance.core.waits import BARRIER_TIMEOUT, PUMP_POLL, REAP_TIMEOUT, SESSION_TIMEOUT
 from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
-DEFAULT_DEADLINE = 30.0
-"""Seconds a run may take before its workers are killed (checks pass their own)."""
-BARRIER_TIMEOUT = 30.0
-REAP_TIMEOUT = 5.0
 HARNESS_STEPS = ("put", "observe")
 START_METHOD_VARIABLE = "MEMSPEC_START_METHOD"
 PRELOAD = ("memspec.spec.model", "memspec.spec.fence", "memspec.spec.threats")
@@ -127,6 +126,97 @@ class Job:
     barrier_timeout: float = BARRIER_TIMEOUT
 
 
+# -- the messages a worker sends --------------------------------------------------------------
+
+
+class OpType(StrEnum):
+    """What became of an operation (:class:`OpRecord`)."""
+
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+
+class WorkerStatus(StrEnum):
+    """How a worker ended (:class:`WorkerResult`)."""
+
+    DONE = "done"
+    KILLED = "killed"
+    DIED = "died"
+    TIMEOUT = "timeout"
+    DEFECT = "defect"
+    REFUSED = "refused"
+    ERROR = "error"
+    BARRIER = "barrier"
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The worker opened its session: its pid, the backend's (its own for a Python backend) and
+    the features the backend claims."""
+
+    pid: int
+    store_pid: int
+    features: tuple[str, ...]
+    time: float
+
+
+@dataclass(frozen=True)
+class Invoked:
+    """Operation ``index`` is about to be sent."""
+
+    index: int
+    time: float
+
+
+@dataclass(frozen=True)
+class Answered:
+    """Operation ``index`` was answered: ``ok`` or ``fail``, as the answer says."""
+
+    index: int
+    time: float
+    type: OpType
+    answer: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The backend refused operation ``index``, an action of ``core``, as unsupported."""
+
+    index: int
+    time: float
+    action: str
+    clauses: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Broke:
+    """The backend broke the contract: on opening the session (``index`` ``None``) or during
+    operation ``index`` (which is then ``info``); what was sent and received, when known."""
+
+    index: int | None
+    time: float
+    message: str
+    sent: Any
+    received: Any
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The worker is done with its job: ``done``, ``error`` (a bug in the harness; ``message``
+    has the traceback) or ``barrier`` (another worker never came)."""
+
+    status: WorkerStatus
+    message: str = ""
+
+
+Message = Opened | Invoked | Answered | Refused | Broke | Ended | dict[str, Any]
+"""What a worker sends: one of the records above, or a record of the interposition hooks
+(``call``, ``park``, ``return``: the call trace of :mod:`memspec.conformance.tamper.interpose`)."""
+
+
 # -- the worker side --------------------------------------------------------------------------
 
 
@@ -137,7 +227,7 @@ class _Outbox:
         self.sender = sender
         self.lock = threading.Lock()
 
-    def send(self, record: dict[str, Any]) -> None:
+    def send(self, record: Message) -> None:
         with self.lock:
             try:
                 self.sender.send(record)
@@ -184,11 +274,11 @@ def run_job(job: Job, sender: Any, barrier: Any = None, turnstile: Any = None) -
         if job.plan is not None or turnstile is not None:
             if getattr(job.backend, "runs", None) is not Runs.PYTHON:
                 outbox.send(
-                    {
-                        "type": "error",
-                        "message": "interposition needs a Python backend (MODULE:FACTORY); "
+                    Ended(
+                        WorkerStatus.ERROR,
+                        "interposition needs a Python backend (MODULE:FACTORY); "
                         f"got {job.backend!r}",
-                    }
+                    )
                 )
                 return
             inner = PlanHook(job.plan, outbox.send) if job.plan is not None else None
@@ -197,7 +287,7 @@ def run_job(job: Job, sender: Any, barrier: Any = None, turnstile: Any = None) -
             interposer = Interposer(job.root, hook).install()
         _run_session(job, outbox, barrier, hook, interposer)
     except BaseException:
-        outbox.send({"type": "error", "message": traceback.format_exc()})
+        outbox.send(Ended(WorkerStatus.ERROR, traceback.format_exc()))
     finally:
         if interposer is not None:
             interposer.uninstall()
@@ -215,28 +305,21 @@ def _run_session(
     try:
         session = job.backend.open(job.root, job.limits)
     except BackendDefect as defect:
-        outbox.send(_defect_record("defect", None, defect))
+        outbox.send(_broke(None, defect))
         return
     process = getattr(session, "process", None)
-    outbox.send(
-        {
-            "type": "open",
-            "pid": os.getpid(),
-            "store_pid": getattr(process, "pid", None) or os.getpid(),
-            "features": sorted(session.features),
-            "time": time.monotonic(),
-        }
-    )
+    store_pid = getattr(process, "pid", None) or os.getpid()
+    outbox.send(Opened(os.getpid(), store_pid, tuple(sorted(session.features)), time.monotonic()))
     try:
         if barrier is not None:
             try:
                 barrier.wait(job.barrier_timeout)
             except threading.BrokenBarrierError:
-                outbox.send({"type": "barrier", "message": "the start barrier was broken"})
+                outbox.send(Ended(WorkerStatus.BARRIER, "the start barrier was broken"))
                 return
         quiet = interposer.suspended if interposer is not None else nullcontext
         for index, request in enumerate(job.operations):
-            outbox.send({"type": "invoke", "index": index, "time": time.monotonic()})
+            outbox.send(Invoked(index, time.monotonic()))
             if hook is not None:
                 hook.op = index
             try:
@@ -247,34 +330,26 @@ def _run_session(
                     fields = {key: value for key, value in request.items() if key != "op"}
                     answer = session.request(request["op"], **fields)
             except BackendDefect as defect:
-                outbox.send(_defect_record("info", index, defect))
+                outbox.send(_broke(index, defect))
                 return
             except Refusal as refusal:
-                said = {"action": refusal.action, "clauses": refusal.clauses, "text": refusal.text}
-                outbox.send({"type": "refusal", "index": index, "time": time.monotonic(), **said})
+                said = (refusal.action, refusal.clauses, refusal.text)
+                outbox.send(Refused(index, time.monotonic(), *said))
                 return
             finally:
                 if hook is not None:
                     hook.op = None
-            kind = "ok" if answer.get("ok") else "fail"
-            outbox.send(
-                {"type": kind, "index": index, "time": time.monotonic(), "answer": _plain(answer)}
-            )
+            said = OpType.OK if answer.get("ok") else OpType.FAIL
+            outbox.send(Answered(index, time.monotonic(), said, _plain(answer)))
     finally:
         with suppress(Exception):
             session.close()
-    outbox.send({"type": "done", "time": time.monotonic()})
+    outbox.send(Ended(WorkerStatus.DONE))
 
 
-def _defect_record(kind: str, index: int | None, defect: BackendDefect) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "index": index,
-        "time": time.monotonic(),
-        "message": str(defect),
-        "sent": _plain(defect.sent),
-        "received": _plain(defect.received),
-    }
+def _broke(index: int | None, defect: BackendDefect) -> Broke:
+    sent, received = _plain(defect.sent), _plain(defect.received)
+    return Broke(index, time.monotonic(), str(defect), sent, received)
 
 
 # -- the harness side -------------------------------------------------------------------------
@@ -293,7 +368,7 @@ class OpRecord:
     process: str
     index: int
     request: dict[str, Any]
-    type: str
+    type: OpType
     invoke: float
     complete: float | None = None
     answer: dict[str, Any] | None = None
@@ -326,19 +401,19 @@ class WorkerResult:
     """
 
     name: str
-    status: str
+    status: WorkerStatus
     ops: list[OpRecord]
     calls: list[dict[str, Any]] = field(default_factory=list)
     features: frozenset[str] = frozenset()
     message: str = ""
-    defect: dict[str, Any] | None = None
+    defect: Broke | None = None
     exitcode: int | None = None
     store_pid: int | None = None
 
     @property
     def in_flight(self) -> OpRecord | None:
         """The operation that got no answer (``info``), if any."""
-        return next((op for op in self.ops if op.type == "info"), None)
+        return next((op for op in self.ops if op.type == OpType.INFO), None)
 
     def answer(self, index: int) -> dict[str, Any] | None:
         """Returns the answer to operation ``index`` (``None`` if it got none)."""
@@ -352,15 +427,13 @@ class WorkerResult:
     def expect_done(self) -> WorkerResult:
         """Returns self when every operation ran; raises BackendDefect (the backend broke,
         hung or died) or RuntimeError (a harness bug) otherwise."""
-        if self.status == "done":
+        if self.status == WorkerStatus.DONE:
             return self
-        if self.status == "error":
+        if self.status == WorkerStatus.ERROR:
             raise HarnessError(f"worker {self.name} failed:\n{self.message}")
-        defect = self.defect or {}
+        defect = self.defect or Broke(None, 0.0, "", None, None)
         raise BackendDefect(
-            f"session {self.name}: {defect.get('message') or self.message}",
-            defect.get("sent"),
-            defect.get("received"),
+            f"session {self.name}: {defect.message or self.message}", defect.sent, defect.received
         )
 
 
@@ -389,44 +462,43 @@ class Worker:
         self.turns: list[dict[str, Any]] = []
         self.ops: dict[int, OpRecord] = {}
         self.calls: list[dict[str, Any]] = []
-        self.opened: dict[str, Any] | None = None
-        self.status: str | None = None
+        self.opened: Opened | None = None
+        self.status: WorkerStatus | None = None
         self.message = ""
-        self.defect: dict[str, Any] | None = None
+        self.defect: Broke | None = None
         self.eof = False
-        self.killed_by: str | None = None
+        self.killed_by: WorkerStatus | None = None
         self.exitcode: int | None = None
-        self.refusal: dict[str, Any] | None = None
+        self.refusal: Refused | None = None
         self._result: WorkerResult | None = None
 
     # -- receiving --------------------------------------------------------------------------------
 
-    def _take(self, record: dict[str, Any]) -> None:
-        kind = record.get("type")
-        index = record.get("index")
-        if kind == "call":
-            self.calls.append(record)
-        elif kind in ("park", "return"):
-            self.turns.append(record)
-        elif kind == "open":
-            self.opened = record
-        elif kind == "invoke":
-            request = self.job.operations[index]
-            self.ops[index] = OpRecord(self.job.name, index, request, "invoke", record["time"])
-        elif kind in ("ok", "fail") and index in self.ops:
-            op = self.ops[index]
-            op.type, op.complete, op.answer = kind, record["time"], record["answer"]
-        elif kind == "refusal":
-            self.status, self.refusal = "refused", record
-            self.ops[index].type, self.ops[index].complete = "fail", record["time"]
-        elif kind in ("info", "defect"):
-            if index in self.ops:
-                self.ops[index].type = "info"
-                self.ops[index].message = record["message"]
-            if self.killed_by is None:
-                self.status, self.defect = "defect", record
-        elif kind in ("error", "barrier", "done"):
-            self.status, self.message = str(kind), record.get("message", "")
+    def _take(self, message: Message) -> None:
+        match message:
+            case {"type": "call"}:
+                self.calls.append(message)
+            case {"type": "park" | "return"}:
+                self.turns.append(message)
+            case Opened():
+                self.opened = message
+            case Invoked(index, at):
+                request = self.job.operations[index]
+                self.ops[index] = OpRecord(self.job.name, index, request, OpType.INVOKE, at)
+            case Answered(index, at, said, answer) if index in self.ops:
+                op = self.ops[index]
+                op.type, op.complete, op.answer = said, at, answer
+            case Refused(index, at):
+                self.status, self.refusal = WorkerStatus.REFUSED, message
+                self.ops[index].type, self.ops[index].complete = OpType.FAIL, at
+            case Broke(index):
+                if index in self.ops:
+                    self.ops[index].type = OpType.INFO
+                    self.ops[index].message = message.message
+                if self.killed_by is None:
+                    self.status, self.defect = WorkerStatus.DEFECT, message
+            case Ended(status, text):
+                self.status, self.message = status, text
 
     def pump(self, timeout: float) -> bool:
         """Receives every record that arrives within ``timeout`` seconds; returns whether any
@@ -452,7 +524,7 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.eof:
                 return predicate(self)
-            self.pump(min(remaining, 0.25))
+            self.pump(min(remaining, PUMP_POLL))
         return True
 
     def grant(self) -> bool:
@@ -469,7 +541,7 @@ class Worker:
 
     def completed(self, index: int) -> bool:
         """Whether operation ``index`` has been answered."""
-        return index in self.ops and self.ops[index].type in ("ok", "fail")
+        return index in self.ops and self.ops[index].type in (OpType.OK, OpType.FAIL)
 
     @property
     def ended(self) -> bool:
@@ -478,13 +550,13 @@ class Worker:
 
     # -- ending -----------------------------------------------------------------------------------
 
-    def kill(self, reason: str = "killed") -> None:
+    def kill(self, reason: WorkerStatus = WorkerStatus.KILLED) -> None:
         """Sends SIGKILL to the backend process (command backends) and to the worker."""
         if self.exitcode is not None:
             return
         if self.killed_by is None:
-            self.killed_by = reason
-        store_pid = (self.opened or {}).get("store_pid")
+            self.killed_by = WorkerStatus(reason)
+        store_pid = self.opened.store_pid if self.opened else None
         if store_pid and store_pid != self.process.pid and self.process.is_alive():
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(store_pid, signal.SIGKILL)
@@ -498,15 +570,14 @@ class Worker:
         a session stopped there."""
         result = self._finished(timeout)
         if self.refusal is not None:
-            refusal = self.refusal
-            raise Refusal(refusal["action"], refusal["clauses"], refusal["text"])
+            raise Refusal(self.refusal.action, self.refusal.clauses, self.refusal.text)
         return result
 
     def _finished(self, timeout: float) -> WorkerResult:
         if self._result is not None:
             return self._result
         if not self.wait_until(lambda worker: worker.ended, timeout):
-            self.kill("timeout")
+            self.kill(WorkerStatus.TIMEOUT)
         self.wait_until(lambda worker: worker.eof, REAP_TIMEOUT)
         self._reap()
         self._result = self._make_result(timeout)
@@ -515,7 +586,7 @@ class Worker:
     def _reap(self) -> None:
         self.process.join(REAP_TIMEOUT)
         if self.process.is_alive():
-            self.kill(self.killed_by or "timeout")
+            self.kill(self.killed_by or WorkerStatus.TIMEOUT)
             self.process.join(REAP_TIMEOUT)
         self.exitcode = self.process.exitcode
         with suppress(OSError):
@@ -530,7 +601,7 @@ class Worker:
     def _make_result(self, timeout: float) -> WorkerResult:
         exitcode = self.exitcode
         # A defect reported after the harness's own kill is that kill's doing (_take ignores it).
-        status = self.status or self.killed_by or "died"
+        status = self.status or self.killed_by or WorkerStatus.DIED
         reasons = {
             "killed": "the harness killed the worker during this operation",
             "timeout": f"the worker had not finished within {timeout:g} s and was killed",
@@ -538,18 +609,18 @@ class Worker:
             + self._kill_point(),
         }
         for op in self.ops.values():
-            if op.type == "invoke":
-                op.type, op.message = "info", reasons.get(status, self.message)
+            if op.type == OpType.INVOKE:
+                op.type, op.message = OpType.INFO, reasons.get(status, self.message)
         return WorkerResult(
             name=self.job.name,
             status=status,
             ops=[self.ops[index] for index in sorted(self.ops)],
             calls=self.calls,
-            features=frozenset((self.opened or {}).get("features", ())),
+            features=frozenset(self.opened.features if self.opened else ()),
             message=self.message or reasons.get(status, ""),
             defect=self.defect,
             exitcode=exitcode,
-            store_pid=(self.opened or {}).get("store_pid"),
+            store_pid=self.opened.store_pid if self.opened else None,
         )
 
     def _kill_point(self) -> str:
@@ -565,17 +636,17 @@ class Worker:
 
     def __exit__(self, *exc: object) -> None:
         if self._result is None:
-            self.kill("killed")
+            self.kill(WorkerStatus.KILLED)
             self._finished(0)
 
 
-def run_session(job: Job, timeout: float = DEFAULT_DEADLINE) -> WorkerResult:
+def run_session(job: Job, timeout: float = SESSION_TIMEOUT) -> WorkerResult:
     """Runs one job in a worker to its end (killing it after ``timeout`` seconds)."""
     with Worker(job) as worker:
         return worker.finish(timeout)
 
 
-def run_together(jobs: Sequence[Job], timeout: float = DEFAULT_DEADLINE) -> list[WorkerResult]:
+def run_together(jobs: Sequence[Job], timeout: float = SESSION_TIMEOUT) -> list[WorkerResult]:
     """Runs ``jobs`` in one worker each, released together by a start barrier once every
     session is open; returns their results in order. Workers still running after ``timeout``
     seconds are killed; if one cannot open its session, the barrier is broken for the others."""

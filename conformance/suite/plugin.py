@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memspec.conformance.core.findings import VERDICT_PROPERTY, Verdict, verdict_of
+from memspec.conformance.core.findings import Kind, Verdict, verdict_of
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.core.profiles import Profile, resolve_profile
 from memspec.conformance.core.records import CheckRecord, RunInfo, summary_counts, write_reports
+from memspec.conformance.core.registry import Figure
 from memspec.conformance.transport.backend import (
     Backend,
     BackendDefect,
@@ -71,6 +73,10 @@ class GivenBackend:
 
 settings_key = pytest.StashKey[Settings]()
 recorder_key = pytest.StashKey["Recorder"]()
+verdict_key = pytest.StashKey[Verdict]()
+figures_key = pytest.StashKey[dict[str, Figure]]()
+OUTCOME_ATTRIBUTE = "memspec_outcome"
+"""The attribute of a pytest report of a memspec check that holds its :class:`Outcome`."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -293,24 +299,110 @@ def _memspec_feature_gate(request: pytest.FixtureRequest) -> None:
     missing = [feature for feature in needed if feature not in claimed]
     if missing:
         reason = f"needs feature {', '.join(missing)}, which the backend does not claim"
-        verdict = Verdict("unsupported", reason=reason, missing_features=tuple(missing))
-        request.node.user_properties.append(verdict.to_property())
+        verdict = Verdict(Kind.UNSUPPORTED, reason=reason, missing_features=tuple(missing))
+        give_verdict(request.node, verdict)
         pytest.skip(reason)
+
+
+def give_verdict(item: pytest.Item, verdict: Verdict) -> None:
+    """Gives ``item`` the verdict it ends with (a check that does not apply), for its record."""
+    item.stash[verdict_key] = verdict
+
+
+def give_figures(item: pytest.Item, figures: dict[str, Figure]) -> None:
+    """Gives ``item`` the figures its check reported, for its record."""
+    item.stash[figures_key] = figures
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An Outcome is what a report of a memspec check tells its record beyond pytest's own
+    fields: the clauses and features of its marker, its verdict when it did not pass, the
+    figures it reported, and the reason of a listed expected failure that passed (``stale``)."""
+
+    clauses: tuple[str, ...]
+    features: tuple[str, ...]
+    verdict: Verdict | None = None
+    figures: dict[str, Figure] = field(default_factory=dict)
+    stale: str | None = None
+
+    def record(self, report: pytest.TestReport) -> CheckRecord:
+        """Returns the record of the check ``report`` reports."""
+        return CheckRecord.from_report(
+            report, self.clauses, self.features, self.verdict, self.figures, self.stale
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the outcome as built-in types, as pytest-xdist sends a report."""
+        return {**asdict(self), "verdict": self.verdict.to_json() if self.verdict else None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Outcome:
+        """Returns the outcome :meth:`to_json` gave."""
+        verdict = Verdict.from_json(data["verdict"]) if data["verdict"] else None
+        clauses, features = tuple(data["clauses"]), tuple(data["features"])
+        return cls(clauses, features, verdict, dict(data["figures"]), data["stale"])
+
+
+def _junit_properties(outcome: Outcome, given: bool) -> list[tuple[str, str]]:
+    """Returns the properties junit.xml shows for a memspec check (output only: the verdict
+    reaches the record as an object): the verdict the check was given before it ended, its
+    figures, its clauses and features, and the verdict of a failed teardown."""
+    properties = [
+        ("memspec_clauses", ",".join(outcome.clauses)),
+        ("memspec_features", ",".join(outcome.features)),
+    ]
+    if outcome.figures:
+        properties.insert(0, ("memspec_figures", json.dumps(outcome.figures, sort_keys=True)))
+    if outcome.verdict is not None:
+        shown = ("memspec_verdict", json.dumps(outcome.verdict.to_json(), sort_keys=True))
+        properties.insert(len(properties) if not given else 0, shown)
+    return properties
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Attaches the clause ids to the report, and the verdict of a check that failed, taken
-    from the exception itself, so that xdist workers hand them back as data."""
+    """Attaches the :class:`Outcome` of a memspec check to each report of it, with the verdict
+    of a check that failed taken from the exception itself; xdist workers send it back as data
+    (:func:`pytest_report_to_serializable`). A listed expected failure that passed (pytest's
+    strict XPASS: a call that failed without raising) is a stale entry of the list."""
     report = yield
     clauses, features = _marker(item)
-    if clauses:
-        report.user_properties.append(("memspec_clauses", ",".join(clauses)))
-        report.user_properties.append(("memspec_features", ",".join(features)))
-        given = any(name == VERDICT_PROPERTY for name, _ in report.user_properties)
-        raised = call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception)
-        if raised and (report.failed or hasattr(report, "wasxfail")) and not given:
-            report.user_properties.append(verdict_of(call.excinfo.value).to_property())
+    if not clauses:
+        return report
+    given = item.stash.get(verdict_key, None)
+    excinfo = call.excinfo
+    failed = report.failed or hasattr(report, "wasxfail")
+    skip = excinfo is None or excinfo.errisinstance(pytest.skip.Exception)
+    verdict = verdict_of(excinfo.value) if failed and not skip and not given else given
+    stale = None
+    xfail = item.get_closest_marker("xfail")
+    if call.when == "call" and report.failed and excinfo is None and xfail is not None:
+        stale = str(xfail.kwargs.get("reason", "")).strip()
+    figures = item.stash.get(figures_key, {})
+    outcome = Outcome(clauses, features, verdict, dict(sorted(figures.items())), stale)
+    setattr(report, OUTCOME_ATTRIBUTE, outcome)
+    if call.when == "teardown":
+        report.user_properties += _junit_properties(outcome, given is not None)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(report: pytest.TestReport) -> Any:
+    """Sends the outcome of a memspec check between pytest processes (xdist) as JSON."""
+    data = yield
+    outcome = getattr(report, OUTCOME_ATTRIBUTE, None)
+    if isinstance(data, dict) and isinstance(outcome, Outcome):
+        data[OUTCOME_ATTRIBUTE] = outcome.to_json()
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(data: dict[str, Any]) -> Any:
+    """Rebuilds the outcome of a memspec check sent between pytest processes."""
+    report = yield
+    if report is not None and isinstance(data.get(OUTCOME_ATTRIBUTE), dict):
+        setattr(report, OUTCOME_ATTRIBUTE, Outcome.from_json(data[OUTCOME_ATTRIBUTE]))
     return report
 
 
@@ -323,8 +415,8 @@ class Recorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Records a check's verdict from its call phase, or a setup/teardown that decided it."""
-        properties = dict(report.user_properties)
-        if "memspec_clauses" not in properties:
+        outcome = getattr(report, OUTCOME_ATTRIBUTE, None)
+        if outcome is None:
             return
         decisive = (
             report.when == "call"
@@ -332,7 +424,7 @@ class Recorder:
             or (report.when == "teardown" and report.failed)
         )
         if decisive:
-            self.records.append(CheckRecord.from_report(report, properties))
+            self.records.append(outcome.record(report))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Makes the exit status 3 (pytest's internal error) when the only failures are

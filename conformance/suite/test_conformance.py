@@ -6,7 +6,6 @@ Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each te
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -17,7 +16,6 @@ from memspec.conformance.core.budgets import Allowance, enforced, run_within_bud
 from memspec.conformance.core.examples import run_on_backend
 from memspec.conformance.core.findings import Mismatch, verdict_of
 from memspec.conformance.core.profiles import Profile
-from memspec.conformance.core.records import FIGURES_PROPERTY
 from memspec.conformance.core.registry import (
     Check,
     CheckContext,
@@ -25,7 +23,7 @@ from memspec.conformance.core.registry import (
     all_checks,
     clauses_with_checks,
 )
-from memspec.conformance.suite.plugin import memspec_settings
+from memspec.conformance.suite.plugin import give_figures, give_verdict, memspec_settings
 from memspec.conformance.transport.backend import Backend
 from memspec.spec.clauses import parse_clauses, uncovered_must_clauses
 from memspec.spec.examples import Example, parse_examples, spec_text
@@ -65,7 +63,7 @@ def _check_params() -> list[object]:
 
 def unsupported(request: pytest.FixtureRequest, error: NotApplicable) -> NoReturn:
     """Skips the check because it does not apply, with its verdict as data."""
-    request.node.user_properties.append(verdict_of(error).to_property())
+    give_verdict(request.node, verdict_of(error))
     pytest.skip(str(error))
 
 
@@ -127,8 +125,7 @@ def test_check(
         unsupported(request, error)
     finally:
         if context.figures:
-            figures = json.dumps(context.figures, sort_keys=True)
-            request.node.user_properties.append((FIGURES_PROPERTY, figures))
+            give_figures(request.node, context.figures)
 
 
 @pytest.mark.memspec(clauses=["CONTRACT-1"], features=[])

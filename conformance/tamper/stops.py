@@ -68,9 +68,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.waits import SESSION_TIMEOUT, STRACE_POLL
+from memspec.conformance.core.waits import REAP_TIMEOUT, SESSION_TIMEOUT, STRACE_POLL
 from memspec.conformance.processes.workers import (
-    REAP_TIMEOUT,
     Job,
     Worker,
     WorkerResult,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import Finding, Refusal
+from memspec.conformance.core.findings import Finding, Kind, Refusal
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -57,7 +57,7 @@ class BackendDefect(Finding):
     """The backend broke the contract at the transport level: it raised, hung, died, or answered
     with something that is not a valid response. ``sent`` and ``received`` say exactly what."""
 
-    kind = "defect"
+    kind = Kind.DEFECT
 
     def __init__(
         self, message: str, sent: Any = None, received: Any = None, detail: str = ""

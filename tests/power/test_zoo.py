@@ -11,14 +11,15 @@ it on one of its clauses. The whole-harness detection table is the command's job
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memspec.conformance.core.examples import run_on_backend
-from memspec.conformance.core.findings import verdict_of
+from memspec.conformance.core.findings import Kind, verdict_of
 from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.records import CheckRecord
 from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
 from memspec.spec.clauses import parse_clauses
@@ -88,7 +89,8 @@ def failure_clauses(member: Member, tmp_path: Path) -> tuple[str, ...]:
         run_in_budget(CHECKS[member.proof], CheckContext(backend, root, tmp_path, PROFILES["ci"]))
     except (BackendDefect, AssertionError) as failure:
         verdict = verdict_of(failure)
-        return blamed_clauses({"clauses": CHECKS[member.proof].clauses, **asdict(verdict)})
+        clauses = CHECKS[member.proof].clauses
+        return blamed_clauses(CheckRecord("x", clauses, (), "failed", "", 0, **vars(verdict)))
     return ()
 
 
@@ -147,10 +149,13 @@ def test_the_table_and_the_rate() -> None:
 
 
 def test_blamed_clauses_follow_the_verdict() -> None:
-    record = {"clauses": ["LOCK-1", "LOCK-3"], "kind": "violation", "blamed": "LOCK-3"}
+    record = CheckRecord.from_json(
+        {"id": "x", "status": "failed", "clauses": ["LOCK-1", "LOCK-3"], "kind": "violation",
+         "blamed": "LOCK-3"}
+    )  # fmt: skip
     assert blamed_clauses(record) == ("LOCK-3",)
-    assert blamed_clauses({**record, "blamed": ""}) == ("LOCK-1", "LOCK-3")
-    assert blamed_clauses({**record, "kind": "defect", "blamed": ""}) == ("CONTRACT-6",)
+    assert blamed_clauses(replace(record, blamed="")) == ("LOCK-1", "LOCK-3")
+    assert blamed_clauses(replace(record, kind=Kind.DEFECT, blamed="")) == ("CONTRACT-6",)
 
 
 def test_the_command_refuses_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -231,19 +231,24 @@ def skipped_without(feature: str) -> list[dict[str, Any]]:
 FAILED = {"status": "failed", "kind": "violation"}
 
 
+def level_over(found: list[dict[str, Any]]) -> Level:
+    """The conformance level of the records ``found``, as ``report.json`` would hold them."""
+    return conformance_level(CLAUSES, [CheckRecord.from_json(record) for record in found])
+
+
 def test_levels_follow_the_clause_verdicts() -> None:
-    assert conformance_level(CLAUSES, records()) == Level("full")
+    assert level_over(records()) == Level("full")
     # Without batch claimed: every clause binding every backend still passes.
-    level = conformance_level(CLAUSES, skipped_without("batch"))
+    level = level_over(skipped_without("batch"))
     assert level.name == "core" and "BATCH-2 needs a feature" in level.blocked_by
     # A failed clause of a feature keeps a backend from full only.
-    assert conformance_level(CLAUSES, records(scan_whole_content_is_scanned=FAILED)).name == "core"
+    assert level_over(records(scan_whole_content_is_scanned=FAILED)).name == "core"
     # A failed clause binding every backend, not data-protecting: safe.
-    level = conformance_level(CLAUSES, records(format_writer_is_canonical=FAILED))
+    level = level_over(records(format_writer_is_canonical=FAILED))
     assert level == Level("safe", ("FORMAT-4 fails",))
     # A failed data-protecting clause: none, whatever else passes.
-    level = conformance_level(
-        CLAUSES, records(drift_external_bytes_survive_rewrite={**FAILED, "blamed": "DRIFT-5"})
+    level = level_over(
+        records(drift_external_bytes_survive_rewrite={**FAILED, "blamed": "DRIFT-5"})
     )
     assert level.name == "none" and level.blocked_by == ("DRIFT-5 fails",)
     assert level.headline() == "conformance level: none (safe needs: DRIFT-5 fails)"
@@ -251,7 +256,7 @@ def test_levels_follow_the_clause_verdicts() -> None:
 
 def test_a_skip_for_the_transport_holds_no_level_back() -> None:
     skipped = {"status": "skipped", "kind": "unsupported"}
-    level = conformance_level(CLAUSES, records(faults_failed_write_keeps_old_file=skipped))
+    level = level_over(records(faults_failed_write_keeps_old_file=skipped))
     assert level == Level("full", (), ("ATOMIC-4",))
     assert level.headline().endswith("(not verifiable over this transport: ATOMIC-4)")
 
@@ -260,9 +265,9 @@ def test_a_clause_nothing_verified_holds_its_level_back() -> None:
     stopped = {"status": "failed", "kind": "violation", "blamed": "CRASH-2"}
     others = ("crash.kill_at_each_write_step", "crashstates.crash_states_are_old_or_new")
     found = [r for r in records(crash_kill_at_random_moments=stopped) if r["id"] not in others]
-    level = conformance_level(CLAUSES, found)
+    level = level_over(found)
     assert level.name == "none" and "CRASH-1 not verified" in level.blocked_by
-    assert conformance_level(CLAUSES, []).name == "none"
+    assert level_over([]).name == "none"
     assert [name for name in LEVELS] == ["none", "safe", "core", "full"]
     assert Level("full").next is None and Level("none").next == "safe"
 
@@ -275,9 +280,9 @@ def test_a_clause_of_an_unclaimed_feature_reads_skip() -> None:
     assert scope_skip(by_id["BATCH-2"], EVERYTHING) is None
     assert scope_skip(by_id["DRIFT-5"], ["core"]) is None
     checks = [CheckRecord(**{**r, "message": "", "duration": 0.0}) for r in records()]
-    rows = {row["clause"]: row for row in clause_matrix(CLAUSES, checks, ["core"])}
-    assert rows["CRASH-4"]["status"] == "skip" and rows["CRASH-1"]["status"] == "pass"
-    assert rows["CONTRACT-15"]["status"] == "n/a"
+    rows = {row.clause: row for row in clause_matrix(CLAUSES, checks, ["core"])}
+    assert rows["CRASH-4"].status == "skip" and rows["CRASH-1"].status == "pass"
+    assert rows["CONTRACT-15"].status == "n/a"
     assert level_of(checks) == Level("full")
 
 
