@@ -4,23 +4,7 @@ READ-6). It binds every backend: a drift guard (DRIFT-2, DRIFT-3) is judged wher
 claims it, and a backend without one may read a foreign file as plain entries, but must still
 keep the bytes it rewrites in a backup (DRIFT-5).
 
-Each example lets the store write a few entries of its own, then alternates external edits
-(:func:`memspec.fuzz.strategies.external_edits`: appended text with and without delimiters,
-CRLF, a BOM, truncation, concatenation, reordering, squashing, invalid UTF-8, rewrites) with
-operations, and judges every operation by the kind of file it met:
-
-- canonical or cosmetic: never ``E_DRIFT``; the operation works on the entries the file parses
-  into and writes the canonical form (DRIFT-1);
-- foreign: a mutation that would grow the file or does not apply is ``E_DRIFT`` with the file
-  untouched, a refusal as :func:`~memspec.spec.drift_refusal.judge_drift_refusal` requires it
-  (a byte-exact backup named in ``backup``, and a ``message``: DRIFT-3); one that applies and
-  does not grow it goes through, after a backup the ``OK`` names (DRIFT-2), and refusing it
-  locks the model out (DRIFT-7);
-- unreadable: ``E_UNREADABLE``, the file untouched (READ-6);
-
-and, across the run, the :class:`~memspec.fuzz.ledger.DriftLedger` checks that every external
-content the store rewrote is in a backup its answer names (DRIFT-5) and that backups are never
-lost or doubled (DRIFT-5, DRIFT-4).
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The stateful differential test: a backend and the spec model driven in lockstep.
 
-:class:`MemoryMachine` is a Hypothesis ``RuleBasedStateMachine``. Its rules are the store calls
-(``add``, ``replace``, ``remove``, ``batch`` when the backend claims it, ``load``), external
-edits written straight into the root's files (the model's ``ExternalWrite``), and a second
-session ``b`` on the same root, opened (and loaded) the first time a rule names it. After every
-step it compares, against :func:`memspec.spec.model.step`:
-
-- the Outcome's code (CONTRACT-4, CONTRACT-5), accepting exactly the alternatives of
-  :func:`memspec.fuzz.oracle.allowed_answers`, and its optional fields (CONTRACT-3);
-- both files, byte for byte (FORMAT-4, DRIFT-1), the backups the model requires (DRIFT-3,
-  DRIFT-5), never lost or doubled (DRIFT-5, DRIFT-4), and DRIFT-5 over the run, whatever the
-  backend claims;
-- every session's live entries: at least as fresh as its last load or accepted write, possibly
-  fresher (CONTRACT-8, LOCK-2);
-- every session's snapshot: frozen until its own next load (SNAP-1, SNAP-10), then exactly what
-  the model renders from the disk (SNAP-2).
-
-A failure prints the shrunk program as ``state.rule(...)`` lines, then the one-command
-reproduction (:mod:`memspec.conformance.core.search`).
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

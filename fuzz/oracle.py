@@ -1,23 +1,7 @@
 """What the spec allows a backend to answer: the model's outcome and the spec's sanctioned
 alternatives, and the judge of snapshots (CONTRACT-5, SCAN-2, BATCH-8, CONTRACT-19, SNAP-*).
 
-The model (:func:`memspec.spec.model.step`) decides every operation for a backend that claims
-every feature. Where the spec leaves a choice, a backend may answer otherwise, and exactly these
-alternatives are accepted:
-
-- **A superset of threat patterns** (SCAN-2 says "at least"): a backend that claims
-  ``threat-scan`` may refuse with ``E_THREAT`` any mutation whose arguments are otherwise valid,
-  and may block more entries in a snapshot.
-- **No threat scan claimed** (CONTRACT-19): content the model refuses with ``E_THREAT`` may be
-  stored as ordinary text, and the snapshot may show every entry raw.
-- **No drift guard claimed**: a foreign file may be treated as readable entries (a growing
-  mutation is then ``E_LIMIT``, one that does not apply ``E_NOMATCH`` or ``E_AMBIGUOUS``); a
-  rewrite of it still keeps its bytes in a backup first (DRIFT-5).
-- **BATCH-8** (MAY): a batch that would leave a target that has entries with none may be refused
-  with ``E_INVALID``, writing nothing.
-
-For example, with ``threat-scan`` claimed, ``add memory "Name: Ada"`` on an empty root allows
-``OK`` (the model) and ``E_THREAT`` (a stricter scanner), and nothing else.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

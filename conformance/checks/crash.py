@@ -1,27 +1,6 @@
 """Checks of the CRASH clauses: a writer killed with ``kill -9`` leaves each file old or new.
 
-Both checks run rounds on one root. A round is one session in a worker process that first
-*recovers* — ``load``, ``entries memory`` and a probe ``add`` — and then mutates until it is
-killed. The recovery judges the previous round's crash:
-
-- the entries a fresh session finds equal the state before or after the operation in flight,
-  computed with the spec model from the acknowledged history (CRASH-1; every earlier
-  acknowledged operation is therefore present); so do the entries the bytes on disk parse to,
-  read by the harness right after the kill (never torn, empty or mixed);
-- the probe add completes within :data:`PROBE_TIMEOUT` seconds: the crash left no lock behind
-  (CRASH-3);
-- files that are neither data, lock nor backup files and that a crash left behind are gone once
-  a later mutation completed, so they cannot pile up (CRASH-2).
-
-``kill_at_random_moments`` works for every backend: the harness sends SIGKILL (to the backend
-process too, for a command backend) a random moment after a randomly chosen operation started.
-``kill_at_each_write_step`` traces one add, then kills the session right before and right after
-each of its writes, flushes, syncs and renames in turn, so every step of the write protocol is a
-crash point: by interposition in the worker for a Python backend
-(:mod:`memspec.conformance.tamper.interpose`), by strace's ``signal=SIGKILL`` injection for a
-``--backend-cmd`` backend (:mod:`memspec.conformance.tamper.strace`; skipped, with the reason,
-where strace cannot run). A kill that strace placed elsewhere than planned is still judged as a
-crash, and retried once; a step never reached makes the check not verified, never passed.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

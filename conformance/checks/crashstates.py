@@ -1,35 +1,6 @@
 """Checks of CRASH-1..5 on simulated crash states: every state a crash may leave must recover.
 
-A process crash leaves what the kernel had; a power loss leaves only what reached the disk, in
-an order the file system chooses. Killing processes (:mod:`.crash`) shows the first; the second
-needs a model. These checks record the file-system calls of a session's mutations — an add, a
-replace, a remove and, for a backend claiming ``batch``, a batch — on a store that already holds
-acknowledged entries: through the interposition layer for a Python backend
-(``Plan(trace=True, data=True)``), through ``strace -f`` for a ``--backend-cmd`` backend
-(skipped, with the reason, where strace is missing or not permitted). The trace is read as
-logical operations (:mod:`memspec.conformance.tamper.fstrace`) and each persistence model of
-:mod:`memspec.conformance.crash.persistence` — ``process-crash``, ``posix-weak``, ``ext4-ordered`` —
-generates the crash states it allows. Each state is written to a fresh root and a fresh session
-opened on it; three checks judge the states:
-
-- :func:`crash_states_are_old_or_new`: ``load`` + ``entries``, and the bytes of MEMORY.md, are
-  the file as some mutation left it — under ``process-crash`` the state before or after the
-  mutation in flight, every acknowledged mutation present (CRASH-1, for every backend); after a
-  power loss never empty, torn or mixed (CRASH-4, for a backend claiming ``crash-safe``);
-- :func:`every_crash_state_recovers`: an add succeeds (no lock is left held, CRASH-3) and
-  removes the temp files the crash left, never writing the live file through one of them
-  (CRASH-2). Below the ``thorough`` profile this runs once per *shape* — the names, their links
-  and the bytes of MEMORY.md — since states that differ only in the bytes of other files (an
-  unsynced digest in a lock file) give the add nothing new to trip on;
-- :func:`acknowledged_mutations_survive_power_loss`, for a backend claiming ``durable``: under
-  the power-loss models every mutation acknowledged before the power loss is there (CRASH-5,
-  ATOMIC-3).
-
-A command backend starts a process per session, so below ``thorough`` its states are judged
-once per shape and acknowledgement (the profile's ``command_states_per_point`` candidates per
-crash point). A failure names the model, the crash point and, in plain words, the step of the
-write protocol at fault, with the mutation's trace. The number of states, how many were judged
-and the time taken per model are attached to the check's result as figures (``ctx.figures``).
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """Checks of the write protocol, step by step, from the recorded calls of an add (ATOMIC-1,
 ATOMIC-3).
 
-Process crashes cannot show a missing ``fsync``: the page cache survives them. So the check
-records the file-system calls of one add — interposed for a Python backend
-(:mod:`memspec.conformance.tamper.interpose`), through strace for a ``--backend-cmd`` backend
-(:mod:`memspec.conformance.tamper.strace`; skipped, with the reason, where strace cannot run) — and
-reads the protocol off the trace:
-
-1. the new bytes are written to a temp file in the same directory as ``MEMORY.md``;
-2. they reach the kernel (a buffered file object is flushed or closed) and are then fsynced
-   (``fsync`` or ``fdatasync`` of the temp), all before the rename (ATOMIC-1) — otherwise a
-   power loss can persist the rename but not the data, leaving an empty or partial file;
-3. the temp is renamed onto ``MEMORY.md``;
-4. the directory is fsynced after the rename and before the add returns (ATOMIC-3) — otherwise
-   the rename itself may not survive a power loss.
-
-A second add, in another process, must write through another temp name (ATOMIC-1: uniquely
-named), so that no session can rename or delete another's half-written temp.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """Fault injection at the operating-system boundary of a backend (READ-6, READ-7, ATOMIC-3,
 ATOMIC-4).
 
-Each scenario runs one session in a worker process: after two acknowledged adds, the third add
-meets one injected error, then the session adds once more and reloads. A Python backend's calls
-are interposed (:mod:`memspec.conformance.tamper.interpose`); a ``--backend-cmd`` backend runs
-under strace, which injects the same fault into the same call
-(:mod:`memspec.conformance.tamper.strace`; skipped, with the reason, where strace is missing or
-not permitted). The harness observes the root's
-files (harness ``observe`` steps) before and after the faulty add.
-
-- A read of ``MEMORY.md`` fails (``EIO`` on a read, ``EACCES`` on the open): the add answers
-  ``E_UNREADABLE`` and writes nothing (READ-7) — Hermes once took such a failure for an empty
-  file and rewrote it with one entry. A file made undecodable between two operations is
-  refused the same way, its bytes untouched (READ-6).
-- Writing the new file fails (``ENOSPC`` or ``EIO`` on the first write, ``EIO`` on its fsync
-  or on the rename): the add answers ``E_IO``, ``MEMORY.md`` is byte for byte as before, no temp
-  file is left, the next add works and every earlier acknowledged entry is there (ATOMIC-4).
-- The fsync of the directory after the rename fails (``EIO``): the new file is already in place,
-  so the add answers ``OK`` with a message saying durability is not confirmed, and the entry is
-  kept (ATOMIC-3, backends claiming ``durable``).
-
-A fault whose call never happens (a backend that does not fsync, or writes in place without a
-rename) leaves that scenario without an object. Faults on the read and on the first write must
-fire, since every mutation re-reads the file (LOCK-2) and writes the new one; when they cannot,
-the backend's I/O is invisible to the interposition (or strace could not place the fault) and
-the check is not applicable.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Checks of the threat scan: the whole content is scanned, and the two corpora of SCAN-2.
 
-A scanner that looks only at a window (Hermes once scanned the first 64 KiB) lets a threat
-through once it sits behind enough harmless text. :func:`whole_content_is_scanned` hides
-``ignore all previous instructions`` behind 70 KiB of ordinary ASCII text and behind 64 Ki CJK
-characters (192 KiB of UTF-8, so a window counted in bytes or in characters is caught alike),
-under a limit large enough to hold both, and then adds the harmless text alone to show that size
-is not the reason (SCAN-5; feature ``threat-scan``).
-
-The corpora (``spec/data/ordinary.json``, ``spec/data/attacks.json``) define what covering SCAN-2
-means. :func:`ordinary_text_corpus` adds every ordinary entry — emoji ZWJ sequences and flags,
-Persian with ZWNJ, Hebrew with RLM, German with soft hyphens, Thai with ZWSP, shell snippets — and
-expects each accepted and stored as given, by every backend, scanning or not (SCAN-4: invisible
-characters that scripts and emoji need are content). :func:`attack_corpus` adds every attack and
-expects ``E_THREAT`` for each, then puts them all on disk and expects each hidden behind a
-``[BLOCKED:`` placeholder at load (SCAN-1, SCAN-3, SCAN-4, SCAN-6; feature ``threat-scan``). A
-failure lists every item answered the wrong way, with why it is in the corpus, and opens with the
-clause of the first.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

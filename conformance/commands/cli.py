@@ -1,23 +1,6 @@
 """The ``memspec`` command: the only part of memspec that prints.
 
-Subcommands:
-
-- ``memspec certify (--backend MODULE:FACTORY | --backend-cmd CMD)``: the whole harness
-  against one backend, with reports; the last line is ``N passed, N failed, N skipped``.
-- ``memspec serve --backend MODULE:FACTORY``: a Python backend over JSON Lines on stdio.
-- ``memspec spec --dump-json``: every example of SPEC.md as JSON, for runners in any language.
-- ``memspec spec --check``: SPEC.md is well formed, every example agrees with the model, every
-  cited id exists, every MUST clause has an example or a named check, and every MUST clause is
-  cited by a function of spec/ or excused in ``trail.NOT_DECIDED_BY_THE_MODEL``.
-- ``memspec spec --clause ID [--json]``: the trail of one clause: its text, examples, and the
-  model functions, reference functions and checks that cite it.
-- ``memspec examples --backend MODULE:FACTORY``: runs every example against a backend.
-- ``memspec repro FILE``: replays a saved failing interleaving and prints it as a timeline
-  (exit 1 when the failure reproduces, 0 when it does not).
-- ``memspec hermes``, ``memspec matrix``, ``memspec sweep``: real Hermes releases from the
-  package index, a clause matrix of several backends, a release timeline (cli_hermes.py).
-
-Exit status: 0 when nothing failed, 1 when something did, 2 for a usage error.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

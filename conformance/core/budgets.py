@@ -1,38 +1,7 @@
 """Check budgets: the longest each check may run under each profile, and how a check is held
 to it.
 
-Every named check has a budget per profile, declared here and nowhere else: :data:`BUDGETS`
-has one row per check id, seconds under ``smoke``, ``ci`` and ``thorough``. The profile carries
-its column (``Profile.budgets``), so a check never looks its budget up by a profile's name.
-
-Under a profile of fixed work (``smoke``, ``ci``: derandomized) a check does all its work —
-every example, schedule and crash state the profile sizes — however slow the machine, so a
-busy CI runner gets the verdicts of a quiet laptop; the harness stops it only at
-:data:`HANG_GUARD` times its budget, as hung, and says so. Under ``thorough`` the budget is the
-time a check hunts for. A check ends at its budget in one of two ways, and its verdict says
-which:
-
-- **Its search stops itself** (under fixed work, only while shrinking a failure it found).
-  A Hypothesis search (examples and shrinking, through ``core/search.py``) asks its
-  :class:`Allowance` whether :data:`SEARCH_SHARE` of the
-  budget is spent and stops there, leaving the rest for the final replay, the judging and the
-  clean-up. A search that found a failure reports that failure (saying when shrinking was cut
-  short, so the example may not be minimal); one that found none ends with
-  :class:`BudgetSpent`, naming what it covered.
-- **The harness stops it.** :func:`enforced` interrupts a check that is still running at its
-  whole budget with :class:`BudgetSpent`, which names the budget and the figures the check had
-  reported by then (schedules run, states judged, ...). This is how a search without
-  Hypothesis (the preemption-bounded exploration, the crash states) is held to its budget.
-
-:class:`BudgetSpent` is a :class:`~memspec.conformance.core.registry.NotApplicable`: the check is
-reported as skipped, *not verified*, with that reason, never as a pass of something it did not
-explore. It is also a :class:`unittest.SkipTest`, which Hypothesis re-raises at once instead of
-shrinking it as if it were a failure of the backend.
-
-A worked example: the ``ci`` budget of ``interleavings.random_schedules`` is 60 s. Against a
-store that takes no lock, the first schedules fail within seconds and Hypothesis shrinks; at
-45 s (three quarters) shrinking stops, and the check fails on LOCK-3 with the smallest failing
-schedule found so far, noting that shrinking was cut at its budget.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

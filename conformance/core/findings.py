@@ -1,27 +1,7 @@
 """Findings: why a check stopped short of passing, as data (kind, blamed clause, reason), and
 what the verdicts add up to: the conformance level a backend reached.
 
-Every way a check can end other than passing is an exception under one root, :class:`Finding`,
-or a plain ``AssertionError`` (checks assert with messages that open with the clause they
-blame, ``"DRIFT-5: ..."``). :func:`verdict_of` turns the exception a check raised into the
-record's verdict, once, where the exception is still an object; the reports, the matrix, the
-sweep and the zoo read its fields and never parse failure text.
-
-The kinds:
-
-- ``violation``: the backend broke a clause. ``blamed`` names it when the failure says which
-  (a :class:`Violation`, or an assertion message opening with a clause id), else ``""``: the
-  failure counts against every clause the check cites. A check that went on after a failure
-  (:meth:`~memspec.conformance.core.registry.CheckContext.keep_going`) ends in
-  :class:`ClauseFailures`: its verdict lists every clause it found broken (``failures``), and
-  says whether the check ran to its end (``completed``), so that the clauses it cites and did
-  not find broken read as passed by it, not as "not verified".
-- ``defect``: the backend raised, hung, died or answered something that is not an answer
-  (:class:`~memspec.conformance.transport.backend.BackendDefect`); it blames CONTRACT-6.
-- ``harness-error``: memspec itself is wrong (a bug in a check, a broken install): never counted
-  against the backend.
-- ``unsupported``: the check does not apply (it needs a Python backend, or a feature the
-  backend does not claim, listed in ``missing_features``).
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

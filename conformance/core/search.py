@@ -2,27 +2,7 @@
 and the fence, tool and agent checks alike: settings from the profile, the seed, the example
 database, and the one-command reproduction every failure ends with.
 
-- Profile ``ci`` (derandomized): the same examples every run, no database. Its reproduction is
-  ``memspec certify --backend X -k ID``.
-- A randomized profile (``thorough``) with an example database (``CheckContext.database``: a
-  directory or ``redis://host:port/db``): every failing example is saved there, and every run,
-  on this machine or any other sharing the database, replays the saved ones first. The
-  reproduction is the same command with ``--profile thorough --hypothesis-db URL``.
-- A randomized profile without a database: a seed is drawn and named in the reproduction,
-  ``memspec certify --backend X -k ID --profile thorough --seed N``.
-- ``--seed N`` (any profile): Hypothesis runs from that seed. A seeded run neither reads nor
-  writes the database (Hypothesis's ``@seed`` turns it off), so it is exact on every machine.
-
-Keys in a shared database are namespaced by check id and backend label, so that examples found
-against one backend are replayed against that backend only.
-
-The search is bounded by the check's budget (:mod:`memspec.conformance.core.budgets`) with
-Hypothesis's own means: ``report_multiple_bugs=False`` ends the generation at the first failure,
-and :func:`~memspec.conformance.core.budgets.run_search` (a search watch wrapped around the test's
-body) stops the generation or the shrinking once the search has used its share of the budget,
-by raising a skip exception, which Hypothesis re-raises at once. A failure found by then is
-reported as it stood, saying that shrinking was cut; no failure ends the check as not verified,
-naming how many examples ran.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """The verdict of one clause for one backend, from the records of the checks that cite it.
 
-One function decides it, :func:`clause_verdict`, for every place that shows clause verdicts:
-the clause table of ``report.md`` and ``report.json``, the matrix of several backends and the
-timeline of a release sweep. It reads check records (a saved ``report.json`` is read into
-them), so a verdict can be computed again from a saved certification without running
-anything. The verdict is:
-
-- ``fail``: a check citing the clause failed (or failed as listed in an expected-failures file)
-  and did not blame another clause; the reason is that check's recorded reason.
-- ``skip``: the clause binds only a backend that claims a feature this one does not claim
-  (SPEC.md, "Scope"; with ``claimed`` given), whatever its checks did; or no citing check passed
-  or failed, **or** one was skipped because the backend does not claim a feature it needs. A
-  clause whose mechanism a backend lacks (no drift guard, no directory fsync) therefore never
-  reads as passed on the strength of its other checks (CONTRACT-20). A check skipped only
-  because it needs a Python backend (interposition) or the JSON Lines protocol does not demote
-  a pass; the reason notes it.
-- ``pass``: otherwise, when at least one citing check verified it: passed, or ran to its end
-  finding only other clauses broken (:func:`~memspec.conformance.core.findings.verifies_clause`).
-- ``n/a``: no check of the run cites the clause.
-
-A failure that blames another clause is not held against this one: the state machine cites
-twenty clauses, and when it stops on ``DRIFT-5`` the other nineteen were not shown to fail (nor
-to pass, by that check). A check that goes on after a failure blames every clause it found
-broken, and when it ran to its end, the clauses it cites and did not find broken pass by it. A
-harness error counts against no clause.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,38 +1,7 @@
 #!/usr/bin/env python3
 """memspec backend: the real memory tool of a Hermes build over JSON Lines.
 
-Runs inside a virtual environment where a distribution that ships Hermes' memory tool
-(hermes-agent, async-hermes-agent or a fork) is installed, with the Python standard library
-only: the wheel's top-level modules ``tools``, ``agent`` and ``utils`` stay in that environment
-and never meet the harness. One process serves
-one session of the backend contract (CONTRACT-12, -13): one JSON request per line on stdin, one
-answer per line on stdout, exit when stdin closes.
-
-    memspec certify --backend-cmd '/path/to/venv/bin/python backends/hermes/adapter.py'
-
-What is wrapped, and how faithfully:
-
-- Mutations go through ``tools.memory_tool.memory_tool(...)``, the entry point the agent's model
-  calls (its own argument checks included), on a ``MemoryStore`` opened with the session's
-  limits. The actions offered are read from the tool's own schema (``schema_actions``: the 0.22
-  line offers ``patch`` and no ``replace``). Its JSON answer is mapped to a contract code by
-  what the error text says (``classify``, rules on words, not on versions); a text no rule
-  reads is reported as an adapter gap on stderr (exit 3), never guessed.
-- ``load`` is ``MemoryStore.load_from_disk()``, ``entries`` its live ``memory_entries`` /
-  ``user_entries``, ``snapshot`` ``format_for_system_prompt(target)``, ``fence``
-  ``agent.memory_manager.build_memory_context_block(raw)`` — all byte for byte.
-- Anything Hermes raises escapes as a defect (CONTRACT-6): the traceback goes to stderr and the
-  process exits with status 1, which the harness reports with that stderr, as for
-  ``memspec serve``. Nothing is retried, caught or repaired here.
-- Features are claimed only for mechanisms the installed release has (``detect_features``): the
-  adapter adds no lock, no rename, no backup of its own, so a release without a mechanism cannot
-  pass the clauses that need it.
-
-Two adjustments, both outside the store's logic: ``tools.memory_tool.get_memory_dir`` (Hermes'
-own indirection for the profile directory) returns the session's root, and ``HERMES_HOME``
-points at a private empty directory, so the user's real ``~/.hermes`` (its config could turn on
-the write-approval gate) is never read. Hermes caps failed consolidation attempts per agent turn
-(#42405); each request is treated as one turn, so every refusal keeps its own message.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

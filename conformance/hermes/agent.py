@@ -1,48 +1,6 @@
 """memspec's ``agent`` ops served by a Hermes release's own agent (AGENT, PROV, FENCE-6).
 
-Runs beside :mod:`hermes_adapter`, inside the release's environment, with the standard library
-and the release's code only. What is driven, and how:
-
-- The agent is the release's ``run_agent.AIAgent``, built as a user would run it: its identity
-  is the session's ``base``, written to ``SOUL.md`` in its private ``HERMES_HOME`` (Hermes'
-  documented way to set the agent's identity), its only toolset is ``memory``, context files are
-  skipped, and its memory is the session's store, opened from ``config.yaml`` with the
-  session's limits. Its system prompt is what ``AIAgent`` builds (identity, Hermes' own guidance,
-  the store's snapshot blocks, a dated line) and nothing here edits it.
-- A turn is ``AIAgent.run_conversation(user, conversation_history=history)``: its prefetch, its
-  injection into the API copy of the user message and its stored messages are the release's.
-  The model is replaced at one seam: the agent's ``_interruptible_api_call`` records the API
-  messages it is given and answers the harness's reply, with no tool call (streaming off, as
-  the agent does itself for a provider that cannot stream). No network, no model.
-- The providers are :class:`ScriptedProvider`, a subclass of the release's ``MemoryProvider``,
-  added in order to the release's ``MemoryManager`` built as the agent builds it (its prefetch
-  thread or task and its timeout, its one-external-provider limit, its reserved tool names are
-  all its own); an unavailable one answers ``is_available()`` false and, as in the agent's
-  start, is never added. Their tools reach the agent's tool list through the release's
-  ``inject_memory_provider_tools``.
-- Rebuild points: ``new_session`` and ``resume`` start a new ``AIAgent`` (as a new or resumed
-  session does), with the history emptied or kept; ``compression`` calls the agent's
-  ``_invalidate_system_prompt`` — what the release runs after compressing. The compression itself
-  (a summary written by the model) is not driven: it needs a model.
-- The asyncio line (async-hermes-agent: ``run_conversation`` is an ``async def``, read from
-  ``run_agent.py`` with :mod:`ast`, :class:`Line`) is driven the same way, with what differs:
-  each session runs the release's coroutines to completion on one event loop of its own (the
-  manager's prefetch tasks and the agent's locks belong to it); the seam is ``async def
-  _execute_model_request(api_kwargs, ...)``, which its non-streaming call awaits and whose
-  answer it reads as the SDK's chat completion; the scripted provider's methods are
-  coroutines (the manager refuses any other) and a hang is ``asyncio.sleep``; the agent is
-  entered as ``async with AIAgent(...)`` enters it (``__aenter__``: its runtime, its tool
-  snapshot), after the provider tools are injected where the release injects them (at that
-  runtime boundary, before the snapshot, which keeps of them what it keeps). Its store is
-  loaded by the first turn's prologue, not by its constructor: the prompt answered at a start
-  is built after the store's own ``load_from_disk``, and the agent still loads it again at its
-  first turn, as it does. An agent left at ``new_session`` or ``resume`` is not closed
-  (``__aexit__`` shuts down the providers of the manager the next agent shares), as the
-  synchronous line's is dropped.
-
-Not driven: the session database (a resumed session restores its stored prompt from it), the
-gateway, compression's summary and, on the asyncio line, the agent's close; the answers never
-claim them.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

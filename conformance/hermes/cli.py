@@ -1,27 +1,6 @@
 """The ``hermes``, ``matrix`` and ``sweep`` subcommands of ``memspec`` (they print; see cli.py).
 
-- ``memspec hermes --package hermes-agent --version 0.19.0 --report DIR`` (or ``--wheel PATH``,
-  ``--source DIR`` for a local build): builds (or reuses) the build's cached virtual environment
-  and certifies its memory tool through the JSON Lines adapter; the output and exit status are
-  those of ``memspec certify``.
-- ``memspec matrix --out DIR [--backend M:F]... [--backend-cmd CMD]... [--hermes PKG==VER]...
-  [--from-report DIR]...``: certifies each backend (each in its own ``memspec certify``
-  process, reports under ``DIR/reports/``) or reads saved reports, and writes ``DIR/matrix.md``
-  and ``DIR/matrix.html``. Columns come in that order: saved reports, ``--backend``,
-  ``--backend-cmd``, ``--hermes``.
-- ``memspec sweep --package hermes-agent --from 0.13.0 --to 0.19.0 --out DIR``: certifies every
-  release of the package on the index in that range (then each ``--then PKG==VER``, a later
-  line's release), each in its own environment, and writes
-  ``DIR/timeline.md`` / ``timeline.html`` (for each clause, the release where its verdict
-  changed) beside the matrix of all releases.
-
-``matrix --page FILE`` and ``sweep --page FILE`` also write a results page (docs/results/):
-the same tables under a stamp naming the command, the date and the machine; the matrix page
-adds, for each failing clause, the line of :mod:`memspec.conformance.hermes.failure_notes` that
-explains it. With ``--page`` and no ``--out``, the reports go to a new temporary directory.
-
-``matrix`` and ``sweep`` exit 0 once their pages are written (failures of the backends are what
-the pages show), and 2 for a usage error or a backend that could not be started.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

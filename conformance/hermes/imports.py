@@ -1,38 +1,6 @@
 """What a Hermes distribution's memory tool needs, found from its own files (pure functions).
 
-A distribution *ships Hermes' memory tool* when its files hold ``tools/memory_tool.py``
-(:func:`memory_modules`); its name does not matter, so forks certify like the original. Its
-memory modules are that file and, where they exist, ``tools/memory_tool_store.py`` (the store,
-split out in the 0.22 line) and ``agent/memory_manager.py`` (the fence).
-
-What to install beside it is read from the code, never from a list of names:
-
-1. :func:`module_imports` parses a module with :mod:`ast` and returns the modules it imports
-   unconditionally. An import inside a ``try`` (Hermes' optional imports, which fall back when
-   they fail) or under ``if TYPE_CHECKING`` is optional and not followed.
-2. :func:`import_closure` follows those imports through the distribution's own modules: every
-   import of a memory module (at module level or inside a function: the tool runs them all),
-   and the module-level imports of every other module of the distribution that this reaches
-   (what runs when it is imported). Function-level imports count in the tool's modules
-   (:data:`TOOL_MODULES`), whose functions the adapter calls; ``agent/memory_manager.py`` is
-   only imported, for one function that imports nothing (its other functions reach the
-   agent's configuration and plugins, which the store never uses). It returns the top-level
-   names of the other modules imported, less the standard library.
-3. :func:`requirement_pins` keeps the distribution's own ``Requires-Dist`` lines that provide
-   those names (:func:`provides`), as written (their pins and markers kept, pip decides the
-   markers), and leaves out every extra. A name no line provides is returned as well, so the
-   caller can say so.
-
-For hermes-agent 0.19.0 this finds ``pyyaml==6.0.3`` (``utils.py`` imports ``yaml``); for
-async-hermes-agent 0.20.4.1 ``aiofiles`` too.
-
-The ``agent`` ops drive more of the release: ``run_agent.AIAgent`` (:data:`AGENT_MODULES`).
-:func:`agent_closure` follows them the same way, with every import of ``run_agent.py`` and of
-the modules of the ``agent`` package it reaches, wherever they stand (the driver runs their
-functions: the OpenAI client the agent builds is imported inside one), and the module-level
-imports of the other modules reached. For hermes-agent 0.19.0 that is ``openai``, ``httpx``,
-``requests``, ``yaml``, ``dotenv`` and ``fire`` (and ``concurrent_log_handler``, whose line
-holds on Windows only): 6 of its 30 ``Requires-Dist`` lines without an extra.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

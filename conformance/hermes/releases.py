@@ -1,26 +1,6 @@
 """Real Hermes releases as backends: a cached virtual environment per build, the adapter command.
 
-hermes-agent (its asynchronous rewrite async-hermes-agent, and every fork) installs top-level
-modules named ``tools``, ``agent`` and ``utils``. They must never be importable by the harness,
-so each build lives in a virtual environment of its own under the cache directory, and the
-harness reaches it only through the JSON Lines transport (CONTRACT-12): the command is that
-environment's Python running :mod:`memspec.conformance.hermes.adapter` by path, in isolated mode
-(``-I``), so neither side sees the other's modules.
-
-A build is a release on the package index (:class:`Release`, any distribution name) or a local
-wheel or source directory (:class:`LocalBuild`). Whatever its name, it is certified when it
-ships Hermes' memory tool, found by its files (:mod:`memspec.conformance.hermes.imports`). The
-environment holds it installed without its dependencies, plus the packages its memory modules
-import, found by reading them, at the versions its own ``Requires-Dist`` pins, and the packages
-the modules its ``agent`` ops drive import (``run_agent`` and the release's modules it reaches:
-:func:`~memspec.conformance.hermes.imports.agent_closure`), pinned the same way. The rest of
-its dependency set (a web server, image and crypto libraries, ...) is heavy and never reached.
-
-Cache: ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``, else ``~/.cache/memspec``;
-``--cache DIR`` overrides all three. A finished environment is marked by a ``memspec-ready`` file
-(JSON: what was installed); one being built is guarded by an ``flock`` so that parallel runs
-build it once. A local build's environment is named by the digest of its wheel's RECORD (the
-hashes of every file it installs), so a changed build gets a new environment.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

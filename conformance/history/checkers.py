@@ -1,35 +1,6 @@
 """Checkers of a concurrent history, cheapest first (LOCK-3, ATOMIC-2, ATOMIC-5, LIMIT-2, ...).
 
-A history (:mod:`memspec.conformance.history.history`) holds the mutations of several sessions and
-the ``read`` samples of a reader process. :func:`judge_history` runs four checkers over it, each a
-pure function, and returns what they found:
-
-1. ``acknowledged`` — every acknowledged entry is still there for every sample taken after the
-   acknowledgement until someone could have removed it (LOCK-3, ATOMIC-5), and no entry appears
-   that no invoked mutation could have written: none written by a refused one (CONTRACT-3,
-   LIMIT-3, BATCH-2), none before its mutation was invoked, none that nobody sent (ATOMIC-2).
-2. ``samples`` — every sample is a state the store could have been in: it decodes, it is not
-   empty or partial (it lacks an acknowledged entry that a later sample has again, ATOMIC-2),
-   it does not show a removed entry again (a lost remove, LOCK-3), an entry twice (LOCK-3),
-   both the old and the new text of a replace (REPLACE-1), part of a batch (BATCH-2), or
-   entries in an order no sequence of appends explains (LOCK-3).
-3. ``limits`` — no sample is over its limit, unless the file started over it and has not grown
-   since (LIMIT-2, LIMIT-4).
-4. ``linearizability`` — the whole history is linearizable against the spec model
-   (:mod:`memspec.conformance.history.spec_search` over
-   :mod:`memspec.conformance.history.linearizability`): the final word, which also judges every
-   refusal code.
-
-The first three are sound approximations of the fourth: whatever they report, no order of the
-mutations explains. They work on entries, never on a search, so they take time about linear in
-the size of the history, and their message names the entry, the sample and the operations involved.
-When one of them finds something, the search is skipped (it could only agree, slowly).
-
-They rest on one assumption that the generated programs
-(:mod:`memspec.conformance.history.programs`) keep and that the search does not need: a text that a
-mutation writes is written by no other mutation, so an entry in a sample names the operation that
-wrote it. Where a history breaks it (the same text written twice), the cheap checkers skip that
-entry rather than guess.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

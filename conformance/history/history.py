@@ -1,21 +1,6 @@
 """Histories of concurrent sessions, Jepsen-style, and the memory model that checks them.
 
-A history is a JSON Lines file of events, one object a line::
-
-    {"type": "invoke", "process": 0, "op": {"op": "add", "target": "memory", "content": "a"},
-     "time": 12.000131}
-    {"type": "ok", "process": 0, "op": {...}, "value": {"ok": true, "code": "OK"},
-     "time": 12.004017}
-
-``type`` is ``invoke``, then ``ok`` (the operation took effect), ``fail`` (it was refused with
-the code in ``value``) or ``info`` (its process was killed or timed out: it may or may not
-have happened). Times are the harness's monotonic clock in seconds. A ``read`` operation is a
-sample of the file by a reader process (``{"op": "read", "target": "memory"}``, value
-``{"entries": [...]}``, or ``{"unreadable": true}``).
-
-:func:`memory_model` turns the spec model into a
-:class:`~memspec.conformance.history.linearizability.Model` (LOCK-3: the mutations of one target are
-linearizable), partitioned by target.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

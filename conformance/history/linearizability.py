@@ -1,26 +1,6 @@
 """A linearizability checker for any model: Wing & Gong's search with Lowe's memoisation.
 
-The checker knows nothing about memory stores. A :class:`Model` says how one operation moves a
-state and whether an observed output is legal there; :func:`check_history` decides whether a
-concurrent history can be explained by some sequential order that respects real time.
-
-Intervals are closed: an operation that returned at time 3 and one invoked at time 3 are
-*concurrent*, because two clocks read at "the same" moment cannot tell which came first; only
-``ret < call`` orders two operations. An operation whose outcome is unknown (its process was
-killed, or it timed out: Jepsen's ``info``) has ``ret = inf``: it may take effect at any point
-after its call, or never.
-
-Worked example, a register written by two processes and read by a third::
-
-    p0: |--write 1--|
-    p1:      |--------write 2--------|
-    p2:                 |--read 1--|
-
-``read 1`` is legal (order ``write 2, write 1, read 1``), so the history is linearizable; had
-``write 1`` returned before ``write 2`` was invoked, ``read 1`` after both would be illegal.
-
-The verdict is ``ok``, ``illegal`` (with an :class:`Explanation` of the deepest point reached)
-or ``unknown`` when the search ran out of time — and ``unknown`` never reads as a pass.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

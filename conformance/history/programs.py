@@ -1,20 +1,6 @@
 """Generated session programs for the concurrency checks (LOCK-*, ATOMIC-*, LIMIT-*, BATCH-*).
 
-A program is what one session does in a concurrent run: a tuple of protocol request dicts,
-starting with ``{"op": "load"}``. :func:`generate_program` is pure (no I/O, no clock): the same
-process number, random generator state and count give the same program, so a failing run is
-repeated from its seed.
-
-Every entry a program writes carries a tag unique to its process and step, in brackets
-(``[p3.17]``; the items of a batch ``[p3.17.1]``), followed by a realistic note. The tag is the
-``old_text`` that later replaces and removes of that entry use: the closing bracket keeps
-``[p3.1]`` from matching inside ``[p3.17]``, so an ``old_text`` identifies exactly one entry
-(MATCH-1) and a checker can tell which operation wrote any entry it finds. A program only
-replaces and removes entries its own process wrote; it assumes its own writes succeeded, so an
-add that was refused (``E_LIMIT``) makes a later remove of that entry ``E_NOMATCH``: a refusal
-the model must explain too.
-
-:func:`limits_for` picks the limits of a run from its programs (see there).
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """The linearizability checker of :func:`~memspec.conformance.history.checkers.judge_history`
 (LOCK-3).
 
-It runs the generic search of :mod:`memspec.conformance.history.linearizability` with the spec model
-(:func:`memspec.conformance.history.history.memory_model`), made practical for long histories in two
-ways that keep its verdict:
-
-- the model's steps are memoised: a backtracking search asks the same step of the same state
-  many times, and each step parses the whole file;
-- each acknowledged mutation's interval is narrowed by the reader's samples
-  (:func:`effect_windows`). Eight sessions waiting for one lock are all pending at once, and
-  the search would otherwise try every order of them before each sample; the samples say when
-  each one's text appeared or went, so at most one or two remain candidates at any moment.
-
-A failure is explained with the recorded times: the longest legal prefix, the model state
-after it, each operation that cannot come next with what it observed against what the model
-allows, and a timeline of the sessions.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

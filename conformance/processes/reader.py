@@ -1,22 +1,6 @@
 """A reader process that samples a root's files while sessions write them (ATOMIC-2, LOCK-3).
 
-The reader runs in a process of its own (the worker context of
-:mod:`memspec.conformance.processes.workers`), so it samples truly in parallel with the sessions and
-never competes with the harness for its interpreter lock. It reads each target's file in turn, as
-fast as it can with a short pause between rounds, and stamps each read with ``time.monotonic()``
-right before opening the file and right after reading it: the system-wide clock the workers use too,
-so its samples and the sessions' operations form one history.
-
-The sessions should start only once it samples (a run whose first writes nobody saw is
-harder to check), so creating a :class:`Reader` waits for its first round of reads. It keeps
-the samples in memory, each distinct content once, and hands them over when it is
-stopped, so no pipe fills up while the harness is busy elsewhere. After the stop it reads each
-file once more: that last sample is the state the run left. Every wait has a timeout, and the
-process is always reaped (killed if it does not end in time)::
-
-    with Reader(root, ("memory", "user"), process=4) as reader:
-        results = run_together(jobs)
-        samples = reader.stop()   # history records: a read invoke and its ok, per sample
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
 """Store sessions in worker processes, with a Jepsen-style record of every operation.
 
-The concurrency, crash and fault checks (LOCK-*, CRASH-*, ATOMIC-*, READ-7) run store sessions
-in processes of their own, so that several sessions really race, so that a session can be killed
-with ``kill -9``, and so that the file-system calls of a Python backend can be interposed
-(:mod:`memspec.conformance.tamper.interpose`) without touching the harness process.
-
-A :class:`Job` names the backend (an ``InProcessBackend`` travels by its ``MODULE:FACTORY`` name;
-a ``CommandBackend``'s worker starts and drives the backend command), the root, the limits, the
-operations as protocol request dicts, and an optional interposition :class:`Plan`. The worker
-opens the session, waits at the start barrier if there is one, and then, for each operation,
-sends the harness an :class:`Invoked` message *before* sending the request and an
-:class:`Answered` one (``ok``/``fail``) with the answer after it; the messages are frozen
-dataclasses, pickled through the worker's pipe. A harness that kills the worker therefore knows
-which operation was in flight: that operation ends up ``info`` — it may or may not have happened
-— exactly as Jepsen records an operation whose client crashed::
-
-    with Worker(Job(backend, root, ({"op": "load"}, {"op": "add", "target": "memory",
-                                                      "content": "x"}))) as worker:
-        worker.wait_until(lambda w: w.invoked(1), timeout=5)
-        worker.kill()
-        result = worker.finish(timeout=5)
-    result.ops[1].type   # "ok" if the answer came back before the kill, else "info"
-
-Times are ``time.monotonic()`` taken by the harness's worker code right before the request and
-right after the answer (a system-wide clock on Linux and macOS, so records of different
-workers compare). Two harness steps are executed by the worker itself, never sent to the
-backend and never interposed: ``{"op": "put", "target": T, "hex": H}`` writes the bytes ``H``
-(``None`` deletes the file) as another writer would, and ``{"op": "observe"}`` answers
-``{"files": {name: hex}}`` for every regular file in the root.
-
-Every wait has a timeout: the start barrier, each receive, the deadline of a run, the reaping.
-A worker that outlives its deadline is killed (and so is its backend process); every worker is
-reaped before :meth:`Worker.finish` or the ``with`` block returns.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Chosen interleavings of concurrent sessions: run, judge, explore, render (LOCK-2, LOCK-3).
 
-A :class:`Program` is what a scheduled run does: the starting files, the limits and one
-operation list per session. :func:`execute` runs it on a fresh root under the deterministic
-scheduler (:mod:`memspec.conformance.schedule.schedule`) as a
-:data:`~memspec.conformance.schedule.schedule.Chooser` decides, with the harness sampling
-``MEMORY.md`` and ``USER.md`` after every step, and judges the resulting history against the spec
-model: every sample must be a state the store could have been in, every answer one the model allows,
-in some order of the mutations that respects the real-time order of the run (LOCK-3, ATOMIC-2).
-
-Two ways to pick schedules:
-
-- :func:`explore` enumerates them systematically with *preemption bounding* (as CHESS does):
-  the default schedule lets the running session go on until it ends or waits for a lock; each
-  alternative switches to another session at one decision. A bound of 1 covers "session A reads
-  the file, session B runs to its end, session A writes" — the lost update of a store that reads
-  before it locks — for every read of A; a bound of 2 covers every pair of switches.
-- any other :data:`~memspec.conformance.schedule.schedule.Chooser`: the random-schedule check of
-  :mod:`memspec.fuzz.interleavings` lets Hypothesis draw the switches, so that longer programs
-  get random schedules that shrink towards the fewest switches.
-
-:func:`render_interleaving` prints a run as a timeline, one column per session.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

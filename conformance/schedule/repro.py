@@ -1,32 +1,6 @@
 """Repro files: a failing interleaving saved so that ``memspec repro FILE`` replays it exactly.
 
-A repro file is one JSON object::
-
-    {"memspec": "repro", "version": 1,
-     "backend": "tests.backends.procs:open_no_lock",
-     "check": "interleavings.preemption_bounded_schedules",
-     "limits": {"memory": 2200, "user": 1375},
-     "files": {"memory": "7365656420656e747279", "user": null},
-     "sessions": [{"name": "p0", "operations": [{"op": "load"}, ...]}, ...],
-     "schedule": ["p1", "p1", "p0", ...], "seed": 4711,
-     "failure": {"checker": "acknowledged", "clause": "LOCK-3", "summary": "..."}}
-
-A command backend's repro names the command instead, and the directory it ran in (relative paths
-in the command mean what they meant there)::
-
-    {"memspec": "repro", "version": 1, "backend": null,
-     "backend_cmd": "node backends/node/memspec_backend.js", "cwd": "/home/me/memspec", ...}
-
-Its replay stops and resumes the backend's processes with strace
-(:mod:`memspec.conformance.tamper.stops`), so it needs strace where it replays.
-
-``files`` holds the bytes of each data file before the run (hex; ``null``: absent),
-``schedule`` the session chosen at each decision of the scheduler
-(:mod:`memspec.conformance.schedule.schedule`), ``seed`` the seed the operations were generated from
-(``null`` for fixed programs; replaying never needs it, the operations are in the file). Replaying
-runs the same sessions on a fresh root, granting the calls in the same order; a backend whose calls
-depend on anything but the interleaving (the clock, randomness that changes which files it touches)
-may *diverge*, which the replay reports.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """A deterministic scheduler for the file-system calls of concurrent sessions (LOCK-2, LOCK-3).
 
-Each session runs in a worker process whose interposed file-system calls wait for their turn
-(:mod:`memspec.conformance.processes.turns`). The scheduler lets exactly one worker make one call at
-a time: at every *decision* it looks at the workers parked before a call, asks a :data:`Chooser`
-which one goes, grants that worker its call and waits until the worker is parked again (before its
-next call) or has ended. So a run is a sequence of steps, one call each, and the list of choices —
-the *schedule* — fixes the interleaving: replaying the same schedule on the same program makes the
-same calls in the same order.
-
-A call that would block in the kernel must not be granted, or the run would stop being
-serialised. The scheduler therefore keeps a model of ``flock``/``lockf`` locks (by inode,
-learnt from the calls that succeeded): a worker parked at a lock request that another holder's
-lock would block is not *enabled*. If the model is wrong (a lock released by a call the
-interposition does not see), and every parked worker waits for a lock, the scheduler grants one
-anyway; a granted call that has not returned after :data:`STEP_TIMEOUT` seconds marks its worker
-*blocked* and the run goes on with the others (and is noted as not fully serialised).
-
-After every step the harness samples the files (it is not interposed), so a reader sees every
-intermediate state of the directory: a torn, empty or mixed file is caught at the very step
-that made it.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,42 +1,6 @@
 """Recorded file-system calls turned into the logical operations of :mod:`.persistence`.
 
-Two recorders produce the same *call records* (the dicts of
-:mod:`memspec.conformance.tamper.interpose`, recorded with ``Plan(data=True)``): the
-interposition layer, for a Python backend, and ``strace``, for a ``--backend-cmd`` backend, whose
-output :func:`calls_from_strace` parses. :func:`ops_from_calls` then reads the records of a
-session's mutations as :class:`~memspec.conformance.crash.persistence.Op` values. Both are pure.
-
-**Reading calls as operations.** An ``open`` that creates a name (``O_CREAT``, or a file mode
-``w``/``a``/``x``) on a name that was absent or named another inode is a ``create``; on an
-existing file, ``O_TRUNC`` (mode ``w``) is a ``truncate`` to 0. Writes carry their offset and
-bytes; a write through a *buffered* file object reaches the kernel only when the object is
-flushed or closed (or truncated), so it is issued there — and a buffered write never flushed is
-lost with the process. ``fsync``/``fdatasync`` of the directory is a ``dirsync``, of a file an
-``fsync``. Calls that failed change nothing; reads, locks and closes change no file. Only files
-directly in the root are modelled. After the last call of each acknowledged mutation comes an
-``ack``. A file system reuses the inode number of a deleted file for the next new one, so each
-create gives its inode a new identity (a negative number) that later calls on that number refer
-to.
-
-**strace.** The backend runs under ``strace -f -x -y -s N`` (:data:`STRACE_ARGUMENTS`), attached
-to it once it waits for its ``open`` line, or starting it
-(:func:`memspec.conformance.tamper.strace.strace_backend`): ``-f`` follows its threads and
-children, ``-y`` decorates every descriptor with its path, ``-x`` prints bytes as hex escapes.
-strace shows no inode numbers, so the parser follows names itself: the files of the root before
-the session keep their real inode numbers, every file a call creates gets a new negative one,
-and descriptors (shared by every traced process and thread; ``dup`` makes an alias) remember the
-inode, position and ``O_APPEND`` they were opened with. The backend's answers on standard output
-(``write`` to descriptor 1) mark where each request ends, as ALICE reads an application's
-messages to its user: the calls after the answer to request ``N`` belong to request ``N + 1``,
-and request ``N`` of the session is operation ``N - 1`` (request 0 is the protocol's ``open``).
-
-**Tampering.** :func:`read_strace` also says, for each record, which invocation it was —
-``details["strace"]``: the thread id, the system call and its ordinal among that thread's calls
-of that system call (``nth``, from 1, counted over every traced line, in the root or not), and
-the thread's next traced call — which is what ``strace -e inject=SYSCALL:...:when=N`` counts
-(:mod:`memspec.conformance.tamper.strace`). A call strace tampered with (``(INJECTED)``) carries
-``effect`` (the errno name), and a call at which its thread was killed by ``SIGKILL`` the effect
-``kill``; :data:`STRACE_FAULT_ARGUMENTS` adds the reads and locks to the traced calls.
+More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,66 +1,6 @@
 """Interposition of the file-system calls a Python backend makes, inside one worker process.
 
-The crash, fault and durability checks (ATOMIC-*, CRASH-*, READ-7) and, later, the concurrency
-scheduler and the crash-state generator need to see — and sometimes break — the individual
-file-system calls of one mutation. :class:`Interposer` replaces module attributes with wrappers
-that report each call to a :class:`Hook` before and after the real call. A hook may record the
-call, raise an ``OSError`` instead of making it, or kill the process right before or after it.
-:class:`PlanHook` does all three from a picklable :class:`Plan`; a scheduler brings its own hook.
-
-It is installed by :mod:`memspec.conformance.processes.workers` in a worker process only — never in
-the harness process, whose own file I/O must stay untouched.
-
-**What is interposed.** These attributes are replaced while installed (the originals are put
-back by :meth:`Interposer.uninstall`):
-
-=================================  ===========================================================
-attribute                          call name in the trace (path judged)
-=================================  ===========================================================
-``os.open``                        ``open`` (the path argument; ``dir_fd`` honoured)
-``os.read``, ``os.pread``          ``read`` (the fd's path)
-``os.write``, ``os.pwrite``        ``write``, ``pwrite``
-``os.fsync``, ``os.fdatasync``     ``fsync``, ``fdatasync`` (the fd's path; the directory
-                                   itself when a directory is synced)
-``os.ftruncate``                   ``ftruncate``
-``os.replace``, ``os.rename``      ``replace``, ``rename`` (the destination; the source is in
-                                   ``details["source"]``)
-``os.unlink``, ``os.remove``       ``unlink``
-``os.close``                       ``close``
-``fcntl.flock``, ``fcntl.lockf``   ``flock``, ``lockf`` (``details["operation"]``, e.g.
-                                   ``LOCK_EX``)
-``io.open`` (= ``builtins.open``)  ``open`` with ``details["via"] == "file"``; the file object
-                                   returned is wrapped so that its ``read``, ``readinto``,
-                                   ``readline``, ``readlines``, iteration, ``write``,
-                                   ``writelines``, ``flush``, ``truncate`` and ``close``
-                                   (also through ``with``) are reported as ``read``, ``write``,
-                                   ``flush``, ``ftruncate`` and ``close``
-=================================  ===========================================================
-
-``pathlib.Path.open``/``read_bytes``/``write_text``/``replace``/``unlink``, ``os.fdopen`` and
-``tempfile.mkstemp`` go through these attributes and are seen too. A path given as a file
-descriptor is resolved through ``/proc/self/fd/N`` at the time of the call, so a write to a
-temp file is reported under the temp's name even after a later rename.
-
-**Data.** A plan with ``data`` (:class:`Plan`) also records what a crash-state generator needs
-to replay the calls: the bytes each write hands over and their offset (the descriptor's position
-before ``os.write``, ``pwrite``'s offset, the file object's ``tell()``), truncation sizes, and the
-inode number of every file acted on (``os.fstat``/``os.lstat``, which are not interposed), so
-that renames and unlinks can be followed; each record then carries ``error``.
-
-**Which calls count.** Only calls on the store's root are reported: the root directory itself
-(kind ``dir``), ``MEMORY.md``/``USER.md`` (``data``), ``MEMORY.md.lock``/``USER.md.lock``
-(``lock``), ``MEMORY.md.bak.*``/``USER.md.bak.*`` (``backup``) and any other file in the root
-or below it (``temp``: temp files and sidecars). Everything else passes straight through.
-
-**Limits.** Only Python code that looks these attributes up at call time is seen. Not seen:
-C extensions and the C library (``mmap``, a Rust or C store), names bound before installation
-(``from os import write``), ``_io.open``, ``shutil`` copies done with ``sendfile``, calls made
-by other processes — and so no ``--backend-cmd`` backend is ever interposed (strace reaches
-its calls instead: :mod:`memspec.conformance.tamper.capability`). A buffered file object hands
-its data to the kernel at ``flush`` or ``close``, not at ``write``; the trace reports the
-Python-level calls, and a checker must read it that way. The file-object wrapper is a proxy,
-not an ``io`` subclass, so ``isinstance`` checks on it fail. Descriptors are resolved on Linux
-(``/proc``); elsewhere fd-based calls carry no path and are not reported.
+What is interposed, which calls count and the limits: docs/architecture.md ("Interposition").
 """
 
 from __future__ import annotations

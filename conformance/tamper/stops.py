@@ -3,55 +3,8 @@
 root and the scheduler resumes when it is its turn (:class:`StoppedProcess`), and a Python
 backend's worker (:class:`ParkedWorker`).
 
-A Python backend's calls are interposed (:mod:`memspec.conformance.processes.turns`): the worker
-parks *before* each call and the harness grants it. A process in another language cannot be
-interposed, so :class:`StoppedProcess` runs its session under strace (the options and the output
-parser of :mod:`memspec.conformance.tamper.strace` and :mod:`memspec.conformance.tamper.fstrace`)
-with two more options (:func:`stop_options`):
-
-- ``-P PATH`` for the root and the names a store keeps there (``MEMORY.md``, ``USER.md`` and
-  their ``.lock`` files): only calls on them are traced, so the interpreter's start-up and the
-  protocol's own pipe traffic never stop the process, and a uniquely named temp file — which no
-  other session can see until its rename, traced by its target — is private;
-- ``-e inject=CALLS:signal=SIGSTOP`` on every one of those calls: strace sends the process
-  ``SIGSTOP`` as it enters the call; the call is made (it is not fatal, unlike ``SIGKILL``) and
-  the process stops on its way back to user code. strace reports it as
-  ``--- stopped by SIGSTOP ---``, which the harness reads from strace's output file, and the
-  harness's ``SIGCONT`` resumes it.
-
-So a command's *step* is "run up to and including the next call on the root", where an
-interposed worker's step is "make the parked call": the same unit, with the stop one call later.
-The scheduler (:func:`~memspec.conformance.schedule.schedule.run_scheduled`), the explorations,
-the judges and the repro files are those of the Python path; the granted call a step shows is
-the one strace printed. Two consequences, both harmless for the programs these checks run:
-
-- each session's first call on the root is made before the first decision (every program
-  starts with a ``load``, whose first call is a read-only open);
-- a lock call that would wait gets ``SIGSTOP`` pending on entry, so the kernel ends it with
-  ``ERESTARTSYS`` without taking the lock, and restarts it on ``SIGCONT``: that step *waited*, and
-  the session is not enabled again until another one has made a step (it may have released
-  the lock). A lock attempt that fails because the lock is taken (``EAGAIN`` from a
-  non-blocking ``flock``, ``EADDRINUSE`` from a ``bind``) waited too.
-
-**Locks off the root.** A store may lock something ``-P`` cannot name: a Unix socket bound in
-the abstract namespace (the Node.js backend: Node has no ``flock``), a lock file of another
-name. A session waiting for it would make no call strace stops at. So the scheduler first
-records one add of the backend (:func:`off_root_locks`, once per command), and where it locks
-off the root, it stops the process at every call that changes a file or takes a lock, wherever
-it is, with no ``-P``: the harness resumes at once those that are not scheduling points (the
-protocol's pipes, a temp file), and the scheduling points are the calls on the root and its
-names, as with ``-P``, and every lock call. Reads are not stopped at there: a read of the
-protocol's pipe that waits for the next request would be stopped and restarted without end.
-A waiting session's lock attempts are then steps that waited, and its schedule replays.
-
-Why stops and not ``delay_enter``: a delay orders calls only as long as the machine is not
-slower
-than the delay, which on a loaded 2-core CI runner it is; a stop orders them whatever the load,
-so a schedule replays exactly, as ``memspec repro`` needs.
-
-**Never hangs.** Every wait polls with a deadline; the backend runs in a process group of its
-own (with strace, where strace starts it), which :meth:`StoppedProcess.stop` kills
-with ``SIGKILL`` (stopped processes included) on every way out of a run.
+How a command's session is stopped at each call, locks off the root, and why stops and not
+delays: docs/architecture.md ("Stopped processes").
 """
 
 from __future__ import annotations

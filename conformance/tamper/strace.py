@@ -3,54 +3,8 @@
 and crash checks (READ-6, READ-7, ATOMIC-1, ATOMIC-3, ATOMIC-4, LOCK-1..3, CRASH-1..3), for a
 backend in any language.
 
-**One vocabulary.** A check states a fault once, as a
-:class:`~memspec.conformance.tamper.interpose.Fault` over a ``Match`` (call names ``open``,
-``read``, ``write``, ``fsync``, ``replace``, ``flock``...; kinds ``data``/``temp``/``lock``/
-``dir``; the operation index); the check's
-:class:`~memspec.conformance.tamper.capability.Tampering` carries it out by interposition for a
-Python backend and, through :func:`run_planned` and :func:`kill_planned`, by strace for a
-command. The strace output is read by
-:func:`~memspec.conformance.tamper.fstrace.read_strace` into the very same call records, whose
-call names are the interposition's — ``openat`` is ``open``, ``pread64`` is ``read``,
-``pwrite64`` is ``pwrite``, ``renameat2`` is ``replace``, an ``fcntl`` record lock is
-``lockf`` — so the match is applied to records, never to system-call names, and that mapping
-lives in the parser alone.
-
-**Calibrate, then inject.** strace tampers with the Nth invocation of one system call
-(``-e inject=write:error=ENOSPC:when=N``), counted per thread, over every path; a temp file's
-name is not known in advance, so a path filter (``-P``) cannot name it. So a run first records
-the job (strace, nothing injected) and finds the call the fault selects; its record says which
-invocation it was: thread, system call, ordinal ``nth`` among that thread's calls of that system
-call. The root is then put back byte for byte and the job runs again with ``when=nth``:
-
-- an error: ``inject=SYSCALL:error=ERRNO:when=N`` — the call is not made and fails;
-- ``kill-before``: ``inject=SYSCALL:signal=SIGKILL:when=N`` — strace sends the signal when the
-  call is entered, and the call is not made (measured with strace 6.1);
-- ``kill-after``: the same at the thread's *next* traced call, which the recording names: every
-  call that changes a file is traced, so nothing happens to the files in between. After a sync
-  (``fsync``, ``fdatasync``) the kill is made at the sync's own entry instead: a killed process
-  leaves the files as they were whether its sync ran or not (a sync decides only what survives
-  a power loss), and a sync's count, unlike that of the ``close`` or ``openat`` that follows it,
-  does not change with what the interpreter or runtime opens and closes for itself.
-
-strace counts per thread, so the Nth call of every thread is hit: a plan whose invocation
-another thread of the recording also reaches is refused (not applicable, with the reason). The
-injected run is verified from strace's own output — the ``(INJECTED)`` line, or the call at
-which the thread was killed, with its ``-y`` path and its operation — against the call the
-fault selected; when it landed elsewhere (a backend whose calls differ from run to run) the root
-is put back and both runs are repeated once, and then the check says the fault could not be
-placed instead of judging a run it did not plan. A failed run never leaves a wrong verdict.
-
-**Where interposition stays.** For a Python backend the checks keep interposing its ``os`` and
-``io`` calls in a worker process (:mod:`memspec.conformance.tamper.interpose`): it needs no
-ptrace (containers and CI runners often forbid it), acts in one run without calibration, sees
-Python-level buffered writes and flushes (a store that fsyncs before flushing its file object
-is named as such), and drives the deterministic scheduler of the interleaving checks.
-
-**Never hangs.** Every run is a worker with a deadline; the backend runs in a process group of
-its own (with strace, where strace starts it), which is killed when the run ends; an attached
-strace ends with its tracees. Output strace writes that
-the parser cannot read is a :class:`~memspec.conformance.core.registry.HarnessError`.
+One vocabulary with the interposition, calibrate-then-inject, and why it never hangs:
+docs/architecture.md ("strace runs").
 """
 
 from __future__ import annotations
