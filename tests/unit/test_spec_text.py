@@ -233,3 +233,20 @@ def test_main_leaves_the_callers_import_path_as_it_found_it(
     capsys.readouterr()
     assert sys.path == before
     assert os.environ["PYTHONPATH"] == "/elsewhere"
+
+
+def test_every_fence_clause_a_fence_check_judges_is_gated_by_fence() -> None:
+    # A backend that does not claim fence must not be held back from core by a fence clause
+    # (FENCE-7 states what CONTRACT-10's "made harmless" means).
+    from memspec.conformance.core.registry import all_checks
+    from memspec.spec.clauses import parse_clauses
+    from memspec.spec.examples import spec_text
+
+    clauses = {clause.id: clause for clause in parse_clauses(spec_text())}
+    judged = {
+        clause
+        for check in all_checks().values()
+        if check.features == ("fence",)
+        for clause in check.clauses
+    }
+    assert {c for c in judged if clauses[c].feature != "fence"} == set()
