@@ -177,7 +177,10 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
         put(ctx.root, "memory", external)
         first = _refused_with_backup(session, ctx, external, "on a foreign MEMORY.md")
         first.write_bytes(other)
-        sent = f"after the backup {first.name} was replaced by other bytes"
+        sent = (
+            f"with the name {first.name} taken by a file with other bytes (the check wrote "
+            "them: the store must keep that file and save the backup under another name)"
+        )
         second = _refused_with_backup(session, ctx, external, sent)
     # DRIFT-4: a backup is never overwritten by different content.
     assert read_or_none(first) == other and second != first, (
