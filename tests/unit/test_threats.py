@@ -288,10 +288,17 @@ def test_pathological_inputs_stay_fast() -> None:
     pieces = ["cat ", "ignore the ", "you are now ", "curl ", "$", "sk-a_", "act as ", "-----",
               "disregard ", "send ", "<!-- ", "<div style='", "cp ", "edit ", "add x ", "you must ",
               ". ", "translate ", "never ", "token='"]  # fmt: skip
-    started = time.perf_counter()
-    for piece in pieces:
-        find_threats(piece * (50_000 // len(piece)))
-    assert time.perf_counter() - started < 10
+    # Judged by growth, not by seconds, so that a busy machine does not fail it: four times the
+    # text takes about four times as long when the scan is linear, sixteen when it is quadratic.
+
+    def seconds(length: int) -> float:
+        started = time.perf_counter()
+        for piece in pieces:
+            find_threats(piece * (length // len(piece)))
+        return time.perf_counter() - started
+
+    short, long = seconds(12_500), seconds(50_000)
+    assert long < 8 * short + 0.5, (short, long)
 
 
 @given(st.text())
