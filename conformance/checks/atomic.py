@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.checks._disk import read_or_none
-from memspec.conformance.core.registry import CheckContext, HarnessError, check
+from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 

@@ -10,7 +10,8 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
-from memspec.conformance.core.registry import CheckContext, HarnessError, NotApplicable, check
+from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
 from memspec.conformance.tamper.capability import run_planned

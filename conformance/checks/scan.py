@@ -10,7 +10,8 @@ from contextlib import ExitStack
 from typing import Any
 
 from memspec.conformance.checks._disk import put
-from memspec.conformance.core.registry import CheckContext, HarnessError, check
+from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.codec import encode_entries
 from memspec.spec.corpora import ATTACKS, ORDINARY, CorpusItem

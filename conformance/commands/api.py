@@ -22,13 +22,9 @@ from memspec.conformance.commands.certify import (
     probe_backend,
     run_certification,
 )
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.profiles import resolve_profile
-from memspec.conformance.transport.backend import (
-    BackendDefect,
-    InProcessBackend,
-    UsageError,
-    factory_name,
-)
+from memspec.conformance.transport.backend import BackendDefect, InProcessBackend, factory_name
 
 __all__ = ["CertifyResult", "certify"]
 

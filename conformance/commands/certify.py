@@ -28,18 +28,20 @@ from typing import Any
 
 import pytest
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Level
 from memspec.conformance.core.locations import cache_dir, writable_dir
 from memspec.conformance.core.records import CheckRecord, level_of, summary_counts
+from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.suite.plugin import GivenBackend, read_expected_failures, recorder_key
-from memspec.conformance.transport.backend import Backend, InProcessBackend, UsageError
-from memspec.conformance.transport.jsonlines import DEFAULT_TIMEOUT, INVOCATION_DIR, CommandBackend
+from memspec.conformance.transport.backend import Backend, InProcessBackend
+from memspec.conformance.transport.jsonlines import INVOCATION_DIR, CommandBackend
 
 PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4
 PYTEST_INTERRUPTED = 2
 PYTEST_NO_TESTS = 5
-HARNESS_BUG_STATUS = 3
+HARNESS_BUG_STATUS = PYTEST_INTERNAL_ERROR
 """certify's exit status when memspec failed and the backend did not: pytest's own status for
 an internal error, which a harness error is."""
 
@@ -101,7 +103,7 @@ class CertifyResult:
 
 def make_backend(request: CertifyRequest) -> Backend:
     """Returns the backend the request names (raises UsageError)."""
-    timeout = request.timeout or DEFAULT_TIMEOUT
+    timeout = request.timeout or CALL_TIMEOUT
     named = [bool(request.backend), bool(request.backend_cmd), request.given is not None]
     if sum(named) != 1:
         raise UsageError("give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD")

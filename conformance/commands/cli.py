@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_options,
         positive_int,
     )
-    from memspec.conformance.transport.jsonlines import DEFAULT_TIMEOUT
+    from memspec.conformance.core.waits import CALL_TIMEOUT
 
     parser, commands = _top_parser()
     certify_cmd = commands.add_parser("certify", help="certify a backend against the whole harness")
@@ -385,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument(
         "--backend", metavar="MODULE:FACTORY", help="replay against this backend instead"
     )
-    add_options(repro.add_argument, (TIMEOUT,), defaults={"timeout": DEFAULT_TIMEOUT})
+    add_options(repro.add_argument, (TIMEOUT,), defaults={"timeout": CALL_TIMEOUT})
     repro.set_defaults(run=_cmd_repro)
     from memspec.conformance.hermes.cli import add_parsers
 
@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving = argv[:1] == ["serve"]
     if serving:
         keep_bytecode()  # before memspec's own modules load: each session is a new process
-    from memspec.conformance.transport.backend import UsageError
+    from memspec.conformance.core.errors import UsageError
 
     args = (serve_parser() if serving else build_parser()).parse_args(argv)
     try:

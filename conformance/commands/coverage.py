@@ -14,7 +14,7 @@ from typing import Any
 import coverage
 import pytest
 
-from memspec.conformance.transport.backend import UsageError
+from memspec.conformance.core.errors import UsageError
 
 
 def backend_source(spec: str) -> Path:

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.registry import Check, HarnessError
+from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.registry import Check
 from memspec.spec.clauses import CLAUSE_ID, Clause, parse_clauses
 from memspec.spec.examples import parse_examples
 

@@ -187,11 +187,11 @@ class Allowance:
         )
 
 
-def start_allowance(check_id: str, profile: Any) -> Allowance:
-    """Returns the allowance of check ``check_id`` under ``profile``, starting now."""
-    return Allowance(
-        check_id, profile.name, profile.budget(check_id), time.monotonic(), profile.derandomize
-    )
+def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -> Allowance:
+    """Returns the allowance of check ``check_id`` under ``profile`` (its budget there, or
+    ``seconds``), starting now; a derandomized profile's work is fixed."""
+    budget = profile.budget(check_id) if seconds is None else seconds
+    return Allowance(check_id, profile.name, budget, time.monotonic(), profile.derandomize)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memspec.conformance.core.profiles import DEFAULT_PROFILE, PROFILES
-from memspec.conformance.transport.jsonlines import DEFAULT_TIMEOUT
+from memspec.conformance.core.waits import CALL_TIMEOUT
 
 
 def positive_seconds(value: str) -> float:
@@ -80,7 +80,7 @@ PROFILE = Option(
 TIMEOUT = Option(
     "timeout",
     "SECONDS",
-    f"longest wait for one backend call; default {DEFAULT_TIMEOUT:g}",
+    f"longest wait for one backend call; default {CALL_TIMEOUT:g}",
     positive_seconds,
 )
 SEED = Option("seed", "N", "seed of the randomised checks (default: derandomised by profile)", int)

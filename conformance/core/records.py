@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import (
     ClauseFailure,
     Kind,
@@ -29,7 +30,7 @@ from memspec.conformance.core.findings import (
 )
 from memspec.conformance.core.registry import Figure
 from memspec.conformance.core.verdicts import clause_verdict
-from memspec.conformance.transport.backend import Backend, BackendDefect, UsageError
+from memspec.conformance.transport.backend import Backend, BackendDefect
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 

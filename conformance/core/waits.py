@@ -50,5 +50,5 @@ ATTACH_POLL = 0.001
 """How often a process's state is read while strace attaches to it."""
 PUMP_POLL = 0.25
 """Longest a worker's messages wait to be read while the harness waits for a condition."""
-REAP_POLL = 0.5
+READER_EXIT_GRACE = 0.5
 """How long the reader is given to exit after its samples, before it is killed."""

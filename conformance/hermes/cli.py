@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.core.options import (
     EXPECTED_FAILURES,
@@ -47,7 +48,6 @@ from memspec.conformance.hermes.releases import (
     index_versions,
     versions_between,
 )
-from memspec.conformance.transport.backend import UsageError
 
 CERTIFY_TIMEOUT = 7200.0
 USAGE = 2

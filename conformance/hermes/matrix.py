@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Level, conformance_level
 from memspec.conformance.core.records import CheckRecord
 from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
-from memspec.conformance.transport.backend import UsageError
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
 from memspec.spec.versions import installed_version

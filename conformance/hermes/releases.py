@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.hermes.imports import (
     MEMORY_TOOL,
     Needs,
@@ -30,7 +31,6 @@ from memspec.conformance.hermes.imports import (
     memory_modules,
     requirement_pins,
 )
-from memspec.conformance.transport.backend import UsageError
 
 PACKAGES = ("hermes-agent", "async-hermes-agent")  # the upstream lines; any fork certifies too
 PIP_TIMEOUT = 900.0

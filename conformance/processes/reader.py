@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import HarnessError
-from memspec.conformance.core.waits import REAP_POLL, REAP_TIMEOUT, START_TIMEOUT, STOP_TIMEOUT
+from memspec.conformance.core.waits import (
+    READER_EXIT_GRACE,
+    REAP_TIMEOUT,
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+)
 from memspec.conformance.processes.workers import process_context
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import FILENAMES
@@ -165,4 +170,4 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         if self._events is None:
             self._stop.set()
-            self._reap(REAP_POLL)
+            self._reap(READER_EXIT_GRACE)

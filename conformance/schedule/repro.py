@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.schedule.exploration import (
     Execution,
@@ -21,7 +22,7 @@ from memspec.conformance.schedule.exploration import (
     render_interleaving,
 )
 from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
-from memspec.conformance.transport.backend import InProcessBackend, UsageError
+from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.requests import OPS
 from memspec.spec.targets import TARGETS

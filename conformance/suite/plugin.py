@@ -26,18 +26,15 @@ from typing import Any
 
 import pytest
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Kind, Verdict, verdict_of
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.core.profiles import Profile, resolve_profile
 from memspec.conformance.core.records import CheckRecord, RunInfo, summary_counts, write_reports
 from memspec.conformance.core.registry import Figure
-from memspec.conformance.transport.backend import (
-    Backend,
-    BackendDefect,
-    InProcessBackend,
-    UsageError,
-)
-from memspec.conformance.transport.jsonlines import DEFAULT_TIMEOUT, CommandBackend
+from memspec.conformance.core.waits import CALL_TIMEOUT
+from memspec.conformance.transport.backend import Backend, BackendDefect, InProcessBackend
+from memspec.conformance.transport.jsonlines import CommandBackend
 
 MARKER = "memspec"
 
@@ -119,7 +116,7 @@ def _resolve(config: pytest.Config) -> Settings:
     module, command = option("--memspec-backend"), option("--memspec-backend-cmd")
     if module and command:
         raise UsageError("give --memspec-backend or --memspec-backend-cmd, not both")
-    timeout = option("--memspec-timeout") or DEFAULT_TIMEOUT
+    timeout = option("--memspec-timeout") or CALL_TIMEOUT
     if timeout <= 0:
         raise UsageError(f"--memspec-timeout must be positive seconds, got {timeout!r}")
     given: GivenBackend | None = config.pluginmanager.get_plugin(GIVEN_BACKEND)

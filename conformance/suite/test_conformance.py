@@ -6,13 +6,12 @@ Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each te
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
-from memspec.conformance.core.budgets import Allowance, enforced, run_within_budget
+from memspec.conformance.core.budgets import enforced, run_within_budget, start_allowance
 from memspec.conformance.core.examples import run_on_backend
 from memspec.conformance.core.findings import Mismatch, verdict_of
 from memspec.conformance.core.profiles import Profile
@@ -76,13 +75,7 @@ def test_example(
     request: pytest.FixtureRequest,
 ) -> None:
     """Runs one SPEC.md example on a fresh root, within the profile's budget of an example."""
-    allowance = Allowance(
-        example.id,
-        memspec_profile.name,
-        memspec_profile.example_budget,
-        time.monotonic(),
-        memspec_profile.derandomize,
-    )
+    allowance = start_allowance(example.id, memspec_profile, memspec_profile.example_budget)
     try:
         with enforced(allowance, {}):
             failure = run_on_backend(example, memspec_backend, memspec_root)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.registry import HarnessError, NotApplicable
+from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.core.waits import (
     ATTACH_POLL,
     ATTACH_TIMEOUT,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import backend_environment
 from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport import prestart
@@ -34,7 +35,6 @@ from memspec.conformance.transport.backend import (
     InProcessBackend,
     InProcessSession,
     Runs,
-    UsageError,
     check_answer,
     request_problem,
 )
@@ -42,8 +42,6 @@ from memspec.spec import codes
 from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
-DEFAULT_TIMEOUT = CALL_TIMEOUT
-"""The default of ``--timeout``: one backend call."""
 STDERR_TAIL = 20
 _EOF = object()
 
@@ -221,7 +219,7 @@ class CommandBackend:
     """
 
     command: str
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = CALL_TIMEOUT
     cwd: str = field(default_factory=invocation_dir)
     prestart: bool = True
     started: Callable[[subprocess.Popen[str]], None] | None = None

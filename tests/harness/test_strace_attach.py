@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.registry import HarnessError
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.tamper import strace as tamper
 from memspec.conformance.tamper.fstrace import STRACE_FAULT_ARGUMENTS, read_strace
 from memspec.conformance.tamper.strace import attach_strace, strace_backend, strace_problem

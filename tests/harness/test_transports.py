@@ -15,14 +15,10 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.commands import cli
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import PYTHONPATH_ADDED, backend_environment
 from memspec.conformance.transport import prestart
-from memspec.conformance.transport.backend import (
-    BackendDefect,
-    InProcessBackend,
-    UsageError,
-    check_answer,
-)
+from memspec.conformance.transport.backend import BackendDefect, InProcessBackend, check_answer
 from memspec.conformance.transport.jsonlines import CommandBackend, handle_line, serve
 
 REFERENCE = "memspec.reference_impl:open_store"

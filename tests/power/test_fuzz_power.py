@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.registry import CheckContext, HarnessError, all_checks
+from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.fuzz.oracle import allowed_answers

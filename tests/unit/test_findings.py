@@ -16,6 +16,7 @@ from hypothesis.errors import FlakyFailure
 from memspec.conformance.core.findings import (
     ClauseFailure,
     ClauseFailures,
+    HarnessError,
     Kind,
     Mismatch,
     Refusal,
@@ -28,7 +29,7 @@ from memspec.conformance.core.findings import (
     verifies_clause,
 )
 from memspec.conformance.core.records import CheckRecord, Status
-from memspec.conformance.core.registry import Check, CheckContext, HarnessError, NotApplicable
+from memspec.conformance.core.registry import Check, CheckContext, NotApplicable
 from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
 from memspec.conformance.transport.backend import BackendDefect
 
