@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from os import PathLike
+from pathlib import Path
 from typing import Any
 
 from memspec.conformance.commands.certify import (
@@ -23,8 +24,12 @@ from memspec.conformance.commands.certify import (
     run_certification,
 )
 from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.profiles import resolve_profile
-from memspec.conformance.transport.backend import BackendDefect, InProcessBackend, factory_name
+from memspec.conformance.core.settings import make_settings
+from memspec.conformance.transport.backend import (
+    BackendDefect,
+    InProcessBackend,
+    factory_name,
+)
 
 __all__ = ["CertifyResult", "certify"]
 
@@ -61,29 +66,30 @@ def certify(
     Raises UsageError for a bad argument; a backend that cannot be opened is a result with
     status 2 and the reason in its notes.
     """
-    resolve_profile(profile)
     if workers is not None and str(workers) != "auto" and not str(workers).isdigit():
         raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")
-    if timeout is not None and not timeout > 0:
-        raise UsageError(f"timeout must be positive seconds, got {timeout!r}")
     name, given = _backend_name(backend, timeout)
-    request = CertifyRequest(
+    settings = make_settings(
+        base=Path.cwd(),
         backend=name,
         backend_cmd=backend_cmd,
+        given=given,
         profile=profile,
-        report=str(report) if report is not None else None,
-        expected_failures=str(expected_failures) if expected_failures is not None else None,
-        workers=str(workers) if workers else None,
         timeout=timeout,
         seed=seed,
-        verbose=verbose,
-        select=select,
+        report=report,
+        expected_failures=expected_failures,
         hypothesis_db=hypothesis_db,
+    )
+    request = CertifyRequest(
+        settings,
+        workers=str(workers) if workers else None,
+        select=select,
+        verbose=verbose,
         keep_temp=keep_temp,
-        given=given,
     )
     try:
-        probe_backend(request)
+        request = probe_backend(request)
     except BackendDefect as defect:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
         return CertifyResult(2, counts, [], [f"the backend could not be started: {defect}"])

@@ -32,10 +32,9 @@ from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Level
 from memspec.conformance.core.locations import cache_dir, writable_dir
 from memspec.conformance.core.records import CheckRecord, level_of, summary_counts
-from memspec.conformance.core.waits import CALL_TIMEOUT
-from memspec.conformance.suite.plugin import GivenBackend, read_expected_failures, recorder_key
-from memspec.conformance.transport.backend import Backend, InProcessBackend
-from memspec.conformance.transport.jsonlines import INVOCATION_DIR, CommandBackend
+from memspec.conformance.core.settings import NAMELESS, ONE_BACKEND, Settings
+from memspec.conformance.suite.plugin import GivenSettings, recorder_key
+from memspec.conformance.transport.jsonlines import INVOCATION_DIR
 
 PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4
@@ -48,23 +47,15 @@ an internal error, which a harness error is."""
 
 @dataclass(frozen=True)
 class CertifyRequest:
-    """A CertifyRequest is everything ``memspec certify`` was asked to do."""
+    """A CertifyRequest is everything ``memspec certify`` was asked to do: the settings every
+    check sees, and how the run goes (processes, selection, coverage, output, temp files)."""
 
-    backend: str | None = None
-    backend_cmd: str | None = None
-    profile: str = "ci"
-    report: str | None = None
-    expected_failures: str | None = None
+    settings: Settings
     workers: str | None = None
-    timeout: float | None = None
-    seed: int | None = None
+    select: str | None = None
     coverage: bool = False
     verbose: bool = True
-    select: str | None = None
-    hypothesis_db: str | None = None
     keep_temp: bool = False
-    given: Backend | None = None
-    """A backend object to certify instead of a name (a factory that has no importable name)."""
 
 
 @dataclass
@@ -101,84 +92,69 @@ class CertifyResult:
         return line + (f" (failed: {', '.join(failed)})" if failed else "")
 
 
-def make_backend(request: CertifyRequest) -> Backend:
-    """Returns the backend the request names (raises UsageError)."""
-    timeout = request.timeout or CALL_TIMEOUT
-    named = [bool(request.backend), bool(request.backend_cmd), request.given is not None]
-    if sum(named) != 1:
-        raise UsageError("give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD")
-    if request.given is not None:
-        return request.given
-    if request.backend:
-        return InProcessBackend(request.backend, timeout)
-    return CommandBackend(str(request.backend_cmd), timeout)
-
-
-def probe_backend(request: CertifyRequest) -> None:
-    """Opens and closes one session on a scratch root (raises BackendDefect or UsageError)."""
-    backend = make_backend(request)
-    if request.expected_failures:
-        read_expected_failures(request.expected_failures)
-    if request.report:
+def probe_backend(request: CertifyRequest) -> CertifyRequest:
+    """Opens and closes one session on a scratch root, and returns the request with the
+    features the backend claims, read there: the checks open it no more before they run
+    (raises BackendDefect, or UsageError for a report directory that cannot be made)."""
+    settings = request.settings
+    if settings.backend is None:
+        raise UsageError(ONE_BACKEND)
+    if settings.report is not None:
         try:
-            Path(request.report).mkdir(parents=True, exist_ok=True)
+            settings.report.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise UsageError(
-                f"cannot create the report directory {request.report!r}: {error.strerror or error}"
+                f"cannot create the report directory {str(settings.report)!r}: "
+                f"{error.strerror or error}"
             ) from None
     with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
-        backend.open(Path(scratch)).close()
+        session = settings.backend.open(Path(scratch))
+        try:
+            features = frozenset(session.features)
+        finally:
+            session.close()
+    return replace(request, settings=settings.with_features(features))
+
+
+SUITE = Path(__file__).resolve().parents[1] / "suite"
+"""The folder of the suite certify runs (``memspec.conformance.suite``), pytest's root."""
 
 
 class _Tally:
-    """Keeps hold of the pytest config so the records can be read after the run, and gives the
-    run back the user's working directory as soon as pytest has read where it was started."""
+    """Keeps hold of the pytest config so the records can be read after the run, and has pytest
+    show each check by its id (``test_conformance.py::test_check[AREA/id]``) rather than by
+    the suite's path from the user's directory. No directory is changed: every path of the
+    run's settings is absolute already, and pytest goes back to where it started."""
 
-    def __init__(self, home: str) -> None:
-        self.home = home
+    def __init__(self) -> None:
         self.config: pytest.Config | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
-        os.chdir(self.home)
+        config.cwd_relative_nodeid = _suite_relative  # type: ignore[method-assign]
+
+
+def _suite_relative(nodeid: str) -> str:
+    """A node id as pytest shows it: relative to the suite's folder, its root."""
+    return nodeid
 
 
 def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list[str]:
     """Returns the pytest command line that certifies the request's backend."""
-    suite = Path(__file__).resolve().parents[1] / "suite"
-    args = ["-c", str(ini), "--rootdir", str(suite), "-p", "no:cacheprovider"]
+    args = ["-c", str(ini), "--rootdir", str(SUITE), "-p", "no:cacheprovider"]
     args += ["--basetemp", str(basetemp)]
     for plugin in PLUGINS:
         args += ["-p", plugin]
     # The memspec command imported the plugin before pytest could rewrite its asserts: it has none.
     args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    args += [
-        "--pyargs",
-        "memspec.conformance.suite",
-        "--memspec-profile",
-        request.profile,
-        "--tb=short",
-        "-rfE",
-    ]
-    if request.backend:
-        args += ["--memspec-backend", request.backend]
-    elif request.backend_cmd:
-        args += ["--memspec-backend-cmd", request.backend_cmd]
+    args += ["--pyargs", "memspec.conformance.suite", "--tb=short", "-rfE"]
     args.append("-v" if request.verbose else "-q")
-    if request.timeout is not None:
-        args += ["--memspec-timeout", str(request.timeout)]
-    if request.seed is not None:
-        args += ["--memspec-seed", str(request.seed)]
-    if request.expected_failures:
-        args += ["--memspec-expected-failures", request.expected_failures]
-    if request.report:
-        report = Path(request.report)
-        args += ["--memspec-report", str(report), "--junitxml", str(report / "junit.xml")]
+    report = request.settings.report
+    if report is not None:
+        args += ["--junitxml", str(report / "junit.xml")]
     if request.select:
         args += ["-k", request.select]
-    if request.hypothesis_db:
-        args += ["--memspec-hypothesis-db", request.hypothesis_db]
     if request.workers and not request.coverage:
         # worksteal: a worker that runs out of checks takes pending ones from the others,
         # instead of idling while another still has a queue (the checks differ a hundredfold).
@@ -186,30 +162,15 @@ def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list
     return args
 
 
-def _absolute_paths(request: CertifyRequest) -> CertifyRequest:
-    """Returns the request with its file arguments made absolute (certify changes directory)."""
-    return replace(
-        request,
-        report=str(Path(request.report).absolute()) if request.report else None,
-        expected_failures=(
-            str(Path(request.expected_failures).absolute()) if request.expected_failures else None
-        ),
-        hypothesis_db=(
-            request.hypothesis_db
-            if not request.hypothesis_db or "://" in request.hypothesis_db
-            else str(Path(request.hypothesis_db).absolute())
-        ),
-    )
-
-
 def start_coverage(request: CertifyRequest) -> Any:
     """Starts measuring the backend for ``--coverage`` (before anything imports it)."""
     from memspec.conformance.commands.coverage import BackendCoverage
 
-    if not request.backend:
+    address = request.settings.backend.address() if request.settings.backend else None
+    if address is None or not address.factory:
         raise UsageError("--coverage measures Python backends only (--backend)")
-    request = _absolute_paths(request)
-    return BackendCoverage(str(request.backend), request.report)
+    report = request.settings.report
+    return BackendCoverage(address.factory, str(report) if report else None)
 
 
 PLUGINS = ("memspec", "xdist.plugin", "_hypothesis_pytestplugin")
@@ -274,22 +235,16 @@ def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyR
 
     ``measured`` is the :func:`start_coverage` of a ``--coverage`` run.
     """
-    here = os.getcwd()
-    tally = _Tally(here)
+    tally = _Tally()
     plugins: list[Any] = [tally]
     notes: list[str] = []
     if measured is not None:
         plugins.append(measured)
         if request.workers:
             notes.append("--coverage runs the checks in one process: -n was ignored")
-    if request.given is not None:
-        if request.workers:
-            raise UsageError(
-                "a factory with no importable name (a lambda, or a function defined inside "
-                "another) runs in one process: define it at module level to use workers"
-            )
-        plugins.append(GivenBackend(request.given))
-    request = _absolute_paths(request)
+    if request.settings.nameless and request.workers:
+        raise UsageError(NAMELESS)
+    plugins.append(GivenSettings(request.settings))
     scratch = Path(tempfile.mkdtemp(prefix="memspec-certify-"))
     output = io.StringIO()
     try:
@@ -297,12 +252,8 @@ def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyR
         ini.write_text("[pytest]\n", encoding="utf-8")
         quiet = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(output)
         with run_environment(scratch), quiet:
-            # pytest names checks by their ids (not by paths) when started from the suite's
-            # folder; _Tally goes back to the user's directory before anything runs.
-            os.chdir(Path(__file__).resolve().parents[1] / "suite")
             code = int(pytest.main(pytest_arguments(request, ini, scratch / "pytest"), plugins))
     finally:
-        os.chdir(here)
         if request.keep_temp:
             notes.append(f"temporary files kept in {scratch}")
         else:
@@ -317,12 +268,13 @@ def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyR
         )
     if counts["xfailed"]:
         notes.append(
-            f"{counts['xfailed']} expected failure(s) as listed in {request.expected_failures}"
+            f"{counts['xfailed']} expected failure(s) as listed in "
+            f"{request.settings.expected_failures_file}"
         )
     if measured is not None:
         notes.extend(measured.notes)
-    if request.report:
-        notes.append(f"reports: {Path(request.report) / 'report.md'}, report.json, junit.xml")
+    if request.settings.report is not None:
+        notes.append(f"reports: {request.settings.report / 'report.md'}, report.json, junit.xml")
     status = _status(code, counts, records)
     if code == PYTEST_NO_TESTS:
         notes.append(

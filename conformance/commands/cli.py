@@ -199,6 +199,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from memspec.conformance.commands.certify import (
         CertifyRequest,
         probe_backend,
@@ -206,26 +208,31 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         start_coverage,
     )
     from memspec.conformance.core.profiles import DEFAULT_PROFILE
+    from memspec.conformance.core.settings import make_settings
     from memspec.conformance.transport.backend import BackendDefect
 
-    request = CertifyRequest(
+    settings = make_settings(
+        base=Path.cwd(),
         backend=args.backend,
         backend_cmd=args.backend_cmd,
         profile=args.profile or DEFAULT_PROFILE,
-        report=args.report,
-        expected_failures=args.expected_failures,
-        workers=args.workers,
         timeout=args.timeout,
         seed=args.seed,
+        report=args.report,
+        expected_failures=args.expected_failures,
+        hypothesis_db=args.hypothesis_db,
+    )
+    request = CertifyRequest(
+        settings,
+        workers=args.workers,
+        select=args.select,
         coverage=args.coverage,
         verbose=not args.quiet,
-        select=args.select,
-        hypothesis_db=args.hypothesis_db,
         keep_temp=args.keep_temp,
     )
     measured = start_coverage(request) if request.coverage else None
     try:
-        probe_backend(request)
+        request = probe_backend(request)
     except BackendDefect as defect:
         print(f"memspec: error: the backend could not be started: {defect}", file=sys.stderr)
         return 2

@@ -17,7 +17,6 @@ features the backend does not claim is skipped with the feature named (CONTRACT 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -29,43 +28,32 @@ import pytest
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Kind, Verdict, verdict_of
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
-from memspec.conformance.core.profiles import Profile, resolve_profile
+from memspec.conformance.core.profiles import Profile
 from memspec.conformance.core.records import CheckRecord, RunInfo, summary_counts, write_reports
 from memspec.conformance.core.registry import Figure
-from memspec.conformance.core.waits import CALL_TIMEOUT
-from memspec.conformance.transport.backend import Backend, BackendDefect, InProcessBackend
-from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.core.settings import Settings, make_settings
+from memspec.conformance.transport.backend import (
+    Backend,
+    BackendDefect,
+)
 
 MARKER = "memspec"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Settings are the plugin's options, resolved once (command line over ini)."""
-
-    backend: Backend | None
-    profile: Profile
-    timeout: float
-    seed: int | None
-    report: Path | None
-    expected_failures: frozenset[str]
-    spec_path: Path | None
-    features: frozenset[str] = field(default_factory=frozenset)
-    hypothesis_db: str | None = None
-
-
-GIVEN_BACKEND = "memspec-given-backend"
-"""The plugin name of a :class:`GivenBackend`."""
+GIVEN_SETTINGS = "memspec-given-settings"
+"""The plugin name of :class:`GivenSettings`."""
+WORKER_SETTINGS = "memspec_settings"
+"""The key of the settings in an xdist worker's ``workerinput``."""
 
 
 @dataclass(eq=False)
-class GivenBackend:
-    """A GivenBackend, passed to ``pytest.main`` as a plugin, names the backend to certify by
-    object instead of by option (``memspec.certify`` given a factory with no importable name).
+class GivenSettings:
+    """GivenSettings, passed to ``pytest.main`` as a plugin, are the settings ``memspec certify``
+    and ``memspec.certify()`` built, handed to the plugin as an object instead of as options.
     pytest registers a plugin object under its ``__name__``: the plugin finds it by that name."""
 
-    backend: Backend
-    __name__ = GIVEN_BACKEND
+    settings: Settings
+    __name__ = GIVEN_SETTINGS
 
 
 settings_key = pytest.StashKey[Settings]()
@@ -83,66 +71,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("memspec_spec", "a SPEC.md to certify against instead of the installed one")
 
 
-def read_expected_failures(path: str | None) -> frozenset[str]:
-    """Returns the ids listed in an expected-failures file (``#`` starts a comment)."""
-    if not path:
-        return frozenset()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read the expected-failures file {path!r}: {error}") from None
-    return frozenset(
-        line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()
-    )
-
-
-def hypothesis_database(location: str | None, base: Path) -> str | None:
-    """Returns the example database location to use: a ``redis://`` URL as given (the ``redis``
-    package must be installed), or a directory made absolute against ``base``."""
-    if not location:
-        return None
-    if location.startswith(("redis://", "rediss://", "unix://")):
-        if importlib.util.find_spec("redis") is None:
-            raise UsageError(
-                f"--memspec-hypothesis-db {location} needs the redis package: "
-                "pip install 'memspec[campaign]'"
-            )
-        return location
-    return str((base / location).absolute())
-
-
 def _resolve(config: pytest.Config) -> Settings:
+    """Returns the run's settings: those certify handed over (in an xdist worker, as data), or
+    the plugin's own options (``--memspec-*``) made into settings the same way."""
+    workerinput = getattr(config, "workerinput", {})
+    if WORKER_SETTINGS in workerinput:
+        return Settings.from_json(workerinput[WORKER_SETTINGS])
     option = config.getoption
     module, command = option("--memspec-backend"), option("--memspec-backend-cmd")
-    if module and command:
-        raise UsageError("give --memspec-backend or --memspec-backend-cmd, not both")
-    timeout = option("--memspec-timeout") or CALL_TIMEOUT
-    if timeout <= 0:
-        raise UsageError(f"--memspec-timeout must be positive seconds, got {timeout!r}")
-    given: GivenBackend | None = config.pluginmanager.get_plugin(GIVEN_BACKEND)
-    if given and (module or command):
-        raise UsageError("a backend was given by object: pass no --memspec-backend option")
-    backend: Backend | None = given.backend if given else None
-    if module:
-        backend = InProcessBackend(module, timeout)
-    elif command:
-        backend = CommandBackend(command, timeout)
-    spec = config.getini("memspec_spec")
-    report = option("--memspec-report")
-    profile = resolve_profile(option("--memspec-profile"))
-    database = option("--memspec-hypothesis-db")
-    if not database and report and not profile.derandomize:
-        database = str(Path(report) / "hypothesis")
-    return Settings(
-        backend=backend,
-        profile=profile,
-        timeout=timeout,
+    given: GivenSettings | None = config.pluginmanager.get_plugin(GIVEN_SETTINGS)
+    if given is not None:
+        if module or command:
+            raise UsageError("the settings were given by object: pass no --memspec-backend option")
+        return given.settings
+    return make_settings(
+        base=config.invocation_params.dir,
+        backend=module,
+        backend_cmd=command,
+        require_backend=False,
+        profile=option("--memspec-profile"),
+        timeout=option("--memspec-timeout"),
         seed=option("--memspec-seed"),
-        report=Path(report) if report else None,
-        expected_failures=read_expected_failures(option("--memspec-expected-failures")),
-        spec_path=Path(spec) if spec else None,
-        hypothesis_db=hypothesis_database(database, config.invocation_params.dir),
+        report=option("--memspec-report"),
+        expected_failures=option("--memspec-expected-failures"),
+        hypothesis_db=option("--memspec-hypothesis-db"),
+        spec_path=config.getini("memspec_spec") or None,
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Hands the settings to an xdist worker, as data (xdist's hook, called on the controller)."""
+    node.workerinput[WORKER_SETTINGS] = memspec_settings(node.config).to_json()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -246,9 +206,13 @@ def memspec_backend(pytestconfig: pytest.Config) -> Backend:
 
 @pytest.fixture(scope="session")
 def memspec_features(
-    memspec_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+    memspec_backend: Backend, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> frozenset[str]:
-    """The features the backend claims (read from one session opened on a scratch root)."""
+    """The features the backend claims: those the start-up probe read, else read from one
+    session opened on a scratch root."""
+    probed = memspec_settings(pytestconfig).features
+    if probed is not None:
+        return probed
     session = memspec_backend.open(tmp_path_factory.mktemp("features"))
     try:
         return frozenset(session.features)

@@ -325,3 +325,19 @@ def test_run_environment_restores_what_it_changed(tmp_path: Path) -> None:
         assert os.environ[INVOCATION_DIR] == os.getcwd() and sys.dont_write_bytecode
     assert {name: os.environ.get(name) for name in before} == before
     assert tempfile.gettempdir() != str(tmp_path / "tmp")
+
+
+def test_certify_leaves_the_working_directory_where_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A command backend made after a certification runs where the user is (CONTRACT-12's
+    # command line resolves against it): the certification must not leave the process in the
+    # suite's folder, or anywhere else.
+    import memspec
+
+    monkeypatch.chdir(tmp_path)
+    result = memspec.certify(
+        "memspec.reference_impl:open_store", profile="smoke", select="read.unreadable_file"
+    )
+    assert result.counts["passed"] == 1, result.output
+    assert Path.cwd() == tmp_path

@@ -79,7 +79,7 @@ def test_without_a_backend_the_suite_skips(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--memspec-backend", REFERENCE, "--memspec-backend-cmd", "x"], "not both"),
+        (["--memspec-backend", REFERENCE, "--memspec-backend-cmd", "x"], "exactly one"),
         (["--memspec-backend", REFERENCE, "--memspec-profile", "huge"], "unknown profile"),
         (["--memspec-backend", REFERENCE, "--memspec-timeout", "-1"], "must be positive"),
         (["--memspec-backend", "nope:nope"], "cannot import backend module"),
