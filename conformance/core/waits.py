@@ -10,6 +10,9 @@ from __future__ import annotations
 
 CALL_TIMEOUT = 10.0
 """Longest wait for one answer of a backend (``--timeout``'s default)."""
+RELEASE_CALL_TIMEOUT = 60.0
+"""Longest wait for one answer of a Hermes release certified by ``memspec hermes``, ``matrix``
+or ``sweep``: its first agent op imports the agent, seconds on a quiet machine."""
 TRACED_CALL_TIMEOUT = 30.0
 """Longest wait for one answer of a backend running under strace, which is slower."""
 START_TIMEOUT = 30.0

@@ -27,6 +27,7 @@ from memspec.conformance.core.options import (
     add_options,
 )
 from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
 from memspec.conformance.hermes.failure_notes import NO_EXPLANATION, explain
 from memspec.conformance.hermes.matrix import (
     Change,
@@ -79,12 +80,15 @@ def _build(args: argparse.Namespace) -> Build:
     return _release(f"{args.package}=={args.version}" if args.version else args.package)
 
 
-def _certify_options(args: argparse.Namespace) -> list[str]:
+def _certify_options(args: argparse.Namespace, release: bool = False) -> list[str]:
+    """Returns certify's options for one backend: a Hermes ``release`` waits longer for an
+    answer unless ``--timeout`` says otherwise (its agent starts at the first agent op)."""
     options = ["--profile", args.profile]
     if args.workers:
         options += ["-n", args.workers]
-    if args.timeout:
-        options += ["--timeout", str(args.timeout)]
+    timeout = args.timeout or (RELEASE_CALL_TIMEOUT if release else None)
+    if timeout:
+        options += ["--timeout", str(timeout)]
     return options
 
 
@@ -248,7 +252,7 @@ def _cmd_hermes(args: argparse.Namespace) -> int:
     from memspec.conformance.commands.cli import main
 
     command = hermes_command(_build(args), args.cache, args.python)
-    argv = ["certify", "--backend-cmd", command, *_certify_options(args)]
+    argv = ["certify", "--backend-cmd", command, *_certify_options(args, release=True)]
     for flag, value in (
         ("--report", args.report),
         ("--expected-failures", args.expected_failures),
@@ -275,16 +279,16 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     out = _out(args)
     options = _certify_options(args)
     columns = [Column.load(Path(directory)) for directory in args.from_report]
-    backends: list[tuple[str, list[str]]] = [(s, ["--backend", s]) for s in args.backend]
-    backends += [(c, ["--backend-cmd", c]) for c in args.backend_cmd]
+    backends = [(s, ["--backend", s], options) for s in args.backend]
+    backends += [(c, ["--backend-cmd", c], options) for c in args.backend_cmd]
     for text in args.hermes:
         release = _release(text)
         command = hermes_command(release, args.cache, args.python)
-        backends.append((release.label, ["--backend-cmd", command]))
+        backends.append((release.label, ["--backend-cmd", command], _certify_options(args, True)))
     if not columns and not backends:
         raise UsageError("name at least one backend or --from-report DIR")
-    for name, backend in backends:
-        columns.append(_certified_column(backend, out / "reports" / _slug(name), options))
+    for name, backend, chosen in backends:
+        columns.append(_certified_column(backend, out / "reports" / _slug(name), chosen))
     matrix = Matrix.build(columns)
     _write(out / "matrix.md", render_markdown(matrix))
     _write(out / "matrix.html", render_html(matrix))
@@ -318,7 +322,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                 columns.append(column)
                 continue
         command = hermes_command(release, args.cache, args.python)
-        _certified_column(["--backend-cmd", command], report, _certify_options(args))
+        _certified_column(["--backend-cmd", command], report, _certify_options(args, True))
         columns.append(Column.load(report, label))
     matrix = Matrix.build(columns)
     changes = timeline(matrix)
