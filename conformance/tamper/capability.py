@@ -19,12 +19,13 @@ from typing import Any, Protocol
 from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.processes.workers import Job, WorkerResult, run_session
 from memspec.conformance.tamper import strace
+from memspec.conformance.tamper.calls import CallRecord
 from memspec.conformance.tamper.interpose import Fault, Plan
 from memspec.conformance.tamper.stops import ParkedWorker, StoppedProcess
 from memspec.conformance.tamper.strace import Drive, Killed
 from memspec.conformance.transport.backend import Runs
 
-Recorded = tuple[list[dict[str, Any]], list[Any]]
+Recorded = tuple[list[CallRecord], list[Any]]
 """A session's call records (with the data a crash-state generator replays) and answers."""
 
 
