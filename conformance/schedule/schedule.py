@@ -17,6 +17,7 @@ from memspec.conformance.core.waits import START_TIMEOUT, STEP_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.capability import tampering
+from memspec.conformance.tamper.stops import Scheduled
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class _Locks:
                 del held[key]
 
 
-def _wake_waiters(scheduled: Sequence[Any], chosen: Any) -> None:
+def _wake_waiters(scheduled: Sequence[Scheduled], chosen: Scheduled) -> None:
     """After ``chosen`` made a step, a stopped command that waited for a lock may go again."""
     for item in scheduled:
         if item is not chosen and item.parked is not None and item.parked.would_block:
@@ -187,7 +188,7 @@ def run_scheduled(
     locks = _Locks()
     run = ScheduledRun([], [], [], [])
     end = time.monotonic() + deadline
-    scheduled: list[Any] = []
+    scheduled: list[Scheduled] = []
     traces = tempfile.TemporaryDirectory(prefix="memspec-stops-")
     try:
         scheduled = [tampering(job.backend).stopped(job, Path(traces.name)) for job in jobs]

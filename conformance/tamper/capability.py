@@ -21,7 +21,7 @@ from memspec.conformance.processes.workers import Job, WorkerResult, run_session
 from memspec.conformance.tamper import strace
 from memspec.conformance.tamper.calls import CallRecord
 from memspec.conformance.tamper.interpose import Fault, Plan
-from memspec.conformance.tamper.stops import ParkedWorker, StoppedProcess
+from memspec.conformance.tamper.stops import ParkedWorker, Scheduled, StoppedProcess
 from memspec.conformance.tamper.strace import Drive, Killed
 from memspec.conformance.transport.backend import Runs
 
@@ -58,7 +58,7 @@ class Tampering(Protocol):
         """Runs ``job`` (requests only) and returns what it recorded."""
         ...
 
-    def stopped(self, job: Job, directory: Path) -> Any:
+    def stopped(self, job: Job, directory: Path) -> Scheduled:
         """Returns ``job`` started under the scheduler, stopped at each call it decides at
         (:class:`~memspec.conformance.tamper.stops.ParkedWorker` or
         :class:`~memspec.conformance.tamper.stops.StoppedProcess`)."""

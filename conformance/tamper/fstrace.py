@@ -68,7 +68,7 @@ def ops_from_calls(
         by_op.setdefault(record.op, []).append(record)
     ops: list[Op] = []
     for number, index in enumerate(mutations):
-        pending: dict[int, list[Op]] = {}
+        pending: dict[int | None, list[Op]] = {}
         for step, record in enumerate(by_op.get(index, []), 1):
             ops += _ops_of(record, root, names, pending, identities, number, step)
         if index not in acknowledged:
@@ -97,7 +97,7 @@ def _ops_of(
     record: CallRecord,
     root: str,
     names: dict[str, int],
-    pending: dict[int, list[Op]],
+    pending: dict[int | None, list[Op]],
     identities: _Identities,
     mutation: int,
     step: int,
@@ -620,8 +620,10 @@ def _take_line(
 def _followed_by(records: list[CallRecord], index: int, following: tuple[str, int]) -> None:
     """Notes in the record at ``index`` the call its thread made next."""
     record = records[index]
-    invocation = replace(record.details.strace, next=following)
-    records[index] = replace(record, details=replace(record.details, strace=invocation))
+    invocation = record.details.strace
+    if invocation is not None:
+        details = replace(record.details, strace=replace(invocation, next=following))
+        records[index] = replace(record, details=details)
 
 
 def calls_from_strace(text: str, root: str, initial: Mapping[str, int]) -> list[CallRecord]:

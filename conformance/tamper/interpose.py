@@ -161,7 +161,7 @@ class PlanHook(Hook):
         self.op: int | None = None
         self.data = plan.data
         self._counts = [0] * len(plan.faults)
-        self._kill_after: set[int] = set()
+        self._kill_after: set[int | None] = set()
         self._pending: dict[int | None, CallRecord] = {}
 
     def before(self, call: CallRecord) -> None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from memspec.conformance.core.waits import REAP_TIMEOUT, SESSION_TIMEOUT, STRACE_POLL
 from memspec.conformance.processes.workers import (
@@ -150,6 +150,18 @@ NEXT = CallRecord("next", "")
 """What a stopped process is parked at: the call it makes next, not known yet."""
 
 
+class Locks(Protocol):
+    """What the scheduler's model of the locks learns from its sessions."""
+
+    def returned(self, worker: str, parked: Parked, failed: bool) -> None:
+        """The call ``worker`` was ``parked`` at returned (``failed`` or not)."""
+        ...
+
+    def ended(self, worker: str) -> None:
+        """``worker``'s session ended."""
+        ...
+
+
 class StoppedProcess:
     """One command-backend session under the scheduler, stopped by strace (module docs).
 
@@ -225,7 +237,7 @@ class StoppedProcess:
         in_root = os.path.dirname(path) == self.root and os.path.basename(path) in STORE_NAMES
         return call.name in LOCK_CALLS or path == self.root or in_root
 
-    def absorb(self, locks: Any) -> list[Returned]:
+    def absorb(self, locks: Locks) -> list[Returned]:
         """Takes the stops strace reported; returns the ``return`` records of granted steps."""
         self._read()
         returns = []
@@ -250,7 +262,7 @@ class StoppedProcess:
             locks.ended(self.name)
         return returns
 
-    def settle(self, locks: Any, timeout: float) -> list[Returned]:
+    def settle(self, locks: Locks, timeout: float) -> list[Returned]:
         """Waits until the process is stopped again or its session ended (or ``timeout``)."""
         deadline = time.monotonic() + timeout
         returns = []
@@ -302,7 +314,7 @@ class ParkedWorker:
         self.blocked = False
         self.gone = False
 
-    def absorb(self, locks: Any) -> list[Returned]:
+    def absorb(self, locks: Locks) -> list[Returned]:
         """Takes the worker's new turn records; returns the returns among them."""
         returns = []
         while self.seen < len(self.worker.turns):
@@ -319,7 +331,7 @@ class ParkedWorker:
             locks.ended(self.name)
         return returns
 
-    def settle(self, locks: Any, timeout: float) -> list[Returned]:
+    def settle(self, locks: Locks, timeout: float) -> list[Returned]:
         """Waits until the worker is parked or gone (or ``timeout``); returns its returns."""
         self.worker.wait_until(
             lambda worker: (
@@ -343,3 +355,7 @@ class ParkedWorker:
     def finish(self) -> WorkerResult:
         """Reaps the worker and returns its result."""
         return self.worker.finish(REAP_TIMEOUT)
+
+
+Scheduled = StoppedProcess | ParkedWorker
+"""A session under the scheduler, as its backend's tampering starts it."""
