@@ -16,8 +16,9 @@ from typing import Any
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import PROBE_TIMEOUT, ROUND_TIMEOUT, START_TIMEOUT
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult
+from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import Tampering, tampering
-from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
+from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
@@ -84,10 +85,10 @@ def _describe_op(request: dict[str, Any]) -> str:
     return f"{request['op']} {request.get('old_text', '')}".strip()
 
 
-def _describe_point(call: dict[str, Any]) -> str:
+def _describe_point(call: CallRecord) -> str:
     """Describes a traced call; a temp file is named by its role, its name changes every run."""
-    if call["kind"] == "temp":
-        return f"{call['name']} of the temp file"
+    if call.kind == "temp":
+        return f"{call.name} of the temp file"
     return describe_call(call)
 
 
@@ -362,7 +363,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
     traced_round = tamper.run(traced, ctx.scratch, _drive_whole)
     recovery.judge(traced_round, "")
     traced_round.expect_done()
-    points = [call for call in traced_round.calls_during(OPENING) if call["name"] in KILL_POINTS]
+    points = [call for call in traced_round.calls_during(OPENING) if call.name in KILL_POINTS]
     if not points:
         raise NotApplicable(
             "the add made no traced write, sync or rename: the backend writes through code "

@@ -24,9 +24,9 @@ from memspec.conformance.crash.persistence import (
     explain,
 )
 from memspec.conformance.processes.workers import Job
+from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.fstrace import ops_from_calls
-from memspec.conformance.tamper.interpose import describe_call
 from memspec.conformance.transport.backend import Runs
 from memspec.spec.codec import classify_bytes
 from memspec.spec.model import entries_on_disk, initial_state, step
@@ -137,12 +137,12 @@ def _check_answers(requests: Sequence[dict[str, Any]], answers: Sequence[Any], s
     return expected
 
 
-def _render(records: Sequence[dict[str, Any]]) -> str:
+def _render(records: Sequence[CallRecord]) -> str:
     parts = []
     for number, record in enumerate(records, 1):
         text = describe_call(record)
-        if record.get("error"):
-            text += f" ({record['error']})"
+        if record.error:
+            text += f" ({record.error})"
         parts.append(f"{number} {text}")
     return ", ".join(parts)
 
@@ -160,7 +160,7 @@ def record(ctx: CheckContext, batch: bool) -> Recording:
     expected = _check_answers(requests, answers, initial_state(LIMIT, memory=memory))
     indices = list(range(len(requests)))
     ops = ops_from_calls(records, root, initial, indices, set(indices))
-    traces = [_render([r for r in records if r.get("op") == index]) for index in indices]
+    traces = [_render([r for r in records if r.op == index]) for index in indices]
     return Recording(initial, ops, requests, expected, traces, tamper.name)
 
 

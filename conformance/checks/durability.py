@@ -7,19 +7,19 @@ More in docs/architecture.md, "Module notes".
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.processes.workers import Job
+from memspec.conformance.tamper.calls import CallRecord, opens_for_writing, render_trace
 from memspec.conformance.tamper.capability import run_planned
-from memspec.conformance.tamper.interpose import Plan, opens_for_writing, render_trace
+from memspec.conformance.tamper.interpose import Plan
 
-Steps = list[tuple[int, dict[str, Any]]]
+Steps = list[tuple[int, CallRecord]]
 WRITES = ("write", "pwrite")
 SYNCS = ("fsync", "fdatasync")
 
 
-def _traced_add(ctx: CheckContext, content: str, name: str) -> list[dict[str, Any]]:
+def _traced_add(ctx: CheckContext, content: str, name: str) -> list[CallRecord]:
     """Runs load + add in a worker under a tracing plan and returns the add's calls."""
     job = Job(
         ctx.backend,
@@ -37,18 +37,16 @@ def _traced_add(ctx: CheckContext, content: str, name: str) -> list[dict[str, An
     return result.calls_during(1)
 
 
-def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
+def temp_written_and_renamed(calls: list[CallRecord], root: str) -> str:
     """Returns the temp file an add renamed onto MEMORY.md, after checking each step of the
     write protocol in ``calls`` (module docs); raises AssertionError naming the step at fault."""
     steps: Steps = list(enumerate(calls, 1))
     trace = f"trace of the add: {render_trace(calls)}"
     data = os.path.join(root, "MEMORY.md")
-    renames = [(n, c) for n, c in steps if c["name"] in ("replace", "rename") and c["path"] == data]
+    renames = [(n, c) for n, c in steps if c.name in ("replace", "rename") and c.path == data]
     if not renames:
         in_place = [
-            n
-            for n, c in steps
-            if c["path"] == data and (c["name"] in WRITES or opens_for_writing(c))
+            n for n, c in steps if c.path == data and (c.name in WRITES or opens_for_writing(c))
         ]
         where = f"; it wrote MEMORY.md in place at step {in_place[0]}" if in_place else ""
         # ATOMIC-1: the new file is put in place by a rename.
@@ -58,23 +56,23 @@ def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
             f"({trace})"
         )
     rename_step, rename = renames[-1]
-    source = rename["details"].get("source") or ""
+    source = rename.details.source or ""
     # ATOMIC-1: the temp lives in the same directory (a rename across directories may copy).
     assert os.path.dirname(source) == root, (
         f"ATOMIC-1: the rename at step {rename_step} moves {source!r} onto MEMORY.md: the temp "
         f"file must be created in the same directory as MEMORY.md ({trace})"
     )
     temp = os.path.basename(source)
-    writes = [(n, c) for n, c in steps if n < rename_step and c["path"] == source]
-    written = [(n, c) for n, c in writes if c["name"] in WRITES]
+    writes = [(n, c) for n, c in steps if n < rename_step and c.path == source]
+    written = [(n, c) for n, c in writes if c.name in WRITES]
     # ATOMIC-1: the new bytes are written to the temp before it is renamed.
     assert written, (
         f"ATOMIC-1: nothing was written to {temp} before the rename at step {rename_step} ({trace})"
     )
     write_step, last_write = written[-1]
     handed = write_step
-    if last_write["details"].get("via") == "file" and last_write["details"].get("buffered"):
-        handoffs = [n for n, c in writes if n > write_step and c["name"] in ("flush", "close")]
+    if last_write.details.via == "file" and last_write.details.buffered:
+        handoffs = [n for n, c in writes if n > write_step and c.name in ("flush", "close")]
         # ATOMIC-1: buffered data must reach the kernel before it can be synced.
         assert handoffs, (
             f"ATOMIC-1: the data written at step {write_step} through a buffered file object "
@@ -82,8 +80,8 @@ def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
             f"the file, fsync it, then rename it ({trace})"
         )
         handed = handoffs[0]
-    synced = [n for n, c in writes if n > handed and c["name"] in SYNCS]
-    early = [n for n, c in writes if write_step < n < handed and c["name"] in SYNCS]
+    synced = [n for n, c in writes if n > handed and c.name in SYNCS]
+    early = [n for n, c in writes if write_step < n < handed and c.name in SYNCS]
     # ATOMIC-1: the temp's data is fsynced after its last write and before the rename.
     assert synced, (
         f"ATOMIC-1: the fsync at step {early[0]} came before the data written at step "
@@ -95,7 +93,7 @@ def temp_written_and_renamed(calls: list[dict[str, Any]], root: str) -> str:
         f"step {write_step} was fsynced: fsync the temp file before renaming it ({trace})"
     )
     directory_synced = [
-        n for n, c in steps if n > rename_step and c["kind"] == "dir" and c["name"] in SYNCS
+        n for n, c in steps if n > rename_step and c.kind == "dir" and c.name in SYNCS
     ]
     # ATOMIC-3: the directory is fsynced after the rename, before the add returns.
     assert directory_synced, (

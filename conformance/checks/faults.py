@@ -14,8 +14,9 @@ from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
+from memspec.conformance.tamper.calls import describe_call
 from memspec.conformance.tamper.capability import run_planned
-from memspec.conformance.tamper.interpose import Fault, Match, Plan, describe_call
+from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.tamper.strace import restore_root
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
@@ -175,7 +176,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
         return
     result.expect_done()
     kept += [first, second]
-    fired = [call for call in result.calls if call.get("effect")]
+    fired = [call for call in result.calls if call.effect]
     if not fired:
         if scenario.required:
             raise NotApplicable(
@@ -316,7 +317,7 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     ops = _faulty_add_between(first, second, faulty, after)
     fault = Fault(_faulty("fsync", "fdatasync", kinds=("dir",)), errno=errno.EIO)
     result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync")
-    fired = [call for call in result.calls if call.get("effect")]
+    fired = [call for call in result.calls if call.effect]
     if not fired:
         raise NotApplicable(
             "the add synced no directory, so no failure could be injected there; "
@@ -357,7 +358,7 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
         {"op": "observe"},
     )
     result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-drift")
-    if not [call for call in result.calls if call.get("effect")]:
+    if not [call for call in result.calls if call.effect]:
         return
     answer = result.answer(FAULTY) or {}
     files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}

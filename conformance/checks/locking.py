@@ -14,7 +14,6 @@ the protocol step at fault, where the concurrent check only sees the lost entrie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import SECONDS_PER_OPERATION, SESSION_TIMEOUT
@@ -24,13 +23,14 @@ from memspec.conformance.processes.workers import (
     run_session,
     run_together,
 )
-from memspec.conformance.tamper.capability import run_planned
-from memspec.conformance.tamper.interpose import (
-    Plan,
+from memspec.conformance.tamper.calls import (
+    CallRecord,
     describe_call,
     opens_for_writing,
     render_trace,
 )
+from memspec.conformance.tamper.capability import run_planned
+from memspec.conformance.tamper.interpose import Plan
 from memspec.conformance.tamper.stops import LOCK_CALLS
 from memspec.spec.root_files import file_kind
 
@@ -160,21 +160,21 @@ def _judge_order(acknowledged: list[OpRecord], found: list[str], scale: str) -> 
 # -- the traced check ------------------------------------------------------------------------
 
 
-def _is_memory_lock(call: dict[str, Any]) -> bool:
+def _is_memory_lock(call: CallRecord) -> bool:
     """Whether ``call`` takes a lock LOCK-1 accepts for MEMORY.md: a ``flock`` on
     MEMORY.md.lock, or — for a backend without flock (LOCK-1 allows another inter-process lock
     the kernel releases when its holder dies) — a Unix socket bound in the abstract namespace
     under a name that holds MEMORY.md (seen through strace, as ``bind``)."""
-    if call["name"] == "flock":
-        return file_kind(Path(call["path"]).name, "MEMORY.md") == "lock"
-    return call["name"] == "bind" and call["path"].startswith("@") and "MEMORY.md" in call["path"]
+    if call.name == "flock":
+        return file_kind(Path(call.path).name, "MEMORY.md") == "lock"
+    return call.name == "bind" and call.path.startswith("@") and "MEMORY.md" in call.path
 
 
-def _step(calls: list[dict[str, Any]], call: dict[str, Any]) -> int:
+def _step(calls: list[CallRecord], call: CallRecord) -> int:
     return calls.index(call) + 1
 
 
-def trace_of_add(ctx: CheckContext, index: int = 2) -> list[dict[str, Any]]:
+def trace_of_add(ctx: CheckContext, index: int = 2) -> list[CallRecord]:
     """Runs load, add, add in a worker under a tracing plan; returns the calls of the add at
     ``index`` (the second, on an existing file, by default)."""
     job = Job(
@@ -198,12 +198,12 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     after the new file is in place (LOCK-1, LOCK-2, LOCK-3)."""
     calls = trace_of_add(ctx)
     trace = f"trace of the add: {render_trace(calls)}"
-    locks = [c for c in calls if c["name"] in LOCK_CALLS and not c.get("error")]
-    exclusive = [c for c in locks if "LOCK_EX" in c["details"].get("operation", "")]
-    on_data = [c for c in exclusive if c["kind"] == "data"]
+    locks = [c for c in calls if c.name in LOCK_CALLS and not c.error]
+    exclusive = [c for c in locks if "LOCK_EX" in (c.details.operation or "")]
+    on_data = [c for c in exclusive if c.kind == "data"]
     # LOCK-1: never lock the data file itself.
     assert not on_data, (
-        f"LOCK-1: the add took {on_data[0]['name']} LOCK_EX on MEMORY.md itself at step "
+        f"LOCK-1: the add took {on_data[0].name} LOCK_EX on MEMORY.md itself at step "
         f"{_step(calls, on_data[0])}: "
         "the rename gives MEMORY.md a new inode, so sessions that open it afterwards lock "
         f"another file; lock MEMORY.md.lock instead ({trace})"
@@ -222,15 +222,15 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     )
     taken = flocks[0]
     start = _step(calls, taken)
-    fd = taken["details"].get("fd")
+    fd = taken.details.fd
     released = next(
         (
             c
             for c in calls[start:]
-            if c["path"] == taken["path"]
+            if c.path == taken.path
             and (
-                (c["name"] == "flock" and "LOCK_UN" in c["details"].get("operation", ""))
-                or (c["name"] == "close" and c["details"].get("fd") == fd)
+                (c.name == "flock" and "LOCK_UN" in (c.details.operation or ""))
+                or (c.name == "close" and c.details.fd == fd)
             )
         ),
         None,
@@ -239,8 +239,8 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     reads = [
         c
         for c in calls
-        if c["path"].endswith("/MEMORY.md")
-        and (c["name"] == "read" or (c["name"] == "open" and not opens_for_writing(c)))
+        if c.path.endswith("/MEMORY.md")
+        and (c.name == "read" or (c.name == "open" and not opens_for_writing(c)))
     ]
     # LOCK-2: the file is re-read while the lock is held.
     assert any(start < _step(calls, c) < end for c in reads), (
@@ -255,8 +255,8 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     puts = [
         c
         for c in calls
-        if c["path"].endswith("/MEMORY.md")
-        and (c["name"] in ("replace", "rename") or c["name"] in ("write", "pwrite", "flush"))
+        if c.path.endswith("/MEMORY.md")
+        and (c.name in ("replace", "rename") or c.name in ("write", "pwrite", "flush"))
     ]
     # LOCK-3: the lock is held until the new file is in place.
     assert not puts or _step(calls, puts[-1]) < end, (

@@ -2,11 +2,12 @@
 
 A :class:`TurnHook` is the interposition hook of a worker whose session runs under the
 deterministic scheduler (:mod:`memspec.conformance.schedule.schedule`, in the harness process).
-Right before each file-system call on the store's root it reports the call to the harness as a
-``park`` record and blocks until the harness sends ``go`` on the worker's turnstile; right after the
-call it reports a ``return`` record. Only one worker holds a turn at a time, so the harness decides
-the whole interleaving of the sessions' file-system calls: for example, that both sessions read
-``MEMORY.md`` before either writes it.
+Right before each file-system call on the store's root it reports the call to the harness as
+:class:`~memspec.conformance.tamper.calls.Parked` and blocks until the harness sends ``go`` on
+the worker's turnstile; right after the call it reports that it
+:class:`~memspec.conformance.tamper.calls.Returned`. Only one worker holds a turn at a time, so
+the harness decides the whole interleaving of the sessions' file-system calls: for example, that
+both sessions read ``MEMORY.md`` before either writes it.
 
 The hook may wrap another hook (a tracing or fault
 :class:`~memspec.conformance.tamper.interpose.PlanHook`) which then sees each call once its turn
@@ -17,18 +18,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from memspec.conformance.core.waits import TURN_TIMEOUT
-from memspec.conformance.tamper.interpose import Call, Hook
+from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
+from memspec.conformance.tamper.interpose import Hook
 
 EXIT_NO_TURN = 4
 """Exit status of a worker that waited :data:`TURN_TIMEOUT` seconds for a turn in vain."""
 
 
-def _inode(call: Call) -> int | None:
+def _inode(call: CallRecord) -> int | None:
     """Returns the inode a locking call acts on (read through its descriptor), if known."""
-    fd = call.details.get("fd")
+    fd = call.details.fd
     if fd is None:
         return None
     try:
@@ -46,20 +49,20 @@ class TurnHook(Hook):
     """
 
     def __init__(
-        self, emit: Callable[[dict[str, Any]], None], turnstile: Any, inner: Hook | None = None
+        self,
+        emit: Callable[[Parked | Returned], None],
+        turnstile: Any,
+        inner: Hook | None = None,
     ) -> None:
         self.emit = emit
         self.turnstile = turnstile
         self.inner = inner
         self.op: int | None = None
 
-    def before(self, call: Call) -> None:
-        """Reports the call as ``park`` and waits for ``go`` (exits if it never comes)."""
-        record = Call(call.seq, call.name, call.path, call.kind, call.details, self.op).to_record()
-        record["type"] = "park"
-        if call.name in ("flock", "lockf", "close"):
-            record["inode"] = _inode(call)
-        self.emit(record)
+    def before(self, call: CallRecord) -> None:
+        """Reports the call as parked and waits for ``go`` (exits if it never comes)."""
+        locking = call.name in ("flock", "lockf", "close")
+        self.emit(Parked(replace(call, op=self.op), _inode(call) if locking else None))
         try:
             ready = self.turnstile.poll(TURN_TIMEOUT)
             message = self.turnstile.recv() if ready else None
@@ -71,9 +74,9 @@ class TurnHook(Hook):
             self.inner.op = self.op  # type: ignore[attr-defined]
             self.inner.before(call)
 
-    def after(self, call: Call, error: BaseException | None) -> None:
+    def after(self, call: CallRecord, error: BaseException | None) -> None:
         """Reports that the call returned (with its errno when it failed)."""
         if self.inner is not None:
             self.inner.after(call, error)
-        failed = getattr(error, "errno", None) if error is not None else None
-        self.emit({"type": "return", "seq": call.seq, "errno": failed, "failed": error is not None})
+        number = getattr(error, "errno", None) if error is not None else None
+        self.emit(Returned(error is not None, number))

@@ -27,6 +27,7 @@ from memspec.conformance.core.findings import HarnessError, Refusal
 from memspec.conformance.core.locations import shadows_memspec
 from memspec.conformance.core.waits import BARRIER_TIMEOUT, PUMP_POLL, REAP_TIMEOUT, SESSION_TIMEOUT
 from memspec.conformance.processes.turns import TurnHook
+from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
 from memspec.spec.requests import MUTATIONS
@@ -181,9 +182,9 @@ class Ended:
     message: str = ""
 
 
-Message = Opened | Invoked | Answered | Refused | Broke | Ended | dict[str, Any]
-"""What a worker sends: one of the records above, or a record of the interposition hooks
-(``call``, ``park``, ``return``: the call trace of :mod:`memspec.conformance.tamper.interpose`)."""
+Message = Opened | Invoked | Answered | Refused | Broke | Ended | CallRecord | Parked | Returned
+"""What a worker sends: one of the records above, or a record of the interposition hooks (a
+call of the trace, a scheduled call parked or returned: :mod:`memspec.conformance.tamper.calls`)."""
 
 
 # -- the worker side --------------------------------------------------------------------------
@@ -372,7 +373,7 @@ class WorkerResult:
     name: str
     status: WorkerStatus
     ops: list[OpRecord]
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
     features: frozenset[str] = frozenset()
     message: str = ""
     defect: Broke | None = None
@@ -389,9 +390,9 @@ class WorkerResult:
         op = next((op for op in self.ops if op.index == index), None)
         return op.answer if op is not None else None
 
-    def calls_during(self, index: int) -> list[dict[str, Any]]:
+    def calls_during(self, index: int) -> list[CallRecord]:
         """Returns the interposed calls reported while operation ``index`` ran, in order."""
-        return [call for call in self.calls if call.get("op") == index]
+        return [call for call in self.calls if call.op == index]
 
     def expect_done(self) -> WorkerResult:
         """Returns self when every operation ran; raises BackendDefect (the backend broke,
@@ -428,9 +429,9 @@ class Worker:
         sender.close()
         if turnstile is not None:
             turnstile.close()
-        self.turns: list[dict[str, Any]] = []
+        self.turns: list[Parked | Returned] = []
         self.ops: dict[int, OpRecord] = {}
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[CallRecord] = []
         self.opened: Opened | None = None
         self.status: WorkerStatus | None = None
         self.message = ""
@@ -445,9 +446,9 @@ class Worker:
 
     def _take(self, message: Message) -> None:
         match message:
-            case {"type": "call"}:
+            case CallRecord():
                 self.calls.append(message)
-            case {"type": "park" | "return"}:
+            case Parked() | Returned():
                 self.turns.append(message)
             case Opened():
                 self.opened = message
@@ -593,12 +594,12 @@ class Worker:
         )
 
     def _kill_point(self) -> str:
-        killed = [call for call in self.calls if str(call.get("effect", "")).startswith("kill")]
+        killed = [call for call in self.calls if (call.effect or "").startswith("kill")]
         if not killed:
             return ""
         call = killed[-1]
-        when = call["effect"].split("-", 1)[1]
-        return f", killed {when} {call['name']} of {os.path.basename(call['path'])}"
+        when = (call.effect or "").split("-", 1)[1]
+        return f", killed {when} {call.name} of {os.path.basename(call.path)}"
 
     def __enter__(self) -> Worker:
         return self

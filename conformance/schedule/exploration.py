@@ -26,7 +26,7 @@ from memspec.conformance.schedule.schedule import (
     keep_running,
     run_scheduled,
 )
-from memspec.conformance.tamper.interpose import describe_call
+from memspec.conformance.tamper.calls import describe_call
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 
@@ -199,15 +199,15 @@ def private_calls(run: ScheduledRun) -> set[int]:
     calls gives the same states, so the exploration does not switch away in front of it."""
     users: dict[str, set[str]] = {}
     for step in run.steps:
-        users.setdefault(step.call.get("path", ""), set()).add(step.process)
+        users.setdefault(step.call.path, set()).add(step.process)
     return {
         number
         for number, step in enumerate(run.steps)
-        if (step.call.get("kind") == "dir" and step.call.get("name") != "rename")
+        if (step.call.kind == "dir" and step.call.name != "rename")
         or (
-            step.call.get("kind") == "temp"
-            and len(users.get(step.call.get("path", ""), ())) == 1
-            and step.call.get("name") not in ("rename", "replace", "unlink")
+            step.call.kind == "temp"
+            and len(users.get(step.call.path, ())) == 1
+            and step.call.name not in ("rename", "replace", "unlink")
         )
     }
 

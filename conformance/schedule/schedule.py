@@ -8,14 +8,16 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.core.waits import START_TIMEOUT, STEP_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult
+from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.capability import tampering
+from memspec.conformance.tamper.stops import Scheduled
 
 
 @dataclass(frozen=True)
@@ -23,12 +25,12 @@ class Decision:
     """A Decision is one choice point: who may run now, and who ran last.
 
     ``enabled`` are the names of the workers whose parked call may be made now, in job order;
-    ``calls`` maps each of them to its parked call record; ``last`` ran the previous step.
+    ``calls`` maps each of them to where it is parked; ``last`` ran the previous step.
     """
 
     number: int
     enabled: tuple[str, ...]
-    calls: dict[str, dict[str, Any]]
+    calls: dict[str, Parked]
     last: str | None
 
 
@@ -46,7 +48,7 @@ class Step:
 
     number: int
     process: str
-    call: dict[str, Any]
+    call: CallRecord
     time: float
     failed: bool = False
     errno: int | None = None
@@ -105,43 +107,44 @@ class _Locks:
     """The scheduler's model of flock/lockf locks: who holds which inode, in which mode."""
 
     def __init__(self) -> None:
-        self.holders: dict[int, dict[tuple[str, Any], str]] = {}
+        self.holders: dict[int, dict[tuple[str, int | None], str]] = {}
 
     @staticmethod
-    def _key(worker: str, call: dict[str, Any]) -> tuple[str, Any]:
+    def _key(worker: str, call: CallRecord) -> tuple[str, int | None]:
         # flock locks belong to an open file description, lockf locks to the process.
-        return (worker, call["details"].get("fd") if call["name"] == "flock" else None)
+        return (worker, call.details.fd if call.name == "flock" else None)
 
-    def blocks(self, worker: str, call: dict[str, Any]) -> bool:
-        """Whether ``call`` (parked) would wait for a lock someone else holds (a stopped
+    def blocks(self, worker: str, parked: Parked) -> bool:
+        """Whether the ``parked`` call would wait for a lock someone else holds (a stopped
         command's call that waited says so itself, ``would_block``)."""
-        if call.get("would_block"):
+        call = parked.call
+        if parked.would_block:
             return True
-        if call["name"] not in ("flock", "lockf") or call.get("inode") is None:
+        if call.name not in ("flock", "lockf") or parked.inode is None:
             return False
-        operation = str(call["details"].get("operation", ""))
+        operation = call.details.operation or ""
         if "LOCK_NB" in operation or "LOCK_UN" in operation:
             return False
         key = self._key(worker, call)
         others = {
-            mode for holder, mode in self.holders.get(call["inode"], {}).items() if holder != key
+            mode for holder, mode in self.holders.get(parked.inode, {}).items() if holder != key
         }
         return "LOCK_EX" in others or ("LOCK_EX" in operation and bool(others))
 
-    def returned(self, worker: str, call: dict[str, Any], failed: bool) -> None:
+    def returned(self, worker: str, parked: Parked, failed: bool) -> None:
         """Learns from a call that returned."""
-        inode = call.get("inode")
+        call, inode = parked.call, parked.inode
         if failed or inode is None:
             return
         held = self.holders.setdefault(inode, {})
-        if call["name"] == "close":
-            fd = call["details"].get("fd")
+        if call.name == "close":
+            fd = call.details.fd
             for key in [k for k in held if k[0] == worker and k[1] in (None, fd)]:
                 del held[key]
             return
-        if call["name"] not in ("flock", "lockf"):
+        if call.name not in ("flock", "lockf"):
             return
-        operation = str(call["details"].get("operation", ""))
+        operation = call.details.operation or ""
         key = self._key(worker, call)
         if "LOCK_UN" in operation:
             held.pop(key, None)
@@ -155,11 +158,11 @@ class _Locks:
                 del held[key]
 
 
-def _wake_waiters(scheduled: Sequence[Any], chosen: Any) -> None:
+def _wake_waiters(scheduled: Sequence[Scheduled], chosen: Scheduled) -> None:
     """After ``chosen`` made a step, a stopped command that waited for a lock may go again."""
     for item in scheduled:
-        if item is not chosen and item.parked is not None and item.parked.get("would_block"):
-            item.parked = {**item.parked, "would_block": False}
+        if item is not chosen and item.parked is not None and item.parked.would_block:
+            item.parked = replace(item.parked, would_block=False)
 
 
 def run_scheduled(
@@ -185,7 +188,7 @@ def run_scheduled(
     locks = _Locks()
     run = ScheduledRun([], [], [], [])
     end = time.monotonic() + deadline
-    scheduled: list[Any] = []
+    scheduled: list[Scheduled] = []
     traces = tempfile.TemporaryDirectory(prefix="memspec-stops-")
     try:
         scheduled = [tampering(job.backend).stopped(job, Path(traces.name)) for job in jobs]
@@ -206,19 +209,20 @@ def run_scheduled(
                     break
                 waiting[0].settle(locks, min(step_timeout, max(0.0, end - time.monotonic())))
                 continue
-            enabled = [i for i in parked if not locks.blocks(i.name, i.parked or {})] or parked
+            waits = {item.name: item.parked for item in parked if item.parked is not None}
+            enabled = [i for i in parked if not locks.blocks(i.name, waits[i.name])] or parked
             decision = Decision(
                 len(run.schedule),
                 tuple(item.name for item in enabled),
-                {item.name: item.parked or {} for item in enabled},
+                {item.name: waits[item.name] for item in enabled},
                 last,
             )
             chosen_name = choose(decision)
             chosen = next(item for item in enabled if item.name == chosen_name)
             run.schedule.append(chosen_name)
             run.enabled.append(decision.enabled)
-            call = chosen.parked or {}
-            chosen.granted, chosen.parked = call, None
+            chosen.granted, chosen.parked = waits[chosen_name], None
+            call = waits[chosen_name].call
             granted_at = time.monotonic()
             if not chosen.grant():
                 chosen.gone = True
@@ -227,21 +231,20 @@ def run_scheduled(
             returns = chosen.settle(locks, step_timeout)
             if chosen.blocked:
                 run.notes.append(
-                    f"step {len(run.steps) + 1}: {chosen.name}'s {call.get('name')} did not "
+                    f"step {len(run.steps) + 1}: {chosen.name}'s {call.name} did not "
                     f"return within {step_timeout:g} s; the others went on meanwhile"
                 )
-            back = returns[0] if returns else {}
-            call = back.get("call") or call
+            back = returns[0] if returns else Returned(False)
             _wake_waiters(scheduled, chosen)
             step_sample = _take_sample(run, sample)
             run.steps.append(
                 Step(
                     len(run.steps) + 1,
                     chosen.name,
-                    call,
+                    back.call or call,
                     granted_at,
-                    bool(back.get("failed")),
-                    back.get("errno"),
+                    back.failed,
+                    back.errno,
                     step_sample,
                 )
             )

@@ -19,12 +19,13 @@ from typing import Any, Protocol
 from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.processes.workers import Job, WorkerResult, run_session
 from memspec.conformance.tamper import strace
+from memspec.conformance.tamper.calls import CallRecord
 from memspec.conformance.tamper.interpose import Fault, Plan
-from memspec.conformance.tamper.stops import ParkedWorker, StoppedProcess
+from memspec.conformance.tamper.stops import ParkedWorker, Scheduled, StoppedProcess
 from memspec.conformance.tamper.strace import Drive, Killed
 from memspec.conformance.transport.backend import Runs
 
-Recorded = tuple[list[dict[str, Any]], list[Any]]
+Recorded = tuple[list[CallRecord], list[Any]]
 """A session's call records (with the data a crash-state generator replays) and answers."""
 
 
@@ -57,7 +58,7 @@ class Tampering(Protocol):
         """Runs ``job`` (requests only) and returns what it recorded."""
         ...
 
-    def stopped(self, job: Job, directory: Path) -> Any:
+    def stopped(self, job: Job, directory: Path) -> Scheduled:
         """Returns ``job`` started under the scheduler, stopped at each call it decides at
         (:class:`~memspec.conformance.tamper.stops.ParkedWorker` or
         :class:`~memspec.conformance.tamper.stops.StoppedProcess`)."""

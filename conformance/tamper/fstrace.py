@@ -9,10 +9,11 @@ import json
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.tamper.calls import CallRecord, Details, Invocation
 from memspec.conformance.tamper.interpose import path_kind
 from memspec.conformance.tamper.ops import Op
 
@@ -41,17 +42,17 @@ LOCK_TYPES = {"F_WRLCK": "LOCK_EX", "F_RDLCK": "LOCK_SH", "F_UNLCK": "LOCK_UN"}
 # -- call records -> operations ---------------------------------------------------------------
 
 
-def _creates(details: Mapping[str, Any]) -> tuple[bool, bool]:
+def _creates(details: Details) -> tuple[bool, bool]:
     """Whether an open may create its file, and whether it truncates it."""
-    if details.get("via") == "file":
-        mode = str(details.get("mode", "r"))
+    if details.via == "file":
+        mode = str(details.mode if details.mode is not None else "r")
         return any(flag in mode for flag in "wax"), "w" in mode
-    flags = int(details.get("flags", 0))
+    flags = int(details.flags or 0)
     return bool(flags & os.O_CREAT), bool(flags & os.O_TRUNC)
 
 
 def ops_from_calls(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[CallRecord],
     root: str,
     initial: Mapping[str, tuple[int, bytes]],
     mutations: Sequence[int],
@@ -62,12 +63,12 @@ def ops_from_calls(
     the first unacknowledged one. ``initial`` maps the root's files to (inode, bytes)."""
     names = {name: ino for name, (ino, _) in initial.items()}
     identities = _Identities()
-    by_op: dict[int, list[Mapping[str, Any]]] = {}
-    for record in sorted(records, key=lambda r: r["seq"]):
-        by_op.setdefault(record.get("op"), []).append(record)  # type: ignore[arg-type]
+    by_op: dict[int | None, list[CallRecord]] = {}
+    for record in sorted(records, key=lambda r: r.seq or 0):
+        by_op.setdefault(record.op, []).append(record)
     ops: list[Op] = []
     for number, index in enumerate(mutations):
-        pending: dict[int, list[Op]] = {}
+        pending: dict[int | None, list[Op]] = {}
         for step, record in enumerate(by_op.get(index, []), 1):
             ops += _ops_of(record, root, names, pending, identities, number, step)
         if index not in acknowledged:
@@ -80,33 +81,33 @@ class _Identities:
     """Maps inode numbers to identities: the number itself until a create reuses it."""
 
     def __init__(self) -> None:
-        self.current: dict[int, int] = {}
+        self.current: dict[int | None, int] = {}
         self.next = -(10**12)
 
-    def of(self, ino: Any) -> int | None:
+    def of(self, ino: int | None) -> int | None:
         return None if ino is None else self.current.get(ino, ino)
 
-    def new(self, ino: int) -> int:
+    def new(self, ino: int | None) -> int:
         self.next -= 1
         self.current[ino] = self.next
         return self.next
 
 
 def _ops_of(
-    record: Mapping[str, Any],
+    record: CallRecord,
     root: str,
     names: dict[str, int],
-    pending: dict[int, list[Op]],
+    pending: dict[int | None, list[Op]],
     identities: _Identities,
     mutation: int,
     step: int,
 ) -> list[Op]:
     """Returns the operations one call record stands for (updating ``names``/``pending``)."""
-    if record.get("error") or record.get("effect"):
+    if record.error or record.effect:
         return []
-    call, path, details = record["name"], str(record["path"]), record.get("details", {})
-    ino = identities.of(details.get("ino"))
-    directory = record.get("kind") == "dir" or path == root
+    call, path, details = record.name, str(record.path), record.details
+    ino = identities.of(details.ino)
+    directory = record.kind == "dir" or path == root
     name = os.path.basename(path) if os.path.dirname(path) == root else None
     here = {"step": step, "mutation": mutation}
     if call in ("fsync", "fdatasync"):
@@ -116,31 +117,31 @@ def _ops_of(
     if call == "open":
         creates, truncates = _creates(details)
         if creates and names.get(name) != ino:
-            ino = identities.new(details["ino"])
+            ino = identities.new(details.ino)
             names[name] = ino
             return [Op("create", ino=ino, name=name, **here)]
         return [Op("truncate", ino=ino, length=0, **here)] if truncates else []
     if call in ("write", "pwrite"):
-        if "hex" not in details:
+        if details.hex is None:
             raise HarnessError("the trace has no written bytes; record it with Plan(data=True)")
-        data = bytes.fromhex(details["hex"])
-        written = details.get("written")
+        data = bytes.fromhex(details.hex)
+        written = details.written
         if isinstance(written, int) and written >= 0:
             data = data[:written]
-        op = Op("write", ino=ino, offset=int(details.get("offset") or 0), data=data, **here)
-        if details.get("via") == "file" and details.get("buffered"):
+        op = Op("write", ino=ino, offset=int(details.offset or 0), data=data, **here)
+        if details.via == "file" and details.buffered:
             pending.setdefault(ino, []).append(op)
             return []
         return [op]
-    if call in ("flush", "close") and details.get("via") == "file":
+    if call in ("flush", "close") and details.via == "file":
         return pending.pop(ino, [])
     if call == "ftruncate":
-        flushed = pending.pop(ino, []) if details.get("via") == "file" else []
-        return [*flushed, Op("truncate", ino=ino, length=int(details.get("length") or 0), **here)]
+        flushed = pending.pop(ino, []) if details.via == "file" else []
+        return [*flushed, Op("truncate", ino=ino, length=int(details.length or 0), **here)]
     if call in ("replace", "rename"):
-        source = os.path.basename(str(details.get("source") or ""))
+        source = os.path.basename(str(details.source or ""))
         moved = ino if ino is not None else names.get(source)
-        replaced = identities.of(details.get("replaced_ino", names.get(name)))
+        replaced = identities.of(details.replaced_ino)
         if moved is None:
             return []
         names[name] = moved
@@ -241,6 +242,17 @@ def _flags(argument: str) -> int:
     return value
 
 
+@dataclass
+class _Open:
+    """A descriptor the parser follows: the file's inode (0: the root; None: unknown), its
+    path, the position and whether it appends. Descriptors made by ``dup`` share one."""
+
+    ino: int | None
+    path: str
+    pos: int = 0
+    append: int = 0
+
+
 class _StraceReader:
     """Follows names, descriptors and answers through strace lines (module docs)."""
 
@@ -248,13 +260,13 @@ class _StraceReader:
         self.root = root
         self.names = dict(initial)
         self.sizes: dict[int, int] = {}
-        self.fds: dict[int, dict[str, Any]] = {}
+        self.fds: dict[int, _Open] = {}
         self.next_ino = -1
         self.cwd = root
         self.answers = 0
         self.stdout = b""
-        self.records: list[dict[str, Any]] = []
-        self.invocation: dict[str, Any] = {}
+        self.records: list[CallRecord] = []
+        self.invocation: Invocation | None = None
         self.effect: str | None = None
 
     def path(self, argument: str, dirfd: str | None = None) -> str:
@@ -271,18 +283,9 @@ class _StraceReader:
     def emit(self, call: str, path: str, error: str | None, **details: Any) -> None:
         # An abstract Unix socket bound as a lock (LOCK-1 allows locks other than flock).
         kind = "lock" if path.startswith("@") else path_kind(path, self.root) or "temp"
-        record = {
-            "type": "call",
-            "seq": len(self.records),
-            "op": self.answers - 1,
-            "name": call,
-            "path": path,
-            "kind": kind,
-            "details": {"via": "os", **details, "strace": dict(self.invocation)},
-            "error": error,
-        }
-        if self.effect is not None:
-            record["effect"] = self.effect
+        said = Details(via="os", **details, strace=self.invocation)
+        seq = len(self.records)
+        record = CallRecord(call, path, kind, said, self.answers - 1, seq, self.effect, error)
         self.records.append(record)
 
     def new_ino(self) -> int:
@@ -308,7 +311,7 @@ class _StraceReader:
             ino = self.names[name] = self.new_ino()
         if ino is not None and flags & os.O_TRUNC:
             self.sizes[ino] = 0
-        self.fds[result] = {"ino": ino, "path": path, "pos": 0, "append": flags & os.O_APPEND}
+        self.fds[result] = _Open(ino, path, append=flags & os.O_APPEND)
         self.emit("open", path, None, flags=flags, ino=ino)
 
     def _openat(self, args: list[str], result: int | None, error: str | None) -> None:
@@ -334,18 +337,16 @@ class _StraceReader:
             self._answer(data)
             return
         entry = self.fds.get(fd) if fd is not None else None
-        if entry is None or entry["ino"] in (None, 0):
+        if entry is None or entry.ino in (None, 0):
             return
-        ino = entry["ino"]
+        ino = entry.ino
         written = result if result is not None and result >= 0 else 0
         if offset is None:
-            offset = self.sizes.get(ino, 0) if entry["append"] else entry["pos"]
-            entry["pos"] = offset + written
+            offset = self.sizes.get(ino, 0) if entry.append else entry.pos
+            entry.pos = offset + written
         if not error:
             self.sizes[ino] = max(self.sizes.get(ino, 0), offset + written)
-        self.emit(
-            call, entry["path"], error, ino=ino, offset=offset, hex=data.hex(), written=written
-        )
+        self.emit(call, entry.path, error, ino=ino, offset=offset, hex=data.hex(), written=written)
 
     def _write(self, args: list[str], result: int | None, error: str | None) -> None:
         self._write_data(_fd(args[0]), _string(args[1]), None, result, error, "write")
@@ -379,8 +380,8 @@ class _StraceReader:
 
     def _read(self, args: list[str], result: int | None, error: str | None) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
-        if entry is not None and entry["ino"] not in (None, 0):
-            self.emit("read", entry["path"], error, ino=entry["ino"], fd=_fd(args[0]))
+        if entry is not None and entry.ino not in (None, 0):
+            self.emit("read", entry.path, error, ino=entry.ino, fd=_fd(args[0]))
 
     _pread64 = _read
     _readv = _read
@@ -390,7 +391,7 @@ class _StraceReader:
         fd = _fd(args[0])
         entry = self.fds.get(fd if fd is not None else -1)
         if entry is not None:
-            self.emit("flock", entry["path"], error, ino=entry["ino"], fd=fd, operation=args[1])
+            self.emit("flock", entry.path, error, ino=entry.ino, fd=fd, operation=args[1])
 
     def _fcntl(self, args: list[str], result: int | None, error: str | None) -> None:
         fd = _fd(args[0])
@@ -401,7 +402,7 @@ class _StraceReader:
         operation = LOCK_TYPES.get(kind.group(1) if kind else "", args[1])
         if args[1] in ("F_SETLK", "F_OFD_SETLK") and operation != "LOCK_UN":
             operation += "|LOCK_NB"
-        self.emit("lockf", entry["path"], error, ino=entry["ino"], fd=fd, operation=operation)
+        self.emit("lockf", entry.path, error, ino=entry.ino, fd=fd, operation=operation)
 
     def _bind(self, args: list[str], result: int | None, error: str | None) -> None:
         fd = _fd(args[0])
@@ -410,20 +411,20 @@ class _StraceReader:
             return
         path = "@" + _string(name.group(1)).decode("utf-8", "surrogateescape")
         if not error:
-            self.fds[fd] = {"ino": None, "path": path, "pos": 0, "append": 0}
+            self.fds[fd] = _Open(None, path)
         self.emit("bind", path, error, fd=fd, operation="LOCK_EX|LOCK_NB")
 
     def _lseek(self, args: list[str], result: int | None, error: str | None) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
         if entry is not None and result is not None and result >= 0:
-            entry["pos"] = result
+            entry.pos = result
 
     def _ftruncate(self, args: list[str], result: int | None, error: str | None) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
-        if entry is None or entry["ino"] in (None, 0):
+        if entry is None or entry.ino in (None, 0):
             return
-        self.sizes[entry["ino"]] = int(args[1])
-        self.emit("ftruncate", entry["path"], error, ino=entry["ino"], length=int(args[1]))
+        self.sizes[entry.ino] = int(args[1])
+        self.emit("ftruncate", entry.path, error, ino=entry.ino, length=int(args[1]))
 
     def _truncate(self, args: list[str], result: int | None, error: str | None) -> None:
         path = self.path(args[0])
@@ -436,7 +437,7 @@ class _StraceReader:
     ) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
         if entry is not None:
-            self.emit(call, entry["path"], error, ino=entry["ino"])
+            self.emit(call, entry.path, error, ino=entry.ino)
 
     def _fdatasync(self, args: list[str], result: int | None, error: str | None) -> None:
         self._fsync(args, result, error, "fdatasync")
@@ -479,7 +480,7 @@ class _StraceReader:
         fd = _fd(args[0])
         entry = self.fds.pop(fd if fd is not None else -1, None)
         if entry is not None:
-            self.emit("close", entry["path"], error, ino=entry["ino"], fd=fd)
+            self.emit("close", entry.path, error, ino=entry.ino, fd=fd)
 
     def _dup(self, args: list[str], result: int | None, error: str | None) -> None:
         entry = self.fds.get(_fd(args[0]) or -1)
@@ -497,13 +498,23 @@ class StraceTrace:
         invocations at which a thread was killed by ``SIGKILL`` and those strace injected an error
     into (``(tid, syscall, nth)``), in the root or not."""
 
-    records: list[dict[str, Any]]
+    records: list[CallRecord]
     counts: dict[tuple[int, str], int] = field(default_factory=dict)
     killed: list[tuple[int, str, int]] = field(default_factory=list)
     injected: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 _KILLED = re.compile(r"^\+\+\+ killed by SIGKILL")
+
+
+@dataclass(frozen=True)
+class _Last:
+    """A thread's last call line: its invocation, the index of its record (None: a call the
+    parser keeps no record of) and its result as strace printed it (``?``: none)."""
+
+    invocation: tuple[int, str, int]
+    record: int | None
+    result: str
 
 
 class StraceFollower:
@@ -514,15 +525,16 @@ class StraceFollower:
         self._reader = _StraceReader(os.path.normpath(root), initial)
         self.trace = StraceTrace(self._reader.records)
         self._unfinished: dict[str, str] = {}
-        self._last: dict[int, dict[str, Any]] = {}
+        self._last: dict[int, _Last] = {}
 
-    def last_call(self, tid: int) -> tuple[str, dict[str, Any] | None]:
+    def last_call(self, tid: int) -> tuple[str, CallRecord | None]:
         """Returns the system call thread ``tid`` made last in the lines fed so far, and its
         record (None: a call the parser keeps no record of); ``("", None)`` before any."""
         last = self._last.get(tid)
         if last is None:
             return "", None
-        return last["invocation"][1], last["record"]
+        record = None if last.record is None else self.trace.records[last.record]
+        return last.invocation[1], record
 
     def feed(self, lines: Iterable[str]) -> None:
         """Reads complete lines of strace's output. Raises ValueError on one it cannot read."""
@@ -539,10 +551,11 @@ class StraceFollower:
                 if pid in unfinished:
                     body = unfinished.pop(pid) + ") = ?"
                     _take_line(reader, trace, last, int(pid), body, killed=True)
-                elif int(pid) in last and last[int(pid)].get("result") == "?":
-                    trace.killed.append(last[int(pid)]["invocation"])
-                    if last[int(pid)]["record"] is not None:
-                        last[int(pid)]["record"]["effect"] = "kill"
+                elif int(pid) in last and last[int(pid)].result == "?":
+                    trace.killed.append(last[int(pid)].invocation)
+                    index = last[int(pid)].record
+                    if index is not None:
+                        trace.records[index] = replace(trace.records[index], effect="kill")
                 continue
             resumed = _RESUMED.match(body)
             if resumed is not None:
@@ -563,7 +576,7 @@ def read_strace(text: str, root: str, initial: Mapping[str, int]) -> StraceTrace
 def _take_line(
     reader: _StraceReader,
     trace: StraceTrace,
-    last: dict[int, dict[str, Any]],
+    last: dict[int, _Last],
     tid: int,
     body: str,
     killed: bool,
@@ -582,13 +595,13 @@ def _take_line(
     nth = trace.counts.get((tid, syscall), 0) + 1
     trace.counts[(tid, syscall)] = nth
     previous = last.get(tid)
-    if previous is not None and previous.get("record") is not None:
-        previous["record"]["details"]["strace"]["next"] = [syscall, nth]
+    if previous is not None and previous.record is not None:
+        _followed_by(reader.records, previous.record, (syscall, nth))
     invocation = (tid, syscall, nth)
     injected = body.rstrip().endswith("(INJECTED)")
     if injected:
         trace.injected.append((tid, syscall, nth))
-    reader.invocation = {"tid": tid, "syscall": syscall, "nth": nth}
+    reader.invocation = Invocation(tid, syscall, nth)
     reader.effect = (
         "kill" if killed else (outcome.group("errno") or "INJECTED") if injected else None
     )
@@ -598,12 +611,21 @@ def _take_line(
         arguments = split_arguments(body[len(syscall) + 1 : outcome.start()])
     emitted = len(reader.records)
     reader.take(syscall, arguments, result, outcome.group("errno"))
-    record = reader.records[-1] if len(reader.records) > emitted else None
-    last[tid] = {"record": record, "invocation": invocation, "result": outcome.group("result")}
+    record = len(reader.records) - 1 if len(reader.records) > emitted else None
+    last[tid] = _Last(invocation, record, outcome.group("result"))
     if killed:
         trace.killed.append(invocation)
 
 
-def calls_from_strace(text: str, root: str, initial: Mapping[str, int]) -> list[dict[str, Any]]:
+def _followed_by(records: list[CallRecord], index: int, following: tuple[str, int]) -> None:
+    """Notes in the record at ``index`` the call its thread made next."""
+    record = records[index]
+    invocation = record.details.strace
+    if invocation is not None:
+        details = replace(record.details, strace=replace(invocation, next=following))
+        records[index] = replace(record, details=details)
+
+
+def calls_from_strace(text: str, root: str, initial: Mapping[str, int]) -> list[CallRecord]:
     """Returns the call records of :func:`read_strace` alone."""
     return read_strace(text, root, initial).records

@@ -15,10 +15,11 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.tamper.calls import CallRecord, Details
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 KINDS = frozenset({"dir", "data", "lock", "backup", "temp"})
@@ -42,37 +43,6 @@ ACTIONS = frozenset({"raise", "kill-before", "kill-after"})
 _DELETED = " (deleted)"
 
 
-@dataclass(frozen=True)
-class Call:
-    """A Call is one interposed file-system call as the trace records it.
-
-    ``seq`` counts the reported calls of the process from 0; ``name`` is the call name of the
-    module table; ``path`` is absolute, ``kind`` its kind in the root; ``details`` holds what
-    else matters (``size`` of a write, ``flags`` or ``mode`` of an open, ``source`` of a rename,
-    ``operation`` of a lock, ``via`` ``"os"``/``"file"``/``"fcntl"``); ``op`` is the index of
-    the worker operation during which it happened (``None`` outside operations).
-    """
-
-    seq: int
-    name: str
-    path: str
-    kind: str
-    details: dict[str, Any] = field(default_factory=dict)
-    op: int | None = None
-
-    def to_record(self) -> dict[str, Any]:
-        """Returns the call as a JSON-ready dict (``type`` ``"call"``)."""
-        return {
-            "type": "call",
-            "seq": self.seq,
-            "op": self.op,
-            "name": self.name,
-            "path": self.path,
-            "kind": self.kind,
-            "details": dict(self.details),
-        }
-
-
 class Hook:
     """A Hook is told about every reported call; the base class lets everything through.
 
@@ -86,10 +56,10 @@ class Hook:
 
     data: bool = False
 
-    def before(self, call: Call) -> None:
+    def before(self, call: CallRecord) -> None:
         """Called right before ``call`` is made."""
 
-    def after(self, call: Call, error: BaseException | None) -> None:
+    def after(self, call: CallRecord, error: BaseException | None) -> None:
         """Called right after ``call`` returned (``error`` is ``None``) or raised."""
 
 
@@ -126,7 +96,7 @@ class Match:
         """Returns the Match of ``calls`` (names) with the given filters."""
         return cls(frozenset(calls), frozenset(kinds), name, op)
 
-    def matches(self, call: Call) -> bool:
+    def matches(self, call: CallRecord) -> bool:
         """Whether ``call`` is selected."""
         return (
             (not self.calls or call.name in self.calls)
@@ -162,9 +132,10 @@ class Fault:
 class Plan:
     """A Plan says what a worker's interposition does: trace calls, inject faults, or both.
 
-    With ``trace`` every reported call is sent to the harness as a ``call`` record; a call a
-    fault acts on is always sent, with ``effect`` naming what was done (``"EIO"``,
-    ``"kill-before"``...). Plans are frozen and picklable, so they travel to worker processes.
+    With ``trace`` every reported call is sent to the harness as a
+    :class:`~memspec.conformance.tamper.calls.CallRecord`; a call a fault acts on is always
+    sent, with ``effect`` naming what was done (``"EIO"``, ``"kill-before"``...). Plans are
+    frozen and picklable, so they travel to worker processes.
 
     With ``data`` (opt-in, it makes traces larger) every traced call also carries the bytes it
     wrote and where, truncation sizes, open flags and inode numbers (:data:`DATA_DETAILS`), and
@@ -184,18 +155,18 @@ class PlanHook(Hook):
     an ``op`` apply during that operation only.
     """
 
-    def __init__(self, plan: Plan, emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, plan: Plan, emit: Callable[[CallRecord], None]) -> None:
         self.plan = plan
         self.emit = emit
         self.op: int | None = None
         self.data = plan.data
         self._counts = [0] * len(plan.faults)
-        self._kill_after: set[int] = set()
-        self._pending: dict[int, Call] = {}
+        self._kill_after: set[int | None] = set()
+        self._pending: dict[int | None, CallRecord] = {}
 
-    def before(self, call: Call) -> None:
+    def before(self, call: CallRecord) -> None:
         """Counts ``call`` against each fault, records it and acts on it."""
-        call = Call(call.seq, call.name, call.path, call.kind, call.details, self.op)
+        call = replace(call, op=self.op)
         acting: Fault | None = None
         for index, fault in enumerate(self.plan.faults):
             if fault.match.matches(call):
@@ -212,7 +183,7 @@ class PlanHook(Hook):
         if self.plan.trace and self.data and not effect:
             self._pending[call.seq] = call
         elif self.plan.trace or effect:
-            self.emit({**call.to_record(), "effect": effect})
+            self.emit(replace(call, effect=effect))
         if acting is None:
             return
         if acting.action == "raise":
@@ -221,12 +192,12 @@ class PlanHook(Hook):
             kill_self()
         self._kill_after.add(call.seq)
 
-    def after(self, call: Call, error: BaseException | None) -> None:
-        """Sends a call deferred by a ``data`` plan; kills the process after a call planned
-        ``kill-after``."""
+    def after(self, call: CallRecord, error: BaseException | None) -> None:
+        """Sends a call deferred by a ``data`` plan, with the details known once it returned;
+        kills the process after a call planned ``kill-after``."""
         pending = self._pending.pop(call.seq, None)
         if pending is not None:
-            self.emit({**pending.to_record(), "effect": None, "error": error_name(error)})
+            self.emit(replace(pending, details=call.details, error=error_name(error)))
         if call.seq in self._kill_after:
             kill_self()
 
@@ -239,31 +210,6 @@ def error_name(error: BaseException | None) -> str | None:
     if isinstance(number, int):
         return errno_module.errorcode.get(number, str(number))
     return type(error).__name__
-
-
-def describe_call(record: dict[str, Any]) -> str:
-    """Returns a call record in a few words, e.g. ``flock LOCK_EX MEMORY.md.lock``."""
-    name = "the directory" if record.get("kind") == "dir" else os.path.basename(record["path"])
-    details = record.get("details", {})
-    extra = details.get("operation") or ""
-    if record["name"] in ("replace", "rename") and details.get("source"):
-        extra = os.path.basename(details["source"]) + " ->"
-    return " ".join(part for part in (record["name"], extra, name) if part)
-
-
-def opens_for_writing(record: dict[str, Any]) -> bool:
-    """Whether a call record is an ``open`` that can write (flags or mode)."""
-    details = record.get("details", {})
-    if record["name"] != "open":
-        return False
-    if details.get("via") == "file":
-        return any(flag in str(details.get("mode", "")) for flag in "wax+")
-    return bool(details.get("flags", 0) & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND))
-
-
-def render_trace(records: list[dict[str, Any]]) -> str:
-    """Returns call records as numbered steps: ``1 open MEMORY.md.lock, 2 flock LOCK_EX ...``."""
-    return ", ".join(f"{step} {describe_call(record)}" for step, record in enumerate(records, 1))
 
 
 def path_kind(path: str | None, root: str) -> str | None:
@@ -416,9 +362,9 @@ class Interposer:
         self,
         name: str,
         path: str | None,
-        details: dict[str, Any],
+        details: Details,
         call: Callable[[], Any],
-        finish: Callable[[Any], dict[str, Any]] | None = None,
+        finish: Callable[[Details, Any], Details] | None = None,
     ) -> Any:
         """Reports ``call`` (a thunk making the real call) to the hook when ``path`` is in the
         root, makes it, and returns its result. For a hook with ``data``, ``finish`` adds to
@@ -429,11 +375,11 @@ class Interposer:
         assert path is not None
         if path.endswith(_DELETED):
             path = path[: -len(_DELETED)]
-            details = {**details, "deleted": True}
+            details = replace(details, deleted=True)
         with self._seq_lock:
             seq = self._seq
             self._seq += 1
-        event = Call(seq, name, path, kind, details)
+        event = CallRecord(name, path, kind, details, seq=seq)
         with self.suspended():
             self.hook.before(event)
         try:
@@ -444,7 +390,7 @@ class Interposer:
             raise
         with self.suspended():
             if finish is not None and self.hook.data:
-                details.update(finish(result))
+                event = replace(event, details=finish(event.details, result))
             self.hook.after(event, None)
         return result
 
@@ -452,20 +398,24 @@ class Interposer:
         """Whether the hook wants the data details (see :data:`DATA_DETAILS`)."""
         return self.hook.data
 
-    def fd_details(self, fd: Any) -> dict[str, Any]:
-        """Returns the inode of descriptor ``fd`` as data details (nothing when it is closed)."""
+    def fd_ino(self, fd: Any) -> int | None:
+        """Returns the inode of descriptor ``fd`` (``None`` when it is closed)."""
         number = _fd_of(fd)
         if number is None:
-            return {}
+            return None
         try:
-            return {"ino": os.fstat(number).st_ino}
+            return os.fstat(number).st_ino
         except OSError:
-            return {}
+            return None
 
-    def write_details(self, fd: Any, data: Any, offset: int | None) -> dict[str, Any]:
-        """Returns the data details of a write of ``data`` to ``fd``: inode, offset (the
-        current position unless given; the end of the file for O_APPEND) and the bytes."""
-        details = self.fd_details(fd)
+    def opened(self, details: Details, fd: Any) -> Details:
+        """Returns the details of an open with the inode it opened (``fd``, what it returned)."""
+        return replace(details, ino=self.fd_ino(fd))
+
+    def write_details(self, details: Details, fd: Any, data: Any, offset: int | None) -> Details:
+        """Returns ``details`` with the data details of a write of ``data`` to ``fd``: inode,
+        offset (the current position unless given; the end of the file for O_APPEND) and the
+        bytes."""
         number = _fd_of(fd)
         if offset is None and number is not None:
             try:
@@ -473,9 +423,7 @@ class Interposer:
                 offset = os.fstat(number).st_size if appending else os.lseek(number, 0, 1)
             except OSError:
                 offset = None
-        details["offset"] = offset
-        details["hex"] = bytes(data).hex()
-        return details
+        return replace(details, ino=self.fd_ino(fd), offset=offset, hex=bytes(data).hex())
 
     # -- wrappers ---------------------------------------------------------------------------------
 
@@ -486,10 +434,8 @@ class Interposer:
 
             if self._bypassed():
                 return call()
-            details = {"via": "os", "flags": flags, "mode": mode}
-            return self.intercept(
-                "open", self._arg_path(path, dir_fd), details, call, self.fd_details
-            )
+            details = Details(via="os", flags=flags, mode=mode)
+            return self.intercept("open", self._arg_path(path, dir_fd), details, call, self.opened)
 
         return open_
 
@@ -507,14 +453,14 @@ class Interposer:
 
             if self._bypassed():
                 return call()
-            details: dict[str, Any] = {"via": "os", "fd": _fd_of(fd)}
+            details = Details(via="os", fd=_fd_of(fd))
             if size_arg is not None and args:
-                details["size"] = args[size_arg - 1]
+                details = replace(details, size=args[size_arg - 1])
             if data_arg is not None and args:
-                details["size"] = len(args[data_arg - 1])
+                details = replace(details, size=len(args[data_arg - 1]))
             finish = None
             if self.hook.data:
-                details.update(self._data_of(name, fd, args))
+                details = self._data_of(details, name, fd, args)
                 if data_arg is not None:
                     finish = _written
             return self.intercept(name, fd_path(fd), details, call, finish)
@@ -522,14 +468,14 @@ class Interposer:
         wrapper.__name__ = getattr(real, "__name__", name)
         return wrapper
 
-    def _data_of(self, name: str, fd: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    def _data_of(self, details: Details, name: str, fd: Any, args: tuple[Any, ...]) -> Details:
         if name == "write" and args:
-            return self.write_details(fd, args[0], None)
+            return self.write_details(details, fd, args[0], None)
         if name == "pwrite" and len(args) > 1:
-            return self.write_details(fd, args[0], args[1])
-        details = self.fd_details(fd)
+            return self.write_details(details, fd, args[0], args[1])
+        details = replace(details, ino=self.fd_ino(fd))
         if name == "ftruncate" and args:
-            details["length"] = args[0]
+            details = replace(details, length=args[0])
         return details
 
     def _wrap_rename(self, name: str, real: Callable[..., None]) -> Callable[..., None]:
@@ -543,10 +489,9 @@ class Interposer:
                 return call()
             source = self._arg_path(src, src_dir_fd)
             target = self._arg_path(dst, dst_dir_fd)
-            details = {"via": "os", "source": source, "source_kind": self.kind_of(source)}
+            details = Details(via="os", source=source, source_kind=self.kind_of(source))
             if self.hook.data:
-                details["ino"] = _lstat_ino(source)
-                details["replaced_ino"] = _lstat_ino(target)
+                details = replace(details, ino=_lstat_ino(source), replaced_ino=_lstat_ino(target))
             path = target if self.kind_of(target) is not None else source
             return self.intercept(name, path, details, call)
 
@@ -560,9 +505,9 @@ class Interposer:
             if self._bypassed():
                 return call()
             where = self._arg_path(path, dir_fd)
-            details: dict[str, Any] = {"via": "os"}
+            details = Details(via="os")
             if self.hook.data:
-                details["ino"] = _lstat_ino(where)
+                details = replace(details, ino=_lstat_ino(where))
             return self.intercept("unlink", where, details, call)
 
         return wrapper
@@ -574,7 +519,7 @@ class Interposer:
 
             if self._bypassed():
                 return call()
-            details = {"via": "fcntl", "fd": _fd_of(fd), "operation": lock_operation(operation)}
+            details = Details(via="fcntl", fd=_fd_of(fd), operation=lock_operation(operation))
             return self.intercept(name, fd_path(fd), details, call)
 
         return wrapper
@@ -591,15 +536,15 @@ class Interposer:
             path = self._arg_path(file)
             if self.kind_of(path) is None:
                 return call()
-            details = {"via": "file", "mode": mode, "buffering": buffering}
-            opened = self.intercept("open", path, details, call, self.fd_details)
+            details = Details(via="file", mode=mode, buffering=buffering)
+            opened = self.intercept("open", path, details, call, self.opened)
             return FileProxy(opened, self, path, buffered=buffering != 0)
 
         return open_
 
 
-def _written(result: Any) -> dict[str, Any]:
-    return {"written": result}
+def _written(details: Details, result: Any) -> Details:
+    return replace(details, written=result)
 
 
 def _lstat_ino(path: str | None) -> int | None:
@@ -627,7 +572,7 @@ class FileProxy:
     """A file object from an interposed ``open``: reports its reads, writes, flushes and closes.
 
     Everything else (``fileno``, ``seek``, ``name``, ...) is delegated to the real file object.
-    ``details["buffered"]`` tells a checker that written data reaches the kernel only at the next
+    ``details.buffered`` tells a checker that written data reaches the kernel only at the next
     ``flush`` or ``close``.
     """
 
@@ -637,22 +582,28 @@ class FileProxy:
         self._path = path
         self._buffered = buffered
 
-    def _report(self, name: str, call: Callable[[], Any], **details: Any) -> Any:
+    def _report(
+        self,
+        name: str,
+        call: Callable[[], Any],
+        size: int | None = None,
+        data: str | None = None,
+    ) -> Any:
+        """Reports the call ``name`` of the file (``size``, and ``data``: the ``hex`` detail)."""
         interposer = self._interposer
         if interposer._bypassed():
             return call()
         path = self._path
         if not self._file.closed:
             path = fd_path(self._file) or path
-        info = {"via": "file", "buffered": self._buffered, **details}
+        info = Details(via="file", buffered=self._buffered, size=size, hex=data)
         if interposer.wants_data() and not self._file.closed:
-            info.update(interposer.fd_details(self._file))
+            info = replace(info, ino=interposer.fd_ino(self._file))
             if name == "write":
-                info["offset"] = self._file.tell()
+                info = replace(info, offset=self._file.tell())
             if name == "ftruncate":
-                info["length"] = info.pop("size", None)
-                if info["length"] is None:
-                    info["length"] = self._file.tell()
+                length = size if size is not None else self._file.tell()
+                info = replace(info, size=None, length=length)
         return interposer.intercept(name, path, info, call)
 
     def read(self, *args: Any) -> Any:
@@ -674,7 +625,7 @@ class FileProxy:
     def write(self, data: Any) -> Any:
         """Reported as ``write`` (``size`` in details)."""
         return self._report(
-            "write", lambda: self._file.write(data), size=len(data), **self._bytes(data)
+            "write", lambda: self._file.write(data), size=len(data), data=self._hex(data)
         )
 
     def writelines(self, lines: Any) -> Any:
@@ -683,18 +634,18 @@ class FileProxy:
         size = sum(len(line) for line in lines)
         joined = "".join(lines) if lines and isinstance(lines[0], str) else b"".join(lines)
         return self._report(
-            "write", lambda: self._file.writelines(lines), size=size, **self._bytes(joined)
+            "write", lambda: self._file.writelines(lines), size=size, data=self._hex(joined)
         )
 
-    def _bytes(self, data: Any) -> dict[str, Any]:
+    def _hex(self, data: Any) -> str | None:
         """Returns the ``hex`` data detail of a write (text is encoded as the file encodes)."""
         if not self._interposer.wants_data():
-            return {}
+            return None
         if isinstance(data, str):
             encoding = getattr(self._file, "encoding", None) or "utf-8"
             errors = getattr(self._file, "errors", None) or "strict"
-            return {"hex": data.encode(encoding, errors).hex()}
-        return {"hex": bytes(data).hex()}
+            return data.encode(encoding, errors).hex()
+        return bytes(data).hex()
 
     def flush(self) -> Any:
         """Reported as ``flush``."""
@@ -702,8 +653,8 @@ class FileProxy:
 
     def truncate(self, *args: Any) -> Any:
         """Reported as ``ftruncate``."""
-        size = {"size": args[0]} if args and args[0] is not None else {}
-        return self._report("ftruncate", lambda: self._file.truncate(*args), **size)
+        size = args[0] if args and args[0] is not None else None
+        return self._report("ftruncate", lambda: self._file.truncate(*args), size)
 
     def close(self) -> Any:
         """Reported as ``close`` (once; closing a closed file is not reported)."""

@@ -17,9 +17,10 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from memspec.conformance.core.waits import REAP_TIMEOUT, SESSION_TIMEOUT, STRACE_POLL
 from memspec.conformance.processes.workers import (
@@ -28,6 +29,7 @@ from memspec.conformance.processes.workers import (
     WorkerResult,
     run_session,
 )
+from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.fstrace import FAULT_CALLS, STRACE_CALLS, StraceFollower
 from memspec.conformance.tamper.strace import (
     end_process_group,
@@ -51,15 +53,15 @@ LOCK_CALLS = ("flock", "lockf", "bind")
 """The call records (:mod:`memspec.conformance.tamper.fstrace`) that take an inter-process lock."""
 
 
-def unschedulable_locks(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def unschedulable_locks(records: Sequence[CallRecord]) -> list[str]:
     """Returns the paths of the locks in ``records`` (one session's calls) that are not
     scheduling points: not a name of :data:`STORE_NAMES` in the root (an abstract socket, a
     lock file of another name). A session waiting for one makes no call strace stops at, so
     the scheduler could tell it is blocked only by a timeout, and a schedule would not replay."""
     held = {
-        str(record.get("path") or "").rstrip("\x00 ")
+        record.path.rstrip("\x00 ")
         for record in records
-        if record.get("name") in LOCK_CALLS and not record.get("error")
+        if record.name in LOCK_CALLS and not record.error
     }
     return sorted(
         path for path in held if path.startswith("@") or os.path.basename(path) not in STORE_NAMES
@@ -120,36 +122,51 @@ def stops_in(lines: list[str], signalled: set[int]) -> list[tuple[int, int]]:
     return stops
 
 
-def unrecorded_call(latest_first: Iterable[str]) -> dict[str, Any]:
+def unrecorded_call(latest_first: Iterable[str]) -> CallRecord:
     """Returns a record of the first call in strace lines given latest first that the parser
     keeps no record of (an ``lseek``, a ``dup``): its system call and the path strace
     decorated it with."""
     for line in latest_first:
         call = _CALL.match(line)
         if call is not None:
-            path = call.group("path") or ""
-            return {"name": call.group("name"), "path": path, "kind": None, "details": {}}
-    return {"name": "call", "path": "", "kind": None, "details": {}}
+            return CallRecord(call.group("name"), call.group("path") or "")
+    return CallRecord("call", "")
 
 
 LOCK_TAKEN = frozenset({"EAGAIN", "EWOULDBLOCK", "EACCES", "EADDRINUSE"})
 """The errors of a lock attempt that found the lock taken (a lock call that waited)."""
 
 
-def returned(call: dict[str, Any]) -> dict[str, Any]:
-    """Returns the scheduler's ``return`` record of a granted step whose call was ``call``."""
-    error = call.get("error")
-    waited = error == RESTARTED or (call.get("name") in LOCK_CALLS and error in LOCK_TAKEN)
+def returned(call: CallRecord) -> Returned:
+    """Returns the scheduler's record of a granted step whose call was ``call``."""
+    error = call.error
+    waited = error == RESTARTED or (call.name in LOCK_CALLS and error in LOCK_TAKEN)
     failed = bool(error) and not waited
     number = getattr(errno_module, str(error), None) if failed else None
-    return {"type": "return", "call": call, "failed": failed, "errno": number, "waited": waited}
+    return Returned(failed, number, call, waited)
+
+
+NEXT = CallRecord("next", "")
+"""What a stopped process is parked at: the call it makes next, not known yet."""
+
+
+class Locks(Protocol):
+    """What the scheduler's model of the locks learns from its sessions."""
+
+    def returned(self, worker: str, parked: Parked, failed: bool) -> None:
+        """The call ``worker`` was ``parked`` at returned (``failed`` or not)."""
+        ...
+
+    def ended(self, worker: str) -> None:
+        """``worker``'s session ended."""
+        ...
 
 
 class StoppedProcess:
     """One command-backend session under the scheduler, stopped by strace (module docs).
 
     It has the face of the scheduler's interposed workers: ``parked`` (the process is stopped;
-    the record names the call it stopped after), ``granted``, ``blocked``, ``gone``,
+    the record names the call it stopped after, ``after``), ``granted``, ``blocked``, ``gone``,
     :meth:`absorb`, :meth:`settle`, :meth:`grant`, :meth:`stop` and :meth:`finish`.
     """
 
@@ -169,8 +186,8 @@ class StoppedProcess:
         self._fed = 0
         self._calls = 0
         self.group: int | None = None
-        self.parked: dict[str, Any] | None = None
-        self.granted: dict[str, Any] | None = None
+        self.parked: Parked | None = None
+        self.granted: Parked | None = None
         self.blocked = False
         self.gone = False
 
@@ -190,7 +207,7 @@ class StoppedProcess:
         found = stops_in(complete, self._signalled)
         self._stops += [(thread, first + index) for thread, index in found]
 
-    def _call_before(self, thread: int, line: int) -> dict[str, Any] | None:
+    def _call_before(self, thread: int, line: int) -> CallRecord | None:
         """Returns the call ``thread`` stopped after at strace line ``line``: the last new call
         record on the root; stopped everywhere, that thread's own last call, or None when it
         is not a scheduling point (module docs)."""
@@ -203,7 +220,7 @@ class StoppedProcess:
         syscall, record = self._follower.last_call(thread)
         if record is None:
             record = unrecorded_call(self._back_from(line, thread))
-            record["name"] = syscall or record["name"]
+            record = replace(record, name=syscall or record.name)
         return record if self._scheduling_point(record) else None
 
     def _back_from(self, line: int, thread: int | None = None) -> Iterator[str]:
@@ -213,14 +230,14 @@ class StoppedProcess:
             if self.lines[index].startswith(prefix):
                 yield self.lines[index]
 
-    def _scheduling_point(self, call: Mapping[str, Any]) -> bool:
+    def _scheduling_point(self, call: CallRecord) -> bool:
         """Whether a call stopped at everywhere is one the scheduler decides at: a lock call,
         or a call on the root or one of its names."""
-        path = str(call.get("path") or "")
+        path = call.path
         in_root = os.path.dirname(path) == self.root and os.path.basename(path) in STORE_NAMES
-        return call.get("name") in LOCK_CALLS or path == self.root or in_root
+        return call.name in LOCK_CALLS or path == self.root or in_root
 
-    def absorb(self, locks: Any) -> list[dict[str, Any]]:
+    def absorb(self, locks: Locks) -> list[Returned]:
         """Takes the stops strace reported; returns the ``return`` records of granted steps."""
         self._read()
         returns = []
@@ -239,21 +256,13 @@ class StoppedProcess:
             if self.granted is not None:
                 returns.append(back)
                 self.granted = None
-            self.parked = {
-                "type": "park",
-                "name": "next",
-                "path": "",
-                "details": {},
-                "after": back["call"],
-                "thread": thread,
-                "would_block": back["waited"],
-            }
+            self.parked = Parked(NEXT, after=call, thread=thread, would_block=back.waited)
         if self.worker.ended and self.parked is None and not self.gone:
             self.gone = True
             locks.ended(self.name)
         return returns
 
-    def settle(self, locks: Any, timeout: float) -> list[dict[str, Any]]:
+    def settle(self, locks: Locks, timeout: float) -> list[Returned]:
         """Waits until the process is stopped again or its session ended (or ``timeout``)."""
         deadline = time.monotonic() + timeout
         returns = []
@@ -268,7 +277,7 @@ class StoppedProcess:
 
     def grant(self) -> bool:
         """Resumes the stopped process (``SIGCONT``); False if it is gone."""
-        thread = (self.granted or {}).get("thread")
+        thread = self.granted.thread if self.granted is not None else None
         if thread is None:
             return False
         try:
@@ -300,21 +309,21 @@ class ParkedWorker:
         self.name = job.name
         self.worker = Worker(job, scheduled=True)
         self.seen = 0
-        self.parked: dict[str, Any] | None = None
-        self.granted: dict[str, Any] | None = None
+        self.parked: Parked | None = None
+        self.granted: Parked | None = None
         self.blocked = False
         self.gone = False
 
-    def absorb(self, locks: Any) -> list[dict[str, Any]]:
-        """Takes the worker's new turn records; returns the ``return`` records among them."""
+    def absorb(self, locks: Locks) -> list[Returned]:
+        """Takes the worker's new turn records; returns the returns among them."""
         returns = []
         while self.seen < len(self.worker.turns):
             record = self.worker.turns[self.seen]
             self.seen += 1
-            if record["type"] == "park":
+            if isinstance(record, Parked):
                 self.parked = record
             elif self.granted is not None:
-                locks.returned(self.name, self.granted, bool(record.get("failed")))
+                locks.returned(self.name, self.granted, record.failed)
                 returns.append(record)
                 self.granted = None
         if self.worker.ended and self.parked is None and not self.gone:
@@ -322,11 +331,11 @@ class ParkedWorker:
             locks.ended(self.name)
         return returns
 
-    def settle(self, locks: Any, timeout: float) -> list[dict[str, Any]]:
+    def settle(self, locks: Locks, timeout: float) -> list[Returned]:
         """Waits until the worker is parked or gone (or ``timeout``); returns its returns."""
         self.worker.wait_until(
             lambda worker: (
-                worker.ended or any(r["type"] == "park" for r in worker.turns[self.seen :])
+                worker.ended or any(isinstance(r, Parked) for r in worker.turns[self.seen :])
             ),
             timeout,
         )
@@ -346,3 +355,7 @@ class ParkedWorker:
     def finish(self) -> WorkerResult:
         """Reaps the worker and returns its result."""
         return self.worker.finish(REAP_TIMEOUT)
+
+
+Scheduled = StoppedProcess | ParkedWorker
+"""A session under the scheduler, as its backend's tampering starts it."""

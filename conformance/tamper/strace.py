@@ -36,6 +36,7 @@ from memspec.conformance.core.waits import (
     TRACED_CALL_TIMEOUT,
 )
 from memspec.conformance.processes.workers import HARNESS_STEPS, Job, WorkerResult
+from memspec.conformance.tamper.calls import CallRecord, Invocation, describe_call
 from memspec.conformance.tamper.fstrace import (
     QUIET,
     SECCOMP_BPF,
@@ -45,7 +46,7 @@ from memspec.conformance.tamper.fstrace import (
     calls_from_strace,
     read_strace,
 )
-from memspec.conformance.tamper.interpose import Call, Fault, Plan, describe_call
+from memspec.conformance.tamper.interpose import Fault, Plan
 from memspec.conformance.transport.jsonlines import CommandBackend
 
 ATTEMPTS = 2
@@ -96,14 +97,14 @@ class Injection:
     nth: int
     action: str
     errno: int
-    target: dict[str, Any]
+    target: CallRecord
     thread: int
 
     @property
     def at_the_call(self) -> bool:
         """Whether a ``kill-after`` is made at the target call's own entry (after a sync), not
         at the next call."""
-        return self.action == "kill-after" and self.target["name"] in SYNC_CALLS
+        return self.action == "kill-after" and self.target.name in SYNC_CALLS
 
     def options(self) -> tuple[str, ...]:
         """Returns the strace options that carry it out."""
@@ -127,20 +128,14 @@ SYNC_CALLS = frozenset({"fsync", "fdatasync"})
 """Calls after which a kill is made at the call's own entry (see ``kill-after`` above)."""
 
 
-def selected(records: Sequence[dict[str, Any]], fault: Fault) -> dict[str, Any] | None:
+def selected(records: Sequence[CallRecord], fault: Fault) -> CallRecord | None:
     """Returns the call record ``fault`` acts on: the ``nth`` its match selects, or None."""
-    chosen = [
-        record
-        for record in records
-        if fault.match.matches(
-            Call(record["seq"], record["name"], record["path"], record["kind"], {}, record["op"])
-        )
-    ]
+    chosen = [record for record in records if fault.match.matches(record)]
     return chosen[fault.nth - 1] if len(chosen) >= fault.nth else None
 
 
 def plan_injection(
-    trace: StraceTrace, records: Sequence[dict[str, Any]], fault: Fault
+    trace: StraceTrace, records: Sequence[CallRecord], fault: Fault
 ) -> Injection | None:
     """Returns how strace injects ``fault`` into a run like the recorded one (``records``: the
     trace's records with job operation indices), or None when the fault selects no call.
@@ -150,10 +145,10 @@ def plan_injection(
     target = selected(records, fault)
     if target is None:
         return None
-    invocation = target["details"]["strace"]
-    syscall, nth = invocation["syscall"], invocation["nth"]
-    if fault.action == "kill-after" and target["name"] not in SYNC_CALLS:
-        following = invocation.get("next")
+    invocation = _invocation(target)
+    syscall, nth = invocation.syscall, invocation.nth
+    if fault.action == "kill-after" and target.name not in SYNC_CALLS:
+        following = invocation.next
         if following is None:
             raise NotApplicable(
                 f"no traced call followed {describe_call(target)} in its thread, so strace "
@@ -163,7 +158,7 @@ def plan_injection(
     others = sorted(
         tid
         for (tid, name), count in trace.counts.items()
-        if name == syscall and count >= nth and tid != invocation["tid"]
+        if name == syscall and count >= nth and tid != invocation.tid
     )
     if others:
         raise NotApplicable(
@@ -171,26 +166,34 @@ def plan_injection(
             f"{syscall} calls per thread, and thread {others[0]} also makes a call #{nth}, "
             "which the injection would hit too"
         )
-    return Injection(syscall, nth, fault.action, fault.errno, target, invocation["tid"])
+    return Injection(syscall, nth, fault.action, fault.errno, target, invocation.tid)
 
 
-def _same_call(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+def _invocation(record: CallRecord) -> Invocation:
+    """Returns where strace saw the call of ``record``, a record strace's parser made."""
+    invocation = record.details.strace
+    if invocation is None:
+        raise HarnessError(f"the call record {record} is not one of strace's")
+    return invocation
+
+
+def _same_call(one: CallRecord, other: CallRecord) -> bool:
     """Whether two records are the same call of two runs (a temp file's name changes, and a
     recording may run on a copy of the root)."""
     return (
-        one["name"] == other["name"]
-        and one["kind"] == other["kind"]
-        and one["op"] == other["op"]
+        one.name == other.name
+        and one.kind == other.kind
+        and one.op == other.op
         and (
-            one["kind"] in ("temp", "dir")
-            or os.path.basename(one["path"]) == os.path.basename(other["path"])
+            one.kind in ("temp", "dir")
+            or os.path.basename(one.path) == os.path.basename(other.path)
         )
     )
 
 
 def acted_on(
-    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
-) -> tuple[dict[str, Any] | None, str]:
+    trace: StraceTrace, records: Sequence[CallRecord], injection: Injection
+) -> tuple[CallRecord | None, str]:
     """Returns the call record the injected run shows the fault on (for ``kill-after``, the
     call right before the kill), or None, and the invocations strace acted at, in words."""
     hits = trace.injected if injection.action == "raise" else trace.killed
@@ -204,18 +207,16 @@ def acted_on(
         return None, f"strace acted {len(hits)} times ({words})"
     tid, syscall, nth = hits[0]
     for record in records:
-        invocation = record["details"]["strace"]
+        invocation = _invocation(record)
         if injection.action == "kill-after" and not injection.at_the_call:
-            if invocation["tid"] == tid and invocation.get("next") == [syscall, nth]:
+            if invocation.tid == tid and invocation.next == (syscall, nth):
                 return record, words
-        elif (invocation["tid"], invocation["syscall"], invocation["nth"]) == hits[0]:
+        elif (invocation.tid, invocation.syscall, invocation.nth) == hits[0]:
             return record, words
     return None, f"strace acted on {words}, a call outside the root"
 
 
-def landed(
-    trace: StraceTrace, records: Sequence[dict[str, Any]], injection: Injection
-) -> str | None:
+def landed(trace: StraceTrace, records: Sequence[CallRecord], injection: Injection) -> str | None:
     """Returns None when the injected run shows the fault on the planned call, else what it
     shows instead."""
     planned = describe_call(injection.target)
@@ -225,8 +226,8 @@ def landed(
     at = [record]
     if not _same_call(at[0], injection.target):
         return (
-            f"strace acted on {describe_call(at[0])} during operation {at[0]['op']} "
-            f"(planned: {planned} during operation {injection.target['op']})"
+            f"strace acted on {describe_call(at[0])} during operation {at[0].op} "
+            f"(planned: {planned} during operation {injection.target.op})"
         )
     return None
 
@@ -470,9 +471,11 @@ def finish_traced(run: TracedJob, result: WorkerResult) -> tuple[WorkerResult, S
             "keep the file (--keep-temp) and report it"
         ) from None
     requests = [i for i, op in enumerate(run.original.operations) if op["op"] not in HARNESS_STEPS]
-    for record in trace.records:
-        number = record["op"]
-        record["op"] = requests[number] if 0 <= number < len(requests) else None
+
+    def job_index(number: int | None) -> int | None:
+        return requests[number] if number is not None and 0 <= number < len(requests) else None
+
+    trace.records = [replace(record, op=job_index(record.op)) for record in trace.records]
     return replace(result, calls=trace.records), trace
 
 
@@ -586,12 +589,12 @@ def kill_planned(job: Job, fault: Fault, directory: Path, drive: Drive) -> Kille
         return Killed(run_traced(job, directory, drive)[0], unplaced=True)
     result, killed = run_traced(job, directory, drive, injection.options())
     record, words = acted_on(killed, result.calls, injection)
-    if record is None or record["op"] != fault.match.op:
+    if record is None or record.op != fault.match.op:
         return Killed(result, outside=words)
     return Killed(result, missed=landed(killed, result.calls, injection))
 
 
-def record_session(job: Job, directory: Path) -> tuple[list[dict[str, Any]], list[Any]]:
+def record_session(job: Job, directory: Path) -> tuple[list[CallRecord], list[Any]]:
     """Runs a command backend's ``job`` (requests only) in one session under strace, from the
     harness's process; returns the call records, with the data a crash-state generator needs,
     and the answers."""

@@ -102,11 +102,11 @@ def test_plan_traces_resolves_and_injects(tmp_path: Path) -> None:
     result = run_session(Job(InProcessBackend(REFERENCE), tmp_path, ops, plan=Plan((fault,))))
     codes = [op.answer["code"] for op in result.ops]
     assert codes == ["OK", "OK", "E_IO", "OK"]
-    names = {(call["name"], call["kind"]) for call in result.calls}
+    names = {(call.name, call.kind) for call in result.calls}
     assert {("flock", "lock"), ("write", "temp"), ("replace", "data"), ("fsync", "dir")} <= names
-    effects = [call for call in result.calls if call["effect"]]
-    assert len(effects) == 1 and effects[0]["effect"] == "ENOSPC" and effects[0]["op"] == 2
-    assert os.path.basename(effects[0]["path"]).startswith(".MEMORY.md.tmp.")
+    effects = [call for call in result.calls if call.effect]
+    assert len(effects) == 1 and effects[0].effect == "ENOSPC" and effects[0].op == 2
+    assert os.path.basename(effects[0].path).startswith(".MEMORY.md.tmp.")
 
 
 def test_plan_kills_after_a_call(tmp_path: Path) -> None:
@@ -126,9 +126,9 @@ def test_file_objects_are_reported(tmp_path: Path) -> None:
     """Writes through open() are reported with the file object's buffering, flush and close."""
     job = Job(InProcessBackend(f"{PROCS}:open_unflushed_fsync"), tmp_path, _adds("a"), plan=Plan())
     calls = run_session(job).expect_done().calls_during(1)
-    temp = [call for call in calls if call["kind"] == "temp"]
-    assert [call["name"] for call in temp] == ["open", "write", "fsync", "close"]
-    assert temp[1]["details"]["via"] == "file" and temp[1]["details"]["buffered"]
+    temp = [call for call in calls if call.kind == "temp"]
+    assert [call.name for call in temp] == ["open", "write", "fsync", "close"]
+    assert temp[1].details.via == "file" and temp[1].details.buffered
 
 
 def test_interposition_needs_a_python_backend(tmp_path: Path) -> None:

@@ -71,9 +71,10 @@ class _BothReadFirst:
 
     def choose(self, decision: Decision) -> str:
         if not self.p0_read:
-            call = decision.calls.get("p0", {})
+            parked = decision.calls.get("p0")
+            call = parked.call if parked is not None else None
             if "p0" in decision.enabled and not (
-                call.get("name") == "read" and call.get("op") == 1 and call.get("kind") == "data"
+                call is not None and call.name == "read" and call.op == 1 and call.kind == "data"
             ):
                 return "p0"
             if "p0" in decision.enabled:
@@ -90,8 +91,8 @@ def test_a_schedule_is_followed_exactly(tmp_path: Path) -> None:
     processes = [step.process for step in first.run.steps]
     assert processes == sorted(processes)
     again = execute(backend, _mk(tmp_path / "b"), _adders(), follow(first.schedule))
-    calls = [(s.process, s.call["name"], s.call["kind"]) for s in again.run.steps]
-    assert calls == [(s.process, s.call["name"], s.call["kind"]) for s in first.run.steps]
+    calls = [(s.process, s.call.name, s.call.kind) for s in again.run.steps]
+    assert calls == [(s.process, s.call.name, s.call.kind) for s in first.run.steps]
 
 
 def _mk(path: Path) -> Path:
@@ -111,7 +112,7 @@ def test_the_lock_model_keeps_a_waiting_session_parked(tmp_path: Path) -> None:
         for number, who in enumerate(enabled)
         if who == ("p0",)
         and any(s.process == "p1" for s in steps[number:])
-        and next(s for s in steps[number:] if s.process == "p1").call["name"] == "flock"
+        and next(s for s in steps[number:] if s.process == "p1").call.name == "flock"
     ]
     assert waits, "p1 was never kept waiting at its flock while p0 held the lock"
 
@@ -124,8 +125,8 @@ def test_both_sessions_read_before_either_writes_loses_an_add(tmp_path: Path) ->
     )
     assert execution.finding is not None and execution.finding.clause == "LOCK-3"
     steps = execution.run.steps
-    reads = [s.number for s in steps if s.call["name"] == "read" and s.call["kind"] == "data"]
-    renames = [s.number for s in steps if s.call["name"] in ("replace", "rename")]
+    reads = [s.number for s in steps if s.call.name == "read" and s.call.kind == "data"]
+    renames = [s.number for s in steps if s.call.name in ("replace", "rename")]
     assert len(reads) >= 2 and reads[1] < renames[0], "both reads come before the first write"
 
 

@@ -28,6 +28,7 @@ from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.schedule.exploration import Program, execute
 from memspec.conformance.schedule.schedule import Decision
 from memspec.conformance.tamper import strace as tamper
+from memspec.conformance.tamper.calls import CallRecord
 from memspec.conformance.tamper.stops import (
     off_root_locks,
     returned,
@@ -161,8 +162,9 @@ def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> Non
     a timeout, and both adds are kept."""
 
     def p1_once_p0_locked(decision: Decision) -> str:
-        after = decision.calls.get("p0", {}).get("after") or {}
-        if after.get("name") == "bind" and not after.get("error"):
+        parked = decision.calls.get("p0")
+        after = parked.after if parked is not None else None
+        if after is not None and after.name == "bind" and not after.error:
             locked.append(True)
         wanted = "p1" if locked else "p0"
         return wanted if wanted in decision.enabled else decision.enabled[0]
@@ -179,9 +181,9 @@ def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> Non
     backend = CommandBackend(f"{SERVE} {PROCS}:open_socket_lock")
     execution = execute(backend, root, program, p1_once_p0_locked)
     binds = [
-        (step.process, step.call.get("error"))
+        (step.process, step.call.error)
         for step in execution.run.steps
-        if step.call["name"] == "bind"
+        if step.call.name == "bind"
     ]
     assert ("p1", "EADDRINUSE") in binds and binds[-1] == ("p1", None), binds
     assert execution.run.notes == [] and execution.finding is None
@@ -196,27 +198,25 @@ def test_a_call_without_a_record_is_read_from_its_own_line() -> None:
     ]
     own = [line for line in reversed(lines) if line.startswith("7 ")]
     call = unrecorded_call(own)
-    assert (call["name"], call["path"]) == ("lseek", "/r/MEMORY.md")
-    assert unrecorded_call(reversed(lines))["name"] == "write"
-    assert unrecorded_call([])["name"] == "call"
+    assert (call.name, call.path) == ("lseek", "/r/MEMORY.md")
+    assert unrecorded_call(reversed(lines)).name == "write"
+    assert unrecorded_call([]).name == "call"
 
 
 def test_a_lock_found_taken_waited() -> None:
-    assert returned({"name": "bind", "path": "@lock", "error": "EADDRINUSE"})["waited"]
-    assert returned({"name": "flock", "path": "/r/MEMORY.md.lock", "error": "EAGAIN"})["waited"]
-    assert returned({"name": "flock", "path": "/r/MEMORY.md.lock", "error": "ERESTARTSYS"})[
-        "waited"
-    ]
-    failed = returned({"name": "open", "path": "/r/MEMORY.md", "error": "EACCES"})
-    assert failed["failed"] and not failed["waited"]
+    assert returned(CallRecord("bind", "@lock", error="EADDRINUSE")).waited
+    assert returned(CallRecord("flock", "/r/MEMORY.md.lock", error="EAGAIN")).waited
+    assert returned(CallRecord("flock", "/r/MEMORY.md.lock", error="ERESTARTSYS")).waited
+    failed = returned(CallRecord("open", "/r/MEMORY.md", error="EACCES"))
+    assert failed.failed and not failed.waited
 
 
 def test_only_locks_off_the_root_are_unschedulable() -> None:
     records = [
-        {"name": "flock", "path": "/r/MEMORY.md.lock"},
-        {"name": "lockf", "path": "/r/MEMORY.md"},
-        {"name": "bind", "path": "@memspec-node-lock/1:2/MEMORY.md"},
-        {"name": "flock", "path": "/r/other.lock", "error": "EWOULDBLOCK"},
-        {"name": "write", "path": "/r/elsewhere"},
+        CallRecord("flock", "/r/MEMORY.md.lock"),
+        CallRecord("lockf", "/r/MEMORY.md"),
+        CallRecord("bind", "@memspec-node-lock/1:2/MEMORY.md"),
+        CallRecord("flock", "/r/other.lock", error="EWOULDBLOCK"),
+        CallRecord("write", "/r/elsewhere"),
     ]
     assert unschedulable_locks(records) == ["@memspec-node-lock/1:2/MEMORY.md"]

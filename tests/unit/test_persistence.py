@@ -11,6 +11,7 @@ import pytest
 
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.crash.persistence import crash_states, explain, replay
+from memspec.conformance.tamper.calls import CallRecord, Details, Invocation
 from memspec.conformance.tamper.fstrace import calls_from_strace, ops_from_calls, read_strace
 from memspec.conformance.tamper.ops import Op
 
@@ -105,15 +106,7 @@ def test_calls_become_operations_with_fresh_identities() -> None:
     change nothing; an O_TRUNC open of a new file is no truncate."""
 
     def call(seq: int, name: str, path: str, op: int = 0, error: str | None = None, **details):
-        return {
-            "seq": seq,
-            "op": op,
-            "name": name,
-            "path": f"/r/{path}",
-            "kind": "temp",
-            "details": details,
-            "error": error,
-        }
+        return CallRecord(name, f"/r/{path}", "temp", Details(**details), op, seq, error=error)
 
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     records = [
@@ -151,7 +144,7 @@ STRACE = r"""
 def test_strace_output_becomes_call_records() -> None:
     """strace lines (resumed calls, hex bytes, answers on stdout) read as the same records."""
     records = calls_from_strace(STRACE, "/r", {"MEMORY.md": 1})
-    assert [(r["op"], r["name"]) for r in records] == [
+    assert [(r.op, r.name) for r in records] == [
         (-1, "open"),
         (0, "open"),
         (0, "write"),
@@ -161,7 +154,7 @@ def test_strace_output_becomes_call_records() -> None:
         (0, "fsync"),
         (0, "unlink"),
     ]
-    assert records[2]["details"]["hex"] == "61c2a7" and records[6]["kind"] == "dir"
+    assert records[2].details.hex == "61c2a7" and records[6].kind == "dir"
     ops = ops_from_calls(records, "/r", {"MEMORY.md": (1, b"")}, [0], {0})
     assert [op.kind for op in ops] == ["create", "write", "fsync", "rename", "dirsync", "ack"]
 
@@ -181,7 +174,7 @@ def test_strace_records_say_which_invocation_and_what_strace_did() -> None:
     """Each record names its thread, system call, ordinal and the next call; an injected
     error and the call a kill stopped carry their effect."""
     trace = read_strace(TAMPERED, "/r", {"MEMORY.md": 1})
-    names = [(r["name"], r["kind"], r.get("effect")) for r in trace.records]
+    names = [(r.name, r.kind, r.effect) for r in trace.records]
     assert names == [
         ("open", "data", None),
         ("read", "data", "EIO"),
@@ -189,14 +182,10 @@ def test_strace_records_say_which_invocation_and_what_strace_did() -> None:
         ("flock", "lock", None),
         ("replace", "data", "kill"),
     ]
-    assert trace.records[1]["details"]["strace"] == {
-        "tid": 10,
-        "syscall": "read",
-        "nth": 1,
-        "next": ["write", 1],
-    }
-    assert trace.records[2]["details"]["strace"]["nth"] == 2
-    assert trace.records[3]["details"]["operation"] == "LOCK_EX"
+    assert trace.records[1].details.strace == Invocation(10, "read", 1, ("write", 1))
+    strace = trace.records[2].details.strace
+    assert strace is not None and strace.nth == 2
+    assert trace.records[3].details.operation == "LOCK_EX"
     assert trace.injected == [(10, "read", 1)] and trace.killed == [(10, "rename", 1)]
 
 
