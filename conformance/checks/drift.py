@@ -26,6 +26,7 @@ from typing import Any
 from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
+from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal, judge_rewrite_backup
@@ -43,7 +44,7 @@ class Edit:
 
     what: str
     op: str
-    fields: dict[str, Any]
+    fields: Fields
     bug: str
 
 
@@ -76,8 +77,8 @@ def _short(data: bytes | None, keep: int = 60) -> str:
 
 
 def _edit_and_rewrite(
-    ctx: CheckContext, session: Any, external: bytes, edit: Edit
-) -> tuple[dict[str, Any], bool]:
+    ctx: CheckContext, session: Session, external: bytes, edit: Edit
+) -> tuple[Answer, bool]:
     """Puts ``external`` in MEMORY.md as another writer, runs the edit's call, asserts the
     external bytes survived and that an ``OK`` that dropped them names their backup, and returns
     the answer and whether the store rewrote the file."""
