@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.core.registry import CheckContext, check
@@ -152,7 +151,7 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
         )
 
 
-def _refused_with_backup(session: Any, ctx: CheckContext, external: bytes, sent: str) -> Path:
+def _refused_with_backup(session: Session, ctx: CheckContext, external: bytes, sent: str) -> Path:
     """Asks for an add on the foreign file ``external``; returns the backup the E_DRIFT names
     after :func:`~memspec.spec.drift_refusal.judge_drift_refusal` accepted the refusal."""
     answer = session.request("add", target="memory", content="Editor: vim")

@@ -23,7 +23,7 @@ from memspec.conformance.checks._disk import (
 )
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
-from memspec.conformance.transport.wire import Answer, Request
+from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.spec import codes
 from memspec.spec.targets import FILENAMES, TARGETS
 
@@ -241,7 +241,7 @@ def _mixed_operations(count: int, rng: random.Random) -> list[Request]:
 
 def _run(session: Session, ops: list[Request]) -> None:
     for op in ops:
-        fields = {key: value for key, value in op.items() if key != "op"}
+        fields = fields_of(op)
         if op["op"] in ("replace", "remove"):
             entries = session.request("entries", target=op["target"]).get("entries") or []
             notes = [entry for entry in entries if entry.startswith("note ")]

@@ -29,7 +29,13 @@ from memspec.conformance.core.waits import BARRIER_TIMEOUT, PUMP_POLL, REAP_TIME
 from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
-from memspec.conformance.transport.wire import Answer, HistoryRecord, Request, Unanswered
+from memspec.conformance.transport.wire import (
+    Answer,
+    HistoryRecord,
+    Request,
+    Unanswered,
+    fields_of,
+)
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -297,8 +303,7 @@ def _run_session(
                     with quiet():
                         answer = harness_step(job.root, request)
                 else:
-                    fields = {key: value for key, value in request.items() if key != "op"}
-                    answer = session.request(request["op"], **fields)
+                    answer = session.request(request["op"], **fields_of(request))
             except BackendDefect as defect:
                 outbox.send(_broke(index, defect))
                 return

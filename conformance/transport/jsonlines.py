@@ -38,7 +38,7 @@ from memspec.conformance.transport.backend import (
     check_answer,
     request_problem,
 )
-from memspec.conformance.transport.wire import Answer, Request
+from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.spec import codes
 from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -299,9 +299,8 @@ def handle_line(
         return _error(request_id, codes.E_UNSUPPORTED, f"unknown op {op!r}"), session
     if session is None:
         return _error(request_id, codes.E_INVALID, "send 'open' first"), session
-    fields = {key: value for key, value in request.items() if key not in ("id", "op")}
     try:
-        answer = session.request(op, **fields)
+        answer = session.request(op, **fields_of(request))
     except UsageError as error:
         return _error(request_id, codes.E_INVALID, str(error)), session
     return {"id": request_id, **answer}, session

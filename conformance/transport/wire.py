@@ -9,7 +9,7 @@ stay where they are.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, Required, TypedDict
+from typing import Literal, NotRequired, Required, TypedDict, cast
 
 RecallStep = TypedDict(
     "RecallStep", {"text": str, "raise": str, "hang": float, "value": object}, total=False
@@ -63,6 +63,11 @@ class Request(Fields, total=False):
 
     op: Required[str]
     id: int
+
+
+def fields_of(request: Request) -> Fields:
+    """Returns a request's fields: all but its ``op`` and ``id``."""
+    return cast(Fields, {key: value for key, value in request.items() if key not in ("op", "id")})
 
 
 class ProviderStatus(TypedDict):
