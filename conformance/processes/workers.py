@@ -395,7 +395,7 @@ class WorkerResult:
         op = next((op for op in self.ops if op.index == index), None)
         return op.answer if op is not None else None
 
-    def calls_during(self, index: int) -> list[HistoryRecord]:
+    def calls_during(self, index: int) -> list[dict[str, Any]]:
         """Returns the interposed calls reported while operation ``index`` ran, in order."""
         return [call for call in self.calls if call.get("op") == index]
 
