@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
@@ -111,7 +111,7 @@ class Answer(TypedDict, total=False):
     entries: list[str]
     snapshot: str | None
     block: str
-    schema: dict[str, object]
+    schema: Mapping[str, object]
     result: str
     features: list[str]
     backend: str

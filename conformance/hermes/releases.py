@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.hermes.imports import (
@@ -327,7 +327,7 @@ def read_ready(venv: Path) -> Ready | None:
         ready = json.loads(text)
     except ValueError:
         ready = None
-    return ready if isinstance(ready, dict) else {"build": text.strip()}
+    return cast(Ready, ready) if isinstance(ready, dict) else {"build": text.strip()}
 
 
 def _add_agent_needs(venv: Path, label: str, ready: Ready) -> None:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.history.linearizability import Model, Operation
@@ -49,7 +49,7 @@ class Event:
         return cls(
             record["type"],
             int(record["process"]),
-            Request(record["op"]),
+            cast(Request, dict(record["op"])),
             float(record["time"]),
             record.get("value"),
         )

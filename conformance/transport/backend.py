@@ -141,7 +141,7 @@ def refused_core_action(sent: Request, code: object, features: frozenset[str]) -
     op = sent.get("op")
     if op in CORE_ACTIONS:
         return str(op)
-    items: object = sent.get("operations") if op == "batch" and "batch" in features else None
+    items = sent.get("operations") if op == "batch" and "batch" in features else None
     actions = [i.get("action") for i in items if isinstance(i, Mapping)] if items else []
     core = [a for a in actions if a in CORE_ACTIONS]
     return next((a for a in core if a != "add"), core[0] if core else None)

@@ -9,6 +9,7 @@ stay where they are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, NotRequired, Required, TypedDict, cast
 
 RecallStep = TypedDict(
@@ -101,7 +102,7 @@ class Answer(TypedDict, total=False):
     entries: list[str]
     snapshot: str | None
     block: str
-    schema: dict[str, object]
+    schema: Mapping[str, object]
     result: str
     features: list[str]
     backend: str
