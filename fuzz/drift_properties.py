@@ -9,7 +9,8 @@ More in docs/architecture.md, "Module notes".
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TypedDict
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from memspec.conformance.core.examples import show
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.transport.wire import Request, fields_of
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
 from memspec.fuzz.roots import FuzzRoot
@@ -36,8 +38,17 @@ def _state(world: FuzzRoot) -> model.State:
     )
 
 
+class DriftCase(TypedDict):
+    """A case of the drift property: the limit, the entries added first, then rounds of an
+    external edit and the requests that follow it."""
+
+    limit: int
+    seed: list[str]
+    rounds: list[tuple[Callable[[bytes], bytes], list[Request]]]
+
+
 def _drift_step(
-    world: FuzzRoot, ledger: DriftLedger, request: dict[str, Any], features: frozenset[str]
+    world: FuzzRoot, ledger: DriftLedger, request: Request, features: frozenset[str]
 ) -> None:
     """Sends one mutation and judges it by the kind of file it met (DRIFT-1..5, DRIFT-7,
     READ-6)."""
@@ -45,7 +56,7 @@ def _drift_step(
     before = world.disk(target)
     kind = classify_bytes(before, world.limits[target]).kind
     allowed = allowed_answers(_state(world), mutation_of(request), features)
-    answer = world.request("a", request["op"], **{k: v for k, v in request.items() if k != "op"})
+    answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
     backups = world.backups(target)
     found = match_answer(allowed, answer, after, target)
@@ -115,7 +126,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
     run = plan(ctx)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
 
-    def scenario(limit: int) -> st.SearchStrategy[dict[str, Any]]:
+    def scenario(limit: int) -> st.SearchStrategy[DriftCase]:
         operations = st.lists(
             requests(("memory",), limits=(limit,), **claimed_ops(features)),
             min_size=1,
@@ -125,7 +136,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
         return st.fixed_dictionaries({"limit": st.just(limit), "seed": seeds, "rounds": rounds})
 
     @given(case=st.sampled_from(LIMITS).flatmap(scenario))
-    def drift_property(case: dict[str, Any]) -> None:
+    def drift_property(case: DriftCase) -> None:
         with FuzzRoot(ctx, {"memory": case["limit"]}) as world:
             ledger = DriftLedger()
             for content in case["seed"]:

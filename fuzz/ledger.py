@@ -17,11 +17,10 @@ disappears or is overwritten is reported under DRIFT-5, since the bytes it kept 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from memspec.conformance.transport.wire import Answer
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.drift_refusal import judge_rewrite_backup
@@ -60,7 +59,7 @@ class DriftLedger:
         before: bytes | None,
         after: bytes | None,
         backups: dict[str, bytes],
-        answer: Mapping[str, Any] | None = None,
+        answer: Answer | None = None,
         root: Path | None = None,
     ) -> str | None:
         """Records the store's change of ``target``'s file from ``before`` to ``after`` (no change:

@@ -19,6 +19,7 @@ from hypothesis.stateful import (
 from memspec.conformance.core.examples import show
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.transport.wire import Request, fields_of
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import (
     allowed_answers,
@@ -201,7 +202,7 @@ class MemoryMachine(RuleBasedStateMachine):
         self._compare(targets=(target,), snapshots=())
         self.completed = True
 
-    def _mutate(self, session: str, request: dict[str, Any]) -> None:
+    def _mutate(self, session: str, request: Request) -> None:
         self.completed = False
         if session not in self.world.sessions:
             self._load(session)
@@ -209,9 +210,7 @@ class MemoryMachine(RuleBasedStateMachine):
         sent = f"{show(request)} in session {session}"
         allowed = allowed_answers(self.state, mutation_of(request, session), self.features)
         before = self.world.disk(target)
-        answer = self.world.request(session, request["op"], **{
-            name: value for name, value in request.items() if name != "op"
-        })  # fmt: skip
+        answer = self.world.request(session, request["op"], **fields_of(request))
         after = self.world.disk(target)
         found = match_answer(allowed, answer, after, target)
         expected = allowed[0].outcome.code

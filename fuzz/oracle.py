@@ -6,11 +6,11 @@ More in docs/architecture.md, "Module notes".
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.transport.wire import Answer, Request
 from memspec.spec import codes, model
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
 from memspec.spec.model import State
@@ -62,7 +62,7 @@ class Allowed:
     why: str
 
 
-def mutation_of(request: Mapping[str, Any], session: str = "a") -> Mutation:
+def mutation_of(request: Request, session: str = "a") -> Mutation:
     """Returns the model operation of a protocol mutation request (CONTRACT-13)."""
     op, target = request["op"], request["target"]
     if op == "add":
@@ -140,7 +140,7 @@ def allowed_answers(state: State, op: Mutation, features: Collection[str]) -> li
 
 
 def match_answer(
-    allowed: Sequence[Allowed], answer: Mapping[str, Any], disk_after: bytes | None, target: str
+    allowed: Sequence[Allowed], answer: Answer, disk_after: bytes | None, target: str
 ) -> Allowed | None:
     """Returns the allowed answer ``answer`` is, preferring one whose file bytes agree."""
     same_code = [a for a in allowed if a.outcome.code == answer.get("code")]
@@ -150,7 +150,7 @@ def match_answer(
     return same_code[0] if same_code else None
 
 
-def field_problem(answer: Mapping[str, Any], outcome: Outcome) -> str | None:
+def field_problem(answer: Answer, outcome: Outcome) -> str | None:
     """Returns why the optional Outcome fields of ``answer`` disagree with the model's, if they
     do (CONTRACT-3: ``matches``, ``duplicate`` and ``usage`` are compared when given; ``usage``
     is the label of the target as the operation left it, the unchanged one after ``E_LIMIT``,

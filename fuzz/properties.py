@@ -10,7 +10,7 @@ comparison meaningless, and the failure names the first step that broke a clause
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from memspec.conformance.core.examples import show
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.transport.wire import Request, fields_of
 from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import (
@@ -56,8 +57,12 @@ def _limits(pair: tuple[int, int]) -> dict[str, int]:
     return {"memory": pair[0], "user": pair[1]}
 
 
-def _fields(request: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in request.items() if name not in ("op", "session")}
+class SnapshotStep(Request, total=False):
+    """A step of the snapshot property: a request or a ``load`` in a ``session``, or another
+    writer's ``edit`` of a target."""
+
+    session: str
+    edit: Callable[[bytes], bytes]
 
 
 def _state(world: FuzzRoot) -> model.State:
@@ -75,10 +80,10 @@ def _read_back(world: FuzzRoot, target: str, after: str) -> list[str]:
     return parse_text(text)
 
 
-def _round_trip_step(world: FuzzRoot, request: dict[str, Any]) -> None:
+def _round_trip_step(world: FuzzRoot, request: Request) -> None:
     target, sent = request["target"], show(request)
     before = world.disk(target)
-    answer = world.request("a", request["op"], **_fields(request))
+    answer = world.request("a", request["op"], **fields_of(request))
     refusal = argument_error(mutation_of(request))
     if refusal is not None and refusal.code == codes.E_DELIMITER:
         # ENTRY-3, ENTRY-4: content that could not be read back as one entry is refused.
@@ -129,7 +134,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     limits = st.sampled_from(((DEFAULT_LIMITS["memory"], DEFAULT_LIMITS["user"]), (40, 30)))
 
     @given(limits=limits, program=program, edit=cosmetic_edits())
-    def round_trip(limits: tuple[int, int], program: list[dict[str, Any]], edit: Any) -> None:
+    def round_trip(limits: tuple[int, int], program: list[Request], edit: Any) -> None:
         with FuzzRoot(ctx, _limits(limits)) as world:
             for request in program:
                 _round_trip_step(world, request)
@@ -156,12 +161,12 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     run.run(run.apply(round_trip))
 
 
-def _limit_step(world: FuzzRoot, request: dict[str, Any], features: frozenset[str]) -> None:
+def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> None:
     target, sent = request["target"], show(request)
     limit = world.limits[target]
     allowed = allowed_answers(_state(world), mutation_of(request), features)
     before = world.disk(target)
-    answer = world.request("a", request["op"], **_fields(request))
+    answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
     if not answer["ok"]:
         # LIMIT-3: a refusal writes nothing: nothing is truncated, dropped or shortened.
@@ -236,7 +241,7 @@ def limits_hold(ctx: CheckContext) -> None:
     )
 
     @given(case=cases)
-    def limits_hold_property(case: tuple[tuple[int, int], list[dict[str, Any]]]) -> None:
+    def limits_hold_property(case: tuple[tuple[int, int], list[Request]]) -> None:
         limits, program = case
         with FuzzRoot(ctx, _limits(limits)) as world:
             for request in program:
@@ -277,7 +282,7 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
     run = plan(ctx)
 
     @given(limits=SMALL_LIMITS, steps=st.lists(SNAPSHOT_STEPS, max_size=8))
-    def snapshot_property(limits: tuple[int, int], steps: list[dict[str, Any]]) -> None:
+    def snapshot_property(limits: tuple[int, int], steps: list[SnapshotStep]) -> None:
         with FuzzRoot(ctx, _limits(limits)) as world:
             captured: dict[str, dict[str, str | None]] = {}
 
@@ -310,7 +315,8 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
                 else:
                     if session not in captured:
                         load(session, f"opening session {session}")
-                    world.request(session, step["op"], **_fields(step))
+                    fields = {k: v for k, v in fields_of(step).items() if k != "session"}
+                    world.request(session, step["op"], **fields)
                 for name, blocks in captured.items():
                     for target, block in blocks.items():
                         now = world.snapshot(name, target)

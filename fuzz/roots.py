@@ -22,6 +22,7 @@ from typing import Any
 
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.transport.backend import BackendDefect, Session
+from memspec.conformance.transport.wire import Answer
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 
@@ -67,7 +68,7 @@ class FuzzRoot:
         """The features the backend claims (read from session ``a``)."""
         return frozenset(self.session("a").features)
 
-    def request(self, name: str, op: str, **fields: Any) -> dict[str, Any]:
+    def request(self, name: str, op: str, **fields: Any) -> Answer:
         """Sends one protocol request in session ``name`` and returns the answer."""
         return self.session(name).request(op, **fields)
 

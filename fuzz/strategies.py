@@ -27,6 +27,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from memspec.conformance.transport.wire import Request
 from memspec.spec.codec import BOM, decode, encode_entries, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 from memspec.spec.threats import INVISIBLE_CHARACTERS, INVISIBLE_THREATS
@@ -148,7 +149,7 @@ def requests(
     patch: bool = False,
     limits: Sequence[int] = (),
     content: st.SearchStrategy[str] | None = None,
-) -> st.SearchStrategy[dict[str, Any]]:
+) -> st.SearchStrategy[Request]:
     """Returns a strategy for one mutation request as protocol fields (CONTRACT-13); ``content``
     replaces the default :func:`contents` of adds, replaces and patches. ``batch`` and
     ``patch`` add those ops, for a backend that claims them (BATCH-1, PATCH-1); a patch's

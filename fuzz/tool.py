@@ -10,7 +10,7 @@ reported, matches, listings and overwritten entries as the rules say.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypedDict
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,6 +23,7 @@ from memspec.conformance.core.examples import (
 )
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import claimed_ops, requests
 
@@ -30,12 +31,22 @@ TOOL_LIMITS = {"memory": 60, "user": 40}
 """Small limits, so that generated programs reach a full store within a few calls."""
 
 
-def tool_arguments(request: dict[str, Any]) -> str:
+class ToolArguments(TypedDict, total=False):
+    """The memory tool's arguments as a model sends them (TOOL-5)."""
+
+    action: str
+    target: str
+    content: str
+    old_text: str
+    operations: list[BatchItem]
+
+
+def tool_arguments(request: Request) -> str:
     """Returns the argument text a model sends for a mutation request: the action and the
     target, ``content`` for the new text (``new_content`` of a replace), ``old_text``, or the
     batch's ``operations`` (TOOL-5)."""
     op = request["op"]
-    arguments: dict[str, Any] = {"target": request["target"]}
+    arguments: ToolArguments = {"target": request["target"]}
     if op == "batch":
         arguments["operations"] = request["operations"]
     else:
@@ -66,7 +77,7 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
     )
 
     @given(calls=program)
-    def results_are_judged(calls: list[tuple[str, dict[str, Any]]]) -> None:
+    def results_are_judged(calls: list[tuple[str, Request]]) -> None:
         with FuzzRoot(ctx, TOOL_LIMITS) as world:
             offers: dict[str, ToolOffer] = {}
             for name, request in calls:

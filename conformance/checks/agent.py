@@ -25,6 +25,7 @@ from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import BackendDefect, Session
+from memspec.conformance.transport.wire import Answer, Fields, RecallStep, Script
 from memspec.spec import codes
 from memspec.spec.agent import (
     PREFETCH_TIMEOUT_S,
@@ -47,7 +48,7 @@ HANG_S = PREFETCH_TIMEOUT_S + 3.0
 """How long the scripted hang lasts: well past the timeout of PROV-4."""
 
 
-def _recall(*texts: str) -> list[dict[str, str]]:
+def _recall(*texts: str) -> list[RecallStep]:
     return [{"text": text} for text in texts]
 
 
@@ -75,7 +76,7 @@ class AgentRun:
             with self.ctx.keep_going():
                 raise AssertionError(problem)
 
-    def _ask(self, clause: str, op: str, **fields: Any) -> dict[str, Any] | None:
+    def _ask(self, clause: str, op: str, **fields: Any) -> Answer | None:
         try:
             answer = self.session.request(op, **fields)
         except BackendDefect as defect:
@@ -92,7 +93,7 @@ class AgentRun:
         self.session.request("load")
         return [self.session.request("snapshot", target=t).get("snapshot") for t in TARGETS]
 
-    def start(self, providers: list[dict[str, Any]], clause: str = "AGENT-1") -> None:
+    def start(self, providers: list[Script], clause: str = "AGENT-1") -> None:
         """``agent_start`` with these scripts, judged (AGENT-1, PROV-2, PROV-3, PROV-5)."""
         scripts = parse_scripts(providers)
         answer = self._ask(clause, "agent_start", base=BASE, providers=providers)
@@ -165,7 +166,7 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
     claims it answers them (AGENT-7). Both transports: the in-process one answers for a Python
     store that does not claim the feature, a command backend answers itself."""
     put(ctx.root, "memory", b"User prefers tabs")
-    requests: list[tuple[str, dict[str, Any]]] = [
+    requests: list[tuple[str, Fields]] = [
         ("agent_start", {"base": BASE, "providers": []}),
         ("agent_turn", {"user": "hello", "reply": "hi"}),
         ("agent_rebuild", {"point": "compression"}),
@@ -234,7 +235,7 @@ def failing_providers_are_isolated(ctx: CheckContext) -> None:
     :data:`~memspec.spec.agent.PREFETCH_TIMEOUT_S` (PROV-4), and each turn prefetches once
     (AGENT-6)."""
     put(ctx.root, "memory", b"User prefers tabs")
-    steps: list[dict[str, Any]] = [
+    steps: list[RecallStep] = [
         {"text": "First recall"},
         {"raise": "provider is down"},
         {"value": 42},
@@ -319,7 +320,7 @@ def random_turns_writes_and_rebuilds(ctx: CheckContext) -> None:
     counter = iter(range(10**9))
 
     @given(steps=STEPS, recall=RECALLS)
-    def agent_follows_the_model(steps: list[tuple[str, str]], recall: list[dict[str, Any]]) -> None:
+    def agent_follows_the_model(steps: list[tuple[str, str]], recall: list[RecallStep]) -> None:
         root = ctx.scratch / f"agent-{next(counter)}"
         root.mkdir()
         with _sessions(ctx, 2, root) as (session, other):

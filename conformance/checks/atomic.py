@@ -17,11 +17,11 @@ import secrets
 import threading
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from memspec.conformance.checks._disk import read_or_none
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.wire import Fields
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 
@@ -48,7 +48,7 @@ def write_replaces_by_rename(ctx: CheckContext) -> None:
     new inode (ATOMIC-1, ATOMIC-2). Fails for a store that writes in place (``open("w")``,
     truncate, append)."""
     path = ctx.root / "MEMORY.md"
-    steps: list[tuple[str, dict[str, Any], list[str]]] = [
+    steps: list[tuple[str, Fields, list[str]]] = [
         ("add", {"content": "Editor: vim"}, ["User prefers tabs", "Editor: vim"]),
         (
             "replace",

@@ -14,6 +14,7 @@ from typing import Any
 from memspec.conformance.checks._disk import listing_changes, outside_root, put
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import BackendDefect, Session
+from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
@@ -54,7 +55,7 @@ def factory_stays_in_root(ctx: CheckContext) -> None:
     assert not changes, f"CONTRACT-1: the store changed files outside its root: {changes[:10]}"
 
 
-def _shaped(session: Session, op: str, **fields: Any) -> dict[str, Any]:
+def _shaped(session: Session, op: str, **fields: Any) -> Answer:
     """Returns the answer to one request, turning a transport-level shape defect into CONTRACT-2."""
     try:
         return session.request(op, **fields)
@@ -65,7 +66,7 @@ def _shaped(session: Session, op: str, **fields: Any) -> dict[str, Any]:
         ) from None
 
 
-def _check_outcome(ctx: CheckContext, sent: str, answer: dict[str, Any]) -> None:
+def _check_outcome(ctx: CheckContext, sent: str, answer: Answer) -> None:
     """Asserts that a mutation's answer is an Outcome whose optional fields have their types."""
     # CONTRACT-2: a mutation answers an Outcome with a contract code (not a protocol code).
     assert answer["code"] in codes.OUTCOME_CODES, (
@@ -105,7 +106,7 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
         stack.callback(session.close)
         loaded = _shaped(session, "load")
         assert loaded["ok"], f"CONTRACT-2: load answered {loaded}, expected OK"
-        mutations: list[tuple[str, dict[str, Any]]] = [
+        mutations: list[tuple[str, Fields]] = [
             ("add", {"target": "memory", "content": "User prefers tabs"}),
             ("add", {"target": "memory", "content": "User prefers tabs"}),
             ("add", {"target": "memory", "content": "User prefers tea"}),

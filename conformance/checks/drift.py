@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
+from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal, judge_rewrite_backup
@@ -43,7 +43,7 @@ class Edit:
 
     what: str
     op: str
-    fields: dict[str, Any]
+    fields: Fields
     bug: str
 
 
@@ -76,8 +76,8 @@ def _short(data: bytes | None, keep: int = 60) -> str:
 
 
 def _edit_and_rewrite(
-    ctx: CheckContext, session: Any, external: bytes, edit: Edit
-) -> tuple[dict[str, Any], bool]:
+    ctx: CheckContext, session: Session, external: bytes, edit: Edit
+) -> tuple[Answer, bool]:
     """Puts ``external`` in MEMORY.md as another writer, runs the edit's call, asserts the
     external bytes survived and that an ``OK`` that dropped them names their backup, and returns
     the answer and whether the store rewrote the file."""
@@ -151,7 +151,7 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
         )
 
 
-def _refused_with_backup(session: Any, ctx: CheckContext, external: bytes, sent: str) -> Path:
+def _refused_with_backup(session: Session, ctx: CheckContext, external: bytes, sent: str) -> Path:
     """Asks for an add on the foreign file ``external``; returns the backup the E_DRIFT names
     after :func:`~memspec.spec.drift_refusal.judge_drift_refusal` accepted the refusal."""
     answer = session.request("add", target="memory", content="Editor: vim")

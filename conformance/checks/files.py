@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 from contextlib import ExitStack
-from typing import Any
 
 from memspec.conformance.checks._disk import (
     listing_changes,
@@ -23,11 +22,13 @@ from memspec.conformance.checks._disk import (
     umask,
 )
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import Session
+from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.spec import codes
 from memspec.spec.targets import FILENAMES, TARGETS
 
 
-def _expect(clause: str, answer: dict[str, Any], code: str, sent: str) -> None:
+def _expect(clause: str, answer: Answer, code: str, sent: str) -> None:
     # The operation the check relies on must have answered as the spec says.
     assert answer["code"] == code, f"{clause}: {sent} answered {answer}, expected {code}"
 
@@ -204,9 +205,9 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
             assert answer["code"] == codes.E_IO, f"FILES-4: {sent} answered {answer}, expected E_IO"
 
 
-def _mixed_operations(count: int, rng: random.Random) -> list[dict[str, Any]]:
+def _mixed_operations(count: int, rng: random.Random) -> list[Request]:
     """Returns ``count`` operations mixing accepted adds, replaces and removes with refusals."""
-    ops: list[dict[str, Any]] = []
+    ops: list[Request] = []
     for index in range(count):
         target = TARGETS[index % 2]
         roll = rng.random()
@@ -238,9 +239,9 @@ def _mixed_operations(count: int, rng: random.Random) -> list[dict[str, Any]]:
     return ops
 
 
-def _run(session: Any, ops: list[dict[str, Any]]) -> None:
+def _run(session: Session, ops: list[Request]) -> None:
     for op in ops:
-        fields = {key: value for key, value in op.items() if key != "op"}
+        fields = fields_of(op)
         if op["op"] in ("replace", "remove"):
             entries = session.request("entries", target=op["target"]).get("entries") or []
             notes = [entry for entry in entries if entry.startswith("note ")]

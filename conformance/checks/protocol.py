@@ -17,17 +17,18 @@ from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.transport.jsonlines import invocation_dir
+from memspec.conformance.transport.wire import Request
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS
 
 
-def _open_request(ctx: CheckContext, request_id: int) -> dict[str, Any]:
+def _open_request(ctx: CheckContext, request_id: int) -> Request:
     return {"id": request_id, "op": "open", "root": str(ctx.root),
             "memory_char_limit": DEFAULT_LIMITS["memory"],
             "user_char_limit": DEFAULT_LIMITS["user"]}  # fmt: skip
 
 
-def _raw_exchange(ctx: CheckContext, clause: str, requests: list[dict[str, Any]]) -> list[Any]:
+def _raw_exchange(ctx: CheckContext, clause: str, requests: list[Request]) -> list[Any]:
     """Starts the backend command, sends ``requests`` as raw lines, closes stdin and returns the
     answers, one JSON value per stdout line (NotApplicable for a Python backend)."""
     command = getattr(ctx.backend, "command", None)
@@ -75,7 +76,7 @@ def answers_echo_ids_in_order(ctx: CheckContext) -> None:
     ``open`` answers ``features``, ``backend`` and ``version``; ``entries``, ``snapshot`` and
     ``fence`` answers carry their fields (CONTRACT-13). The ids sent are neither consecutive nor
     increasing."""
-    requests: list[dict[str, Any]] = [
+    requests: list[Request] = [
         _open_request(ctx, 40),
         {"id": 7, "op": "load"},
         {"id": 1000, "op": "add", "target": "memory", "content": "User prefers tabs"},
@@ -126,7 +127,7 @@ def answers_echo_ids_in_order(ctx: CheckContext) -> None:
 def unknown_op_is_unsupported(ctx: CheckContext) -> None:
     """An op the backend does not support answers ``ok`` false with code ``E_UNSUPPORTED`` and the
     request's id, and the session goes on (CONTRACT-14)."""
-    requests: list[dict[str, Any]] = [
+    requests: list[Request] = [
         _open_request(ctx, 1),
         {"id": 2, "op": "load"},
         {"id": 31, "op": "compact", "target": "memory"},

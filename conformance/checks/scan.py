@@ -12,6 +12,7 @@ from typing import Any
 from memspec.conformance.checks._disk import put
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.transport.backend import Session
 from memspec.spec import codes
 from memspec.spec.codec import encode_entries
 from memspec.spec.corpora import ATTACKS, ORDINARY, CorpusItem
@@ -68,7 +69,7 @@ def _loaded_session(ctx: CheckContext, stack: ExitStack) -> Any:
 
 
 def _add_each(
-    ctx: CheckContext, session: Any, corpus: str, items: Sequence[CorpusItem], code: str
+    ctx: CheckContext, session: Session, corpus: str, items: Sequence[CorpusItem], code: str
 ) -> list[CorpusItem]:
     """Adds each item's text to memory, in order, and returns the items answered ``OK``. Every
     item answered another code than ``code`` (``OK`` or ``E_THREAT``) is a failure of its own

@@ -41,7 +41,7 @@ def judged_call(
     root: Path,
     arguments: str,
     limits: Mapping[str, int] | None = None,
-) -> tuple[dict[str, Any] | str, list[str]]:
+) -> tuple[object, list[str]]:
     """Sends one tool call in ``session`` and returns its parsed result and the judge's problems
     (:func:`~memspec.conformance.core.examples.judged_tool_call`); ``offer`` is the session's
     :func:`~memspec.conformance.core.examples.tool_offer`, ``limits`` are the session's."""
@@ -52,7 +52,7 @@ def judged_call(
         offer=offer, scan="threat-scan" in session.features,
     )  # fmt: skip
     try:
-        result: dict[str, Any] | str = json.loads(answer["result"])
+        result: object = json.loads(answer["result"])
     except json.JSONDecodeError:
         result = answer["result"]
     return result, problems
@@ -146,7 +146,7 @@ _BAD_ITEM = st.one_of(
 )  # fmt: skip
 
 
-def _broken_object(base: dict[str, Any], draw: Any) -> dict[str, Any]:
+def _broken_object(base: dict[str, object], draw: Any) -> dict[str, object]:
     arguments = dict(base)
     how = draw(st.sampled_from(("drop", "wrong", "unknown", "both", "bad item")))
     if how == "drop":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import coverage
 import pytest
@@ -28,6 +28,25 @@ def backend_source(spec: str) -> Path:
     if found.submodule_search_locations is not None or origin.name == "__init__.py":
         return origin.parent
     return origin if "." not in module or top == module else origin.parent
+
+
+class FileSummary(TypedDict):
+    """One file of a coverage summary: the share covered, the lines never run and the branches
+    (``line->target``) never taken."""
+
+    percent: float
+    missing_lines: list[int]
+    missing_branches: list[str]
+
+
+class Summary(TypedDict):
+    """A coverage summary (``coverage.json``): the totals, then each file."""
+
+    source: str
+    percent: float
+    missing_lines: int
+    missing_branches: int
+    files: dict[str, FileSummary]
 
 
 class BackendCoverage:
@@ -60,7 +79,7 @@ class BackendCoverage:
             self.notes.append(f"backend coverage details: {self.report / 'coverage.json'}")
             self._add_to_reports(summary)
 
-    def _add_to_reports(self, summary: dict[str, Any]) -> None:
+    def _add_to_reports(self, summary: Summary) -> None:
         """Adds the summary to report.json and a section to report.md, when they exist."""
         assert self.report is not None
         report_json, report_md = self.report / "report.json", self.report / "report.md"
@@ -87,9 +106,9 @@ class BackendCoverage:
             with report_md.open("a", encoding="utf-8") as handle:
                 handle.write("\n".join(lines) + "\n")
 
-    def summarise(self) -> dict[str, Any]:
+    def summarise(self) -> Summary:
         """Returns the totals and, per file, the lines and branches never run."""
-        files: dict[str, Any] = {}
+        files: dict[str, FileSummary] = {}
         data = self.cov.get_data()
         total = 0.0
         missing_lines = missing_branches = 0

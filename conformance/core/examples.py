@@ -15,10 +15,11 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from memspec.conformance.core.findings import Refusal
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
+from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import model
 from memspec.spec.codec import classify_bytes, decode, is_encodable, parse_text
 from memspec.spec.examples import Example, Step
@@ -63,7 +64,7 @@ class Driver(Protocol):
         """Another writer puts ``data`` in the file (``None`` deletes it)."""
         ...
 
-    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def request(self, session: str, op: str, fields: Fields) -> Answer:
         """Sends one contract request in ``session`` and returns the answer."""
         ...
 
@@ -144,9 +145,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _fields(step: Step) -> dict[str, Any]:
+def _fields(step: Step) -> Fields:
     """Returns a store step's arguments under their protocol field names (CONTRACT-13)."""
-    return dict(zip(OP_FIELDS.get(step.op, ()), step.args, strict=False))
+    return cast(Fields, dict(zip(OP_FIELDS.get(step.op, ()), step.args, strict=False)))
 
 
 def describe(step: Step) -> str:
@@ -156,7 +157,7 @@ def describe(step: Step) -> str:
     return f"{prefix}{step.op} {args}".rstrip()
 
 
-def _outcome_problem(step: Step, answer: dict[str, Any]) -> str | None:
+def _outcome_problem(step: Step, answer: Answer) -> str | None:
     want = step.expect
     if answer.get("code") != want["code"]:
         return f"expected code {want['code']}, got {answer.get('code')}"
@@ -240,7 +241,7 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
     return _check_backups(step, driver.backups(target), fail)
 
 
-Requester = Callable[[str, dict[str, Any]], dict[str, Any]]
+Requester = Callable[[str, Fields], Answer]
 
 ToolOffer = tuple[tuple[str, ...], bool]
 """The actions a session's tool schema offers and whether it offers the batch shape
@@ -268,7 +269,7 @@ def judged_tool_call(
     *,
     offer: ToolOffer,
     scan: bool,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[Answer, list[str]]:
     """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
     the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
 
@@ -392,7 +393,7 @@ class ModelDriver:
         """Steps an external write."""
         _, self.state = model.step(self.state, ExternalWrite(target, data))
 
-    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def request(self, session: str, op: str, fields: Fields) -> Answer:
         """Steps the model and answers like a backend would."""
         if op == "entries":
             target = fields["target"]
@@ -428,7 +429,7 @@ class ModelDriver:
         }[op]()
         outcome, self.state = model.step(self.state, operation)
         self._remember_reads(session, operation)
-        answer: dict[str, Any] = {"ok": outcome.ok, "code": outcome.code}
+        answer: Answer = {"ok": outcome.ok, "code": outcome.code}
         if outcome.matches:
             answer["matches"] = list(outcome.matches)
         if outcome.duplicate:
@@ -437,7 +438,7 @@ class ModelDriver:
             answer["usage"] = outcome.usage
         return answer
 
-    def _tool_call(self, session: str, fields: dict[str, Any]) -> str:
+    def _tool_call(self, session: str, fields: Fields) -> str:
         """Answers a tool call with the spec's normative result (TOOL-5 to TOOL-13): the model
         claims every feature, so it offers every action, the batch shape and the scan."""
         arguments = fields["arguments"]
@@ -502,7 +503,7 @@ class BackendDriver:
         else:
             path.write_bytes(data)
 
-    def request(self, session: str, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def request(self, session: str, op: str, fields: Fields) -> Answer:
         """Sends ``op`` in ``session``, opening the session first if needed."""
         if session not in self.sessions:
             self.sessions[session] = self.backend.open(self.root, self.limits)

@@ -16,10 +16,10 @@ import shutil
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 MEMORY_TOOL = "tools/memory_tool.py"  # restates memspec.conformance.hermes.imports.MEMORY_TOOL
 DEFAULT_ACTIONS = ("add", "replace", "remove")
@@ -70,6 +70,66 @@ ERROR_CODES: tuple[tuple[str, str], ...] = (
 )
 
 
+# The protocol's requests and answers in the fields this adapter reads and writes (memspec's
+# transport/wire.py, restated: memspec is not installed here; tests/unit/test_judges.py keeps
+# them equal). A request's field may hold another type on purpose (ENTRY-7).
+class BatchItem(TypedDict, total=False):
+    """One item of a batch's ``operations``."""
+
+    action: str
+    content: str
+    old_text: str
+
+
+class Request(TypedDict, total=False):
+    """A request: its op and fields, and the ``id`` to answer with."""
+
+    id: int
+    op: str
+    root: str
+    memory_char_limit: int
+    user_char_limit: int
+    target: str
+    content: str
+    old_text: str
+    new_content: str
+    operations: list[BatchItem]
+    raw: str
+    arguments: str
+
+
+class Answer(TypedDict, total=False):
+    """An answer of the protocol: ``ok`` and ``code`` always, and the fields of its op."""
+
+    ok: bool
+    code: str
+    message: str
+    duplicate: bool
+    usage: str
+    matches: list[str]
+    backup: str
+    entries: list[str]
+    snapshot: str | None
+    block: str
+    schema: Mapping[str, object]
+    result: str
+    features: list[str]
+    backend: str
+    version: str
+
+
+class ToolResult(TypedDict, total=False):
+    """What Hermes' memory tool answers, in the fields :func:`classify` reads."""
+
+    success: bool
+    staged: bool
+    message: str
+    error: str
+    usage: str
+    matches: list[str]
+    drift_backup: str
+
+
 class AdapterGap(Exception):
     """Hermes answered something this adapter cannot map to the contract: extend ERROR_CODES."""
 
@@ -78,7 +138,7 @@ class BadOpen(Exception):
     """The ``open`` request is malformed (answered with ``E_INVALID``)."""
 
 
-def classify(result: dict[str, Any]) -> dict[str, Any]:
+def classify(result: ToolResult) -> Answer:
     """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4).
 
     ``{"success": true}`` is ``OK`` (``duplicate`` for Hermes' "already exists" no-op); a
@@ -89,7 +149,7 @@ def classify(result: dict[str, Any]) -> dict[str, Any]:
     if result.get("staged"):
         raise AdapterGap(f"the write-approval gate staged the write: {result}")
     if result.get("success") is True:
-        outcome: dict[str, Any] = {"ok": True, "code": "OK", "message": result.get("message", "")}
+        outcome: Answer = {"ok": True, "code": "OK", "message": result.get("message", "")}
         if "already exists" in str(result.get("message", "")):
             outcome["duplicate"] = True
         if isinstance(result.get("usage"), str):
@@ -265,7 +325,7 @@ class HermesSession:
             return self.loop.run_until_complete(value)
         return value
 
-    def _mutate(self, target: Any, **arguments: Any) -> dict[str, Any]:
+    def _mutate(self, target: Any, **arguments: Any) -> Answer:
         reset = getattr(self.store, "reset_consolidation_failures", None)
         if callable(reset):
             reset()
@@ -295,7 +355,7 @@ class HermesSession:
         )
         return str(self._run(answer))
 
-    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, op: str, request: Request) -> Answer:
         """Returns the answer fields for one request (Hermes' exceptions propagate)."""
         target = request.get("target")
         if op == "load":
@@ -370,7 +430,7 @@ def _agent_module() -> Any:
     return module
 
 
-def _open(request: dict[str, Any]) -> tuple[HermesSession, dict[str, Any]]:
+def _open(request: Request) -> tuple[HermesSession, Answer]:
     root = request.get("root")
     if not isinstance(root, str) or not os.path.isdir(root):
         raise BadOpen(f"open needs 'root', an existing directory; got {root!r}")
@@ -409,7 +469,7 @@ def serve(stdin: Any, stdout: Any) -> int:
         try:
             request = json.loads(line)
         except json.JSONDecodeError as error:
-            answer: dict[str, Any] = {"ok": False, "code": "E_INVALID", "message": error.msg}
+            answer: Answer = {"ok": False, "code": "E_INVALID", "message": error.msg}
             request = {}
         else:
             if not isinstance(request, dict):

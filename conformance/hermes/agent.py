@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection
 from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 AGENT_OPS = ("agent_start", "agent_turn", "agent_rebuild")
 REBUILD_POINTS = ("new_session", "compression", "resume")
@@ -32,6 +32,70 @@ REBUILD_HOOK = "_invalidate_system_prompt"
 
 class BadRequest(Exception):
     """A malformed agent op (answered ``E_INVALID``)."""
+
+
+# The agent ops' requests and answers (memspec's transport/wire.py, restated: memspec is not
+# installed here; tests/unit/test_judges.py keeps them equal). A request's field may hold another
+# type on purpose (CONTRACT-13).
+RecallStep = TypedDict(
+    "RecallStep", {"text": str, "raise": str, "hang": float, "value": object}, total=False
+)
+
+
+class Script(TypedDict, total=False):
+    """A provider script: a name, its tools and recall, or unavailable."""
+
+    name: str
+    tools: list[str]
+    recall: list[RecallStep]
+    unavailable: bool
+
+
+class AgentRequest(TypedDict, total=False):
+    """The fields of an agent op's request."""
+
+    base: str
+    providers: list[Script]
+    user: str
+    reply: str
+    point: str
+
+
+class ProviderStatus(TypedDict, total=False):
+    """What ``agent_start`` answers of each provider script."""
+
+    name: str
+    active: bool
+    error: str
+
+
+class ApiMessage(TypedDict):
+    """A message of the model's API as the agent ops carry it."""
+
+    role: str
+    content: str
+
+
+class AgentAnswer(TypedDict, total=False):
+    """An agent op's answer: ``ok`` and ``code``, and what the op adds."""
+
+    ok: bool
+    code: str
+    message: str
+    system: str | None
+    providers: list[ProviderStatus]
+    tools: list[str]
+    messages: list[ApiMessage]
+    history: list[ApiMessage]
+    prefetches: int
+
+
+class ToolSchema(TypedDict):
+    """A tool's function-calling schema, as a provider offers it."""
+
+    name: str
+    description: str
+    parameters: dict[str, object]
 
 
 # --- what the release offers, found in its code ------------------------------------------
@@ -179,23 +243,32 @@ def discover(distribution: Any) -> tuple[Line, str]:
     return line, ""
 
 
-def import_parts() -> dict[str, Any]:
+class Parts(NamedTuple):
+    """The release's agent parts the ops drive."""
+
+    AIAgent: type
+    MemoryManager: type
+    MemoryProvider: type
+    inject_tools: Callable[[Any], int] | None
+
+
+def import_parts() -> Parts:
     """Imports the release's agent parts (at ``agent_start``, once per process)."""
     import run_agent
     from agent import memory_manager, memory_provider
 
-    return {
-        "AIAgent": run_agent.AIAgent,
-        "MemoryManager": memory_manager.MemoryManager,
-        "MemoryProvider": memory_provider.MemoryProvider,
-        "inject_tools": getattr(memory_manager, "inject_memory_provider_tools", None),
-    }
+    return Parts(
+        run_agent.AIAgent,
+        memory_manager.MemoryManager,
+        memory_provider.MemoryProvider,
+        getattr(memory_manager, "inject_memory_provider_tools", None),
+    )
 
 
 # --- scripted providers on the release's interface --------------------------------------
 
 
-def parse_step(step: Any, where: str) -> dict[str, Any]:
+def parse_step(step: Any, where: str) -> RecallStep:
     """Returns a checked recall step of a provider script (CONTRACT-13); raises BadRequest."""
     if not isinstance(step, dict):
         raise BadRequest(f"{where} must be an object, got {step!r}")
@@ -214,7 +287,7 @@ def parse_step(step: Any, where: str) -> dict[str, Any]:
     raise BadRequest(f"{where} is not a recall step (text, raise, hang, value): {step!r}")
 
 
-def parse_provider(script: Any, index: int) -> dict[str, Any]:
+def parse_provider(script: Any, index: int) -> Script:
     """Returns a checked provider script; raises BadRequest naming what is wrong."""
     where = f"providers[{index}]"
     if (
@@ -238,7 +311,7 @@ class _Script:
     """A harness script played on the release's provider interface, whichever its line: each
     ``prefetch`` performs the next step (:meth:`next_step`, which counts the calls)."""
 
-    def __init__(self, script: dict[str, Any]) -> None:
+    def __init__(self, script: Script) -> None:
         self.script = script
         self.calls = 0
 
@@ -249,7 +322,7 @@ class _Script:
     def available(self) -> bool:
         return not self.script.get("unavailable", False)
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
+    def get_tool_schemas(self) -> list[ToolSchema]:
         return [
             {
                 "name": tool,
@@ -259,7 +332,7 @@ class _Script:
             for tool in self.script["tools"]
         ]
 
-    def next_step(self) -> dict[str, Any]:
+    def next_step(self) -> RecallStep:
         """Returns the step of this prefetch call (past the last one, recall ``""``)."""
         steps = self.script["recall"]
         step = steps[self.calls] if self.calls < len(steps) else {"text": ""}
@@ -267,7 +340,7 @@ class _Script:
         return step
 
     @staticmethod
-    def recalled(step: dict[str, Any]) -> Any:
+    def recalled(step: RecallStep) -> Any:
         """What a step's prefetch returns, once its hang is over; a ``raise`` step raises."""
         if "raise" in step:
             raise RuntimeError(step["raise"] or "scripted provider failure")
@@ -358,7 +431,7 @@ def _canned(reply: str) -> Any:
     return SimpleNamespace(id="memspec", model="memspec-scripted", choices=[choice], usage=usage)
 
 
-def _plain(messages: Any) -> list[dict[str, str]]:
+def _plain(messages: Any) -> list[ApiMessage]:
     """Returns messages as the ops carry them: each one's ``role`` and ``content``."""
     return [
         {"role": str(m.get("role")), "content": m.get("content")}
@@ -371,7 +444,7 @@ class HermesAgentSession:
     """The agent ops over one contract session, served by the release's ``AIAgent``."""
 
     def __init__(self, home: Path, limits: tuple[int, int], line: Line = SYNC_LINE) -> None:
-        self.parts: dict[str, Any] = {}
+        self.parts: Parts | None = None
         self.home = home
         self.limits = limits
         self.line = line
@@ -405,7 +478,8 @@ class HermesAgentSession:
 
     def _new_agent(self) -> Any:
         """Returns a new ``AIAgent`` with the session's manager and the model seam in place."""
-        agent = self.parts["AIAgent"](
+        assert self.parts is not None
+        agent = self.parts.AIAgent(
             api_key="memspec-no-key",
             base_url="http://127.0.0.1:9/v1",
             model="memspec-scripted",
@@ -419,7 +493,7 @@ class HermesAgentSession:
         setattr(agent, self.line.seam, self._seam())
         agent._disable_streaming = True
         agent._memory_manager = self.manager
-        inject: Callable[[Any], int] | None = self.parts["inject_tools"]
+        inject = self.parts.inject_tools
         if inject is not None and self.manager is not None:
             inject(agent)
         if self.line.agent_async:
@@ -445,16 +519,17 @@ class HermesAgentSession:
 
         return await_call if self.line.agent_async else call
 
-    def _activate(self, scripts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _activate(self, scripts: list[Script]) -> list[ProviderStatus]:
         """Adds the scripted providers, in order, to a new ``MemoryManager`` as the agent's
         start adds its configured one (only when available); answers each one's status."""
-        self.manager = self.parts["MemoryManager"]()
+        assert self.parts is not None
+        self.manager = self.parts.MemoryManager()
         watcher = _Warnings()
-        logger = logging.getLogger(self.parts["MemoryManager"].__module__)
-        statuses: list[dict[str, Any]] = []
+        logger = logging.getLogger(self.parts.MemoryManager.__module__)
+        statuses: list[ProviderStatus] = []
         for script in scripts:
             provider = self.provider_class(script)
-            status: dict[str, Any] = {"name": provider.name, "active": False}
+            status: ProviderStatus = {"name": provider.name, "active": False}
             if not self._settle(provider.is_available()):
                 status["error"] = f"{provider.name}: is_available() is false; not added"
                 statuses.append(status)
@@ -482,7 +557,7 @@ class HermesAgentSession:
             self._settle(store.load_from_disk())
         return str(self._settle(self.agent._build_system_prompt()))
 
-    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, op: str, request: AgentRequest) -> AgentAnswer:
         """Answers one agent op (the release's exceptions propagate as defects)."""
         try:
             if op == "agent_start":
@@ -495,7 +570,7 @@ class HermesAgentSession:
         except BadRequest as error:
             return {"ok": False, "code": "E_INVALID", "message": str(error)}
 
-    def start(self, base: Any, providers: Any) -> dict[str, Any]:
+    def start(self, base: Any, providers: Any) -> AgentAnswer:
         """``agent_start``: a new agent with its identity, the scripted providers activated."""
         if not isinstance(base, str) or not isinstance(providers, list):
             raise BadRequest(
@@ -503,9 +578,9 @@ class HermesAgentSession:
                 f"{base!r}, {providers!r}"
             )
         scripts = [parse_provider(script, n) for n, script in enumerate(providers)]
-        if not self.parts:
+        if self.parts is None:
             self.parts = import_parts()
-            self.provider_class = scripted_provider_class(self.parts["MemoryProvider"], self.line)
+            self.provider_class = scripted_provider_class(self.parts.MemoryProvider, self.line)
         self._configure(base)
         os.chdir(self.home)  # the agent describes its working directory: an empty one, not ours
         statuses = self._activate(scripts)
@@ -520,7 +595,7 @@ class HermesAgentSession:
             "tools": tools,
         }
 
-    def turn(self, user: Any, reply: Any) -> dict[str, Any]:
+    def turn(self, user: Any, reply: Any) -> AgentAnswer:
         """``agent_turn``: one ``run_conversation`` over the kept history; answers the API
         messages of its first model call and the messages the agent stores."""
         if not isinstance(user, str) or not isinstance(reply, str):
@@ -545,7 +620,7 @@ class HermesAgentSession:
             "prefetches": sum(p.calls for p in scripted) - before,
         }
 
-    def rebuild(self, point: Any) -> dict[str, Any]:
+    def rebuild(self, point: Any) -> AgentAnswer:
         """``agent_rebuild``: ``compression`` runs the agent's own post-compression hook;
         ``new_session`` and ``resume`` start a new agent, without or with the history."""
         if point not in REBUILD_POINTS:

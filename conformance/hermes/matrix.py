@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Level, conformance_level
@@ -40,12 +40,22 @@ GENERATED_NOTE = (
 )
 
 
+class RunRecord(TypedDict, total=False):
+    """The ``run`` of a ``report.json`` (:class:`~memspec.conformance.core.records.RunInfo`),
+    in the fields the matrix reads: a report written before SPEC.md had a version line has no
+    ``spec_version``."""
+
+    profile: str
+    features: list[str]
+    spec_version: str | None
+
+
 @dataclass(frozen=True)
 class Column:
     """A Column is one certified backend: its label and the records of its ``report.json``."""
 
     label: str
-    run: dict[str, Any]
+    run: RunRecord
     checks: tuple[CheckRecord, ...]
 
     @classmethod
@@ -100,7 +110,7 @@ class Matrix:
         return counts
 
 
-def spec_version_of(run: dict[str, Any]) -> str:
+def spec_version_of(run: RunRecord) -> str:
     """Returns the spec version a report's run was certified against: its ``spec_version``, and
     ``1`` for a report written before SPEC.md had a version line (``unknown`` when the run's
     SPEC.md stated none)."""

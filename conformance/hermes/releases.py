@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.hermes.imports import (
@@ -159,6 +159,26 @@ print(json.dumps([
 """
 
 
+class Distribution(TypedDict):
+    """A distribution of an environment as ``_INSPECT`` lists it."""
+
+    name: str
+    version: str
+    requires: list[str]
+    files: list[str]
+    base: str
+
+
+class Ready(TypedDict, total=False):
+    """What the ready file of an environment records: the build, what was installed, and what
+    the agent's imports got (``agent``) from the ``Requires-Dist`` lines ``agent_needs``."""
+
+    build: str
+    installed: str
+    agent: str
+    agent_needs: list[str]
+
+
 NOTHING_NEEDED = Needs((), ())
 
 
@@ -183,7 +203,7 @@ class Installed:
         return f"{self.name} {self.version} (--no-deps) with {beside}{missing}"
 
 
-def find_memory_tool(distributions: Sequence[dict[str, Any]], label: str) -> Installed:
+def find_memory_tool(distributions: Sequence[Distribution], label: str) -> Installed:
     """Returns the distribution among ``distributions`` (as ``_INSPECT`` lists them) that
     ships Hermes' memory tool, with the pins its memory modules need and those the modules of
     its agent need beside them. Raises UsageError (one line) when none does."""
@@ -271,7 +291,7 @@ def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
         return _ensure(build, wheel, cache / "hermes" / _venv_name(build, wheel), python)
 
 
-def _install_agent_needs(venv: Path, installed: Installed, ready: dict[str, Any]) -> None:
+def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None:
     """Installs what the modules the ``agent`` ops drive import (``installed.agent``) and
     records it in ``ready``: ``agent`` says what was installed (or why not), ``agent_needs``
     lists the ``Requires-Dist`` lines the adapter then finds installed before it claims the
@@ -295,7 +315,7 @@ def last_line(output: str, default: str = "no output") -> str:
     return lines[-1] if lines else default
 
 
-def read_ready(venv: Path) -> dict[str, Any] | None:
+def read_ready(venv: Path) -> Ready | None:
     """Returns what the ready file of ``venv`` records, or ``None`` when there is none. An
     earlier memspec wrote only the build's name there, as text: that reads ``{"build": name}``,
     an environment without the agent's imports."""
@@ -307,10 +327,10 @@ def read_ready(venv: Path) -> dict[str, Any] | None:
         ready = json.loads(text)
     except ValueError:
         ready = None
-    return ready if isinstance(ready, dict) else {"build": text.strip()}
+    return cast(Ready, ready) if isinstance(ready, dict) else {"build": text.strip()}
 
 
-def _add_agent_needs(venv: Path, label: str, ready: dict[str, Any]) -> None:
+def _add_agent_needs(venv: Path, label: str, ready: Ready) -> None:
     """Installs the agent's imports into a ready environment built without them (by a memspec
     before the agent feature), once; the ready file (``ready``, as read) then says so."""
     if "agent" in ready:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memspec.conformance.history.history import Event, timeline
+from memspec.conformance.transport.wire import Request
 from memspec.spec.codec import decode, normalize_content, parse_text
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
@@ -61,7 +62,7 @@ class HistoryCall:
     """
 
     process: int
-    request: dict[str, Any]
+    request: Request
     status: str
     code: str | None
     call: float
@@ -135,7 +136,7 @@ def _text(value: Any) -> str | None:
     return normalize_content(value) if isinstance(value, str) else None
 
 
-def effect_of(request: Mapping[str, Any]) -> Effect:
+def effect_of(request: Request) -> Effect:
     """Returns the texts a mutation writes and the ``old_text``s it removes by (a batch's items
     are followed in order, so an item acting on an earlier item's entry changes that entry).
     Arguments that are not strings write and remove nothing."""

@@ -10,15 +10,22 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
 from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.history.linearizability import Model, Operation
+from memspec.conformance.transport.wire import (
+    Answer,
+    EventType,
+    HistoryRecord,
+    Request,
+    Sample,
+    Unanswered,
+)
 from memspec.spec import codes, model
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
-EventType = Literal["invoke", "ok", "fail", "info"]
 EVENT_TYPES = ("invoke", "ok", "fail", "info")
 
 
@@ -32,24 +39,24 @@ class Event:
 
     type: EventType
     process: int
-    op: dict[str, Any]
+    op: Request
     time: float
-    value: dict[str, Any] | None = None
+    value: Answer | Sample | Unanswered | None = None
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Event:
+    def from_record(cls, record: HistoryRecord) -> Event:
         """Returns the event of a JSON record (raises KeyError, TypeError or ValueError)."""
         return cls(
             record["type"],
             int(record["process"]),
-            dict(record["op"]),
+            cast(Request, dict(record["op"])),
             float(record["time"]),
             record.get("value"),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HistoryRecord:
         """Returns the event as a JSON-ready record."""
-        record: dict[str, Any] = {
+        record: HistoryRecord = {
             "type": self.type,
             "process": self.process,
             "op": self.op,
@@ -122,7 +129,7 @@ def operations(events: Sequence[Event]) -> list[Operation]:
     return sorted(done, key=lambda op: op.call)
 
 
-def to_input(request: dict[str, Any]) -> Mutation | DiskRead:
+def to_input(request: Request) -> Mutation | DiskRead:
     """Returns the model input of a protocol request (or a reader's sample)."""
     op, target = request.get("op"), request.get("target")
     if op == "read":
@@ -140,7 +147,7 @@ def to_input(request: dict[str, Any]) -> Mutation | DiskRead:
     raise HistoryError(f"operation {op!r} cannot appear in a history")
 
 
-def to_output(request: dict[str, Any], event: Event) -> Any:
+def to_output(request: Request, event: Event) -> Any:
     """Returns the observed output: a code for a mutation, a tuple of entries for a read."""
     value = event.value or {}
     if request.get("op") == "read":

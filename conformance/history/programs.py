@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
 
 from memspec.conformance.history.history import to_input
+from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.spec.codec import usage
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.requests import MUTATIONS
@@ -56,7 +56,7 @@ def generate_program(
     targets: Sequence[str] = ("memory",),
     *,
     batch: bool = True,
-) -> tuple[dict[str, Any], ...]:
+) -> tuple[Request, ...]:
     """A session's operations as protocol request dicts: starts with {"op": "load"}; adds of
     entries unique to (process, index); replaces and removes of this process's earlier
     entries (old_text unique to that entry); batches of those; an occasional load.
@@ -72,7 +72,7 @@ def generate_program(
     weights = {kind: w for kind, w in WEIGHTS.items() if batch or kind != "batch"}
     chances = {target: TARGET_WEIGHTS[target] for target in targets}
     mine: dict[str, list[str]] = {target: [] for target in targets}
-    steps: list[dict[str, Any]] = [{"op": "load"}]
+    steps: list[Request] = [{"op": "load"}]
     for index in range(count):
         kind = _pick(rng, weights)
         if kind == "load":
@@ -109,9 +109,9 @@ def generate_program(
 
 def _batch_items(
     process: int, index: int, rng: random.Random, own: list[str]
-) -> list[dict[str, Any]]:
+) -> list[BatchItem]:
     """Two or three items: each adds a new entry or acts on a distinct earlier own entry."""
-    items: list[dict[str, Any]] = []
+    items: list[BatchItem] = []
     for item in range(rng.randint(2, 3)):
         action = rng.choice(("add", "add", "replace", "remove")) if own else "add"
         if action == "add":
@@ -129,7 +129,7 @@ def _batch_items(
     return items
 
 
-def peak_usage(programs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, int]:
+def peak_usage(programs: Sequence[Sequence[Request]]) -> dict[str, int]:
     """Returns each target's largest usage when ``programs`` run one step of each in turn
     (round robin) with no limit: about the most that a concurrent run of them holds."""
     state = initial_state(AMPLE, AMPLE)
@@ -149,7 +149,7 @@ def peak_usage(programs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, int]:
     return peak
 
 
-def limits_for(programs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, int]:
+def limits_for(programs: Sequence[Sequence[Request]]) -> dict[str, int]:
     """Returns the limits of a concurrent run of ``programs``: ``memory`` ample, ``user``
     tight (LIMIT-2).
 

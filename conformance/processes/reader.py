@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.waits import (
@@ -19,6 +19,7 @@ from memspec.conformance.core.waits import (
     STOP_TIMEOUT,
 )
 from memspec.conformance.processes.workers import process_context
+from memspec.conformance.transport.wire import HistoryRecord, Request, Sample
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import FILENAMES
 
@@ -26,6 +27,14 @@ PAUSE = 0.0005
 """Seconds between two rounds of reads."""
 MAX_SAMPLES = 500_000
 """Samples kept before the reader stops sampling (it then only waits for the stop)."""
+
+
+class Samples(TypedDict):
+    """What the reader process sends: each value it read, once, and each sample as (target,
+    call time, return time, index of its value)."""
+
+    values: list[bytes | str | None]
+    samples: list[tuple[str, float, float, int]]
 
 
 class ReaderError(HarnessError):
@@ -78,13 +87,13 @@ def sample_files(
         time.sleep(pause)
     take()
     try:
-        sender.send({"values": values, "samples": samples})
+        sender.send(Samples(values=values, samples=samples))
     finally:
         with suppress(OSError):
             sender.close()
 
 
-def sample_value(value: bytes | str | None) -> dict[str, Any]:
+def sample_value(value: bytes | str | None) -> Sample:
     """Returns the history value of a sample: ``{"entries": [...]}`` (no file: no entries) or
     ``{"unreadable": true}`` (bytes that do not decode, with ``error`` when the read failed)."""
     if value is None:
@@ -117,13 +126,13 @@ class Reader:
         )
         self._process.start()
         sender.close()
-        self._events: list[dict[str, Any]] | None = None
+        self._events: list[HistoryRecord] | None = None
         if not ready.wait(START_TIMEOUT):
             self._stop.set()
             self._reap(0)
             raise ReaderError(f"the reader took no sample within {START_TIMEOUT:g} s")
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> list[dict[str, Any]]:
+    def stop(self, timeout: float = STOP_TIMEOUT) -> list[HistoryRecord]:
         """Stops sampling and returns the samples as history records in the format of
         :mod:`memspec.conformance.history.history` (``{"type", "process", "op", "time",
         "value"}``, as :func:`~memspec.conformance.processes.workers.history` returns the
@@ -143,12 +152,12 @@ class Reader:
         self._events = self._to_events(record)
         return self._events
 
-    def _to_events(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+    def _to_events(self, record: Samples) -> list[HistoryRecord]:
         values = [sample_value(value) for value in record["values"]]
-        events: list[dict[str, Any]] = []
+        events: list[HistoryRecord] = []
         process = self.process_number
         for target, call, ret, index in record["samples"]:
-            request = {"op": "read", "target": target}
+            request: Request = {"op": "read", "target": target}
             events.append({"type": "invoke", "process": process, "op": request, "time": call})
             value = values[index]
             events.append(

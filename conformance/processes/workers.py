@@ -30,6 +30,13 @@ from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
+from memspec.conformance.transport.wire import (
+    Answer,
+    HistoryRecord,
+    Request,
+    Unanswered,
+    fields_of,
+)
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -89,7 +96,7 @@ class Job:
 
     backend: Any
     root: Path
-    operations: tuple[dict[str, Any], ...]
+    operations: tuple[Request, ...]
     limits: Mapping[str, int] | None = None
     plan: Plan | None = None
     name: str = "p0"
@@ -147,7 +154,7 @@ class Answered:
     index: int
     time: float
     type: OpType
-    answer: dict[str, Any]
+    answer: Answer
 
 
 @dataclass(frozen=True)
@@ -215,7 +222,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def harness_step(root: Path, request: Mapping[str, Any]) -> dict[str, Any]:
+def harness_step(root: Path, request: Request) -> Answer:
     """Executes a ``put`` or ``observe`` harness step (module docs) and returns its answer."""
     if request["op"] == "put":
         path = root / FILENAMES[request["target"]]
@@ -297,8 +304,7 @@ def _run_session(
                     with quiet():
                         answer = harness_step(job.root, request)
                 else:
-                    fields = {key: value for key, value in request.items() if key != "op"}
-                    answer = session.request(request["op"], **fields)
+                    answer = session.request(request["op"], **fields_of(request))
             except BackendDefect as defect:
                 outbox.send(_broke(index, defect))
                 return
@@ -337,11 +343,11 @@ class OpRecord:
 
     process: str
     index: int
-    request: dict[str, Any]
+    request: Request
     type: OpType
     invoke: float
     complete: float | None = None
-    answer: dict[str, Any] | None = None
+    answer: Answer | None = None
     message: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -385,7 +391,7 @@ class WorkerResult:
         """The operation that got no answer (``info``), if any."""
         return next((op for op in self.ops if op.type == OpType.INFO), None)
 
-    def answer(self, index: int) -> dict[str, Any] | None:
+    def answer(self, index: int) -> Answer | None:
         """Returns the answer to operation ``index`` (``None`` if it got none)."""
         op = next((op for op in self.ops if op.index == index), None)
         return op.answer if op is not None else None
@@ -643,7 +649,7 @@ def _started(jobs: Sequence[Job], gate: Any) -> Iterator[list[Worker]]:
 
 def history(
     results: Sequence[WorkerResult], ops: Collection[str] | None = MUTATIONS
-) -> list[dict[str, Any]]:
+) -> list[HistoryRecord]:
     """Returns the operations of ``results`` as Jepsen-style history events ordered by time.
 
     Each operation whose ``op`` is in ``ops`` (mutations by default; ``None``: all) gives an
@@ -652,7 +658,7 @@ def history(
     ``process`` the index of the worker in ``results`` and ``value`` the answer. An ``info``
     event carries the invoke's time: nobody knows when, or whether, it took effect.
     """
-    events: list[dict[str, Any]] = []
+    events: list[HistoryRecord] = []
     for process, result in enumerate(results):
         for op in result.ops:
             if ops is not None and op.request["op"] not in ops:
@@ -661,7 +667,8 @@ def history(
                 {"type": "invoke", "process": process, "op": op.request, "time": op.invoke}
             )
             end = op.complete if op.complete is not None else op.invoke
-            done = {"type": op.type, "process": process, "op": op.request, "time": end}
-            done["value"] = op.answer if op.answer is not None else {"message": op.message}
-            events.append(done)
+            value = op.answer if op.answer is not None else Unanswered(message=op.message)
+            events.append(
+                {"type": op.type, "process": process, "op": op.request, "time": end, "value": value}
+            )
     return sorted(events, key=lambda event: (event["time"], event["type"] != "invoke"))

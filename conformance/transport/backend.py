@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NotRequired, Protocol, TypedDict, cast
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Finding, Kind, Refusal
+from memspec.conformance.transport.wire import Answer, Fields, Request
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -75,7 +76,7 @@ class Session(Protocol):
     features: frozenset[str]
     name: str
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    def request(self, op: str, **fields: Any) -> Answer:
         """Sends one request and returns the validated answer (raises BackendDefect)."""
         ...
 
@@ -131,9 +132,7 @@ def refusal_clauses(action: str) -> tuple[str, ...]:
     return ("CONTRACT-2", own) if own else ("CONTRACT-2",)
 
 
-def refused_core_action(
-    sent: Mapping[str, Any], code: object, features: frozenset[str]
-) -> str | None:
+def refused_core_action(sent: Request, code: object, features: frozenset[str]) -> str | None:
     """Returns the action of ``core`` that a request asked for and its answer ``code`` refused as
     unsupported, or ``None``: the request's own op, or for a batch of a backend that claims
     ``batch``, its first item that edits (``replace``, ``remove``) or else adds."""
@@ -149,8 +148,8 @@ def refused_core_action(
 
 
 def check_answer(
-    op: str, sent: Mapping[str, Any], answer: object, features: frozenset[str] = frozenset()
-) -> dict[str, Any]:
+    op: str, sent: Request, answer: object, features: frozenset[str] = frozenset()
+) -> Answer:
     """Returns ``answer`` if it is a valid response to ``op`` from a backend that claims
     ``features``; raises BackendDefect otherwise, and :class:`Refusal` when it refuses an
     action of ``core`` as unsupported."""
@@ -188,7 +187,7 @@ def check_answer(
             f"add, replace and remove (CONTRACT-2): what was to be verified through {refused} "
             "here is not verified",
         )
-    return dict(answer)
+    return cast(Answer, dict(answer))
 
 
 @functools.lru_cache(maxsize=64)
@@ -326,9 +325,9 @@ class InProcessSession:
     dead: bool = False
     version: str = ""
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    def request(self, op: str, **fields: Any) -> Answer:
         """Calls the store method for ``op`` and returns the answer as a protocol response."""
-        sent = {"op": op, **fields}
+        sent = cast(Request, {"op": op, **fields})
         problem = request_problem(op, fields)
         if problem is not None:
             raise UsageError(problem)
@@ -336,10 +335,10 @@ class InProcessSession:
         method = getattr(self.store, op, None)  # tool_schema and tool_call are methods too
         if feature and (feature not in self.features or not callable(method)):
             return {"ok": False, "code": codes.E_UNSUPPORTED}
-        answer = self._on_thread(lambda: self._call(op, fields), sent)
+        answer = self._on_thread(lambda: self._call(op, cast(Fields, fields)), sent)
         return check_answer(op, sent, answer, self.features)
 
-    def _on_thread(self, function: Callable[[], Any], sent: dict[str, Any]) -> Any:
+    def _on_thread(self, function: Callable[[], Any], sent: Request) -> Any:
         """Returns ``function()`` run on the session's thread; a raise or a timeout is a
         BackendDefect, and a timeout leaves the session dead."""
         if self.dead:
@@ -358,7 +357,7 @@ class InProcessSession:
                 "".join(traceback.format_exception(error)[-3:]),
             ) from None
 
-    def _call(self, op: str, fields: dict[str, Any]) -> Any:
+    def _call(self, op: str, fields: Fields) -> Any:
         store = self.store
         if op == "load":
             store.load()
@@ -399,6 +398,15 @@ class InProcessSession:
             self.thread.stop()
 
 
+class _Pickled(TypedDict):
+    """An :class:`InProcessBackend` as it travels to a worker process."""
+
+    spec: str
+    timeout: float | None
+    version: str
+    factory: NotRequired[bytes]
+
+
 @dataclass
 class InProcessBackend:
     """A Python backend named ``MODULE:FACTORY``, run in the harness's own process.
@@ -426,17 +434,18 @@ class InProcessBackend:
         backend.factory = factory
         return backend
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _Pickled:
         """Pickles the backend by name, so that it can travel to a worker process (with its
         version, which the worker could only look up slowly), or a nameless factory by value."""
-        state = {"spec": self.spec, "timeout": self.timeout, "version": self._version_of()}
+        version = self._version_of()
+        state: _Pickled = {"spec": self.spec, "timeout": self.timeout, "version": version}
         if self.named:
             return state
         import dill  # multiprocess's pickler: it pickles lambdas and closures by value
 
         return {**state, "factory": dill.dumps(self.factory, recurse=True)}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: _Pickled) -> None:
         """Imports the factory again from its ``MODULE:FACTORY`` name (in the worker)."""
         self.spec = state["spec"]
         self.timeout = state["timeout"]

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, cast
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import backend_environment
@@ -38,6 +38,7 @@ from memspec.conformance.transport.backend import (
     check_answer,
     request_problem,
 )
+from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.spec import codes
 from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -141,7 +142,7 @@ class CommandSession:
         last = [line.strip() for line in self._stderr if line.strip()]
         return BackendDefect(message, sent, received, last[-1] if last else "")
 
-    def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _exchange(self, request: Request) -> Answer:
         request = {"id": self._next_id, **request}
         self._next_id += 1
         line = json.dumps(request)
@@ -183,12 +184,12 @@ class CommandSession:
         answer.pop("id")
         return check_answer(request["op"], request, answer, self.features)
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    def request(self, op: str, **fields: Any) -> Answer:
         """Sends one request and returns the validated answer."""
         problem = request_problem(op, fields)
         if problem is not None:
             raise UsageError(problem)
-        return self._exchange({"op": op, **fields})
+        return self._exchange(cast(Request, {"op": op, **fields}))
 
     def kill(self) -> None:
         """Ends the backend process at once."""
@@ -248,11 +249,11 @@ class CommandBackend:
         )
 
 
-def _error(request_id: Any, code: str, message: str) -> dict[str, Any]:
+def _error(request_id: Any, code: str, message: str) -> Answer:
     return {"id": request_id, "ok": False, "code": code, "message": message}
 
 
-def _open_request(backend: InProcessBackend, request: dict[str, Any]) -> InProcessSession:
+def _open_request(backend: InProcessBackend, request: Request) -> InProcessSession:
     root = request.get("root")
     limits = {
         "memory": request.get("memory_char_limit", DEFAULT_LIMITS["memory"]),
@@ -267,7 +268,7 @@ def handle_line(
     backend: InProcessBackend,
     session: InProcessSession | None,
     line: str,
-) -> tuple[dict[str, Any], InProcessSession | None]:
+) -> tuple[Answer, InProcessSession | None]:
     """Returns the answer to one request line and the session after it (serve's core).
 
     Malformed requests get an ``E_INVALID`` answer. A backend that raises is not answered for:
@@ -298,9 +299,8 @@ def handle_line(
         return _error(request_id, codes.E_UNSUPPORTED, f"unknown op {op!r}"), session
     if session is None:
         return _error(request_id, codes.E_INVALID, "send 'open' first"), session
-    fields = {key: value for key, value in request.items() if key not in ("id", "op")}
     try:
-        answer = session.request(op, **fields)
+        answer = session.request(op, **fields_of(request))
     except UsageError as error:
         return _error(request_id, codes.E_INVALID, str(error)), session
     return {"id": request_id, **answer}, session

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import re
 from pathlib import Path
 
 import pytest
@@ -264,6 +265,37 @@ def test_no_other_module_restates_the_targets_or_limits() -> None:
     ]
     assert found == []
     assert restatements('x = (2200, ("user", "memory"))\n', "sample") == ["sample:1", "sample:1"]
+
+
+def _fields(kind: type) -> dict[str, str]:
+    """Returns a TypedDict's fields and their types as written, without (Not)Required."""
+    fields = {}
+    for name, hint in kind.__annotations__.items():
+        text = getattr(hint, "__forward_arg__", None) or getattr(hint, "__name__", str(hint))
+        fields[name] = re.sub(r"^(Not)?Required\[(.*)\]$", r"\2", text)
+    return fields
+
+
+def test_the_hermes_types_restate_the_protocol_types() -> None:
+    """The Hermes adapter and agent run where memspec is not installed and restate the types of
+    ``transport/wire.py`` they use: each field they name has wire's type."""
+    from memspec.conformance.hermes import adapter, agent
+    from memspec.conformance.transport import wire
+
+    restated = [
+        (adapter.BatchItem, wire.BatchItem),
+        (adapter.Request, wire.Request),
+        (adapter.Answer, wire.Answer),
+        (agent.RecallStep, wire.RecallStep),
+        (agent.Script, wire.Script),
+        (agent.AgentRequest, wire.Fields),
+        (agent.ProviderStatus, wire.ProviderStatus),
+        (agent.ApiMessage, wire.ApiMessage),
+        (agent.AgentAnswer, wire.Answer),
+    ]
+    for copy, original in restated:
+        fields, wanted = _fields(copy), _fields(original)
+        assert {name: wanted.get(name) for name in fields} == fields, copy.__qualname__
 
 
 def test_the_hermes_adapter_defaults_are_the_spec_limits() -> None:
