@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypedDict
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memspec.conformance.core.examples import show
@@ -23,7 +23,14 @@ from memspec.conformance.transport.wire import Request, fields_of
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
 from memspec.fuzz.roots import FuzzRoot
-from memspec.fuzz.strategies import WORDS, claimed_ops, external_edits, requests
+from memspec.fuzz.strategies import (
+    WORDS,
+    AppendParagraph,
+    claimed_ops,
+    external_edits,
+    foreign_edits,
+    requests,
+)
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
@@ -45,6 +52,36 @@ class DriftCase(TypedDict):
     limit: int
     seed: list[str]
     rounds: list[tuple[Callable[[bytes], bytes], list[Request]]]
+
+
+KEPT_FOREIGN_REMOVE: DriftCase = {
+    "limit": 40,
+    "seed": ["User prefers tabs"],
+    "rounds": [(AppendParagraph(40), [{"op": "remove", "target": "memory",
+                                       "old_text": "User prefers tabs"}])],
+}  # fmt: skip
+"""Run first under every profile: the remove that repairs a foreign file goes through (DRIFT-7)."""
+
+KEPT_FOREIGN_REPLACE: DriftCase = {
+    "limit": LIMITS[1],
+    "seed": ["Shell: zsh", "tabs in Go"],
+    "rounds": [(AppendParagraph(LIMITS[1]), [{"op": "replace", "target": "memory",
+                                              "old_text": "Shell: zsh", "new_content": "vim"}])],
+}  # fmt: skip
+"""Run first under every profile: a shrinking replace of a foreign file keeps a backup (DRIFT-2)."""
+
+
+def changes_of(seed: list[str]) -> st.SearchStrategy[Request]:
+    """Returns a strategy for a remove or a replace naming an entry added first: the changes that
+    do not grow a file, which a foreign file must let through with a backup (DRIFT-2, DRIFT-7)."""
+    old_text = st.sampled_from(seed)
+    return st.one_of(
+        st.fixed_dictionaries({"op": st.just("remove"), "target": st.just("memory"),
+                               "old_text": old_text}),
+        st.fixed_dictionaries({"op": st.just("replace"), "target": st.just("memory"),
+                               "old_text": old_text,
+                               "new_content": st.sampled_from(("tabs", "Go", "vim"))}),
+    )  # fmt: skip
 
 
 def _drift_step(
@@ -126,16 +163,26 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
     run = plan(ctx)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)
 
-    def scenario(limit: int) -> st.SearchStrategy[DriftCase]:
+    def scenario(limit: int, seed: list[str]) -> st.SearchStrategy[DriftCase]:
         operations = st.lists(
-            requests(("memory",), limits=(limit,), **claimed_ops(features)),
+            st.one_of(
+                requests(("memory",), limits=(limit,), **claimed_ops(features)),
+                changes_of(seed),
+            ),
             min_size=1,
             max_size=3,
         )
-        rounds = st.lists(st.tuples(external_edits((limit,)), operations), min_size=1, max_size=3)
-        return st.fixed_dictionaries({"limit": st.just(limit), "seed": seeds, "rounds": rounds})
+        edits = st.one_of(foreign_edits((limit,)), external_edits((limit,)))
+        rounds = st.lists(st.tuples(edits, operations), min_size=1, max_size=3)
+        return st.fixed_dictionaries(
+            {"limit": st.just(limit), "seed": st.just(seed), "rounds": rounds}
+        )
 
-    @given(case=st.sampled_from(LIMITS).flatmap(scenario))
+    cases = st.tuples(st.sampled_from(LIMITS), seeds).flatmap(lambda drawn: scenario(*drawn))
+
+    @given(case=cases)
+    @example(case=KEPT_FOREIGN_REMOVE)
+    @example(case=KEPT_FOREIGN_REPLACE)
     def drift_property(case: DriftCase) -> None:
         with FuzzRoot(ctx, {"memory": case["limit"]}) as world:
             ledger = DriftLedger()

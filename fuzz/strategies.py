@@ -380,9 +380,6 @@ def external_edits(limits: Sequence[int] = ()) -> st.SearchStrategy[Any]:
     foreign file), a cosmetic edit, and the rest — appended text with and without delimiters,
     truncation, concatenation, reordering, squashing, invalid UTF-8, rewrites."""
     text = contents(limits)
-    sizes = st.sampled_from(tuple(limits) or (DEFAULT_LIMITS["memory"],)).flatmap(
-        lambda n: st.integers(n - 8, n + 4)
-    )
     others = st.one_of(
         st.builds(AppendText, text),
         st.builds(AppendEntry, text, st.sampled_from(("\n", "\r\n"))),
@@ -396,7 +393,16 @@ def external_edits(limits: Sequence[int] = ()) -> st.SearchStrategy[Any]:
         st.builds(InsertBytes, st.integers(0, 64), st.sampled_from(INVALID_UTF8)),
         st.builds(PutText, text),
     )  # fmt: skip
-    return st.one_of(st.builds(AppendParagraph, sizes), cosmetic_edits(), others)
+    return st.one_of(foreign_edits(limits), cosmetic_edits(), others)
+
+
+def foreign_edits(limits: Sequence[int] = ()) -> st.SearchStrategy[AppendParagraph]:
+    """Returns a strategy for prose of about a limit's length glued onto the last entry, which
+    most often makes the file foreign (DRIFT-2)."""
+    sizes = st.sampled_from(tuple(limits) or (DEFAULT_LIMITS["memory"],)).flatmap(
+        lambda n: st.integers(n - 8, n + 4)
+    )
+    return st.builds(AppendParagraph, sizes)
 
 
 # --- fence payloads -------------------------------------------------------------------------

@@ -86,8 +86,9 @@ def test_broken_backend_is_caught(backend: str, check_id: str, clause: str, tmp_
         run_check(backend, check_id, tmp_path)
     message = str(failure.value)
     assert message.startswith(f"{clause}:"), message
-    # Hypothesis names the shrunk example "Falsifying example" (older) or "Failing test case".
-    assert re.search(r"(Falsifying example|Failing test case):", message), message
+    # Hypothesis names the shrunk example "Falsifying example" (older) or "Failing test case",
+    # and one of the property's own examples "Falsifying/Failing explicit example".
+    assert re.search(r"(Falsifying|Failing) (explicit )?(example|test case):", message), message
     reproduce = f"Reproduce with: memspec certify --backend {backend} -k {check_id}"
     assert message.rstrip().endswith(reproduce), message
     if check_id.startswith("machine."):
