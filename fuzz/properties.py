@@ -41,12 +41,7 @@ from memspec.spec.codec import (
     parse_text,
     usage,
 )
-from memspec.spec.fence import (
-    fence_violations,
-    find_fence_tags,
-    find_system_notes,
-    recalled_text,
-)
+from memspec.spec.fence import judge_fence
 from memspec.spec.rules import argument_error
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
@@ -329,20 +324,6 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
     run.run(run.apply(snapshot_property))
 
 
-def _fence_clause(raw: str, clean: str) -> str:
-    """Returns the clause a tag or note left in ``clean`` breaks: FENCE-3 when one removal pass
-    over ``raw`` reassembles one (the fixed point was not reached), else FENCE-2 for a tag and
-    FENCE-4 for a note."""
-    position, kept = 0, []
-    for start, end in sorted(find_fence_tags(raw) + find_system_notes(raw)):
-        kept.append(raw[position : max(position, start)])
-        position = max(position, end)
-    once = "".join(kept) + raw[position:]
-    if find_fence_tags(once) or find_system_notes(once):
-        return "FENCE-3"
-    return "FENCE-2" if find_fence_tags(clean) else "FENCE-4"
-
-
 @check(
     "FENCE-1",
     "FENCE-2",
@@ -354,8 +335,9 @@ def _fence_clause(raw: str, clean: str) -> str:
     id="properties.fence_escape",
 )
 def fence_escape(ctx: CheckContext) -> None:
-    """For any recalled text — nested and overlapping tags, disguised names and brackets, HTML
-    references, forged notes, tags split across lines — the block is ``""`` or the exact frame
+    """For any recalled text — arbitrary text, pieces of tags, nested and overlapping tags,
+    disguised names and brackets, HTML references, forged notes, tags split across lines — the
+    block is ``""`` or the exact frame
     with exactly one opening and one closing tag, at its ends (FENCE-1, FENCE-2, FENCE-4,
     FENCE-5), and sanitising is idempotent: fencing the clean text again gives the same block
     (FENCE-3)."""
@@ -364,24 +346,11 @@ def fence_escape(ctx: CheckContext) -> None:
 
         @given(raw=fence_payloads())
         def fence_property(raw: str) -> None:
-            block = world.request("a", "fence", raw=raw)["block"]
-            # The frame's note is fence.frame_is_exact's to judge: here, what the text escapes.
-            problems = fence_violations(block, raw=raw, note=False)
-            clean = recalled_text(block)
-            if problems:
-                clause = "FENCE-1"
-                if clean is not None and (find_fence_tags(clean) or find_system_notes(clean)):
-                    clause = _fence_clause(raw, clean)
-                # FENCE-1 to FENCE-5: one opening and one closing tag, at the ends, nothing else.
-                raise AssertionError(
-                    f"{clause}: fence({raw!r}) returned {block!r}: {'; '.join(problems)}"
-                )
-            if block and clean is not None:
-                again = world.request("a", "fence", raw=clean)["block"]
-                # FENCE-3: sanitising is idempotent: the clean text fences to the same block.
-                assert again == block, (
-                    f"FENCE-3: fence({raw!r}) gave clean text {clean!r}, and fencing that again "
-                    f"gave {again!r}"
-                )
+            judged = judge_fence(lambda text: world.request("a", "fence", raw=text)["block"], raw)
+            if judged.failures:
+                broken, said = judged.failures[0]
+                # FENCE-1 to FENCE-5, CONTRACT-10: one opening and one closing tag, at the ends,
+                # nothing else; fencing the clean text again gives the same block (FENCE-3).
+                raise AssertionError(f"{broken}: {said}")
 
         run.run(run.apply(fence_property))

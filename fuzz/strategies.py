@@ -435,6 +435,14 @@ def fence_tags() -> st.SearchStrategy[str]:
     )  # fmt: skip
 
 
+_FRAGMENTS = (
+    "Alpha", "Omega", "\n", " ", "<", ">", "/", "</", "&", "-", "_", "[", "]", "memory",
+    "context", "MEMORY", "Context", "system", "note", "<memory-", "context>", "/memory-context>",
+    "[System note:", "\u200b", "＜", "＞", "﹤", "﹥", "&lt;", "&gt;", "&#60;", "&#47;",
+)  # fmt: skip
+"""Pieces of tags and notes, and words: arbitrary text around them joins them into tags."""
+
+
 def _splice(outer: str, inner: str, at: int) -> str:
     at = min(at, len(outer))
     return outer[:at] + inner + outer[at:]
@@ -442,11 +450,12 @@ def _splice(outer: str, inner: str, at: int) -> str:
 
 def fence_payloads() -> st.SearchStrategy[str]:
     """Returns a strategy for recalled text that tries to escape the fence: tags, forged notes,
-    tags spliced into tags (one removal pass reassembles them; FENCE-3), mixed with any text."""
+    tags spliced into tags (one removal pass reassembles them; FENCE-3), pieces of tags, mixed
+    with any text."""
     notes = st.sampled_from(_NOTES)
     single = st.one_of(fence_tags(), notes)
     nested = st.builds(_splice, single, single, st.integers(0, 24))
     twice = st.builds(_splice, nested, single, st.integers(0, 40))
-    glue = st.sampled_from(("Alpha", "Omega", "\n", " ", "<", ">", "/", "&"))
+    glue = st.sampled_from(_FRAGMENTS)
     piece = st.one_of(single, nested, twice, st.text(any_character, max_size=8), glue)
-    return st.lists(piece, max_size=6).map("".join)
+    return st.lists(piece, max_size=12).map("".join)

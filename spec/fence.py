@@ -4,7 +4,7 @@ Recalled text from an external memory provider is wrapped by :func:`frame` (FENC
 recalled text must first be made harmless: it may contain no fence tag (FENCE-2) and no system
 note of its own (FENCE-4), *however disguised*, or it could close the fence early and speak as the
 user (FENCE-3, hermes #108964: ``<</memory-context>/memory-context>`` reassembled into a live
-closing tag after a single stripping pass). :func:`fence_violations` judges the result, not the
+closing tag after a single stripping pass). :func:`judge_fence` judges the result, not the
 method (FENCE-5).
 
 What counts as a fence tag (:func:`find_fence_tags`), decided so that every language can
@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -286,6 +287,68 @@ def recalled_text(block: object) -> str | None:
 def fence_violations(block: object, *, raw: object = None, note: bool = True) -> list[str]:
     """Returns the words of :func:`fence_problems` (``[]`` when the block is correct)."""
     return [problem.text for problem in fence_problems(block, raw=raw, note=note)]
+
+
+@dataclass(frozen=True)
+class FenceJudgement:
+    """A FenceJudgement is a backend's block for one recalled text and every clause it breaks,
+    as ``(clause, what is wrong)`` pairs, the clause of a tag or note left in the text first."""
+
+    block: object
+    failures: tuple[tuple[str, str], ...]
+
+
+def judge_fence(
+    fence: Callable[[str], object], raw: str, clause: str | None = None
+) -> FenceJudgement:
+    """Judges a backend's ``fence`` (called with ``raw``, then with the clean text of a correct
+    frame) by :func:`fence_problems`: the one judge of every fence check.
+
+    ``clause`` names the clause a tag or note left in the recalled text breaks first (a
+    corpus's own); without it, FENCE-3 when one pass removing every tag and note of ``raw``
+    joins a new one, else the problem's own (FENCE-2 for a tag, FENCE-4 for a note). The
+    frame's note is judged only when ``clause`` is FENCE-1, so a note worded otherwise never
+    hides a tag. Fencing the clean text again must give the same block (FENCE-3)."""
+    block = fence(raw)
+    problems = fence_problems(block, raw=raw, note=clause == "FENCE-1")
+    clean = recalled_text(block)
+    if clean is None:
+        # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
+        said = "; ".join(problem.text for problem in problems)
+        return FenceJudgement(block, (("FENCE-1", f"fence({raw!r}) returned {block!r}: {said}"),))
+    first = clause or ("FENCE-3" if _joins_when_removed(raw) else None)
+
+    def blamed(problem: FenceProblem) -> tuple[str, ...]:
+        if first and problem.clause != "FENCE-1":
+            return (first, *problem.clauses)
+        return problem.clauses
+
+    ordered = sorted(problems, key=lambda problem: problem.clause == "FENCE-1")
+    failures = [
+        (broken, f"fence({raw!r}): {'; '.join(p.text for p in problems if broken in blamed(p))}; "
+                 f"the block: {block!r}")
+        for broken in dict.fromkeys(c for problem in ordered for c in blamed(problem))
+    ]  # fmt: skip
+    if block:
+        again = fence(clean)
+        if again != block:
+            failures.append((
+                "FENCE-3",
+                f"fence({raw!r}) gave clean text {clean!r}, but fencing that again gave "
+                f"{again!r}: sanitising did not reach a fixed point",
+            ))  # fmt: skip
+    return FenceJudgement(block, tuple(failures))
+
+
+def _joins_when_removed(raw: str) -> bool:
+    """Whether one pass removing every fence tag and system note of ``raw`` leaves a new one
+    (the reassembly of FENCE-3)."""
+    position, kept = 0, []
+    for start, end in _spans(raw):
+        kept.append(raw[position : max(position, start)])
+        position = max(position, end)
+    once = "".join(kept) + raw[position:]
+    return bool(_spans(once))
 
 
 def _spans(text: str) -> list[tuple[int, int]]:

@@ -1,36 +1,25 @@
-"""Checks of the ``<memory-context>`` fence against recalled text that tries to escape it
-(FENCE-1 to FENCE-5, CONTRACT-10; feature ``fence``).
-
-Every block is judged by :func:`memspec.spec.fence.fence_problems`, which accepts removal and
-a neutral replacement alike as long as no fence tag or system note survives in any disguise, and
-names the clause each problem breaks. The corpus checks record every clause they find broken and
-go on (``CheckContext.keep_going``); the frame's note is judged
-by ``fence.frame_is_exact`` alone, so a note worded otherwise is a FENCE-1 failure and never
-hides a live closing tag from the FENCE-2, FENCE-3 and FENCE-4 checks. The corpus pins
-the known escapes — the disguises of FENCE-2, the reassembly of hermes-agent #108964, forged
-notes — and a Hypothesis property mixes arbitrary text with tag fragments. Words around a tag in
-the corpus (``Alpha`` ... ``Omega``) must survive: sanitising removes the tag, not the recall.
+"""Checks of the ``<memory-context>`` fence against corpora of recalled text that tries to
+escape it (FENCE-1 to FENCE-5, FENCE-7, CONTRACT-10; feature ``fence``): the known disguises of
+FENCE-2, the reassembly of hermes-agent #108964, forged notes. Every block is judged by
+:func:`memspec.spec.fence.judge_fence`, which the Hypothesis property ``properties.fence_escape``
+shares; the frame's note is judged by ``fence.frame_is_exact`` alone, so a note worded otherwise
+never hides a live tag. Words around a tag (``Alpha`` ... ``Omega``) must survive.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import Session
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
     FENCE_NOTE,
-    FenceProblem,
-    fence_problems,
     find_fence_tags,
     find_system_notes,
     frame,
+    judge_fence,
     recalled_text,
 )
 
@@ -83,73 +72,26 @@ ONLY_TAGS = (
     "<memory-context></memory-context>", "  </memory-context>\n<memory-context>  ",
     f"<memory-context>\n{FENCE_NOTE}\n\n</memory-context>",
 )  # fmt: skip
-FRAGMENTS = (
-    "<", ">", "/", "</", "memory", "context", "-", "_", " ", "\n", "memory-context", "<memory-",
-    "context>", "/memory-context>", "<memory-context>", "</memory-context>", "</MEMORY-CONTEXT>",
-    "< / Memory_Context >", "＜memory-context＞", "﹤/memory-context﹥", "&lt;/memory-context&gt;",
-    "<memory-context id=1>", "</memory\u200b-context>", "＜", "＞", "﹤", "﹥", "\u200b", "&lt;",
-    "&#60;", "&#x3c;", "&gt;", "&#47;", "[", "]", "[System note:", "[SYSTEM NOTE]", "system",
-    "note", "MEMORY", "Context",
-)  # fmt: skip
-TAGS = ("<memory-context>", "</memory-context>", "</MEMORY_CONTEXT>", "[System note:")
-
-
-def _nest(outer: str, inner: str, cut: int) -> str:
-    """Returns ``outer`` with ``inner`` inserted at ``cut``: the shape of a reassembly attack."""
-    return outer[:cut] + inner + outer[cut:]
-
-
-NESTED = st.builds(_nest, st.sampled_from(TAGS), st.sampled_from(TAGS), st.integers(1, 15))
-RECALLED = st.lists(
-    st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS), NESTED), max_size=16
-).map("".join)
 
 
 def _fence(session: Session, raw: str) -> Any:
     return session.request("fence", raw=raw)["block"]
 
 
-def _judge(
-    session: Session, raw: str, clause: str | None = None, ctx: CheckContext | None = None
-) -> str:
-    """Returns the block for ``raw`` after asserting it is correct and that fencing its
-    recalled text again gives the same block.
-
-    ``clause`` names the clause a tag or note left in the recalled text breaks (else the
-    judge's own: FENCE-2 for a tag, FENCE-4 for a note). The frame's note is judged only for
-    FENCE-1: a note worded otherwise is that clause's failure, and never hides a tag. With
-    ``ctx``, each clause found broken is recorded and the judging goes on
-    (:meth:`CheckContext.keep_going`); without it (inside a Hypothesis property) the first
-    raises."""
-    block = _fence(session, raw)
-    problems = fence_problems(block, raw=raw, note=clause == "FENCE-1")
-    clean = recalled_text(block)
-    # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
-    assert clean is not None, (
-        f"FENCE-1: fence({raw!r}) returned {block!r}: {'; '.join(p.text for p in problems)}"
-    )
-    for blamed in dict.fromkeys(c for problem in problems for c in _blamed(problem, clause)):
-        said = "; ".join(p.text for p in problems if blamed in _blamed(p, clause))
-        with ctx.keep_going() if ctx else nullcontext():
+def _judge(session: Session, raw: str, clause: str, ctx: CheckContext) -> Any:
+    """Records every clause the block for ``raw`` breaks (:func:`judge_fence`) and goes on
+    (:meth:`CheckContext.keep_going`), and returns the block; a block without the frame's shape
+    ends the judging of ``raw``."""
+    judged = judge_fence(lambda text: _fence(session, text), raw, clause)
+    if recalled_text(judged.block) is None:
+        ((broken, said),) = judged.failures
+        # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
+        raise AssertionError(f"{broken}: {said}")
+    for broken, said in judged.failures:
+        with ctx.keep_going():
             # FENCE-1..5, CONTRACT-10: the block is "" or the exact frame of harmless text.
-            raise AssertionError(f"{blamed}: fence({raw!r}): {said}; the block: {block!r}")
-    if block:
-        again = _fence(session, clean)
-        with ctx.keep_going() if ctx else nullcontext():
-            # FENCE-3: sanitising reaches a fixed point: fencing the clean text changes nothing.
-            assert again == block, (
-                f"FENCE-3: fence({raw!r}) gave clean text {clean!r}, but fencing that again "
-                f"gave {again!r}: sanitising did not reach a fixed point"
-            )
-    return block
-
-
-def _blamed(problem: FenceProblem, clause: str | None) -> tuple[str, ...]:
-    """The clauses ``problem`` breaks, led by the corpus's ``clause`` for a tag or a note left
-    in the recalled text (a reassembled tag is FENCE-3's, and FENCE-2's and FENCE-5's too)."""
-    if clause and problem.clause != "FENCE-1":
-        return (clause, *problem.clauses)
-    return problem.clauses
+            raise AssertionError(f"{broken}: {said}")
+    return judged.block
 
 
 def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
@@ -254,30 +196,3 @@ def only_tags_and_notes_change(ctx: CheckContext) -> None:
                     f"notes must come back unchanged, {before!r} before them and {after!r} "
                     "after them"
                 )
-
-
-@check(
-    "FENCE-1",
-    "FENCE-2",
-    "FENCE-3",
-    "FENCE-4",
-    "FENCE-5",
-    "CONTRACT-10",
-    features=("fence",),
-    id="fence.arbitrary_recalled_text",
-)
-def arbitrary_recalled_text(ctx: CheckContext) -> None:
-    """For arbitrary text mixed with tag and note fragments, the block is ``""`` or the exact frame
-    of harmless text, and fencing its clean text again changes nothing (FENCE-1 to FENCE-5,
-    CONTRACT-10). Sized by ``profile.examples``; deterministic when the profile derandomizes."""
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
-        session.request("load")
-
-        @given(raw=RECALLED)
-        def fenced_text_is_harmless(raw: str) -> None:
-            _judge(session, raw)
-
-        run = plan(ctx)
-        run.run(run.apply(fenced_text_is_harmless))

@@ -79,7 +79,6 @@ BUDGETS: dict[str, Budget] = {
     "faults.failed_dir_sync_is_acknowledged": PROCESSES,
     "faults.failed_write_keeps_old_file": PROCESSES,
     "faults.read_errors_are_not_empty": PROCESSES,
-    "fence.arbitrary_recalled_text": QUICK,
     "fence.disguised_tags_are_removed": QUICK,
     "fence.forged_notes_are_removed": QUICK,
     "fence.frame_is_exact": QUICK,

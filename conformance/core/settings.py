@@ -17,6 +17,7 @@ from typing import Any
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.profiles import Profile, resolve_profile
+from memspec.conformance.core.registry import RETIRED_IDS
 from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport.backend import Backend, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
@@ -85,7 +86,7 @@ class Settings:
             backend = InProcessBackend(data["factory"], data["timeout"])
         elif data["command"]:
             backend = CommandBackend(data["command"], data["timeout"], cwd=data["cwd"])
-        path = (lambda value: Path(value) if value else None)  # noqa: E731
+        path = lambda value: Path(value) if value else None  # noqa: E731
         features = data["features"]
         return cls(
             backend=backend,
@@ -149,7 +150,8 @@ def make_settings(
 
 
 def read_expected_failures(path: Path | None) -> frozenset[str]:
-    """Returns the ids listed in an expected-failures file (``#`` starts a comment)."""
+    """Returns the ids listed in an expected-failures file (``#`` starts a comment), a retired
+    check id read as the check that does its work now."""
     if path is None:
         return frozenset()
     try:
@@ -157,7 +159,7 @@ def read_expected_failures(path: Path | None) -> frozenset[str]:
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read the expected-failures file {str(path)!r}: {error}") from None
     lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
-    return frozenset(line for line in lines if line)
+    return frozenset(RETIRED_IDS.get(line, line) for line in lines if line)
 
 
 def hypothesis_database(location: str | None, base: Path) -> str | None:

@@ -107,9 +107,7 @@ def generate_program(
     return tuple(steps)
 
 
-def _batch_items(
-    process: int, index: int, rng: random.Random, own: list[str]
-) -> list[BatchItem]:
+def _batch_items(process: int, index: int, rng: random.Random, own: list[str]) -> list[BatchItem]:
     """Two or three items: each adds a new entry or acts on a distinct earlier own entry."""
     items: list[BatchItem] = []
     for item in range(rng.randint(2, 3)):

@@ -181,9 +181,7 @@ def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> Non
     backend = CommandBackend(f"{SERVE} {PROCS}:open_socket_lock")
     execution = execute(backend, root, program, p1_once_p0_locked)
     binds = [
-        (step.process, step.call.error)
-        for step in execution.run.steps
-        if step.call.name == "bind"
+        (step.process, step.call.error) for step in execution.run.steps if step.call.name == "bind"
     ]
     assert ("p1", "EADDRINUSE") in binds and binds[-1] == ("p1", None), binds
     assert execution.run.notes == [] and execution.finding is None

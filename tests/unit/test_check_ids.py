@@ -83,3 +83,17 @@ def test_every_check_lives_in_the_module_its_id_names() -> None:
         if check.function.__module__.rsplit(".", 1)[-1] != check_id.split(".")[0]
     }
     assert not misplaced, misplaced
+
+
+def test_a_retired_id_names_a_registered_check_and_keeps_its_expected_failures(
+    tmp_path: Path,
+) -> None:
+    from memspec.conformance.core.registry import RETIRED_IDS
+    from memspec.conformance.core.settings import read_expected_failures
+
+    checks = all_checks()
+    assert RETIRED_IDS
+    assert all(old not in checks and new in checks for old, new in RETIRED_IDS.items())
+    listed = tmp_path / "expected.txt"
+    listed.write_text("fence.arbitrary_recalled_text  # a known FENCE-2 gap\nREAD-7\n", "utf-8")
+    assert read_expected_failures(listed) == {"properties.fence_escape", "READ-7"}
