@@ -21,6 +21,7 @@ shrunk failure prints as a program a person can replay.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,10 +73,20 @@ any_character = st.characters(exclude_categories=())
 """Every code point of every Unicode category, surrogates included."""
 
 
+_SURROGATE_PAIR = re.compile("([\ud800-\udbff])(?=[\udc00-\udfff])")
+
+
+def lone_surrogates(text: str) -> str:
+    """Returns ``text`` with a space after every high surrogate that a low one follows: JSON
+    writes that pair of lone surrogates as one astral character, so a backend over JSON Lines
+    would receive other text than the harness judges."""
+    return _SURROGATE_PAIR.sub("\\1 ", text)
+
+
 def entry_texts(max_pieces: int = 8) -> st.SearchStrategy[str]:
     """Returns a strategy for adversarial content: arbitrary text spliced with the pieces above."""
     piece = st.one_of(st.sampled_from(PIECES), st.text(any_character, max_size=6))
-    return st.lists(piece, max_size=max_pieces).map("".join)
+    return st.lists(piece, max_size=max_pieces).map("".join).map(lone_surrogates)
 
 
 STORABLE_PIECES = (
@@ -458,4 +469,4 @@ def fence_payloads() -> st.SearchStrategy[str]:
     twice = st.builds(_splice, nested, single, st.integers(0, 40))
     glue = st.sampled_from(_FRAGMENTS)
     piece = st.one_of(single, nested, twice, st.text(any_character, max_size=8), glue)
-    return st.lists(piece, max_size=12).map("".join)
+    return st.lists(piece, max_size=12).map("".join).map(lone_surrogates)
