@@ -100,8 +100,11 @@ def _round_trip_step(world: FuzzRoot, request: Request) -> None:
             f"FORMAT-4: after {sent} the file is {data!r}, not the canonical "
             f"{encode_entries(on_disk)!r}"
         )
-    content = request.get("content", request.get("new_content"))
-    if answer["ok"] and isinstance(content, str) and request["op"] != "batch":
+    # a patch's content is a span of an entry, a batch's items are judged by the file alone
+    content = {"add": request.get("content"), "replace": request.get("new_content")}.get(
+        request["op"]
+    )
+    if answer["ok"] and isinstance(content, str):
         # ENTRY-1, ENTRY-5: content is stored normalised and otherwise as given.
         assert normalize_content(content) in on_disk, (
             f"ENTRY-1: {sent} answered OK but {normalize_content(content)!r} is not an entry "

@@ -142,3 +142,19 @@ def test_the_model_round_trips_an_entry_that_begins_with_a_bom() -> None:
     state = model.initial_state(memory=bom + bom + b"User prefers tabs")
     # FORMAT-5: the spec model reads back what it writes (else SpecInconsistency is raised).
     allowed_answers(state, Add("memory", "Editor: vim"), {"core"})
+
+
+def test_a_patch_is_not_judged_as_a_whole_entry(tmp_path: Path) -> None:
+    """A patch's content replaces a span of an entry: the round trip must not look for it as a
+    whole entry (an outside port at thorough was blamed on ENTRY-1 for a correct patch)."""
+    from memspec.fuzz.properties import _round_trip_step
+    from memspec.fuzz.roots import FuzzRoot
+
+    root = tmp_path / "root"
+    root.mkdir()
+    context = CheckContext(InProcessBackend(REFERENCE, 10.0), root, tmp_path, PROFILES["ci"])
+    with FuzzRoot(context) as world:
+        _round_trip_step(world, {"op": "add", "target": "memory", "content": "User prefers tabs"})
+        patch = {"op": "patch", "target": "memory", "old_text": "tabs", "content": "spaces"}
+        _round_trip_step(world, patch)  # type: ignore[arg-type]
+        assert world.entries("a", "memory") == ["User prefers spaces"]
