@@ -29,19 +29,25 @@ from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
 from memspec.conformance.tamper.capability import tampering
 
+SWITCH = st.integers(0, 255)
+"""The one draw of every decision, whoever is enabled: a replay that meets other sessions than
+the run it replays draws the same strategy, which Hypothesis requires (a draw that depends on
+the decision ended a thorough run in FlakyStrategyDefinition)."""
+
 
 def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
     """Returns a Chooser whose switches Hypothesis draws from ``data`` (``st.data()``): at
     each decision the last session goes on unless a switch is drawn (about one in
-    ``switch_one_in``), so shrinking leads to the fewest switches."""
+    ``switch_one_in``), so shrinking (towards 0) leads to the fewest switches."""
 
     def choose(decision: Decision) -> str:
+        drawn = data.draw(SWITCH)
         others = [name for name in decision.enabled if name != decision.last]
-        if decision.last not in decision.enabled:
-            return others[0] if len(others) == 1 else data.draw(st.sampled_from(others))
-        if not others or data.draw(st.integers(0, switch_one_in - 1)) != switch_one_in - 1:
+        if decision.last in decision.enabled and (
+            not others or drawn % switch_one_in != switch_one_in - 1
+        ):
             return str(decision.last)
-        return others[0] if len(others) == 1 else data.draw(st.sampled_from(others))
+        return others[drawn // switch_one_in % len(others)]
 
     return choose
 

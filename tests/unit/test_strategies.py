@@ -24,3 +24,32 @@ def test_a_high_surrogate_before_a_low_one_is_kept_apart() -> None:
 @given(st.one_of(entry_texts(), fence_payloads()))
 def test_generated_text_survives_json(text: str) -> None:
     assert json.loads(json.dumps(text)) == text
+
+
+class _Recorder:
+    """Stands in for ``st.data()``: hands out ``values`` and records each strategy drawn."""
+
+    def __init__(self, values: list[int]) -> None:
+        self.values = values
+        self.drawn: list[object] = []
+
+    def draw(self, strategy: object) -> int:
+        self.drawn.append(strategy)
+        return self.values.pop(0)
+
+
+def test_the_scheduler_draws_one_strategy_whoever_is_enabled() -> None:
+    from memspec.conformance.schedule.schedule import Decision
+    from memspec.fuzz.interleavings import hypothesis_chooser
+
+    decisions = [
+        Decision(0, ("p0", "p1", "p2"), {}, None),
+        Decision(1, ("p0",), {}, "p1"),  # the last one blocked: one other
+        Decision(2, ("p0", "p2"), {}, "p0"),  # two others
+        Decision(3, ("p1",), {}, "p1"),  # no other
+    ]
+    data = _Recorder([0, 3, 7, 255])
+    chooser = hypothesis_chooser(data)
+    picks = [chooser(decision) for decision in decisions]
+    assert picks == ["p0", "p0", "p2", "p1"]
+    assert len(data.drawn) == len(decisions) and len(set(map(repr, data.drawn))) == 1
