@@ -203,8 +203,10 @@ def shorten(text: str) -> str:
 
 
 def leading_clause(message: str) -> str:
-    """Returns the clause id an assertion message opens with (``"LOCK-3: lost"``), or ""."""
+    """Returns the clause id an assertion message opens with (``"LOCK-3: lost"``, or a checker's
+    ``"LOCK-3 (linearizability checker, violation): lost"``), or ""."""
     head, sep, _ = message.partition(": ")
+    head = head.split(" (", 1)[0] if head.endswith(")") else head
     return head if sep and CLAUSE_ID.fullmatch(head) else ""
 
 

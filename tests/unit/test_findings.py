@@ -74,6 +74,9 @@ def test_records_round_trip_as_json() -> None:
     assert vars(_round_trip(verdict)).items() >= vars(verdict).items()
     assert _round_trip(verdict).to_json()["kind"] == "unsupported"
     assert leading_clause("CONTRACT-10: x") == "CONTRACT-10" and leading_clause("E: x") == ""
+    # a history checker's finding (interleavings.random_schedules failed with no clause blamed)
+    assert leading_clause("LOCK-3 (linearizability checker, violation): lost") == "LOCK-3"
+    assert leading_clause("LOCK-3 (x: y") == "" and leading_clause("see (LOCK-3): x") == ""
 
 
 def test_the_reason_carries_the_backends_last_words() -> None:
