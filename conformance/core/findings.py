@@ -28,6 +28,7 @@ class Kind(StrEnum):
     DEFECT = "defect"
     HARNESS_ERROR = "harness-error"
     UNSUPPORTED = "unsupported"
+    UNVERIFIED = "unverified"
     STALE = "stale"
 
 
@@ -48,6 +49,15 @@ class HarnessError(Finding):
 
     def __init__(self, message: str) -> None:
         super().__init__(bug_message(message))
+
+
+class Unverified(Finding):
+    """The check could not establish what it needs to judge its clauses — a mutation it builds
+    on was refused, a scanner does not know its test string — so it judged nothing: its clauses
+    read "not verified" with the reason, never failed. What went wrong first is another
+    clause's business, which its own checks judge."""
+
+    kind = Kind.UNVERIFIED
 
 
 class Violation(Finding, AssertionError):
@@ -299,7 +309,7 @@ def clause_standing(clause: Clause, cited: Sequence[CheckRecord], *, strict: boo
     if not cited and clause.checked_by:
         return "passes"
     counted = [c for c in cited if not _feature_skip(c)]
-    if counted and all(c.status == "skipped" for c in counted):
+    if counted and all(c.status == "skipped" and c.kind != Kind.UNVERIFIED for c in counted):
         return "not verifiable"
     return "not verified"
 

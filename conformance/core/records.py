@@ -53,11 +53,11 @@ class CheckRecord:
     (``CheckContext.figures``: counts, seconds), name -> value.
 
     A check that did not pass carries its verdict as data (``core/findings.py``):
-    ``kind`` (``violation``, ``defect``, ``harness-error``, ``unsupported``, or ``stale`` for a
-    listed expected failure that passed), ``blamed`` (the clause the failure names, "" for every
-    clause the check cites), ``reason`` (one line) and ``missing_features``; a check that went
-    on after a failure lists every clause it found broken in ``failures`` and says in
-    ``completed`` whether it ran to its end.
+    ``kind`` (``violation``, ``defect``, ``harness-error``, ``unsupported``, ``unverified`` for a
+    check whose precondition failed, or ``stale`` for a listed expected failure that passed),
+    ``blamed`` (the clause the failure names, "" for every clause the check cites), ``reason``
+    (one line) and ``missing_features``; a check that went on after a failure lists every
+    clause it found broken in ``failures`` and says in ``completed`` whether it ran to its end.
     """
 
     id: str

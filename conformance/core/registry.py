@@ -19,7 +19,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memspec.conformance.core.findings import ClauseFailures, Finding, HarnessError, Kind
+from memspec.conformance.core.findings import (
+    ClauseFailures,
+    Finding,
+    HarnessError,
+    Kind,
+    Unverified,
+)
 from memspec.spec.clauses import CLAUSE_ID
 
 if TYPE_CHECKING:
@@ -118,7 +124,7 @@ class Check:
         except (AssertionError, Finding) as error:
             if not ctx.failures or getattr(error, "kind", "") == "harness-error":
                 raise
-            stopped = [] if isinstance(error, NotApplicable) else [error]
+            stopped = [] if isinstance(error, NotApplicable | Unverified) else [error]
             raise ClauseFailures([*ctx.failures, *stopped], completed=False) from error
         if ctx.failures:
             raise ClauseFailures(ctx.failures, completed=True)

@@ -13,7 +13,7 @@ import pytest
 
 from memspec.conformance.core.budgets import enforced, run_within_budget, start_allowance
 from memspec.conformance.core.examples import run_on_backend
-from memspec.conformance.core.findings import Mismatch, verdict_of
+from memspec.conformance.core.findings import Mismatch, Unverified, verdict_of
 from memspec.conformance.core.profiles import Profile
 from memspec.conformance.core.registry import (
     Check,
@@ -60,8 +60,8 @@ def _check_params() -> list[object]:
     ]
 
 
-def unsupported(request: pytest.FixtureRequest, error: NotApplicable) -> NoReturn:
-    """Skips the check because it does not apply, with its verdict as data."""
+def unsupported(request: pytest.FixtureRequest, error: NotApplicable | Unverified) -> NoReturn:
+    """Skips the check because it does not apply or could not judge, with its verdict as data."""
     give_verdict(request.node, verdict_of(error))
     pytest.skip(str(error))
 
@@ -79,7 +79,7 @@ def test_example(
     try:
         with enforced(allowance, {}):
             failure = run_on_backend(example, memspec_backend, memspec_root)
-    except NotApplicable as error:
+    except (NotApplicable, Unverified) as error:
         unsupported(request, error)
     if failure is not None:
         raise Mismatch(failure.render(), failure.summary())
@@ -114,7 +114,7 @@ def test_check(
     )
     try:
         run_within_budget(check, context)
-    except NotApplicable as error:
+    except (NotApplicable, Unverified) as error:
         unsupported(request, error)
     finally:
         if context.figures:

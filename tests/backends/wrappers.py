@@ -557,6 +557,17 @@ def factory_raises(root: Path, **limits: int) -> Wrapper:
 # --- not broken: the choices the spec leaves open, which every property must accept -------------
 
 
+class ReplaceFindsNothing(Wrapper):
+    """Answers every ``replace`` ``E_NOMATCH`` and changes nothing: MATCH's business, which its
+    own checks fail; a check that builds on a replace (the crash checks) cannot judge and says
+    its clauses are not verified, never failed."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        if isinstance(op, Replace):
+            return {"ok": False, "code": codes.E_NOMATCH, "message": "no entry matches"}
+        return super().mutate(op)
+
+
 class RefusesEmptyingBatch(Wrapper):
     """Not broken: takes the MAY of BATCH-8 and refuses, with ``E_INVALID`` and without writing, a
     batch that would leave a target that has entries with none."""
@@ -635,5 +646,6 @@ hangs_on_close = factory_of(HangsOnClose)
 thread_bound = factory_of(ThreadBound)
 core_only = factory_of(ClaimsNoBatch)
 refuses_replace = factory_of(RefusesReplace)
+replace_finds_nothing = factory_of(ReplaceFindsNothing)
 refuses_emptying_batch = factory_of(RefusesEmptyingBatch)
 stricter_scanner = factory_of(StricterScanner)

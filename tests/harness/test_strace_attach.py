@@ -49,8 +49,7 @@ def _add_traced(backend: CommandBackend, root: Path) -> tuple[str, int]:
 def _renamed_to_memory(output: Path, root: Path) -> bool:
     trace = read_strace(output.read_text(), os.path.realpath(root), {})
     return any(
-        record.name == "replace" and record.path.endswith("/MEMORY.md")
-        for record in trace.records
+        record.name == "replace" and record.path.endswith("/MEMORY.md") for record in trace.records
     )
 
 

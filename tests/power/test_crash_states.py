@@ -41,6 +41,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.checks import crashstates
+from memspec.conformance.core.findings import Kind, Unverified, verdict_of
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
 from memspec.conformance.crash.persistence import MODELS
@@ -126,6 +127,21 @@ def test_the_check_fails_with_its_clause(tmp_path: Path) -> None:
     ctx = _context(tmp_path, InProcessBackend(f"{PROCS}:open_no_temp_fsync"))
     with pytest.raises(AssertionError, match=r"^CRASH-4: under posix-weak"):
         run_in_budget(CHECKS["crashstates.crash_states_are_old_or_new"], ctx)
+
+
+@pytest.mark.parametrize(
+    "name", ["crashstates.crash_states_are_old_or_new", "crash.kill_at_random_moments"]
+)
+def test_a_mutation_answered_unlike_the_model_leaves_the_crash_clauses_unverified(
+    name: str, tmp_path: Path
+) -> None:
+    """A store whose replace wrongly finds nothing breaks MATCH's clauses, not the crash
+    clauses: the crash checks cannot tell which states a crash may leave, and say so as
+    ``unverified`` (a third-party port's CRASH-4 was failed this way)."""
+    ctx = _context(tmp_path, InProcessBackend("tests.backends.wrappers:replace_finds_nothing"))
+    with pytest.raises(Unverified, match="E_NOMATCH") as stopped:
+        run_in_budget(CHECKS[name], ctx)
+    assert verdict_of(stopped.value).kind == Kind.UNVERIFIED
 
 
 def test_without_strace_a_command_backend_is_skipped(

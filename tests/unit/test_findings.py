@@ -265,3 +265,26 @@ def test_a_clause_failed_by_several_checks_names_them_all() -> None:
     assert clause_verdict("READ-7", [transient]).reason == (
         "READ/faults.read_errors_are_not_empty: READ-7: broken"
     )
+
+
+def test_an_unverified_check_leaves_its_clauses_not_verified_never_failed() -> None:
+    """A check whose precondition failed (Unverified) neither fails its clauses nor lets them
+    read "not verifiable", which holds no level back: they are "not verified"."""
+    from memspec.conformance.core.findings import Unverified, clause_standing
+    from memspec.spec.clauses import parse_clauses
+    from memspec.spec.examples import spec_text
+
+    verdict = verdict_of(Unverified("replace answered E_NOMATCH; cannot judge"))
+    assert (verdict.kind, verdict.blamed) == (Kind.UNVERIFIED, "")
+    clause = next(c for c in parse_clauses(spec_text()) if c.id == "CRASH-4")
+
+    def skipped(kind: str) -> CheckRecord:
+        return CheckRecord.from_json({
+            "id": "CRASH/crashstates.crash_states_are_old_or_new",
+            "clauses": ["CRASH-1", "CRASH-4"], "status": "skipped", "kind": kind,
+            "reason": "cannot judge",
+        })  # fmt: skip
+
+    assert not fails_clause(skipped("unverified"), "CRASH-4")
+    assert clause_standing(clause, [skipped("unverified")]) == "not verified"
+    assert clause_standing(clause, [skipped("unsupported")]) == "not verifiable"
