@@ -305,6 +305,30 @@ class WindowedScan(NaiveStore):
         return super().check_arguments(op)
 
 
+_CURL_SECRET = re.compile(r"curl\s+\S*\$\{?[A-Z_]*(KEY|TOKEN)")
+
+
+class NarrowScan(NaiveStore):
+    """Knows one threat only, a secret sent with curl, and scans the whole content for it: its
+    patterns are narrower than SCAN-2's (the corpus checks fail it), while SCAN-5 holds."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        outcome = super().check_arguments(op)
+        content = op.content if isinstance(op, Add) else getattr(op, "new_content", None)
+        if outcome is not None and outcome.code == codes.E_THREAT and isinstance(content, str):
+            return outcome if _CURL_SECRET.search(content) else None
+        return outcome
+
+
+class ScansNothing(NarrowScan):
+    """Claims the threat scan and refuses no threat at all (SCAN-2's corpus checks fail it);
+    the whole-content check has no threat to test with and says so, never failing SCAN-5."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        outcome = NaiveStore.check_arguments(self, op)
+        return None if outcome is not None and outcome.code == codes.E_THREAT else outcome
+
+
 _FIRST_SCAN_4 = re.compile(
     "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
     "\U000e0000-\U000e007f]"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.findings import ClauseFailures
+from memspec.conformance.core.findings import ClauseFailures, Unverified
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, NotApplicable, all_checks
 from memspec.conformance.transport.backend import Backend, InProcessBackend
@@ -161,3 +161,16 @@ def test_a_frame_note_worded_otherwise_does_not_hide_a_reassembled_tag(tmp_path:
     broken = {f.clause: f.reason for f in failure.value.failures}
     assert {"FENCE-3", "FENCE-5"} <= set(broken) and "FENCE-1" not in broken, broken
     assert "'</memory-context>'" in broken["FENCE-3"] and "authoritative" not in broken["FENCE-3"]
+
+
+def test_a_narrow_scan_over_the_whole_content_passes_scan_5(tmp_path: Path) -> None:
+    """The whole-content check tests with a threat the backend's own patterns know: a scan
+    that knows only a secret sent with curl, over the whole content, passes it (a port with
+    narrower patterns than SCAN-2 was failed on SCAN-5), and one that knows none cannot be
+    judged: unverified, never failed."""
+    check, broken = "scan.whole_content_is_scanned", "tests.backends.naive_broken"
+    (tmp_path / "narrow").mkdir()
+    (tmp_path / "none").mkdir()
+    run_check(check, f"{broken}:NarrowScan", tmp_path / "narrow")
+    with pytest.raises(Unverified, match="refuses none of the"):
+        run_check(check, f"{broken}:ScansNothing", tmp_path / "none")
