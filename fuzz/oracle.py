@@ -76,6 +76,16 @@ def mutation_of(request: Request, session: str = "a") -> Mutation:
     return Batch(target, request["operations"], session)
 
 
+def whole_entry(request: Request) -> str | None:
+    """Returns the content a request stores as one whole entry — an add's ``content``, a
+    replace's ``new_content`` — or ``None`` (a patch's content is a span of an entry, a batch's
+    items are many)."""
+    content = {"add": request.get("content"), "replace": request.get("new_content")}.get(
+        request["op"]
+    )
+    return content if isinstance(content, str) else None
+
+
 def _has_content(op: Mutation) -> bool:
     """Returns whether ``op`` carries content a scanner reads (``remove`` carries none)."""
     if isinstance(op, Batch):

@@ -20,7 +20,13 @@ from memspec.conformance.core.examples import show
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.wire import Request, fields_of
-from memspec.fuzz.oracle import allowed_answers, match_answer, mutation_of, snapshot_problem
+from memspec.fuzz.oracle import (
+    allowed_answers,
+    match_answer,
+    mutation_of,
+    snapshot_problem,
+    whole_entry,
+)
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import (
     claimed_ops,
@@ -100,11 +106,8 @@ def _round_trip_step(world: FuzzRoot, request: Request) -> None:
             f"FORMAT-4: after {sent} the file is {data!r}, not the canonical "
             f"{encode_entries(on_disk)!r}"
         )
-    # a patch's content is a span of an entry, a batch's items are judged by the file alone
-    content = {"add": request.get("content"), "replace": request.get("new_content")}.get(
-        request["op"]
-    )
-    if answer["ok"] and isinstance(content, str):
+    content = whole_entry(request)
+    if answer["ok"] and content is not None:
         # ENTRY-1, ENTRY-5: content is stored normalised and otherwise as given.
         assert normalize_content(content) in on_disk, (
             f"ENTRY-1: {sent} answered OK but {normalize_content(content)!r} is not an entry "
@@ -187,11 +190,17 @@ def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> 
             f"LIMIT-2: {sent} answered OK and left {target} at {usage(new)} code points, over "
             f"its limit of {limit} and larger than the {usage(old)} before"
         )
-        content = request.get("content", request.get("new_content"))
-        if isinstance(content, str) and request["op"] != "batch":
-            # LIMIT-3: accepted content is stored whole, never cut to fit.
-            assert normalize_content(content) in new, (
-                f"LIMIT-3: {sent} answered OK but the file holds {new!r}"
+        content = whole_entry(request)
+        # content the spec refuses for itself (a delimiter line, a threat) is its clause's
+        # business (ENTRY-3, SCAN-1), never LIMIT-3's
+        refused = all(a.outcome.code != codes.OK for a in allowed)
+        if content is not None and not refused and normalize_content(content) not in new:
+            reported = world.entries("a", target)
+            # LIMIT-3: accepted content is stored whole, never cut to fit — lost to the store's
+            # own reading too, not only to the spec's reader (that difference is FORMAT-5's).
+            assert normalize_content(content) in reported, (
+                f"LIMIT-3: {sent} answered OK but the file holds {new!r} and the store reads "
+                f"back {reported!r}"
             )
 
 

@@ -158,3 +158,18 @@ def test_a_patch_is_not_judged_as_a_whole_entry(tmp_path: Path) -> None:
         patch = {"op": "patch", "target": "memory", "old_text": "tabs", "content": "spaces"}
         _round_trip_step(world, patch)  # type: ignore[arg-type]
         assert world.entries("a", "memory") == ["User prefers spaces"]
+
+
+def test_content_the_spec_refuses_is_not_blamed_on_the_limits(tmp_path: Path) -> None:
+    """A store that accepts '§' (ENTRY-3's defect) and then reads it back as no entry has lost
+    nothing to a limit: the limits property leaves it to ENTRY-3 (a third-party port's LIMIT-3
+    was failed this way)."""
+    from memspec.fuzz.properties import _limit_step
+    from memspec.fuzz.roots import FuzzRoot
+
+    root = tmp_path / "root"
+    root.mkdir()
+    backend = InProcessBackend(f"{BROKEN}:accepts_delimiter_line", 10.0)
+    with FuzzRoot(CheckContext(backend, root, tmp_path, PROFILES["ci"]), {"memory": 40}) as world:
+        _limit_step(world, {"op": "add", "target": "memory", "content": "§"}, frozenset())
+        assert world.entries("a", "memory") == []  # lost, as ENTRY-3 says it would be
