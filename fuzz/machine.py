@@ -27,6 +27,7 @@ from memspec.fuzz.oracle import (
     field_problem,
     match_answer,
     mutation_of,
+    snapshot_clause,
     snapshot_problem,
 )
 from memspec.fuzz.roots import FuzzRoot
@@ -184,9 +185,10 @@ class MemoryMachine(RuleBasedStateMachine):
             problem = snapshot_problem(
                 target, self.loaded[session][target], block, self.features, LIMITS[target]
             )
+            clause = snapshot_clause(target, self.loaded[session][target], block, LIMITS[target])
             # SNAP-2: a load captures exactly the block the model renders from the disk.
             assert problem is None, (
-                f"SNAP-2: after {self.last}, session {session} loaded {target} as {block!r}: "
+                f"{clause}: after {self.last}, session {session} loaded {target} as {block!r}: "
                 f"{problem}"
             )
             self.captured[session][target] = block

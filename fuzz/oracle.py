@@ -18,6 +18,7 @@ from memspec.spec.operations import Add, Batch, ExternalWrite, Mutation, Patch, 
 from memspec.spec.rules import Outcome, argument_error, batch_item_error, decide
 from memspec.spec.snapshot import (
     BLOCKED_PREFIX,
+    block_clause,
     render_snapshot,
     render_unreadable,
     snapshot_difference,
@@ -235,6 +236,16 @@ def snapshot_problem(
     elif _stricter_block_problem(target, entries, limit, actual) is None:
         return None
     return problem
+
+
+def snapshot_clause(
+    target: str, entries: Sequence[str] | None, actual: object, limit: int | None = None
+) -> str:
+    """Returns the clause a block :func:`snapshot_problem` refused breaks: a header part's own
+    when only the header differs (SNAP-5 to SNAP-9), else SNAP-2."""
+    limit = DEFAULT_LIMITS[target] if limit is None else limit
+    hidden = [entry for entry in entries or () if find_threats(entry)]
+    return block_clause(expected_block(target, entries, limit), actual, target, hidden, "SNAP-2")
 
 
 _CLAUSE_OF_REFUSAL = {

@@ -24,6 +24,7 @@ from memspec.fuzz.oracle import (
     allowed_answers,
     match_answer,
     mutation_of,
+    snapshot_clause,
     snapshot_problem,
     whole_entry,
 )
@@ -305,10 +306,13 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
                     problem = snapshot_problem(
                         target, read[target].entries, block, features, world.limits[target]
                     )
+                    clause = snapshot_clause(
+                        target, read[target].entries, block, world.limits[target]
+                    )
                     # SNAP-2 to SNAP-9: a load captures exactly what the spec renders from disk.
                     assert problem is None, (
-                        f"SNAP-2: after {why}, session {session}'s load captured {block!r} for "
-                        f"{target}, not the block the spec renders from the disk: {problem}"
+                        f"{clause}: after {why}, session {session}'s load captured {block!r} "
+                        f"for {target}, not the block the spec renders from the disk: {problem}"
                     )
 
             load("a", "opening session a")

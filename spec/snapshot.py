@@ -10,6 +10,7 @@ points read ``29%`` (a float division would show 28%), and it is capped at 100::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from memspec.spec.codec import DELIMITER, serialize
@@ -71,6 +72,66 @@ def render_unreadable(target: str) -> str:
         "writes are refused until it is repaired]"
     )
     return _block(target, "unreadable", body)
+
+
+_HEADER = re.compile(
+    r"(?P<title>.*) \[(?P<percent>\d+)% — (?P<used>[\d,]+)/(?P<limit>[\d,]+) chars\]"
+)
+
+
+def header_clauses(expected: str, actual: str) -> tuple[str, ...]:
+    """Returns the clauses that own the difference between two header lines: SNAP-9 for an
+    unreadable file's header, SNAP-8 for the used number (the percent follows it), SNAP-6 for
+    the percent alone, SNAP-7 for the grouping of the digits, SNAP-5 for the rest — the title,
+    the brackets, the dash, the word ``chars``, the limit."""
+    if expected.endswith(" [unreadable]"):
+        same_title = actual.rsplit(" [", 1)[0] == expected.rsplit(" [", 1)[0]
+        return ("SNAP-9",) if same_title else ("SNAP-5",)
+    want, got = _HEADER.fullmatch(expected), _HEADER.fullmatch(actual)
+    if want is None or got is None:
+        return ("SNAP-5",)
+    clauses = []
+    if want["title"] != got["title"] or _number(want["limit"]) != _number(got["limit"]):
+        clauses.append("SNAP-5")
+    if _number(want["used"]) != _number(got["used"]):
+        clauses.append("SNAP-8")
+    elif want["percent"] != got["percent"]:
+        clauses.append("SNAP-6")
+    if (want["used"], want["limit"]) != (got["used"], got["limit"]) and (
+        _number(want["used"]),
+        _number(want["limit"]),
+    ) == (_number(got["used"]), _number(got["limit"])):
+        clauses.append("SNAP-7")
+    return tuple(clauses) or ("SNAP-5",)
+
+
+def _number(digits: str) -> int:
+    return int(digits.replace(",", ""))
+
+
+def header_difference(
+    expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Returns the clauses of :func:`header_clauses` when ``actual`` differs from the block
+    ``expected`` in its header line alone, else ``()`` (the difference is the block's, and
+    every clause the comparison serves owns it)."""
+    if not isinstance(expected, str) or not isinstance(actual, str):
+        return ()
+    want, got = expected.split("\n"), actual.split("\n")
+    if len(got) < 3 or want[1] == got[1] or (want[0], want[2]) != (got[0], got[2]):
+        return ()
+    same_header = "\n".join([got[0], want[1], *got[2:]])
+    if snapshot_difference(expected, same_header, target, raw_entries) is not None:
+        return ()
+    return header_clauses(want[1], got[1])
+
+
+def block_clause(
+    expected: str | None, actual: object, target: str, raw_entries: Sequence[str], clause: str
+) -> str:
+    """Returns the clause a block that differs from ``expected`` breaks: the header part's own
+    when only its header differs (:func:`header_difference`), else ``clause``."""
+    return (header_difference(expected, actual, target, raw_entries) or (clause,))[0]
 
 
 def _segments(block: str) -> tuple[list[str], list[str]]:

@@ -17,7 +17,7 @@ from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.drift_refusal import judge_rewrite_backup
-from memspec.spec.snapshot import render_snapshot
+from memspec.spec.snapshot import block_clause, render_snapshot
 from memspec.spec.threats import find_threats
 
 KEPT = "User prefers tabs"
@@ -63,9 +63,10 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
         narrow.request("load")
         block = narrow.request("snapshot", target="memory").get("snapshot")
         expected = render_snapshot("memory", [KEPT], NARROW["memory"], find_threats)
+        clause = block_clause(expected, block, "memory", (), "DRIFT-7")
         # DRIFT-7: after the remove the target is back within its limit.
         assert block == expected, (
-            f"DRIFT-7: after {sent} answered OK, the next load shows {block!r}; expected "
+            f"{clause}: after {sent} answered OK, the next load shows {block!r}; expected "
             f"{expected!r}"
         )
         answer = narrow.request("add", target="memory", content="Editor: vim")

@@ -36,7 +36,7 @@ from memspec.spec.operations import (
 from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.rules import argument_error
-from memspec.spec.snapshot import snapshot_difference
+from memspec.spec.snapshot import header_difference, snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 from memspec.spec.tool import (
@@ -94,6 +94,11 @@ class ExampleFailure:
     reason: str
     detail: str = ""
     """For a backend that broke (raised, died), the last line it printed, e.g. its exception."""
+    blamed: tuple[str, ...] = ()
+    """The clauses that own the difference, when a part of the expectation says so (a snapshot
+    header's usage is SNAP-8's); empty: every clause the example cites."""
+    completed: bool = False
+    """Whether the example ran to its end, so that its clauses not blamed held."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""
@@ -124,6 +129,11 @@ class ExampleFailure:
                 f"  received: {show(self.received)}",
                 f"  expected: {show(self.expected)}",
                 f"  why:      {self.reason}",
+                *(
+                    [f"  blames:   {', '.join(self.blamed)} alone (the rest of the example held)"]
+                    if self.blamed and self.completed
+                    else []
+                ),
             ]
         )
 
@@ -172,10 +182,14 @@ def _outcome_problem(step: Step, answer: Answer) -> str | None:
 def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
     """Runs every step of ``example`` in ``driver``; returns the first failure or ``None``.
 
-    A :class:`BackendDefect` (the backend raised or answered garbage) is a failure too.
+    A :class:`BackendDefect` (the backend raised or answered garbage) is a failure too. A
+    difference that a part of the expectation blames on its own clauses (a snapshot header)
+    does not stop the example: when nothing else differs, the first such failure is returned,
+    blaming every clause those parts named, with ``completed`` set.
     """
     opened: set[str] = set()
     offers: dict[str, ToolOffer] = {}
+    partial: list[ExampleFailure] = []
     for step in example.steps:
         fail = _failure_factory(example, step)
         try:
@@ -193,8 +207,13 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
             return replace(failure, detail=defect.detail)
-        if problem is not None:
+        if problem is not None and problem.blamed:
+            partial.append(problem)
+        elif problem is not None:
             return problem
+    if partial:
+        blamed = tuple(dict.fromkeys(c for failure in partial for c in failure.blamed))
+        return replace(partial[0], blamed=blamed, completed=True)
     return None
 
 
@@ -232,7 +251,10 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
         got = answer.get("snapshot")
         hidden = [e for e in (model_entries(driver.disk(target)) or []) if find_threats(e)]
         problem = snapshot_difference(want, got, target, hidden)
-        return fail({"op": "snapshot", "target": target}, got, want, problem) if problem else None
+        if problem is None:
+            return None
+        failure = fail({"op": "snapshot", "target": target}, got, want, problem)
+        return replace(failure, blamed=header_difference(want, got, target, hidden))
     if step.op == "disk":
         got = driver.disk(target)
         if got != want:

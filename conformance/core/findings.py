@@ -72,13 +72,19 @@ class Violation(Finding, AssertionError):
 
 class Mismatch(Finding, AssertionError):
     """The backend's answers differ from what an example expects; ``summary`` is the one line
-    that says where (the step and the difference), the message the whole account."""
+    that says where (the step and the difference), the message the whole account. ``blamed``
+    are the clauses that own the difference (empty: every clause the example cites) and
+    ``completed`` whether the example ran to its end."""
 
     kind = Kind.VIOLATION
 
-    def __init__(self, message: str, summary: str) -> None:
+    def __init__(
+        self, message: str, summary: str, blamed: Sequence[str] = (), completed: bool = False
+    ) -> None:
         super().__init__(message)
         self.summary = summary
+        self.blamed = tuple(blamed)
+        self.completed = completed
 
 
 class Refusal(Finding):
@@ -254,6 +260,9 @@ def verdict_of(error: BaseException) -> Verdict:
         return Verdict(
             Kind.VIOLATION, first.clause, first.reason, (), error.failures, error.completed
         )
+    if isinstance(error, Mismatch) and error.blamed:
+        failures = tuple(ClauseFailure(clause, reason) for clause in error.blamed)
+        return Verdict(Kind.VIOLATION, error.blamed[0], reason, (), failures, error.completed)
     if isinstance(error, Refusal):
         failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)
         return Verdict(Kind.VIOLATION, error.clauses[0], reason, (), failures, completed=False)

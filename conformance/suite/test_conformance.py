@@ -82,7 +82,7 @@ def test_example(
     except (NotApplicable, Unverified) as error:
         unsupported(request, error)
     if failure is not None:
-        raise Mismatch(failure.render(), failure.summary())
+        raise Mismatch(failure.render(), failure.summary(), failure.blamed, failure.completed)
 
 
 @pytest.mark.parametrize("check", _check_params())

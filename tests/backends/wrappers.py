@@ -28,6 +28,7 @@ from typing import Any
 from memspec.reference_impl import open_store
 from memspec.spec import codes
 from memspec.spec.codec import (
+    DELIMITER,
     WHITESPACE,
     FileState,
     classify_bytes,
@@ -38,7 +39,7 @@ from memspec.spec.codec import (
 )
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace, thaw
 from memspec.spec.rules import argument_error, choose_entry, decide
-from memspec.spec.snapshot import render_snapshot
+from memspec.spec.snapshot import render_snapshot, usage_label
 from memspec.spec.targets import FILENAMES, is_target
 from memspec.spec.threats import find_threats
 from tests.backends import factory_of
@@ -402,6 +403,60 @@ class PlainNumbers(Wrapper):
         return "\n".join([*head, rest])
 
 
+class _RewritesHeaders(Wrapper):
+    """Rewrites the header line of every block it shows — in ``snapshot`` and in the agent's
+    system prompt alike, as a port that renders its own header would — with :meth:`header`."""
+
+    def header(self, line: str, body: str) -> str:
+        raise NotImplementedError
+
+    def _rewrite(self, block: str) -> str:
+        bar, line, rest = block.split("\n", 2)
+        body = rest.split("\n", 1)[1] if "\n" in rest else ""
+        return "\n".join([bar, self.header(line, body), rest])
+
+    def snapshot(self, target: str) -> str | None:
+        block = self.inner.snapshot(target)
+        return None if block is None else self._rewrite(block)
+
+    def _in_prompt(self, answer: dict[str, Any]) -> dict[str, Any]:
+        for target in FILENAMES:
+            block = self.inner.snapshot(target)
+            if block and isinstance(answer.get("system"), str):
+                answer["system"] = answer["system"].replace(block, self._rewrite(block))
+        return answer
+
+    def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_start(base, providers))
+
+    def agent_turn(self, user: str, reply: str) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_turn(user, reply))
+
+    def agent_rebuild(self, point: str) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_rebuild(point))
+
+
+class OtherHeaderWording(_RewritesHeaders):
+    """Titles the memory block ``MEMORY (personal notes)``: the header's wording only (SNAP-5);
+    every other clause holds, and no other may fail."""
+
+    def header(self, line: str, body: str) -> str:
+        return line.replace("MEMORY (your personal notes)", "MEMORY (personal notes)")
+
+
+class UsageWithoutDelimiters(_RewritesHeaders):
+    """Shows as used the entries' characters without the delimiters between them, as a port
+    did: the header's usage figure only (SNAP-8); every other clause holds."""
+
+    def header(self, line: str, body: str) -> str:
+        found = re.search(r"\[\d+% — ([\d,]+)/([\d,]+) chars\]$", line)
+        if found is None:
+            return line  # [unreadable]
+        used, limit = (int(number.replace(",", "")) for number in found.groups())
+        used -= len(DELIMITER) * body.count(DELIMITER)
+        return line[: found.start()] + f"[{usage_label(used, limit)}]"
+
+
 class EmptyBlock(Wrapper):
     """Answers a block with an empty body for a target without entries, instead of null
     (SNAP-3)."""
@@ -636,6 +691,8 @@ batch_limit_per_item = factory_of(BatchLimitPerItem)
 float_percent = factory_of(FloatPercent)
 live_snapshot = factory_of(LiveSnapshot)
 plain_numbers = factory_of(PlainNumbers)
+other_header_wording = factory_of(OtherHeaderWording)
+usage_without_delimiters = factory_of(UsageWithoutDelimiters)
 empty_block = factory_of(EmptyBlock)
 raw_bytes_drift_guard = factory_of(RawBytesDriftGuard)
 rewrites_without_backup = factory_of(RewritesWithoutBackup)

@@ -1,0 +1,27 @@
+"""A verdict blames only the clause at fault: stores that differ from the reference in one part
+of the snapshot header alone, certified with the whole harness, fail that part's clause and no
+other (examples judge per expectation; the machine, the attack corpus and the recovery check
+blame a header difference on its own clause)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import memspec
+
+
+@pytest.mark.parametrize(
+    ("factory", "clause"),
+    [("other_header_wording", "SNAP-5"), ("usage_without_delimiters", "SNAP-8")],
+)
+def test_a_header_difference_fails_only_its_own_clause(
+    factory: str, clause: str, tmp_path: Path
+) -> None:
+    result = memspec.certify(f"tests.backends.wrappers:{factory}", report=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    failing = sorted(row["clause"] for row in report["clauses"] if row["status"] == "fail")
+    assert failing == [clause], result.output[-3000:]
+    assert result.status == 1 and result.level.name == "safe"
