@@ -125,6 +125,17 @@ def encode_entries(entries: Sequence[str]) -> bytes:
     return serialize(entries).encode("utf-8")
 
 
+def only_not_canonical(expected: bytes | None, actual: bytes | None) -> bool:
+    """Whether ``actual`` holds the entries of the canonical file ``expected`` in other bytes:
+    the writer is not canonical (FORMAT-4), and nothing else is wrong with the file."""
+    if expected is None or actual is None or actual == expected:
+        return False
+    want, got = decode(expected), decode(actual)
+    if want is None or got is None or encode_entries(parse_text(want)) != expected:
+        return False
+    return parse_text(got) == parse_text(want)
+
+
 def usage(entries: Sequence[str]) -> int:
     """Returns the size the limit applies to: code points of the serialized form, not bytes or
     UTF-16 units (LIMIT-1)."""

@@ -21,7 +21,13 @@ from memspec.conformance.core.findings import Refusal
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import model
-from memspec.spec.codec import classify_bytes, decode, is_encodable, parse_text
+from memspec.spec.codec import (
+    classify_bytes,
+    decode,
+    is_encodable,
+    only_not_canonical,
+    parse_text,
+)
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import (
     Add,
@@ -258,7 +264,8 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
     if step.op == "disk":
         got = driver.disk(target)
         if got != want:
-            return fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
+            failure = fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
+            return replace(failure, blamed=("FORMAT-4",) if only_not_canonical(want, got) else ())
         return None
     return _check_backups(step, driver.backups(target), fail)
 
@@ -382,12 +389,15 @@ def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure
     for content in wanted:
         count = found.count(content)
         if count != 1:
-            return fail(
+            failure = fail(
                 sent,
                 found,
                 wanted,
                 f"expected exactly one backup holding {_plain(content)!r}, found {count}",
             )
+            # a backup holds the bytes the store itself wrote: not canonical is FORMAT-4's
+            kept = sum(only_not_canonical(content, backup) for backup in found) == 1
+            return replace(failure, blamed=("FORMAT-4",) if count == 0 and kept else ())
     if exact and sorted(found) != sorted(wanted):
         return fail(sent, found, wanted, "backups differ")
     return None

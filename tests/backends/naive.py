@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import glob
 import hashlib
 import os
 import secrets
@@ -235,6 +236,8 @@ class NaiveStore:
         except FileNotFoundError:
             current = None
         self.refuse_symlink(path, current)
+        for stale in path.parent.glob(f".{glob.escape(path.name)}.tmp.*"):
+            stale.unlink(missing_ok=True)  # left by a crash; the caller holds the lock (CRASH-2)
         temp = path.with_name(f".{path.name}.tmp.{secrets.token_hex(8)}")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:

@@ -132,7 +132,7 @@ class LeavesTemps(NaiveStore):
     def write_file(self, path: Path, data: bytes) -> None:
         old = self.read_bytes(path)
         if old is not None:
-            path.with_name(f".{path.name}.tmp.{time.monotonic_ns()}.old").write_bytes(old)
+            path.with_name(f".{path.name}.{time.monotonic_ns()}.old").write_bytes(old)
         super().write_file(path, data)
 
 
