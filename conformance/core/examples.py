@@ -173,6 +173,20 @@ def describe(step: Step) -> str:
     return f"{prefix}{step.op} {args}".rstrip()
 
 
+def _misshapen_fields(step: Step, answer: Answer) -> tuple[str, ...]:
+    """Returns ``("CONTRACT-2",)`` when the answer has the expected code and differs only in
+    optional fields of another type than the spec's (``usage`` a number): the contract's
+    shapes, not the example's clauses; else ``()``."""
+    want = step.expect
+    if answer.get("code") != want["code"]:
+        return ()
+    differing = [
+        n for n, v in want.items() if n != "code" and n in answer and _plain(answer[n]) != v
+    ]
+    shapes = all(type(answer[name]) is not type(want[name]) for name in differing)
+    return ("CONTRACT-2",) if differing and shapes else ()
+
+
 def _outcome_problem(step: Step, answer: Answer) -> str | None:
     want = step.expect
     if answer.get("code") != want["code"]:
@@ -212,7 +226,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 problem = _run_step(step, driver, fail)
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
-            return replace(failure, detail=defect.detail)
+            return replace(failure, detail=defect.detail, blamed=(defect.clause,))
         if problem is not None and problem.blamed:
             partial.append(problem)
         elif problem is not None:
@@ -243,7 +257,10 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
         fields = _fields(step)
         answer = driver.request(step.session, step.op, fields)
         problem = _outcome_problem(step, answer)
-        return fail({"op": step.op, **fields}, answer, step.expect, problem) if problem else None
+        if problem is None:
+            return None
+        failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
+        return replace(failure, blamed=_misshapen_fields(step, answer))
     target = step.args[0]
     want = step.expect.get("value")
     if step.op == "entries":

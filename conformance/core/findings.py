@@ -270,7 +270,7 @@ def verdict_of(error: BaseException) -> Verdict:
         return Verdict(Kind.VIOLATION, error.clause, reason)
     if isinstance(error, Finding):
         defect = error.kind == Kind.DEFECT
-        blamed = DEFECT_CLAUSE if defect else ""
+        blamed = getattr(error, "clause", DEFECT_CLAUSE) if defect else ""
         return Verdict(error.kind, blamed, shorten(("backend defect: " if defect else "") + reason))
     if isinstance(error, AssertionError):
         return Verdict(Kind.VIOLATION, leading_clause(str(error)), reason)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NotRequired, Protocol, TypedDict, cast
 
 from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import Finding, Kind, Refusal
+from memspec.conformance.core.findings import DEFECT_CLAUSE, Finding, Kind, Refusal
 from memspec.conformance.transport.wire import Answer, Fields, Request
 from memspec.spec import codes
 from memspec.spec.requests import OP_FIELDS
@@ -56,18 +56,26 @@ def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
 
 class BackendDefect(Finding):
     """The backend broke the contract at the transport level: it raised, hung, died, or answered
-    with something that is not a valid response. ``sent`` and ``received`` say exactly what."""
+    with something that is not a valid response. ``sent`` and ``received`` say exactly what;
+    ``clause`` is the clause broken: CONTRACT-6 (it raised, hung or died) unless a narrower one
+    applies (CONTRACT-2: an answer of the wrong shape)."""
 
     kind = Kind.DEFECT
 
     def __init__(
-        self, message: str, sent: Any = None, received: Any = None, detail: str = ""
+        self,
+        message: str,
+        sent: Any = None,
+        received: Any = None,
+        detail: str = "",
+        clause: str = DEFECT_CLAUSE,
     ) -> None:
         super().__init__(message)
         self.sent = sent
         self.received = received
         self.detail = detail
         """The backend's last words where it printed any (its exception, as a rule)."""
+        self.clause = clause
 
 
 class Session(Protocol):
@@ -147,6 +155,12 @@ def refused_core_action(sent: Request, code: object, features: frozenset[str]) -
     return next((a for a in core if a != "add"), core[0] if core else None)
 
 
+def _misshapen(message: str, sent: Request, answer: object) -> BackendDefect:
+    """An answer of the wrong shape: CONTRACT-2's types of an Outcome, entries, snapshot, block,
+    schema and result."""
+    return BackendDefect(message, sent, answer, clause="CONTRACT-2")
+
+
 def check_answer(
     op: str, sent: Request, answer: object, features: frozenset[str] = frozenset()
 ) -> Answer:
@@ -154,28 +168,26 @@ def check_answer(
     ``features``; raises BackendDefect otherwise, and :class:`Refusal` when it refuses an
     action of ``core`` as unsupported."""
     if not isinstance(answer, Mapping):
-        raise BackendDefect(
+        raise _misshapen(
             f"{op} answered with a {type(answer).__name__}, not a mapping", sent, answer
         )
     ok, code = answer.get("ok"), answer.get("code")
     if not isinstance(ok, bool) or not codes.is_known_code(code):
-        raise BackendDefect(
-            f"{op} answered without a bool 'ok' and a contract 'code'", sent, answer
-        )
+        raise _misshapen(f"{op} answered without a bool 'ok' and a contract 'code'", sent, answer)
     if ok != (code == codes.OK):
-        raise BackendDefect(f"{op} answered ok={ok} with code {code}", sent, answer)
+        raise _misshapen(f"{op} answered ok={ok} with code {code}", sent, answer)
     if ok and op == "entries":
         entries = answer.get("entries")
         if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-            raise BackendDefect("entries must be a list of str", sent, answer)
+            raise _misshapen("entries must be a list of str", sent, answer)
     if ok and op == "snapshot" and not isinstance(answer.get("snapshot", ...), str | None):
-        raise BackendDefect("snapshot must be a str or null", sent, answer)
+        raise _misshapen("snapshot must be a str or null", sent, answer)
     if ok and op == "fence" and not isinstance(answer.get("block"), str):
-        raise BackendDefect("fence must return a str block", sent, answer)
+        raise _misshapen("fence must return a str block", sent, answer)
     if ok and op == "tool_schema" and not isinstance(answer.get("schema"), Mapping):
-        raise BackendDefect("tool_schema must return a 'schema' object", sent, answer)
+        raise _misshapen("tool_schema must return a 'schema' object", sent, answer)
     if ok and op == "tool_call" and not isinstance(answer.get("result"), str):
-        raise BackendDefect("tool_call must return the result text as a str", sent, answer)
+        raise _misshapen("tool_call must return the result text as a str", sent, answer)
     refused = refused_core_action(sent, code, features)
     if refused is not None:
         said = f" ({answer['message']})" if isinstance(answer.get("message"), str) else ""
