@@ -335,6 +335,10 @@ open (``refuses_emptying_batch``, ``stricter_scanner``), and the JSON Lines serv
 tests)."""
 
 
+CONSEQUENCES: dict[str, str] = {}
+"""Why a member fails clauses beyond its own: the consequences of its one defect."""
+
+
 # --- detection --------------------------------------------------------------------------------
 
 
@@ -353,6 +357,11 @@ class Detection:
     def named(self) -> list[str]:
         """The clause ids the failures name, in run order, without repeats."""
         return list(dict.fromkeys(c for _, clauses in self.failures for c in clauses))
+
+    @property
+    def beyond(self) -> list[str]:
+        """The clauses the failures name beyond the member's own, in run order."""
+        return [clause for clause in self.named if clause not in self.member.clauses]
 
     @property
     def caught(self) -> bool:
@@ -438,9 +447,9 @@ def catch_rate(detections: Sequence[Detection]) -> float:
 def render_table(detections: Sequence[Detection], profile: str) -> str:
     """Returns the detection table (Markdown) and the catch rate line."""
     lines = [
-        "| backend | area | defect | verdict | failed checks | clauses named | first failure "
-        "| to detection | certify |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| backend | area | defect | verdict | failed checks | clauses named | beyond own "
+        "| first failure | to detection | certify |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in detections:
         first = d.failures[0][0] if d.failures else "—"
@@ -451,8 +460,8 @@ def render_table(detections: Sequence[Detection], profile: str) -> str:
         verdict = d.verdict + (f" ({d.note})" if d.note else "")
         lines.append(
             f"| `{d.member.name}` | {d.member.area} | {d.member.defect} | {verdict} "
-            f"| {len(d.failures)} | {named or '—'}{more} | `{first}` | {to_first} "
-            f"| {d.wall:.0f} s |"
+            f"| {len(d.failures)} | {named or '—'}{more} | {len(d.beyond)} | `{first}` "
+            f"| {to_first} | {d.wall:.0f} s |"
         )
     caught = sum(d.caught for d in detections)
     failed = sum(bool(d.failures) for d in detections)
@@ -462,6 +471,24 @@ def render_table(detections: Sequence[Detection], profile: str) -> str:
         f"({100 * catch_rate(detections):.1f} %); failed certification: {failed}/"
         f"{len(detections)}; profile {profile}"
     )
+    return "\n".join(lines)
+
+
+def render_beyond(detections: Sequence[Detection]) -> str:
+    """Returns the clauses each member fails beyond its own, with why (:data:`CONSEQUENCES`),
+    and the total: each is a consequence of the member's one defect or a false verdict."""
+    beyond = [d for d in detections if d.beyond]
+    total = sum(len(d.beyond) for d in detections)
+    lines = [
+        f"{total} clause verdicts beyond the members' own over {len(detections)} members; "
+        f"{len(detections) - len(beyond)} members fail nothing beyond their own.",
+        "",
+        "| backend | beyond own | why |",
+        "|---|---|---|",
+    ]
+    for d in beyond:
+        why = CONSEQUENCES.get(d.member.name, "**not explained**")
+        lines.append(f"| `{d.member.name}` | {', '.join(d.beyond)} | {why} |")
     return "\n".join(lines)
 
 
@@ -507,6 +534,14 @@ def render_page(detections: Sequence[Detection], profile: str) -> str:
             "## Detection per member",
             "",
             render_table(detections, profile),
+            "",
+            "## Clauses failed beyond a member's own",
+            "",
+            "Each member breaks one rule on purpose; a clause it fails beyond its own is a true "
+            "consequence of that one defect (explained here) or a false verdict (a bug of "
+            "memspec's).",
+            "",
+            render_beyond(detections),
             "",
             "## Time to detection per area",
             "",

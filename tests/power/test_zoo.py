@@ -38,6 +38,7 @@ from tests.zoo import (
     catch_rate,
     certify_member,
     main,
+    render_beyond,
     render_table,
 )
 
@@ -142,10 +143,13 @@ def test_the_table_and_the_rate() -> None:
     missed = Detection(ZOO[2], 0)
     table = render_table([caught, elsewhere, missed], "ci")
     assert [caught.verdict, elsewhere.verdict, missed.verdict] == ["caught", "elsewhere", "missed"]
-    assert "| **FORMAT-4**, LOCK-3 | `FORMAT/x` | 1.5 s |" in table
+    assert "| **FORMAT-4**, LOCK-3 | 1 | `FORMAT/x` | 1.5 s |" in table
     assert table.endswith("caught on their own clauses: 1/3 (33.3 %); failed certification: 2/3; "
                           "profile ci")  # fmt: skip
     assert catch_rate([caught, missed]) == 0.5
+    beyond = render_beyond([caught, elsewhere, missed])
+    assert beyond.startswith("2 clause verdicts beyond the members' own over 3 members; 1 ")
+    assert f"| `{ZOO[0].name}` | LOCK-3 | " in beyond
 
 
 def test_blamed_clauses_follow_the_verdict() -> None:
