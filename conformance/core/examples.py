@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from memspec.conformance.core.findings import Refusal
+from memspec.conformance.core.findings import Refusal, Unverified
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
-from memspec.spec import model
+from memspec.spec import codes, model
 from memspec.spec.codec import (
     classify_bytes,
     decode,
@@ -587,10 +587,52 @@ def run_on_model(example: Example) -> ExampleFailure | None:
 def run_on_backend(
     example: Example, backend: Backend, root: Path | None = None
 ) -> ExampleFailure | None:
-    """Runs ``example`` against ``backend`` on a fresh root (a temporary one by default)."""
+    """Runs ``example`` against ``backend`` on a fresh root (a temporary one by default).
+
+    Raises Unverified when a step that expects a path other than a plain ``add`` (a replace, a
+    patch, a batch item) to refuse a threat is let through, and the backend also accepts that
+    text in a plain ``add``: its patterns do not know it (SCAN-2's business), so whether the
+    path is scanned cannot be told with it."""
     with tempfile.TemporaryDirectory(prefix="memspec-") as scratch:
         driver = BackendDriver(backend, root or Path(scratch), dict(example.limits))
         try:
-            return run_example(example, driver)
+            failure = run_example(example, driver)
         finally:
             driver.close()
+        unknown = _unknown_threat(failure, backend, Path(scratch) / "probe", example)
+    if unknown is not None:
+        raise Unverified(
+            f"example {example.id}: the backend accepts {unknown!r} in a plain add too: its "
+            "threat patterns do not know it (SCAN-2), so whether this path is scanned is not "
+            "verified"
+        )
+    return failure
+
+
+def _unknown_threat(
+    failure: ExampleFailure | None, backend: Backend, root: Path, example: Example
+) -> str | None:
+    """Returns the threat of a failed non-add step that the backend accepts in a plain add."""
+    sent = failure.sent if failure is not None else None
+    expected = failure.expected if failure is not None else None
+    if not isinstance(sent, dict) or not isinstance(expected, dict):
+        return None
+    if expected.get("code") != codes.E_THREAT or sent.get("op") in ("add", None):
+        return None
+    items = sent.get("operations") if isinstance(sent.get("operations"), list) else [sent]
+    texts = [
+        text for item in items if isinstance(item, dict)
+        for text in (item.get("content"), item.get("new_content"))
+        if isinstance(text, str) and find_threats(text)
+    ]  # fmt: skip
+    root.mkdir()
+    probe = BackendDriver(backend, root, dict(example.limits))
+    try:
+        probe.request("a", "load", {})
+        for text in texts:
+            answer = probe.request("a", "add", {"target": sent.get("target"), "content": text})
+            if answer.get("code") == codes.OK:
+                return text
+    finally:
+        probe.close()
+    return None

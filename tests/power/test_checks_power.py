@@ -174,3 +174,28 @@ def test_a_narrow_scan_over_the_whole_content_passes_scan_5(tmp_path: Path) -> N
     run_check(check, f"{broken}:NarrowScan", tmp_path / "narrow")
     with pytest.raises(Unverified, match="refuses none of the"):
         run_check(check, f"{broken}:ScansNothing", tmp_path / "none")
+
+
+def test_an_unknown_threat_leaves_a_scanned_path_unverified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch example's threats are refused alone by a store that scans batches: one whose
+    patterns do not know them accepts them in a plain add too, which is SCAN-2's business, and
+    the example says BATCH-7 is not verified (a port with narrower patterns was failed on it);
+    a store that skips the scan of batch items still fails it."""
+    from memspec.conformance.core.examples import run_on_backend
+    from memspec.spec import rules
+    from memspec.spec.examples import load_examples
+
+    (example,) = [e for e in load_examples() if e.id == "batch-items-scanned"]
+    (tmp_path / "skips").mkdir()
+    (tmp_path / "narrow").mkdir()
+    skips = InProcessBackend("tests.backends.naive_broken:batch_skips_scan", timeout=30)
+    failure = run_on_backend(example, skips, tmp_path / "skips")
+    assert failure is not None and failure.expected == {"code": "E_THREAT"}
+    # the naive store, run in this process, with a scan that knows no invisible character
+    known = rules.find_threats
+    monkeypatch.setattr(rules, "find_threats", lambda text: known(text.replace("\u202e", "")))
+    narrow = InProcessBackend("tests.backends.naive:open_store", timeout=30)
+    with pytest.raises(Unverified, match=r"accepts 'note.u202ehidden' in a plain add"):
+        run_on_backend(example, narrow, tmp_path / "narrow")
