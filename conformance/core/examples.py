@@ -1,9 +1,8 @@
 """Running the examples of SPEC.md: against the pure model, or against a backend.
 
-One runner interprets the steps; a *driver* supplies the world. :class:`ModelDriver` steps the
-spec model (the spec checking itself: a disagreement there is a bug in SPEC.md, reported as an
-internal error). :class:`BackendDriver` opens sessions on a fresh root through the contract and
-reads the files from the disk, like any outside reader would.
+One runner interprets the steps; a driver supplies the world: :class:`ModelDriver` the spec model (a
+disagreement is a bug in SPEC.md), :class:`BackendDriver` fresh sessions on a root through the
+contract, reading the files from the disk.
 """
 
 from __future__ import annotations
@@ -270,14 +269,9 @@ def judged_tool_call(
     offer: ToolOffer,
     scan: bool,
 ) -> tuple[Answer, list[str]]:
-    """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
-    the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
-
-    The target's file (``read_disk``) and ``entries(target)`` are read before and after the
-    call, so that the judge decides the operation's outcome itself; ``offer`` is the session's
-    :func:`tool_offer`, which actions and shapes the tool takes; ``scan`` is whether the backend
-    claims ``threat-scan``.
-    """
+    """Sends one tool call through ``request`` and returns the op's answer and the spec judge's
+    problems with the result (TOOL-5 to TOOL-13). ``offer`` is the session's :func:`tool_offer`;
+    ``scan`` whether the backend claims ``threat-scan``."""
     actions, batch = offer
     target = watched_target(arguments)
     file = classify_bytes(read_disk(target), limits[target])
@@ -299,11 +293,9 @@ def _run_tool_step(
     clauses: tuple[str, ...],
     offers: dict[str, ToolOffer],
 ) -> ExampleFailure | None:
-    """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:``
-    item standing for any placeholder of the file), and the result must pass the spec's judge of
-    tool results on the example's own clauses (a failure names the clause it breaks; the other
-    rules have their own examples and checks). ``offers`` holds each session's
-    :func:`tool_offer`, asked at its first tool step."""
+    """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:`` item
+    standing for any placeholder of the file), and the result must pass the spec's judge on the
+    example's own clauses. ``offers`` holds each session's :func:`tool_offer`."""
     arguments = step.args[0]
     sent = {"op": "tool_call", "arguments": arguments}
     request = functools.partial(driver.request, step.session)
@@ -373,12 +365,8 @@ def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure
 
 @dataclass
 class ModelDriver:
-    """The spec model as a driver: the spec's examples checked against the spec's own model.
-
-    ``last_read`` holds, per session and target, the entries the session last read from the
-    file while it was readable (at a load, or under the lock of a mutation whose arguments
-    passed), which is what it reports once the file is unreadable (READ-8).
-    """
+    """The spec model as a driver. ``last_read`` holds, per session and target, the entries the
+    session last read while the file was readable, which it reports once it is not (READ-8)."""
 
     state: model.State
     last_read: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
