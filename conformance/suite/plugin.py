@@ -1,17 +1,12 @@
 """The pytest plugin: certify a backend with pytest (registered as the ``memspec`` pytest11 plugin).
 
-Options (group ``memspec``): ``--memspec-backend MODULE:FACTORY`` or ``--memspec-backend-cmd
-CMD`` choose the backend; ``--memspec-profile`` sizes the checks; ``--memspec-timeout`` bounds
-every backend call; ``--memspec-report DIR`` writes report.json and report.md;
-``--memspec-expected-failures FILE`` lists check or clause ids known to fail (strictly: one
-that passes fails the run); ``--memspec-hypothesis-db URL`` keeps the property checks' failing
-examples in a directory or a Redis database that every machine of a campaign shares. The suite
+Its options (group ``memspec``, ``--memspec-NAME``) are those of ``memspec certify``; the suite
 itself is ``memspec.conformance.suite``::
 
     pytest --pyargs memspec.conformance.suite --memspec-backend memspec.reference_impl:open_store
 
-Each check carries ``@pytest.mark.memspec(clauses=[...], features=[...])``; a check whose
-features the backend does not claim is skipped with the feature named (CONTRACT features).
+Each check carries ``@pytest.mark.memspec(clauses=[...], features=[...])``; a check whose features
+the backend does not claim is skipped with the feature named (CONTRACT features).
 """
 
 from __future__ import annotations
