@@ -1,15 +1,10 @@
-"""Checks of the ``<memory-context>`` fence against recalled text that tries to escape it
-(FENCE-1 to FENCE-5, CONTRACT-10; feature ``fence``).
+"""Checks of the ``<memory-context>`` fence against recalled text that tries to escape it (FENCE-1
+to FENCE-5, CONTRACT-10; feature ``fence``).
 
-Every block is judged by :func:`memspec.spec.fence.fence_problems`, which accepts removal and
-a neutral replacement alike as long as no fence tag or system note survives in any disguise, and
-names the clause each problem breaks. The corpus checks record every clause they find broken and
-go on (``CheckContext.keep_going``); the frame's note is judged
-by ``fence.frame_is_exact`` alone, so a note worded otherwise is a FENCE-1 failure and never
-hides a live closing tag from the FENCE-2, FENCE-3 and FENCE-4 checks. The corpus pins
-the known escapes — the disguises of FENCE-2, the reassembly of hermes-agent #108964, forged
-notes — and a Hypothesis property mixes arbitrary text with tag fragments. Words around a tag in
-the corpus (``Alpha`` ... ``Omega``) must survive: sanitising removes the tag, not the recall.
+Every block is judged by :func:`memspec.spec.fence.fence_problems`. The frame's note is judged by
+``fence.frame_is_exact`` alone, so a note worded otherwise never hides a live closing tag from the
+FENCE-2, FENCE-3 and FENCE-4 checks. The corpus pins the known escapes (hermes-agent #108964 among
+them); words around a tag (``Alpha`` ... ``Omega``) must survive.
 """
 
 from __future__ import annotations
@@ -112,15 +107,10 @@ def _fence(session: Session, raw: str) -> Any:
 def _judge(
     session: Session, raw: str, clause: str | None = None, ctx: CheckContext | None = None
 ) -> str:
-    """Returns the block for ``raw`` after asserting it is correct and that fencing its
-    recalled text again gives the same block.
-
-    ``clause`` names the clause a tag or note left in the recalled text breaks (else the
-    judge's own: FENCE-2 for a tag, FENCE-4 for a note). The frame's note is judged only for
-    FENCE-1: a note worded otherwise is that clause's failure, and never hides a tag. With
-    ``ctx``, each clause found broken is recorded and the judging goes on
-    (:meth:`CheckContext.keep_going`); without it (inside a Hypothesis property) the first
-    raises."""
+    """Returns the block for ``raw`` after asserting it is correct and that fencing its recalled
+    text again gives the same block. ``clause`` is the clause a tag or note left in it breaks (else
+    FENCE-2 for a tag, FENCE-4 for a note). With ``ctx`` each broken clause is recorded and judging
+    goes on; without it the first raises."""
     block = _fence(session, raw)
     problems = fence_problems(block, raw=raw, note=clause == "FENCE-1")
     clean = recalled_text(block)
@@ -231,12 +221,9 @@ KEPT_AROUND_TAGS = (
 
 @check("FENCE-7", "CONTRACT-10", features=("fence",), id="fence.only_tags_and_notes_change")
 def only_tags_and_notes_change(ctx: CheckContext) -> None:
-    """Making recalled text harmless touches only the spans FENCE-2 reads as a tag and FENCE-4
-    as a note (FENCE-7, CONTRACT-10): the text before the first span and after the last one
-    comes back as it was — angle brackets, HTML entities and brackets that form no tag
-    included — so an escaper that HTML-escapes the whole text, or a remover that drops more
-    than the tag, is caught. Whether a span is removed or replaced by a neutral text is the
-    backend's choice; the judge of FENCE-2 decides the rest."""
+    """Making recalled text harmless touches only the spans FENCE-2 reads as a tag and FENCE-4 as a
+    note (FENCE-7, CONTRACT-10): the text before the first span and after the last comes back as it
+    was, so escaping the whole text or dropping more than the tag is caught."""
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
