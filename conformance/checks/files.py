@@ -1,6 +1,5 @@
-"""Checks of the files a store creates, keeps and leaves alone (FILES-1 to FILES-5, CONTRACT-11).
-The checks run the backend with the umask 022, under which a store that leaves modes to the umask
-creates 0644 files."""
+"""Checks of the files a store creates, keeps and leaves alone (FILES-1 to FILES-5, CONTRACT-11),
+run under the umask 022, with which a store that leaves modes to the umask creates 0644 files."""
 
 from __future__ import annotations
 

@@ -52,7 +52,6 @@ from memspec.spec.tool import (
     watched_target,
 )
 
-OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
 MODEL_ACTIONS = offered_actions({"patch"})
 
 

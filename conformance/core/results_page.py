@@ -24,7 +24,6 @@ STAMP = re.compile(
     r"Do not edit: re-run the command to regenerate\."
 )
 """Matches the stamp's sentence once its blockquote markers and line breaks are removed."""
-RESULTS_DIR = Path("docs") / "results"
 COMMANDS = (
     "memspec matrix",
     "memspec sweep",

@@ -21,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple, TypedDict
 
-AGENT_OPS = ("agent_start", "agent_turn", "agent_rebuild")
 REBUILD_POINTS = ("new_session", "compression", "resume")
 MAX_HANG_S = 30.0  # restates memspec.spec.agent.MAX_HANG_S (memspec is not installed here)
 API_SEAM = "_interruptible_api_call"
