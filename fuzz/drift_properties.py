@@ -1,11 +1,7 @@
 """The drift property: whatever another writer does to a memory file, the store neither refuses
 cosmetic edits, nor loses external bytes, nor locks the model out (DRIFT-1 to DRIFT-5, DRIFT-7,
-READ-6). It binds every backend: a drift guard (DRIFT-2, DRIFT-3) is judged where a backend
-claims it, and a backend without one may read a foreign file as plain entries, but must still
-keep the bytes it rewrites in a backup (DRIFT-5).
-
-More in docs/architecture.md, "Module notes".
-"""
+READ-6). A drift guard (DRIFT-2, DRIFT-3) is judged where claimed; every backend must keep the bytes
+it rewrites in a backup (DRIFT-5). More in docs/architecture.md, "Module notes"."""
 
 from __future__ import annotations
 
@@ -37,12 +33,6 @@ from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
 from memspec.spec.targets import DEFAULT_LIMITS
 
 LIMITS = (40, DEFAULT_LIMITS["memory"])
-
-
-def _state(world: FuzzRoot) -> model.State:
-    return model.initial_state(
-        world.limits["memory"], world.limits["user"], world.disk("memory"), world.disk("user")
-    )
 
 
 class DriftCase(TypedDict):
@@ -92,7 +82,7 @@ def _drift_step(
     target, sent = request["target"], show(request)
     before = world.disk(target)
     kind = classify_bytes(before, world.limits[target]).kind
-    allowed = allowed_answers(_state(world), mutation_of(request), features)
+    allowed = allowed_answers(world.model_state(), mutation_of(request), features)
     answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
     backups = world.backups(target)
@@ -160,11 +150,10 @@ def _drift_step(
     id="drift_properties.external_edits_are_kept",
 )
 def external_edits_are_kept(ctx: CheckContext) -> None:
-    """After any external edit followed by any operations, whatever the backend claims:
-    cosmetic edits are never refused (DRIFT-1), foreign content is never silently rewritten and
-    never locks the target (DRIFT-2, DRIFT-3, DRIFT-7), the external bytes are recoverable byte
-    for byte from the file or a ``NAME.bak.*`` backup the answer names (DRIFT-5), and backups
-    are never lost or doubled (DRIFT-5, DRIFT-4)."""
+    """After any external edit and any operations, whatever the backend claims: cosmetic edits are
+    never refused (DRIFT-1), foreign content is never silently rewritten nor locks the target
+    (DRIFT-2, DRIFT-3, DRIFT-7), external bytes stay recoverable from the file or a named backup
+    (DRIFT-5), and backups are never lost or doubled (DRIFT-4)."""
     features = ctx.claimed_features()
     run = plan(ctx)
     seeds = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True)

@@ -1,15 +1,9 @@
 """The random-schedule check: generated programs under schedules Hypothesis draws (LOCK-3).
 
-``random_schedules`` runs generated programs of three sessions (adds, replaces, removes, batches,
-loads) of a Python backend under the deterministic scheduler
-(:mod:`memspec.conformance.schedule`), with the switches between sessions drawn by Hypothesis,
-and shrinks a failure to the fewest switches and operations. Its systematic sibling, every
-schedule of two sessions up to a bound of preemptions, needs no Hypothesis and is
-``interleavings.preemption_bounded_schedules`` in :mod:`memspec.conformance.checks.interleavings`.
-
-A failure saves a repro file (backend, operations, schedule) in the artifacts directory and
-names the command that replays it, ``memspec repro FILE``, with the interleaving as a
-timeline.
+``random_schedules`` runs programs of three sessions of a Python backend under the deterministic
+scheduler (:mod:`memspec.conformance.schedule`), the switches drawn and shrunk by Hypothesis; its
+systematic sibling is ``interleavings.preemption_bounded_schedules``. A failure saves a repro file
+that ``memspec repro FILE`` replays.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""The ledger of external bytes: what other writers put in each file, what the store last wrote,
-and which backups it keeps — the judge of DRIFT-4 and DRIFT-5 over a whole run.
+"""The ledger of external bytes: what other writers put in each file, what the store last wrote, and
+which backups it keeps — the judge of DRIFT-4 and DRIFT-5 over a whole run, for every backend.
 
-DRIFT-5: before a store rewrites a file whose bytes it did not write itself, it keeps a
-byte-exact backup of them, unless they differ from the bytes it last wrote only cosmetically,
-and its ``OK`` names that backup. The ledger holds, per target, the *pending* external bytes:
-those another writer put in the file that no rewrite by the store has replaced yet. When the
-store changes the file, the pending bytes must be in a backup that the answer names, or parse
-into the same entries as the bytes the store last wrote (a cosmetic edit), or parse into no
-entries at all (nothing a person wrote is lost). A second external write replaces the first: a
-writer that overwrites another is not the store's fault. DRIFT-5 binds every backend, so the
-ledger judges every one, whatever it claims.
-
-DRIFT-4: no two backups of one target hold the same bytes (content-addressed). A backup that
-disappears or is overwritten is reported under DRIFT-5, since the bytes it kept are then lost.
+Per target it holds the *pending* external bytes, which no rewrite by the store has replaced yet.
+When the store changes the file, they must be in a backup the answer names, parse into the entries
+the store last wrote (cosmetic), or parse into no entries (DRIFT-5); a second external write
+replaces the first. No two backups of a target may hold the same bytes (DRIFT-4); a backup that
+disappears or is overwritten is reported under DRIFT-5.
 """
 
 from __future__ import annotations

@@ -49,13 +49,9 @@ MAX_OTHER_FILES = 8
 
 class MemoryMachine(RuleBasedStateMachine):
     """A MemoryMachine runs one program against a fresh root and the model side by side.
-
-    ``versions[target]`` lists the entries of every state the target's file went through (``None``
-    for an unreadable one); ``floor[(session, target)]`` indexes the oldest of them the session's
-    ``entries`` may still report (CONTRACT-8): a load that finds the file unreadable leaves it
-    where it was, and it points at an unreadable state only for a session that never read the
-    file readable, which reports ``[]`` (READ-8).
-    """
+    ``versions[target]`` lists the entries of every state of the file (``None``: unreadable);
+    ``floor[(session, target)]`` indexes the oldest a session's ``entries`` may still report
+    (CONTRACT-8, READ-8)."""
 
     ctx: ClassVar[CheckContext]
     features: ClassVar[frozenset[str]] = frozenset()

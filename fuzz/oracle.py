@@ -1,8 +1,6 @@
 """What the spec allows a backend to answer: the model's outcome and the spec's sanctioned
-alternatives, and the judge of snapshots (CONTRACT-5, SCAN-2, BATCH-8, CONTRACT-19, SNAP-*).
-
-More in docs/architecture.md, "Module notes".
-"""
+alternatives, and the judge of snapshots (CONTRACT-5, SCAN-2, BATCH-8, CONTRACT-19, SNAP-*). More in
+docs/architecture.md, "Module notes"."""
 
 from __future__ import annotations
 
@@ -263,14 +261,10 @@ _CLAUSE_OF_WRONG_REFUSAL = {
 
 
 def clause_for(expected: str, answered: object) -> str:
-    """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``.
-
-    A refusal for a condition that comes earlier in the precedence than the real one (or where
-    the model accepts) is blamed on the clause that condition misreads: ``E_DRIFT`` where the
-    model says ``E_LIMIT`` is a cosmetic file refused as drift (DRIFT-1). Otherwise the backend
-    missed the model's condition, and its clause is named: ``OK`` where the model says
-    ``E_DELIMITER`` breaks ENTRY-3.
-    """
+    """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``: a
+    refusal for a condition earlier in the precedence is blamed on the clause it misreads
+    (``E_DRIFT`` for ``E_LIMIT``: DRIFT-1), else the model's condition's clause (``OK`` for
+    ``E_DELIMITER``: ENTRY-3)."""
     order = codes.PRECEDENCE
     earlier = answered in order and expected in order
     if expected == codes.OK or (earlier and order.index(str(answered)) < order.index(expected)):

@@ -1,11 +1,10 @@
-"""Property checks of any backend, through the contract: the delimiter round trip, the limits,
-the frozen snapshot and the fence (FORMAT, READ, ENTRY, LIMIT, SNAP, FENCE clauses).
+"""Property checks of any backend, through the contract: the delimiter round trip, the limits, the
+frozen snapshot and the fence (FORMAT, READ, ENTRY, LIMIT, SNAP, FENCE clauses).
 
-Each check builds a Hypothesis test inside itself, sized by the profile (see
-:mod:`~memspec.conformance.core.search`), and runs every example on a fresh root. The oracle is
-local: what the spec allows is computed from the bytes actually on disk before each step
-(:func:`memspec.fuzz.oracle.allowed_answers`), so one wrong answer does not make every later
-comparison meaningless, and the failure names the first step that broke a clause.
+Each check builds a Hypothesis test sized by the profile and runs every example on a fresh root.
+What the spec allows is computed from the bytes on disk before each step
+(:func:`memspec.fuzz.oracle.allowed_answers`), so a failure names the first step that broke a
+clause.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from memspec.fuzz.strategies import (
     section_texts,
     storable_texts,
 )
-from memspec.spec import codes, model
+from memspec.spec import codes
 from memspec.spec.codec import (
     classify_bytes,
     decode,
@@ -65,13 +64,6 @@ class SnapshotStep(Request, total=False):
 
     session: str
     edit: Callable[[bytes], bytes]
-
-
-def _state(world: FuzzRoot) -> model.State:
-    """Returns the model state of what is on disk now (no session has loaded in it)."""
-    return model.initial_state(
-        world.limits["memory"], world.limits["user"], world.disk("memory"), world.disk("user")
-    )
 
 
 def _read_back(world: FuzzRoot, target: str, after: str) -> list[str]:
@@ -166,7 +158,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
 def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> None:
     target, sent = request["target"], show(request)
     limit = world.limits[target]
-    allowed = allowed_answers(_state(world), mutation_of(request), features)
+    allowed = allowed_answers(world.model_state(), mutation_of(request), features)
     before = world.disk(target)
     answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
@@ -351,12 +343,9 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
     id="properties.fence_escape",
 )
 def fence_escape(ctx: CheckContext) -> None:
-    """For any recalled text — arbitrary text, pieces of tags, nested and overlapping tags,
-    disguised names and brackets, HTML references, forged notes, tags split across lines — the
-    block is ``""`` or the exact frame
-    with exactly one opening and one closing tag, at its ends (FENCE-1, FENCE-2, FENCE-4,
-    FENCE-5), and sanitising is idempotent: fencing the clean text again gives the same block
-    (FENCE-3)."""
+    """For any recalled text the block is ``""`` or the exact frame with one opening and one closing
+    tag at its ends (FENCE-1, FENCE-2, FENCE-4, FENCE-5), and fencing the clean text again gives the
+    same block (FENCE-3)."""
     run = plan(ctx)
     with FuzzRoot(ctx) as world:
 

@@ -1,13 +1,8 @@
 """One fresh root per Hypothesis example, with the sessions opened on it, seen from outside.
 
-Properties talk to a backend only through the contract (CONTRACT-*): :meth:`FuzzRoot.request`
-sends protocol requests, and the files are read (and written, as another writer would) straight
-from the root. A session is opened the first time it is named and loads at once, as in the
-examples of SPEC.md; every session is closed and the root removed when the example ends::
-
-    with FuzzRoot(ctx, {"memory": 40, "user": 30}) as world:
-        world.request("a", "add", target="memory", content="User prefers tabs")
-        assert world.disk("memory") == b"User prefers tabs"
+Properties talk to a backend only through the contract (CONTRACT-*): :meth:`FuzzRoot.request` sends
+requests, and the files are read and written straight from the root. A session is opened, and loads,
+the first time it is named; all are closed and the root removed when the example ends.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ from typing import Any
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer
+from memspec.spec import model
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 
@@ -96,6 +92,12 @@ class FuzzRoot:
             return self.path(target).read_bytes()
         except FileNotFoundError:
             return None
+
+    def model_state(self) -> model.State:
+        """Returns the model state of what is on disk now (no session has loaded in it)."""
+        return model.initial_state(
+            self.limits["memory"], self.limits["user"], self.disk("memory"), self.disk("user")
+        )
 
     def put(self, target: str, data: bytes | None) -> None:
         """Writes ``data`` as ``target``'s file in place, as an editor would (``None``: delete)."""

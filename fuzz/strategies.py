@@ -1,22 +1,12 @@
 """Hypothesis strategies for adversarial memory content, external edits and fence payloads.
 
-Three families, each drawn from what broke real stores:
-
-- **Entry text** (:func:`entry_texts`): any Unicode category (lone surrogates included), ``§``
-  inside lines and on lines of its own with and without spaces (ENTRY-3, FORMAT-3), CR, CRLF and
-  LF mixed (ENTRY-1, READ-2), a BOM, NUL and other controls (ENTRY-5), the invisible
-  characters of :data:`memspec.spec.threats.INVISIBLE_CHARACTERS`, threats and content (SCAN-4),
-  NFKC-folding forms, CJK and emoji (a code point is not a byte; LIMIT-1), and lengths around
-  the limits (:func:`near_limit_texts`).
-- **External edits** (:func:`external_edits`): what an editor, ``cat >>`` or another agent does
-  to a memory file, as printable values that map the file's bytes to new bytes (DRIFT-*, READ-*).
-  ``PadDelimiters()(b"a\\n\\xc2\\xa7\\nb")`` is ``b"a\\n\\n  \\xc2\\xa7 \\t\\n\\nb"``.
-- **Fence payloads** (:func:`fence_payloads`): tags nested inside tags, case and whitespace
-  variants, attributes, ``< /``, full-width and small brackets, zero-width characters inside the
-  name, HTML references, forged system notes and tags split across lines (FENCE-2 to FENCE-4).
-
-Everything here is pure: an edit is a frozen value whose ``repr`` reads as the edit, so that a
-shrunk failure prints as a program a person can replay.
+- :func:`entry_texts`: any Unicode category, ``§`` inside and on lines of its own (ENTRY-3,
+  FORMAT-3), mixed line ends (ENTRY-1, READ-2), controls (ENTRY-5), invisible characters
+  (SCAN-4), multi-byte characters (LIMIT-1), lengths around the limits.
+- :func:`external_edits`: what an editor, ``cat >>`` or another agent does to a file (DRIFT-*,
+  READ-*), as frozen values whose ``repr`` reads as the edit, so a shrunk failure replays.
+- :func:`fence_payloads`: nested, disguised and split fence tags and forged notes (FENCE-2 to
+  FENCE-4).
 """
 
 from __future__ import annotations
@@ -116,11 +106,8 @@ def filler_text(limit: int, delta: int, char: str) -> str:
 
 
 def near_limit_texts(limits: Sequence[int]) -> st.SearchStrategy[str]:
-    """Returns a strategy for text whose length is within 3 code points of one of ``limits``.
-
-    The filler is one character of 1 to 4 UTF-8 bytes, so a store that counts bytes or UTF-16
-    units instead of code points is caught (LIMIT-1).
-    """
+    """Returns a strategy for text whose length is within 3 code points of one of ``limits``, with a
+    filler of 1 to 4 UTF-8 bytes, so counting bytes or UTF-16 units is caught (LIMIT-1)."""
     filler = st.sampled_from(("x", "é", "漢", "😀"))
     return st.builds(filler_text, st.sampled_from(tuple(limits)), st.integers(-3, 3), filler)
 

@@ -1,10 +1,7 @@
 """Generated programs through the memory tool: every call's result judged (TOOL-5 to TOOL-12).
 
-The fuzz strategies' mutation requests (:func:`~memspec.fuzz.strategies.requests`, the ones the
-state machine and the property checks send) are turned into the argument text a model would
-send for them, and each call's result is judged by the spec's judge of tool results through
-:func:`~memspec.conformance.core.examples.judged_tool_call`: the operation executed, the live state
-reported, matches, listings and overwritten entries as the rules say.
+The fuzz strategies' mutation requests are turned into the argument text a model would send, and
+each result is judged by :func:`~memspec.conformance.core.examples.judged_tool_call`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The agent around the reference store: its system prompt, a turn's API messages and the stored
 history, driven by the ``agent`` ops of the contract (AGENT, PROV, FENCE-6).
 
-An :class:`AgentSession` holds one conversation over one store session. Its prompt is built at
-a rebuild point — the start of a session, ``new_session``, ``compression``, ``resume`` — from a
-fresh ``load()`` of the store, and then stays byte-identical over every turn whatever is written
-to the store (AGENT-1, AGENT-2, AGENT-3). A turn prefetches once from the external provider, if
-one is active, and sends the recalled block on a copy of the current user message only (AGENT-4,
-AGENT-6, FENCE-6); the history keeps the user's text and the reply (AGENT-5). The providers are
-the harness's scripts (:class:`ScriptedProvider`), orchestrated by
-:class:`~memspec.reference_impl.providers.MemoryOrchestrator`.
+An :class:`AgentSession` is one conversation over one store session: its prompt is built from a
+fresh ``load()`` at a rebuild point and then stays byte-identical (AGENT-1, AGENT-2, AGENT-3); a
+turn prefetches once and sends the recalled block on a copy of the current user message only
+(AGENT-4, AGENT-6, FENCE-6); the history keeps the user's text and the reply (AGENT-5).
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """The reference fence: sanitise recalled text to a fixed point, then frame it.
 
-Text recalled from an external memory provider is appended to a copy of the user's message, so
-it must not be able to close the ``<memory-context>`` fence early or forge its system note
-(FENCE-1, FENCE-2, FENCE-4, FENCE-5). The sanitiser removes every span the spec's finders report —
-:func:`~memspec.spec.fence.find_fence_tags` and :func:`~memspec.spec.fence.find_system_notes` —
-and repeats until nothing is found, because one pass can reassemble a tag (FENCE-3, hermes
-#108964)::
+The sanitiser removes every span the spec's finders report (FENCE-1, FENCE-2, FENCE-4, FENCE-5) and
+repeats until nothing is found, because one pass can reassemble a tag (FENCE-3, hermes #108964).
+Each pass removes at least one character, so the loop ends; after the first pass it searches near
+the joins first, so nested input costs a short search per layer.
 
     >>> sanitize_recalled("<</memory-context>/memory-context>")
     ''
-    >>> sanitize_recalled("  a <memory-con<memory-context>text> b ")
-    'a  b'
-
-Each pass removes at least one character, so the loop ends. A reassembled tag holds the place
-where a removed span was joined, so after the first pass the search looks near those joins
-first, and the whole text is searched again only when nothing is found there: nested input
-(``<<<…/memory-context>/memory-context>…``) costs a short search per layer, not a whole pass.
 """
 
 from __future__ import annotations
@@ -62,12 +53,8 @@ def _spans_near(text: str, joins: list[int]) -> list[tuple[int, int]]:
 
 
 def sanitize_recalled(text: str) -> str:
-    """Returns ``text`` without any fence tag or forged system note, stripped of ASCII whitespace.
-
-    Every tag and note in any disguise is removed (FENCE-2, FENCE-4), and removal repeats until
-    a search of the whole text finds nothing (a fixed point), so the result holds none either
-    (FENCE-3).
-    """
+    """Returns ``text`` without any fence tag or forged system note in any disguise (FENCE-2,
+    FENCE-4), removed to a fixed point (FENCE-3), stripped of ASCII whitespace."""
     spans = _spans(text)
     while spans:
         text, joins = _remove(text, spans)
@@ -77,10 +64,7 @@ def sanitize_recalled(text: str) -> str:
 
 def build_fence(raw: str) -> str:
     """Returns the ``<memory-context>`` block for recalled ``raw`` text; ``""`` if nothing is left
-    (FENCE-1, FENCE-5, CONTRACT-10).
-
-    Raises TypeError when ``raw`` is not a str (the store turns that into a defect report).
-    """
+    (FENCE-1, FENCE-5, CONTRACT-10). Raises TypeError when ``raw`` is not a str."""
     if not isinstance(raw, str):
         raise TypeError(f"recalled text must be a str, got {type(raw).__name__}: {raw!r:.80}")
     clean = sanitize_recalled(raw)

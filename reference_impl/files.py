@@ -1,23 +1,10 @@
 """The file machinery of the reference store: lock, atomic write, digest, backups (POSIX only).
 
-Every function here acts on one data file (``root / "MEMORY.md"`` or ``root / "USER.md"``) and
-the files kept beside it in the same directory:
-
-- ``MEMORY.md.lock``: the lock file. A separate file, because the data file's inode changes with
-  every rename and a lock held on it would be lost (LOCK-1). Its content is the sha256 of
-  the bytes the store last wrote, so a later writer can tell its own bytes from external ones
-  (DRIFT-5).
-- ``.MEMORY.md.tmp.<random>``: temp files, alive only while a lock holder writes (ATOMIC-1).
-- ``MEMORY.md.bak.<sha256 hex[:16]>``: byte-exact, content-addressed backups (DRIFT-3, DRIFT-4).
-
-The store calls them in this order for one mutation::
-
-    with locked(path) as lock_fd:
-        remove_stale_temps(path)
-        data = read_file(path)
-        ...                                   # classify, back up, compute the result
-        atomic_write(path, new_bytes)
-        record_digest(lock_fd, digest(new_bytes))
+Beside each data file live ``MEMORY.md.lock`` (a separate file, since the data file's inode changes
+with every rename, LOCK-1; it holds the sha256 of the bytes last written, DRIFT-5),
+``.MEMORY.md.tmp.<random>`` temps (ATOMIC-1) and ``MEMORY.md.bak.<sha256 hex[:16]>``
+content-addressed backups (DRIFT-3, DRIFT-4). One mutation runs :func:`locked`,
+:func:`remove_stale_temps`, :func:`read_file`, :func:`atomic_write`, :func:`record_digest`.
 """
 
 from __future__ import annotations
@@ -45,14 +32,9 @@ _DIR_FSYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUP
 
 
 class NotDurableError(OSError):
-    """The rename of an atomic write happened but syncing the directory failed.
-
-    The new bytes are in place and every reader sees them, but the rename may not survive a power
-    loss (ATOMIC-3: a rename is durable only once its directory is synced). Raised by
-    :func:`atomic_write` and :func:`write_backup` after the replace, so unlike any other
-    ``OSError`` they raise, the old file is *not* intact any more; the caller decides whether the
-    write counts as done. ``errno`` and ``strerror`` are those of the failed call.
-    """
+    """The rename of an atomic write happened but syncing the directory failed (ATOMIC-3): the new
+    bytes are in place but may not survive a power loss, so unlike any other ``OSError`` that
+    :func:`atomic_write` and :func:`write_backup` raise, the old file is *not* intact any more."""
 
 
 def lock_path(data_path: Path) -> Path:
@@ -65,12 +47,10 @@ def lock_path(data_path: Path) -> Path:
 def locked(data_path: Path) -> Iterator[int]:
     """Holds the exclusive ``flock`` of ``data_path``'s lock file and yields its descriptor.
 
-    The lock file is opened with ``O_NOFOLLOW`` and created with mode 0600: a lock file that is a
-    symlink raises ``OSError`` (``ELOOP``), which propagates, instead of locking (or creating)
-    whatever the link points to (FILES-3, FILES-1). The lock excludes every other session of
-    the root, in any process (LOCK-1), for the whole body (LOCK-3); it is released and the
-    descriptor closed on exit, also when the body raises, and the kernel releases a ``flock``
-    whose holder dies (CRASH-3).
+    The lock file is opened with ``O_NOFOLLOW`` and mode 0600, so a symlink raises ``OSError``
+    (``ELOOP``) instead of being followed (FILES-3, FILES-1). The lock excludes every other session
+    of the root (LOCK-1) for the whole body (LOCK-3), and the kernel releases it if its holder dies
+    (CRASH-3).
     """
     fd = os.open(
         lock_path(data_path),
@@ -94,13 +74,9 @@ def digest(data: bytes) -> str:
 
 
 def read_recorded_digest(lock_fd: int) -> str | None:
-    """Returns the digest recorded in the lock file, or ``None`` when it holds none.
-
-    The lock file holds the hex sha256 of the bytes the store family last wrote (DRIFT-5).
-    Anything other than 64 lowercase hex digits (surrounding ASCII whitespace allowed) — an empty
-    lock file from an older writer, a torn or foreign write — reads as ``None``: the store then
-    treats the data file as not written by itself, which can at worst cost one extra backup.
-    """
+    """Returns the digest recorded in the lock file (DRIFT-5), or ``None`` when it holds anything
+    but 64 lowercase hex digits: the data file is then treated as foreign, costing at worst one
+    extra backup."""
     raw = os.pread(lock_fd, _MAX_LOCK_CONTENT + 1, 0)
     if len(raw) > _MAX_LOCK_CONTENT:
         return None
@@ -109,13 +85,8 @@ def read_recorded_digest(lock_fd: int) -> str | None:
 
 
 def record_digest(lock_fd: int, digest: str) -> None:
-    """Records ``digest`` as the lock file's whole content (DRIFT-5).
-
-    Called while holding the lock, after :func:`atomic_write` returned. The lock file is not
-    fsynced: if the record is lost in a power cut, the next writer sees bytes it cannot vouch for
-    and backs them up once more — never a loss. A record can never vouch for bytes the store did
-    not write, because it is only compared for equality with the file's actual digest.
-    """
+    """Records ``digest`` as the lock file's whole content (DRIFT-5), under the lock, after
+    :func:`atomic_write`. Not fsynced: a lost record costs one extra backup, never a loss."""
     if not isinstance(digest, str) or not _DIGEST_RE.fullmatch(digest.encode("ascii", "replace")):
         raise ValueError(f"expected a 64-digit lowercase hex sha256, got digest={digest!r}")
     data = digest.encode("ascii")
@@ -126,13 +97,8 @@ def record_digest(lock_fd: int, digest: str) -> None:
 
 
 def read_file(path: Path) -> bytes | None:
-    """Returns the bytes of ``path`` (symlinks followed), or ``None`` when it does not exist.
-
-    Only ``FileNotFoundError`` means absent (a dangling symlink included). Every other
-    ``OSError`` — permission denied, a directory, an I/O error — propagates, because an
-    unreadable file must never be taken for an empty one (READ-7; the store answers
-    ``E_UNREADABLE``).
-    """
+    """Returns the bytes of ``path`` (symlinks followed), or ``None`` when it does not exist; every
+    other ``OSError`` propagates, since an unreadable file is never empty (READ-7)."""
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -141,22 +107,15 @@ def read_file(path: Path) -> bytes | None:
 
 
 def temp_prefix(data_path: Path) -> str:
-    """Returns the name prefix of ``data_path``'s temp files: ``MEMORY.md`` -> ``.MEMORY.md.tmp.``.
-
-    Temps of backups share it, so one sweep of :func:`remove_stale_temps` finds every leftover of
-    a writer of this data file (CRASH-2).
-    """
+    """Returns the name prefix of ``data_path``'s temp files, backups' included: ``MEMORY.md`` ->
+    ``.MEMORY.md.tmp.`` (CRASH-2)."""
     return f".{data_path.name}.tmp."
 
 
 def remove_stale_temps(data_path: Path) -> int:
-    """Deletes the leftover temp files of ``data_path`` and returns how many it deleted.
-
-    Only a lock holder writes temps, and it removes them before it releases the lock, so any temp
-    found by a caller holding the lock belongs to a writer that crashed (CRASH-2); sweeping
-    them keeps the number of files in the directory bounded (FILES-5). A name that vanishes
-    meanwhile is skipped; directories are never touched (they are not ours).
-    """
+    """Deletes the leftover temp files of ``data_path`` and returns how many it deleted. Only a lock
+    holder writes temps, so a caller holding the lock finds only a crashed writer's (CRASH-2,
+    FILES-5); directories are never touched."""
     removed = 0
     with os.scandir(data_path.parent) as listing:
         for entry in listing:
@@ -174,40 +133,28 @@ def remove_stale_temps(data_path: Path) -> int:
 
 
 def atomic_write(data_path: Path, data: bytes) -> None:
-    """Replaces ``data_path``'s content with ``data`` so that no reader or crash sees anything
-    but the old or the new bytes.
+    """Replaces ``data_path``'s content with ``data`` so that no reader or crash sees anything but
+    the old or the new bytes.
 
-    The steps: refuse a ``data_path`` that is a symlink (``OSError`` ``ELOOP``: a link is never
-    replaced by a regular file; FILES-4); create a unique temp ``.MEMORY.md.tmp.<random>``
-    beside it with ``O_EXCL|O_NOFOLLOW``; give it the existing file's mode (FILES-2), or 0600
-    for a new file whatever the umask (FILES-1); write every byte; fsync; ``os.replace``, never
-    a write in place (ATOMIC-1, ATOMIC-2, CRASH-1, CRASH-4); fsync the directory so the rename
-    itself is durable (ATOMIC-3, CRASH-5). Any failure before the replace removes
-    the temp and re-raises, leaving the old file intact; a failure of the directory sync, after
-    the replace, raises :class:`NotDurableError`.
+    A symlink is refused with ``ELOOP`` (FILES-4); the temp gets the existing mode (FILES-2) or 0600
+    (FILES-1), is fsynced and renamed over the file (ATOMIC-1, ATOMIC-2, CRASH-1, CRASH-4), then the
+    directory is synced (ATOMIC-3, CRASH-5). A failure before the rename leaves the old file intact
+    and re-raises; a failed directory sync raises :class:`NotDurableError`.
     """
     _replace_via_temp(data_path, data, temp_prefix(data_path), keep_mode=True)
 
 
 def backup_path(data_path: Path, data: bytes) -> Path:
-    """Returns the content-addressed backup name of ``data``: ``MEMORY.md.bak.<sha256 hex[:16]>``.
-
-    Identical content always gets the same name and different content (short of a 64-bit prefix
-    collision) a different one, so backups are neither duplicated nor overwritten (DRIFT-3:
-    ``<FILE>.bak.<suffix>``; DRIFT-4).
-    """
+    """Returns the content-addressed backup name of ``data``: ``MEMORY.md.bak.<sha256 hex[:16]>``
+    (DRIFT-3, DRIFT-4)."""
     return data_path.with_name(f"{data_path.name}.bak.{digest(data)[:16]}")
 
 
 def write_backup(data_path: Path, data: bytes) -> Path:
-    """Saves ``data`` byte-exactly as a backup of ``data_path`` and returns the backup's path.
-
-    When :func:`backup_path` already holds exactly ``data``, it is returned untouched. When it holds
-    other bytes (a collision of the 16-digit prefix), the full 64-digit name is used instead. A
-    backup with different bytes is never overwritten (DRIFT-4): if both names hold other
-    bytes, ``FileExistsError`` is raised. New backups are written like :func:`atomic_write`
-    (temp, fsync, rename, directory fsync) with mode 0600 (FILES-1), byte-exact (DRIFT-3).
-    """
+    """Saves ``data`` byte-exactly as a backup of ``data_path`` and returns the backup's path
+    (DRIFT-3, FILES-1). An existing backup holding ``data`` is reused; on a 16-digit prefix
+    collision the full name is used, and when both hold other bytes ``FileExistsError`` is raised
+    rather than overwrite a backup (DRIFT-4)."""
     short = backup_path(data_path, data)
     for candidate in (short, short.with_name(f"{data_path.name}.bak.{digest(data)}")):
         existing = read_file(candidate)
@@ -225,12 +172,9 @@ def write_backup(data_path: Path, data: bytes) -> Path:
 
 
 def _replace_via_temp(target: Path, data: bytes, prefix: str, *, keep_mode: bool) -> None:
-    """Writes ``data`` to a fresh temp named ``prefix + <random>`` and renames it over ``target``.
-
-    The shared body of :func:`atomic_write` and :func:`write_backup`; ``keep_mode`` copies the
-    mode of an existing ``target`` instead of 0600 (FILES-2). A failure before the rename
-    removes the temp and leaves ``target`` intact (ATOMIC-4).
-    """
+    """Writes ``data`` to a fresh temp named ``prefix + <random>`` and renames it over ``target``;
+    ``keep_mode`` copies an existing ``target``'s mode (FILES-2). A failure before the rename
+    removes the temp and leaves ``target`` intact (ATOMIC-4)."""
     try:
         current = os.lstat(target)
     except FileNotFoundError:
@@ -286,11 +230,8 @@ def _unlink_if_present(path: Path) -> None:
 
 
 def _fsync_directory(directory: Path) -> None:
-    """Syncs ``directory`` so that a rename inside it survives power loss (ATOMIC-3).
-
-    A filesystem that cannot sync directories (``EINVAL``/``ENOTSUP``) is accepted as is; any
-    other failure raises :class:`NotDurableError`.
-    """
+    """Syncs ``directory`` so that a rename inside it survives power loss (ATOMIC-3); ``EINVAL`` and
+    ``ENOTSUP`` are accepted, any other failure raises :class:`NotDurableError`."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:

@@ -1,15 +1,9 @@
 """Provider orchestration: the built-in store plus at most one external memory provider.
 
-The built-in store is always present and used directly: its frozen snapshot blocks go into the
-system prompt. An external provider (mem0, Honcho, ...) is optional; its recalled text is fenced
-with ``<memory-context>`` and appended to an API-time copy of the current user message, so the
-stored conversation and the system prompt never change. A provider that fails is isolated: the
-failure is logged and the built-in memory keeps working. No network is used here; providers
-bring their own.
-
-    orchestrator = MemoryOrchestrator(store, external=my_provider)
-    system = orchestrator.system_prompt("You are a helpful agent.")
-    to_send = orchestrator.api_messages(conversation, query=latest_user_text)
+The built-in store's frozen snapshot blocks go into the system prompt; an external provider's
+recalled text is fenced and appended to an API-time copy of the current user message, so the stored
+conversation and the system prompt never change. A failing provider is logged and isolated. No
+network is used here; providers bring their own.
 """
 
 from __future__ import annotations
@@ -79,12 +73,8 @@ class MemoryOrchestrator:
         return self._external
 
     def set_external(self, provider: MemoryProvider) -> None:
-        """Makes ``provider`` the external provider; raises ``ValueError`` if one is active.
-
-        At most one external provider is active at a time (PROV-2): two would both inject
-        recalled text and contradict each other, so a second one is refused rather than silently
-        replacing or joining the first.
-        """
+        """Makes ``provider`` the external provider; raises ``ValueError`` if one is active
+        (PROV-2)."""
         if self._external is not None:
             raise ValueError(
                 f"external memory provider {provider_name(self._external)!r} is already active; "
@@ -94,15 +84,12 @@ class MemoryOrchestrator:
         self._external = provider
 
     def recall(self, query: str) -> str:
-        """Returns the external provider's text for ``query`` as a ``<memory-context>`` block.
+        """Returns the external provider's text for ``query`` as a ``<memory-context>`` block
+        (PROV-3, FENCE-1); ``""`` when there is no provider, it recalls nothing, or it fails.
 
-        "" when there is no provider, when it recalls nothing, or when it fails: a provider that
-        raises or returns something other than a ``str`` is logged and ignored, never allowed to
-        break the turn (PROV-3), and one that has not answered within ``prefetch_timeout``
-        seconds is abandoned, its late answer discarded (PROV-4). While an abandoned call still
-        runs, the provider is skipped rather than called beside it (AGENT-6). The raw text is
-        sanitised and framed by :func:`~memspec.reference_impl.fence.build_fence` (PROV-3,
-        FENCE-1).
+        A provider that raises or returns a non-``str`` is logged and ignored (PROV-3); one that has
+        not answered within ``prefetch_timeout`` seconds is abandoned (PROV-4) and skipped while
+        that call still runs (AGENT-6).
         """
         provider = self._external
         if provider is None:
@@ -141,12 +128,8 @@ class MemoryOrchestrator:
 
     def _prefetch(self, provider: MemoryProvider, query: str) -> object:
         """Returns what ``provider.prefetch(query)`` returned, re-raising what it raised; raises
-        ``TimeoutError`` when it has not returned within ``prefetch_timeout`` seconds (PROV-4).
-
-        The call runs on a daemon thread so that a hung provider cannot hang the turn; that
-        thread is remembered, and :meth:`recall` skips the provider until it ends rather than
-        starting a second call beside it (AGENT-6).
-        """
+        ``TimeoutError`` after ``prefetch_timeout`` seconds (PROV-4). The call runs on a remembered
+        daemon thread, so :meth:`recall` can skip the provider until it ends (AGENT-6)."""
         outcome: list[object] = []
         failure: list[BaseException] = []
 
@@ -201,26 +184,15 @@ class MemoryOrchestrator:
             )
 
     def system_prompt(self, base: str) -> str:
-        """Returns ``base`` followed by the built-in store's frozen snapshot blocks.
-
-        Blocks come in target order (memory, then user), targets without a block are skipped,
-        and the parts are joined by a blank line (AGENT-1). The blocks are the ones captured at
-        the store's last ``load()``, so the prompt stays byte-identical between loads (SNAP-1,
-        AGENT-2) and recalled text never enters it (FENCE-6).
-        """
+        """Returns ``base`` followed by the built-in store's frozen snapshot blocks in target order,
+        joined by a blank line (AGENT-1): byte-identical between loads (SNAP-1, AGENT-2), never
+        holding recalled text (FENCE-6)."""
         return build_prompt(base, [self.builtin.snapshot(target) for target in TARGETS])
 
     def api_messages(self, messages: list[dict], query: str) -> list[dict]:
-        """Returns copies of ``messages`` for one API call, the recalled block appended to the
-        current user message.
-
-        The current user message is the last one with ``role == "user"``; when its ``content`` is
-        a ``str`` and :meth:`recall` returns a block, the copy's content becomes
-        ``content + "\\n\\n" + block``. Every dict is a shallow copy and neither ``messages`` nor
-        its dicts are changed, so the stored conversation never contains recalled text
-        (FENCE-6). Example: ``[{"role": "user", "content": "hi"}]`` becomes
-        ``[{"role": "user", "content": "hi\\n\\n<memory-context>\\n...</memory-context>"}]``.
-        No user message, non-text content or no block: plain copies.
+        """Returns shallow copies of ``messages`` for one API call, the recalled block appended as
+        ``content + "\\n\\n" + block`` to the last ``user`` message whose content is a ``str``;
+        ``messages`` is never changed, so the stored conversation holds no recalled text (FENCE-6).
         """
         copies = [dict(message) for message in messages]
         current = next(

@@ -1,10 +1,8 @@
 """The reference store: bounded, file-backed memory that keeps every clause of SPEC.md.
 
-One :class:`Store` is one session. Many sessions, in one process or many, may open the same
-root: every mutation takes the target's lock, re-reads the file under it, decides the result
-with the spec's own rule functions and writes atomically (LOCK-1, LOCK-2, LOCK-3, ATOMIC-1).
-Reads for the snapshot take no lock: an atomic rename means a reader sees the old file or the new
-one (ATOMIC-2).
+One :class:`Store` is one session; many, in one process or many, may open the same root. Every
+mutation takes the target's lock, re-reads the file, decides with the spec's rule functions and
+writes atomically (LOCK-1, LOCK-2, LOCK-3, ATOMIC-1); snapshot reads take no lock (ATOMIC-2).
 """
 
 from __future__ import annotations
@@ -94,12 +92,9 @@ def _failure(code: str, message: str, **extra: Any) -> dict[str, Any]:
 
 
 class Store:
-    """A Store is one session on a memory root, with the methods of CONTRACT-2.
-
-    ``entries`` reflects the disk as of this session's last load or mutation (CONTRACT-8);
-    ``snapshot`` returns the blocks frozen by the last :meth:`load` (SNAP-1). A mutation needs
-    no load first (CONTRACT-7).
-    """
+    """A Store is one session on a memory root, with the methods of CONTRACT-2: ``entries`` reflects
+    the disk as of its last load or mutation (CONTRACT-8), ``snapshot`` the blocks frozen by the
+    last :meth:`load` (SNAP-1); a mutation needs no load first (CONTRACT-7)."""
 
     features = FEATURES
 
@@ -126,13 +121,10 @@ class Store:
         return classify_bytes(data, self.limits[target])
 
     def load(self) -> None:
-        """Reads both files and freezes the snapshot until the next load (SNAP-1, SNAP-2).
-
-        The blocks are the spec's :func:`render_snapshot` (SNAP-3, SNAP-4, SNAP-5, SNAP-6, SNAP-7,
-        SNAP-8), entries that match a threat pattern shown as placeholders (SCAN-6) while the live
-        entries keep their raw text (SCAN-7); an unreadable file gets the unreadable block
-        (SNAP-9). The blocks belong to this session only (SNAP-10).
-        """
+        """Reads both files and freezes the snapshot until the next load (SNAP-1, SNAP-2), this
+        session's only (SNAP-10): the spec's :func:`render_snapshot` (SNAP-3, SNAP-4, SNAP-5,
+        SNAP-6, SNAP-7, SNAP-8, SCAN-6, SCAN-7), the unreadable block for an unreadable file
+        (SNAP-9)."""
         for target in TARGETS:
             state = self._read(target)
             if state.entries is None:
@@ -250,17 +242,13 @@ class Store:
     def _mutate_locked(self, op: Mutation, path: Path, lock_fd: int) -> dict[str, Any]:
         """The read-modify-write under the lock.
 
-        Sweeps a crash's temp files (CRASH-2), re-reads the file and decides on what it just
-        read (LOCK-2); an unreadable file is ``E_UNREADABLE``, nothing is written, and the
-        message says how a person repairs it (READ-6, READ-7, DRIFT-7). A foreign file refuses
-        a mutation that would grow it or does not apply with ``E_DRIFT`` after a byte-exact
-        backup named in ``backup``, with a message saying how to repair it (DRIFT-2, DRIFT-3,
-        DRIFT-6); one that does not grow it goes through (DRIFT-2, DRIFT-7). A data file that
-        is a symlink is never replaced (FILES-4); a foreign file, and bytes the store did not
-        write, are backed up before the rewrite and the ``OK`` names the backup (DRIFT-2,
-        DRIFT-5); the write is atomic and durable before the answer (ATOMIC-1, ATOMIC-3,
-        ATOMIC-5) and a directory sync that fails still answers ``OK`` with a message
-        (ATOMIC-3).
+        Sweeps a crash's temps (CRASH-2) and decides on the file as just read (LOCK-2). Unreadable:
+        ``E_UNREADABLE``, nothing written (READ-6, READ-7, DRIFT-7). Foreign: ``E_DRIFT`` after a
+        byte-exact backup for a mutation that would grow it or does not apply (DRIFT-2, DRIFT-3,
+        DRIFT-6), else it goes through (DRIFT-7). A symlinked data file is never replaced (FILES-4);
+        foreign or external bytes are backed up before the rewrite and named in the ``OK``
+        (DRIFT-5); the write is atomic and durable before the answer (ATOMIC-1, ATOMIC-3, ATOMIC-5),
+        and a failed directory sync still answers ``OK`` with a message.
         """
         files.remove_stale_temps(path)
         limit = self.limits[op.target]
@@ -324,11 +312,8 @@ class Store:
 
     @staticmethod
     def _is_external(state: FileState, lock_fd: int) -> bool:
-        """Whether the file holds entries this store family did not write (DRIFT-5).
-
-        The lock file records the digest of the canonical bytes last written; a file whose
-        canonical form has another digest was changed outside the store in more than cosmetics.
-        """
+        """Whether the file holds entries this store family did not write (DRIFT-5): its canonical
+        form's digest is not the one the lock file records."""
         assert state.entries is not None
         if not state.entries:
             return False
@@ -343,10 +328,8 @@ def open_store(
     user_char_limit: int = DEFAULT_LIMITS["user"],
 ) -> Store:
     """Returns a new session on ``root``, an existing directory the store owns (CONTRACT-1), with
-    the default limits of FORMAT-1 and one limit per target (LIMIT-6).
-
-    Raises ``TypeError`` or ``ValueError`` naming the bad argument.
-    """
+    the default limits of FORMAT-1 and one limit per target (LIMIT-6); raises ``TypeError`` or
+    ``ValueError`` naming the bad argument."""
     if not isinstance(root, str | os.PathLike):
         raise TypeError(f"root must be a path, got {type(root).__name__} {root!r}")
     path = Path(root).absolute()

@@ -1,10 +1,9 @@
 """The reference memory tool: the function a model calls, over the reference store (TOOL).
 
-:func:`schema` is the function-calling schema for the features the store claims, the spec's
-normative parameters with this implementation's descriptions (TOOL-2, TOOL-3). :func:`call`
-parses the model's argument text with the spec's :func:`~memspec.spec.tool.parse_call`, runs
-the store operation it names, and answers with the spec's normative result plus this
-implementation's wording: what happened, in words a model can act on (TOOL-5 to TOOL-13).
+:func:`schema` is the spec's normative parameters with this implementation's descriptions (TOOL-2,
+TOOL-3); :func:`call` parses the argument text with the spec's
+:func:`~memspec.spec.tool.parse_call`, runs the operation and answers with the spec's normative
+result plus wording a model can act on (TOOL-5 to TOOL-13).
 """
 
 from __future__ import annotations

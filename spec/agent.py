@@ -1,19 +1,9 @@
-"""The agent around a store: the system prompt, a turn's API messages and the stored history,
-the provider scripts of the ``agent`` ops, and the judge of each (AGENT, PROV, FENCE-6).
+"""The agent around a store: the system prompt, a turn's API messages and the stored history, the
+provider scripts of the ``agent`` ops, and the judge of each (AGENT, PROV, FENCE-6).
 
-Everything here is pure: the harness runs a scenario through the contract (``agent_start``,
-``agent_turn``, ``agent_rebuild``, store writes in between), keeps an :class:`AgentState` of what
-the agent must hold, and asks the judges whether each answer is the one SPEC.md allows. A worked
-example, with base ``"You are terse."`` and one memory entry ``"User prefers tabs"``:
-
-- the prompt is ``"You are terse.\\n\\n" + block`` where ``block`` is the store's frozen snapshot
-  of ``memory`` (AGENT-1), and it stays byte-identical over every turn until a rebuild point,
-  however the store is written in between (AGENT-2);
-- a turn with user text ``"hi"`` and a provider recalling ``"likes Go"`` sends
-  ``[{"role": "system", "content": prompt}, {"role": "user", "content": "hi\\n\\n" + fenced}]``
-  (AGENT-4, FENCE-6), where ``fenced`` is the ``<memory-context>`` block of ``"likes Go"``;
-- the stored history after it is ``[{"role": "user", "content": "hi"}, {"role": "assistant",
-  "content": reply}]`` (AGENT-5).
+Everything here is pure: the harness drives a scenario through the contract, keeps an
+:class:`AgentState` of what the agent must hold, and asks these judges whether each answer is one
+SPEC.md allows (AGENT-1, AGENT-2, AGENT-4, AGENT-5).
 """
 
 from __future__ import annotations
@@ -50,12 +40,9 @@ class ScriptError(ValueError):
 
 @dataclass(frozen=True)
 class Recall:
-    """One step of a scripted provider: what its prefetch does on one call.
-
-    ``kind`` is ``text`` (returns ``text``), ``raise`` (raises with ``text`` as its message),
-    ``hang`` (returns ``text`` after ``seconds``) or ``value`` (returns ``value``, a JSON value
-    that is not a string).
-    """
+    """One step of a scripted provider: ``kind`` is ``text`` (returns ``text``), ``raise`` (raises
+    with ``text`` as its message), ``hang`` (returns ``text`` after ``seconds``) or ``value``
+    (returns ``value``, a JSON value that is not a string)."""
 
     kind: str
     text: str = ""
@@ -177,12 +164,9 @@ def _stands_alone(prompt: str, start: int, end: int) -> bool:
 
 def holds_parts(prompt: str, parts: Sequence[str]) -> bool:
     """Whether ``prompt`` holds each of ``parts`` byte for byte, in order, each a part of its own
-    (at an end of the prompt or beside a blank line), with any text of the agent's own before,
-    between or after them (AGENT-1). ``holds_parts("G\\n\\nB\\n\\nM\\n\\nDate", ["B", "M"])``
-    is true; ``holds_parts("B\\nM", ["B", "M"])`` is false.
-
-    Each part is matched at its first place after the previous one: a later place never leaves
-    more room for the parts after it, so the first is the right one to take."""
+    (at an end of the prompt or beside a blank line), with any text of the agent's own around them
+    (AGENT-1): ``holds_parts("G\\n\\nB\\n\\nM", ["B", "M"])`` is true, ``holds_parts("B\\nM", ["B",
+    "M"])`` false."""
     cursor = 0
     for part in parts:
         start = prompt.find(part, cursor)
@@ -473,15 +457,10 @@ def judge_turn(
     started: float,
     elapsed: float,
 ) -> tuple[list[str], int]:
-    """Returns the violations of an ``agent_turn`` answer, each opening with its clause id, and
-    the number of prefetch calls to record (the answer's, when it is 0 or 1).
-
-    ``state`` is the state before the turn, ``started`` when the turn began and ``elapsed`` how
-    long it took, on the caller's clock. Judged: the prompt is the one of the last rebuild point
-    (AGENT-2; recalled text in it is FENCE-6), the API messages (AGENT-4, FENCE-6), the stored
-    history (AGENT-5, FENCE-6), one prefetch (AGENT-6), and a failing provider's isolation
-    (PROV-1, PROV-3, PROV-4).
-    """
+    """Returns the violations of an ``agent_turn`` answer, each opening with its clause id, and the
+    number of prefetch calls to record. ``started`` and ``elapsed`` are on the caller's clock.
+    Judged: the prompt (AGENT-2, FENCE-6), the API messages (AGENT-4), the stored history (AGENT-5),
+    one prefetch (AGENT-6), a failing provider's isolation (PROV-1, PROV-3, PROV-4)."""
     problems: list[str] = []
     step = state.provider.step(state.calls) if state.provider else None
     prefetches = answer.get("prefetches")

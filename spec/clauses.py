@@ -1,18 +1,10 @@
 """The clauses of SPEC.md: stable ids, levels, text and scope (see "How to read this").
 
-A clause is a line that starts ``**AREA-N** (MUST|SHOULD|MAY)``; its text runs to the end of
-the paragraph. Ids are stable: a clause may be reworded or withdrawn, never renumbered.
-
-Two tables of "How to read this" give each clause its scope: the **Scope** table names the
-clauses that bind only a backend claiming an optional feature (every other clause binds every
-backend), and the **Data-protecting clauses** table names those that protect data already in
-the files, which bind every backend whatever it claims::
-
-    | feature | clauses that bind only a backend that claims it |
-    |---|---|
-    | `batch` | BATCH-1, BATCH-2 |
-
-gives ``BATCH-1`` and ``BATCH-2`` the feature ``batch``.
+A clause is a line that starts ``**AREA-N** (MUST|SHOULD|MAY)``; its text runs to the end of the
+paragraph. Ids are stable: a clause may be reworded or withdrawn, never renumbered. The **Scope**
+table of "How to read this" names the clauses that bind only a backend claiming a feature (the row
+``| `batch` | BATCH-1, BATCH-2 |`` gives them the feature ``batch``); the **Data-protecting
+clauses** table those that bind every backend whatever it claims.
 """
 
 from __future__ import annotations
@@ -45,12 +37,9 @@ FEATURE_CELL = re.compile(r"`([a-z][a-z-]*)`")
 
 @dataclass(frozen=True)
 class Clause:
-    """A Clause is one citable rule of SPEC.md.
-
-    ``feature`` is the optional feature whose claim it binds (``None``: it binds every backend);
-    ``protects_data`` marks a data-protecting clause, which binds every backend whatever it
-    claims and which no check or example may gate on a feature.
-    """
+    """A Clause is one citable rule of SPEC.md: ``feature`` is the feature whose claim it binds
+    (``None``: every backend); ``protects_data`` marks a clause no check or example may gate on a
+    feature."""
 
     id: str
     level: Level
@@ -61,11 +50,7 @@ class Clause:
 
     @property
     def checked_by(self) -> tuple[tuple[str, str], ...]:
-        """The project tests a ``Checked by:`` line names, as (file, test function) pairs.
-
-        Only clauses that the backend contract cannot observe (the agent around a store, the
-        harness itself) carry one.
-        """
+        """The project tests a ``Checked by:`` line names, as (file, test function) pairs."""
         found = CHECKED_BY.search(self.text)
         return tuple(TEST_REFERENCE.findall(found.group(1))) if found else ()
 

@@ -1,18 +1,9 @@
 """The file format: parse, serialize and classify the bytes of a memory file.
 
-A memory file is its entries joined by ``"\\n§\\n"`` and nothing else (FORMAT-2). Readers are
-tolerant and writers canonical (READ-1, READ-2, READ-3, READ-4, READ-5, FORMAT-4): a BOM, CRLF or
-CR line ends, spaces or blank lines around a delimiter line and a trailing newline are cosmetic.
-Every strip in the spec removes the 25 characters of Unicode's ``White_Space`` property,
-:data:`WHITESPACE`, listed in ``spec/data/unicode.json`` so that implementations in every
-language agree whatever their own ``strip`` or ``trim`` does (ENTRY-1, READ-4).
-
-Worked example of the tolerant reader::
-
-    >>> parse_text("\\ufeffa \\r\\n  §  \\r\\n\\r\\nb\\n")
-    ['a', 'b']
-    >>> serialize(['a', 'b'])
-    'a\\n§\\nb'
+A memory file is its entries joined by ``"\\n§\\n"`` (FORMAT-2). Readers are tolerant and writers
+canonical (READ-1, READ-2, READ-3, READ-4, READ-5, FORMAT-4). Every strip removes the 25 characters
+of :data:`WHITESPACE` (Unicode's ``White_Space``, listed in ``spec/data/unicode.json``), whatever a
+language's own ``strip`` does (ENTRY-1, READ-4).
 """
 
 from __future__ import annotations
@@ -75,11 +66,9 @@ def is_encodable(text: str) -> bool:
 
 
 def decode(data: bytes) -> str | None:
-    """Returns the text of a file's bytes (strict UTF-8), or ``None`` when undecodable: a file
-    that is not valid UTF-8 is unreadable, never empty (READ-6).
-
-    A leading BOM is kept here; :func:`parse_text` drops it (READ-1).
-    """
+    """Returns the text of a file's bytes (strict UTF-8), or ``None`` when undecodable: such a file
+    is unreadable, never empty (READ-6). A leading BOM is kept (:func:`parse_text` drops it,
+    READ-1)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -87,16 +76,13 @@ def decode(data: bytes) -> str | None:
 
 
 def parse_text(text: str) -> list[str]:
-    """Returns the entries of a file's text, read tolerantly (FORMAT-3, READ-3).
+    """Returns the entries of a file's text, read tolerantly (FORMAT-3, READ-3): split at lines that
+    are ``§`` alone, chunks stripped of :data:`WHITESPACE` (ENTRY-1) and empty ones dropped, a
+    U+FEFF at a chunk's start dropped (READ-4), a leading BOM dropped (READ-1), CR LF and CR read as
+    LF (READ-2), duplicates kept in file order (READ-5, DUP-4).
 
-    Lines that are ``§`` alone (ignoring whitespace around it) split the text into chunks;
-    each chunk is stripped of Unicode whitespace (:data:`WHITESPACE`, the set of ENTRY-1) and
-    empty chunks are dropped, so blank lines and
-    spaces around a delimiter line and a trailing newline never change the entries. A U+FEFF at
-    the start of a chunk is dropped too: it is a byte order mark that two concatenated files
-    left inside the text, and a writer could not put it back where it was (READ-4). A leading
-    BOM is dropped (READ-1), CR LF and lone CR read as LF (READ-2), and the entries come in file
-    order with duplicates kept (READ-5, DUP-4).
+    >>> parse_text("\\ufeffa \\r\\n  §  \\r\\n\\r\\nb\\n")
+    ['a', 'b']
     """
     text = normalize_newlines(text.removeprefix(BOM))
     entries: list[str] = []
@@ -144,13 +130,9 @@ def usage(entries: Sequence[str]) -> int:
 
 @dataclass(frozen=True)
 class FileState:
-    """A FileState is what a store sees in one file's bytes (READ-6, DRIFT-1, DRIFT-2).
-
-    ``kind`` is ``absent`` (no file), ``unreadable`` (not UTF-8), ``foreign`` (readable, but an
-    entry alone exceeds the limit: text a rewrite would destroy), ``canonical`` (exactly what a
-    writer emits) or ``cosmetic`` (readable and different from canonical only cosmetically).
-    ``entries`` is ``None`` only when unreadable.
-    """
+    """A FileState is what a store sees in one file's bytes (READ-6, DRIFT-1, DRIFT-2): ``kind`` is
+    ``absent``, ``unreadable`` (not UTF-8), ``foreign`` (an entry alone exceeds the limit),
+    ``canonical`` or ``cosmetic``; ``entries`` is ``None`` only when unreadable."""
 
     kind: FileKind
     entries: tuple[str, ...] | None
@@ -162,12 +144,8 @@ class FileState:
 
 
 def classify_bytes(data: bytes | None, limit: int) -> FileState:
-    """Returns the :class:`FileState` of a file's bytes for a store of ``limit`` code points.
-
-    Not UTF-8 is ``unreadable`` (READ-6); an entry alone over the limit makes the file
-    ``foreign`` (DRIFT-2); otherwise it is ``canonical`` or ``cosmetic`` and a mutation works on
-    its entries (DRIFT-1), even when all of them together are over the limit (LIMIT-4).
-    """
+    """Returns the :class:`FileState` of a file's bytes for a store of ``limit`` code points
+    (READ-6, DRIFT-2, DRIFT-1, LIMIT-4)."""
     if data is None:
         return FileState("absent", ())
     text = decode(data)

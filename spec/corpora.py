@@ -1,24 +1,11 @@
 """The two normative corpora of the threat scan: what it must accept and what it must refuse.
 
-``spec/data/ordinary.json`` holds ordinary memory entries — scripts and emoji that need invisible
-joiners, marks and selectors, shell snippets, notes that brush against every pattern — that every
-backend must accept and store as given. ``spec/data/attacks.json`` holds attacks — bidirectional
-overrides, smuggled tag text, keywords split by invisible characters, NFKC disguises — that every
-backend claiming ``threat-scan`` must refuse with ``E_THREAT``. Together they define what it means
-for a backend's patterns to cover SCAN-2: refuse every attack, accept every ordinary entry.
-
-Each item is ``{"id", "text", "why"}``; an attack also names the ``pattern`` of
-:mod:`memspec.spec.threats` it matches and the ``clause`` a backend that accepts it violates:
-SCAN-2 for a pattern as written, SCAN-4 for an invisible threat, SCAN-3 for a disguise — which
-names in ``disguises`` the SCAN-2 item it hides, the same text once invisible characters are
-removed and NFKC and case are folded, so that a backend refusing the one and accepting the other
-fails on the disguise alone. An ordinary item is blamed on SCAN-4 when it holds an invisible
-character and on SCAN-2 otherwise (:attr:`CorpusItem.clause`)::
-
-    >>> ORDINARY[0].id, ORDINARY[0].clause
-    ('emoji-zwj-technologist', 'SCAN-4')
-    >>> ATTACKS[0].id, ATTACKS[0].pattern, ATTACKS[0].clause
-    ('plain-injection', 'prompt_injection', 'SCAN-2')
+``spec/data/ordinary.json`` holds ordinary entries every backend must accept and store as given;
+``spec/data/attacks.json`` holds attacks every backend claiming ``threat-scan`` must refuse with
+``E_THREAT`` (SCAN-2). Each item is ``{"id", "text", "why"}``; an attack also names its ``pattern``
+and the ``clause`` a backend accepting it violates: SCAN-2, SCAN-4 for an invisible threat, or
+SCAN-3 for a disguise, which names in ``disguises`` the SCAN-2 item it hides. An ordinary item is
+blamed on SCAN-4 when it holds an invisible character, else on SCAN-2.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """The judges of a store's backups of bytes it did not write: the refusal of a foreign file
-(DRIFT-3, with DRIFT-2's code and CONTRACT-11's backup field) and the ``OK`` of a rewrite that
-drops such bytes (DRIFT-2, DRIFT-5: the answer names the backup).
+(DRIFT-3, with DRIFT-2's code and CONTRACT-11's backup field) and the ``OK`` of a rewrite that drops
+such bytes (DRIFT-2, DRIFT-5: the answer names the backup).
 
-DRIFT-3 (MUST): "On ``E_DRIFT`` the store first saves a byte-exact copy of the file, named
-``<FILE>.bak.<suffix>`` in the root, gives its path in the Outcome's ``backup`` field, and says
-in ``message`` how to repair the file." CONTRACT-11 repeats that an ``E_DRIFT`` Outcome names
-its backup in ``backup``; CONTRACT-3 lists ``backup`` and ``message`` as optional fields of an
-Outcome in general, and DRIFT-3 is the clause that makes both required on ``E_DRIFT``. What the
-message says is DRIFT-6, a SHOULD, so this judge asks for a message and does not read it.
-
-Every check that sees a refusal asks :func:`judge_drift_refusal`, whatever situation it set up
-(a plain foreign file, a taken backup name, a directory fsync that failed after the backup's
-rename: the backup is in place then, only not confirmed durable, and DRIFT-3 asks nothing about
-durability), so the rule is decided once::
-
-    >>> root = "/r"
-    >>> files = {"MEMORY.md": b"x" * 50, "MEMORY.md.bak.1f": b"x" * 50}
-    >>> answer = {"ok": False, "code": "E_DRIFT", "backup": "/r/MEMORY.md.bak.1f",
-    ...           "message": "put a line holding only § between the pieces"}
-    >>> judge_drift_refusal(answer, b"x" * 50, files, root=root) is None
-    True
+DRIFT-3 makes ``backup`` and ``message`` required on ``E_DRIFT`` (CONTRACT-3 lists them as optional,
+CONTRACT-11 repeats the backup); what the message says is DRIFT-6, a SHOULD, so the judge asks for a
+message and does not read it. Every check that sees a refusal asks :func:`judge_drift_refusal`,
+whatever situation it set up, so the rule is decided once.
 """
 
 from __future__ import annotations
@@ -35,11 +21,9 @@ from memspec.spec.targets import FILENAMES
 
 
 def backup_name_of(answer: Mapping[str, Any], root: str) -> str | None:
-    """Returns the file name the ``backup`` field of ``answer`` points at in ``root``, or
-    ``None`` when it is missing, not a str, or a path outside ``root`` (DRIFT-3, CONTRACT-11).
-
-    The path may be absolute (its directory must be ``root``) or a bare name relative to it.
-    """
+    """Returns the file name the ``backup`` field of ``answer`` points at in ``root`` (an absolute
+    path in ``root`` or a bare name), or ``None`` when it is missing, not a str, or outside ``root``
+    (DRIFT-3, CONTRACT-11)."""
     backup = answer.get("backup")
     if not isinstance(backup, str) or not backup:
         return None
@@ -96,19 +80,10 @@ def judge_drift_refusal(
     """Returns how ``answer`` breaks DRIFT-3 as the refusal of the foreign file ``before``, or
     ``None`` when it is a conforming refusal (DRIFT-2's code, DRIFT-3, CONTRACT-11).
 
-    ``before`` is the target's file as the store met it; ``files_after`` maps the names of the
-    files directly in ``root`` after the answer to their bytes (other files may be missing from
-    it; only the backup is looked up). A conforming refusal:
-
-    1. answers ``E_DRIFT`` (DRIFT-2: a foreign file refuses a mutation that would grow it or
-       does not apply with it; the violation still opens with DRIFT-3, the clause of the checks
-       that ask this judge, so a refusal that never came is blamed where it always was);
-    2. gives in ``backup`` the path of a file in the root (absolute, or a name relative to it)
-       named ``<FILE>.bak.<suffix>`` for the target's file (DRIFT-3, CONTRACT-11);
-    3. that holds ``before`` byte for byte (DRIFT-3);
-    4. and has a non-blank ``message`` (DRIFT-3: it "says in message how to repair the file").
-
-    Each violation is one sentence that starts with the clause it breaks and shows the answer.
+    ``files_after`` maps names of files in ``root`` after the answer to their bytes (only the backup
+    is looked up). A conforming refusal answers ``E_DRIFT`` (a violation still opens with DRIFT-3,
+    the clause of the checks that ask), names in ``backup`` a ``<FILE>.bak.<suffix>`` in the root
+    that holds ``before`` byte for byte, and has a non-blank ``message``.
     """
     data_name = FILENAMES[target]
     if answer.get("code") != codes.E_DRIFT:
@@ -131,12 +106,9 @@ def judge_rewrite_backup(
     answer: Answer, before: bytes, found: Files, *, root: Root, clause: str, target: str = "memory"
 ) -> str | None:
     """Returns how ``answer`` breaks ``clause`` as an ``OK`` that rewrote ``before``, bytes the
-    store did not write itself (DRIFT-5) or a foreign file (DRIFT-2), or ``None`` when the
-    answer names, in ``backup``, a ``<FILE>.bak.<suffix>`` in the root that holds ``before``
-    byte for byte: every byte the rewrite dropped is in a backup the answer names.
-
-    The caller decides that a backup was due (which clause, which bytes); this judge decides
-    only whether the answer names it::
+    store did not write itself (DRIFT-5) or a foreign file (DRIFT-2), or ``None`` when its
+    ``backup`` names a ``<FILE>.bak.<suffix>`` in the root holding ``before`` byte for byte. The
+    caller decides that a backup was due.
 
         >>> files = {"MEMORY.md.bak.2e": b"pasted"}
         >>> ok = {"ok": True, "code": "OK", "backup": "MEMORY.md.bak.2e"}

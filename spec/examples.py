@@ -1,13 +1,7 @@
 """The executable examples of SPEC.md: extraction and the step grammar (see "How to read this").
 
 An example is a fenced block whose info string is ``memspec id=<slug> clauses=<IDS>``, optionally
-with ``limits=memory:40,user:30``. Each line is one step; values are JSON literals::
-
-    put memory "old"
-    @b add memory "a\\n§\\nb" -> E_DELIMITER
-    entries memory == ["old"]
-    snapshot memory:
-        ═══...
+with ``limits=memory:40,user:30``; each line is one step, values are JSON literals.
 """
 
 from __future__ import annotations
@@ -39,14 +33,9 @@ class ExampleSyntaxError(ValueError):
 
 @dataclass(frozen=True)
 class Step:
-    """One step of an example: a store call with its expectation, or an assertion.
-
-    ``op`` is ``put``, ``load``, ``add``, ``replace``, ``remove``, ``patch``, ``batch``,
-    ``tool``, ``entries``, ``snapshot``, ``disk`` or ``backups``; ``args`` are its JSON arguments
-    (a target first; a ``tool`` step's one argument is the argument text the model sends);
-    ``expect`` is the expected code and outcome fields, the expected ``result`` fields of a tool
-    call, or the asserted value.
-    """
+    """One step of an example: a store call with its expectation, or an assertion. ``args`` are its
+    JSON arguments (a target first; a ``tool`` step's is the argument text); ``expect`` is the
+    expected code and outcome fields, a tool call's ``result`` fields, or the asserted value."""
 
     op: str
     args: tuple[Any, ...] = ()
@@ -80,11 +69,9 @@ class Example:
 
     @property
     def features(self) -> tuple[str, ...]:
-        """The backend features the example needs (CONTRACT-20): ``batch`` for a batch step,
-        ``patch`` for a patch step (PATCH-1),
-        ``threat-scan`` for an ``E_THREAT`` or a ``[BLOCKED:`` block, ``drift-guard`` for an
-        ``E_DRIFT``; ``core`` always. A backups step needs nothing: every backend keeps the
-        external bytes it rewrites in a backup (DRIFT-5)."""
+        """The backend features the example needs (CONTRACT-20): ``batch``, ``patch`` (PATCH-1),
+        ``threat-scan`` for ``E_THREAT`` or ``[BLOCKED:``, ``drift-guard`` for ``E_DRIFT``; ``core``
+        always. A backups step needs nothing: every backend backs up what it rewrites (DRIFT-5)."""
         needed = ["core"]
         for step in self.steps:
             code = step.expect.get("code")

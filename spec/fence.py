@@ -1,35 +1,13 @@
 """The ``<memory-context>`` fence: its exact frame, and the judge of a backend's fenced block.
 
-Recalled text from an external memory provider is wrapped by :func:`frame` (FENCE-1). The
-recalled text must first be made harmless: it may contain no fence tag (FENCE-2) and no system
-note of its own (FENCE-4), *however disguised*, or it could close the fence early and speak as the
-user (FENCE-3, hermes #108964: ``<</memory-context>/memory-context>`` reassembled into a live
-closing tag after a single stripping pass). :func:`judge_fence` judges the result, not the
-method (FENCE-5).
-
-What counts as a fence tag (:func:`find_fence_tags`), decided so that every language can
-implement it:
-
-- ``<``, optionally ``/``, the name ``memory`` + separator + ``context``, optionally anything up
-  to 256 characters that are not ``<``/``>`` followed by ``>`` (attributes, ``/>``). The ``>``
-  itself is optional: ``</memory-context`` alone already reads as a closing tag.
-- Every character of the tag may appear in any case, as any character whose NFKC form is that
-  character (full-width ``＜／＞``, small forms ``﹤﹥``, math and circled letters), or as an HTML
-  character reference: ``&#60;`` ``&#x3C;`` (leading zeros allowed; ``;`` optional when no
-  further digit follows) and, for the symbols, ``&lt;`` ``&gt;`` ``&sol;`` ``&lsqb;``
-  ``&rsqb;`` ``&lowbar;`` and the dash names (``;`` optional). References are ASCII.
-- Ignorable characters (:data:`IGNORABLE_CHARACTERS`: the SCAN invisible set, which is Unicode's
-  Default_Ignorable_Code_Point, non-space control characters, combining diacritical marks) may
-  sit anywhere between two characters of the tag. Whitespace, newlines included, may sit after
-  ``<``, around ``/``, between the two words and before the attributes or ``>``, but not inside
-  a word: ``< / memory - context >`` is a tag, ``<mem ory-context>`` is not.
-- The separator is empty, whitespace, or dashes/underscores (``-`` ``_``, their NFKC forms,
-  U+2010–U+2015, U+2212, references): ``<memorycontext>`` and ``<memory_context>`` are tags.
-
-A forged system note (:func:`find_system_notes`) is ``[`` + ``system`` + separator + ``note``
-under the same disguises, through the next ``]`` when one follows within 512 characters.
-Not covered: look-alikes from other scripts (Cyrillic ``о``), double-escaped references
-(``&amp;lt;``), whitespace inside a word. HTML-escaping ``<`` to ``&lt;`` is *not* harmless.
+Recalled text is wrapped by :func:`frame` (FENCE-1) after it is made harmless: no fence tag
+(FENCE-2) and no system note of its own (FENCE-4), however disguised, or it could close the fence
+early and speak as the user (FENCE-3, hermes #108964: ``<</memory-context>/memory-context>``
+reassembled into a live closing tag after a single stripping pass). :func:`judge_fence` judges the
+result, not the method (FENCE-5). :func:`find_fence_tags` and :func:`find_system_notes`
+implement the exact definitions of FENCE-2 and FENCE-4, disguises included; not covered are
+look-alikes from other scripts, double-escaped references and whitespace inside a word.
+HTML-escaping ``<`` to ``&lt;`` is *not* harmless.
 """
 
 from __future__ import annotations
@@ -99,7 +77,7 @@ def _class(chars: str | frozenset[str]) -> str:
 
 
 def _character(symbol: str, *extra: str) -> str:
-    """Returns a regex for one tag character in any of its disguises (see the module docstring)."""
+    """Returns a regex for one tag character in any of the disguises SPEC.md allows."""
     forms = {symbol, symbol.upper(), *extra}
     chars = "".join(form + _EQUIVALENTS.get(form, "") for form in forms)
     references = [name + ";?" for form in forms for name in _NAMED_REFERENCES.get(form, ())]
@@ -134,9 +112,8 @@ _SYSTEM_NOTE_SOURCE: Final = (
 
 @functools.cache
 def _compiled(source: str) -> re.Pattern[str]:
-    """Returns ``source`` compiled, ignoring case, once per process and only when first needed:
-    the two patterns take a tenth of a second to compile, which a store process that never
-    fences (every session of a command backend is one) need not pay."""
+    """Returns ``source`` compiled, ignoring case, once per process and only when first needed
+    (compiling takes a tenth of a second a store that never fences need not pay)."""
     return re.compile(source, re.IGNORECASE)
 
 
@@ -197,22 +174,15 @@ class FenceProblem:
 
 
 def fence_problems(block: object, *, raw: object = None, note: bool = True) -> list[FenceProblem]:
-    """Returns what is wrong with a backend's ``fence(raw)`` result, each with the clause it
-    breaks; ``[]`` when it is correct (CONTRACT-10, FENCE-7: the result is judged, not the
-    method, so a tag removed and a tag replaced by a neutral text such as ``‹/memory-context›``
-    both pass, while an HTML escape ``&lt;/memory-context&gt;`` is still a tag).
+    """Returns what is wrong with a backend's ``fence(raw)`` result, each with the clause it breaks;
+    ``[]`` when it is correct (CONTRACT-10, FENCE-7: the result is judged, not the method, so a
+    neutral replacement such as ``‹/memory-context›`` passes while ``&lt;/memory-context&gt;`` is
+    still a tag).
 
-    ``""`` is correct for blank recalled text or when nothing is left after sanitising; when
-    ``raw`` is given, ``""`` for text with visible characters (not whitespace, not ignorable) and
-    no tag or note is a violation: nothing needed removing, so the text was lost.
-    Otherwise the block must be :func:`frame` of a non-empty, stripped text, and the only tags and
-    notes in the whole block are the frame's own (so nothing straddles the frame's edges).
-
-    The recalled text is judged whatever the frame's note says: a block of the shape
-    ``<memory-context>`` line feed, a system note, two line feeds, the text, line feed,
-    ``</memory-context>`` with a note other than :data:`FENCE_NOTE` is one FENCE-1 problem
-    (unless ``note`` is false), and its text is still searched for tags and notes, so that a
-    note worded differently never hides a live closing tag.
+    ``""`` is correct for blank recalled text or when nothing is left after sanitising, but not,
+    when ``raw`` is given, for visible text with no tag or note (the text was lost). A note other
+    than :data:`FENCE_NOTE` is one FENCE-1 problem (unless ``note`` is false), and the text is still
+    searched, so that a note worded differently never hides a live closing tag.
     """
     if not isinstance(block, str):
         return [FenceProblem("FENCE-1", f"fence() returned {type(block).__name__}, expected a str")]

@@ -1,16 +1,10 @@
 """The pure model of a memory root: the oracle for examples, fuzzers and the linearizability
 checker. No file system, no clock.
 
-The model is two functions over immutable, hashable states, in the manner of Porcupine's
-``Init`` and ``Step``::
-
-    state = initial_state()
-    outcome, state = step(state, Add("memory", "User prefers tabs"))
-    assert outcome.ok and entries_on_disk(state, "memory") == ("User prefers tabs",)
-
-The state holds each file's bytes exactly as they are on disk, the contents of the backups the
-spec requires, and each session's frozen snapshot. An :class:`ExternalWrite` models another
-writer putting bytes in a file, so drift, BOMs and undecodable bytes are states like any other.
+Two functions over immutable, hashable states, like Porcupine's ``Init`` and ``Step``: ``outcome,
+state = step(initial_state(), Add("memory", "User prefers tabs"))``. A state holds each file's bytes
+as on disk, the backups the spec requires and each session's frozen snapshot; an
+:class:`ExternalWrite` models another writer, so drift and undecodable bytes are states too.
 """
 
 from __future__ import annotations
@@ -30,12 +24,9 @@ Snapshots = tuple[str | None, str | None]
 
 @dataclass(frozen=True)
 class State:
-    """A State is the disk of one root plus what each session captured at its last load.
-
-    ``files`` and ``limits`` are indexed like :data:`TARGETS` (memory, user); ``backups`` holds
-    ``(target, bytes)`` pairs that a conforming store must keep as backups, a set of contents,
-    so the same content is never backed up twice (DRIFT-4);
-    ``snapshots`` maps session names to their frozen blocks, as sorted pairs.
+    """A State is the disk of one root plus what each session captured at its last load: ``files``
+    and ``limits`` indexed like :data:`TARGETS`, ``backups`` the set of ``(target, bytes)`` a
+    conforming store must keep (DRIFT-4), ``snapshots`` the sessions' frozen blocks as sorted pairs.
     """
 
     limits: tuple[int, int]
@@ -81,14 +72,9 @@ def entries_on_disk(state: State, target: str) -> tuple[str, ...] | None:
 
 
 def session_entries(state: State, target: str, last_read: tuple[str, ...]) -> tuple[str, ...]:
-    """Returns the entries a session reports for ``target`` now, given ``last_read``, the entries
-    it last read from the file while it was readable (``()`` if it never did).
-
-    The model answers with the freshest entries the contract allows, the file's own, while the
-    file is readable; once it is not, the session keeps what it last read (READ-8): for example,
-    a session that added ``"User prefers tabs"`` still reports it after another writer made the
-    file undecodable, and a session that never read the file reports ``()``.
-    """
+    """Returns the entries a session reports for ``target`` now, given ``last_read``, the entries it
+    last read while the file was readable (``()`` if it never did): the file's own while it is
+    readable, else ``last_read`` (READ-8)."""
     on_disk = entries_on_disk(state, target)
     return last_read if on_disk is None else on_disk
 
@@ -133,15 +119,10 @@ def _load(state: State, session: str) -> State:
 
 
 def _mutate(state: State, op: Mutation) -> tuple[Outcome, State]:
-    """Returns the outcome of a mutation and the state after it.
-
-    The decision is made on the file's bytes as they are at this step, never on a copy the
-    session loaded earlier (LOCK-2), and whether or not the session ever loaded (CONTRACT-7).
-    An ``E_DRIFT`` keeps a byte-exact backup of the file (DRIFT-3), and so does a change that
-    rewrites a foreign file, before it drops a byte (DRIFT-2). An accepted change is in the
-    file, in canonical form, in the same step that answers ``OK`` (ATOMIC-5, FORMAT-4), so
-    reading it back gives exactly the entries decided (FORMAT-5).
-    """
+    """Returns the outcome of a mutation and the state after it: decided on the file's bytes at this
+    step (LOCK-2, CONTRACT-7), a byte-exact backup before an ``E_DRIFT`` (DRIFT-3) or a rewrite of a
+    foreign file (DRIFT-2), an accepted change in canonical form in the same step (ATOMIC-5,
+    FORMAT-4, FORMAT-5)."""
     refusal = argument_error(op)
     if refusal is not None:
         return refusal, state

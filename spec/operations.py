@@ -105,11 +105,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class ExternalWrite:
-    """Another writer (an editor, ``cat >>``, another tool) puts ``data`` in the file.
-
-    ``data`` of ``None`` deletes the file. Bytes that no store wrote are how drift, BOMs and
-    undecodable files enter the model.
-    """
+    """Another writer (an editor, ``cat >>``) puts ``data`` in the file (``None`` deletes it)."""
 
     target: str
     data: bytes | None

@@ -1,10 +1,7 @@
 """The rules that decide one mutation: arguments, matching, limits.
 
-Each function cites the clause ids it decides (the ENTRY, MATCH, LIMIT, DUP, REPLACE, REMOVE,
-PATCH and BATCH sections of SPEC.md).
-
-These are pure functions over entry tuples. The model composes them into ``step``; a store may
-call them directly so that each rule lives in one place.
+Pure functions over entry tuples, each citing the clause ids it decides; the model composes them
+into ``step``, and a store may call them directly so that each rule lives in one place.
 """
 
 from __future__ import annotations
@@ -33,12 +30,7 @@ PREVIEW_LENGTH = 80
 @dataclass(frozen=True)
 class Outcome:
     """An Outcome is the model's answer to one operation: a code, ``ok`` exactly for ``OK``
-    (CONTRACT-3, CONTRACT-4).
-
-    ``matches`` holds the previews of an ``E_AMBIGUOUS`` answer, ``usage`` the label after an
-    accepted mutation, ``duplicate`` marks the no-op add, ``threats`` the pattern names of an
-    ``E_THREAT``, ``item`` the index of the batch item that decided a refusal.
-    """
+    (CONTRACT-3, CONTRACT-4); ``item`` is the index of the batch item that decided a refusal."""
 
     code: str
     duplicate: bool = False
@@ -59,13 +51,9 @@ def preview(entry: str) -> str:
 
 
 def content_error(content: object) -> Outcome | None:
-    """Returns the refusal for new entry text, or ``None`` when it may be stored.
-
-    Order: not a string (``E_INVALID``), empty after normalisation (``E_EMPTY``), a delimiter
-    line, a leading U+FEFF or a lone surrogate (``E_DELIMITER``: it could not be read back as
-    the same single entry), a threat pattern (``E_THREAT``). ENTRY-7, ENTRY-2, ENTRY-3, ENTRY-4
-    and SCAN-1 in that order; every other character is stored as given (ENTRY-5).
-    """
+    """Returns the refusal for new entry text, or ``None`` when it may be stored: in that order
+    ENTRY-7 (``E_INVALID``), ENTRY-2 (``E_EMPTY``), ENTRY-3 and ENTRY-4 (``E_DELIMITER``), SCAN-1
+    (``E_THREAT``); every other character is stored as given (ENTRY-5)."""
     if not isinstance(content, str):
         return Outcome(codes.E_INVALID)
     text = normalize_content(content)
@@ -123,15 +111,9 @@ def batch_item_error(item: object) -> Outcome | None:
 
 
 def argument_error(op: Mutation) -> Outcome | None:
-    """Returns the refusal decided from the arguments alone, before the disk is touched.
-
-    This is the first half of the precedence rule: ``E_TARGET``, ``E_INVALID``, ``E_EMPTY``,
-    ``E_DELIMITER``, ``E_THREAT`` (CONTRACT-5). ``replace`` validates ``new_content`` like
-    ``add`` before anything is read (REPLACE-2), ``patch`` its ``old_text`` the same way and a
-    non-empty ``content`` like ``add``'s (PATCH-5, PATCH-10); a batch must be a non-empty list
-    (BATCH-5) and its items are checked in order before the file is read, the first bad one
-    deciding (BATCH-6).
-    """
+    """Returns the refusal decided from the arguments alone, before the disk is touched, in the
+    precedence order of CONTRACT-5 (REPLACE-2, PATCH-5, PATCH-10, BATCH-5; the first bad batch item
+    decides, BATCH-6)."""
     if not is_target(op.target):
         return Outcome(codes.E_TARGET)
     if isinstance(op, Add):
@@ -158,16 +140,10 @@ def argument_error(op: Mutation) -> Outcome | None:
 
 
 def choose_entry(entries: Sequence[str], old_text: str) -> tuple[int | None, Outcome | None]:
-    """Returns the index of the entry ``old_text`` identifies, or the refusal (see below).
-
-    An entry equal to ``old_text`` wins over entries that merely contain it; matches that are
-    all the same text act on the first; distinct matches are ambiguous. For example, with
-    entries ``["tabs", "prefers tabs"]`` the text ``"tabs"`` picks index 0, while with
-    ``["uses tabs", "prefers tabs"]`` it is ``E_AMBIGUOUS``. Candidates contain the normalised
-    text literally (MATCH-1); none is ``E_NOMATCH`` (MATCH-2), also on a target without entries
-    (REMOVE-3); an equal entry wins (MATCH-3); candidates of one text act on the first
-    (MATCH-4); distinct texts are ``E_AMBIGUOUS`` with one preview each (MATCH-5).
-    """
+    """Returns the index of the entry ``old_text`` identifies, or the refusal: candidates contain
+    the normalised text (MATCH-1), none is ``E_NOMATCH`` (MATCH-2, REMOVE-3), an equal entry wins
+    (MATCH-3), candidates of one text act on the first (MATCH-4), distinct texts are ``E_AMBIGUOUS``
+    (MATCH-5)."""
     needle = normalize_content(old_text)
     for index, entry in enumerate(entries):
         if entry == needle:
@@ -188,15 +164,9 @@ def span_starts(entry: str, span: str) -> int:
 
 
 def patch_entry(entry: str, old_text: str, content: str) -> str | Outcome:
-    """Returns ``entry`` with the span ``old_text`` replaced by ``content``, or the refusal.
-
-    Both arguments are normalised (ENTRY-6, PATCH-5). The span must start at exactly one
-    position of the entry, else ``E_AMBIGUOUS`` with the entry's preview (PATCH-3); every other
-    character of the entry is kept and the result is normalised like new content (PATCH-4),
-    then validated like it: ``E_EMPTY``, ``E_DELIMITER``, ``E_THREAT`` (PATCH-6). For example
-    ``patch_entry("Drinks tea daily", "tea ", "coffee")`` is ``"Drinks coffee daily"``, and
-    ``patch_entry("Drinks tea", "Drinks", "")`` is ``"tea"``.
-    """
+    """Returns ``entry`` with the span ``old_text`` replaced by ``content``, or the refusal
+    (ENTRY-6, PATCH-3, PATCH-4, PATCH-5, PATCH-6): ``patch_entry("Drinks tea daily", "tea ",
+    "coffee")`` is ``"Drinks coffee daily"``."""
     span = normalize_content(old_text)
     if span_starts(entry, span) != 1:
         return Outcome(codes.E_AMBIGUOUS, matches=(preview(entry),))
@@ -209,13 +179,8 @@ def patch_entry(entry: str, old_text: str, content: str) -> str | Outcome:
 
 
 def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
-    """Returns the entries after one add, replace or remove, or its refusal.
-
-    An add of an exact, case-sensitive equal of an entry changes nothing (DUP-1, DUP-3); a
-    replace swaps the whole chosen entry in place and keeps a duplicate it creates (REPLACE-1,
-    REPLACE-4); a remove deletes exactly the chosen entry (REMOVE-1); a patch chooses its entry
-    with the same :func:`choose_entry` (PATCH-2) and edits one span of it in place (PATCH-4).
-    """
+    """Returns the entries after one add, replace, remove or patch, or its refusal (DUP-1, DUP-3,
+    REPLACE-1, REPLACE-4, REMOVE-1, PATCH-2, PATCH-4)."""
     if action == "add":
         text = normalize_content(content)
         return entries if text in entries else (*entries, text)
@@ -259,12 +224,8 @@ def steps(op: Mutation) -> list[tuple[str, str, str]]:
 
 
 def exceeds_limit(result: Sequence[str], current: Sequence[str], limit: int) -> bool:
-    """Returns whether ``result`` must be refused with ``E_LIMIT`` (LIMIT-2, REPLACE-3).
-
-    Growth past the limit is refused; a result no larger than the current state is allowed even
-    above the limit, so a store that others filled over its limit can always be brought back
-    (LIMIT-4, LIMIT-5).
-    """
+    """Returns whether ``result`` must be refused with ``E_LIMIT`` (LIMIT-2, REPLACE-3): growth past
+    the limit is, a result no larger than the current state is not (LIMIT-4, LIMIT-5)."""
     used = usage_of(result)
     return used > limit and used > usage_of(current)
 
@@ -291,31 +252,16 @@ def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
 
 
 def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries | None]:
-    """Returns the outcome of a mutation whose arguments passed, and the entries to write.
+    """Returns the outcome of a mutation whose arguments passed, and the entries to write (``None``
+    when nothing is to be written: a refusal, or an unchanged result, FORMAT-6).
 
-    The second value is ``None`` when nothing is to be written: a refusal, or a result equal to
-    the current entries (an exact-duplicate add is an accepted no-op even when full; DUP-1,
-    DUP-2), which leaves the file as it is, cosmetic bytes included (FORMAT-6). The ``usage``
-    label is that of the target as the operation leaves it: the result's after ``OK``, the
-    current one after ``E_LIMIT``, which writes nothing (SNAP-11).
-
-    An unreadable file refuses with ``E_UNREADABLE`` however it failed (READ-6, READ-7).
-    Otherwise the mutation works on the file's entries, duplicates and entries blocked by the
-    threat scan included (DRIFT-1, DUP-4, SCAN-9). Batch items apply in order to a working copy
-    (BATCH-3) and any refusal refuses the whole batch (BATCH-2); the limit is checked once, on
-    the final result (BATCH-4, LIMIT-3: a refusal writes nothing). Removing the last entry is
-    accepted (REMOVE-2); nothing is written when no entry matches (MATCH-2, REMOVE-3). A patch
-    meets the file, the limit and an unchanged result exactly as a replace does (PATCH-7,
-    PATCH-8, PATCH-9), its result checked before the limit (PATCH-10).
-
-    A foreign file (an entry alone over the limit) refuses with ``E_DRIFT`` every mutation that
-    does not go through as a change no larger than the file: one that would make it larger, and
-    one that does not apply (no match, ambiguous), since the file's state comes before matching
-    (CONTRACT-5). A mutation that applies and does not make it larger goes through, so that the
-    model can always repair the file with the tool (DRIFT-2, DRIFT-7); the store backs the file
-    up first (the model's ``_mutate`` and every store do that, not this rule). For example, on
-    a limit of 10 with entries ``("x" * 11,)``, ``Remove("memory", "x")`` is ``OK`` writing
-    ``()``, while ``Add("memory", "y")`` and ``Remove("memory", "z")`` are ``E_DRIFT``.
+    Rules decided here: the no-op duplicate add (DUP-1, DUP-2); the ``usage`` label as the operation
+    leaves the target (SNAP-11); unreadable files (READ-6, READ-7); working on the file's entries as
+    they are (DRIFT-1, DUP-4, SCAN-9); batches (BATCH-2, BATCH-3, BATCH-4, LIMIT-3); removal
+    (REMOVE-2, MATCH-2, REMOVE-3); patches (PATCH-7, PATCH-8, PATCH-9, PATCH-10). A foreign file
+    refuses with ``E_DRIFT`` every mutation that fails to apply or would make it larger
+    (CONTRACT-5), and lets one through that does not, so the model can always repair it (DRIFT-2,
+    DRIFT-7); the store backs the file up first, not this rule.
     """
     if file.entries is None:
         return Outcome(codes.E_UNREADABLE), None

@@ -1,11 +1,7 @@
 """The frozen system-prompt block of a store and how a backend's block is compared.
 
-A block is a bar of 46 ``═``, a header line with the usage, another bar, then the entries
-joined by the delimiter. The percentage is computed in integer arithmetic, so 29 of 100 code
-points read ``29%`` (a float division would show 28%), and it is capped at 100::
-
-    >>> usage_label(1364, 2200)
-    '62% — 1,364/2,200 chars'
+A block is a bar of 46 ``═``, a header line with the usage, another bar, then the entries joined by
+the delimiter. The percentage is integer arithmetic, capped at 100 (29 of 100 reads ``29%``).
 """
 
 from __future__ import annotations
@@ -47,12 +43,9 @@ def _block(target: str, status: str, body: str) -> str:
 
 
 def render_snapshot(target: str, entries: Sequence[str], limit: int, scan: Scanner) -> str | None:
-    """Returns the block for ``entries``, or ``None`` when there are none (SNAP-3, SNAP-4).
-
-    ``scan`` names the threat patterns an entry matches; such entries are shown as a
-    ``[BLOCKED: ...]`` placeholder (SCAN-6) while the usage still counts their real text
-    (SNAP-8); the entries themselves keep the raw text (SCAN-7).
-    """
+    """Returns the block for ``entries``, or ``None`` when there are none (SNAP-3, SNAP-4). Entries
+    ``scan`` flags are shown as ``[BLOCKED: ...]`` (SCAN-6) while the usage counts their real text
+    (SNAP-8); the entries keep the raw text (SCAN-7)."""
     if not entries:
         return None
     shown = []
@@ -143,14 +136,9 @@ def snapshot_difference(
     expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
 ) -> str | None:
     """Returns why ``actual`` is not the block ``expected``, or ``None`` when it is (SNAP-4,
-    CONTRACT-9).
-
-    Everything is compared byte for byte except placeholders (SNAP-12): an expected segment
-    starting ``[BLOCKED:`` (or ``[UNREADABLE:``) matches any actual segment that starts the same
-    way, names the file and contains none of ``raw_entries`` (the entries the placeholder
-    hides); an ``[UNREADABLE:`` segment is one line. For example, an expected
-    ``[UNREADABLE: MEMORY.md ...]`` matches ``[UNREADABLE: MEMORY.md is not UTF-8]``.
-    """
+    CONTRACT-9): byte for byte, except that an expected ``[BLOCKED:`` or ``[UNREADABLE:``
+    placeholder matches any that starts the same way, names the file and holds none of
+    ``raw_entries`` (SNAP-12)."""
     if expected is None or actual is None:
         if expected is None and actual is None:
             return None

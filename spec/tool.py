@@ -1,22 +1,9 @@
 """The memory tool as the model sees it: its schema, the parse of a call, the judge of a result.
 
-A model does not call ``add`` or ``replace``: it calls one function, ``memory``, with JSON
-arguments, and reads back a JSON result (the TOOL area of SPEC.md). This module is that area's
-pure half:
-
-- :func:`schema_parameters` is the normative JSON Schema of the arguments for the actions a
-  backend claims, and :func:`schema_problems` judges a backend's whole schema (TOOL-2, TOOL-3).
-- :func:`parse_call` turns the argument text a model sent into the store operation it names, or
-  into every :class:`Malformed` problem it has (TOOL-4, TOOL-5, TOOL-6).
-- :func:`normative_result` is the result the spec requires for a call, in its normative fields
-  only (the reference adds its wording), and :func:`result_problems` judges any backend's result
-  text against the rules (TOOL-5 to TOOL-13), each problem citing its clause.
-
-A worked example: with ``add``/``replace``/``remove`` offered and no batch,
-``parse_call('{"action": "remove", "target": "memory"}', ...)`` is one problem,
-``Malformed("old_text", ("remove",), missing=True)``: the result must be ``success: false``, its
-``error`` must name ``old_text`` and ``remove``, and it must list the current entries so that the
-model can reissue the call (TOOL-6, TOOL-10).
+This is the pure half of the TOOL area of SPEC.md: :func:`schema_problems` judges a backend's schema
+(TOOL-2, TOOL-3), :func:`parse_call` turns argument text into a store operation or its
+:class:`Malformed` problems (TOOL-4, TOOL-5, TOOL-6), and :func:`result_problems` judges a result
+text (TOOL-5 to TOOL-13; a missing ``old_text`` lists the entries, TOOL-10).
 """
 
 from __future__ import annotations
@@ -144,16 +131,9 @@ def unoffered_core_action(text: object, actions: Sequence[str]) -> str | None:
 
 
 def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) -> list[str]:
-    """Returns what is wrong with a backend's tool schema, each citing its clause (TOOL-2).
-
-    The schema is an object with ``name`` ``memory``, a non-empty ``description`` and
-    ``parameters``, a valid JSON Schema (Draft 2020-12, checked against its metaschema) whose
-    properties include those of :func:`schema_parameters` for the claimed features, each with
-    the same ``type`` and ``enum``, and whose ``required`` list is that function's; a property
-    of the backend's own (an alias, as Hermes 0.20's ``new_text`` for ``content``) needs a
-    ``type`` and is never required, so a model may always call with the spec's names alone;
-    descriptions are free.
-    """
+    """Returns what is wrong with a backend's tool schema, each citing its clause (TOOL-2): its
+    name, description and parameters against :func:`schema_parameters` for the claimed features (a
+    property of the backend's own needs a ``type`` and is never required)."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -220,15 +200,10 @@ def _schema_difference(wanted: Mapping[str, Any], got: Mapping[str, Any], path: 
 
 @dataclass(frozen=True)
 class Malformed:
-    """A Malformed is one thing wrong with a call's arguments (TOOL-6).
-
-    ``field`` is what is wrong — an argument name, ``operations[i]`` for a batch item, or
-    ``arguments`` for the whole text — and ``expected`` the words an actionable error names
-    besides it (what to send: the accepted values, the type, or the action that needs the
-    field). ``missing`` marks an absent ``old_text`` of a single call (TOOL-10 lists the
-    entries then); ``unknown`` marks a member of a batch item that the call must drop, with
-    ``expected`` its name and then the members an item takes.
-    """
+    """A Malformed is one thing wrong with a call's arguments (TOOL-6): ``field`` (an argument name,
+    ``operations[i]`` or ``arguments``) and ``expected``, the words an actionable error names
+    besides it. ``missing`` marks an absent ``old_text`` of a single call (TOOL-10); ``unknown`` a
+    member of a batch item the call must drop."""
 
     field: str
     expected: tuple[str, ...]
@@ -277,17 +252,8 @@ def _item_problems(index: int, item: object) -> list[Malformed]:
 
 
 def call_problems(arguments: object, actions: Sequence[str], batch: bool) -> list[Malformed]:
-    """Returns every problem of parsed arguments, ``[]`` for a well-formed call (TOOL-4).
-
-    The arguments are an object whose members are among :func:`call_fields`; a member whose
-    value is ``null`` is absent. ``target`` is ``memory`` or ``user``. A single call has an
-    ``action`` among ``actions`` and the string fields :data:`NEEDED` names; a batch call (where
-    batch is offered) has ``operations``, an array of objects, each with an ``action`` among
-    :data:`BATCH_ACTIONS`, its needed string fields and no other members; a call has exactly
-    one of ``action`` and ``operations``. ``content`` and ``old_text`` are strings wherever
-    they are given; the store judges their text (an empty ``content`` is the store's
-    ``E_EMPTY``).
-    """
+    """Returns every problem of parsed arguments, ``[]`` for a well-formed call (TOOL-4); a member
+    whose value is ``null`` is absent."""
     if not isinstance(arguments, dict):
         return [Malformed("arguments", ("JSON", "object"))]
     accepted = call_fields(batch)
@@ -329,14 +295,8 @@ def parse_arguments(text: object) -> object:
 
 
 def parse_call(text: object, actions: Sequence[str], batch: bool) -> ToolCall | list[Malformed]:
-    """Returns the :class:`ToolCall` an argument text names, or its problems (TOOL-4, TOOL-6).
-
-    A text that is not JSON, or not a JSON object, is the one problem ``arguments``. A
-    well-formed call is the store operation its action names: ``add(target, content)``,
-    ``replace(target, old_text, content)``, ``remove(target, old_text)``,
-    ``patch(target, old_text, content)``, or ``batch(target, operations)`` with each item's
-    ``action``, ``content`` and ``old_text`` as given (TOOL-5).
-    """
+    """Returns the :class:`ToolCall` an argument text names, or its problems (TOOL-4,
+    TOOL-5, TOOL-6)."""
     arguments = parse_arguments(text)
     problems = call_problems(arguments, actions, batch)
     if problems:
@@ -440,11 +400,9 @@ def normative_result(
     actions: Sequence[str],
     scan: bool,
 ) -> dict[str, Any]:
-    """Returns the fields the spec requires of a result, with a plain ``error`` (TOOL-5 to
-    TOOL-13): ``success``; the live ``usage`` and ``entry_count`` of ``after``; ``matches``,
-    ``current_entries`` and ``overwritten`` where the rules ask for them. ``before`` are the
-    entries the operation was applied to, ``after`` the session's entries after the call, and
-    ``target`` the target they belong to."""
+    """Returns the fields the spec requires of a result, with a plain ``error`` (TOOL-5 to TOOL-13).
+    ``before`` are the entries the operation was applied to, ``after`` the session's entries after
+    the call."""
     if isinstance(parsed, list):
         result: dict[str, Any] = {"success": False, "error": parsed[0].message()}
         if only_missing_old_text(parsed):
@@ -486,14 +444,9 @@ def _live(entries: Sequence[str], limit: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Observation:
-    """An Observation is what a judge needs around one tool call, seen from outside.
-
-    ``file`` is the target's file as it was before the call, ``live_before`` and ``live_after``
-    the session's ``entries(target)`` before and after, ``limit`` the target's limit; ``actions``
-    and ``batch`` what the schema offers, ``scan`` whether the backend claims ``threat-scan``.
-    ``target`` is the target the call meant (for a malformed call, the one whose entries are
-    watched).
-    """
+    """An Observation is what a judge needs around one tool call, seen from outside: ``file`` is the
+    target's file before the call, ``live_before``/``live_after`` the session's entries around it;
+    ``target`` is the watched target of a malformed call."""
 
     arguments: object
     result: object
@@ -508,16 +461,8 @@ class Observation:
 
 
 def result_problems(seen: Observation) -> list[str]:
-    """Returns what is wrong with one tool result, each problem citing its clause.
-
-    The result text is a JSON object with a bool ``success`` (TOOL-6); a malformed call is
-    ``success: false`` with an ``error`` that names the field at fault and what to send, and
-    changes nothing (TOOL-6); a well-formed call is executed as its store operation: its
-    ``success`` is that operation's ``ok``, and the entries after are the operation's result
-    (TOOL-5). Then the rules on what a result shows: live state (TOOL-7), ``matches`` (TOOL-9),
-    ``current_entries`` (TOOL-10, TOOL-12), ``overwritten`` (TOOL-11), a failed batch's item
-    (TOOL-12), and no threat text anywhere (TOOL-13).
-    """
+    """Returns what is wrong with one tool result, each problem citing its clause (TOOL-5, TOOL-6,
+    TOOL-7, TOOL-9, TOOL-10, TOOL-11, TOOL-12, TOOL-13)."""
     result = parse_arguments(seen.result)
     if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
         return [f"TOOL-6: the result is not a JSON object with a bool 'success': {seen.result!r}"]

@@ -1,15 +1,8 @@
 """The Unicode sets the spec names, read from their one source, ``spec/data/unicode.json``.
 
-SPEC.md lists the same code points in its clauses; the data file is what the model, the
-reference, the judges and the tests use, and what a port in another language reads instead of
-its own runtime's idea of a property (runtimes disagree: Python's ``str.strip()`` also strips
-U+001C–U+001F, JavaScript's ``trim()`` strips U+FEFF and not U+0085). Ranges are written as in
-the Unicode Character Database, ``FIRST..LAST`` in hexadecimal::
-
-    >>> code_point_ranges(["0020", "2000..200A"])
-    ((32, 32), (8192, 8202))
-    >>> len(WHITE_SPACE)
-    25
+The model, the reference, the judges and a port in another language read this file rather than their
+runtime's idea of a property (runtimes disagree on what ``strip`` removes). Ranges are written as in
+the Unicode Character Database, ``FIRST..LAST`` in hexadecimal.
 """
 
 from __future__ import annotations

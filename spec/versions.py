@@ -1,16 +1,8 @@
 """The version of SPEC.md: the number its version line states, and its changelog.
 
 SPEC.md states its version once, in a line of its own near the top, and records every clause it
-added, changed or withdrew under ``## Changes``, one ``### Version N`` section per version::
-
-    >>> text = "Version 2.1 (2026-12-02).\\n\\n## Changes\\n\\n### Version 2.1 (2026-12-02)\\n"
-    >>> parse_version(text)
-    SpecVersion(number='2.1', date='2026-12-02')
-    >>> version_problems(text)
-    []
-
-The version line is the one source of the version: :data:`SPEC_VERSION` (``memspec.spec``) is read
-from the installed SPEC.md, and reports and ``memspec spec --dump-json`` carry that number.
+added, changed or withdrew under ``## Changes``, one ``### Version N`` section per version. That
+line is the one source of :data:`SPEC_VERSION`, which reports and ``--dump-json`` carry.
 """
 
 from __future__ import annotations

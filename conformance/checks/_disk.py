@@ -1,14 +1,9 @@
 """What the checks see of the disk: listings outside the root, the root's files, backups, modes.
 
-Checks judge a backend by its answers and by the files it leaves (FILES-*, CONTRACT-1,
-CONTRACT-11). These functions only look; the one writer here, :func:`put`, plays "another
-writer" (an editor, ``cat >>``) the way SPEC.md's ``put`` step does.
-
-A listing is a mapping from a path relative to the listed directory to ``(kind, size, mtime_ns,
-mode)``; two listings taken before and after some operations differ exactly when something
-outside the root was created, removed, renamed, written or chmod-ed (a directory's mtime also
-moves when a file is created in it and renamed away, so a temp file made outside the root and
-renamed into it is seen too).
+These functions only look (FILES-*, CONTRACT-1, CONTRACT-11); the one writer, :func:`put`, plays
+"another writer" as SPEC.md's ``put`` step does. A listing maps a relative path to ``(kind, size,
+mtime_ns, mode)``, so two listings differ when something was created, removed, renamed, written or
+chmod-ed (a directory's mtime catches a temp renamed away).
 """
 
 from __future__ import annotations
@@ -52,15 +47,9 @@ def listing(directory: Path, *, exclude: Path | None = None, recursive: bool = T
 
 
 def outside_root(ctx: CheckContext) -> Listing:
-    """Returns the listing of what the check watches outside ``ctx.root``: the directory that
-    holds the root and the scratch directory, recursively, the root excluded (FILES-5,
-    CONTRACT-1).
-
-    The harness makes both: the root's siblings (where a ``root + ".lock"`` or a temp file
-    beside the root would land) are watched whether or not the scratch directory holds the root
-    (in the conformance suite they are siblings). Directories the harness did not make (``/tmp``,
-    the working directory) are shared with other processes and are not watched.
-    """
+    """Returns the listing of what the check watches outside ``ctx.root``: the directory that holds
+    the root and the scratch directory, recursively, the root excluded (FILES-5, CONTRACT-1). Shared
+    directories the harness did not make are not watched."""
     found = listing(ctx.root.parent, exclude=ctx.root)
     if not ctx.scratch.resolve().is_relative_to(ctx.root.parent.resolve()):
         found |= {f"scratch/{path}": info for path, info in listing(ctx.scratch).items()}

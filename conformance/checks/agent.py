@@ -1,11 +1,9 @@
 """Checks of the optional ``agent`` feature: the system prompt, a turn's API messages, the stored
 history and the external provider, through the ``agent`` ops (AGENT, PROV, FENCE-6).
 
-Each check plays a scenario — ``agent_start`` with scripted providers, turns, store writes in
-this session and in another one, rebuild points — and keeps the state the agent must hold
-(:class:`~memspec.spec.agent.AgentState`); the judges of ``spec/agent.py`` decide every answer.
-A check goes on after a failure (:meth:`CheckContext.keep_going`), so that each broken clause is
-named. What a backend that does not claim ``agent`` answers is the one rule that binds every
+Each check plays a scenario and keeps the state the agent must hold
+(:class:`~memspec.spec.agent.AgentState`); the judges of ``spec/agent.py`` decide every answer, and
+the check goes on after a failure. What a backend that does not claim ``agent`` answers binds every
 backend (AGENT-7).
 """
 
@@ -53,12 +51,8 @@ def _recall(*texts: str) -> list[RecallStep]:
 
 
 class AgentRun:
-    """One agent over one session of a check, with the state it must hold and what it got wrong.
-
-    Every op goes through :meth:`_ask`; a backend that breaks the contract on an agent op
-    (raises, hangs past the harness's timeout) is judged on ``clause``: the rule the op was
-    exercising.
-    """
+    """One agent over one session of a check, with the state it must hold and what it got wrong; a
+    contract break on an op (:meth:`_ask`) is judged on ``clause``, the rule the op exercised."""
 
     def __init__(self, ctx: CheckContext, session: Session, *, keep_going: bool = True) -> None:
         self.ctx = ctx

@@ -1,13 +1,7 @@
 """Checks that a store replaces its files whole, by rename, and that acknowledged means written
-(ATOMIC-1, ATOMIC-2, ATOMIC-5).
-
-Three views of the same law. A hard link the check makes to ``MEMORY.md`` keeps the old inode,
-so after a write it must still hold the old bytes while ``MEMORY.md`` names a new inode: a store
-that opens the file for writing, truncates it or appends to it changes the linked bytes
-(ATOMIC-1, ATOMIC-2). A reader sampling the file while a session writes must only ever see a
-whole state (ATOMIC-2). And a mutation answered ``OK`` is on disk for every other session
-(ATOMIC-5).
-"""
+(ATOMIC-1, ATOMIC-2, ATOMIC-5): a hard link to ``MEMORY.md`` must keep the old bytes after a write
+(ATOMIC-1, ATOMIC-2), a sampling reader must only see whole states (ATOMIC-2), and an ``OK`` is on
+disk for every other session (ATOMIC-5)."""
 
 from __future__ import annotations
 
@@ -93,13 +87,8 @@ def _long_entries(count: int) -> list[str]:
 
 
 class _Sampler(threading.Thread):
-    """A reader that reads ``MEMORY.md`` over and over while a writer adds ``entries``, and
-    records the first sample that is not ``entries[:k]`` for an allowed ``k``.
-
-    ``started`` counts the adds the writer has begun and ``acked`` those answered; a sample read
-    between the two counts taken around it may show any ``k`` with ``acked_before <= k <=
-    started_after`` — acknowledged entries must be there, in-flight ones may be.
-    """
+    """A reader that reads ``MEMORY.md`` over and over while a writer adds ``entries``, and records
+    the first sample that is not ``entries[:k]`` with ``acked_before <= k <= started_after``."""
 
     def __init__(self, path: Path, entries: list[str]) -> None:
         super().__init__(daemon=True, name="memspec-atomic-reader")

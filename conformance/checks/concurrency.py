@@ -1,11 +1,7 @@
-"""Concurrent sessions and a file-sampling reader, judged as a history (LOCK-3, ATOMIC-2).
-
-``processes`` sessions — worker processes for a Python backend, one backend process each for a
-command — open one root, start together at a barrier and run generated programs
-(:mod:`memspec.conformance.history.programs`) on both targets while a reader process samples
-the files; :func:`~memspec.conformance.history.checkers.judge_history` judges the history, and
-a failure saves it among the check's artifacts (docs/architecture.md, "Concurrent writers").
-"""
+"""Concurrent sessions and a file-sampling reader, judged as a history (LOCK-3, ATOMIC-2):
+``processes`` sessions start together at a barrier and run generated programs while a reader samples
+the files; :func:`~memspec.conformance.history.checkers.judge_history` judges the history
+(docs/architecture.md, "Concurrent writers")."""
 
 from __future__ import annotations
 

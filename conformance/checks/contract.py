@@ -1,10 +1,6 @@
-"""Checks of the backend contract itself: opening on a root, answer shapes, the never-loaded
-session and claimed features (CONTRACT-1, CONTRACT-2, CONTRACT-7, CONTRACT-19).
-
-The transports already refuse an answer that is not an Outcome (``BackendDefect``); the shape
-check turns that into a CONTRACT-2 verdict and goes further, into the optional Outcome fields.
-The JSON Lines protocol itself (CONTRACT-13, CONTRACT-14) is checked in ``protocol.py``.
-"""
+"""Checks of the backend contract itself: opening on a root, answer shapes, the never-loaded session
+and claimed features (CONTRACT-1, CONTRACT-2, CONTRACT-7, CONTRACT-19); the JSON Lines protocol
+(CONTRACT-13, CONTRACT-14) is checked in ``protocol.py``."""
 
 from __future__ import annotations
 

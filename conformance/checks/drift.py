@@ -1,18 +1,12 @@
-"""Checks that bytes another writer put in a file survive the store's next rewrite (DRIFT-5,
-which binds every backend whatever it claims), and that a drift guard's backups are never
-overwritten (DRIFT-3, DRIFT-4; feature ``drift-guard``).
+"""Checks that bytes another writer put in a file survive the store's next rewrite (DRIFT-5, which
+binds every backend whatever it claims), and that a drift guard's backups are never overwritten
+(DRIFT-3, DRIFT-4; feature ``drift-guard``).
 
-hermes-agent #26045: another tool appended about 8 KB to MEMORY.md without a delimiter line, and
-the next replace swapped the entry it was glued to, destroying the text. hermes-agent #56464: a
-user rewrote MEMORY.md as one paragraph without delimiter lines, under the limit, so the drift
-check passed; the file parsed as one entry and the next replace swapped that whole entry,
-cutting 28 entries to 5. A store may rewrite such a file — a drift guard refuses, a store
-without one goes ahead, and after spec v2 a drift guard lets a change that does not grow the file
-through (DRIFT-2) — but every byte the rewrite drops must first be in a byte-exact,
-content-addressed backup ``MEMORY.md.bak.<suffix>`` that the answer names, unless every entry
-another writer added is still in the file afterwards, which is what a rewrite of an appended,
-delimited entry looks like. The check needs no feature: a backend without a drift guard keeps
-the bytes another way, or fails DRIFT-5 with the bug named.
+hermes-agent #26045 (text appended without a delimiter line, destroyed by the next replace) and
+#56464 (a delimiter-less rewrite under the limit, cut from 28 entries to 5 by one replace): a store
+may rewrite such a file (a drift guard lets a change that does not grow it through, DRIFT-2), but
+every byte the rewrite drops must first be in a byte-exact backup the answer names, unless every
+entry another writer added is still in the file.
 """
 
 from __future__ import annotations
@@ -107,12 +101,11 @@ def _edit_and_rewrite(
 
 @check("DRIFT-5", id="drift.external_bytes_survive_rewrite")
 def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
-    """After another writer's edit, a rewrite keeps the external bytes, whatever the backend
-    claims: text appended without a delimiter line (#26045) and a delimiter-less paragraph under
-    the limit (#56464) that a replace or remove swaps away are backed up byte-exactly, and the
-    ``OK`` names the backup; an appended, delimited entry stays in the file or is backed up. Two
-    different external contents give two backups, neither overwriting the other; the same content
-    again gives no second copy (DRIFT-5, content-addressed as in DRIFT-4)."""
+    """After another writer's edit, a rewrite keeps the external bytes, whatever the backend claims:
+    appended text (#26045) and a delimiter-less paragraph (#56464) that a replace or remove swaps
+    away are backed up byte-exactly and the ``OK`` names the backup; an appended, delimited entry
+    stays or is backed up; two contents give two backups, the same content again none (DRIFT-5,
+    content-addressed as in DRIFT-4)."""
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
@@ -190,20 +183,11 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
     )
 
 
-# -- which bytes a store wrote itself (the DRIFT section's definition, DRIFT-5) ---------
+# -- which bytes a store wrote itself (DRIFT-5) ------------------------------------------------
 #
-# Before it rewrites a file, a store backs up the bytes it did not write itself (DRIFT-5). Its own
-# bytes are those that *a store on this root* — any session, any process — *last* wrote, up to
-# cosmetics. Two readings a port may be tempted by are wrong, and each loses another writer's text:
-#
-# - "this session wrote them": session A wrote a note, session B rewrote it, and a sync tool put
-#   A's old copy back. The bytes are A's own last write, but not the last write on the root, so
-#   they are a restore by another writer and must be backed up before A rewrites them.
-# - "a store wrote them once": a store wrote a note and then replaced it, and an editor's undo put
-#   the first version back. Those bytes were a store's once, not last, so they must be backed up.
-#
-# In both, the rewrite replaces the only entry, so every byte of the restored text is dropped and
-# no reading of DRIFT-5 can excuse the missing backup.
+# A store's own bytes are those a store on this root (any session, any process) *last* wrote, up
+# to cosmetics: not "this session wrote them", nor "a store wrote them once". The checks below put
+# an earlier copy back both ways; either misreading rewrites it without the backup DRIFT-5 asks.
 
 
 def _ok(session: Session, sent: str, op: str, **fields: str) -> None:
@@ -215,13 +199,9 @@ def _ok(session: Session, sent: str, op: str, **fields: str) -> None:
 def _restored_copy_is_backed_up(
     ctx: CheckContext, writer: Session, restorer: Session, project: str
 ) -> None:
-    """``writer`` adds a note, ``restorer`` replaces it, another writer puts the note back (with
-    a trailing newline, a cosmetic difference), and ``writer`` replaces it again: the restored
-    bytes must then be in a backup.
-
-    The newline keeps the restored bytes apart from any backup of the note made earlier: a store
-    that backed up the note when ``restorer`` replaced it has still not saved the restore.
-    """
+    """``writer`` adds a note, ``restorer`` replaces it, another writer puts the note back with a
+    trailing newline (so it differs from any earlier backup), and ``writer`` replaces it again: the
+    restored bytes must then be in a backup."""
     note = f"Deploy {project}: make release\nthen push the tag"
     _ok(writer, f"add memory {note!r}", "add", content=note)
     _ok(restorer, "replace memory 'Deploy' 'Deploy: make ship'", "replace", old_text="Deploy",

@@ -173,12 +173,9 @@ KEPT_AROUND_TAGS = (
 
 @check("FENCE-7", "CONTRACT-10", features=("fence",), id="fence.only_tags_and_notes_change")
 def only_tags_and_notes_change(ctx: CheckContext) -> None:
-    """Making recalled text harmless touches only the spans FENCE-2 reads as a tag and FENCE-4
-    as a note (FENCE-7, CONTRACT-10): the text before the first span and after the last one
-    comes back as it was — angle brackets, HTML entities and brackets that form no tag
-    included — so an escaper that HTML-escapes the whole text, or a remover that drops more
-    than the tag, is caught. Whether a span is removed or replaced by a neutral text is the
-    backend's choice; the judge of FENCE-2 decides the rest."""
+    """Making recalled text harmless touches only the spans FENCE-2 reads as a tag and FENCE-4 as a
+    note (FENCE-7, CONTRACT-10): the text before the first span and after the last comes back as it
+    was, so escaping the whole text or dropping more than the tag is caught."""
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)

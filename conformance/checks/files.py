@@ -1,10 +1,5 @@
-"""Checks of the files a store creates, keeps and leaves alone (FILES-1 to FILES-5, CONTRACT-11).
-
-The memory files hold personal data and are shared by processes with different umasks, so a
-store sets the modes it creates itself (0600), keeps the mode of a file it rewrites, follows no
-symbolic link it was not meant to, and keeps its root tidy. The checks run the backend with the
-umask 022, under which a store that leaves modes to the umask creates 0644 files.
-"""
+"""Checks of the files a store creates, keeps and leaves alone (FILES-1 to FILES-5, CONTRACT-11),
+run under the umask 022, with which a store that leaves modes to the umask creates 0644 files."""
 
 from __future__ import annotations
 
@@ -35,14 +30,9 @@ def _expect(clause: str, answer: Answer, code: str, sent: str) -> None:
 
 @check("FILES-1", "CONTRACT-11", id="files.created_files_are_private")
 def created_files_are_private(ctx: CheckContext) -> None:
-    """Every file the store creates in its root — data files, lock files, backups, sidecars — has
-    mode 0600 whatever the umask (FILES-1).
-
-    The check lets the store create both data files, then plays another writer twice (a paragraph
-    appended without a delimiter to USER.md, over its limit; an entry appended with a delimiter to
-    MEMORY.md) so that a store that keeps backups makes them, and then looks at every file in the
-    root. It writes no file of its own in the root, so each one there was created by the store.
-    """
+    """Every file the store creates in its root has mode 0600 whatever the umask (FILES-1). The
+    check plays another writer twice so that a store that keeps backups makes them, and writes
+    nothing of its own in the root."""
     with umask(0o022), ExitStack() as stack:
         session = ctx.backend.open(ctx.root, {"user": 100})
         stack.callback(session.close)
@@ -124,15 +114,10 @@ def _lock_file_kept(ctx: CheckContext) -> bool:
 
 @check("FILES-3", id="files.symlinked_lock_is_refused")
 def symlinked_lock_is_refused(ctx: CheckContext) -> None:
-    """A lock file that is a symbolic link is not followed (FILES-3): the mutation answers
-    ``E_IO`` and writes nothing, and the file the link points to is neither truncated nor created.
-
-    Two links are planted: ``MEMORY.md.lock`` to an existing file outside the root, and
-    ``USER.md.lock`` to a name outside the root that does not exist. A store that opens its lock
-    without ``O_NOFOLLOW`` truncates or writes the first, or creates the second. A backend that
-    keeps no lock file of that name (probed on a root of the check's own) may answer ``OK``, as
-    long as it leaves both links and their targets alone.
-    """
+    """A lock file that is a symbolic link is not followed (FILES-3): the mutation answers ``E_IO``
+    and writes nothing, and the link's target (an existing file, or a missing name) is neither
+    truncated nor created. A backend that keeps no lock file of that name may answer ``OK`` if it
+    leaves both links and targets alone."""
     kept = _lock_file_kept(ctx)
     outside = ctx.scratch / "files-3-outside.txt"
     original = b"precious bytes outside the root\n"

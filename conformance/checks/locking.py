@@ -1,14 +1,10 @@
 """Checks of the LOCK clauses: concurrent sessions in several processes lose nothing.
 
-``concurrent_adds_are_all_kept`` is the black-box check (any backend): several worker processes
-released together by a barrier each add unique entries to one root, and a fresh session must
-find every acknowledged add exactly once, nothing unacknowledged, in an order consistent with
-the history (LOCK-1, LOCK-3; the MCP memory server kept 10 of 20 acknowledged writes).
-
-``lock_spans_read_to_rename`` looks inside one add (interposed calls of a Python backend, strace
-for a command backend) and requires the exclusive ``flock`` to be on ``MEMORY.md.lock``, taken
-before the re-read and held until the new file is in place (LOCK-1, LOCK-2, LOCK-3): it pins
-the protocol step at fault, where the concurrent check only sees the lost entries.
+``concurrent_adds_are_all_kept`` (any backend): workers released by a barrier add unique entries and
+a fresh session must find every acknowledged add once, nothing else, in an order consistent with the
+history (LOCK-1, LOCK-3). ``lock_spans_read_to_rename`` requires the exclusive ``flock`` on
+``MEMORY.md.lock`` from before the re-read until the new file is in place (LOCK-1, LOCK-2, LOCK-3),
+pinning the step at fault.
 """
 
 from __future__ import annotations

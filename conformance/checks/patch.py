@@ -1,9 +1,5 @@
-"""Checks of the optional ``patch`` operation that the examples cannot state (PATCH).
-
-The examples of SPEC.md's PATCH area run only against a backend that claims ``patch``; what a
-backend that does not claim it answers is the one rule of the area that binds every backend
-(PATCH-11), so it is a named check that needs no feature.
-"""
+"""Checks of the optional ``patch`` operation that the examples cannot state: what a backend that
+does not claim it answers binds every backend (PATCH-11)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Checks of the JSON Lines protocol, spoken raw to a command backend (CONTRACT-13, CONTRACT-14).
 
-The checks start the backend's command themselves, write every request line at once, close stdin
-and read the answers, so a backend that hangs is killed after the timeout and never hangs the
-harness. The ids sent are neither consecutive nor increasing, so a backend that numbers its
-answers itself instead of echoing the request's id is caught (the harness's own sessions send
-0, 1, 2, ..., which such a backend happens to match). For a Python backend (``--backend``) the
-checks raise :class:`~memspec.conformance.core.registry.NotApplicable`.
+The checks start the command themselves, write every request line at once and close stdin, so a hung
+backend is killed after the timeout. The ids sent are neither consecutive nor increasing, to catch a
+backend that numbers answers itself. A Python backend is
+:class:`~memspec.conformance.core.registry.NotApplicable`.
 """
 
 from __future__ import annotations

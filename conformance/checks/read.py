@@ -1,11 +1,5 @@
 """Checks that a file which exists but cannot be read is never taken for an empty one (READ-7,
-CONTRACT-9).
-
-The check makes ``MEMORY.md`` a directory: opening it for reading fails with ``EISDIR`` for every
-user, root included, so it is a portable stand-in for a permission or I/O error. A store that
-treats the failure as "no file" would show no memory and, worse, write a fresh file with one
-entry (the transient read failure that emptied a user's memory).
-"""
+CONTRACT-9): ``MEMORY.md`` is made a directory, which fails with ``EISDIR`` for every user."""
 
 from __future__ import annotations
 

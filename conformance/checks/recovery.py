@@ -1,13 +1,7 @@
-"""Checks that no readable state locks the model out of its memory (DRIFT-7, with DRIFT-2's
-backup for a drift guard), and that an unreadable one says how a person repairs it.
-
-A store that refuses every mutation of a foreign file, the ``remove`` that would repair it
-included, locks the target for good once the limit is lowered below an entry written under a
-larger one. These checks make that state with two sessions on one root — one opened with the
-default limit writes the entry, one opened with a small limit must be able to remove it — and
-bind every backend: only the backup a drift guard must name (DRIFT-2) is asked of the backends
-that claim ``drift-guard``.
-"""
+"""Checks that no readable state locks the model out of its memory (DRIFT-7, with DRIFT-2's backup
+for a drift guard), and that an unreadable one says how a person repairs it. The foreign state is
+made by a session with the default limit writing an entry that one with a small limit must be able
+to remove."""
 
 from __future__ import annotations
 

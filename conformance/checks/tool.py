@@ -1,10 +1,8 @@
 """Checks of the memory tool as the model sees it (TOOL): the schema, malformed calls, threat text.
 
-Every result is judged by the spec's :func:`~memspec.spec.tool.result_problems` against the file
-and the session's entries around the call (:func:`judged_call`); the examples of SPEC.md's TOOL
-area and the generated programs of ``tool.generated_calls_are_judged`` (in ``memspec.fuzz``)
-use the same judge. What a backend that does not claim ``tool`` answers binds every backend
-(TOOL-8), so that check needs no feature.
+Every result is judged by :func:`~memspec.spec.tool.result_problems` (:func:`judged_call`), as in
+SPEC.md's examples and ``tool.generated_calls_are_judged``. What a backend that does not claim
+``tool`` answers binds every backend (TOOL-8).
 """
 
 from __future__ import annotations

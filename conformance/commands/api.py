@@ -1,13 +1,7 @@
 """``memspec.certify``: certify a backend from Python, without a subprocess.
 
-It runs exactly what ``memspec certify`` runs and returns the structured result instead of an
-exit status, so a project can certify its store from its own test suite::
-
-    import memspec
-    from mypackage.memory import open_store
-
-    result = memspec.certify(open_store, profile="smoke")
-    assert result.ok, result.summary
+It runs exactly what ``memspec certify`` runs and returns the structured result instead of an exit
+status, so a project can certify its store from its own test suite.
 """
 
 from __future__ import annotations
@@ -53,18 +47,14 @@ def certify(
 ) -> CertifyResult:
     """Returns the result of certifying a backend with the whole harness.
 
-    ``backend`` is a ``"MODULE:FACTORY"`` name or the factory itself
-    (``FACTORY(root, *, memory_char_limit, user_char_limit) -> Store``); ``backend_cmd`` is a
-    command that speaks JSON Lines instead. The other arguments are the options of
-    ``memspec certify``. A factory with no importable name (a lambda, a function defined inside
-    another) is certified in this process and travels to worker processes by value; it cannot
-    be combined with ``workers``. Worker processes start from a fork server that imports the
-    main module once, so a script that calls this must guard its entry point with
-    ``if __name__ == "__main__":`` (a test suite need not). Unless ``verbose``, nothing is
-    printed: pytest's output is in ``result.output``.
+    ``backend`` is a ``"MODULE:FACTORY"`` name or the factory itself; ``backend_cmd`` a command that
+    speaks JSON Lines instead; the other arguments are the options of ``memspec certify``. A factory
+    with no importable name is certified in this process and cannot be combined with ``workers``. A
+    script that calls this must guard its entry point with ``if __name__ == "__main__":``. Unless
+    ``verbose``, nothing is printed (pytest's output is ``result.output``).
 
-    Raises UsageError for a bad argument; a backend that cannot be opened is a result with
-    status 2 and the reason in its notes.
+    Raises UsageError for a bad argument; a backend that cannot be opened is a result with status 2
+    and the reason in its notes.
     """
     if workers is not None and str(workers) != "auto" and not str(workers).isdigit():
         raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")

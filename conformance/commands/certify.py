@@ -1,16 +1,10 @@
 """``memspec certify``: the whole harness against one backend, through pytest (CONTRACT certify).
 
-Certification is a pytest run of :mod:`memspec.conformance.suite` with the memspec plugin, so
-that pytest-xdist parallelism (``-n``), junit.xml and the plugin's reports come for free and a
-check behaves the same whether certify or a user's own pytest runs it.
-
-A certification writes only where the user said. Reports go where ``--report`` points; every
-temporary file (pytest's base temp, roots, worker sockets, a command backend's own temp files)
-goes under one scratch directory in the system temp directory, removed at exit unless
-``keep_temp``; Hypothesis's caches go under the user cache directory
-(``core.locations.cache_dir``), or the scratch directory where that cannot be
-written. Nothing is written under the installed package, so a read-only install certifies.
-Relative paths are resolved against the directory certify was called from.
+Certification is a pytest run of :mod:`memspec.conformance.suite` with the memspec plugin, so a
+check behaves the same under certify or a user's own pytest. It writes only where the user said:
+reports where ``--report`` points, temporary files under one scratch directory removed at exit
+(unless ``keep_temp``), Hypothesis's caches under the user cache directory; nothing under the
+installed package. Relative paths are resolved against the directory certify was called from.
 """
 
 from __future__ import annotations
@@ -60,11 +54,8 @@ class CertifyRequest:
 
 @dataclass
 class CertifyResult:
-    """The outcome of a certification: exit status, counts, records and notes for the user.
-
-    ``status`` is the CLI's exit status (0 nothing failed unexpectedly, 1 something did, 2 a
-    usage error); ``output`` is what pytest printed when the run was quiet (empty otherwise).
-    """
+    """The outcome of a certification: ``status`` is the CLI's exit status (0 nothing failed
+    unexpectedly, 1 something did, 2 a usage error); ``output`` what pytest printed when quiet."""
 
     status: int
     counts: dict[str, int]
@@ -230,11 +221,8 @@ def run_environment(scratch: Path) -> Iterator[None]:
 
 
 def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyResult:
-    """Runs the certification and returns its result (pytest prints the progress, unless the
-    request is quiet: then its output is in the result).
-
-    ``measured`` is the :func:`start_coverage` of a ``--coverage`` run.
-    """
+    """Runs the certification and returns its result (a quiet request's pytest output is in it);
+    ``measured`` is the :func:`start_coverage` of a ``--coverage`` run."""
     tally = _Tally()
     plugins: list[Any] = [tally]
     notes: list[str] = []

@@ -402,21 +402,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def _import_from_cwd(last: bool = False) -> Iterator[None]:
-    """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process
-    and in the worker processes it starts, as ``python -m`` would; the caller's ``sys.path`` and
-    ``PYTHONPATH`` are restored afterwards (``main`` may run inside another program).
+    """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process and
+    its workers, as ``python -m`` would; ``sys.path`` and ``PYTHONPATH`` are restored afterwards.
 
-    A directory holding a ``memspec`` folder other than the running package (a checkout of
-    memspec, with memspec installed from it) goes last on ``sys.path`` and not on
-    ``PYTHONPATH``: first, its folder would shadow the installed package in every worker.
-
-    With ``last`` (``memspec serve``) the directory goes last on ``sys.path`` too, moved there if
-    it is already on it: the backend's module may live there, but every other module is found
-    first. Python reads a directory's listing again whenever the directory changed since it
-    last looked (``/tmp``, a checkout receiving coverage files and reports); looked at first,
-    it would make a session's calls vary with what other programs do, and strace's count of
-    them with it, which the fault and kill checks of a command backend rely on
-    (``conformance/tamper/strace.py``)."""
+    A directory holding a ``memspec`` folder other than the running package goes last on
+    ``sys.path`` and not on ``PYTHONPATH``, so it cannot shadow the installed package. With ``last``
+    (``memspec serve``) the directory goes last too: a directory looked at first would make a
+    session's calls, and strace's count of them, vary with what other programs write there.
+    """
     cwd = os.getcwd()
     saved_path, saved_variable = list(sys.path), os.environ.get("PYTHONPATH")
     shadows = shadows_memspec(cwd)

@@ -1,24 +1,12 @@
 """The trail of a clause id: where SPEC.md states it and which code cites it.
 
-A clause is *cited* by a function or class when its id appears in that function's docstring or
-in a comment inside it (or in the comment block right above its ``def``). Citations are found by
-reading source text, never by importing it: :func:`find_citations` parses one file with
-:mod:`ast` (docstrings and other bare strings) and :mod:`tokenize` (comments) and gives each id to
-the innermost enclosing ``def`` or ``class`` by line range; what no ``def`` encloses belongs to
-the module. For example, in::
-
-    def usage_label(used, limit):
-        \"\"\"Returns the usage shown in a header (SNAP-6, SNAP-7).\"\"\"
-
-``SNAP-6`` is cited by ``spec/snapshot.py:usage_label``. The checks are found through the
-registry instead: each :class:`~memspec.conformance.core.registry.Check` names its clauses, and its
-function is located with :mod:`inspect`.
-
-The model must decide every MUST rule: :func:`model_citation_problems` reports a MUST clause that
-nothing in ``spec/`` cites, unless :data:`NOT_DECIDED_BY_THE_MODEL` says why the pure model
-cannot decide it. The functions take the SPEC.md text, the sources and the checks as arguments,
-so they can be tried on a synthetic spec; :func:`package_sources` reads an installed package's
-files without importing it (the reference implementation is never imported by this layer).
+A clause is *cited* by a function or class when its id appears in its docstring or a comment inside
+it (or in the comment block right above its ``def``); what no ``def`` encloses belongs to the module
+(``SNAP-6`` and ``SNAP-7`` in the docstring of ``spec/snapshot.py:usage_label`` are cited by that
+function). Citations are read from source text, never imported (:func:`find_citations`,
+:func:`package_sources`); checks are found through the registry. :func:`model_citation_problems`
+reports a MUST clause nothing in ``spec/`` cites, unless :data:`NOT_DECIDED_BY_THE_MODEL` says why
+the model cannot decide it.
 """
 
 from __future__ import annotations
@@ -91,11 +79,8 @@ class UnknownClause(UsageError):
 
 @dataclass(frozen=True)
 class Citation:
-    """A Citation is one clause id in a docstring or comment, and the code that holds it.
-
-    ``where`` is ``path:qualified.name`` for a function or class, or the path alone for the
-    module; ``line`` is the line of the docstring or comment.
-    """
+    """A Citation is one clause id in a docstring or comment, and the code that holds it: ``where``
+    is ``path:qualified.name``, or the path alone for the module."""
 
     clause: str
     where: str
@@ -182,13 +167,9 @@ def _texts(source: str, tree: ast.AST) -> list[tuple[int, str, bool]]:
 
 
 def find_citations(source: str, path: str) -> list[Citation]:
-    """Returns every clause id cited in ``source`` (the text of the file ``path``), each given
-    to the innermost ``def`` or ``class`` that holds it, in line order.
-
-    A comment block that ends right above a ``def`` or its decorators belongs to that ``def``.
-    Ids are found by shape alone (``UTF-8`` looks like one too); callers compare them with the
-    clauses SPEC.md states.
-    """
+    """Returns every clause id cited in ``source`` (the text of the file ``path``), each given to
+    the innermost ``def`` or ``class`` that holds it, in line order. Ids are found by shape alone
+    (``UTF-8`` looks like one too); callers compare them with SPEC.md's clauses."""
     tree = ast.parse(source, path)
     scopes = _scopes(tree)
     lines = source.split("\n")

@@ -195,12 +195,9 @@ def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -
 
 @dataclass
 class SearchWatch:
-    """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it
-    has used its share of the check's budget (``allowance``; ``None``: never).
-
-    It keeps the last failure the body raised: Hypothesis only ever moves to a smaller failing
-    example while it shrinks, so when shrinking is cut the last failure is the smallest found.
-    """
+    """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it has
+    used its share of the check's budget (``allowance``; ``None``: never). It keeps the last
+    failure, the smallest found when shrinking is cut."""
 
     allowance: Allowance | None
     examples: int = 0
@@ -294,14 +291,9 @@ def describe_figures(figures: Mapping[str, Any]) -> str:
 
 @contextmanager
 def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]:
-    """Runs the body under ``allowance``: still running at its limit (the whole budget, or the
-    hang guard under fixed work), it is interrupted with :class:`BudgetSpent`, naming the
-    figures the check had reported by then.
-
-    The interruption is a ``SIGALRM`` timer, so it reaches a check blocked in a wait as well as
-    one computing. Signals reach only the main thread; elsewhere (a check run from a thread of
-    the caller's) the body runs without the timer, held only by its searches' own allowance.
-    """
+    """Runs the body under ``allowance``: still running at its limit, it is interrupted with
+    :class:`BudgetSpent`, naming the figures the check had reported by then. The timer is a
+    ``SIGALRM``, so off the main thread the body runs held only by its searches' own allowance."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,9 +1,8 @@
 """The root of memspec's exceptions, and the user's error.
 
-:class:`MemspecError` is the root. A :class:`UsageError` is the user's mistake (exit 2). Every
-way a check can stop short of passing is a ``Finding`` (``core/findings.py``) under the same
-root; among them a ``HarnessError`` is memspec's own bug, wherever it is raised — a check, a
-strategy, a worker — counted apart from the backend's failures (exit 3).
+A :class:`UsageError` is the user's mistake (exit 2). Every way a check can stop short of passing is
+a ``Finding`` (``core/findings.py``) under the same root; a ``HarnessError`` among them is memspec's
+own bug, counted apart from the backend's failures (exit 3).
 """
 
 from __future__ import annotations

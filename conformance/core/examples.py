@@ -1,9 +1,8 @@
 """Running the examples of SPEC.md: against the pure model, or against a backend.
 
-One runner interprets the steps; a *driver* supplies the world. :class:`ModelDriver` steps the
-spec model (the spec checking itself: a disagreement there is a bug in SPEC.md, reported as an
-internal error). :class:`BackendDriver` opens sessions on a fresh root through the contract and
-reads the files from the disk, like any outside reader would.
+One runner interprets the steps; a driver supplies the world: :class:`ModelDriver` the spec model (a
+disagreement is a bug in SPEC.md), :class:`BackendDriver` fresh sessions on a root through the
+contract, reading the files from the disk.
 """
 
 from __future__ import annotations
@@ -59,7 +58,6 @@ from memspec.spec.tool import (
     watched_target,
 )
 
-OPTIONAL_FIELDS = ("matches", "duplicate", "usage")
 MODEL_ACTIONS = offered_actions({"patch"})
 
 
@@ -173,18 +171,20 @@ def describe(step: Step) -> str:
     return f"{prefix}{step.op} {args}".rstrip()
 
 
-def _misshapen_fields(step: Step, answer: Answer) -> tuple[str, ...]:
-    """Returns ``("CONTRACT-2",)`` when the answer has the expected code and differs only in
-    optional fields of another type than the spec's (``usage`` a number): the contract's
-    shapes, not the example's clauses; else ``()``."""
+def _field_clauses(step: Step, answer: Answer) -> tuple[str, ...]:
+    """Returns the clauses that own a difference in an answer with the expected code: CONTRACT-2
+    when the differing optional fields are of another type than the spec's (``usage`` a
+    number), SNAP-11 when only the ``usage`` text differs; else ``()`` (the example's own)."""
     want = step.expect
     if answer.get("code") != want["code"]:
         return ()
     differing = [
-        n for n, v in want.items() if n != "code" and n in answer and _plain(answer[n]) != v
-    ]
-    shapes = all(type(answer[name]) is not type(want[name]) for name in differing)
-    return ("CONTRACT-2",) if differing and shapes else ()
+        name for name, value in want.items()
+        if name != "code" and name in answer and _plain(answer[name]) != value
+    ]  # fmt: skip
+    if differing and all(type(answer[name]) is not type(want[name]) for name in differing):
+        return ("CONTRACT-2",)
+    return ("SNAP-11",) if differing == ["usage"] else ()
 
 
 def _outcome_problem(step: Step, answer: Answer) -> str | None:
@@ -260,7 +260,7 @@ def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
         if problem is None:
             return None
         failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
-        return replace(failure, blamed=_misshapen_fields(step, answer))
+        return replace(failure, blamed=_field_clauses(step, answer))
     target = step.args[0]
     want = step.expect.get("value")
     if step.op == "entries":
@@ -316,14 +316,9 @@ def judged_tool_call(
     offer: ToolOffer,
     scan: bool,
 ) -> tuple[Answer, list[str]]:
-    """Sends one tool call through ``request`` (an op and its fields, in one session) and returns
-    the op's answer and the spec judge's problems with the result (TOOL-5 to TOOL-13).
-
-    The target's file (``read_disk``) and ``entries(target)`` are read before and after the
-    call, so that the judge decides the operation's outcome itself; ``offer`` is the session's
-    :func:`tool_offer`, which actions and shapes the tool takes; ``scan`` is whether the backend
-    claims ``threat-scan``.
-    """
+    """Sends one tool call through ``request`` and returns the op's answer and the spec judge's
+    problems with the result (TOOL-5 to TOOL-13). ``offer`` is the session's :func:`tool_offer`;
+    ``scan`` whether the backend claims ``threat-scan``."""
     actions, batch = offer
     target = watched_target(arguments)
     file = classify_bytes(read_disk(target), limits[target])
@@ -345,11 +340,9 @@ def _run_tool_step(
     clauses: tuple[str, ...],
     offers: dict[str, ToolOffer],
 ) -> ExampleFailure | None:
-    """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:``
-    item standing for any placeholder of the file), and the result must pass the spec's judge of
-    tool results on the example's own clauses (a failure names the clause it breaks; the other
-    rules have their own examples and checks). ``offers`` holds each session's
-    :func:`tool_offer`, asked at its first tool step."""
+    """Runs a ``tool`` step: the listed result fields must be there and equal (a ``[BLOCKED:`` item
+    standing for any placeholder of the file), and the result must pass the spec's judge on the
+    example's own clauses. ``offers`` holds each session's :func:`tool_offer`."""
     arguments = step.args[0]
     sent = {"op": "tool_call", "arguments": arguments}
     request = functools.partial(driver.request, step.session)
@@ -422,12 +415,8 @@ def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure
 
 @dataclass
 class ModelDriver:
-    """The spec model as a driver: the spec's examples checked against the spec's own model.
-
-    ``last_read`` holds, per session and target, the entries the session last read from the
-    file while it was readable (at a load, or under the lock of a mutation whose arguments
-    passed), which is what it reports once the file is unreadable (READ-8).
-    """
+    """The spec model as a driver. ``last_read`` holds, per session and target, the entries the
+    session last read while the file was readable, which it reports once it is not (READ-8)."""
 
     state: model.State
     last_read: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)

@@ -88,12 +88,10 @@ class Mismatch(Finding, AssertionError):
 
 
 class Refusal(Finding):
-    """The backend answered ``E_UNSUPPORTED`` to an action of ``core`` (add, replace, remove:
-    CONTRACT-2), which every backend executes — as the 0.22 Hermes line refuses ``replace``
-    ("use 'patch'"). That breaks ``clauses`` (CONTRACT-2 and the action's own, REPLACE-1 or
-    REMOVE-1) and stops the check: what it meant to verify through the action was not verified,
-    so its other clauses read "not verified", never failed for a rule the backend was not asked
-    to follow. A check cannot go on after it (:meth:`keep_going` lets it through)."""
+    """The backend answered ``E_UNSUPPORTED`` to an action of ``core`` (CONTRACT-2), as the 0.22
+    Hermes line refuses ``replace``. That breaks ``clauses`` (CONTRACT-2 and REPLACE-1 or REMOVE-1)
+    and stops the check, whose other clauses read "not verified"; :meth:`keep_going` lets it
+    through."""
 
     kind = Kind.VIOLATION
 
@@ -242,12 +240,8 @@ def _backend_detail(error: BaseException) -> str:
 
 
 def verdict_of(error: BaseException) -> Verdict:
-    """Returns the verdict of a check that raised ``error`` (kinds in the module docstring).
-
-    A group of failures (Hypothesis reports several distinct bugs as one) is judged by its
-    first member that is a finding or an assertion. Any other exception escaping a check is a
-    bug in the check: a harness error.
-    """
+    """Returns the verdict of a check that raised ``error``: a group of failures is judged by its
+    first finding or assertion; any other exception is a bug in the check, a harness error."""
     if isinstance(error, BaseExceptionGroup):
         members = [e for e in error.exceptions if isinstance(e, Finding | AssertionError)]
         return verdict_of(members[0] if members else error.exceptions[0])
@@ -296,19 +290,10 @@ def _feature_skip(check: CheckRecord) -> bool:
 
 def clause_standing(clause: Clause, cited: Sequence[CheckRecord], *, strict: bool = False) -> str:
     """Returns how ``clause`` stands on the records of the checks that cite it, for a level:
-
-    - ``fails``: a citing check failed against it (:func:`fails_clause`);
-    - ``needs a feature``: with ``strict``, a citing check was skipped because the backend
-      lacks a feature (for ``full``; ``safe`` and ``core`` ignore such a check, which tested
-      the feature's part of the clause);
-    - ``passes``: a citing check verified it (:func:`verifies_clause`), or memspec's own
-      tests verify it (``Checked by:``);
-    - ``not verifiable``: every citing check that counts was skipped as not applicable to this
-      transport (a check that needs a Python backend, run against a command): it holds no level
-      back;
-    - ``not verified``: otherwise (its checks stopped on another clause, stopped on a harness
-      error, or did not run).
-    """
+    ``fails`` (:func:`fails_clause`); ``needs a feature`` (with ``strict``, a citing check skipped
+    for a missing feature); ``passes`` (:func:`verifies_clause`, or ``Checked by:``); ``not
+    verifiable`` (every citing check that counts was skipped as not applicable to this transport);
+    ``not verified`` otherwise."""
     if any(fails_clause(c, clause.id) for c in cited):
         return "fails"
     if strict and any(_feature_skip(c) for c in cited):
@@ -325,11 +310,9 @@ def clause_standing(clause: Clause, cited: Sequence[CheckRecord], *, strict: boo
 
 @dataclass(frozen=True)
 class Level:
-    """A Level is the conformance level a certification reached, computed from the clause
-    verdicts and never from the claims (SPEC.md, "Conformance levels"): its ``name`` (one of
-    :data:`LEVELS`), what keeps it from the next level up (``blocked_by``: clause ids, each with
-    its standing; empty at ``full``) and the clauses of the level reached that no check could
-    verify over this transport (``not_verifiable``)."""
+    """A Level is the conformance level a certification reached, computed from the clause verdicts,
+    never the claims (SPEC.md, "Conformance levels"): ``name``, ``blocked_by`` (clause ids with
+    their standing; empty at ``full``) and ``not_verifiable``."""
 
     name: str
     blocked_by: tuple[str, ...] = ()
@@ -364,17 +347,15 @@ class Level:
 
 
 def conformance_level(clauses: Iterable[Clause], checks: Iterable[CheckRecord]) -> Level:
-    """Returns the conformance level that the check records ``checks`` reach over the MUST
-    clauses of ``clauses`` — the one rule for the report, the certify summary and the matrix::
+    """Returns the conformance level that the check records ``checks`` reach over the MUST clauses
+    of ``clauses``, the one rule for the report, the certify summary and the matrix (a backend
+    claiming no ``batch`` is ``core``, blocked by ``BATCH-2 needs a feature``).
 
         safe  every data-protecting clause passes (or is not verifiable here)
         core  safe, and every clause that binds every backend passes
         full  core, and every clause of every optional feature passes, no check of any MUST
               clause skipped for a feature the backend lacks
         none  otherwise
-
-    For example, a backend that passes everything but claims no ``batch`` is ``core``, blocked
-    from ``full`` by ``BATCH-2 needs a feature`` and the other BATCH clauses.
     """
     records = list(checks)
     must = [clause for clause in clauses if clause.level == "MUST"]

@@ -1,13 +1,9 @@
 """Where memspec keeps what outlives a run: the user cache directory.
 
-Nothing is ever written under the installed package. A certification writes its reports where
-``--report`` points, its temporary files under the system temp directory (removed at exit), and
-what is worth keeping between runs here: Hermes environments, Hypothesis's caches, and the
-compiled bytecode of ``memspec serve`` when the environment forbids writing it beside the
-sources (:func:`keep_bytecode`).
-
-Precedence: an explicit override, else ``$MEMSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/memspec``,
-else ``~/.cache/memspec``.
+Nothing is written under the installed package; reports go where ``--report`` points and temporary
+files under the system temp directory. The cache holds Hermes environments, Hypothesis's caches and
+``memspec serve``'s bytecode (:func:`keep_bytecode`). Precedence: an explicit override,
+``$MEMSPEC_CACHE_DIR``, ``$XDG_CACHE_HOME/memspec``, ``~/.cache/memspec``.
 """
 
 from __future__ import annotations
@@ -24,13 +20,9 @@ processes (the directory it was run from); :func:`backend_environment` takes it 
 
 
 def backend_environment() -> dict[str, str]:
-    """Returns the environment a command backend starts in: memspec's own, without the
-    directory memspec added to ``PYTHONPATH``, so that the backend's path is the caller's.
-
-    With that directory first on its path, every import of a Python backend would look there
-    first, and read its listing again whenever it changed (``/tmp``, a checkout receiving
-    coverage files): the backend's calls would vary from run to run, and the count of them that
-    strace injects faults by (``conformance/tamper/strace.py``) with them."""
+    """Returns the environment a command backend starts in: memspec's own, without the directory
+    memspec added to ``PYTHONPATH``, so that the backend's imports, and the count of calls strace
+    injects faults by, do not vary with that directory's listing."""
     environment = dict(os.environ)
     added = environment.pop(PYTHONPATH_ADDED, None)
     paths = environment.get("PYTHONPATH", "").split(os.pathsep)
@@ -63,15 +55,10 @@ def writable_dir(path: Path) -> bool:
 
 
 def keep_bytecode() -> None:
-    """Lets this process keep the compiled bytecode of the modules it imports from now on in
-    memspec's cache directory (``pycache`` under :func:`cache_dir`), when the environment forbids
-    writing it beside the sources (``PYTHONDONTWRITEBYTECODE``, common in container images).
-
-    ``memspec serve`` starts once per session of a command backend; without this, every start
-    compiles the store and the spec from source again (a third of its start-up). Nothing is
-    written beside the sources; a ``PYTHONPYCACHEPREFIX`` of the user's is kept, and a cache
-    directory that cannot be written leaves everything as it was.
-    """
+    """Lets this process keep the bytecode of the modules it imports from now on in ``pycache``
+    under :func:`cache_dir` when the environment forbids writing it beside the sources (a third of
+    ``memspec serve``'s start-up). A user's ``PYTHONPYCACHEPREFIX`` is kept; an unwritable cache
+    changes nothing."""
     if not sys.dont_write_bytecode or sys.pycache_prefix:
         return
     folder = cache_dir() / "pycache"

@@ -1,9 +1,8 @@
 """The settings of a certification, declared once for every command and the pytest plugin.
 
-Each :class:`Option` is one setting with its value type and help; ``memspec certify``, ``hermes``,
-``matrix`` and ``sweep`` add it as ``--NAME`` and the plugin as ``--memspec-NAME``, so that they
-never drift apart. The value types raise ``argparse.ArgumentTypeError`` with a message naming
-what was given and what is expected; every argument parser turns it into a one-line usage error.
+Each :class:`Option` is added as ``--NAME`` by ``memspec certify``, ``hermes``, ``matrix`` and
+``sweep`` and as ``--memspec-NAME`` by the plugin, so they never drift apart. Its value type raises
+``argparse.ArgumentTypeError`` naming what was given and what is expected.
 """
 
 from __future__ import annotations
@@ -122,10 +121,8 @@ def add_options(
     defaults: Mapping[str, Any] | None = None,
 ) -> None:
     """Adds each option with ``add`` (``ArgumentParser.add_argument`` or pytest's
-    ``OptionGroup.addoption``) as ``PREFIX + name`` (and its one-letter spelling, with the
-    ``--`` prefix of a command). An option has no default, unset meaning the default of the code
-    that reads it, unless ``defaults`` gives one (a command whose default differs, such as
-    ``sweep --profile smoke``): the help then names that default."""
+    ``OptionGroup.addoption``) as ``PREFIX + name``. Unset means the default of the code that reads
+    it, unless ``defaults`` gives one (as ``sweep --profile smoke``); the help then names it."""
     chosen = defaults or {}
     for option in options:
         flags = [prefix + option.name] + ([option.short] if option.short and prefix == "--" else [])

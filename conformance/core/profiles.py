@@ -16,30 +16,18 @@ from memspec.conformance.core.findings import HarnessError
 
 @dataclass(frozen=True)
 class Profile:
-    """A Profile sizes every randomised or repeated check: every size and budget a check uses
-    is a field here, so that no check looks a profile up by its name.
+    """A Profile sizes every randomised or repeated check: every size and budget a check uses is a
+    field here, so that no check looks a profile up by its name.
 
     ``examples`` is Hypothesis' ``max_examples``; ``processes`` x ``operations`` sizes the
     concurrent-writer checks; ``trials`` counts repetitions of fault and crash checks.
-    ``derandomize`` makes the work fixed as well as its inputs: every check runs all of it
-    whatever the machine's speed, its budget only a guard against a hang
-    (:data:`~memspec.conformance.core.budgets.HANG_GUARD`); without it (``thorough``) a search
-    hunts until its budget.
-
-    The scheduled interleavings: ``preemption_bound`` switches at most, ``schedule_budget``
-    schedules at most and ``adds_per_session`` (first session, second) for the
-    preemption-bounded search; ``schedule_sessions`` x ``schedule_operations`` for the random
-    schedules. Two adds by one session and two switches let a session lock the new file of a
-    rename while another still holds the old one (a lock on the data file itself).
-
-    The crash states: at most ``crash_states`` per persistence model and
-    ``crash_states_per_point`` per crash point (``command_states_per_point`` for a command
-    backend, which starts a process per state); ``every_crash_state`` judges each state on its
-    own instead of once per shape of names, links and bytes.
-
-    ``budgets`` are the seconds each check may run, by check id: the profile's column of the
-    one table of them (:data:`memspec.conformance.core.budgets.BUDGETS`); ``example_budget`` the
-    seconds one SPEC.md example may run.
+    ``derandomize`` makes the work fixed, its budget only a hang guard; without it (``thorough``) a
+    search hunts until its budget. ``preemption_bound``, ``schedule_budget`` and
+    ``adds_per_session`` bound the preemption-bounded schedules, ``schedule_sessions`` x
+    ``schedule_operations`` the random ones. ``crash_states``, ``crash_states_per_point`` and
+    ``command_states_per_point`` bound the crash states; ``every_crash_state`` judges each on its
+    own instead of once per shape. ``budgets`` are the seconds each check may run, by check id
+    (:data:`memspec.conformance.core.budgets.BUDGETS`); ``example_budget`` those of one example.
     """
 
     name: str

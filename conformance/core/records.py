@@ -48,16 +48,11 @@ class Status(StrEnum):
 class CheckRecord:
     """A CheckRecord is the verdict of one check: its id, clauses, status, message, duration.
 
-    ``status`` is ``passed``, ``failed``, ``skipped`` (with the reason) or ``xfailed`` (failed
-    and listed in the expected-failures file). ``figures`` are the numbers the check reported
-    (``CheckContext.figures``: counts, seconds), name -> value.
-
-    A check that did not pass carries its verdict as data (``core/findings.py``):
-    ``kind`` (``violation``, ``defect``, ``harness-error``, ``unsupported``, ``unverified`` for a
-    check whose precondition failed, or ``stale`` for a listed expected failure that passed),
-    ``blamed`` (the clause the failure names, "" for every clause the check cites), ``reason``
-    (one line) and ``missing_features``; a check that went on after a failure lists every
-    clause it found broken in ``failures`` and says in ``completed`` whether it ran to its end.
+    ``status`` is ``passed``, ``failed``, ``skipped`` or ``xfailed``; ``figures`` are the numbers
+    the check reported. A check that did not pass carries its verdict as data
+    (``core/findings.py``): ``kind`` (or ``stale`` for a listed expected failure that passed),
+    ``blamed`` ("" for every clause it cites), ``reason``, ``missing_features``, and for a check
+    that went on after a failure, ``failures`` and ``completed``.
     """
 
     id: str
@@ -236,13 +231,10 @@ def clause_matrix(
     records: Iterable[CheckRecord],
     claimed: Collection[str] | None = None,
 ) -> list[ClauseRow]:
-    """Returns one row per clause: its verdict over every check that cites it, and why, as
-    :func:`memspec.conformance.core.verdicts.clause_verdict` decides it (the matrix uses the same).
-
-    Beyond that verdict, a failure every deciding check was listed for reads ``expected fail``,
-    and a clause no check cites reads ``n/a`` when memspec's own tests verify it (``Checked
-    by:``) and ``unchecked`` otherwise.
-    """
+    """Returns one row per clause: its verdict as
+    :func:`memspec.conformance.core.verdicts.clause_verdict` decides it, ``expected fail`` when
+    every deciding check was listed, and for a clause no check cites ``n/a`` when memspec's own
+    tests verify it (``Checked by:``), else ``unchecked``."""
     checks = list(records)
     rows = []
     for clause in clauses:

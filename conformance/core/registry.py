@@ -1,12 +1,10 @@
 """The registry of named conformance checks and the clause ids each verifies.
 
-A check is a plain function over a :class:`CheckContext` (the backend, a fresh root, the
-profile); it raises ``AssertionError`` (whose message cites its clause ids) when the backend
-violates them, and needs no pytest. The decorator records the clause ids and the features the
-check needs, so that ``memspec spec --check`` can tell which MUST clauses no check covers, and so
-that a check needing a feature the backend does not claim is skipped with that feature named
-(CONTRACT features). A check that cannot apply to a backend at all (a JSON Lines protocol check
-run against a Python backend) raises :class:`NotApplicable`, which the suite reports as skipped.
+A check is a plain function over a :class:`CheckContext`; it raises ``AssertionError`` citing its
+clause ids when the backend violates them. The decorator records the clauses and the features the
+check needs (CONTRACT features), so ``memspec spec --check`` finds uncovered MUST clauses and a
+check needing an unclaimed feature is skipped; a check that cannot apply to a backend at all raises
+:class:`NotApplicable`.
 """
 
 from __future__ import annotations
@@ -38,18 +36,14 @@ Figure = bool | int | float | str
 
 @dataclass(frozen=True)
 class CheckContext:
-    """A CheckContext is what one check runs with: the backend, a fresh empty root directory
-    the backend owns, a scratch directory outside it, the profile and the seed.
+    """A CheckContext is what one check runs with: the backend, a fresh empty root directory the
+    backend owns, a scratch directory outside it, the profile and the seed.
 
-    ``database`` is where randomized property checks keep their Hypothesis example database: a
-    directory path or ``redis://host:port/db`` (``None``: no database). ``artifacts`` is where a
-    failing check leaves files for the user, such as repro files (``None``: the scratch
-    directory; certify with ``--report DIR`` uses ``DIR/artifacts``). A check may put figures
-    (counts, seconds) in ``figures``; they are reported with its result. ``check_id`` is the id
-    of the check running, set by :meth:`Check.run`; ``failures`` holds the failed assertions a
-    check went on after (:meth:`keep_going`). ``allowance`` is its budget while it runs
-    (``core/budgets.py``; ``None``: unbounded, as when a test calls it directly).
-    ``features`` are the features the backend claims, when the caller has read them already.
+    ``database`` is the Hypothesis example database (a path or ``redis://host:port/db``; ``None``:
+    none). ``artifacts`` is where a failing check leaves files for the user (``None``: the scratch
+    directory). ``figures`` are reported with the result; ``check_id`` is set by :meth:`Check.run`;
+    ``failures`` holds what a check went on after (:meth:`keep_going`); ``allowance`` is its budget
+    (``None``: unbounded); ``features`` the backend's claims, when already read.
     """
 
     backend: Any
@@ -67,13 +61,10 @@ class CheckContext:
 
     @contextmanager
     def keep_going(self) -> Iterator[None]:
-        """Runs the block; when an assertion in it fails, or the backend breaks the contract
-        (a defect, CONTRACT-6), records that and lets the check go on with its next assertion,
-        which must not depend on this one. :meth:`Check.run` then ends the check in one
-        :class:`~memspec.conformance.core.findings.ClauseFailures` naming every clause found broken,
-        so that one defect never masks another (a frame note that differs from the spec's must
-        not hide a live closing tag; a store that raises on a failed write is still judged on
-        whether it kept the old file)."""
+        """Runs the block; a failed assertion or a backend defect (CONTRACT-6) in it is recorded and
+        the check goes on with its next, independent assertion, so that one defect never masks
+        another; :meth:`Check.run` then ends the check in one
+        :class:`~memspec.conformance.core.findings.ClauseFailures`."""
         try:
             yield
         except (AssertionError, Finding) as error:
@@ -113,11 +104,9 @@ class Check:
     function: CheckFunction
 
     def run(self, ctx: CheckContext) -> None:
-        """Runs the check under ``ctx``, telling it its own id (``ctx.check_id``), which keys
-        its example database and its reproduce command. Failures the check went on after
-        (:meth:`CheckContext.keep_going`) end it in one ``ClauseFailures``, with what stopped
-        it, if anything, last: a failed assertion or a backend defect (a harness error is
-        raised as it is: memspec's bug, not the backend's)."""
+        """Runs the check under ``ctx`` with ``ctx.check_id`` set. Failures it went on after end it
+        in one ``ClauseFailures``, with what stopped it, if anything, last (a harness error is
+        raised as it is)."""
         ctx = replace(ctx, check_id=self.id, failures=[])
         try:
             self.function(ctx)
@@ -144,13 +133,9 @@ CHECK_ID = re.compile(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*")
 def check(
     *clauses: str, id: str, features: Iterable[str] = ("core",)
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Registers the decorated function as the check ``id`` of ``clauses`` (validated when
-    defined).
-
-    The id is given, not derived from where the function lives: users name it in
-    expected-failures files and ``-k``, and it keys the Hypothesis example database and the
-    repro commands, so moving a check to another module must not change it.
-    """
+    """Registers the decorated function as the check ``id`` of ``clauses`` (validated when defined).
+    The id is given, not derived from the module, since expected-failures files, ``-k``, the example
+    database and repro commands name it."""
     for clause in clauses:
         if not CLAUSE_ID.fullmatch(clause):
             raise ValueError(f"clause ids look like AREA-N, got {clause!r}")
@@ -190,14 +175,9 @@ def check_modules() -> list[metadata.EntryPoint]:
 
 
 def all_checks() -> dict[str, Check]:
-    """Returns every registered check, importing the check modules first.
-
-    The modules are those the ``memspec.checks`` entry points name: the conformance checks
-    (:mod:`memspec.conformance.checks`) and the property checks of :mod:`memspec.fuzz`, which
-    register themselves with the same decorator, so certify runs them like any other check. The
-    harness never imports :mod:`memspec.fuzz` by name; a module that fails to import is a
-    :class:`HarnessError` naming it, never a silent drop of its checks.
-    """
+    """Returns every registered check, importing first the modules the ``memspec.checks`` entry
+    points name (:mod:`memspec.fuzz` is never imported by name); one that fails to import is a
+    :class:`HarnessError` naming it."""
     for entry in check_modules():
         try:
             entry.load()

@@ -1,11 +1,8 @@
-"""The settings of one certification, built once: what ``memspec certify``, ``memspec.certify()``
-and the pytest plugin's own options all become before any check sees them.
+"""The settings of one certification, built once from ``memspec certify``, ``memspec.certify()`` or
+the pytest plugin's options.
 
-:func:`make_settings` is the one place that checks them (exactly one backend, a positive
-timeout, a known profile, a readable expected-failures file, a usable example database) and
-resolves every path against the directory the run was started from, so nothing later changes
-directory or resolves a path again. :meth:`Settings.to_json` is the form that crosses into
-pytest-xdist's worker processes, the one boundary where the settings travel as data.
+:func:`make_settings` is the one place that checks them and resolves every path against the starting
+directory; :meth:`Settings.to_json` is the form that crosses into pytest-xdist's workers.
 """
 
 from __future__ import annotations
@@ -31,11 +28,9 @@ NAMELESS = (
 
 @dataclass(frozen=True)
 class Settings:
-    """Settings are a certification's options, checked and resolved: the backend (``None`` only
-    under a user's own pytest given no backend option), the profile, the per-call timeout, the
-    seed, the report directory, the ids listed as expected failures and the file that lists
-    them, a SPEC.md to certify against instead of the installed one, the example database, and
-    the features the backend claims once a probe has read them (``None`` before)."""
+    """Settings are a certification's options, checked and resolved; ``backend`` is ``None`` only
+    under a user's own pytest given no backend option, ``features`` ``None`` until a probe read
+    them."""
 
     backend: Backend | None
     profile: Profile

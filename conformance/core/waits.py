@@ -1,10 +1,6 @@
-"""How long the harness waits, and how often it looks: every timeout and poll interval that is
-not a profile's size (``core/profiles.py``) or a check's budget (``core/budgets.py``).
-
-A timeout here is a guard against a hung process or a wedged harness, far above the normal
-duration of what it waits for, so that it never decides a verdict on a busy machine; the sizes
-of the work are the profile's.
-"""
+"""How long the harness waits, and how often it looks: every timeout and poll interval that is not a
+profile's size or a check's budget. Each timeout is a guard against a hang, far above the normal
+duration, so it never decides a verdict on a busy machine."""
 
 from __future__ import annotations
 

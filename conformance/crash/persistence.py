@@ -35,14 +35,10 @@ hard links."""
 
 @dataclass(frozen=True)
 class CrashState:
-    """A CrashState is the files a crash may leave, and how they came about.
-
-    ``point`` is how many operations of the trace were issued before the crash;
-    ``acknowledged`` how many mutations had been answered; ``in_flight`` whether one was
-    running. ``kept`` maps the index of each operation that persisted otherwise than whole to
-    how (``"half"``, ``"zeros"``, ``"link"``: a rename whose source was not yet unlinked);
-    ``dropped`` lists the issued operations that did not persist at all.
-    """
+    """A CrashState is the files a crash may leave, and how they came about: ``point`` operations
+    issued, ``acknowledged`` mutations answered, ``in_flight`` whether one was running; ``kept``
+    maps an operation that persisted otherwise than whole to how (``"half"``, ``"zeros"``,
+    ``"link"``), ``dropped`` lists those that did not persist at all."""
 
     model: str
     point: int
@@ -80,12 +76,9 @@ class CrashStates:
 def replay(
     initial: Mapping[str, tuple[int, bytes]], ops: Sequence[Op], plan: Mapping[int, str]
 ) -> Files:
-    """Returns the files after replaying the operations ``plan`` keeps, in trace order.
-
-    ``plan`` maps an operation's index to how it persists: ``"all"``, ``"half"`` (the first
-    half of a write's bytes), ``"zeros"`` (a write's range as zeros), ``"link"`` (a rename's new
-    name only) or ``"unlink"`` (a rename's source removal only); an index not in it is dropped.
-    """
+    """Returns the files after replaying the operations ``plan`` keeps, in trace order: ``plan``
+    maps an index to ``"all"``, ``"half"``, ``"zeros"``, ``"link"`` (a rename's new name only) or
+    ``"unlink"`` (its source removal only); an index not in it is dropped."""
     entries = {name: ino for name, (ino, _) in initial.items()}
     data = {ino: bytearray(content) for ino, content in initial.values()}
     for index, how in sorted(plan.items()):
@@ -364,11 +357,8 @@ def explain(
     initial: Mapping[str, tuple[int, bytes]],
     mutations: Sequence[str] = (),
 ) -> list[str]:
-    """Returns, in plain words, what this state dropped or reordered and what would fix it.
-
-    ``mutations`` names the session's mutations by index (e.g. ``"replace <k2>"``), so that a
-    step of another mutation than the one in flight can be told apart.
-    """
+    """Returns, in plain words, what this state dropped or reordered and what would fix it;
+    ``mutations`` names the session's mutations by index (e.g. ``"replace <k2>"``)."""
     names = _names_of(ops, initial)
     current = ops[state.point - 1].mutation if state.point else None
     partial = dict(state.kept)

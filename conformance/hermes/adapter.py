@@ -139,13 +139,10 @@ class BadOpen(Exception):
 
 
 def classify(result: ToolResult) -> Answer:
-    """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4).
-
-    ``{"success": true}`` is ``OK`` (``duplicate`` for Hermes' "already exists" no-op); a
-    refusal is matched against ERROR_CODES by its ``error`` text. Hermes' ``usage`` is passed on
-    as it is, on refusals too (SNAP-11 judges it). A staged write (the
-    write-approval gate) or an unknown text raises :class:`AdapterGap`.
-    """
+    """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4): ``success``
+    is ``OK``, a refusal is matched against ERROR_CODES by its ``error`` text, Hermes' ``usage`` is
+    passed on as it is (SNAP-11 judges it); a staged write or an unknown text raises
+    :class:`AdapterGap`."""
     if result.get("staged"):
         raise AdapterGap(f"the write-approval gate staged the write: {result}")
     if result.get("success") is True:
@@ -196,12 +193,9 @@ PARSER_MODULE, PARSER = "agent/tool_executor.py", "_parse_tool_arguments"
 
 @functools.cache
 def argument_parser() -> Callable[[Any], tuple[dict[str, Any], str | None]] | None:
-    """Returns the agent's own parser of a model's argument text
-    (``_parse_tool_arguments`` of ``agent/tool_executor.py``: the arguments, or the result text
-    the model reads instead), or ``None`` when the release has none.
-
-    The function is taken from the installed source alone: the module imports much of the
-    agent (HTTP clients among it) that the memory tool's environment does not install."""
+    """Returns the agent's own parser of a model's argument text (``_parse_tool_arguments`` of
+    ``agent/tool_executor.py``), taken from the installed source alone since its module imports much
+    of the agent, or ``None`` when the release has none."""
     import ast
     import importlib.util
     import typing
@@ -235,29 +229,11 @@ def detect_features(
     actions: tuple[str, ...] = (),
     parses: bool = True,
 ) -> list[str]:
-    """Returns the contract features the installed release really has (CONTRACT-19).
-
-    - ``multi-process``: ``MemoryStore._file_lock`` exists and ``fcntl`` is available (a
-      ``flock`` on a separate ``.lock`` file, taken around the re-read and the write).
-    - ``crash-safe``: ``_write_file`` writes a temp file and renames it over the data file.
-    - ``durable``: claimed only when the directory is fsynced after the rename; no release
-      does, so ATOMIC-3 and the durability checks are skipped, never passed.
-    - ``drift-guard``: ``_detect_external_drift`` exists (hermes-agent 0.15.0 and later).
-    - ``batch``: ``MemoryStore.apply_batch`` exists and the tool takes ``operations``.
-    - ``fence``: ``agent.memory_manager.build_memory_context_block`` could be imported.
-    - ``threat-scan``: a write-time scan is called from ``add`` (every release has one).
-    - ``patch``: the tool's schema offers the action ``patch`` (the 0.22 line).
-    - ``tool``: the tool's module has its function-calling schema (every release so far) and
-      the agent has its own parser of a model's argument text (``parses``: ``_parse_tool_arguments``
-      of ``agent/tool_executor.py``, from hermes-agent 0.19.0). Before it, the agent checks the
-      text inline in its conversation loop and answers invalid JSON by calling the model again,
-      up to three times, so no one call has a result the adapter could serve: a tool call there
-      would be an adapter gap, and the feature is not claimed.
-
-    ``core`` is always claimed: it is what every backend must do, so a release whose tool
-    refuses ``replace`` (0.22) answers it ``E_UNSUPPORTED`` in the tool's own words and fails
-    the clauses that need it, instead of being excused from them.
-    """
+    """Returns the contract features the installed release really has (CONTRACT-19), each from a
+    mechanism found in its code (docs/hermes.md lists them): ``durable`` never, since no release
+    fsyncs the directory (ATOMIC-3 is skipped, never passed); ``tool`` only with the agent's own
+    argument parser. ``core`` is always claimed, so a release whose tool refuses ``replace`` fails
+    the clauses that need it instead of being excused from them."""
     features = ["core"]
     if hasattr(store_class, "apply_batch") and "operations" in inspect.signature(tool).parameters:
         features.append("batch")

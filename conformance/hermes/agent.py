@@ -21,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple, TypedDict
 
-AGENT_OPS = ("agent_start", "agent_turn", "agent_rebuild")
 REBUILD_POINTS = ("new_session", "compression", "resume")
 MAX_HANG_S = 30.0  # restates memspec.spec.agent.MAX_HANG_S (memspec is not installed here)
 API_SEAM = "_interruptible_api_call"
@@ -212,11 +211,9 @@ def agent_needs(distribution: Any, ready: Path | None = None) -> list[str]:
 
 
 def discover(distribution: Any) -> tuple[Line, str]:
-    """Returns the release's :class:`Line` and ``""`` when its agent can be served, else why
-    not: ``run_agent.py``'s ``AIAgent`` lacks a seam, ``agent/memory_manager.py`` or
-    ``agent/memory_provider.py`` is missing, or a distribution the driven modules import
-    (:func:`agent_needs`) is not installed. ``distribution`` is the installed distribution
-    (:mod:`importlib.metadata`) that ships the memory tool."""
+    """Returns the release's :class:`Line` and ``""`` when its agent can be served, else why not (a
+    missing seam, module, or distribution the driven modules import, :func:`agent_needs`).
+    ``distribution`` is the installed distribution that ships the memory tool."""
     shipped = {str(path) for path in distribution.files or []}
     for module in AGENT_MODULES:
         if module not in shipped:

@@ -51,7 +51,6 @@ from memspec.conformance.hermes.releases import (
 )
 
 CERTIFY_TIMEOUT = 7200.0
-USAGE = 2
 
 
 def _release(text: str) -> Release:

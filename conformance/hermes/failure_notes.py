@@ -1,11 +1,8 @@
 """Why real backends fail a clause: one line of reasoning per clause id, for the matrix page.
 
-The matrix is measured; these lines are reasoning about what the measured failures mean for a
-user of Hermes' memory tool, written by reading its code. ``memspec matrix --page FILE`` renders
-the line of each clause that fails for some backend, beside the backends it fails for, so a
-clause that starts or stops failing shows up in the page at once; a failing clause without a
-line here is rendered as "(no explanation yet)". ``#N`` is the NousResearch/hermes-agent issue
-of the same bug.
+The matrix is measured; these lines, written by reading Hermes' code, say what a measured failure
+means for a user. ``memspec matrix --page FILE`` renders the line of each failing clause ("(no
+explanation yet)" when it has none). ``#N`` is the NousResearch/hermes-agent issue of the same bug.
 """
 
 from __future__ import annotations

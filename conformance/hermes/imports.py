@@ -103,11 +103,9 @@ def import_closure(
     start: Iterable[str],
     deep: Callable[[str], bool] | None = None,
 ) -> frozenset[str]:
-    """Returns the top-level names of the modules outside the distribution (and outside the
-    standard library) that the modules ``start`` need, following the distribution's own
-    modules as the module docstring says: every import of a module for which ``deep(path)``
-    holds (by default: the memory tool's modules among ``start``), the module-level imports of
-    the others. ``read(path)`` returns a file's text."""
+    """Returns the top-level names of the modules outside the distribution and the standard library
+    that the modules ``start`` need: every import of a module for which ``deep(path)`` holds, the
+    module-level imports of the others. ``read(path)`` returns a file's text."""
     shipped = frozenset(files)
     own = top_level_names(shipped)
     start = tuple(start)

@@ -1,16 +1,11 @@
 """The clause matrix of several backends, and the timeline of a release sweep.
 
-Both are made from ``report.json`` files (CONTRACT-17), so a matrix can be rendered again from
-saved certifications without running anything. Each cell is the verdict of one clause for one
-backend, with the reason when it is not a pass, decided by
-:func:`memspec.conformance.core.verdicts.clause_verdict` (the same function as the clause table of
-a report): ``pass``, ``fail``, ``skip`` or ``n/a``; the rules are in that module's docstring.
-A clause of a feature the column's backend does not claim reads ``skip``.
-
-Each column also states the conformance level its backend reached, computed from its checks by
-:func:`~memspec.conformance.core.findings.conformance_level`, the rule of its ``report.json``.
-
-The library never prints: it returns text (Markdown, or one self-contained HTML page).
+Both are made from ``report.json`` files (CONTRACT-17), so a matrix can be rendered again without
+running anything. Each cell is one clause's verdict for one backend by
+:func:`memspec.conformance.core.verdicts.clause_verdict`, as in a report (a clause of an unclaimed
+feature reads ``skip``); each column states the level from
+:func:`~memspec.conformance.core.findings.conformance_level`. The library returns text, never
+prints.
 """
 
 from __future__ import annotations

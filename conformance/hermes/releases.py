@@ -279,11 +279,8 @@ def describe_venv(python: Path) -> str:
 
 
 def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
-    """Returns the interpreter of ``build``'s environment, building it first if needed.
-
-    Raises UsageError (one line) when the release is not on the index, the index cannot be
-    reached, the build ships no memory tool, or the environment cannot be built.
-    """
+    """Returns the interpreter of ``build``'s environment, building it first if needed; raises
+    UsageError (one line) when the release cannot be found, reached, served or built."""
     with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch:
         wheel = None
         if isinstance(build, LocalBuild):

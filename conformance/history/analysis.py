@@ -1,17 +1,10 @@
 """A concurrent history taken apart for the checkers of :mod:`memspec.conformance.history.checkers`.
 
-:func:`analyse` splits a history (:mod:`memspec.conformance.history.history`) by target into
-the sessions' mutations (:class:`HistoryCall`) and the samples of one reader, which reads one
-file at a time (:class:`Sample`, grouped into runs of equal content, :class:`Run`), and indexes
-which mutation writes each text and which mutations may remove it (:class:`TargetView`). It
-also renders what the checkers report: a :class:`CheckerFinding` with the calls involved and a
-timeline of the sessions around the moment at fault.
-
-The index rests on one assumption that the generated programs
-(:mod:`memspec.conformance.history.programs`) keep: a text that a mutation writes is written by no
-other mutation, so an entry in a sample names the operation that wrote it. Where a history breaks it
-(the same text written twice), the index says so (:meth:`TargetView.sole_producer` is ``None``) and
-the checkers skip that entry rather than guess.
+:func:`analyse` splits a history by target into the sessions' mutations (:class:`HistoryCall`) and
+one reader's samples (:class:`Sample`, grouped in :class:`Run`), indexes which mutation writes and
+may remove each text (:class:`TargetView`), and renders :class:`CheckerFinding`. The index assumes
+each text is written by one mutation, as generated programs keep; where a history breaks that,
+:meth:`TargetView.sole_producer` is ``None`` and the checkers skip the entry.
 """
 
 from __future__ import annotations

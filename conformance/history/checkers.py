@@ -488,14 +488,10 @@ def judge_history(
     timeout: float = 60.0,
     seconds: dict[str, float] | None = None,
 ) -> list[CheckerFinding]:
-    """Runs the checkers cheapest first and returns their findings (empty: all green).
-    `events` are history.Event (mutations of the sessions + `read` samples of a reader);
-    `start` the files' bytes before the run (None: absent).
-
-    The linearizability search runs only when the cheap checkers found nothing: each of their
-    findings already makes the history illegal. ``seconds``, when given, receives the time
-    each checker took (``analysis`` for taking the history apart).
-    """
+    """Runs the checkers cheapest first and returns their findings (empty: all green). ``events``
+    are the sessions' mutations and a reader's ``read`` samples; ``start`` the files' bytes before
+    the run (None: absent). The linearizability search runs only when the cheap checkers found
+    nothing. ``seconds``, when given, receives the time each checker took."""
     clock = seconds if seconds is not None else {}
     started = time.monotonic()
     relevant = [e for e in events if e.op.get("op") in (*MUTATIONS, "read")]

@@ -18,13 +18,10 @@ SearchVerdict = Literal["ok", "illegal", "unknown"]
 
 @dataclass(frozen=True)
 class Model(Generic[S]):
-    """A Model is a pure sequential specification.
-
-    ``step(state, input, output)`` returns whether ``output`` is a legal result of ``input`` in
-    ``state`` and the state after it; an output of ``None`` (unknown outcome) must be accepted
-    whenever the input can be applied. ``partition`` splits a history into independent
-    sub-histories (P-compositionality), e.g. one per key; ``describe`` renders a state.
-    """
+    """A Model is a pure sequential specification: ``step(state, input, output)`` returns whether
+    ``output`` is legal for ``input`` in ``state`` (``None``, unknown, is accepted whenever the
+    input applies) and the state after it; ``partition`` splits a history into independent
+    sub-histories; ``describe`` renders a state."""
 
     init: Callable[[], S]
     step: Callable[[S, Any, Any], tuple[bool, S]]
@@ -53,12 +50,9 @@ class Operation:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why a history is not linearizable, at the deepest point the search reached.
-
-    ``linearized`` is the longest legal order found; ``stuck`` the completed operations none of
-    which could come next from ``state`` (each was illegal there, or must wait for a call that
-    returned before it); ``state`` is the model state after ``linearized``.
-    """
+    """Why a history is not linearizable, at the deepest point the search reached: ``linearized``
+    the longest legal order found, ``stuck`` the completed operations none of which could come next
+    from ``state``."""
 
     linearized: tuple[Operation, ...]
     stuck: tuple[Operation, ...]

@@ -57,13 +57,9 @@ def generate_program(
     *,
     batch: bool = True,
 ) -> tuple[Request, ...]:
-    """A session's operations as protocol request dicts: starts with {"op": "load"}; adds of
-    entries unique to (process, index); replaces and removes of this process's earlier
-    entries (old_text unique to that entry); batches of those; an occasional load.
-
-    ``count`` steps follow the first load. ``batch=False`` leaves batches out (for backends
-    that do not claim the ``batch`` feature, BATCH-1).
-    """
+    """A session's operations as protocol request dicts: a first load, then ``count`` steps of adds
+    of entries unique to (process, index), replaces, removes and batches of this process's earlier
+    entries, and occasional loads; ``batch=False`` leaves batches out (BATCH-1)."""
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count!r}")
     unknown = [target for target in targets if target not in TARGETS]
@@ -148,16 +144,10 @@ def peak_usage(programs: Sequence[Sequence[Request]]) -> dict[str, int]:
 
 
 def limits_for(programs: Sequence[Sequence[Request]]) -> dict[str, int]:
-    """Returns the limits of a concurrent run of ``programs``: ``memory`` ample, ``user``
-    tight (LIMIT-2).
-
-    ``memory``'s limit is twice the peak usage of a round-robin run, so no interleaving reaches
-    it and its histories are about lost updates alone. ``user``'s is half that peak (at least
-    one entry's room): the sessions fill it about half way through, after which adds are
-    refused with ``E_LIMIT`` until removes make room again. Every run thus checks both an
-    unbounded store and a full one, and which add a full store refuses depends on the
-    interleaving: the linearizability check must find the order that explains each refusal.
-    """
+    """Returns the limits of a concurrent run of ``programs``: ``memory`` twice the peak usage of a
+    round-robin run, so its histories are about lost updates alone, and ``user`` half of it (at
+    least one entry's room), so which add it refuses with ``E_LIMIT`` depends on the interleaving
+    (LIMIT-2)."""
     peak = peak_usage(programs)
     longest_note = max(len(tag(99, 9999, 9)) + 1 + len(note) for note in NOTES)
     return {

@@ -133,17 +133,10 @@ class Window:
 
 
 def effect_windows(view: TargetView) -> dict[int, Window]:
-    """Returns, per acknowledged call (by id), the window its effect must fall in, from the
-    samples: after the last sample before its text first appears, and no later than the end of
-    that first sample; after the last sample holding a text it removes, and no later than the
-    end of the next sample. Appends also take each other's bounds in the order their entries
-    stand in the file: the later entry was appended after the earlier one.
-
-    This holds in every linearization whenever the text has one writer and one remover, which
-    is what is checked here; the search given these narrower intervals therefore reaches the
-    same verdict, without trying every order of the sessions that wait for the lock together
-    (say, while the reader was not scheduled).
-    """
+    """Returns, per acknowledged call (by id), the window its effect must fall in, from the samples:
+    around the first sample showing its text, around the last one holding a text it removes, and
+    ordered with other appends as their entries stand in the file. With one writer and one remover
+    per text this holds in every linearization, so the narrowed search reaches the same verdict."""
     order = {id(sample): index for index, sample in enumerate(view.samples)}
     samples = view.samples
     windows: dict[int, tuple[float, float]] = {}
@@ -248,12 +241,9 @@ def _narrowed(analysis: Analysis, ops: list[Operation]) -> list[tuple[Operation,
 
 
 def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[CheckerFinding]:
-    """The whole history is linearizable against the spec model (LOCK-3); a search that runs
-    out of time is an undecided finding, never a pass.
-
-    The search is given the mutations' intervals narrowed by the samples (:func:`effect_windows`),
-    which keeps the same verdict; a failure is explained with the recorded times.
-    """
+    """The whole history is linearizable against the spec model (LOCK-3); a search that runs out of
+    time is an undecided finding, never a pass. The intervals are narrowed by
+    :func:`effect_windows`."""
     memory = _memoised(_spec_model(analysis))
     pairs = _narrowed(analysis, operations(analysis.events))
     ops = [new for new, _ in pairs]

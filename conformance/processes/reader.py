@@ -58,12 +58,9 @@ def sample_files(
     pause: float = PAUSE,
     ready: Any = None,
 ) -> None:
-    """The reader's body: samples ``paths`` (target, file) until ``stop`` is set, then once
-    more, and sends ``{"values": [...], "samples": [(target, call, ret, value index)]}``.
-    ``ready`` is set once the first round of samples is taken.
-
-    A value is the file's bytes, ``None`` (no file) or the text of the error reading it.
-    """
+    """The reader's body: samples ``paths`` (target, file) until ``stop`` is set, then once more,
+    and sends ``{"values": [...], "samples": [(target, call, ret, value index)]}``; a value is the
+    bytes, ``None`` (no file) or the error text. ``ready`` is set after the first round."""
     values: list[bytes | str | None] = []
     index: dict[bytes | str | None, int] = {}
     samples: list[tuple[str, float, float, int]] = []
@@ -133,11 +130,9 @@ class Reader:
             raise ReaderError(f"the reader took no sample within {START_TIMEOUT:g} s")
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> list[HistoryRecord]:
-        """Stops sampling and returns the samples as history records in the format of
-        :mod:`memspec.conformance.history.history` (``{"type", "process", "op", "time",
-        "value"}``, as :func:`~memspec.conformance.processes.workers.history` returns the
-        sessions' operations), in the order taken; raises ReaderError when the reader sends nothing
-        within ``timeout`` seconds. The process is reaped."""
+        """Stops sampling, reaps the process and returns the samples as history records in the
+        format of :mod:`memspec.conformance.history.history`, in the order taken; raises ReaderError
+        when the reader sends nothing within ``timeout`` seconds."""
         if self._events is not None:
             return self._events
         self._stop.set()

@@ -1,17 +1,10 @@
 """The worker side of a scheduled run: every interposed call waits for its turn (LOCK-2, LOCK-3).
 
-A :class:`TurnHook` is the interposition hook of a worker whose session runs under the
-deterministic scheduler (:mod:`memspec.conformance.schedule.schedule`, in the harness process).
-Right before each file-system call on the store's root it reports the call to the harness as
-:class:`~memspec.conformance.tamper.calls.Parked` and blocks until the harness sends ``go`` on
-the worker's turnstile; right after the call it reports that it
-:class:`~memspec.conformance.tamper.calls.Returned`. Only one worker holds a turn at a time, so
-the harness decides the whole interleaving of the sessions' file-system calls: for example, that
-both sessions read ``MEMORY.md`` before either writes it.
-
-The hook may wrap another hook (a tracing or fault
-:class:`~memspec.conformance.tamper.interpose.PlanHook`) which then sees each call once its turn
-has come.
+Before each file-system call on the root a :class:`TurnHook` reports
+:class:`~memspec.conformance.tamper.calls.Parked` and blocks until the harness's scheduler
+(:mod:`memspec.conformance.schedule.schedule`) sends ``go``; after it, it reports
+:class:`~memspec.conformance.tamper.calls.Returned`. One worker holds a turn at a time, so the
+harness decides the whole interleaving.
 """
 
 from __future__ import annotations
@@ -41,12 +34,9 @@ def _inode(call: CallRecord) -> int | None:
 
 
 class TurnHook(Hook):
-    """Parks the worker before each interposed call until the harness grants it the turn.
-
-    ``emit`` sends a record to the harness, ``turnstile`` is the receiving end of the
-    harness's ``go`` messages; ``op`` is set by the worker to the index of the running
-    operation. ``inner`` (optional) is told about each call after its turn has come.
-    """
+    """Parks the worker before each interposed call until the harness grants it the turn: ``emit``
+    sends records, ``turnstile`` receives ``go``, the worker sets ``op``; ``inner`` (optional) is
+    told about each call after its turn has come."""
 
     def __init__(
         self,

@@ -50,14 +50,9 @@ _context: Any = None
 
 
 def process_context() -> Any:
-    """Returns the ``multiprocess`` context workers start in: ``forkserver`` where available.
-
-    A fork server forks each worker from a clean process that never ran harness code (no
-    threads, no inherited lock descriptors), which is as safe as ``spawn`` and nearly as fast as
-    ``fork``; everything a worker gets is pickled (dill). ``MEMSPEC_START_METHOD`` overrides it.
-    As with any ``multiprocessing`` start method but ``fork``, a script that runs the harness
-    must guard its entry point with ``if __name__ == "__main__":`` (pytest and the ``memspec``
-    command do); the fork server imports that main module once, not once per worker.
+    """Returns the ``multiprocess`` context workers start in: ``forkserver`` where available (a
+    clean parent, no inherited threads or lock descriptors; ``MEMSPEC_START_METHOD`` overrides it).
+    A script that runs the harness must guard its entry point with ``if __name__ == "__main__":``.
     """
     global _context
     if _context is None:
@@ -87,12 +82,9 @@ def start_process_server() -> None:
 
 @dataclass(frozen=True)
 class Job:
-    """A Job is one session to run in a worker: backend, root, limits, operations, plan.
-
-    ``operations`` are protocol request dicts (``{"op": "add", "target": ..., "content": ...}``)
-    or harness steps (module docs). ``plan`` interposes the worker's file-system calls; it needs
-    a Python backend. ``name`` identifies the process in records and messages.
-    """
+    """A Job is one session to run in a worker: ``operations`` are protocol request dicts or harness
+    steps (module docs); ``plan`` interposes its calls (a Python backend only); ``name`` identifies
+    the process in records and messages."""
 
     backend: Any
     root: Path
@@ -333,13 +325,9 @@ def _broke(index: int | None, defect: BackendDefect) -> Broke:
 
 @dataclass
 class OpRecord:
-    """An OpRecord is one operation of one worker, Jepsen-style.
-
-    ``type`` is ``ok`` (answered with ``ok: true``), ``fail`` (answered ``ok: false``: it did
-    not happen), ``info`` (no answer: the worker was killed, timed out or the backend broke; it
-    may or may not have happened) or ``invoke`` while it runs. ``invoke`` and ``complete`` are
-    monotonic seconds.
-    """
+    """An OpRecord is one operation of one worker, Jepsen-style: ``type`` is ``ok``, ``fail`` (it
+    did not happen), ``info`` (no answer: it may or may not have happened) or ``invoke`` while it
+    runs; ``invoke`` and ``complete`` are monotonic seconds."""
 
     process: str
     index: int
@@ -366,15 +354,11 @@ class OpRecord:
 
 @dataclass
 class WorkerResult:
-    """A WorkerResult is what became of one worker: its operations, calls and how it ended.
-
-    ``status`` is ``done`` (every operation ran), ``killed`` (by the harness), ``died`` (on its
-    own, e.g. at an interposed kill), ``timeout`` (killed at the deadline), ``defect`` (the
-    backend broke the contract; ``defect`` holds message, sent and received), ``refused`` (the
-    backend refused an action of ``core`` as unsupported: :meth:`Worker.finish` raises
-    :class:`~memspec.conformance.core.findings.Refusal`), ``error`` (a bug in the harness;
-    ``message`` has the traceback) or ``barrier`` (another worker never came).
-    """
+    """A WorkerResult is what became of one worker: its operations, calls and ``status``: ``done``,
+    ``killed``, ``died`` (on its own), ``timeout``, ``defect`` (``defect`` holds message, sent and
+    received), ``refused`` (an action of ``core``: :meth:`Worker.finish` raises
+    :class:`~memspec.conformance.core.findings.Refusal`), ``error`` (a harness bug; ``message`` has
+    the traceback) or ``barrier`` (another worker never came)."""
 
     name: str
     status: WorkerStatus
@@ -414,11 +398,8 @@ class WorkerResult:
 
 
 class Worker:
-    """A Worker is one running worker process and what it has reported so far.
-
-    Use it as a context manager, or call :meth:`finish`: either way the process (and its backend
-    process, for a command backend) is killed if still running and always reaped.
-    """
+    """A Worker is one running worker process and what it has reported so far. As a context manager,
+    or with :meth:`finish`, the process (and a command backend's) is killed and reaped."""
 
     def __init__(self, job: Job, barrier: Any = None, scheduled: bool = False) -> None:
         context = process_context()
@@ -650,14 +631,9 @@ def _started(jobs: Sequence[Job], gate: Any) -> Iterator[list[Worker]]:
 def history(
     results: Sequence[WorkerResult], ops: Collection[str] | None = MUTATIONS
 ) -> list[HistoryRecord]:
-    """Returns the operations of ``results`` as Jepsen-style history events ordered by time.
-
-    Each operation whose ``op`` is in ``ops`` (mutations by default; ``None``: all) gives an
-    ``invoke`` event and an ``ok``/``fail``/``info`` event, in the format of
-    :mod:`memspec.conformance.history.history`: ``{"type", "process", "op", "time", "value"}`` with
-    ``process`` the index of the worker in ``results`` and ``value`` the answer. An ``info``
-    event carries the invoke's time: nobody knows when, or whether, it took effect.
-    """
+    """Returns the operations of ``results`` whose ``op`` is in ``ops`` (mutations by default;
+    ``None``: all) as history events ordered by time (:mod:`memspec.conformance.history.history`),
+    ``process`` being the worker's index. An ``info`` event carries the invoke's time."""
     events: list[HistoryRecord] = []
     for process, result in enumerate(results):
         for op in result.ops:

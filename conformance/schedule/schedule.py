@@ -57,13 +57,9 @@ class Step:
 
 @dataclass
 class ScheduledRun:
-    """A ScheduledRun is a finished run: the results, the steps, the schedule, the decisions.
-
-    ``steps[i]`` is the call granted at decision ``i``; ``schedule`` is the chosen name at each
-    decision (replaying it repeats the run);
-    ``enabled`` the enabled names at each decision; ``notes`` say where the run was not fully
-    serialised (a call that blocked outside the lock model).
-    """
+    """A ScheduledRun is a finished run: ``steps[i]`` is the call granted at decision ``i``,
+    ``schedule`` the name chosen at each (replaying it repeats the run), ``enabled`` the names
+    enabled, ``notes`` where the run was not fully serialised."""
 
     results: list[WorkerResult]
     steps: list[Step]
@@ -174,14 +170,9 @@ def run_scheduled(
     step_timeout: float = STEP_TIMEOUT,
 ) -> ScheduledRun:
     """Runs ``jobs`` in scheduled workers, one call at a time as ``choose`` decides (module docs).
-
-    ``sample`` (optional) is called by the harness before the first step and after every step;
-    its results are in the steps and in ``samples`` as ``(start, end, value)``. Workers still
-    running at ``deadline`` seconds are killed. ScheduleDiverged from the chooser propagates
-    after every worker has been killed and reaped. Each session is started as its backend's
-    tampering says (:meth:`~memspec.conformance.tamper.capability.Tampering.stopped`): parked
-    by interposition, or stopped and resumed by strace (:mod:`memspec.conformance.tamper.stops`).
-    """
+    ``sample`` is called before the first step and after every step (``samples`` holds ``(start,
+    end, value)``); workers running at ``deadline`` seconds are killed. ScheduleDiverged propagates
+    after every worker is reaped."""
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
         raise ValueError(f"scheduled jobs need distinct names, got {names}")

@@ -1,17 +1,12 @@
 """The pytest plugin: certify a backend with pytest (registered as the ``memspec`` pytest11 plugin).
 
-Options (group ``memspec``): ``--memspec-backend MODULE:FACTORY`` or ``--memspec-backend-cmd
-CMD`` choose the backend; ``--memspec-profile`` sizes the checks; ``--memspec-timeout`` bounds
-every backend call; ``--memspec-report DIR`` writes report.json and report.md;
-``--memspec-expected-failures FILE`` lists check or clause ids known to fail (strictly: one
-that passes fails the run); ``--memspec-hypothesis-db URL`` keeps the property checks' failing
-examples in a directory or a Redis database that every machine of a campaign shares. The suite
+Its options (group ``memspec``, ``--memspec-NAME``) are those of ``memspec certify``; the suite
 itself is ``memspec.conformance.suite``::
 
     pytest --pyargs memspec.conformance.suite --memspec-backend memspec.reference_impl:open_store
 
-Each check carries ``@pytest.mark.memspec(clauses=[...], features=[...])``; a check whose
-features the backend does not claim is skipped with the feature named (CONTRACT features).
+Each check carries ``@pytest.mark.memspec(clauses=[...], features=[...])``; a check whose features
+the backend does not claim is skipped with the feature named (CONTRACT features).
 """
 
 from __future__ import annotations
@@ -326,7 +321,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Attaches the :class:`Outcome` of a memspec check to each report of it, with the verdict
     of a check that failed taken from the exception itself; xdist workers send it back as data
     (:func:`pytest_report_to_serializable`). A listed expected failure that passed (pytest's
-    strict XPASS: a call that failed without raising) is a stale entry of the list."""
+    strict XPASS: a call that failed without raising) is a stale entry of the list. A failure
+    whose every blamed clause is listed is expected too, though the check does not cite the
+    clause (an example citing SNAP-4 that blames a header's SNAP-6)."""
     report = yield
     clauses, features = _marker(item)
     if not clauses:
@@ -340,6 +337,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     xfail = item.get_closest_marker("xfail")
     if call.when == "call" and report.failed and excinfo is None and xfail is not None:
         stale = str(xfail.kwargs.get("reason", "")).strip()
+    expected = memspec_settings(item.config).expected_failures
+    if report.failed and verdict is not None and verdict.kind == Kind.VIOLATION and expected:
+        blamed = {f.clause for f in verdict.failures} or {verdict.blamed}
+        if blamed <= expected:
+            report.outcome = "skipped"
+            report.wasxfail = f"listed in the expected-failures file as {sorted(blamed)}"
     figures = item.stash.get(figures_key, {})
     outcome = Outcome(clauses, features, verdict, dict(sorted(figures.items())), stale)
     setattr(report, OUTCOME_ATTRIBUTE, outcome)

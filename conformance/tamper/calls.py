@@ -23,17 +23,11 @@ class Invocation:
 
 @dataclass(frozen=True)
 class Details:
-    """What else a call record says besides its name and path (``None``: not known or not
-    recorded).
-
-    Every record: ``via`` (``"os"``, ``"file"`` for a file object's, ``"fcntl"``) and, as the
-    call has them, ``fd``, ``size`` (of a read or write), ``flags`` and ``mode`` of an open
-    (``mode`` is a file object's text mode, or ``os.open``'s number), ``buffering`` of an open
-    and ``buffered`` of a file object's call, ``source`` and ``source_kind`` of a rename,
-    ``operation`` of a lock (``"LOCK_EX|LOCK_NB"``) and ``deleted`` for a file that was unlinked.
-    A ``data`` plan and strace add ``ino``, ``offset``, ``hex``, ``written``, ``length`` and
-    ``replaced_ino`` (:data:`~memspec.conformance.tamper.interpose.DATA_DETAILS`); strace adds
-    its ``strace`` invocation."""
+    """What else a call record says besides its name and path (``None``: not known or not recorded):
+    ``via`` and, as the call has them, ``fd``, ``size``, ``flags``, ``mode``, ``buffering``,
+    ``buffered``, ``source``, ``source_kind``, ``operation`` and ``deleted``. A ``data`` plan and
+    strace add :data:`~memspec.conformance.tamper.interpose.DATA_DETAILS`; strace adds its
+    ``strace`` invocation."""
 
     via: str | None = None
     fd: int | None = None
@@ -57,14 +51,11 @@ class Details:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """A CallRecord is one file-system call of a backend on its root.
-
-    ``name`` is the call name of the interposition's table (``open``, ``write``, ``replace``,
-    ``flock``...), ``path`` absolute and ``kind`` its kind in the root (``None``: a call the
-    parser keeps no record of); ``op`` the index of the job's operation during which it was
-    made (``None`` outside operations), ``seq`` its number among the process's calls (``None``
-    where not counted). ``effect`` says what a plan did to the call (``"EIO"``,
-    ``"kill-before"``, ``"kill"``...), ``error`` how it failed (the errno name), if it did."""
+    """A CallRecord is one file-system call of a backend on its root: ``name`` from the
+    interposition's table, ``path`` absolute, ``kind`` its kind in the root, ``op`` the job's
+    operation during it, ``seq`` its number among the process's calls (``None``: not known);
+    ``effect`` what a plan did to it (``"EIO"``, ``"kill"``...), ``error`` its errno name, if any.
+    """
 
     name: str
     path: str

@@ -1,12 +1,11 @@
-"""What the harness can do to a backend's file-system calls, behind one interface: record them,
-fail one, kill at one, and stop at each for the scheduler.
+"""What the harness can do to a backend's file-system calls, behind one interface: record them, fail
+one, kill at one, and stop at each for the scheduler.
 
-:func:`tampering` builds it from where the backend's store runs, which the transport declares
-(:class:`~memspec.conformance.transport.backend.Runs`): :class:`Interposition` for Python code,
-whose calls a worker process interposes (:mod:`.interpose`), and :class:`Strace` for a command,
-whose process runs under strace (:mod:`.strace`, :mod:`.stops`). A check states what it wants
-as a :class:`~memspec.conformance.tamper.interpose.Plan` or a
-:class:`~memspec.conformance.tamper.interpose.Fault` and never asks which of the two it got.
+:func:`tampering` picks :class:`Interposition` (:mod:`.interpose`) for a backend whose store runs as
+Python code and :class:`Strace` (:mod:`.strace`, :mod:`.stops`) for a command, as the transport
+declares (:class:`~memspec.conformance.transport.backend.Runs`); a check states a
+:class:`~memspec.conformance.tamper.interpose.Plan` or
+:class:`~memspec.conformance.tamper.interpose.Fault` and never asks which it got.
 """
 
 from __future__ import annotations
@@ -30,12 +29,9 @@ Recorded = tuple[list[CallRecord], list[Any]]
 
 
 class Tampering(Protocol):
-    """What can be done to one backend's file-system calls.
-
-    ``name`` says what records the calls ("interposition" or "strace"), in messages and
-    reports; ``kill_attempts`` how often a kill that landed on another step is tried again.
-    ``drive`` runs a job in a worker to its end (the check's own way, with its kills and
-    timeouts); ``directory`` is the check's scratch space."""
+    """What can be done to one backend's file-system calls: ``name`` says what records them,
+    ``kill_attempts`` how often a kill that landed elsewhere is retried, ``drive`` runs a job in a
+    worker to its end, ``directory`` is the check's scratch space."""
 
     name: str
     kill_attempts: int

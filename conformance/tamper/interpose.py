@@ -46,12 +46,10 @@ _DELETED = " (deleted)"
 class Hook:
     """A Hook is told about every reported call; the base class lets everything through.
 
-    ``before`` runs right before the real call and may raise an ``OSError`` in its place (the
-    real call is then not made) or end the process; ``after`` runs right after it, with the
-    exception the real call raised, if any. Both run with interposition suspended, so the hook's
-    own file I/O is not reported. A hook whose ``data`` is true also gets, in ``details``, what a
-    crash-state generator needs (:data:`DATA_DETAILS`); the fields known only once the call has
-    returned are filled in before ``after`` runs.
+    ``before`` runs before the real call and may raise an ``OSError`` in its place or end the
+    process; ``after`` runs after it, with the exception it raised, if any. Both run with
+    interposition suspended. A hook whose ``data`` is true also gets :data:`DATA_DETAILS` in
+    ``details``, completed before ``after`` runs.
     """
 
     data: bool = False
@@ -65,12 +63,9 @@ class Hook:
 
 @dataclass(frozen=True)
 class Match:
-    """A Match selects calls: by name, by kind of path, by file name and by operation.
-
-    An empty ``calls`` or ``kinds`` matches every name or kind; ``name`` is an ``fnmatch``
-    pattern on the file's base name; ``op`` restricts to one worker operation. Example: the
-    first write to a temp file during operation 4 is ``Match.of("write", kinds=("temp",), op=4)``.
-    """
+    """A Match selects calls by name, kind of path, file name (an ``fnmatch`` pattern on the base
+    name) and operation; an empty ``calls`` or ``kinds`` matches all: ``Match.of("write",
+    kinds=("temp",), op=4)``."""
 
     calls: frozenset[str] = frozenset()
     kinds: frozenset[str] = frozenset()
@@ -108,12 +103,9 @@ class Match:
 
 @dataclass(frozen=True)
 class Fault:
-    """A Fault acts at the ``nth`` (1-based) call that ``match`` selects, ``times`` times in a row.
-
-    ``action`` is ``"raise"`` (an ``OSError`` with ``errno`` instead of the call; the call is
-    not made), ``"kill-before"`` or ``"kill-after"`` (``SIGKILL`` to the process right before
-    or right after the real call).
-    """
+    """A Fault acts at the ``nth`` (1-based) call that ``match`` selects, ``times`` times in a row:
+    ``"raise"`` an ``OSError`` with ``errno`` instead of the call, or ``"kill-before"`` /
+    ``"kill-after"`` the real call with ``SIGKILL``."""
 
     match: Match
     action: str = "raise"
@@ -130,17 +122,13 @@ class Fault:
 
 @dataclass(frozen=True)
 class Plan:
-    """A Plan says what a worker's interposition does: trace calls, inject faults, or both.
+    """A Plan says what a worker's interposition does: trace calls, inject faults, or both. Plans
+    are frozen and picklable, so they travel to worker processes.
 
-    With ``trace`` every reported call is sent to the harness as a
-    :class:`~memspec.conformance.tamper.calls.CallRecord`; a call a fault acts on is always
-    sent, with ``effect`` naming what was done (``"EIO"``, ``"kill-before"``...). Plans are
-    frozen and picklable, so they travel to worker processes.
-
-    With ``data`` (opt-in, it makes traces larger) every traced call also carries the bytes it
-    wrote and where, truncation sizes, open flags and inode numbers (:data:`DATA_DETAILS`), and
-    is sent once it has returned, with ``error`` (the errno name, or ``None``), so that a
-    crash-state generator can replay it (:mod:`memspec.conformance.crash.persistence`).
+    With ``trace`` every reported call is sent as a
+    :class:`~memspec.conformance.tamper.calls.CallRecord` (a call a fault acts on always is, its
+    ``effect`` named). With ``data`` each also carries :data:`DATA_DETAILS` and is sent once it has
+    returned, with ``error``, so a crash-state generator can replay it.
     """
 
     faults: tuple[Fault, ...] = ()
@@ -149,11 +137,8 @@ class Plan:
 
 
 class PlanHook(Hook):
-    """The Hook that carries out a :class:`Plan`, sending records through ``emit``.
-
-    ``op`` is set by the worker to the index of the operation it is running, so matches with
-    an ``op`` apply during that operation only.
-    """
+    """The Hook that carries out a :class:`Plan`, sending records through ``emit``; the worker sets
+    ``op`` to the operation it runs."""
 
     def __init__(self, plan: Plan, emit: Callable[[CallRecord], None]) -> None:
         self.plan = plan
@@ -262,12 +247,9 @@ def fd_path(fd: Any) -> str | None:
 
 
 class Interposer:
-    """An Interposer wraps the file-system calls of this process for one root (module docs).
-
-    ``install()`` replaces the attributes, ``uninstall()`` puts the originals back; at most one
-    Interposer is installed in a process. Harness code that runs inside the worker wraps its own
-    file I/O in :meth:`suspended`.
-    """
+    """An Interposer wraps the file-system calls of this process for one root: ``install()`` and
+    ``uninstall()``, at most one per process; harness code inside the worker wraps its own I/O in
+    :meth:`suspended`."""
 
     _installed: Interposer | None = None
 
@@ -569,12 +551,9 @@ def lock_operation(operation: int) -> str:
 
 
 class FileProxy:
-    """A file object from an interposed ``open``: reports its reads, writes, flushes and closes.
-
-    Everything else (``fileno``, ``seek``, ``name``, ...) is delegated to the real file object.
-    ``details.buffered`` tells a checker that written data reaches the kernel only at the next
-    ``flush`` or ``close``.
-    """
+    """A file object from an interposed ``open``: reports its reads, writes, flushes and closes and
+    delegates the rest; ``details.buffered`` says written data reaches the kernel only at the next
+    ``flush`` or ``close``."""
 
     def __init__(self, file: Any, interposer: Interposer, path: str | None, buffered: bool) -> None:
         self._file = file

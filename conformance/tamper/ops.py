@@ -12,13 +12,10 @@ KINDS = ENTRY_OPS | DATA_OPS | {"fsync", "dirsync", "ack"}
 
 @dataclass(frozen=True)
 class Op:
-    """An Op is one logical file-system operation of a trace (module docs for the kinds).
-
-    ``step`` numbers the call it came from within its mutation (1-based, as the trace is shown
-    to people), ``mutation`` is the index of that mutation in the session, ``ino`` the inode
-    acted on; ``name`` is the entry created or unlinked or a rename's destination, ``source`` a
-    rename's source and ``replaced`` the inode its destination named before (``None``: none).
-    """
+    """An Op is one logical file-system operation of a trace (module docs for the kinds): ``step``
+    is its call's 1-based number within mutation ``mutation``, ``ino`` the inode acted on, ``name``
+    the entry created or unlinked or a rename's destination, ``source`` a rename's source,
+    ``replaced`` the inode its destination named before."""
 
     kind: str
     step: int = 0

@@ -163,12 +163,9 @@ class Locks(Protocol):
 
 
 class StoppedProcess:
-    """One command-backend session under the scheduler, stopped by strace (module docs).
-
-    It has the face of the scheduler's interposed workers: ``parked`` (the process is stopped;
-    the record names the call it stopped after, ``after``), ``granted``, ``blocked``, ``gone``,
-    :meth:`absorb`, :meth:`settle`, :meth:`grant`, :meth:`stop` and :meth:`finish`.
-    """
+    """One command-backend session under the scheduler, stopped by strace, with the face of the
+    scheduler's interposed workers (``parked``, ``granted``, ``blocked``, ``gone``,
+    :meth:`grant`...)."""
 
     def __init__(self, job: Job, directory: Path) -> None:
         self.name = job.name

@@ -260,16 +260,10 @@ def traced(job: Job, directory: Path, options: Sequence[str] = ()) -> TracedJob:
 def strace_backend(
     backend: CommandBackend, arguments: Sequence[str], output: Path, seccomp: bool = True
 ) -> CommandBackend:
-    """Returns ``backend`` with each session's process traced by strace with ``arguments``,
-    writing to ``output``.
-
-    Where ptrace permits it (:func:`attach_problem`), strace attaches (``-p``) to the process
-    once it has started and waits for its ``open`` line, so its start-up is not traced: a
-    Python backend's session then takes about 80 ms instead of 380 ms (every call of a start-up
-    stops under strace). Elsewhere the process starts under strace, with :data:`SECCOMP_BPF`
-    where ``seccomp`` (strace 6.1 delivers no injected signal under a seccomp filter), and
-    never as a prestarted spare (a spare would truncate the running session's trace file).
-    """
+    """Returns ``backend`` with each session's process traced by strace with ``arguments``, writing
+    to ``output``. Where ptrace permits (:func:`attach_problem`) strace attaches once the process
+    waits for its ``open`` line, so its start-up is not traced; elsewhere it starts the process,
+    with :data:`SECCOMP_BPF` where ``seccomp``, and never as a prestarted spare."""
     timeout = max(backend.timeout, TRACED_CALL_TIMEOUT)
     if attach_problem() is None:
         attach = functools.partial(attach_strace, (*arguments, "-o", str(output)))
@@ -286,19 +280,10 @@ IDLE_WAIT = 10.0
 
 
 def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> None:
-    """Attaches strace with ``arguments`` to ``process``, its threads and the processes it has
-    started (a wrapper such as ``uv run`` or a shell script runs the backend as its child)
-    once they wait for the ``open`` line (:func:`_until_waiting`), and returns once every call
-    they make is traced. strace counts calls from where it attaches, so a fault placed by its
-    count needs that place to be the same in every run: attaching during the start-up would
-    count some of it.
-
-    strace says it is attached when it has asked each thread to stop, which wakes a sleeping
-    thread at once; a thread sleeps again only after strace has resumed it with its calls
-    traced, in the call it was waiting in, made again. So this returns when the processes wait
-    again: an ``open`` line sent earlier could end the waiting read untraced. A process that
-    has ended is left to its session to report; raises HarnessError when strace cannot attach
-    to a running one."""
+    """Attaches strace with ``arguments`` to ``process``, its threads and its children once they
+    wait for the ``open`` line, and returns once every call they make is traced (attaching wakes a
+    sleeping thread, so it waits until they wait again), so that calls are counted from the same
+    place in every run. Raises HarnessError when strace cannot attach to a running process."""
     _until_waiting(process, IDLE_WAIT)
     tree = _process_tree(process.pid)
     strace = subprocess.Popen(
@@ -341,11 +326,9 @@ def attach_strace(arguments: Sequence[str], process: subprocess.Popen[str]) -> N
 
 
 def _until_waiting(process: subprocess.Popen[str], seconds: float) -> None:
-    """Waits until ``process`` and the processes it started wait for input: every thread
-    sleeps, the main thread of one of them in a call on its standard input (the read of its
-    next line), or every thread has slept through :data:`ASLEEP_FOR` (a process that waits in
-    ``poll`` or ``epoll``; a runtime's threads may all sleep for a moment while it starts); or
-    until it has ended, or ``seconds`` have passed."""
+    """Waits until ``process`` and its children wait for input (every thread asleep, one main thread
+    reading its standard input, or all asleep for :data:`ASLEEP_FOR`), until it has ended, or
+    ``seconds`` have passed."""
     deadline = time.monotonic() + seconds
     since = None
     while process.poll() is None and time.monotonic() < deadline:
@@ -563,12 +546,9 @@ def run_planned(job: Job, directory: Path, drive: Drive) -> WorkerResult:
 
 @dataclass(frozen=True)
 class Killed:
-    """A Killed is one run of a job killed at a planned step: ``result`` is the run's.
-
-    ``missed`` says where the kill landed when not on the planned step (the run is still
-    judged); ``unplaced`` that a recording of the job reached no step the fault selects (the
-    job was run as it is); ``outside`` where the kill landed outside the fault's operation (the
-    run cannot be judged)."""
+    """A Killed is one run of a job killed at a planned step: ``missed`` says where the kill landed
+    instead (still judged), ``unplaced`` that no step was selected (run as it is), ``outside`` that
+    it landed outside the fault's operation (not judged)."""
 
     result: WorkerResult
     missed: str | None = None

@@ -1,10 +1,9 @@
 """Backends as the harness sees them: something that opens sessions on a root (CONTRACT-*).
 
-Every part of the harness talks to a store through :class:`Session.request`, whose requests
-and answers are exactly the JSON Lines protocol's (``{"op": "add", "target": ..., ...}`` in,
-``{"ok": ..., "code": ..., ...}`` out), whatever the transport. The in-process transport maps
-them onto a Python store's methods; a store that raises, or answers with something that is not
-an Outcome, is reported as a :class:`BackendDefect` that records what was sent and received.
+Every part of the harness talks to a store through :class:`Session.request`, in the JSON Lines
+protocol's requests and answers whatever the transport. The in-process transport maps them onto a
+Python store's methods; a store that raises or answers with no Outcome is a :class:`BackendDefect`
+recording what was sent and received.
 """
 
 from __future__ import annotations
@@ -205,13 +204,8 @@ def check_answer(
 @functools.lru_cache(maxsize=64)
 def _module_version(spec: str) -> str:
     """Returns the ``__version__`` of the backend's module or of its top package, or its
-    distribution's version.
-
-    The distribution named like the module's top package is asked first; only when there is
-    none are all installed packages scanned for the one that provides it (a quarter of a
-    second, which every ``memspec serve`` process would pay). Cached, and imported lazily for
-    the same reason.
-    """
+    distribution's version (the one named like the top package first: scanning all installed
+    packages costs a quarter of a second). Cached."""
     module_name = spec.partition(":")[0]
     top = module_name.split(".")[0]
     for name in (module_name, top):
@@ -264,14 +258,10 @@ def factory_name(factory: Callable[..., Any]) -> str | None:
 
 
 class SessionThread:
-    """The one daemon thread that runs a session's factory and every call, in order.
-
-    A store may therefore hold thread-bound resources (a ``sqlite3`` connection), and a hung
-    store cannot hang the harness: :meth:`call` raises :class:`TimeoutError` after ``timeout``
-    seconds and the thread is abandoned to the call. With no timeout, calls run inline in the
-    caller's thread instead (``memspec serve``: the harness on the other end keeps the time).
-    The thread ends when :meth:`stop` is called or the thread object is collected.
-    """
+    """The one daemon thread that runs a session's factory and every call, in order, so a store may
+    hold thread-bound resources and a hung store cannot hang the harness: :meth:`call` raises
+    :class:`TimeoutError` after ``timeout`` seconds. With no timeout, calls run inline (``memspec
+    serve``)."""
 
     def __init__(self, timeout: float | None) -> None:
         self.timeout = timeout
@@ -323,12 +313,8 @@ def _run_jobs(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
 
 @dataclass
 class InProcessSession:
-    """A session on a Python store object: requests become method calls (CONTRACT-*).
-
-    Calls run on the session's :class:`SessionThread`. After a call times out the session is
-    dead: the store may still be running in the abandoned thread, so every later request is
-    refused as a defect.
-    """
+    """A session on a Python store object: requests become method calls (CONTRACT-*), on its
+    :class:`SessionThread`. After a timeout the session is dead: every later request is a defect."""
 
     store: Any
     name: str
@@ -421,11 +407,8 @@ class _Pickled(TypedDict):
 
 @dataclass
 class InProcessBackend:
-    """A Python backend named ``MODULE:FACTORY``, run in the harness's own process.
-
-    :meth:`of_factory` makes one of a factory object that has no importable name instead; its
-    ``spec`` is then a label, and the factory travels to worker processes by value (dill).
-    """
+    """A Python backend named ``MODULE:FACTORY``, run in the harness's own process;
+    :meth:`of_factory` wraps a factory with no importable name (``spec`` is then a label)."""
 
     spec: str
     timeout: float | None = None

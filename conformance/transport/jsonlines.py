@@ -1,13 +1,9 @@
 """The JSON Lines transport: one backend process per session, one JSON object per line.
 
-The client side (:class:`CommandBackend`) starts the backend's command for each session, sends
-``open`` and then one request per line, and reads exactly one answer per request. A backend
-that prints something that is not JSON, answers with another ``id``, dies or stays silent past
-the timeout is a ``BackendDefect`` naming what was sent and
-what came back; the process is then killed, so the harness never hangs (CONTRACT-*).
-
-The server side (:func:`serve`) exposes any Python backend over the same protocol, so that one
-backend can be certified both ways.
+:class:`CommandBackend` starts the command per session, sends ``open`` and one request per line, and
+reads one answer per request; output that is not JSON, another ``id``, a death or silence past the
+timeout is a ``BackendDefect`` and the process is killed (CONTRACT-*). :func:`serve` exposes any
+Python backend over the same protocol.
 """
 
 from __future__ import annotations
@@ -211,12 +207,10 @@ class CommandSession:
 class CommandBackend:
     """A backend in any language, named by the command that starts one session.
 
-    The command runs in the directory memspec was invoked from, so that a relative path in it
-    (``node backends/node/memspec_backend.js``) means what the user typed. That directory is
-    taken when the backend is made and travels with it to worker processes. With ``prestart``
-    the next session's process starts while the current one runs (:mod:`.prestart`).
-    ``started`` is called with each session's process before its ``open`` line is sent (strace
-    attaches there: :func:`memspec.conformance.tamper.strace.strace_backend`).
+    The command runs in the directory memspec was invoked from (taken when the backend is made), so
+    a relative path in it means what the user typed. With ``prestart`` the next session's process
+    starts while the current one runs (:mod:`.prestart`). ``started`` is called with each process
+    before its ``open`` line (where strace attaches).
     """
 
     command: str
@@ -269,12 +263,9 @@ def handle_line(
     session: InProcessSession | None,
     line: str,
 ) -> tuple[Answer, InProcessSession | None]:
-    """Returns the answer to one request line and the session after it (serve's core).
-
-    Malformed requests get an ``E_INVALID`` answer. A backend that raises is not answered for:
-    :class:`BackendDefect` propagates, and :func:`serve` exits, so the harness on the other end
-    reports the defect (with serve's stderr) exactly as it would in-process.
-    """
+    """Returns the answer to one request line and the session after it (serve's core): a malformed
+    request gets ``E_INVALID``; a :class:`BackendDefect` propagates and :func:`serve` exits, so the
+    harness reports it as it would in-process."""
     try:
         request = json.loads(line)
     except json.JSONDecodeError as error:

@@ -1,16 +1,9 @@
 """A command backend's next process, started before the session that needs it.
 
-A session of a command backend is one process, and most of a short session is that process
-starting: an interpreter importing its modules, a runtime loading. The contract lets a process
-wait for its ``open`` line as long as it likes, so the harness starts the next session's process
-while the current session runs; its start-up overlaps the harness's work, on another core.
-
-One process is kept ready, for the command opened last, once that command has been opened twice
-in this process: a worker process that opens one session never starts a spare. The spare is
-ended when another command is opened, and when the harness exits. A forked child forgets its
-parent's spare. A command that must not start twice at once (strace writing one trace file)
-opens with ``prestart=False``: it starts alone, and leaves the spare of the backend's own
-command for that command's next session.
+Most of a short session is its process starting, so the harness starts the next one while the
+current session runs. One spare is kept, for the command opened last once it has been opened twice;
+it is ended when another command opens and at exit, and a forked child forgets it. A command that
+must not start twice at once (strace) opens with ``prestart=False``.
 """
 
 from __future__ import annotations
@@ -50,11 +43,9 @@ def start(argv: Sequence[str], cwd: str, environment: Mapping[str, str]) -> subp
 def take(
     argv: Sequence[str], cwd: str, environment: Mapping[str, str], prestart: bool = True
 ) -> subprocess.Popen[str]:
-    """Returns a started process of the command, the spare if it is this command's and still
-    running; then, for a command opened before, starts the next one's spare. Without
-    ``prestart`` the command just starts, and the spare of another is left as it is.
-
-    Raises OSError when the command cannot be started."""
+    """Returns a started process of the command (the spare if it is this command's and alive), then
+    starts the next spare for a command opened before; without ``prestart`` it just starts. Raises
+    OSError when the command cannot be started."""
     global _spare
     if not prestart:
         return start(argv, cwd, environment)

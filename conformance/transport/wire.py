@@ -1,11 +1,6 @@
-"""The JSON the harness exchanges and keeps, by field: the JSON Lines protocol's requests and
-answers (docs/backend-authors.md, SPEC.md's CONTRACT area) and the records of a history.
-
-These are static types only. An answer is whatever the backend sent until
-:func:`~memspec.conformance.transport.backend.check_answer` has validated it, and a check may
-send a field of the wrong type on purpose (ENTRY-7, BATCH-5, CONTRACT-6): the runtime checks
-stay where they are.
-"""
+"""The JSON the harness exchanges and keeps, by field: the protocol's requests and answers
+(docs/backend-authors.md, the CONTRACT area) and the records of a history. Static types only: a
+check may send a field of the wrong type on purpose (ENTRY-7, BATCH-5, CONTRACT-6)."""
 
 from __future__ import annotations
 

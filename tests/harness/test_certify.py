@@ -114,7 +114,10 @@ def test_reports_are_written(tmp_path: Path) -> None:
 def test_stale_expected_failure_fails(tmp_path: Path) -> None:
     # CONTRACT-18: listed failures are expected; a listed id that passes fails the run.
     expected = tmp_path / "expected.txt"
-    expected.write_text("SNAP-6  # float percent, known\n", encoding="utf-8")
+    expected.write_text(
+        "snap-percent-integer-arithmetic  # float percent, known\nsnap-percent-capped\n",
+        encoding="utf-8",
+    )
     broken = certify(
         "--backend",
         "tests.backends.wrappers:float_percent",
@@ -341,3 +344,14 @@ def test_certify_leaves_the_working_directory_where_it_was(
     )
     assert result.counts["passed"] == 1, result.output
     assert Path.cwd() == tmp_path
+
+
+def test_a_listed_clause_covers_a_failure_that_blames_it(tmp_path: Path) -> None:
+    """An example citing SNAP-4 whose only difference is the header's wording blames SNAP-5:
+    listing SNAP-5 makes that failure expected, though the example does not cite it."""
+    expected = tmp_path / "expected.txt"
+    expected.write_text("SNAP-5  # our own title\n", encoding="utf-8")
+    args = ["--backend", "tests.backends.wrappers:other_header_wording", "-k", "snap-exact"]
+    listed = certify(*args, "--expected-failures", str(expected), "-q")
+    assert listed.returncode == 0 and "1 expected failure" in listed.stdout, listed.stdout
+    assert certify(*args, "-q").returncode == 1
