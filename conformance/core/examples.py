@@ -226,7 +226,16 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 problem = _run_step(step, driver, fail)
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
-            return replace(failure, detail=defect.detail, blamed=(defect.clause,))
+            # a raise at a step that expects success is the defect's clause alone; anywhere
+            # else (a refusal, a load or a read of what the example set up) it also misses what
+            # the example's clauses require of that step
+            expect = step.expect if isinstance(step.expect, dict) else {}
+            result = expect.get("result") if isinstance(expect.get("result"), dict) else {}
+            success = expect.get("code") == codes.OK or (
+                step.op == "tool" and result.get("success") is not False
+            )
+            blamed = (defect.clause,) if success else (defect.clause, *example.clauses)
+            return replace(failure, detail=defect.detail, blamed=blamed)
         if problem is not None and problem.blamed:
             partial.append(problem)
         elif problem is not None:
