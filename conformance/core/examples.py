@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from memspec.conformance.core.findings import Refusal, Unverified
+from memspec.conformance.core.findings import DEFECT_CLAUSE, Refusal, Unverified
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes, model
@@ -234,7 +234,10 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             success = expect.get("code") == codes.OK or (
                 step.op == "tool" and result.get("success") is not False
             )
-            blamed = (defect.clause,) if success else (defect.clause, *example.clauses)
+            crashed = defect.clause == DEFECT_CLAUSE  # an answer of the wrong shape: CONTRACT-2
+            blamed = (
+                (defect.clause, *example.clauses) if crashed and not success else (defect.clause,)
+            )
             return replace(failure, detail=defect.detail, blamed=blamed)
         if problem is not None and problem.blamed:
             partial.append(problem)
