@@ -38,6 +38,17 @@ def backup_name_of(answer: Mapping[str, Any], root: str) -> str | None:
 
 Answer = Mapping[str, Any]
 Files = Mapping[str, bytes]
+
+WORKED_ON = ("canonical", "cosmetic")
+"""The kinds of file a mutation works on and never refuses as drift (DRIFT-1)."""
+
+
+def refuses_worked_on_file(kind: str, answer: Answer) -> bool:
+    """Whether ``answer`` refuses as drift a file of ``kind`` that DRIFT-1 says a mutation works
+    on: that refusal is DRIFT-1's failure, whatever else the mutation was to show."""
+    return answer.get("code") == codes.E_DRIFT and kind in WORKED_ON
+
+
 Root = str | os.PathLike[str]
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from memspec.conformance.core.registry import CheckContext
+from memspec.spec.codec import decode, parse_text
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import FILENAMES
 
@@ -100,6 +101,19 @@ def read_or_none(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+
+
+def assert_written(data: bytes | None, acknowledged: Sequence[str], what: str) -> None:
+    """Fails ATOMIC-5 unless ``data``, a data file read after ``what`` was answered ``OK`` and
+    with no write running, parses into the ``acknowledged`` entries (absent: none). A check that
+    builds on those writes asks this first: what it would otherwise blame on its own clause is an
+    ``OK`` whose result never reached the file."""
+    text = "" if data is None else decode(data)
+    found = None if text is None else parse_text(text)
+    assert found == list(acknowledged), (
+        f"ATOMIC-5: {what} answered OK, but the file then held {found}; expected "
+        f"{list(acknowledged)}"
+    )
 
 
 def put(root: Path, target: str, data: bytes, *, mode: int | None = None) -> Path:

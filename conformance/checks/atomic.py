@@ -12,7 +12,7 @@ import threading
 from contextlib import ExitStack
 from pathlib import Path
 
-from memspec.conformance.checks._disk import read_or_none
+from memspec.conformance.checks._disk import assert_written, read_or_none
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.wire import Fields
@@ -58,6 +58,9 @@ def write_replaces_by_rename(ctx: CheckContext) -> None:
         first = session.request("add", target="memory", content="User prefers tabs")
         assert first["code"] == codes.OK, f"ATOMIC-1: add memory answered {first}, expected OK"
         for op, fields, expected in steps:
+            assert path.is_file(), (
+                f"ATOMIC-5: the last write answered OK, but {path.name} is not in the root"
+            )
             old = path.read_bytes()
             link = _hard_link(path, ctx)
             stack.callback(link.unlink, missing_ok=True)
@@ -130,7 +133,8 @@ def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
     """A reader never sees an empty, partial or mixed file (ATOMIC-2): a thread samples
     ``MEMORY.md`` continuously while one session adds ``profile.operations`` long, unique entries,
     and each sample must parse into the first ``k`` entries, with every acknowledged entry
-    present and no entry that was not yet sent."""
+    present and no entry that was not yet sent. A file that still lacks an acknowledged add once
+    the writer is idle fails ATOMIC-5 instead: it was not torn, it was never written."""
     entries = _long_entries(ctx.profile.operations)
     limit = sum(len(entry) + 3 for entry in entries) + 100
     sampler = _Sampler(ctx.root / "MEMORY.md", entries)
@@ -151,6 +155,10 @@ def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
             sampler.acked = index + 1
             if sampler.violation:
                 break
+    # ATOMIC-5 first: a file that lacks an acknowledged add with no write running was not torn
+    # by the write, it never got it
+    acked = entries[: sampler.acked]
+    assert_written(read_or_none(sampler.path), acked, f"each of {len(acked)} adds")
     # ATOMIC-2: no reader ever saw anything but a whole state of the file.
     assert sampler.violation is None, (
         f"ATOMIC-2: {sampler.violation}; the store must write a temp file and rename it over "

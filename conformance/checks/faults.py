@@ -10,6 +10,7 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
+from memspec.conformance.checks._disk import assert_written
 from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
@@ -22,6 +23,7 @@ from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
+from memspec.spec.targets import FILENAMES
 
 BEFORE, FAULTY, AFTER, NEXT, ENTRIES = 3, 4, 5, 6, 8
 """Indices in a scenario's operations: load, add, add, observe (BEFORE), the faulty add
@@ -176,6 +178,8 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
         return
     result.expect_done()
     kept += [first, second]
+    memory = _files(result, BEFORE).get(FILENAMES["memory"])
+    assert_written(None if memory is None else bytes.fromhex(memory), kept, "add memory")
     fired = [call for call in result.calls if call.effect]
     if not fired:
         if scenario.required:

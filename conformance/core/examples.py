@@ -27,6 +27,7 @@ from memspec.spec.codec import (
     only_not_canonical,
     parse_text,
 )
+from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import (
     Add,
@@ -103,6 +104,9 @@ class ExampleFailure:
     header's usage is SNAP-8's); empty: every clause the example cites."""
     completed: bool = False
     """Whether the example ran to its end, so that its clauses not blamed held."""
+    stops: bool = False
+    """Whether the example stops at this failure, its blamed clauses failed and the rest not
+    verified (a refusal leaves the later steps nothing to show); else it goes on."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""
@@ -223,7 +227,8 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 limits = {**DEFAULT_LIMITS, **example.limits}
                 problem = _run_tool_step(step, driver, fail, limits, example.clauses, offers)
             else:
-                problem = _run_step(step, driver, fail)
+                limits = {**DEFAULT_LIMITS, **example.limits}
+                problem = _run_step(step, driver, fail, limits)
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
             # a raise at a step that expects success is the defect's clause alone; anywhere
@@ -239,7 +244,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 (defect.clause, *example.clauses) if crashed and not success else (defect.clause,)
             )
             return replace(failure, detail=defect.detail, blamed=blamed)
-        if problem is not None and problem.blamed:
+        if problem is not None and problem.blamed and not problem.stops:
             partial.append(problem)
         elif problem is not None:
             return problem
@@ -261,17 +266,23 @@ def _failure_factory(example: Example, step: Step) -> Fail:
     return fail
 
 
-def _run_step(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
+def _run_step(
+    step: Step, driver: Driver, fail: Fail, limits: Mapping[str, int]
+) -> ExampleFailure | None:
     if step.op == "load":
         driver.request(step.session, "load", {})
         return None
     if step.op in MUTATIONS:
         fields = _fields(step)
+        target = str(fields.get("target"))
+        kind = classify_bytes(driver.disk(target), limits[target]).kind if target in TARGETS else ""
         answer = driver.request(step.session, step.op, fields)
         problem = _outcome_problem(step, answer)
         if problem is None:
             return None
         failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
+        if refuses_worked_on_file(kind, answer):
+            return replace(failure, blamed=("DRIFT-1",), stops=True)
         return replace(failure, blamed=_field_clauses(step, answer))
     target = step.args[0]
     want = step.expect.get("value")
@@ -544,6 +555,11 @@ class BackendDriver:
     root: Path
     limits: Mapping[str, int]
     sessions: dict[str, Session] = field(default_factory=dict)
+    model: ModelDriver | None = None
+    """The spec model stepped beside the backend, to tell an acknowledged write that is not in
+    the file (ATOMIC-5)."""
+    unwritten: list[str] = field(default_factory=list)
+    """Each acknowledged change after which the file still held the model's state from before."""
 
     def put(self, target: str, data: bytes | None) -> None:
         """Writes (or deletes) the file directly, as an editor would."""
@@ -552,12 +568,36 @@ class BackendDriver:
             path.unlink(missing_ok=True)
         else:
             path.write_bytes(data)
+        if self.model is not None:
+            self.model.put(target, data)
 
     def request(self, session: str, op: str, fields: Fields) -> Answer:
         """Sends ``op`` in ``session``, opening the session first if needed."""
         if session not in self.sessions:
             self.sessions[session] = self.backend.open(self.root, self.limits)
-        return self.sessions[session].request(op, **fields)
+        answer = self.sessions[session].request(op, **fields)
+        if self.model is not None:
+            self._follow(self.model, session, op, fields, answer)
+        return answer
+
+    def _follow(
+        self, model: ModelDriver, session: str, op: str, fields: Fields, answer: Answer
+    ) -> None:
+        """Steps the model too; notes an acknowledged change, answered as the model answers it,
+        whose file holds what it held before (ATOMIC-5: the result of an ``OK`` is already in
+        the file). An answer that differs (``duplicate``, another usage) is the store's own
+        idea of the change, the example's clauses' business."""
+        target = str(fields.get("target"))
+        mutation = op in MUTATIONS and target in TARGETS
+        before = model_entries(model.disk(target)) if mutation else None
+        expected = model.request(session, op, fields)
+        if not mutation or expected["code"] != codes.OK or not _same_outcome(answer, expected):
+            return
+        if model_entries(model.disk(target)) != before == model_entries(self.disk(target)):
+            self.unwritten.append(
+                f"{op} {target} answered OK, but {FILENAMES[target]} then still held what it "
+                "held before (ATOMIC-5)"
+            )
 
     def disk(self, target: str) -> bytes | None:
         """Reads the file's bytes from the disk."""
@@ -580,6 +620,16 @@ class BackendDriver:
                 session.close()
 
 
+def _same_outcome(answer: Answer, expected: Answer) -> bool:
+    """Whether ``answer`` says what the model's ``expected`` says: the code, whether the text was
+    a duplicate, and the usage where the backend gives one."""
+    return (
+        answer.get("code") == expected["code"]
+        and bool(answer.get("duplicate")) == bool(expected.get("duplicate"))
+        and answer.get("usage", expected.get("usage")) == expected.get("usage")
+    )
+
+
 def run_on_model(example: Example) -> ExampleFailure | None:
     """Runs ``example`` against the spec model (a failure is a bug in SPEC.md)."""
     return run_example(example, ModelDriver.for_example(example))
@@ -595,11 +645,15 @@ def run_on_backend(
     text in a plain ``add``: its patterns do not know it (SCAN-2's business), so whether the
     path is scanned cannot be told with it."""
     with tempfile.TemporaryDirectory(prefix="memspec-") as scratch:
-        driver = BackendDriver(backend, root or Path(scratch), dict(example.limits))
+        model = ModelDriver.for_example(example)
+        driver = BackendDriver(backend, root or Path(scratch), dict(example.limits), model=model)
         try:
             failure = run_example(example, driver)
         finally:
             driver.close()
+        if failure is not None and driver.unwritten:  # what followed read a file left behind
+            reason = f"{driver.unwritten[0]}; then {failure.reason}"
+            failure = replace(failure, reason=reason, blamed=("ATOMIC-5",), completed=False)
         unknown = _unknown_threat(failure, backend, Path(scratch) / "probe", example)
     if unknown is not None:
         raise Unverified(

@@ -198,6 +198,13 @@ def fails_clause(check: CheckRecord, clause: str) -> bool:
     )
 
 
+def bears_on(check: CheckRecord, clause: str) -> bool:
+    """Whether a check's record counts in ``clause``'s verdict: the check cites the clause, or
+    its failure blames it (an example whose mutation was acknowledged but not written fails
+    ATOMIC-5, which it does not cite)."""
+    return clause in check.clauses or fails_clause(check, clause)
+
+
 def verifies_clause(check: CheckRecord, clause: str) -> bool:
     """Whether a check's record shows ``clause`` held: the check passed (or is a listed failure
     that passed), or it ran to its end, finding other clauses broken but not this one."""
@@ -359,7 +366,7 @@ def conformance_level(clauses: Iterable[Clause], checks: Iterable[CheckRecord]) 
     """
     records = list(checks)
     must = [clause for clause in clauses if clause.level == "MUST"]
-    cited = {clause.id: [c for c in records if clause.id in c.clauses] for clause in must}
+    cited = {clause.id: [c for c in records if bears_on(c, clause.id)] for clause in must}
     groups = {
         "safe": [c for c in must if c.protects_data],
         "core": [c for c in must if c.feature is None],

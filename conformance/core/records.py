@@ -25,6 +25,7 @@ from memspec.conformance.core.findings import (
     Kind,
     Level,
     Verdict,
+    bears_on,
     conformance_level,
     shorten,
 )
@@ -249,7 +250,7 @@ def clause_matrix(
                 "a rule of the agent or of memspec, not observable through the contract; "
                 "verified by memspec's own tests",
             )
-        cited = tuple(check.id for check in checks if clause.id in check.clauses)
+        cited = tuple(check.id for check in checks if bears_on(check, clause.id))
         rows.append(ClauseRow(clause.id, clause.level, status, cited, why))
     return rows
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from memspec.conformance.core.findings import (
     Kind,
+    bears_on,
     blamed_clauses,
     fails_clause,
     scope_skip,
@@ -70,7 +71,7 @@ def clause_verdict(
     """Returns the verdict of ``clause`` over the records ``checks`` (rules in the module
     docstring); ``claimed``, the features the backend claims, when given, skips a clause of a
     feature it does not claim."""
-    cited = [check for check in checks if clause in check.clauses]
+    cited = [check for check in checks if bears_on(check, clause)]
     if not cited:
         return ClauseVerdict("n/a")
     stated = _clauses_by_id().get(clause)

@@ -29,3 +29,37 @@ def test_example_on_model(example: Example) -> None:
 def test_example_on_reference(example: Example, tmp_path: Path) -> None:
     failure = run_on_backend(example, REFERENCE, tmp_path)
     assert failure is None, failure.render()
+
+
+BY_ID = {example.id: example for example in EXAMPLES}
+
+
+@pytest.mark.parametrize(
+    "example", ["remove-deletes-one-entry", "lock-no-lost-update", "snap-headers"]
+)
+def test_an_acknowledged_write_missing_from_the_file_blames_atomic_5(
+    example: str, tmp_path: Path
+) -> None:
+    # LazyWriter puts each write on disk at the next one: whatever the example was to show,
+    # what failed is that an OK's result was not in the file
+    lazy = InProcessBackend("tests.backends.naive_broken:LazyWriter")
+    failure = run_on_backend(BY_ID[example], lazy, tmp_path)
+    assert failure is not None and failure.blamed == ("ATOMIC-5",), failure
+    assert not failure.completed and "still held what it held before" in failure.reason
+
+
+def test_an_answer_unlike_the_models_is_not_a_missing_write(tmp_path: Path) -> None:
+    # a case-insensitive duplicate is answered OK, duplicate, and leaves the file as it was:
+    # the store's own idea of the add, DUP-3's, not an unwritten OK
+    store = InProcessBackend("tests.backends.wrappers:case_insensitive_duplicates")
+    failure = run_on_backend(BY_ID["dup-whole-entry-exact"], store, tmp_path)
+    assert failure is not None and failure.blamed == (), failure
+    assert "DUP-3" in failure.clauses
+
+
+@pytest.mark.parametrize("example", ["format-writer-is-canonical", "read-bom-dropped"])
+def test_a_drift_refusal_of_a_cosmetic_file_blames_drift_1(example: str, tmp_path: Path) -> None:
+    store = InProcessBackend("tests.backends.wrappers:raw_bytes_drift_guard")
+    failure = run_on_backend(BY_ID[example], store, tmp_path)
+    assert failure is not None and failure.blamed == ("DRIFT-1",), failure
+    assert failure.stops and failure.received["code"] == "E_DRIFT"

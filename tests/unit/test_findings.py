@@ -22,7 +22,9 @@ from memspec.conformance.core.findings import (
     Refusal,
     Verdict,
     Violation,
+    bears_on,
     blamed_clauses,
+    conformance_level,
     fails_clause,
     leading_clause,
     verdict_of,
@@ -288,3 +290,25 @@ def test_an_unverified_check_leaves_its_clauses_not_verified_never_failed() -> N
     assert not fails_clause(skipped("unverified"), "CRASH-4")
     assert clause_standing(clause, [skipped("unverified")]) == "not verified"
     assert clause_standing(clause, [skipped("unsupported")]) == "not verifiable"
+
+
+def test_a_failure_counts_against_a_clause_it_blames_but_does_not_cite() -> None:
+    # an example of REMOVE-1 on a store that never wrote the add it acknowledged fails ATOMIC-5
+    # alone: ATOMIC-5 fails (and blocks the level), REMOVE-1 is not verified by it
+    unwritten = CheckRecord.from_json({
+        "id": "REMOVE/remove-deletes-one-entry",
+        "clauses": ["REMOVE-1"],
+        "status": "failed",
+        "kind": "violation",
+        "blamed": "ATOMIC-5",
+        "reason": "add memory answered OK, but MEMORY.md then still held what it held before",
+        "failures": [{"clause": "ATOMIC-5", "reason": "…"}],
+        "completed": False,
+    })  # fmt: skip
+    assert bears_on(unwritten, "ATOMIC-5") and bears_on(unwritten, "REMOVE-1")
+    assert clause_verdict("ATOMIC-5", [unwritten]).status == "fail"
+    assert clause_verdict("REMOVE-1", [unwritten]).status == "skip"
+    from memspec.spec.clauses import parse_clauses
+    from memspec.spec.examples import spec_text
+
+    assert "ATOMIC-5 fails" in conformance_level(parse_clauses(spec_text()), [unwritten]).blocked_by
