@@ -21,8 +21,10 @@ from memspec.conformance.transport.backend import Backend, BackendDefect, Sessio
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes, model
 from memspec.spec.codec import (
+    FileState,
     classify_bytes,
     decode,
+    encode_entries,
     is_encodable,
     only_not_canonical,
     parse_text,
@@ -41,7 +43,7 @@ from memspec.spec.operations import (
 )
 from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
-from memspec.spec.rules import argument_error
+from memspec.spec.rules import Outcome, argument_error, decide
 from memspec.spec.snapshot import header_difference, snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
@@ -436,6 +438,18 @@ def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure
     return None
 
 
+def _answer_of(outcome: Outcome) -> Answer:
+    """Returns the answer a backend gives for the model's ``outcome``."""
+    answer: Answer = {"ok": outcome.ok, "code": outcome.code}
+    if outcome.matches:
+        answer["matches"] = list(outcome.matches)
+    if outcome.duplicate:
+        answer["duplicate"] = True
+    if outcome.usage is not None:
+        answer["usage"] = outcome.usage
+    return answer
+
+
 @dataclass
 class ModelDriver:
     """The spec model as a driver. ``last_read`` holds, per session and target, the entries the
@@ -476,7 +490,15 @@ class ModelDriver:
             return {"ok": True, "code": "OK", "schema": schema}
         if op == "tool_call":
             return {"ok": True, "code": "OK", "result": self._tool_call(session, fields)}
-        operation = {
+        operation = self.operation(session, op, fields)
+        outcome, self.state = model.step(self.state, operation)
+        self._remember_reads(session, operation)
+        return _answer_of(outcome)
+
+    @staticmethod
+    def operation(session: str, op: str, fields: Fields) -> Load | Mutation:
+        """Returns the model's operation for a ``load`` or a mutation request."""
+        return {
             "load": lambda: Load(session),
             "add": lambda: Add(fields["target"], fields["content"], session),
             "replace": lambda: Replace(
@@ -488,16 +510,6 @@ class ModelDriver:
             ),
             "batch": lambda: Batch(fields["target"], fields["operations"], session),
         }[op]()
-        outcome, self.state = model.step(self.state, operation)
-        self._remember_reads(session, operation)
-        answer: Answer = {"ok": outcome.ok, "code": outcome.code}
-        if outcome.matches:
-            answer["matches"] = list(outcome.matches)
-        if outcome.duplicate:
-            answer["duplicate"] = True
-        if outcome.usage is not None:
-            answer["usage"] = outcome.usage
-        return answer
 
     def _tool_call(self, session: str, fields: Fields) -> str:
         """Answers a tool call with the spec's normative result (TOOL-5 to TOOL-13): the model
@@ -560,6 +572,8 @@ class BackendDriver:
     the file (ATOMIC-5)."""
     unwritten: list[str] = field(default_factory=list)
     """Each acknowledged change after which the file still held the model's state from before."""
+    stale: list[str] = field(default_factory=list)
+    """Each acknowledged change written from the session's earlier read, not from the file."""
 
     def put(self, target: str, data: bytes | None) -> None:
         """Writes (or deletes) the file directly, as an editor would."""
@@ -581,23 +595,46 @@ class BackendDriver:
         return answer
 
     def _follow(
-        self, model: ModelDriver, session: str, op: str, fields: Fields, answer: Answer
+        self, shadow: ModelDriver, session: str, op: str, fields: Fields, answer: Answer
     ) -> None:
-        """Steps the model too; notes an acknowledged change, answered as the model answers it,
-        whose file holds what it held before (ATOMIC-5: the result of an ``OK`` is already in
-        the file). An answer that differs (``duplicate``, another usage) is the store's own
-        idea of the change, the example's clauses' business."""
+        """Steps the model too, and notes an acknowledged change whose file is not the model's:
+        one answered as the model answers it whose file holds what it held before (ATOMIC-5:
+        the result of an ``OK`` is already in the file), or a mutation answered and written as
+        the model makes it of the entries the session last read, not of the file (LOCK-2). Any other
+        difference is the store's own idea of the change, the example's clauses' business."""
         target = str(fields.get("target"))
-        mutation = op in MUTATIONS and target in TARGETS
-        before = model_entries(model.disk(target)) if mutation else None
-        expected = model.request(session, op, fields)
-        if not mutation or expected["code"] != codes.OK or not _same_outcome(answer, expected):
+        if op not in MUTATIONS or target not in TARGETS:
+            shadow.request(session, op, fields)
             return
-        if model_entries(model.disk(target)) != before == model_entries(self.disk(target)):
+        limit = model.limit_of(shadow.state, target)
+        file = classify_bytes(shadow.disk(target), limit)
+        before = model_entries(shadow.disk(target))
+        seen = shadow.last_read.get((session, target), ())
+        expected = shadow.request(session, op, fields)
+        written = model_entries(self.disk(target))
+        modelled = model_entries(shadow.disk(target))
+        if _same_outcome(answer, expected) and written == modelled:
+            return
+        if answer.get("code") == codes.OK and _same_outcome(answer, expected) and written == before:
             self.unwritten.append(
                 f"{op} {target} answered OK, but {FILENAMES[target]} then still held what it "
                 "held before (ATOMIC-5)"
             )
+            return
+        operation = cast(Mutation, shadow.operation(session, op, fields))
+        if list(seen) == before or not (before or seen) or argument_error(operation) is not None:
+            return
+        # the file's kind with the entries read earlier, or the earlier entries as they were
+        for view in (FileState(file.kind, seen), classify_bytes(encode_entries(seen), limit)):
+            outcome, result = decide(operation, view, limit)
+            kept = before if result is None else list(result)
+            if _same_outcome(answer, _answer_of(outcome)) and written == kept:
+                self.stale.append(
+                    f"{op} {target} answered {answer.get('code')} and wrote what it makes of the "
+                    f"entries this session last read, {list(seen)}, not of the file's {before} "
+                    "(LOCK-2)"
+                )
+                return
 
     def disk(self, target: str) -> bytes | None:
         """Reads the file's bytes from the disk."""
@@ -651,9 +688,11 @@ def run_on_backend(
             failure = run_example(example, driver)
         finally:
             driver.close()
-        if failure is not None and driver.unwritten:  # what followed read a file left behind
-            reason = f"{driver.unwritten[0]}; then {failure.reason}"
-            failure = replace(failure, reason=reason, blamed=("ATOMIC-5",), completed=False)
+        cause = driver.unwritten[:1] or driver.stale[:1]
+        if failure is not None and cause:  # what followed read a file gone wrong before
+            clause = "ATOMIC-5" if driver.unwritten else "LOCK-2"
+            reason = f"{cause[0]}; then {failure.reason}"
+            failure = replace(failure, reason=reason, blamed=(clause,), completed=False)
         unknown = _unknown_threat(failure, backend, Path(scratch) / "probe", example)
     if unknown is not None:
         raise Unverified(

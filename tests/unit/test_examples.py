@@ -63,3 +63,32 @@ def test_a_drift_refusal_of_a_cosmetic_file_blames_drift_1(example: str, tmp_pat
     failure = run_on_backend(BY_ID[example], store, tmp_path)
     assert failure is not None and failure.blamed == ("DRIFT-1",), failure
     assert failure.stops and failure.received["code"] == "E_DRIFT"
+
+
+@pytest.mark.parametrize(
+    ("factory", "example"),
+    [
+        ("naive_broken:StaleWithoutLoad", "drift-file-states"),
+        ("naive_broken:StaleWithoutLoad", "drift-pasted-entry-removed-with-a-backup"),
+        ("procs:open_loaded_list", "lock-no-lost-update"),
+        ("procs:open_loaded_list", "drift-foreign-shrinking-replace-goes-through"),
+    ],
+)
+def test_a_change_made_of_an_earlier_read_blames_lock_2(
+    factory: str, example: str, tmp_path: Path
+) -> None:
+    # both stores decide on the entries the session held, not on the file it should re-read:
+    # whatever the example was to show (a drift rule, an answer), LOCK-2 is what failed
+    store = InProcessBackend(f"tests.backends.{factory}")
+    failure = run_on_backend(BY_ID[example], store, tmp_path)
+    assert failure is not None and failure.blamed == ("LOCK-2",), failure
+    assert "entries this session last read" in failure.reason
+
+
+def test_an_unreadable_file_read_as_empty_is_not_a_stale_view(tmp_path: Path) -> None:
+    # a session that read nothing before the file became undecodable cannot be told from one
+    # that reads it as empty: READ-6's failure stays the example's, even for a store whose
+    # defect is its stale view
+    store = InProcessBackend("tests.backends.procs:open_loaded_list")
+    failure = run_on_backend(BY_ID["read-undecodable-is-not-empty"], store, tmp_path)
+    assert failure is not None and failure.blamed == (), failure
