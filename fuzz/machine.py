@@ -228,6 +228,11 @@ class MemoryMachine(RuleBasedStateMachine):
             # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
             assert problem is None, f"{problem} ({sent}; the backups hold {backups!r})"
         changed = model.disk(found.state, target) != model.disk(self.state, target)
+        # ATOMIC-5: the result of an acknowledged change is in the file when the answer comes.
+        assert not (answer["ok"] and changed and after == before), (
+            f"ATOMIC-5: {sent} answered {answer['code']}, but {target}'s file is byte for byte "
+            "what it was before, where the model's changed"
+        )
         self.state = found.state
         if changed:
             self.versions[target].append(model.entries_on_disk(self.state, target))

@@ -7,7 +7,13 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from memspec.conformance.checks._disk import listing_changes, outside_root, put
+from memspec.conformance.checks._disk import (
+    assert_written,
+    listing_changes,
+    outside_root,
+    put,
+    read_or_none,
+)
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
@@ -158,8 +164,10 @@ def mutation_without_load(ctx: CheckContext) -> None:
 
         first = opened()
         first.request("load")
-        for content in ("User prefers tabs", "Editor: vim"):
+        seeds = ["User prefers tabs", "Editor: vim"]
+        for content in seeds:
             first.request("add", target="memory", content=content)
+        assert_written(read_or_none(ctx.root / "MEMORY.md"), seeds, "each of 2 adds")
         steps = [
             ("add", {"content": "Shell: zsh"}, ["User prefers tabs", "Editor: vim", "Shell: zsh"]),
             ("remove", {"old_text": "tabs"}, ["Editor: vim", "Shell: zsh"]),

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memspec.conformance.checks._disk import assert_written, read_or_none
 from memspec.conformance.core.findings import Unverified
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import PROBE_TIMEOUT, ROUND_TIMEOUT, START_TIMEOUT
@@ -252,6 +253,8 @@ def _setup(ctx: CheckContext) -> Recovery:
     ops = ({"op": "load"}, *({"op": "add", "target": "memory", "content": s} for s in seeds))
     with Worker(Job(ctx.backend, ctx.root, ops, LIMITS, name="setup")) as worker:
         worker.finish(ROUND_TIMEOUT).expect_done()
+    # a crash cannot be judged against seed adds that never reached the file
+    assert_written(read_or_none(ctx.root / "MEMORY.md"), seeds, f"each of {len(seeds)} seed adds")
     recovery.allowed = [(seeds, "after the seed adds")]
     recovery.baseline = stray_files(ctx.root)
     return recovery

@@ -34,6 +34,7 @@ CAUGHT = [
     # an acknowledged add not in the file once the writer is idle was never written, not torn
     ("LazyWriter", "atomic.readers_never_see_a_partial_file", "ATOMIC-5"),
     ("LazyWriter", "atomic.write_replaces_by_rename", "ATOMIC-5"),
+    ("LazyWriter", "contract.mutation_without_load", "ATOMIC-5"),
     ("UmaskModes", "files.created_files_are_private", "FILES-1"),
     ("ModeReset", "files.rewrite_keeps_the_mode", "FILES-2"),
     ("FollowsLockLink", "files.symlinked_lock_is_refused", "FILES-3"),
