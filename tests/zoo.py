@@ -335,8 +335,17 @@ open (``refuses_emptying_batch``, ``stricter_scanner``), and the JSON Lines serv
 tests)."""
 
 
-CONSEQUENCES: dict[str, str] = {}
-"""Why a member fails clauses beyond its own: the consequences of its one defect."""
+CONSEQUENCES = PROJECT / "tests" / "data" / "zoo-consequences.json"
+"""Why a member fails clauses beyond its own, by member name: the consequences of its one
+defect. Read when the page is rendered (:func:`consequences`)."""
+
+
+def consequences() -> dict[str, str]:
+    """Returns :data:`CONSEQUENCES`' explanations ({} when the file is missing)."""
+    try:
+        return dict(json.loads(CONSEQUENCES.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return {}
 
 
 # --- detection --------------------------------------------------------------------------------
@@ -475,10 +484,11 @@ def render_table(detections: Sequence[Detection], profile: str) -> str:
 
 
 def render_beyond(detections: Sequence[Detection]) -> str:
-    """Returns the clauses each member fails beyond its own, with why (:data:`CONSEQUENCES`),
+    """Returns the clauses each member fails beyond its own, with why (:func:`consequences`),
     and the total: each is a consequence of the member's one defect or a false verdict."""
     beyond = [d for d in detections if d.beyond]
     total = sum(len(d.beyond) for d in detections)
+    explained = consequences()
     lines = [
         f"{total} clause verdicts beyond the members' own over {len(detections)} members; "
         f"{len(detections) - len(beyond)} members fail nothing beyond their own.",
@@ -487,7 +497,7 @@ def render_beyond(detections: Sequence[Detection]) -> str:
         "|---|---|---|",
     ]
     for d in beyond:
-        why = CONSEQUENCES.get(d.member.name, "**not explained**")
+        why = explained.get(d.member.name, "**not explained**")
         lines.append(f"| `{d.member.name}` | {', '.join(d.beyond)} | {why} |")
     return "\n".join(lines)
 
