@@ -1,13 +1,16 @@
 """Stores broken on purpose for the process checks (LOCK, ATOMIC, CRASH, READ-7).
 
 :class:`FileStore` is a small file-backed store written against the contract, with the spec's
-own rule functions for every decision. Done right, it locks ``MEMORY.md.lock``, sweeps stale
-temps, re-reads under the lock, writes a unique temp, fsyncs it, renames it and fsyncs the
-directory. It is a base of its own by design: it claims ``multi-process``, ``crash-safe`` and
-``durable``, so the checks of concurrent sessions, kills, crash states and injected faults run
-on it, and each step of that protocol is one method (the naive store of ``naive_broken.py``
-claims none of them; a wrapper of the reference, ``wrappers.py``, cannot break a step inside
-it). Each subclass breaks exactly one step, the way real stores have:
+own rule functions for every decision. Done right, it locks ``MEMORY.md.lock``, sweeps stale temps,
+re-reads under the lock, saves bytes it did not write in a content-addressed backup (the reference's
+:mod:`~memspec.reference_impl.files` helpers, the digest in the lock file), writes a unique temp
+with the old file's mode, fsyncs it, renames it and fsyncs the directory; it refuses a symlinked
+lock or data file. It passes every check it meets, so a subclass fails only what its one broken step
+breaks. It is a base of its own by design: it claims ``multi-process``, ``crash-safe`` and
+``durable``, so the checks of concurrent sessions, kills, crash states and injected faults run on
+it, and each step of that protocol is one method (the naive store of ``naive_broken.py`` claims none
+of them; a wrapper of the reference, ``wrappers.py``, cannot break a step inside it). Each subclass
+breaks exactly one step, the way real stores have:
 
 =======================  ====================================================  ==============
 factory                  defect                                                caught by
@@ -52,11 +55,13 @@ import fcntl
 import os
 import secrets
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memspec.reference_impl import files
 from memspec.spec import codes
 from memspec.spec.codec import DELIMITER, classify_bytes, encode_entries
 from memspec.spec.operations import Add, Mutation, Remove, Replace
@@ -67,6 +72,8 @@ from memspec.spec.threats import find_threats
 from tests.backends import factory_of
 
 ALL_FEATURES = ("core", "multi-process", "crash-safe", "durable")
+LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How a lock or record file is opened: never through a symlink (FILES-3)."""
 
 
 class FileStore:
@@ -138,29 +145,57 @@ class FileStore:
         self, op: Mutation, path: Path, data: bytes | OSError | None
     ) -> dict[str, Any]:
         self.sweep(path)
+        repair = f"move {path.name} aside or make it UTF-8 again, then retry"
         if isinstance(data, OSError):
-            return {"ok": False, "code": codes.E_UNREADABLE, "message": str(data)}
+            return {"ok": False, "code": codes.E_UNREADABLE, "message": f"{data}; {repair}"}
         state = classify_bytes(data, self.limits[op.target])
         outcome, result = decide(op, state, self.limits[op.target])
+        if outcome.code == codes.E_DRIFT and data is not None:
+            # DRIFT-3: a byte-exact backup first, named in the answer
+            saved = files.write_backup(path, data)
+            message = f"{path.name} is not this store's; saved as {saved.name}, edit it by hand"
+            return {"ok": False, "code": codes.E_DRIFT, "backup": str(saved), "message": message}
+        if outcome.code == codes.E_UNREADABLE:
+            return {"ok": False, "code": outcome.code, "message": f"{path.name}: {repair}"}
         if result is None:
             return {"ok": outcome.ok, "code": outcome.code}
-        try:
-            self.write(path, result)
-        except NotDurable as error:
-            # ATOMIC-3: the new file is in place; only its durability is not confirmed.
-            self.live[op.target] = result
-            return {"ok": True, "code": codes.OK, "message": f"not confirmed durable: {error}"}
+        answer: dict[str, Any] = {"ok": True, "code": codes.OK}
+        with self.written(path) as record:
+            # DRIFT-2, DRIFT-5: bytes this store did not write are saved before a rewrite
+            if data and (
+                state.kind == "foreign" or files.read_recorded_digest(record) != files.digest(data)
+            ):
+                answer["backup"] = str(files.write_backup(path, data))
+            try:
+                self.write(path, result)
+            except NotDurable as error:
+                # ATOMIC-3: the new file is in place; only its durability is not confirmed.
+                answer["message"] = f"not confirmed durable: {error}"
+            files.record_digest(record, files.digest(encode_entries(result)))
         self.live[op.target] = result
-        return {"ok": True, "code": codes.OK}
+        return answer
 
     # -- the file steps ---------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def locked(self, path: Path) -> Iterator[None]:
-        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path.with_name(path.name + ".lock"), LOCK_FLAGS, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
+        finally:
+            os.close(fd)
+
+    def record_path(self, path: Path) -> Path:
+        """Where the digest of the bytes this store last wrote is kept (DRIFT-5): the lock file."""
+        return path.with_name(path.name + ".lock")
+
+    @contextlib.contextmanager
+    def written(self, path: Path) -> Iterator[int]:
+        """Opens :meth:`record_path` (taken or not: the caller holds the store's lock)."""
+        fd = os.open(self.record_path(path), LOCK_FLAGS, 0o600)
+        try:
+            yield fd
         finally:
             os.close(fd)
 
@@ -178,9 +213,18 @@ class FileStore:
     def temp_path(self, path: Path) -> Path:
         return path.with_name(f".{path.name}.tmp.{secrets.token_hex(6)}")
 
+    def open_temp(self, path: Path, temp: Path) -> int:
+        """Opens ``temp`` for the new content of ``path``, with the mode of the file it will
+        replace (FILES-2) or 0600 (FILES-1); a data file that is a symlink is refused."""
+        current = self.current(path)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if current is not None:
+            os.fchmod(fd, stat.S_IMODE(current.st_mode))
+        return fd
+
     def write(self, path: Path, entries: tuple[str, ...]) -> None:
         temp = self.temp_path(path)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = self.open_temp(path, temp)
         try:
             try:
                 os.write(fd, encode_entries(entries))
@@ -192,6 +236,17 @@ class FileStore:
             temp.unlink(missing_ok=True)
             raise
         self.sync_directory()
+
+    def current(self, path: Path) -> os.stat_result | None:
+        """Returns the data file's own status, refusing a symlink rather than replacing it
+        (FILES-4), or ``None`` when there is no file."""
+        try:
+            current = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(current.st_mode):
+            raise OSError(errno.ELOOP, f"{path.name} is a symlink; not replacing it")
+        return current
 
     def sync_file(self, fd: int) -> None:
         os.fsync(fd)
@@ -271,6 +326,7 @@ class InPlace(FileStore):
     features = ("core", "multi-process", "crash-safe")
 
     def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        self.current(path)  # a symlink is refused, as by the sound store
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             for index, entry in enumerate(entries):
@@ -309,6 +365,10 @@ class MarkerLock(FileStore):
         finally:
             marker.unlink(missing_ok=True)
 
+    def record_path(self, path: Path) -> Path:
+        """The marker is removed after every mutation: the record is a file of its own."""
+        return path.with_name(path.name + ".written")
+
 
 class NoTempFsync(FileStore):
     """Renames the temp over MEMORY.md without fsyncing it first (ATOMIC-1)."""
@@ -337,7 +397,7 @@ class UnflushedFsync(FileStore):
 
     def write(self, path: Path, entries: tuple[str, ...]) -> None:
         temp = self.temp_path(path)
-        with open(temp, "wb") as handle:
+        with os.fdopen(self.open_temp(path, temp), "wb") as handle:
             handle.write(encode_entries(entries))
             os.fsync(handle.fileno())
         os.replace(temp, path)
@@ -379,7 +439,7 @@ class KeepsFailedTemp(FileStore):
 
     def write(self, path: Path, entries: tuple[str, ...]) -> None:
         temp = self.temp_path(path)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = self.open_temp(path, temp)
         try:
             os.write(fd, encode_entries(entries))
             os.fsync(fd)

@@ -25,3 +25,13 @@ def test_a_header_difference_fails_only_its_own_clause(
     failing = sorted(row["clause"] for row in report["clauses"] if row["status"] == "fail")
     assert failing == [clause], result.output[-3000:]
     assert result.status == 1 and result.level.name == "safe"
+
+
+def test_the_process_zoos_base_store_passes_what_its_members_share(tmp_path: Path) -> None:
+    # every member of the process zoo breaks one step of this store; the drift, file and
+    # recovery rules none of them breaks must hold for it, or each member fails them beyond
+    # its own clause (they did, six clauses each, until the store kept backups and modes)
+    result = memspec.certify(
+        "tests.backends.procs:open_sound", select="drift or files or recovery", report=tmp_path
+    )
+    assert result.status == 0 and result.counts["failed"] == 0, result.output[-3000:]

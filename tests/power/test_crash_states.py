@@ -73,12 +73,12 @@ CHECK_NAMES = (
     "acknowledged_mutations_survive_power_loss",
 )
 AT_FAULT = {
-    "open_in_place": "the truncate at step 6 may persist without the data written at step",
-    "open_no_temp_fsync": "the rename at step 9 may persist before the data written at step 7: "
+    "open_in_place": "the truncate at step 8 may persist without the data written at step",
+    "open_no_temp_fsync": "the rename at step 11 may persist before the data written at step 9: "
     "fsync the temp file",
     "open_no_dir_fsync": "onto MEMORY.md may be lost: the acknowledged add <a1> is lost on "
     "power loss; fsync the directory",
-    "open_fixed_temp": "the rename at step 10 may persist halfway, MEMORY.md.tmp and MEMORY.md",
+    "open_fixed_temp": "the rename at step 12 may persist halfway, MEMORY.md.tmp and MEMORY.md",
 }
 
 
