@@ -599,8 +599,8 @@ class BackendDriver:
     ) -> None:
         """Steps the model too, and notes an acknowledged change whose file is not the model's:
         one answered as the model answers it whose file holds what it held before (ATOMIC-5:
-        the result of an ``OK`` is already in the file), or a mutation answered and written as
-        the model makes it of the entries the session last read, not of the file (LOCK-2). Any other
+        the result of an ``OK`` is already in the file), or a change answered and written as the
+        model makes it of the entries the session last read, not of the file (LOCK-2). Any other
         difference is the store's own idea of the change, the example's clauses' business."""
         target = str(fields.get("target"))
         if op not in MUTATIONS or target not in TARGETS:
@@ -622,7 +622,11 @@ class BackendDriver:
             )
             return
         operation = cast(Mutation, shadow.operation(session, op, fields))
-        if list(seen) == before or not (before or seen) or argument_error(operation) is not None:
+        # a refusal writes nothing, so it cannot show which entries it was decided on
+        changed = answer.get("code") == codes.OK and written != before
+        # nor can a session that read nothing be told from one that reads a file as empty
+        stale = list(seen) != before and bool(before or seen)
+        if not changed or not stale or argument_error(operation) is not None:
             return
         # the file's kind with the entries read earlier, or the earlier entries as they were
         for view in (FileState(file.kind, seen), classify_bytes(encode_entries(seen), limit)):
