@@ -396,8 +396,10 @@ class UnflushedFsync(FileStore):
     buffer is flushed (at close), so the synced file is empty (ATOMIC-1)."""
 
     def write(self, path: Path, entries: tuple[str, ...]) -> None:
+        current = self.current(path)
         temp = self.temp_path(path)
-        with os.fdopen(self.open_temp(path, temp), "wb") as handle:
+        with open(temp, "wb") as handle:
+            os.fchmod(handle.fileno(), stat.S_IMODE(current.st_mode) if current else 0o600)
             handle.write(encode_entries(entries))
             os.fsync(handle.fileno())
         os.replace(temp, path)
