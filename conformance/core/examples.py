@@ -216,6 +216,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
     opened: set[str] = set()
     offers: dict[str, ToolOffer] = {}
     partial: list[ExampleFailure] = []
+    limits = {**DEFAULT_LIMITS, **example.limits}
     for step in example.steps:
         fail = _failure_factory(example, step)
         try:
@@ -226,10 +227,8 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 opened.add(step.session)
                 driver.request(step.session, "load", {})
             if step.op == "tool":
-                limits = {**DEFAULT_LIMITS, **example.limits}
                 problem = _run_tool_step(step, driver, fail, limits, example.clauses, offers)
             else:
-                limits = {**DEFAULT_LIMITS, **example.limits}
                 problem = _run_step(step, driver, fail, limits)
         except BackendDefect as defect:
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
@@ -607,8 +606,8 @@ class BackendDriver:
             shadow.request(session, op, fields)
             return
         limit = model.limit_of(shadow.state, target)
-        file = classify_bytes(shadow.disk(target), limit)
-        before = model_entries(shadow.disk(target))
+        data = shadow.disk(target)
+        file, before = classify_bytes(data, limit), model_entries(data)
         seen = shadow.last_read.get((session, target), ())
         expected = shadow.request(session, op, fields)
         written = model_entries(self.disk(target))
