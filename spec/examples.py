@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from memspec.spec.threats import find_threats
 from memspec.spec.versions import parse_version
 
 FENCE_OPEN = re.compile(r"^```memspec(?P<info>(?:\s.*)?)$")
+GIVEN = re.compile(r"^given\s+")
 SESSION = re.compile(r"^@(?P<name>[a-z][a-z0-9_]*)\s+")
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MUTATIONS = {"add": 1, "replace": 2, "remove": 1, "patch": 2, "batch": 1}
@@ -42,10 +43,15 @@ class Step:
     expect: dict[str, Any] = field(default_factory=dict)
     session: str = "a"
     line: int = 0
+    given: bool = False
+    """Whether the step only sets up what the example judges (``given add ...``): when the
+    backend does not do what it says, the example's clauses cannot be judged past it."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the step as a JSON-ready record for ``memspec spec --dump-json``."""
         record: dict[str, Any] = {"session": self.session, "op": self.op, "line": self.line}
+        if self.given:
+            record["given"] = True
         if self.op == "tool":
             return record | {"arguments": self.args[0], "expect": _json_value(self.expect)}
         if self.op != "load":
@@ -204,6 +210,14 @@ def _outcome(reader: _Reader) -> dict[str, Any]:
 
 def parse_step(text: str, line: int = 0) -> Step:
     """Returns the :class:`Step` a line of an example states (raises ExampleSyntaxError)."""
+    given = GIVEN.match(text)
+    if given:
+        step = parse_step(text[given.end() :], line)
+        if step.op not in (*MUTATIONS, "tool") or step.given:
+            raise ExampleSyntaxError(
+                f"SPEC.md line {line}: only a mutation or a tool call can be given: {text!r}"
+            )
+        return replace(step, given=True)
     session = "a"
     match = SESSION.match(text)
     if match:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from memspec.conformance.core.findings import DEFECT_CLAUSE, Refusal, Unverified
+from memspec.conformance.core.findings import Refusal, Unverified
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes, model
@@ -83,6 +83,10 @@ class Driver(Protocol):
         """Returns the contents of the target's backup files."""
         ...
 
+    def spec_entries(self, session: str, target: str) -> list[str] | None:
+        """Returns the entries the spec's rules give ``session`` now (``None``: none known)."""
+        ...
+
 
 @dataclass(frozen=True)
 class ExampleFailure:
@@ -109,6 +113,9 @@ class ExampleFailure:
     stops: bool = False
     """Whether the example stops at this failure, its blamed clauses failed and the rest not
     verified (a refusal leaves the later steps nothing to show); else it goes on."""
+    given: bool = False
+    """Whether the failure is at a ``given`` step: the state the example judges was never set
+    up, so none of its clauses is judged (the example reads not verified)."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""
@@ -230,21 +237,15 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 problem = _run_tool_step(step, driver, fail, limits, example.clauses, offers)
             else:
                 problem = _run_step(step, driver, fail, limits)
+            if step.given and problem is None:
+                problem = _given_state_problem(step, driver, fail)
         except BackendDefect as defect:
+            # the evidence is the raise (CONTRACT-6) or the malformed answer (CONTRACT-2), which
+            # hides what the step would have answered: the example's clauses are not judged
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
-            # a raise at a step that expects success is the defect's clause alone; anywhere
-            # else (a refusal, a load or a read of what the example set up) it also misses what
-            # the example's clauses require of that step
-            expect = step.expect if isinstance(step.expect, dict) else {}
-            result = expect.get("result") if isinstance(expect.get("result"), dict) else {}
-            success = expect.get("code") == codes.OK or (
-                step.op == "tool" and result.get("success") is not False
-            )
-            crashed = defect.clause == DEFECT_CLAUSE  # an answer of the wrong shape: CONTRACT-2
-            blamed = (
-                (defect.clause, *example.clauses) if crashed and not success else (defect.clause,)
-            )
-            return replace(failure, detail=defect.detail, blamed=blamed)
+            return replace(failure, detail=defect.detail, blamed=(defect.clause,))
+        if problem is not None and step.given and not problem.blamed:
+            return replace(problem, given=True)
         if problem is not None and problem.blamed and not problem.stops:
             partial.append(problem)
         elif problem is not None:
@@ -256,6 +257,23 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]
+
+
+def _given_state_problem(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
+    """Returns how the entries after a ``given`` mutation differ from the spec's, read with the
+    backend's own ``entries``: a store that answered as expected but changed something else
+    (moved an entry, dropped a duplicate) has not set up what the example judges."""
+    target = step.args[0] if step.op in MUTATIONS else None
+    if target not in TARGETS:
+        return None
+    want = driver.spec_entries(step.session, target)
+    if want is None:
+        return None
+    got = driver.request(step.session, "entries", {"target": target}).get("entries")
+    if got == want:
+        return None
+    reason = f"the entries then read {got!r}, where the spec's rules give {want!r}"
+    return fail({"op": "entries", "target": target}, got, want, reason)
 
 
 def _failure_factory(example: Example, step: Step) -> Fail:
@@ -557,6 +575,10 @@ class ModelDriver:
         """Returns the backups the model requires."""
         return sorted(model.backups_of(self.state, target))
 
+    def spec_entries(self, session: str, target: str) -> list[str] | None:
+        """Returns the session's entries in the model."""
+        return list(self._entries(session, target))
+
 
 @dataclass
 class BackendDriver:
@@ -653,6 +675,10 @@ class BackendDriver:
             if file_kind(p.name, name) == "backup" and p.is_file()
         )
 
+    def spec_entries(self, session: str, target: str) -> list[str] | None:
+        """Returns the session's entries in the model stepped beside the backend, if any."""
+        return None if self.model is None else self.model.spec_entries(session, target)
+
     def close(self) -> None:
         """Closes every session (errors of a broken backend are ignored here)."""
         for session in self.sessions.values():
@@ -696,6 +722,12 @@ def run_on_backend(
             clause = "ATOMIC-5" if driver.unwritten else "LOCK-2"
             reason = f"{cause[0]}; then {failure.reason}"
             failure = replace(failure, reason=reason, blamed=(clause,), completed=False)
+        elif failure is not None and failure.given:
+            raise Unverified(
+                f"example {example.id}: its given step at line {failure.line} ({failure.step}) "
+                f"did not set up what the example judges: {failure.reason}; the clauses that own "
+                "that step judge it"
+            )
         unknown = _unknown_threat(failure, backend, Path(scratch) / "probe", example)
     if unknown is not None:
         raise Unverified(

@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.core.examples import run_on_backend, run_on_model
+from memspec.conformance.core.findings import Unverified
 from memspec.conformance.transport.backend import InProcessBackend
-from memspec.spec.examples import Example, load_examples
+from memspec.spec.examples import (
+    Example,
+    ExampleSyntaxError,
+    load_examples,
+    parse_examples,
+    parse_step,
+)
 
 EXAMPLES = load_examples()
 REFERENCE = InProcessBackend("memspec.reference_impl:open_store")
@@ -99,3 +106,81 @@ def test_a_refusal_is_never_blamed_on_a_stale_view(tmp_path: Path) -> None:
     store = InProcessBackend("tests.backends.naive_broken:StaleWithoutLoad")
     failure = run_on_backend(BY_ID["drift-pasted-entry-removed-with-a-backup"], store, tmp_path)
     assert failure is not None and failure.blamed == (), failure
+
+
+def _example(steps: str, limits: str = "") -> Example:
+    """Returns the one example a block of step lines makes (``limits``: its info string's)."""
+    info = f"memspec id=sketch clauses=LIMIT-3 {limits}".strip()
+    return parse_examples(f"```{info}\n{steps}\n```\n")[0]
+
+
+def test_a_raise_blames_contract_6_alone(tmp_path: Path) -> None:
+    # the raise hides whatever the step would have answered: the refusal ENTRY-2 asks for is
+    # not judged, so ENTRY-2 reads not verified rather than failed
+    store = InProcessBackend("tests.backends.wrappers:raises_on_add")
+    failure = run_on_backend(BY_ID["entry-empty-refused"], store, tmp_path)
+    assert failure is not None and failure.blamed == ("CONTRACT-6",), failure
+    assert not failure.completed
+
+
+FILL_40 = (
+    'add memory "User prefers tabs" -> OK\n'
+    'add memory "Project uses Go 1.22" -> OK\n'
+    'add memory "Editor: vim" -> E_LIMIT\n'
+    'disk memory == "User prefers tabs\\n§\\nProject uses Go 1.22"'
+)
+
+
+def test_a_given_step_answered_otherwise_leaves_the_example_not_verified(tmp_path: Path) -> None:
+    # the store counts bytes, so filling it to 40 code points around a "§" is refused: what
+    # LIMIT-3 judges (a refusal writes nothing) was never set up
+    sketch = _example(FILL_40.replace("add", "given add", 2), "limits=memory:40,user:30")
+    assert run_on_model(sketch) is None
+    store = InProcessBackend("tests.backends.wrappers:counts_bytes")
+    with pytest.raises(Unverified, match=r"given step at line 3 .*expected code OK, got E_LIMIT"):
+        run_on_backend(sketch, store, tmp_path)
+    # the same steps not given: the difference fails the example's clause
+    judged = _example(FILL_40, "limits=memory:40,user:30")
+    (tmp_path / "judged").mkdir()
+    failure = run_on_backend(judged, store, tmp_path / "judged")
+    assert failure is not None and failure.blamed == () and failure.clauses == ("LIMIT-3",)
+
+
+def test_a_given_step_whose_entries_differ_leaves_the_example_not_verified(
+    tmp_path: Path,
+) -> None:
+    # the replace answers OK but moves the entry to the end: the order a later step judges
+    # was never set up, read with the store's own entries()
+    sketch = _example(
+        'add memory "User prefers tabs" -> OK\n'
+        'add memory "Editor: vim" -> OK\n'
+        'given replace memory "tabs" "User prefers spaces" -> OK\n'
+        'remove memory "Editor" -> OK\n'
+        'entries memory == ["User prefers spaces"]'
+    )
+    assert run_on_model(sketch) is None
+    store = InProcessBackend("tests.backends.wrappers:replace_moves_to_end")
+    with pytest.raises(Unverified, match=r"line 4 .*entries then read"):
+        run_on_backend(sketch, store, tmp_path)
+
+
+def test_a_raise_at_a_given_step_still_fails_contract_6(tmp_path: Path) -> None:
+    sketch = _example('given add memory "User prefers tabs" -> OK\nadd memory "x" -> OK')
+    store = InProcessBackend("tests.backends.wrappers:raises_on_add")
+    failure = run_on_backend(sketch, store, tmp_path)
+    assert failure is not None and failure.blamed == ("CONTRACT-6",), failure
+
+
+@pytest.mark.parametrize(
+    "line", ["given entries memory == []", "given load", 'given given add memory "x" -> OK']
+)
+def test_only_a_mutation_or_a_tool_call_can_be_given(line: str) -> None:
+    with pytest.raises(ExampleSyntaxError, match="only a mutation or a tool call"):
+        parse_step(line, 7)
+
+
+def test_a_given_step_is_marked_in_the_json_dump() -> None:
+    step = parse_step('given @b add memory "x" -> OK', 3)
+    assert step.session == "b" and step.given
+    assert step.to_json()["given"] is True
+    assert "given" not in parse_step('add memory "x" -> OK', 3).to_json()
