@@ -33,6 +33,12 @@ PRECEDENCE: Final[tuple[str, ...]] = (
 )
 """When several conditions hold, the first of these is reported (CONTRACT-5)."""
 
+PRECEDENCE_CLAUSES: Final[frozenset[str]] = frozenset(
+    ("CONTRACT-5", "REPLACE-2", "PATCH-5", "PATCH-10", "BATCH-6")
+)
+"""The clauses that order the conditions: where one of them is judged, a refusal for another
+condition than the expected one is theirs to own, not the expected condition's clause's."""
+
 OUTCOME_CODES: Final[frozenset[str]] = frozenset((OK, *PRECEDENCE))
 """Every code an operation may return; ``E_UNSUPPORTED`` is a protocol answer, not an outcome."""
 

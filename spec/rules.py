@@ -7,7 +7,7 @@ into ``step``, and a store may call them directly so that each rule lives in one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from memspec.spec import codes
 from memspec.spec.codec import (
@@ -38,6 +38,9 @@ class Outcome:
     usage: str | None = None
     threats: tuple[str, ...] = ()
     item: int | None = None
+    rule: str = field(default="", compare=False)
+    """The clause whose condition decided a refusal (``ENTRY-3`` for a delimiter line), or ""
+    where no one clause does; what a backend that answers otherwise has broken."""
 
     @property
     def ok(self) -> bool:
@@ -55,14 +58,18 @@ def content_error(content: object) -> Outcome | None:
     ENTRY-7 (``E_INVALID``), ENTRY-2 (``E_EMPTY``), ENTRY-3 and ENTRY-4 (``E_DELIMITER``), SCAN-1
     (``E_THREAT``); every other character is stored as given (ENTRY-5)."""
     if not isinstance(content, str):
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="ENTRY-7")
     text = normalize_content(content)
     if not text:
-        return Outcome(codes.E_EMPTY)
-    if has_delimiter_line(text) or starts_with_bom(text) or not is_encodable(text):
-        return Outcome(codes.E_DELIMITER)
+        return Outcome(codes.E_EMPTY, rule="ENTRY-2")
+    if has_delimiter_line(text) or starts_with_bom(text):
+        return Outcome(codes.E_DELIMITER, rule="ENTRY-3")
+    if not is_encodable(text):
+        return Outcome(codes.E_DELIMITER, rule="ENTRY-4")
     threats = find_threats(text)
     if threats:
+        # no rule: which patterns a scan knows (SCAN-2) and which paths it covers (SCAN-1,
+        # BATCH-7, PATCH-6) are told apart by the examples' own clauses
         return Outcome(codes.E_THREAT, threats=threats)
     return None
 
@@ -72,9 +79,9 @@ def old_text_error(old_text: object) -> Outcome | None:
     ``E_INVALID`` (ENTRY-7), empty after normalisation ``E_EMPTY``, and nothing else is checked
     (ENTRY-6)."""
     if not isinstance(old_text, str):
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="ENTRY-7")
     if not normalize_content(old_text):
-        return Outcome(codes.E_EMPTY)
+        return Outcome(codes.E_EMPTY, rule="ENTRY-6")
     return None
 
 
@@ -83,7 +90,7 @@ def patch_content_error(content: object) -> Outcome | None:
     ``E_INVALID`` (ENTRY-7); empty after normalisation is allowed, since it deletes the span;
     anything else is checked like the content of ``add`` (PATCH-5)."""
     if not isinstance(content, str):
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="ENTRY-7")
     return content_error(content) if normalize_content(content) else None
 
 
@@ -96,13 +103,13 @@ def batch_item_error(item: object) -> Outcome | None:
     (BATCH-7), the first code of ``E_INVALID``, ``E_EMPTY``, ``E_DELIMITER``, ``E_THREAT``
     deciding (BATCH-6)."""
     if not isinstance(item, FrozenMapping):
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="BATCH-5")
     action = item.get("action")
     if not isinstance(action, str) or action not in _ITEM_FIELDS:
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="BATCH-5")
     fields = _ITEM_FIELDS[action]
     if any(not isinstance(item.get(name), str) for name in fields):
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="BATCH-5")
     errors = [old_text_error(item.get("old_text"))] if "old_text" in fields else []
     if "content" in fields:
         errors.append(content_error(item.get("content")))
@@ -120,22 +127,22 @@ def argument_error(op: Mutation) -> Outcome | None:
         return content_error(op.content)
     if isinstance(op, Replace):
         if not isinstance(op.old_text, str) or not isinstance(op.new_content, str):
-            return Outcome(codes.E_INVALID)
+            return Outcome(codes.E_INVALID, rule="ENTRY-7")
         return old_text_error(op.old_text) or content_error(op.new_content)
     if isinstance(op, Remove):
         return old_text_error(op.old_text)
     if isinstance(op, Patch):
         if not isinstance(op.old_text, str) or not isinstance(op.content, str):
-            return Outcome(codes.E_INVALID)
+            return Outcome(codes.E_INVALID, rule="ENTRY-7")
         return old_text_error(op.old_text) or patch_content_error(op.content)
     if not isinstance(op.operations, tuple):
-        return Outcome(codes.E_INVALID)
+        return Outcome(codes.E_INVALID, rule="BATCH-5")
     if not op.operations:
-        return Outcome(codes.E_EMPTY)
+        return Outcome(codes.E_EMPTY, rule="BATCH-5")
     for index, item in enumerate(op.operations):
         error = batch_item_error(item)
         if error is not None:
-            return Outcome(error.code, threats=error.threats, item=index)
+            return replace(error, matches=(), item=index)
     return None
 
 
@@ -150,10 +157,11 @@ def choose_entry(entries: Sequence[str], old_text: str) -> tuple[int | None, Out
             return index, None
     found = [index for index, entry in enumerate(entries) if needle in entry]
     if not found:
-        return None, Outcome(codes.E_NOMATCH)
+        return None, Outcome(codes.E_NOMATCH, rule="MATCH-2" if entries else "REMOVE-3")
     distinct = list(dict.fromkeys(entries[index] for index in found))
     if len(distinct) > 1:
-        return None, Outcome(codes.E_AMBIGUOUS, matches=tuple(preview(e) for e in distinct))
+        matches = tuple(preview(e) for e in distinct)
+        return None, Outcome(codes.E_AMBIGUOUS, matches=matches, rule="MATCH-5")
     return found[0], None
 
 
@@ -169,13 +177,13 @@ def patch_entry(entry: str, old_text: str, content: str) -> str | Outcome:
     "coffee")`` is ``"Drinks coffee daily"``."""
     span = normalize_content(old_text)
     if span_starts(entry, span) != 1:
-        return Outcome(codes.E_AMBIGUOUS, matches=(preview(entry),))
+        return Outcome(codes.E_AMBIGUOUS, matches=(preview(entry),), rule="PATCH-3")
     start = entry.index(span)
     result = normalize_content(
         entry[:start] + normalize_content(content) + entry[start + len(span) :]
     )
     refusal = content_error(result)
-    return result if refusal is None else refusal
+    return result if refusal is None else replace(refusal, rule="PATCH-6")
 
 
 def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
@@ -244,9 +252,7 @@ def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
         applied = _apply_one(result, action, content, old_text)
         if isinstance(applied, Outcome):
             item = index if isinstance(op, Batch) else None
-            return Outcome(
-                applied.code, matches=applied.matches, threats=applied.threats, item=item
-            )
+            return replace(applied, item=item)
         result = applied
     return result
 
@@ -264,11 +270,11 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
     DRIFT-7); the store backs the file up first, not this rule.
     """
     if file.entries is None:
-        return Outcome(codes.E_UNREADABLE), None
+        return Outcome(codes.E_UNREADABLE, rule="READ-6"), None
     current: Entries = file.entries
     result = _apply_all(op, current)
     if file.kind == "foreign" and (isinstance(result, Outcome) or grows(result, current)):
-        return Outcome(codes.E_DRIFT), None
+        return Outcome(codes.E_DRIFT, rule="DRIFT-2"), None
     if isinstance(result, Outcome):
         return result, None
     if result == current:
@@ -277,5 +283,6 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
             codes.OK, duplicate=duplicate, usage=usage_label(usage_of(current), limit)
         ), None
     if exceeds_limit(result, current, limit):
-        return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit)), None
+        usage = usage_label(usage_of(current), limit)
+        return Outcome(codes.E_LIMIT, usage=usage, rule="LIMIT-2"), None
     return Outcome(codes.OK, usage=usage_label(usage_of(result), limit)), result

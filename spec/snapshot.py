@@ -119,12 +119,49 @@ def header_difference(
     return header_clauses(want[1], got[1])
 
 
+def unscanned_difference(
+    expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Returns ``("SCAN-6",)`` when ``actual`` differs from the block ``expected`` only where an
+    expected ``[BLOCKED:`` placeholder stands and the block shows, instead, an entry as it is on
+    disk among ``raw_entries`` (those with threats): no scan at load replaced it. Else ``()``."""
+    if not isinstance(expected, str) or not isinstance(actual, str):
+        return ()
+    want_head, want = _segments(expected)
+    got_head, got = _segments(actual)
+    if want_head != got_head or len(want) != len(got):
+        return ()
+    shown = [
+        w if w.startswith(BLOCKED_PREFIX) and w != g and g in raw_entries else g
+        for w, g in zip(want, got, strict=True)
+    ]
+    # an entry that itself starts like a placeholder is a forged one (SCAN-8): shown as it is,
+    # it tells a store that scans nothing at load only beside a plain entry shown as it is
+    plain = [g for g, s in zip(got, shown, strict=True) if s != g]
+    if not any(not g.startswith(BLOCKED_PREFIX) for g in plain):
+        return ()
+    patched = "\n".join([*got_head, DELIMITER.join(shown)])
+    unscanned = snapshot_difference(expected, patched, target, raw_entries) is None
+    return ("SCAN-6",) if unscanned else ()
+
+
+def part_difference(
+    expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Returns the clauses that own a block's difference when one part of it alone differs: the
+    header's (:func:`header_difference`) or an unscanned entry's (:func:`unscanned_difference`);
+    else ``()``."""
+    return header_difference(expected, actual, target, raw_entries) or unscanned_difference(
+        expected, actual, target, raw_entries
+    )
+
+
 def block_clause(
     expected: str | None, actual: object, target: str, raw_entries: Sequence[str], clause: str
 ) -> str:
-    """Returns the clause a block that differs from ``expected`` breaks: the header part's own
-    when only its header differs (:func:`header_difference`), else ``clause``."""
-    return (header_difference(expected, actual, target, raw_entries) or (clause,))[0]
+    """Returns the clause a block that differs from ``expected`` breaks: the part's own when one
+    part alone differs (:func:`part_difference`), else ``clause``."""
+    return (part_difference(expected, actual, target, raw_entries) or (clause,))[0]
 
 
 def _segments(block: str) -> tuple[list[str], list[str]]:

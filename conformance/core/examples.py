@@ -44,7 +44,7 @@ from memspec.spec.operations import (
 from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.rules import Outcome, argument_error, decide
-from memspec.spec.snapshot import header_difference, snapshot_difference
+from memspec.spec.snapshot import part_difference, snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 from memspec.spec.tool import (
@@ -85,6 +85,11 @@ class Driver(Protocol):
 
     def spec_entries(self, session: str, target: str) -> list[str] | None:
         """Returns the entries the spec's rules give ``session`` now (``None``: none known)."""
+        ...
+
+    def spec_rule(self) -> str:
+        """Returns the clause that decided the spec's refusal of the last mutation ("" when the
+        spec accepts it, no one clause decides, or no model is known)."""
         ...
 
 
@@ -200,6 +205,22 @@ def _field_clauses(step: Step, answer: Answer) -> tuple[str, ...]:
     return ("SNAP-11",) if differing == ["usage"] else ()
 
 
+def _missed_refusal(
+    step: Step, answer: Answer, failure: ExampleFailure, driver: Driver
+) -> tuple[str, ...]:
+    """Returns the clause whose refusal a step expected and did not get (the backend accepted,
+    or refused for another reason), as the spec decided it: ``ENTRY-3`` for content holding a
+    delimiter line, whatever the example that sent it is about; ``()`` when no one clause
+    decides it, the step expected ``OK``, or the example judges the order of conditions and
+    the backend refused for another one (the example's own clauses then own the difference)."""
+    if step.expect["code"] in (codes.OK, answer.get("code")):
+        return ()
+    if answer.get("code") != codes.OK and codes.PRECEDENCE_CLAUSES & set(failure.clauses):
+        return ()
+    rule = driver.spec_rule()
+    return (rule,) if rule else ()
+
+
 def _outcome_problem(step: Step, answer: Answer) -> str | None:
     want = step.expect
     if answer.get("code") != want["code"]:
@@ -244,16 +265,26 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             # hides what the step would have answered: the example's clauses are not judged
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
             return replace(failure, detail=defect.detail, blamed=(defect.clause,))
-        if problem is not None and step.given and not problem.blamed:
-            return replace(problem, given=True)
-        if problem is not None and problem.blamed and not problem.stops:
+        if problem is None:
+            continue
+        if problem.blamed and not problem.stops:
             partial.append(problem)
-        elif problem is not None:
-            return problem
-    if partial:
-        blamed = tuple(dict.fromkeys(c for failure in partial for c in failure.blamed))
-        return replace(partial[0], blamed=blamed, completed=True)
-    return None
+            continue
+        if step.given and not problem.blamed:
+            # the state was never set up: what was found before stands, nothing more is judged
+            return (
+                _found_before(partial, completed=False) if partial else replace(problem, given=True)
+            )
+        return _found_before([*partial, problem], completed=False) if partial else problem
+    return _found_before(partial, completed=True) if partial else None
+
+
+def _found_before(found: list[ExampleFailure], completed: bool) -> ExampleFailure:
+    """Returns the first of the differences an example found, blaming every clause they name
+    (one that names none, the example's); ``completed`` when it ran to its end, so that its
+    other clauses held."""
+    blamed = tuple(dict.fromkeys(c for failure in found for c in failure.blamed or failure.clauses))
+    return replace(found[0], blamed=blamed, completed=completed)
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]
@@ -302,6 +333,8 @@ def _run_step(
         failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
         if refuses_worked_on_file(kind, answer):
             return replace(failure, blamed=("DRIFT-1",), stops=True)
+        if missed := _missed_refusal(step, answer, failure, driver):
+            return replace(failure, blamed=missed, stops=True)  # the state went another way
         return replace(failure, blamed=_field_clauses(step, answer))
     target = step.args[0]
     want = step.expect.get("value")
@@ -319,14 +352,14 @@ def _run_step(
         if problem is None:
             return None
         failure = fail({"op": "snapshot", "target": target}, got, want, problem)
-        return replace(failure, blamed=header_difference(want, got, target, hidden))
+        return replace(failure, blamed=part_difference(want, got, target, hidden))
     if step.op == "disk":
         got = driver.disk(target)
         if got != want:
             failure = fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
             return replace(failure, blamed=("FORMAT-4",) if only_not_canonical(want, got) else ())
         return None
-    return _check_backups(step, driver.backups(target), fail)
+    return _check_backups(step, driver.backups(target), driver.disk(target), fail)
 
 
 Requester = Callable[[str, Fields], Answer]
@@ -434,7 +467,12 @@ def model_entries(data: bytes | None) -> list[str] | None:
     return None if text is None else parse_text(text)
 
 
-def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure | None:
+def _check_backups(
+    step: Step, found: list[bytes], disk: bytes | None, fail: Fail
+) -> ExampleFailure | None:
+    """Returns how the target's backups differ from the step's, blaming the part's own clause:
+    a content backed up twice is DRIFT-4's (content-addressed); one in no backup and no longer
+    the file's is lost, DRIFT-5's; one kept only in other bytes is FORMAT-4's."""
     exact = "==" in step.expect
     wanted: list[bytes] = step.expect["==" if exact else "include"]
     sent = {"read": f"{FILENAMES.get(step.args[0], step.args[0])}.bak.*"}
@@ -449,7 +487,9 @@ def _check_backups(step: Step, found: list[bytes], fail: Fail) -> ExampleFailure
             )
             # a backup holds the bytes the store itself wrote: not canonical is FORMAT-4's
             kept = sum(only_not_canonical(content, backup) for backup in found) == 1
-            return replace(failure, blamed=("FORMAT-4",) if count == 0 and kept else ())
+            lost = count == 0 and not kept and content != disk
+            blamed = "DRIFT-4" if count > 1 else "FORMAT-4" if kept else "DRIFT-5" if lost else ""
+            return replace(failure, blamed=(blamed,) if blamed else ())
     if exact and sorted(found) != sorted(wanted):
         return fail(sent, found, wanted, "backups differ")
     return None
@@ -474,6 +514,8 @@ class ModelDriver:
 
     state: model.State
     last_read: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    rule: str = ""
+    """The clause that decided the refusal of the last mutation (:attr:`Outcome.rule`)."""
 
     @classmethod
     def for_example(cls, example: Example) -> ModelDriver:
@@ -509,6 +551,7 @@ class ModelDriver:
             return {"ok": True, "code": "OK", "result": self._tool_call(session, fields)}
         operation = self.operation(session, op, fields)
         outcome, self.state = model.step(self.state, operation)
+        self.rule = outcome.rule
         self._remember_reads(session, operation)
         return _answer_of(outcome)
 
@@ -578,6 +621,10 @@ class ModelDriver:
     def spec_entries(self, session: str, target: str) -> list[str] | None:
         """Returns the session's entries in the model."""
         return list(self._entries(session, target))
+
+    def spec_rule(self) -> str:
+        """Returns the clause that decided the model's last refusal."""
+        return self.rule
 
 
 @dataclass
@@ -678,6 +725,10 @@ class BackendDriver:
     def spec_entries(self, session: str, target: str) -> list[str] | None:
         """Returns the session's entries in the model stepped beside the backend, if any."""
         return None if self.model is None else self.model.spec_entries(session, target)
+
+    def spec_rule(self) -> str:
+        """Returns the clause that decided the last refusal of the model beside the backend."""
+        return "" if self.model is None else self.model.spec_rule()
 
     def close(self) -> None:
         """Closes every session (errors of a broken backend are ignored here)."""
