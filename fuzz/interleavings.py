@@ -15,6 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.history.programs import generate_program, limits_for
@@ -56,6 +57,7 @@ def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
 def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
     tampering(ctx.backend).require()
+    confirm_plain_run(ctx, "a schedule")
     count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
     batch = "batch" in ctx.claimed_features()
     run = plan(ctx)

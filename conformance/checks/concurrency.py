@@ -9,6 +9,7 @@ import random
 import time
 from pathlib import Path
 
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import (
     LINEARIZABILITY_TIMEOUT,
@@ -85,6 +86,7 @@ def _seed(ctx: CheckContext) -> int:
 )
 def history_is_linearizable(ctx: CheckContext) -> None:
     """Concurrent sessions and a reader form a history every checker accepts (LOCK-3)."""
+    confirm_plain_run(ctx, "a concurrent history")
     seed = _seed(ctx)
     events, limits, extra = run_history(ctx, seed)
     seconds: dict[str, float] = {}

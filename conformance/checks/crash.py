@@ -15,6 +15,7 @@ from typing import Any
 
 from memspec.conformance.checks._disk import assert_written, read_or_none
 from memspec.conformance.core.findings import Unverified
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import PROBE_TIMEOUT, ROUND_TIMEOUT, START_TIMEOUT
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult
@@ -339,6 +340,7 @@ def kill_at_random_moments(ctx: CheckContext) -> None:
     (``trials`` x 4 rounds, however fast the machine); after each kill the file is old or new,
     every acknowledged operation is kept, the target is not locked and leftovers do not pile up
     (CRASH-1..3)."""
+    confirm_plain_run(ctx, "a kill")
     rng = random.Random(ctx.seed if ctx.seed is not None else 9)
     recovery = _setup(ctx)
     for number in range(ctx.profile.trials * ROUNDS_PER_TRIAL):
@@ -363,6 +365,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
     by the next mutation (CRASH-1..3)."""
     tamper = tampering(ctx.backend)
     tamper.require()
+    confirm_plain_run(ctx, "a kill")
     recovery = _setup(ctx)
     target = {"op": "add", "target": "memory", "content": recovery.entry("traced")}
     traced = _job(recovery, [target], "traced", Plan(trace=True))

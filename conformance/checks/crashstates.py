@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import Unverified
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.crash.persistence import (
@@ -422,6 +423,7 @@ def crash_states_are_old_or_new(ctx: CheckContext) -> None:
     ext4-ordered models too, a fresh session finds MEMORY.md as a mutation left it, never torn,
     empty or mixed (CRASH-1, which binds every backend; CRASH-4, which binds a backend that
     claims ``crash-safe``)."""
+    confirm_plain_run(ctx, "a crash state")
     models = MODELS if "crash-safe" in ctx.claimed_features() else ("process-crash",)
     _run(ctx, models, OLD_OR_NEW, "old-or-new")
 
@@ -442,4 +444,5 @@ def every_crash_state_recovers(ctx: CheckContext) -> None:
 def acknowledged_mutations_survive_power_loss(ctx: CheckContext) -> None:
     """Every crash state of the posix-weak and ext4-ordered models keeps every mutation that
     was acknowledged before the power loss (CRASH-5, ATOMIC-3)."""
+    confirm_plain_run(ctx, "a power loss")
     _run(ctx, POWER_LOSS_MODELS, DURABLE, "durable")

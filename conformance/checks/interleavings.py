@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.schedule.exploration import (
     Execution,
@@ -49,6 +50,7 @@ def _adds(*per_session: int) -> Program:
 def preemption_bounded_schedules(ctx: CheckContext) -> None:
     """Every schedule of two adders with few switches keeps both adds (LOCK-2, LOCK-3)."""
     tampering(ctx.backend).require()
+    confirm_plain_run(ctx, "a schedule")
     profile = ctx.profile
     bound, budget = profile.preemption_bound, profile.schedule_budget
     adds = profile.adds_per_session

@@ -18,6 +18,7 @@ one method per file step) and ``procs.py`` one step of :class:`~tests.backends.p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
@@ -61,16 +62,20 @@ class Wrapper:
         return getattr(self.inner, name)
 
     def add(self, target: Any, content: Any) -> dict[str, Any]:
-        return self.mutate(Add(target, content))
+        return self.answer(Add(target, content))
 
     def replace(self, target: Any, old_text: Any, new_content: Any) -> dict[str, Any]:
-        return self.mutate(Replace(target, old_text, new_content))
+        return self.answer(Replace(target, old_text, new_content))
 
     def remove(self, target: Any, old_text: Any) -> dict[str, Any]:
-        return self.mutate(Remove(target, old_text))
+        return self.answer(Remove(target, old_text))
 
     def batch(self, target: Any, operations: Any) -> dict[str, Any]:
-        return self.mutate(Batch(target, operations))
+        return self.answer(Batch(target, operations))
+
+    def answer(self, op: Mutation) -> dict[str, Any]:
+        """Answers one mutation: :meth:`mutate` (a subclass may guard it)."""
+        return self.mutate(op)
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
         """Sends ``op`` to the reference store (a subclass changes what happens around it)."""
@@ -92,20 +97,27 @@ class Wrapper:
             return None
 
 
-def _read(store: Wrapper, target: str) -> bytes | None:
-    """The target's bytes; ``None`` when absent, ``b"\\xff"`` (undecodable) when unreadable, so
-    that a call on an unreadable file is left to the reference store (READ-7)."""
-    try:
-        return store.read(target)
-    except OSError:
-        return b"\xff"
+class ReadFailed(Exception):
+    """The wrapper's own read of the file failed: the mutation answers ``E_UNREADABLE``."""
 
 
 class Deciding(Wrapper):
-    """A wrapper that reads the file and asks the spec's rules before it delegates."""
+    """A wrapper that reads the file and asks the spec's rules before it delegates. A read that
+    fails refuses the mutation with ``E_UNREADABLE``, as the store must (READ-7): the fault was
+    meant for the store's read, which the wrapper's own read took."""
+
+    def answer(self, op: Mutation) -> dict[str, Any]:
+        try:
+            return self.mutate(op)
+        except ReadFailed:
+            return self.refuse(codes.E_UNREADABLE)
 
     def state(self, target: str) -> FileState:
-        return classify_bytes(_read(self, target), self.limits[target])
+        try:
+            data = self.read(target)
+        except OSError as error:
+            raise ReadFailed(target) from error
+        return classify_bytes(data, self.limits[target])
 
     def entries_now(self, target: str) -> tuple[str, ...]:
         return self.state(target).entries or ()
@@ -162,9 +174,9 @@ class KeepsBomOnRead(Wrapper):
 
     def entries(self, target: str) -> list[str]:
         found = list(self.inner.entries(target))
-        data = _read(self, target) or b""
-        if found and data.startswith(b"\xef\xbb\xbf"):
-            found[0] = "\ufeff" + found[0]
+        with contextlib.suppress(OSError):  # entries() is the session's view: no read error
+            if found and (self.read(target) or b"").startswith(b"\xef\xbb\xbf"):
+                found[0] = "\ufeff" + found[0]
         return found
 
 

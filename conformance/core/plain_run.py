@@ -1,0 +1,84 @@
+"""The precondition of the checks that judge a store under stress (a crash, a power loss, many
+sessions at once) against the spec model: without any stress, the store does to the file what the
+spec says of the operations those checks drive. A store that replaces only a substring, or moves
+a replaced entry to the end, or keeps an acknowledged change out of the file, fails the clauses
+of those operations in the examples; under stress its files would differ from the model's for
+that reason alone, and the stress clause (CRASH-1, LOCK-3) would be blamed for it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.findings import Unverified
+from memspec.conformance.core.registry import CheckContext
+from memspec.spec import model
+from memspec.spec.codec import classify_bytes
+from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.targets import FILENAMES
+
+LIMIT = 100_000
+SEEDS = ("<p1> seed: user prefers tabs", "<p2> seed: project uses Go", "<p3> seed: editor vim")
+REQUESTS: tuple[dict[str, Any], ...] = (
+    {"op": "add", "target": "memory", "content": "<p4> added: deploys on Fridays"},
+    {"op": "replace", "target": "memory", "old_text": "<p2>", "new_content": "<p5> project: Rust"},
+    {"op": "remove", "target": "memory", "old_text": "<p3>"},
+)
+BATCH: dict[str, Any] = {
+    "op": "batch",
+    "target": "memory",
+    "operations": [
+        {"action": "add", "content": "<p6> batch: tests run with pytest"},
+        {"action": "remove", "old_text": "<p1>"},
+    ],
+}
+
+
+def _mutation(request: dict[str, Any]) -> Mutation:
+    if request["op"] == "add":
+        return Add("memory", request["content"])
+    if request["op"] == "replace":
+        return Replace("memory", request["old_text"], request["new_content"])
+    if request["op"] == "remove":
+        return Remove("memory", request["old_text"])
+    return Batch("memory", request["operations"])
+
+
+def _shown(request: dict[str, Any]) -> str:
+    fields = {key: value for key, value in request.items() if key not in ("op", "target")}
+    return f"{request['op']} memory {fields}"
+
+
+def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
+    """Raises Unverified when, in a session of its own with nothing else going on, the store
+    answers the adds, a replace and a remove (and a batch when it claims ``batch``) otherwise
+    than the spec model, or leaves in ``MEMORY.md`` other entries than the model's after one:
+    what ``stressed`` (a crash, concurrent sessions) would be judged against is then unknown."""
+    requests = [
+        *({"op": "add", "target": "memory", "content": seed} for seed in SEEDS),
+        *REQUESTS,
+        *((BATCH,) if "batch" in ctx.claimed_features() else ()),
+    ]
+    state = model.initial_state(LIMIT, LIMIT)
+    root = Path(tempfile.mkdtemp(prefix="plain-", dir=ctx.scratch))
+    session = ctx.backend.open(root, {"memory": LIMIT, "user": LIMIT})
+    try:
+        session.request("load")
+        for request in requests:
+            outcome, state = model.step(state, _mutation(request))
+            answer = session.request(request["op"], **{
+                key: value for key, value in request.items() if key != "op"
+            })  # fmt: skip
+            path = root / FILENAMES["memory"]
+            found = classify_bytes(path.read_bytes() if path.exists() else None, LIMIT).entries
+            expected = model.entries_on_disk(state, "memory") or ()
+            if answer.get("code") != outcome.code or tuple(found or ()) != tuple(expected):
+                raise Unverified(
+                    f"with nothing else going on, {_shown(request)} answered "
+                    f"{answer.get('code')} and left {FILENAMES['memory']} with {list(found or [])}"
+                    f", where the spec gives {outcome.code} and {list(expected)}: what {stressed} "
+                    "would be judged against is unknown (the operation's own clauses judge it)"
+                )
+    finally:
+        session.close()
