@@ -15,7 +15,7 @@ from typing import Any
 
 from memspec.conformance.checks._disk import assert_written, read_or_none
 from memspec.conformance.core.findings import Unverified
-from memspec.conformance.core.plain_run import confirm_plain_run
+from memspec.conformance.core.plain_run import confirm_plain_run, memory_mutation
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.core.waits import PROBE_TIMEOUT, ROUND_TIMEOUT, START_TIMEOUT
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult
@@ -25,7 +25,6 @@ from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.model import entries_on_disk, initial_state, step
-from memspec.spec.operations import Add, Mutation, Remove, Replace
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 CRASH_LIMIT = 1_000_000
@@ -93,14 +92,6 @@ def _describe_point(call: CallRecord) -> str:
     if call.kind == "temp":
         return f"{call.name} of the temp file"
     return describe_call(call)
-
-
-def _mutation(request: dict[str, Any]) -> Mutation:
-    if request["op"] == "add":
-        return Add("memory", request["content"])
-    if request["op"] == "replace":
-        return Replace("memory", request["old_text"], request["new_content"])
-    return Remove("memory", request["old_text"])
 
 
 @dataclass
@@ -197,7 +188,7 @@ class Recovery:
         """Steps the spec model through the acknowledged operations after the opening; returns
         the states the file may be in now (two when an operation was in flight)."""
         for op in result.ops[2:]:
-            mutation = _mutation(op.request)
+            mutation = memory_mutation(op.request)
             outcome, after = step(state, mutation)
             if op.type == "info":
                 return [

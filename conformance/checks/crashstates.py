@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.findings import Unverified
-from memspec.conformance.core.plain_run import confirm_plain_run
+from memspec.conformance.core.plain_run import confirm_plain_run, memory_mutation
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.crash.persistence import (
@@ -32,7 +32,6 @@ from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
 from memspec.spec.codec import classify_bytes
 from memspec.spec.model import entries_on_disk, initial_state, step
-from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 LIMIT = 100_000
@@ -59,16 +58,6 @@ def _requests(batch: bool) -> list[dict[str, Any]]:
         ]
         requests.append({"op": "batch", "target": "memory", "operations": operations})
     return requests
-
-
-def _mutation(request: dict[str, Any]) -> Mutation:
-    if request["op"] == "add":
-        return Add("memory", request["content"])
-    if request["op"] == "replace":
-        return Replace("memory", request["old_text"], request["new_content"])
-    if request["op"] == "remove":
-        return Remove("memory", request["old_text"])
-    return Batch("memory", request["operations"])
 
 
 def _describe(request: dict[str, Any]) -> str:
@@ -127,7 +116,7 @@ def _check_answers(requests: Sequence[dict[str, Any]], answers: Sequence[Any], s
     """Steps the spec model through the answered mutations; returns the entries after each."""
     expected = [entries_on_disk(state, "memory") or ()]
     for request, answer in zip(requests, answers, strict=False):
-        outcome, state = step(state, _mutation(request))
+        outcome, state = step(state, memory_mutation(request))
         code = (answer or {}).get("code")
         if code != outcome.code:
             # CRASH-4: the states a crash may leave are known only if the backend answers like

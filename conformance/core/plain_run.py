@@ -35,7 +35,8 @@ BATCH: dict[str, Any] = {
 }
 
 
-def _mutation(request: dict[str, Any]) -> Mutation:
+def memory_mutation(request: dict[str, Any]) -> Mutation:
+    """Returns the model's mutation of ``memory`` for an add, replace, remove or batch request."""
     if request["op"] == "add":
         return Add("memory", request["content"])
     if request["op"] == "replace":
@@ -66,7 +67,7 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
     try:
         session.request("load")
         for request in requests:
-            outcome, state = model.step(state, _mutation(request))
+            outcome, state = model.step(state, memory_mutation(request))
             answer = session.request(request["op"], **{
                 key: value for key, value in request.items() if key != "op"
             })  # fmt: skip
