@@ -260,6 +260,12 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
                 problem = _run_step(step, driver, fail, limits)
             if step.given and problem is None:
                 problem = _given_state_problem(step, driver, fail)
+        except Refusal as refused:
+            if not partial:
+                raise
+            found = _found_before(partial, completed=False)  # what was found before stands
+            text = f"{refused.text}; before it, {found.reason} ({', '.join(found.blamed)})"
+            raise Refusal(refused.action, (*refused.clauses, *found.blamed), text) from None
         except BackendDefect as defect:
             # the evidence is the raise (CONTRACT-6) or the malformed answer (CONTRACT-2), which
             # hides what the step would have answered: the example's clauses are not judged

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.core.examples import run_on_backend, run_on_model
-from memspec.conformance.core.findings import Unverified
+from memspec.conformance.core.findings import Refusal, Unverified
 from memspec.conformance.transport.backend import InProcessBackend
+from memspec.reference_impl import open_store
 from memspec.spec.examples import (
     Example,
     ExampleSyntaxError,
@@ -16,6 +17,7 @@ from memspec.spec.examples import (
     parse_examples,
     parse_step,
 )
+from tests.backends import factory_of, wrappers
 
 EXAMPLES = load_examples()
 REFERENCE = InProcessBackend("memspec.reference_impl:open_store")
@@ -213,3 +215,31 @@ def test_a_difference_blames_the_clause_of_its_part(
     store = InProcessBackend(f"tests.backends.{factory}")
     failure = run_on_backend(BY_ID[example], store, tmp_path)
     assert failure is not None and failure.blamed == blamed, failure
+
+
+class WordedNoReplace(wrappers.OtherHeaderWording, wrappers.RefusesReplace):
+    """Titles its block otherwise (SNAP-5) and refuses ``replace`` (E_UNSUPPORTED)."""
+
+
+worded_no_replace = factory_of(WordedNoReplace)
+
+
+def test_a_refused_core_action_keeps_what_was_found_before(tmp_path: Path) -> None:
+    # the header's wording differs first (SNAP-5), then the replace is refused as unsupported:
+    # the refusal stops the example, and SNAP-5's failure stands beside it
+    (tmp_path / "seed").mkdir()
+    seeded = open_store(tmp_path / "seed")
+    seeded.load()
+    seeded.add("memory", "User prefers tabs")
+    reader = open_store(tmp_path / "seed")
+    reader.load()
+    block = "\n".join("    " + line for line in reader.snapshot("memory").split("\n"))
+    sketch = _example(
+        f'add memory "User prefers tabs" -> OK\nload\nsnapshot memory:\n{block}\n'
+        'replace memory "tabs" "User prefers spaces" -> OK'
+    )
+    assert run_on_model(sketch) is None
+    store = InProcessBackend("tests.unit.test_examples:worded_no_replace")
+    with pytest.raises(Refusal) as refused:
+        run_on_backend(sketch, store, tmp_path)
+    assert "SNAP-5" in refused.value.clauses and "CONTRACT-2" in refused.value.clauses
