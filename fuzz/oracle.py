@@ -239,8 +239,11 @@ def snapshot_problem(
 def snapshot_clause(
     target: str, entries: Sequence[str] | None, actual: object, limit: int | None = None
 ) -> str:
-    """Returns the clause a block :func:`snapshot_problem` refused breaks: a header part's own
-    when only the header differs (SNAP-5 to SNAP-9), else SNAP-2."""
+    """Returns the clause a block :func:`snapshot_problem` refused breaks: SNAP-9 for a file
+    that cannot be read (``entries`` None), a part's own when only one part differs (SNAP-5 to
+    SNAP-8, SCAN-6), else SNAP-2."""
+    if entries is None:
+        return "SNAP-9"
     limit = DEFAULT_LIMITS[target] if limit is None else limit
     hidden = [entry for entry in entries or () if find_threats(entry)]
     return block_clause(expected_block(target, entries, limit), actual, target, hidden, "SNAP-2")

