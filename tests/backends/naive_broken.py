@@ -489,7 +489,10 @@ class RefusesRepairOnForeign(NaiveStore):
     (DRIFT-7, DRIFT-2)."""
 
     def mutate_locked(self, op: Mutation, path: Path, lock: int) -> dict[str, Any]:
-        data = self.read_bytes(path)
+        try:
+            data = self.read_bytes(path)
+        except OSError as error:  # READ-7, as the base store answers it
+            return {"ok": False, "code": codes.E_UNREADABLE, "message": f"cannot read: {error}"}
         state = classify_bytes(data, self.limits[op.target])
         if state.kind == "foreign" and data is not None:
             backup = self.write_backup(path, data)

@@ -48,6 +48,10 @@ from tests.backends import factory_of
 # --- the base -----------------------------------------------------------------------------------
 
 
+class ReadFailed(OSError):
+    """The wrapper's own read of the file failed: the mutation answers ``E_UNREADABLE``."""
+
+
 class Wrapper:
     """Delegates every contract method to a reference store on the same root."""
 
@@ -74,8 +78,13 @@ class Wrapper:
         return self.answer(Batch(target, operations))
 
     def answer(self, op: Mutation) -> dict[str, Any]:
-        """Answers one mutation: :meth:`mutate` (a subclass may guard it)."""
-        return self.mutate(op)
+        """Answers one mutation by :meth:`mutate`; a read of the file by the wrapper itself that
+        fails refuses it with ``E_UNREADABLE``, as the store must (READ-7): the fault was meant
+        for the store's read, which the wrapper's own read took."""
+        try:
+            return self.mutate(op)
+        except ReadFailed as error:
+            return {"ok": False, "code": codes.E_UNREADABLE, "message": f"cannot read: {error}"}
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
         """Sends ``op`` to the reference store (a subclass changes what happens around it)."""
@@ -95,29 +104,17 @@ class Wrapper:
             return self.path(target).read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as error:
+            raise ReadFailed(error.errno, error.strerror, error.filename) from error
 
 
-class ReadFailed(Exception):
-    """The wrapper's own read of the file failed: the mutation answers ``E_UNREADABLE``."""
 
 
 class Deciding(Wrapper):
-    """A wrapper that reads the file and asks the spec's rules before it delegates. A read that
-    fails refuses the mutation with ``E_UNREADABLE``, as the store must (READ-7): the fault was
-    meant for the store's read, which the wrapper's own read took."""
-
-    def answer(self, op: Mutation) -> dict[str, Any]:
-        try:
-            return self.mutate(op)
-        except ReadFailed:
-            return self.refuse(codes.E_UNREADABLE)
+    """A wrapper that reads the file and asks the spec's rules before it delegates."""
 
     def state(self, target: str) -> FileState:
-        try:
-            data = self.read(target)
-        except OSError as error:
-            raise ReadFailed(target) from error
-        return classify_bytes(data, self.limits[target])
+        return classify_bytes(self.read(target), self.limits[target])
 
     def entries_now(self, target: str) -> tuple[str, ...]:
         return self.state(target).entries or ()
