@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from memspec.conformance.core.findings import Refusal, Unverified
+from memspec.conformance.core.findings import DEFECT_CLAUSE, Refusal, Unverified
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes, model
@@ -121,6 +121,10 @@ class ExampleFailure:
     given: bool = False
     """Whether the failure is at a ``given`` step: the state the example judges was never set
     up, so none of its clauses is judged (the example reads not verified)."""
+    unless_raised_anyway: tuple[str, ...] = ()
+    """The clauses a raise also fails when the same kind of call does not raise on a fresh root
+    (the raise is then the step's own, as on an undecodable file), for :func:`run_on_backend`
+    to tell."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""
@@ -267,10 +271,18 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             text = f"{refused.text}; before it, {found.reason} ({', '.join(found.blamed)})"
             raise Refusal(refused.action, (*refused.clauses, *found.blamed), text) from None
         except BackendDefect as defect:
-            # the evidence is the raise (CONTRACT-6) or the malformed answer (CONTRACT-2), which
-            # hides what the step would have answered: the example's clauses are not judged
+            # the evidence is the raise (CONTRACT-6) or the malformed answer (CONTRACT-2); a
+            # raise where the example expects a refusal, a load or a read also misses what its
+            # clauses ask of that step, if the raise is that step's own (run_on_backend asks)
             failure = fail(defect.sent, defect.received, step.expect, str(defect))
-            return replace(failure, detail=defect.detail, blamed=(defect.clause,))
+            failure = replace(failure, detail=defect.detail, blamed=(defect.clause,))
+            crashed = defect.clause == DEFECT_CLAUSE and not step.given
+            return replace(
+                failure,
+                unless_raised_anyway=()
+                if not crashed or _expects_success(step)
+                else example.clauses,
+            )
         if problem is None:
             continue
         if problem.blamed and not problem.stops:
@@ -294,6 +306,49 @@ def _found_before(found: list[ExampleFailure], completed: bool) -> ExampleFailur
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]
+
+
+def _expects_success(step: Step) -> bool:
+    """Whether a mutation step expects ``OK``, or a tool step a result that is not a failure."""
+    expect = step.expect if isinstance(step.expect, dict) else {}
+    result = expect.get("result") if isinstance(expect.get("result"), dict) else {}
+    return expect.get("code") == codes.OK or (
+        step.op == "tool" and result.get("success") is not False
+    )
+
+
+_ADD_TABS = ("add", {"target": "memory", "content": "User prefers tabs"})
+CONTROL_CALLS: dict[str, tuple[tuple[str, Fields], ...]] = {
+    "load": (),
+    "add": (_ADD_TABS,),
+    "replace": (_ADD_TABS, ("replace", {"target": "memory", "old_text": "tabs",
+                                        "new_content": "User prefers spaces"})),
+    "remove": (_ADD_TABS, ("remove", {"target": "memory", "old_text": "tabs"})),
+    "patch": (_ADD_TABS, ("patch", {"target": "memory", "old_text": "tabs", "content": "spaces"})),
+    "batch": (("batch", {"target": "memory", "operations": [dict(_ADD_TABS[1], action="add")]}),),
+    "entries": (_ADD_TABS, ("entries", {"target": "memory"})),
+    "snapshot": (_ADD_TABS, ("load", {}), ("snapshot", {"target": "memory"})),
+}  # fmt: skip
+"""The plain calls that tell whether a backend that raised at a step raises at any call of that
+kind: on a fresh root, a load and then these."""
+
+
+def _raises_anyway(backend: Backend, root: Path, op: str) -> bool:
+    """Whether ``backend`` raises at a plain call of kind ``op`` (:data:`CONTROL_CALLS`) on a
+    fresh ``root``; an op with no plain call counts as raising anyway."""
+    if op not in CONTROL_CALLS:
+        return True
+    root.mkdir()
+    probe = BackendDriver(backend, root, {})
+    try:
+        probe.request("a", "load", {})
+        for name, fields in CONTROL_CALLS[op]:
+            probe.request("a", name, dict(fields))
+    except BackendDefect:
+        return True
+    finally:
+        probe.close()
+    return False
 
 
 def _given_state_problem(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
@@ -779,6 +834,11 @@ def run_on_backend(
             clause = "ATOMIC-5" if driver.unwritten else "LOCK-2"
             reason = f"{cause[0]}; then {failure.reason}"
             failure = replace(failure, reason=reason, blamed=(clause,), completed=False)
+        elif failure is not None and failure.unless_raised_anyway:
+            sent = failure.sent if isinstance(failure.sent, dict) else {}
+            if not _raises_anyway(backend, Path(scratch) / "control", str(sent.get("op"))):
+                blamed = (*failure.blamed, *failure.unless_raised_anyway)
+                failure = replace(failure, blamed=tuple(dict.fromkeys(blamed)))
         elif failure is not None and failure.given:
             raise Unverified(
                 f"example {example.id}: its given step at line {failure.line} ({failure.step}) "

@@ -70,11 +70,10 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "the 0.22 line refuses `replace` altogether (E_UNSUPPORTED, \"use 'patch'\"), so for it "
         "every other clause an example or check drives through `replace` reads not verified."
     ),
-    ("CONTRACT-6",): (
+    ("ENTRY-4",): "content with a lone surrogate raises `UnicodeEncodeError` from the write.",
+    ("ENTRY-7", "CONTRACT-6"): (
         "a content that is not a string (a number from a sloppy tool call) raises "
-        "`AttributeError`, in a batch `TypeError` from the scanner, and content with a lone "
-        "surrogate raises `UnicodeEncodeError` from the write, instead of a refusal (ENTRY-7 and "
-        "ENTRY-4 then read not verified: the raise hides the answer they judge)."
+        "`AttributeError`, in a batch `TypeError` from the scanner, instead of a refusal."
     ),
     (
         "BATCH-5",

@@ -116,13 +116,21 @@ def _example(steps: str, limits: str = "") -> Example:
     return parse_examples(f"```{info}\n{steps}\n```\n")[0]
 
 
-def test_a_raise_blames_contract_6_alone(tmp_path: Path) -> None:
-    # the raise hides whatever the step would have answered: the refusal ENTRY-2 asks for is
-    # not judged, so ENTRY-2 reads not verified rather than failed
+def test_a_raise_at_every_call_of_its_kind_blames_contract_6_alone(tmp_path: Path) -> None:
+    # the store raises at every add, a plain one on a fresh root too: the raise hides whatever
+    # the step would have answered, so ENTRY-2 reads not verified rather than failed
     store = InProcessBackend("tests.backends.wrappers:raises_on_add")
     failure = run_on_backend(BY_ID["entry-empty-refused"], store, tmp_path)
     assert failure is not None and failure.blamed == ("CONTRACT-6",), failure
     assert not failure.completed
+
+
+def test_a_raise_of_the_steps_own_also_fails_the_examples_clause(tmp_path: Path) -> None:
+    # the store raises only on a lone surrogate (a plain add goes through): the raise is the
+    # step's own, so the refusal ENTRY-4 asks for is missing too
+    store = InProcessBackend("tests.backends.wrappers:raises_on_surrogate")
+    failure = run_on_backend(BY_ID["entry-lone-surrogate-refused"], store, tmp_path)
+    assert failure is not None and failure.blamed == ("CONTRACT-6", "ENTRY-4"), failure
 
 
 FILL_40 = (
