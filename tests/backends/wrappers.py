@@ -108,8 +108,6 @@ class Wrapper:
             raise ReadFailed(error.errno, error.strerror, error.filename) from error
 
 
-
-
 class Deciding(Wrapper):
     """A wrapper that reads the file and asks the spec's rules before it delegates."""
 
