@@ -283,6 +283,7 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
             codes.OK, duplicate=duplicate, usage=usage_label(usage_of(current), limit)
         ), None
     if exceeds_limit(result, current, limit):
-        usage = usage_label(usage_of(current), limit)
-        return Outcome(codes.E_LIMIT, usage=usage, rule="LIMIT-2"), None
+        # no rule: which limit applies and how it is counted (LIMIT-1, LIMIT-2, LIMIT-6,
+        # REPLACE-3, PATCH-7, BATCH-4) are told apart by the examples' own clauses
+        return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit)), None
     return Outcome(codes.OK, usage=usage_label(usage_of(result), limit)), result

@@ -328,6 +328,7 @@ CONTROL_CALLS: dict[str, tuple[tuple[str, Fields], ...]] = {
     "batch": (("batch", {"target": "memory", "operations": [dict(_ADD_TABS[1], action="add")]}),),
     "entries": (_ADD_TABS, ("entries", {"target": "memory"})),
     "snapshot": (_ADD_TABS, ("load", {}), ("snapshot", {"target": "memory"})),
+    "tool_call": (("tool_call", {"arguments": json.dumps(dict(_ADD_TABS[1], action="add"))}),),
 }  # fmt: skip
 """The plain calls that tell whether a backend that raised at a step raises at any call of that
 kind: on a fresh root, a load and then these."""
