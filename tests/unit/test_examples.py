@@ -125,6 +125,13 @@ def test_a_raise_at_every_call_of_its_kind_blames_contract_6_alone(tmp_path: Pat
     assert not failure.completed
 
 
+def test_a_raise_on_malformed_tool_arguments_is_the_steps_own(tmp_path: Path) -> None:
+    # a plain tool call goes through: raising on text that is not JSON is that step's own
+    store = InProcessBackend("tests.backends.tool_broken:raises_on_bad_json")
+    failure = run_on_backend(BY_ID["tool-malformed-calls-answered"], store, tmp_path)
+    assert failure is not None and failure.blamed == ("CONTRACT-6", "TOOL-6", "TOOL-4"), failure
+
+
 def test_a_raise_of_the_steps_own_also_fails_the_examples_clause(tmp_path: Path) -> None:
     # the store raises only on a lone surrogate (a plain add goes through): the raise is the
     # step's own, so the refusal ENTRY-4 asks for is missing too
@@ -203,6 +210,9 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         # the example is about: a delimiter line ENTRY-3's, an ambiguity MATCH-5's
         ("wrappers:accepts_delimiter_line", "contract-every-code", ("ENTRY-3",)),
         ("wrappers:first_of_ambiguous", "match-preview-80-code-points", ("MATCH-5",)),
+        # which limit applies is the example's to judge: a limit shared by both targets is
+        # LIMIT-6's, not the limit rule's in general
+        ("wrappers:shared_limit", "limit-per-target", ()),
         # where the order of conditions is judged, another refusal is the example's own
         ("wrappers:first_of_ambiguous", "precedence-match-before-limit", ()),
         # external bytes in no backup and no longer in the file are lost (DRIFT-5); the same
