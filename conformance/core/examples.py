@@ -11,7 +11,7 @@ import contextlib
 import functools
 import json
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -339,17 +339,26 @@ def _raises_anyway(backend: Backend, root: Path, op: str) -> bool:
     fresh ``root``; an op with no plain call counts as raising anyway."""
     if op not in CONTROL_CALLS:
         return True
-    root.mkdir()
-    probe = BackendDriver(backend, root, {})
     try:
-        probe.request("a", "load", {})
-        for name, fields in CONTROL_CALLS[op]:
-            probe.request("a", name, dict(fields))
+        with _probe(backend, root, {}) as probe:
+            for name, fields in CONTROL_CALLS[op]:
+                probe.request("a", name, dict(fields))
     except BackendDefect:
         return True
+    return False
+
+
+@contextlib.contextmanager
+def _probe(backend: Backend, root: Path, limits: Mapping[str, int]) -> Iterator[BackendDriver]:
+    """Yields a driver on the fresh ``root`` (created here) whose session ``a`` has loaded, for a
+    call or two that tells how the backend behaves apart from the example; closes it after."""
+    root.mkdir()
+    probe = BackendDriver(backend, root, dict(limits))
+    try:
+        probe.request("a", "load", {})
+        yield probe
     finally:
         probe.close()
-    return False
 
 
 def _given_state_problem(step: Step, driver: Driver, fail: Fail) -> ExampleFailure | None:
@@ -872,14 +881,9 @@ def _unknown_threat(
         for text in (item.get("content"), item.get("new_content"))
         if isinstance(text, str) and find_threats(text)
     ]  # fmt: skip
-    root.mkdir()
-    probe = BackendDriver(backend, root, dict(example.limits))
-    try:
-        probe.request("a", "load", {})
+    with _probe(backend, root, example.limits) as probe:
         for text in texts:
             answer = probe.request("a", "add", {"target": sent.get("target"), "content": text})
             if answer.get("code") == codes.OK:
                 return text
-    finally:
-        probe.close()
     return None

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from memspec.conformance.core.examples import ModelDriver
 from memspec.conformance.core.findings import Unverified
 from memspec.conformance.core.registry import CheckContext
 from memspec.spec import model
 from memspec.spec.codec import classify_bytes
-from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace
+from memspec.spec.operations import Mutation
 from memspec.spec.targets import FILENAMES
 
 LIMIT = 100_000
@@ -36,14 +37,9 @@ BATCH: dict[str, Any] = {
 
 
 def memory_mutation(request: dict[str, Any]) -> Mutation:
-    """Returns the model's mutation of ``memory`` for an add, replace, remove or batch request."""
-    if request["op"] == "add":
-        return Add("memory", request["content"])
-    if request["op"] == "replace":
-        return Replace("memory", request["old_text"], request["new_content"])
-    if request["op"] == "remove":
-        return Remove("memory", request["old_text"])
-    return Batch("memory", request["operations"])
+    """Returns the model's mutation for an add, replace, remove or batch request
+    (:meth:`ModelDriver.operation`, the examples' reading of a request)."""
+    return cast(Mutation, ModelDriver.operation("a", request["op"], request))
 
 
 def _shown(request: dict[str, Any]) -> str:
