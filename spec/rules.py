@@ -287,3 +287,50 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
         # REPLACE-3, PATCH-7, BATCH-4) are told apart by the examples' own clauses
         return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit)), None
     return Outcome(codes.OK, usage=usage_label(usage_of(result), limit)), result
+
+
+ACTION_CLAUSES = {
+    Replace: ("REPLACE-1", "REPLACE-4"),
+    Patch: ("PATCH-4", "PATCH-4"),
+    Remove: ("REMOVE-1", "REMOVE-1"),
+}
+"""Per action that edits one chosen entry: the clause that owns what it writes in that entry's
+place, and the clause that owns the other entries (REPLACE-1, REPLACE-4, PATCH-4, REMOVE-1)."""
+
+
+def misapplied_clause(
+    op: Mutation,
+    accepted: bool,
+    foreign: bool,
+    before: Sequence[str],
+    want: Sequence[str],
+    got: Sequence[str],
+) -> str | None:
+    """Returns the clause ``op`` broke when it turned ``before`` into ``got`` where the spec's
+    rules give ``want``. A refused batch that changed anything broke BATCH-2. Of an accepted
+    action that edits the entry ``old_text`` chooses: the action's own clause for that entry when
+    only it came out wrong, its clause for the others when they were merged, dropped or reordered
+    (:data:`ACTION_CLAUSES`), unless the file was ``foreign``: which entries a rewrite of a
+    foreign file keeps is the drift guard's business (DRIFT-2, DRIFT-5).
+
+    ``None`` when ``got`` is ``want``; when nothing changed (whether an acknowledged change
+    reached the file is ATOMIC-5's business); when another entry than the chosen one was edited
+    or removed (which entry ``old_text`` chooses is MATCH-1 to MATCH-5's and PATCH-2's); and for
+    the other actions. For example, with ``before`` ``("a", "b", "c")``, a
+    ``Replace("memory", "b", "x")`` that gives ``("a", "c", "x")`` broke ``"REPLACE-4"``."""
+    if not accepted:
+        return "BATCH-2" if isinstance(op, Batch) and list(got) != list(before) else None
+    clauses = ACTION_CLAUSES.get(type(op))
+    if clauses is None or list(got) in (list(want), list(before)):
+        return None
+    index, _ = choose_entry(before, getattr(op, "old_text", ""))
+    if index is None:
+        return None
+    chosen_clause, others_clause = clauses
+    if isinstance(op, Remove):
+        others_removed = [list(before[:k] + before[k + 1 :]) for k in range(len(before))]
+        return None if list(got) in others_removed or foreign else others_clause
+    edited = [k for k in range(len(before)) if len(got) == len(before) and got[k] != before[k]]
+    if edited == [index]:
+        return chosen_clause
+    return None if len(edited) == 1 or foreign else others_clause

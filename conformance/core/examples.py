@@ -43,7 +43,7 @@ from memspec.spec.operations import (
 )
 from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
-from memspec.spec.rules import Outcome, argument_error, decide
+from memspec.spec.rules import Outcome, argument_error, decide, misapplied_clause
 from memspec.spec.snapshot import part_difference, snapshot_difference
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
@@ -85,6 +85,11 @@ class Driver(Protocol):
 
     def spec_entries(self, session: str, target: str) -> list[str] | None:
         """Returns the entries the spec's rules give ``session`` now (``None``: none known)."""
+        ...
+
+    def spec_disk(self, target: str) -> bytes | None:
+        """Returns the file's bytes as the spec's rules leave them (``None``: absent, or no
+        model is known)."""
         ...
 
     def spec_rule(self) -> str:
@@ -396,9 +401,16 @@ def _run_step(
     if step.op in MUTATIONS:
         fields = _fields(step)
         target = str(fields.get("target"))
-        kind = classify_bytes(driver.disk(target), limits[target]).kind if target in TARGETS else ""
+        before = (driver.disk(target), driver.spec_disk(target)) if target in TARGETS else None
+        kind = classify_bytes(before[0], limits[target]).kind if before else ""
         answer = driver.request(step.session, step.op, fields)
         problem = _outcome_problem(step, answer)
+        blamed = () if problem is None else _field_clauses(step, answer)
+        if (problem is None or blamed == ("SNAP-11",)) and before and not step.given:
+            # an answer as the spec's, or one whose usage differs because the file does
+            misapplied = _misapplied(step, answer, before, kind == "foreign", driver, fail)
+            if misapplied is not None:
+                return misapplied
         if problem is None:
             return None
         failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
@@ -406,7 +418,7 @@ def _run_step(
             return replace(failure, blamed=("DRIFT-1",), stops=True)
         if missed := _missed_refusal(step, answer, failure, driver):
             return replace(failure, blamed=missed, stops=True)  # the state went another way
-        return replace(failure, blamed=_field_clauses(step, answer))
+        return replace(failure, blamed=blamed)
     target = step.args[0]
     want = step.expect.get("value")
     if step.op == "entries":
@@ -431,6 +443,37 @@ def _run_step(
             return replace(failure, blamed=("FORMAT-4",) if only_not_canonical(want, got) else ())
         return None
     return _check_backups(step, driver.backups(target), driver.disk(target), fail)
+
+
+def _misapplied(
+    step: Step,
+    answer: Answer,
+    before: tuple[bytes | None, bytes | None],
+    foreign: bool,
+    driver: Driver,
+    fail: Fail,
+) -> ExampleFailure | None:
+    """Returns how a mutation answered as the spec answers it went wrong in the file, when the
+    file held the spec's entries before it and the spec's rules tell which clause of the action
+    it broke (:func:`~memspec.spec.rules.misapplied_clause`): the example stops there, since
+    every later step reads a state gone another way."""
+    fields = _fields(step)
+    target = str(fields.get("target"))
+    start, spec_start = (model_entries(data) for data in before)
+    got, want = model_entries(driver.disk(target)), model_entries(driver.spec_disk(target))
+    if start is None or start != spec_start or got is None or want is None:
+        return None
+    operation = cast(Mutation, ModelDriver.operation(step.session, step.op, fields))
+    accepted = answer.get("code") == codes.OK
+    clause = misapplied_clause(operation, accepted, foreign, start, want, got)
+    if clause is None:
+        return None
+    reason = (
+        f"answered {answer.get('code')}, and turned the entries {start!r} into "
+        f"{got!r}, where the spec's rules give {want!r}"
+    )
+    failure = fail({"op": step.op, **fields}, got, want, reason)
+    return replace(failure, blamed=(clause,), stops=True)
 
 
 Requester = Callable[[str, Fields], Answer]
@@ -693,6 +736,10 @@ class ModelDriver:
         """Returns the session's entries in the model."""
         return list(self._entries(session, target))
 
+    def spec_disk(self, target: str) -> bytes | None:
+        """Returns the model's file bytes."""
+        return self.disk(target)
+
     def spec_rule(self) -> str:
         """Returns the clause that decided the model's last refusal."""
         return self.rule
@@ -796,6 +843,10 @@ class BackendDriver:
     def spec_entries(self, session: str, target: str) -> list[str] | None:
         """Returns the session's entries in the model stepped beside the backend, if any."""
         return None if self.model is None else self.model.spec_entries(session, target)
+
+    def spec_disk(self, target: str) -> bytes | None:
+        """Returns the file's bytes in the model stepped beside the backend, if any."""
+        return None if self.model is None else self.model.disk(target)
 
     def spec_rule(self) -> str:
         """Returns the clause that decided the last refusal of the model beside the backend."""

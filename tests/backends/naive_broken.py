@@ -579,11 +579,12 @@ class PatchesEveryOccurrence(Patches):
 
 
 class PatchesWholeEntry(Patches):
-    """Replaces the whole chosen entry with ``content``, as ``replace`` does: the rest of the
-    entry is lost (PATCH-4, PATCH-1)."""
+    """Finds the span as the spec does, then replaces the whole chosen entry with ``content``, as
+    ``replace`` does: the rest of the entry is lost (PATCH-4)."""
 
     def patched(self, entry: str, old_text: str, content: str) -> str | Outcome:
-        return normalize_content(content)
+        found = patch_entry(entry, old_text, content)
+        return found if isinstance(found, Outcome) else normalize_content(content)
 
 
 class PatchSkipsResultScan(Patches):

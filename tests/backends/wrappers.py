@@ -321,14 +321,17 @@ class ReplacesSubstring(Deciding):
 
 
 class ReplaceMovesToEnd(Deciding):
-    """Replaces by removing the entry and appending the new one: other entries are reordered
-    (REPLACE-4)."""
+    """Carries out a replace the spec accepts as one batch that removes the entry and appends the
+    new one: the other entries are reordered (REPLACE-4)."""
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
         if picked := self.replaced_entry(op):
             replace, current, index = picked
-            removed = self.inner.remove(op.target, current[index])
-            return self.inner.add(op.target, replace.new_content) if removed["ok"] else removed
+            outcome, result = decide(replace, self.state(op.target), self.limits[op.target])
+            if outcome.code == codes.OK and result is not None:
+                items = [{"action": "remove", "old_text": current[index]},
+                         {"action": "add", "content": replace.new_content}]  # fmt: skip
+                return self.inner.batch(op.target, items)
         return super().mutate(op)
 
 

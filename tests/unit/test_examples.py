@@ -225,6 +225,17 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         ("naive_broken:no_load_scan", "scan-forged-blocked-marker", ("SCAN-6",)),
         # only the forged marker shown as it is: the example's SCAN-8
         ("naive_broken:trusts_blocked_prefix", "scan-forged-blocked-marker", ()),
+        # an accepted replace or patch that chose the spec's entry and wrote it wrong fails the
+        # action's clause, not the matching rule the example is about
+        ("wrappers:replaces_substring", "match-substring-selects-entry", ("REPLACE-1",)),
+        ("wrappers:replace_moves_to_end", "match-identical-duplicates-first", ("REPLACE-4",)),
+        ("naive_broken:patches_whole_entry", "patch-identical-duplicates-first", ("PATCH-4",)),
+        # its usage differs because what it wrote does
+        ("naive_broken:patches_whole_entry", "patch-limit-on-result", ("PATCH-4",)),
+        # a refused batch that kept its first items
+        ("wrappers:batch_item_by_item", "batch-items-see-earlier-items", ("BATCH-2",)),
+        # on a foreign file, which other entries a rewrite keeps is the drift guard's
+        ("wrappers:rewrites_without_backup", "drift-foreign-shrinking-replace-goes-through", ()),
     ],
 )  # fmt: skip
 def test_a_difference_blames_the_clause_of_its_part(

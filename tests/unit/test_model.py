@@ -35,6 +35,7 @@ from memspec.spec.operations import (
     FrozenMapping,
     Load,
     Mutation,
+    Patch,
     Remove,
     Replace,
     freeze,
@@ -48,6 +49,7 @@ from memspec.spec.rules import (
     content_error,
     decide,
     exceeds_limit,
+    misapplied_clause,
     old_text_error,
     patch_content_error,
     patch_entry,
@@ -1025,3 +1027,30 @@ def test_patch_content_may_be_empty_but_not_a_threat() -> None:
     assert patch_content_error("  ") is None
     assert patch_content_error(7) == Outcome(codes.E_INVALID)
     assert patch_content_error("a\n§\nb") == Outcome(codes.E_DELIMITER)
+
+
+@pytest.mark.parametrize(
+    ("op", "accepted", "foreign", "got", "clause"),
+    [
+        (Replace("memory", "b", "x"), True, False, ("a", "x", "c"), None),  # as the spec
+        (Replace("memory", "b", "x"), True, False, ("a", "b", "c"), None),  # unwritten: ATOMIC-5
+        (Replace("memory", "b", "x"), True, False, ("a", "bx", "c"), "REPLACE-1"),
+        (Replace("memory", "b", "x"), True, False, ("a", "c", "x"), "REPLACE-4"),
+        (Replace("memory", "b", "x"), True, True, ("a", "c", "x"), None),  # DRIFT's on foreign
+        (Replace("memory", "b", "x"), True, False, ("x", "b", "c"), None),  # another entry: MATCH
+        (Patch("memory", "b", "x"), True, False, ("a", "xx", "c"), "PATCH-4"),
+        (Patch("memory", "b", "x"), True, False, ("a", "x"), "PATCH-4"),
+        (Remove("memory", "b"), True, False, ("a",), "REMOVE-1"),
+        (Remove("memory", "b"), True, False, ("b", "c"), None),  # another entry: MATCH
+        (Batch("memory", [{"action": "add", "content": "d"}]), False, False, ("a", "b", "c", "d"),
+         "BATCH-2"),
+        (Add("memory", "d"), True, False, ("a", "b", "c", "e"), None),
+    ],
+)  # fmt: skip
+def test_a_misapplied_action_names_its_own_clause(
+    op: Mutation, accepted: bool, foreign: bool, got: tuple[str, ...], clause: str | None
+) -> None:
+    before = ("a", "b", "c")
+    _, result = decide(op, FileState("canonical", before), 2200)
+    want = before if result is None or not accepted else result
+    assert misapplied_clause(op, accepted, foreign, before, want, got) == clause
