@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.core.examples import show
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.wire import Request, fields_of
@@ -117,6 +118,7 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
     are exactly what the spec's independent reader (``parse_text``) finds in the file, and what a
     new session loads (FORMAT-5); a cosmetic edit (BOM, CRLF, spaces around ``§``) changes none
     of them (READ-1 to READ-4), and the next write is canonical again (FORMAT-4)."""
+    confirm_plain_run(ctx, "a generated run")
     features = ctx.claimed_features()
     run = plan(ctx)
     text = st.one_of(section_texts(), storable_texts(), contents((40,)))

@@ -165,13 +165,6 @@ class FenceProblem:
     clause: str
     text: str
 
-    @property
-    def clauses(self) -> tuple[str, ...]:
-        """Every clause the problem breaks: a wrong frame also breaks CONTRACT-10, and a tag or
-        a note left in the recalled text also breaks FENCE-5 (the block's only tags and note
-        are its own)."""
-        return (self.clause, "CONTRACT-10" if self.clause == "FENCE-1" else "FENCE-5")
-
 
 def fence_problems(block: object, *, raw: object = None, note: bool = True) -> list[FenceProblem]:
     """Returns what is wrong with a backend's ``fence(raw)`` result, each with the clause it breaks;
@@ -274,11 +267,14 @@ def judge_fence(
     """Judges a backend's ``fence`` (called with ``raw``, then with the clean text of a correct
     frame) by :func:`fence_problems`: the one judge of every fence check.
 
-    ``clause`` names the clause a tag or note left in the recalled text breaks first (a
-    corpus's own); without it, FENCE-3 when one pass removing every tag and note of ``raw``
-    joins a new one, else the problem's own (FENCE-2 for a tag, FENCE-4 for a note). The
-    frame's note is judged only when ``clause`` is FENCE-1, so a note worded otherwise never
-    hides a tag. Fencing the clean text again must give the same block (FENCE-3)."""
+    A tag or note left in the recalled text breaks FENCE-3 when ``clause`` is FENCE-3 (the
+    reassembly corpus) or one pass removing every tag and note of ``raw`` joins a new one, else
+    the problem's own clause: FENCE-2 for a tag, FENCE-4 for a note. A wrong frame breaks
+    FENCE-1. Each problem fails that one clause: CONTRACT-10 restates FENCE-1 for the contract,
+    and FENCE-5 (the block's only tags and note are its own) holds whenever the frame and the
+    recalled text do, so neither is blamed beside them. The frame's note is judged only when
+    ``clause`` is FENCE-1, so a note worded otherwise never hides a tag. Fencing the clean text
+    again must give the same block (FENCE-3)."""
     block = fence(raw)
     problems = fence_problems(block, raw=raw, note=clause == "FENCE-1")
     clean = recalled_text(block)
@@ -286,18 +282,16 @@ def judge_fence(
         # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
         said = "; ".join(problem.text for problem in problems)
         return FenceJudgement(block, (("FENCE-1", f"fence({raw!r}) returned {block!r}: {said}"),))
-    first = clause or ("FENCE-3" if _joins_when_removed(raw) else None)
+    reassembled = clause == "FENCE-3" or _joins_when_removed(raw)
 
-    def blamed(problem: FenceProblem) -> tuple[str, ...]:
-        if first and problem.clause != "FENCE-1":
-            return (first, *problem.clauses)
-        return problem.clauses
+    def blamed(problem: FenceProblem) -> str:
+        return "FENCE-3" if reassembled and problem.clause != "FENCE-1" else problem.clause
 
     ordered = sorted(problems, key=lambda problem: problem.clause == "FENCE-1")
     failures = [
-        (broken, f"fence({raw!r}): {'; '.join(p.text for p in problems if broken in blamed(p))}; "
+        (broken, f"fence({raw!r}): {'; '.join(p.text for p in problems if blamed(p) == broken)}; "
                  f"the block: {block!r}")
-        for broken in dict.fromkeys(c for problem in ordered for c in blamed(problem))
+        for broken in dict.fromkeys(blamed(problem) for problem in ordered)
     ]  # fmt: skip
     if block:
         again = fence(clean)

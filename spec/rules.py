@@ -311,7 +311,9 @@ def misapplied_clause(
     action that edits the entry ``old_text`` chooses: the action's own clause for that entry when
     only it came out wrong, its clause for the others when they were merged, dropped or reordered
     (:data:`ACTION_CLAUSES`), unless the file was ``foreign``: which entries a rewrite of a
-    foreign file keeps is the drift guard's business (DRIFT-2, DRIFT-5).
+    foreign file keeps is the drift guard's business (DRIFT-2, DRIFT-5). A result that is the
+    spec's with the duplicates already in the file dropped, or the action's on the file with them
+    dropped, broke DUP-4, whatever the action.
 
     ``None`` when ``got`` is ``want``; when nothing changed (whether an acknowledged change
     reached the file is ATOMIC-5's business); when another entry than the chosen one was edited
@@ -323,6 +325,12 @@ def misapplied_clause(
     clauses = ACTION_CLAUSES.get(type(op))
     if clauses is None or list(got) in (list(want), list(before)):
         return None
+    on_unique = _apply_all(op, tuple(dict.fromkeys(before)))
+    dropped = [list(dict.fromkeys(want))]
+    if not isinstance(on_unique, Outcome):
+        dropped.append(list(on_unique))
+    if len(set(before)) < len(before) and list(got) in dropped:
+        return "DUP-4"  # the file's duplicates dropped, after the action or before it
     index, _ = choose_entry(before, getattr(op, "old_text", ""))
     if index is None:
         return None

@@ -156,6 +156,18 @@ def part_difference(
     )
 
 
+def state_difference(expected: str | None, actual: object, live: str | None) -> tuple[str, ...]:
+    """Returns the clause that owns a block's difference when the block shows another state than
+    the one frozen at the last load: SNAP-1 when it is ``live``, the block of the file as it is
+    now, which ``expected`` is not; SNAP-3 when a block with no entries stands where no block
+    belongs; else ``()``."""
+    if actual == live and expected != live:
+        return ("SNAP-1",)
+    if expected is None and isinstance(actual, str) and not serialize(_segments(actual)[1]):
+        return ("SNAP-3",)
+    return ()
+
+
 def block_clause(
     expected: str | None, actual: object, target: str, raw_entries: Sequence[str], clause: str
 ) -> str:

@@ -532,7 +532,7 @@ def _malformed_problems(
     missing = only_missing_old_text(parsed)
     problems += _live_problems(result, seen, required=missing)
     if missing:
-        problems += _listing_problems(result.get(LISTING), seen.live_after, seen, "TOOL-10")
+        problems += _listing_problems(result, LISTING, seen.live_after, seen, "TOOL-10")
     elif LISTING in result:
         problems.append("TOOL-12: a malformed call other than a missing old_text lists the entries")
     return problems
@@ -564,9 +564,9 @@ def _shown_fields(
     problems = []
     if outcome.code == codes.E_AMBIGUOUS:
         wanted = matched_entries(outcome, before)
-        problems += _listing_problems(result.get("matches"), wanted, seen, "TOOL-9", preview)
+        problems += _listing_problems(result, "matches", wanted, seen, "TOOL-9", preview)
     if outcome.code == codes.E_LIMIT:
-        problems += _listing_problems(result.get(LISTING), seen.live_after, seen, "TOOL-10")
+        problems += _listing_problems(result, LISTING, seen.live_after, seen, "TOOL-10")
         error = str(result.get("error", ""))
         for action in ("remove", *(a for a in EDIT_ACTIONS if a in seen.actions)):
             if action not in error:
@@ -582,7 +582,7 @@ def _shown_fields(
             "only a refusal for the limit, a missing old_text or a single call's E_NOMATCH may"
         )
     elif LISTING in result:
-        problems += _listing_problems(result.get(LISTING), seen.live_after, seen, "TOOL-12")
+        problems += _listing_problems(result, LISTING, seen.live_after, seen, "TOOL-12")
     if not outcome.ok and outcome.item is not None:
         where = f"operations[{outcome.item}]"
         if where not in str(result.get("error", "")):
@@ -594,22 +594,28 @@ def _shown_fields(
         wanted_overwritten = overwritten_entries(call.operation, before)
         if wanted_overwritten or "overwritten" in result:
             problems += _listing_problems(
-                result.get("overwritten"), wanted_overwritten, seen, "TOOL-11"
+                result, "overwritten", wanted_overwritten, seen, "TOOL-11"
             )
     return problems
 
 
 def _listing_problems(
-    got: object,
+    result: dict[str, Any],
+    field: str,
     entries: Sequence[str],
     seen: Observation,
     clause: str,
     show: Any = None,
 ) -> list[str]:
-    """A listing shows each entry (or its preview) in order, a blocked entry as a placeholder
-    that starts ``[BLOCKED:``, names the file and holds none of the entry (TOOL-13)."""
+    """The listing ``field`` of ``result`` shows each entry (or its preview) in order, a blocked
+    entry as a placeholder that starts ``[BLOCKED:``, names the file and holds none of the entry
+    (TOOL-13); each problem names the field."""
+    got = result.get(field)
     if not isinstance(got, list) or len(got) != len(entries):
-        return [f"{clause}: expected a list of {len(entries)} entries {list(entries)}, got {got!r}"]
+        return [
+            f"{clause}: expected {field!r} to list {len(entries)} entries {list(entries)}, "
+            f"got {got!r}"
+        ]
     problems = []
     for item, entry in zip(got, entries, strict=True):
         blocked = seen.scan and bool(find_threats(entry))
@@ -623,7 +629,8 @@ def _listing_problems(
         else:
             good = item == (show(entry) if show else entry)
         if not good:
-            problems.append(f"{clause}: {item!r} shows the entry {entry!r} wrongly")
+            owner = "TOOL-13" if blocked else clause  # a blocked entry shown otherwise
+            problems.append(f"{owner}: {item!r} in {field!r} shows the entry {entry!r} wrongly")
     return problems
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memspec.conformance.core.registry import CheckContext
 from memspec.spec.codec import decode, parse_text
-from memspec.spec.root_files import file_kind
+from memspec.spec.root_files import NAMED_KINDS, file_kind
 from memspec.spec.targets import FILENAMES
 
 Listing = dict[str, tuple[str, int, int, int]]
@@ -135,3 +135,15 @@ def umask(mask: int) -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+def stray_files(root: Path) -> dict[str, tuple[int, int]]:
+    """Returns the entries of ``root`` that are neither data, lock nor backup files (temps and
+    sidecars), each with its inode and mtime, which tell it from a later file of the same name."""
+    strays = {}
+    with os.scandir(root) as listing:
+        for entry in listing:
+            if file_kind(entry.name) not in NAMED_KINDS:
+                info = entry.stat(follow_symlinks=False)
+                strays[entry.name] = (info.st_ino, info.st_mtime_ns)
+    return strays

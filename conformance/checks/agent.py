@@ -52,7 +52,8 @@ def _recall(*texts: str) -> list[RecallStep]:
 
 class AgentRun:
     """One agent over one session of a check, with the state it must hold and what it got wrong; a
-    contract break on an op (:meth:`_ask`) is judged on ``clause``, the rule the op exercised."""
+    contract break on an op (:meth:`_ask`) is judged on ``clause``, the rule the op exercised,
+    and an op answered ``E_UNSUPPORTED`` on AGENT-7 (a claimed op answers)."""
 
     def __init__(self, ctx: CheckContext, session: Session, *, keep_going: bool = True) -> None:
         self.ctx = ctx
@@ -60,6 +61,9 @@ class AgentRun:
         self.keep_going = keep_going
         self.state: AgentState | None = None
         self.written: list[str] = []
+        self.started = False
+        """Whether the last ``agent_start`` answered: turns and rebuilds of an agent that never
+        started have nothing to judge (the start's failure stands)."""
 
     def fail(self, problems: Sequence[str]) -> None:
         """Records each problem as a failed assertion of its clause and goes on, or raises the
@@ -76,6 +80,9 @@ class AgentRun:
         except BackendDefect as defect:
             self.fail([f"{clause}: {op} {fields} broke instead of answering: {defect}"])
             return None
+        if answer.get("code") == codes.E_UNSUPPORTED:  # of a claimed feature: AGENT-7's
+            self.fail([f"AGENT-7: {op} answered {answer}, though the backend claims 'agent'"])
+            return None
         if answer.get("code") != codes.OK:
             self.fail([f"{clause}: {op} {fields} answered {answer}, expected OK"])
             return None
@@ -91,6 +98,7 @@ class AgentRun:
         """``agent_start`` with these scripts, judged (AGENT-1, PROV-2, PROV-3, PROV-5)."""
         scripts = parse_scripts(providers)
         answer = self._ask(clause, "agent_start", base=BASE, providers=providers)
+        self.started = answer is not None
         blocks = self.blocks()
         self.state = start_state(BASE, blocks, scripts)
         if answer is not None:
@@ -102,6 +110,8 @@ class AgentRun:
         PROV-4); ``clause`` is blamed if the turn breaks."""
         if self.state is None:
             raise HarnessError("a turn before agent_start")
+        if not self.started:
+            return
         started = time.monotonic()
         answer = self._ask(clause, "agent_turn", user=user, reply=reply)
         elapsed = time.monotonic() - started
@@ -126,6 +136,8 @@ class AgentRun:
         """``agent_rebuild`` at ``point``, judged (AGENT-3)."""
         if self.state is None:
             raise HarnessError("a rebuild before agent_start")
+        if not self.started:
+            return
         answer = self._ask("AGENT-3", "agent_rebuild", point=point)
         blocks = self.blocks()
         if answer is not None:

@@ -6,14 +6,13 @@ More in docs/architecture.md, "Module notes".
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memspec.conformance.checks._disk import assert_written, read_or_none
+from memspec.conformance.checks._disk import assert_written, read_or_none, stray_files
 from memspec.conformance.core.findings import Unverified
 from memspec.conformance.core.plain_run import confirm_plain_run, memory_mutation
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
@@ -24,8 +23,8 @@ from memspec.conformance.tamper.capability import Tampering, tampering
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
-from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 CRASH_LIMIT = 1_000_000
 LIMITS = {"memory": CRASH_LIMIT}
@@ -41,18 +40,6 @@ KILL_POINTS |= {"replace", "rename"}
 syncs or renames bytes."""
 OPENING = 3
 """Operations a round starts with: load, entries memory, the probe add."""
-
-
-def stray_files(root: Any) -> dict[str, tuple[int, int]]:
-    """Returns the entries of ``root`` that are neither data, lock nor backup files (temps and
-    sidecars), each with its inode and mtime, which tell it from a later file of the same name."""
-    strays = {}
-    with os.scandir(root) as listing:
-        for entry in listing:
-            if file_kind(entry.name) not in NAMED_KINDS:
-                info = entry.stat(follow_symlinks=False)
-                strays[entry.name] = (info.st_ino, info.st_mtime_ns)
-    return strays
 
 
 def _tag(entry: str) -> str:
@@ -138,10 +125,18 @@ class Recovery:
                 "a fresh session finds", found
             )
         probe = next((op for op in result.ops if op.index == OPENING - 1), None)
+        whole = any(found == entries for entries, _ in self.allowed)
+        refused = probe is not None and refuses_worked_on_file("canonical", probe.answer or {})
+        with self.ctx.keep_going():
+            # DRIFT-1: the whole file a crash left is the store's own, worked on as it is.
+            assert not (whole and refused), (
+                f"DRIFT-1: {self.crash}, the next add answered {probe and probe.answer}: the "
+                "file the crash left is a whole file of the store's own, worked on as it is"
+            )
         with self.ctx.keep_going():
             # CRASH-3: the kernel released the crashed writer's flock, so a new mutation
-            # completes.
-            assert probe is not None and probe.type == "ok", (
+            # completes (or is refused as drift, DRIFT-1's business above).
+            assert probe is not None and (probe.type == "ok" or (whole and refused)), (
                 f"CRASH-3: {self.crash}, the next add "
                 + (
                     f"answered {probe.answer}"

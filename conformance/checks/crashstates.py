@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.checks._disk import stray_files
 from memspec.conformance.core.findings import Unverified
 from memspec.conformance.core.plain_run import confirm_plain_run, memory_mutation
 from memspec.conformance.core.registry import CheckContext, check
@@ -31,8 +32,8 @@ from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
 from memspec.spec.codec import classify_bytes
+from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
-from memspec.spec.root_files import NAMED_KINDS, file_kind
 
 LIMIT = 100_000
 LIMITS = {"memory": LIMIT}
@@ -291,21 +292,25 @@ def _judge_files(
 
 def _judge_recovery(session: Any, state: CrashState, root: Path) -> str | None:
     """An add succeeds, replaces MEMORY.md by a new file and removes the crash's temps."""
-    strays = {
-        name: os.lstat(root / name).st_ino
-        for name, _, _ in state.files
-        if file_kind(name) not in NAMED_KINDS
-    }
+    left = {name for name, _, _ in state.files}
+    strays = {name: key for name, key in stray_files(root).items() if name in left}
     data = root / "MEMORY.md"
     before = _ino(data)
+    kind = classify_bytes(data.read_bytes() if data.exists() else None, LIMIT).kind
     answer = session.request("add", target="memory", content="<p1> probe after the crash")
+    # DRIFT-1: a file the crash left whole is worked on as it is, never refused as drift.
+    if refuses_worked_on_file(kind, answer):
+        return (
+            f"DRIFT-1: after the crash the next add answered {answer} for a {kind} file, which "
+            "is worked on as it is"
+        )
     # CRASH-3: nothing a crash leaves keeps the next mutation from completing.
     if answer.get("code") != "OK":
         return (
             f"CRASH-3: after the crash the next add answered {answer}: a crash must never leave "
             "the target locked or the store unable to write"
         )
-    linked = [name for name, ino in strays.items() if before is not None and ino == before]
+    linked = [name for name, (ino, _) in strays.items() if before is not None and ino == before]
     # CRASH-2: a temp name the crash left is removed, never written through to the live file.
     if linked and _ino(data) == before:
         return (
@@ -314,8 +319,10 @@ def _judge_recovery(session: Any, state: CrashState, root: Path) -> str | None:
             "each temp file under a new unique name with O_EXCL and remove stale ones under the "
             "lock, so that no name a crash leaves can point at the live file"
         )
-    kept = [name for name, ino in strays.items() if _ino(root / name) == ino]
-    # CRASH-2: the crash's temp files are gone once a later mutation completed.
+    now = stray_files(root)
+    kept = [name for name, key in strays.items() if now.get(name) == key]
+    # CRASH-2: the crash's temp files are gone once a later mutation completed (a sidecar of
+    # the store's own that the add rewrote is not one of them).
     if kept:
         return (
             f"CRASH-2: {', '.join(kept)} left by the crash {'is' if len(kept) == 1 else 'are'} "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.wire import Answer, Fields
@@ -225,6 +226,7 @@ def own_bytes_are_what_a_store_last_wrote(ctx: CheckContext) -> None:
     """A store's own bytes are what any store on the root last wrote: a copy that another writer
     restored is backed up before a rewrite, whether the session rewriting it wrote that copy
     itself and another session wrote after it, or it wrote the copy and then replaced it."""
+    confirm_plain_run(ctx, "bytes put back")
     with ExitStack() as stack:
         first, second = (stack.enter_context(_loaded(ctx)) for _ in range(2))
         _restored_copy_is_backed_up(ctx, first, second, "api")

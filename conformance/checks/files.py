@@ -16,6 +16,7 @@ from memspec.conformance.checks._disk import (
     root_files,
     umask,
 )
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.wire import Answer, Request, fields_of
@@ -33,6 +34,7 @@ def created_files_are_private(ctx: CheckContext) -> None:
     """Every file the store creates in its root has mode 0600 whatever the umask (FILES-1). The
     check plays another writer twice so that a store that keeps backups makes them, and writes
     nothing of its own in the root."""
+    confirm_plain_run(ctx, "a file's mode")
     with umask(0o022), ExitStack() as stack:
         session = ctx.backend.open(ctx.root, {"user": 100})
         stack.callback(session.close)
@@ -72,6 +74,7 @@ def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
     """A rewrite gives the new data file the mode of the file it replaces (FILES-2, hermes-agent
     #22889): MEMORY.md put by hand with 0640 and USER.md with 0660 keep those modes through two
     writes each (the first on a file written by hand, the second on the store's own)."""
+    confirm_plain_run(ctx, "a file's mode")
     modes = {"memory": 0o640, "user": 0o660}
     put(ctx.root, "memory", b"User prefers tabs", mode=modes["memory"])
     put(ctx.root, "user", b"Name: Ada", mode=modes["user"])
@@ -163,6 +166,7 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
     """A data file that is a symbolic link is never replaced by a regular file (FILES-4): the
     mutation answers ``E_IO``, the link stays, and the file it points to keeps its bytes (or,
     for a dangling link, is not created)."""
+    confirm_plain_run(ctx, "a symbolic link")
     outside = ctx.scratch / "files-4-outside-MEMORY.md"
     outside.write_bytes(b"Outside entry")
     missing = ctx.scratch / "files-4-missing-USER.md"
@@ -261,6 +265,7 @@ def file_count_stays_bounded(ctx: CheckContext) -> None:
     """The number of files in the root does not grow with the number of operations (FILES-5,
     CONTRACT-11): temp files never accumulate. With no external edits there is nothing to back
     up, so the count after 120 mixed operations is at most the count after the first 20."""
+    confirm_plain_run(ctx, "the files a run leaves")
     ops = _mixed_operations(120, random.Random(7 if ctx.seed is None else ctx.seed))
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root, {"memory": 300, "user": 300})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import SECONDS_PER_OPERATION, SESSION_TIMEOUT
 from memspec.conformance.processes.workers import (
@@ -71,6 +72,7 @@ def concurrent_adds_are_all_kept(ctx: CheckContext) -> None:
     """``processes`` sessions in as many processes each add ``operations`` unique entries at
     once; afterwards every acknowledged add is present exactly once, nothing else is, and an add
     acknowledged before another started comes first in the file (LOCK-1, LOCK-3)."""
+    confirm_plain_run(ctx, "concurrent processes")
     processes, operations = ctx.profile.processes, ctx.profile.operations
     width = min(ENTRY_WIDTH, LOCK_LIMIT // (2 * processes * operations))
     limits = {"memory": LOCK_LIMIT}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.spec import codes
 from memspec.spec.drift_refusal import judge_rewrite_backup
@@ -28,6 +29,7 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
     Removing that entry answers ``OK``; the next load shows the target within its limit, and an
     add works again (DRIFT-7). A backend that claims ``drift-guard`` first saves the file as it
     was in a byte-exact backup that the ``OK`` names (DRIFT-2)."""
+    confirm_plain_run(ctx, "a lowered limit")
     with ExitStack() as stack:
         wide = ctx.backend.open(ctx.root)
         stack.callback(wide.close)
@@ -75,6 +77,7 @@ def unreadable_file_says_how_to_repair(ctx: CheckContext) -> None:
     """A file that is not valid UTF-8 refuses a ``remove`` with ``E_UNREADABLE``, a message for
     the person who must repair it, and the file byte for byte as it was (DRIFT-7, READ-6); once
     it is re-saved as UTF-8, the remove goes through (DRIFT-7)."""
+    confirm_plain_run(ctx, "a repaired file")
     with ExitStack() as stack:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)

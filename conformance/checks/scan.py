@@ -11,6 +11,7 @@ from typing import Any
 
 from memspec.conformance.checks._disk import put
 from memspec.conformance.core.findings import HarnessError, Unverified
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
 from memspec.spec import codes
@@ -130,6 +131,7 @@ def ordinary_text_corpus(ctx: CheckContext) -> None:
     """Every entry of the ordinary-text corpus is accepted by ``add`` with ``OK``, comes back
     from ``entries`` exactly as given, invisible characters included, and is shown as it is in
     the next snapshot (SCAN-4, SCAN-2, ENTRY-5, SCAN-6). Every backend, scanning or not."""
+    confirm_plain_run(ctx, "the ordinary-text corpus")
     with ExitStack() as stack:
         session = _loaded_session(ctx, stack)
         corpus = "the ordinary-text corpus (spec/data/ordinary.json)"

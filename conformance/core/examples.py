@@ -44,7 +44,12 @@ from memspec.spec.operations import (
 from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.rules import Outcome, argument_error, decide, misapplied_clause
-from memspec.spec.snapshot import part_difference, snapshot_difference
+from memspec.spec.snapshot import (
+    part_difference,
+    render_snapshot,
+    snapshot_difference,
+    state_difference,
+)
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 from memspec.spec.tool import (
@@ -425,7 +430,8 @@ def _run_step(
         answer = driver.request(step.session, "entries", {"target": target})
         got = answer.get("entries")
         if got != want:
-            return fail({"op": "entries", "target": target}, got, want, "entries differ")
+            failure = fail({"op": "entries", "target": target}, got, want, "entries differ")
+            return replace(failure, blamed=_duplicates_dropped(want, got, driver.disk(target)))
         return None
     if step.op == "snapshot":
         answer = driver.request(step.session, "snapshot", {"target": target})
@@ -435,7 +441,14 @@ def _run_step(
         if problem is None:
             return None
         failure = fail({"op": "snapshot", "target": target}, got, want, problem)
-        return replace(failure, blamed=part_difference(want, got, target, hidden))
+        entries = model_entries(driver.disk(target))
+        live = (
+            None
+            if entries is None
+            else render_snapshot(target, entries, limits[target], find_threats)
+        )
+        blamed = part_difference(want, got, target, hidden) or state_difference(want, got, live)
+        return replace(failure, blamed=blamed)
     if step.op == "disk":
         got = driver.disk(target)
         if got != want:
@@ -443,6 +456,15 @@ def _run_step(
             return replace(failure, blamed=("FORMAT-4",) if only_not_canonical(want, got) else ())
         return None
     return _check_backups(step, driver.backups(target), driver.disk(target), fail)
+
+
+def _duplicates_dropped(want: Any, got: Any, data: bytes | None) -> tuple[str, ...]:
+    """Returns the clause that owns entries read without the duplicates the spec keeps: READ-5
+    when the file still holds them (the read dropped them), DUP-4 when it does not (a write did);
+    else ``()``."""
+    if not isinstance(want, list) or got == want or got != list(dict.fromkeys(want)):
+        return ()  # (a replace that merged two entries into one is REPLACE-4's, judged before)
+    return ("READ-5",) if model_entries(data) == want else ("DUP-4",)
 
 
 def _misapplied(
@@ -555,9 +577,29 @@ def _run_tool_step(
         return fail(sent, answer, want, "the result is not the text of a JSON object")
     for name, value in want.items():
         if name not in result or not _same_shown(result[name], value):
-            return fail(sent, result, want, f"expected {name} {value!r}, got {result.get(name)!r}")
+            why = f"expected {name} {value!r}, got {result.get(name)!r}"
+            return replace(
+                fail(sent, result, want, why), blamed=_field_owners(name, result, problems)
+            )
     own = [problem for problem in problems if problem.split(":")[0] in clauses]
-    return fail(sent, result, want, "; ".join(own)) if own else None
+    if not own:
+        return None
+    blamed = tuple(dict.fromkeys(problem.split(":")[0] for problem in own))
+    return replace(fail(sent, result, want, "; ".join(own)), blamed=blamed)
+
+
+def _field_owners(name: str, result: dict[str, Any], problems: list[str]) -> tuple[str, ...]:
+    """Returns the clauses of the spec judge's problems with the result field ``name`` (those
+    that name it, and TOOL-13's when the field shows a threat): a field the judge finds wrong
+    for its own clause (a ``usage`` from before the write is TOOL-7's) fails that clause, not
+    every clause of the example; ``()`` when the judge found nothing about it."""
+    shown = json.dumps(result.get(name), ensure_ascii=False)
+    about = [
+        problem.split(":")[0] for problem in problems
+        if f"{name!r}" in problem or f" {name} " in problem
+        or (problem.startswith("TOOL-13:") and find_threats(shown))
+    ]  # fmt: skip
+    return tuple(dict.fromkeys(about))
 
 
 def _same_shown(got: Any, want: Any) -> bool:

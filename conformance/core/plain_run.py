@@ -15,8 +15,8 @@ from memspec.conformance.core.examples import ModelDriver
 from memspec.conformance.core.findings import Unverified
 from memspec.conformance.core.registry import CheckContext
 from memspec.spec import model
-from memspec.spec.codec import classify_bytes
-from memspec.spec.operations import Mutation
+from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.operations import ExternalWrite, Mutation
 from memspec.spec.targets import FILENAMES
 
 LIMIT = 100_000
@@ -26,6 +26,11 @@ REQUESTS: tuple[dict[str, Any], ...] = (
     {"op": "replace", "target": "memory", "old_text": "<p2>", "new_content": "<p5> project: Rust"},
     {"op": "remove", "target": "memory", "old_text": "<p3>"},
 )
+EXTERNAL: dict[str, Any] = {"op": "put", "content": "<p7> another writer: line width 100"}
+"""Another writer appends this entry, delimited, to the file the store wrote."""
+AFTER_EXTERNAL: dict[str, Any] = {
+    "op": "add", "target": "memory", "content": "<p8> added after another writer"
+}  # fmt: skip
 BATCH: dict[str, Any] = {
     "op": "batch",
     "target": "memory",
@@ -50,12 +55,16 @@ def _shown(request: dict[str, Any]) -> str:
 def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
     """Raises Unverified when, in a session of its own with nothing else going on, the store
     answers the adds, a replace and a remove (and a batch when it claims ``batch``) otherwise
-    than the spec model, or leaves in ``MEMORY.md`` other entries than the model's after one:
-    what ``stressed`` (a crash, concurrent sessions) would be judged against is then unknown."""
+    than the spec model, or leaves in ``MEMORY.md`` other entries than the model's after one,
+    or does so for an add after another writer appended a delimited entry (DRIFT-1: the file is
+    worked on as it is): what ``stressed`` (a crash, concurrent sessions, a file's mode or link,
+    a corpus) would be judged against is then unknown."""
     requests = [
         *({"op": "add", "target": "memory", "content": seed} for seed in SEEDS),
         *REQUESTS,
         *((BATCH,) if "batch" in ctx.claimed_features() else ()),
+        EXTERNAL,
+        AFTER_EXTERNAL,
     ]
     state = model.initial_state(LIMIT, LIMIT)
     root = Path(tempfile.mkdtemp(prefix="plain-", dir=ctx.scratch))
@@ -63,6 +72,12 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
     try:
         session.request("load")
         for request in requests:
+            if request is EXTERNAL:
+                entries = model.entries_on_disk(state, "memory") or ()
+                data = encode_entries((*entries, EXTERNAL["content"]))
+                _, state = model.step(state, ExternalWrite("memory", data))
+                (root / FILENAMES["memory"]).write_bytes(data)
+                continue
             outcome, state = model.step(state, memory_mutation(request))
             answer = session.request(request["op"], **{
                 key: value for key, value in request.items() if key != "op"

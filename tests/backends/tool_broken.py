@@ -14,8 +14,8 @@ from typing import Any
 from memspec.reference_impl.store import Store
 from memspec.spec.codec import usage
 from memspec.spec.operations import Replace
-from memspec.spec.rules import preview
 from memspec.spec.snapshot import usage_label
+from memspec.spec.threats import find_threats
 from memspec.spec.tool import ToolCall, parse_arguments, parse_call, watched_target
 
 
@@ -35,22 +35,21 @@ class ToolFront(Store):
 
 
 class EchoesBlockedEntries(ToolFront):
-    """Lists the live entries raw, a blocked (injected) entry included, in ``current_entries``,
-    ``matches`` and ``overwritten`` (TOOL-13; Hermes' ``current_entries``)."""
+    """Shows each blocked (injected) entry raw where the result has its placeholder, in
+    ``current_entries``, ``matches`` and ``overwritten`` (TOOL-13; Hermes' ``current_entries``)."""
 
     def broken(
         self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
     ) -> dict[str, Any]:
         target = watched_target(arguments)
-        if "current_entries" in result:
-            result["current_entries"] = self.entries(target)
-        if "matches" in result:
-            outcome, read = self.last_decision
-            result["matches"] = [
-                preview(e) for e in dict.fromkeys(read) if preview(e) in outcome.matches
-            ]
-        if "overwritten" in result:
-            result["overwritten"] = [e for e in before if e not in self.entries(target)]
+        blocked = [e for e in (*before, *self.entries(target)) if find_threats(e)]
+        for field in ("current_entries", "matches", "overwritten"):
+            if isinstance(result.get(field), list):
+                raw = iter(dict.fromkeys(blocked))
+                result[field] = [
+                    next(raw, item) if str(item).startswith("[BLOCKED:") else item
+                    for item in result[field]
+                ]
         return result
 
 
@@ -84,7 +83,7 @@ class VagueMalformedError(ToolFront):
         self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
     ) -> dict[str, Any]:
         if isinstance(parse_call(arguments, ("add", "replace", "remove", "patch"), True), list):
-            return {"success": False, "error": "invalid arguments"}
+            return {**result, "error": "invalid arguments"}
         return result
 
 

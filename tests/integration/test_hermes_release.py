@@ -26,7 +26,7 @@ HERMES_0_19_0_FAILS = frozenset(
         "CONTRACT-5",
         "CONTRACT-6",
         "CONTRACT-9",
-        "CONTRACT-10",  # the frame's note, judged apart from what recalled text escapes
+        # CONTRACT-10 restates FENCE-1 for the contract: the frame's note fails FENCE-1 alone
         "DRIFT-1",
         "DRIFT-2",
         "DRIFT-3",
@@ -42,8 +42,8 @@ HERMES_0_19_0_FAILS = frozenset(
         "FENCE-2",
         "FENCE-3",
         "FENCE-4",
-        "FENCE-5",  # a disguised tag left in the recalled text, no longer hidden by the note
-        "FENCE-7",
+        # FENCE-5 is not blamed beside FENCE-2 and FENCE-4 for a tag or note left in the text
+        # FENCE-7 passes: the text around the tags is kept; a disguised tag left is FENCE-2's
         "FILES-1",
         "FILES-2",
         "FILES-3",
@@ -54,8 +54,8 @@ HERMES_0_19_0_FAILS = frozenset(
         "LIMIT-4",
         "MATCH-1",
         "MATCH-3",
-        "MATCH-4",
-        "MATCH-5",
+        # MATCH-4, MATCH-5 pass: the entry is chosen right, and the write that drops the
+        # file's duplicates with it is DUP-4's
         "PROV-4",  # a hung prefetch holds the turn 8 s, unconfigurable (#85135)
         "READ-1",
         "READ-3",

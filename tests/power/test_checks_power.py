@@ -163,7 +163,7 @@ def test_a_frame_note_worded_otherwise_does_not_hide_a_reassembled_tag(tmp_path:
     with pytest.raises(ClauseFailures) as failure:
         run_check("fence.sanitising_reaches_fixed_point", backend, tmp_path)
     broken = {f.clause: f.reason for f in failure.value.failures}
-    assert {"FENCE-3", "FENCE-5"} <= set(broken) and "FENCE-1" not in broken, broken
+    assert "FENCE-3" in broken and not {"FENCE-1", "FENCE-5"} & set(broken), broken
     assert "'</memory-context>'" in broken["FENCE-3"] and "authoritative" not in broken["FENCE-3"]
 
 

@@ -1054,3 +1054,18 @@ def test_a_misapplied_action_names_its_own_clause(
     _, result = decide(op, FileState("canonical", before), 2200)
     want = before if result is None or not accepted else result
     assert misapplied_clause(op, accepted, foreign, before, want, got) == clause
+
+
+def test_a_write_that_drops_the_files_duplicates_is_dup_4s() -> None:
+    # hermes-agent 0.19 rewrites the file without its duplicates, whatever the action
+    before = ("Go", "Go", "Make", "Python")
+    op = Remove("memory", "Make")
+    want = ("Go", "Go", "Python")
+    assert misapplied_clause(op, True, False, before, want, ("Go", "Python")) == "DUP-4"
+    assert misapplied_clause(op, True, False, before, want, ("Go", "Make", "Python")) is None
+    # or drops them before it applies the action
+    before, op = ("Fri", "Other", "Fri"), Replace("memory", "Fri", "Mon")
+    assert (
+        misapplied_clause(op, True, False, before, ("Mon", "Other", "Fri"), ("Mon", "Other"))
+        == "DUP-4"
+    )
