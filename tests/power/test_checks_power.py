@@ -203,3 +203,22 @@ def test_an_unknown_threat_leaves_a_scanned_path_unverified(
     narrow = InProcessBackend("tests.backends.naive:open_store", timeout=30)
     with pytest.raises(Unverified, match=r"accepts 'note.u202ehidden' in a plain add"):
         run_on_backend(example, narrow, tmp_path / "narrow")
+
+
+@pytest.mark.parametrize(
+    ("backend", "name"),
+    [
+        # acknowledged adds land a write late: what builds on them cannot be judged (ATOMIC-5)
+        ("naive_broken:LazyWriter", "files.created_files_are_private"),
+        ("naive_broken:LazyWriter", "files.file_count_stays_bounded"),
+        ("naive_broken:LazyWriter", "scan.ordinary_text_corpus"),
+        ("naive_broken:LazyWriter", "drift.own_bytes_are_what_a_store_last_wrote"),
+        # a delimited edit by another writer is refused as drift (DRIFT-1)
+        ("wrappers:raw_bytes_drift_guard", "files.rewrite_keeps_the_mode"),
+    ],
+)
+def test_a_check_that_builds_on_plain_writes_confirms_them_first(
+    backend: str, name: str, tmp_path: Path
+) -> None:
+    with pytest.raises(Unverified, match="with nothing else going on"):
+        run_check(name, f"tests.backends.{backend}", tmp_path)

@@ -236,6 +236,17 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         ("wrappers:batch_item_by_item", "batch-items-see-earlier-items", ("BATCH-2",)),
         # on a foreign file, which other entries a rewrite keeps is the drift guard's
         ("wrappers:rewrites_without_backup", "drift-foreign-shrinking-replace-goes-through", ()),
+        # entries read without the duplicates the file keeps: the read's (READ-5)
+        ("wrappers:dedup_on_read", "replace-keeps-other-entries", ("READ-5",)),
+        # a block of the file as it is now, where the one frozen at load belongs (SNAP-1); a
+        # block with no entries where none belongs (SNAP-3)
+        ("wrappers:live_snapshot", "snap-empty-target-is-null", ("SNAP-1",)),
+        ("wrappers:empty_block", "remove-last-entry-empties-file", ("SNAP-3",)),
+        # a tool result's field fails the clause the spec's judge finds wrong with it
+        ("tool_broken:stale_usage", "tool-replace-says-what-it-overwrote", ("TOOL-7",)),
+        ("tool_broken:replace_says_nothing", "tool-never-shows-threat-text", ("TOOL-11",)),
+        ("tool_broken:echoes_blocked_entries", "tool-never-shows-threat-text", ("TOOL-13",)),
+        ("tool_broken:vague_malformed_error", "tool-malformed-calls-answered", ("TOOL-6",)),
     ],
 )  # fmt: skip
 def test_a_difference_blames_the_clause_of_its_part(

@@ -62,6 +62,7 @@ from memspec.spec.snapshot import (
     render_snapshot,
     render_unreadable,
     snapshot_difference,
+    state_difference,
     usage_label,
 )
 from memspec.spec.threats import find_threats
@@ -1069,3 +1070,15 @@ def test_a_write_that_drops_the_files_duplicates_is_dup_4s() -> None:
         misapplied_clause(op, True, False, before, ("Mon", "Other", "Fri"), ("Mon", "Other"))
         == "DUP-4"
     )
+
+
+def test_a_block_of_another_state_names_the_clause_of_that_state() -> None:
+    frozen = render_snapshot("memory", ["User prefers tabs"], 2200, find_threats)
+    live = render_snapshot("memory", ["User prefers tabs", "Editor: vim"], 2200, find_threats)
+    # SNAP-1: the block of the file as it is now, where the one frozen at load belongs
+    assert state_difference(frozen, live, live) == ("SNAP-1",)
+    # SNAP-3: a block with no entries where no block belongs
+    empty = f"{BAR}\nMEMORY (your personal notes) [0% — 0/2,200 chars]\n{BAR}\n"
+    assert state_difference(None, empty, None) == ("SNAP-3",)
+    # any other difference stays the example's
+    assert state_difference(frozen, live.replace("vim", "emacs"), live) == ()
