@@ -20,6 +20,7 @@ from memspec.spec.snapshot import (
     render_snapshot,
     render_unreadable,
     snapshot_difference,
+    state_difference,
 )
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
 from memspec.spec.threats import find_threats
@@ -241,12 +242,15 @@ def snapshot_clause(
 ) -> str:
     """Returns the clause a block :func:`snapshot_problem` refused breaks: SNAP-9 for a file
     that cannot be read (``entries`` None), a part's own when only one part differs (SNAP-5 to
-    SNAP-8, SCAN-6), else SNAP-2."""
+    SNAP-8, SCAN-6), SNAP-3 for a block with no entries where none belongs, else SNAP-2."""
     if entries is None:
         return "SNAP-9"
     limit = DEFAULT_LIMITS[target] if limit is None else limit
     hidden = [entry for entry in entries or () if find_threats(entry)]
-    return block_clause(expected_block(target, entries, limit), actual, target, hidden, "SNAP-2")
+    expected = expected_block(target, entries, limit)
+    # with no live block known, only SNAP-3's part is told: a block with no entries
+    state = state_difference(expected, actual, live=expected)
+    return block_clause(expected, actual, target, hidden, state[0] if state else "SNAP-2")
 
 
 _CLAUSE_OF_REFUSAL = {

@@ -31,6 +31,8 @@ EXTERNAL: dict[str, Any] = {"op": "put", "content": "<p7> another writer: line w
 AFTER_EXTERNAL: dict[str, Any] = {
     "op": "add", "target": "memory", "content": "<p8> added after another writer"
 }  # fmt: skip
+OVER_LIMIT: dict[str, Any] = {"op": "add", "target": "memory", "content": "<p9> " + "x" * LIMIT}
+"""An add past the limit: refused with ``E_LIMIT``, the file unchanged (LIMIT-2, LIMIT-3)."""
 BATCH: dict[str, Any] = {
     "op": "batch",
     "target": "memory",
@@ -48,14 +50,19 @@ def memory_mutation(request: dict[str, Any]) -> Mutation:
 
 
 def _shown(request: dict[str, Any]) -> str:
-    fields = {key: value for key, value in request.items() if key not in ("op", "target")}
+    fields = {
+        key: value if len(str(value)) <= 80 else f"{str(value)[:40]}... ({len(value)} chars)"
+        for key, value in request.items()
+        if key not in ("op", "target")
+    }
     return f"{request['op']} memory {fields}"
 
 
 def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
     """Raises Unverified when, in a session of its own with nothing else going on, the store
-    answers the adds, a replace and a remove (and a batch when it claims ``batch``) otherwise
-    than the spec model, or leaves in ``MEMORY.md`` other entries than the model's after one,
+    answers the adds, a replace and a remove (and a batch when it claims ``batch``) and an add
+    past the limit otherwise than the spec model, or leaves in ``MEMORY.md`` other entries than
+    the model's after one,
     or answers an add after another writer appended a delimited entry otherwise than the model
     (DRIFT-1: the file is worked on as it is, never refused as drift): what ``stressed`` (a
     crash, concurrent sessions, a file's mode or link, a corpus) would be judged against is then
@@ -66,6 +73,7 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
         *((BATCH,) if "batch" in ctx.claimed_features() else ()),
         EXTERNAL,
         AFTER_EXTERNAL,
+        OVER_LIMIT,
     ]
     state = model.initial_state(LIMIT, LIMIT)
     root = Path(tempfile.mkdtemp(prefix="plain-", dir=ctx.scratch))

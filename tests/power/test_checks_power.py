@@ -215,6 +215,8 @@ def test_an_unknown_threat_leaves_a_scanned_path_unverified(
         ("naive_broken:LazyWriter", "drift.own_bytes_are_what_a_store_last_wrote"),
         # a delimited edit by another writer is refused as drift (DRIFT-1)
         ("wrappers:raw_bytes_drift_guard", "files.rewrite_keeps_the_mode"),
+        # an add past the limit cut down to fit: a history would be judged against other adds
+        ("wrappers:truncates_to_fit", "concurrency.history_is_linearizable"),
     ],
 )
 def test_a_check_that_builds_on_plain_writes_confirms_them_first(
