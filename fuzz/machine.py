@@ -218,8 +218,9 @@ class MemoryMachine(RuleBasedStateMachine):
             f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
         )
         problem = field_problem(answer, found.outcome)
-        # CONTRACT-3: optional Outcome fields, when given, are the model's.
-        assert problem is None, f"CONTRACT-3: {sent} answered {answer}: {problem}"
+        # SNAP-11, MATCH-5, DUP-1: optional Outcome fields, when given, are the model's.
+        clause, _, said = (problem or "").partition(": ")
+        assert problem is None, f"{clause}: {sent} answered {answer}: {said}"
         if answer["code"] == codes.E_DRIFT and before is not None:
             backups = self.world.backups(target)
             problem = judge_drift_refusal(

@@ -162,20 +162,26 @@ def match_answer(
 
 def field_problem(answer: Answer, outcome: Outcome) -> str | None:
     """Returns why the optional Outcome fields of ``answer`` disagree with the model's, if they
-    do (CONTRACT-3: ``matches``, ``duplicate`` and ``usage`` are compared when given; ``usage``
-    is the label of the target as the operation left it, the unchanged one after ``E_LIMIT``,
-    and absent after ``E_TARGET`` and ``E_UNREADABLE``, SNAP-11)."""
+    do, opening with the clause that gives the field its value (CONTRACT-3 lists the fields:
+    ``matches`` MATCH-5, ``duplicate`` DUP-1; ``usage`` is the label of the target as the
+    operation left it, the unchanged one after ``E_LIMIT``, and absent after ``E_TARGET`` and
+    ``E_UNREADABLE``, SNAP-11). They are compared when given; one of another type is
+    CONTRACT-2's."""
+    types = {"matches": list, "duplicate": bool, "usage": str}
+    for name, kind in types.items():
+        if answer.get(name) is not None and not isinstance(answer[name], kind):
+            return f"CONTRACT-2: {name} {answer[name]!r} is not a {kind.__name__}"
     matches = answer.get("matches")
     wrong = matches is not None and list(matches) != list(outcome.matches)
     if outcome.code == codes.E_AMBIGUOUS and wrong:
-        return f"matches {matches!r}, expected {list(outcome.matches)!r} (MATCH-5)"
+        return f"MATCH-5: matches {matches!r}, expected {list(outcome.matches)!r}"
     if "duplicate" in answer and bool(answer["duplicate"]) != outcome.duplicate:
-        return f"duplicate {answer['duplicate']!r}, expected {outcome.duplicate!r} (DUP-1)"
+        return f"DUP-1: duplicate {answer['duplicate']!r}, expected {outcome.duplicate!r}"
     given = answer.get("usage")
     if given is not None and outcome.usage is not None and given != outcome.usage:
-        return f"usage {given!r}, expected {outcome.usage!r} (SNAP-11)"
+        return f"SNAP-11: usage {given!r}, expected {outcome.usage!r}"
     if given is not None and outcome.code in (codes.E_TARGET, codes.E_UNREADABLE):
-        return f"usage {given!r} on {outcome.code}, which has no file to count (SNAP-11)"
+        return f"SNAP-11: usage {given!r} on {outcome.code}, which has no file to count"
     return None
 
 

@@ -49,6 +49,17 @@ def refuses_worked_on_file(kind: str, answer: Answer) -> bool:
     return answer.get("code") == codes.E_DRIFT and kind in WORKED_ON
 
 
+def wrong_drift_clause(kind: str, answer: Answer, expected: str) -> str | None:
+    """Returns the clause an ``E_DRIFT`` in ``answer`` breaks where the spec answers ``expected``
+    for a file of ``kind``: DRIFT-1 on a file a mutation works on (:func:`refuses_worked_on_file`),
+    DRIFT-7 on a foreign file the spec lets the mutation through (a remove, a replace or batch no
+    larger is never refused for the file's state); ``None`` otherwise."""
+    if refuses_worked_on_file(kind, answer):
+        return "DRIFT-1"
+    refused = answer.get("code") == codes.E_DRIFT
+    return "DRIFT-7" if refused and kind == "foreign" and expected == codes.OK else None
+
+
 Root = str | os.PathLike[str]
 
 
@@ -88,19 +99,20 @@ def judge_drift_refusal(
     root: str | os.PathLike[str],
     target: str = "memory",
 ) -> str | None:
-    """Returns how ``answer`` breaks DRIFT-3 as the refusal of the foreign file ``before``, or
-    ``None`` when it is a conforming refusal (DRIFT-2's code, DRIFT-3, CONTRACT-11).
+    """Returns how ``answer`` breaks DRIFT-2 or DRIFT-3 as the refusal of the foreign file
+    ``before``, or ``None`` when it is a conforming refusal (DRIFT-2's code, DRIFT-3,
+    CONTRACT-11).
 
     ``files_after`` maps names of files in ``root`` after the answer to their bytes (only the backup
-    is looked up). A conforming refusal answers ``E_DRIFT`` (a violation still opens with DRIFT-3,
-    the clause of the checks that ask), names in ``backup`` a ``<FILE>.bak.<suffix>`` in the root
-    that holds ``before`` byte for byte, and has a non-blank ``message``.
+    is looked up). A conforming refusal answers ``E_DRIFT`` (another code is DRIFT-2's, whose
+    condition the refusal is), names in ``backup`` a ``<FILE>.bak.<suffix>`` in the root that
+    holds ``before`` byte for byte, and has a non-blank ``message`` (DRIFT-3).
     """
     data_name = FILENAMES[target]
     if answer.get("code") != codes.E_DRIFT:
         return (
-            f"DRIFT-3: a foreign {data_name} was answered {dict(answer)}; expected E_DRIFT "
-            "(DRIFT-2) naming a byte-exact backup"
+            f"DRIFT-2: a foreign {data_name} was answered {dict(answer)}; expected E_DRIFT "
+            "naming a byte-exact backup"
         )
     problem = _backup_problem(answer, before, files_after, root, data_name)
     if problem is not None:

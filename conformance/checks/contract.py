@@ -58,12 +58,14 @@ def factory_stays_in_root(ctx: CheckContext) -> None:
 
 
 def _shaped(session: Session, op: str, **fields: Any) -> Answer:
-    """Returns the answer to one request, turning a transport-level shape defect into CONTRACT-2."""
+    """Returns the answer to one request, turning a transport-level defect into a failure of
+    its clause: CONTRACT-2 for an answer of the wrong shape, CONTRACT-6 for a raise, a hang or
+    a death."""
     try:
         return session.request(op, **fields)
     except BackendDefect as defect:
         raise AssertionError(
-            f"CONTRACT-2: {op} did not answer with the contract's shape: {defect} "
+            f"{defect.clause}: {op} did not answer with the contract's shape: {defect} "
             f"(sent {defect.sent!r}, received {defect.received!r})"
         ) from None
 

@@ -29,7 +29,7 @@ from memspec.spec.codec import (
     only_not_canonical,
     parse_text,
 )
-from memspec.spec.drift_refusal import refuses_worked_on_file
+from memspec.spec.drift_refusal import wrong_drift_clause
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import (
     Add,
@@ -47,6 +47,7 @@ from memspec.spec.rules import Outcome, argument_error, decide, misapplied_claus
 from memspec.spec.snapshot import (
     part_difference,
     render_snapshot,
+    render_unreadable,
     snapshot_difference,
     state_difference,
 )
@@ -419,8 +420,8 @@ def _run_step(
         if problem is None:
             return None
         failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
-        if refuses_worked_on_file(kind, answer):
-            return replace(failure, blamed=("DRIFT-1",), stops=True)
+        if drifted := wrong_drift_clause(kind, answer, step.expect["code"]):
+            return replace(failure, blamed=(drifted,), stops=True)
         if missed := _missed_refusal(step, answer, failure, driver):
             return replace(failure, blamed=missed, stops=True)  # the state went another way
         return replace(failure, blamed=blamed)
@@ -441,9 +442,12 @@ def _run_step(
         if problem is None:
             return None
         failure = fail({"op": "snapshot", "target": target}, got, want, problem)
-        entries = model_entries(driver.disk(target))
+        data = driver.disk(target)
+        entries = model_entries(data)
         live = (
             None
+            if data is None
+            else render_unreadable(target)
             if entries is None
             else render_snapshot(target, entries, limits[target], find_threats)
         )

@@ -172,6 +172,9 @@ def test_usage_is_compared_on_refusals_and_absent_without_a_file() -> None:
     for code in (codes.E_TARGET, codes.E_UNREADABLE):
         assert "no file to count" in str(field_problem({"usage": "0% — 0/40 chars"}, Outcome(code)))
     assert field_problem({}, Outcome(codes.E_UNREADABLE)) is None
+    # a field of another type is CONTRACT-2's, a wrong value the clause that gives it
+    assert str(field_problem({"usage": 17}, limit)).startswith("CONTRACT-2:")
+    assert str(field_problem({"usage": "17/40"}, limit)).startswith("SNAP-11:")
 
 
 def test_the_reference_gives_the_usage_before_a_refused_operation(tmp_path: Path) -> None:

@@ -104,10 +104,11 @@ def test_an_unreadable_file_read_as_empty_is_not_a_stale_view(tmp_path: Path) ->
 
 def test_a_refusal_is_never_blamed_on_a_stale_view(tmp_path: Path) -> None:
     # the stale store refuses the remove as drift, as it would on the entries it read earlier,
-    # but a refusal writes nothing: so does a store that parses the paste its own way (Hermes)
+    # but a refusal writes nothing: so does a store that parses the paste its own way (Hermes);
+    # a remove of a foreign file refused for the file's state is DRIFT-7's, never LOCK-2's
     store = InProcessBackend("tests.backends.naive_broken:StaleWithoutLoad")
     failure = run_on_backend(BY_ID["drift-pasted-entry-removed-with-a-backup"], store, tmp_path)
-    assert failure is not None and failure.blamed == (), failure
+    assert failure is not None and failure.blamed == ("DRIFT-7",), failure
 
 
 def _example(steps: str, limits: str = "") -> Example:

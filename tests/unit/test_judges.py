@@ -131,8 +131,8 @@ def test_a_refusal_of_the_user_file_names_a_user_backup() -> None:
     ("answer", "files_after", "clause", "words"),
     [
         # DRIFT-2: a foreign file is refused with E_DRIFT, not accepted or refused otherwise.
-        (refusal(code="OK", ok=True), FILES, "DRIFT-3", "expected E_DRIFT (DRIFT-2)"),
-        (refusal(code="E_IO"), FILES, "DRIFT-3", "expected E_DRIFT (DRIFT-2)"),
+        (refusal(code="OK", ok=True), FILES, "DRIFT-2", "expected E_DRIFT naming"),
+        (refusal(code="E_IO"), FILES, "DRIFT-2", "expected E_DRIFT naming"),
         # DRIFT-3: the Outcome gives the backup's path in 'backup'.
         (refusal(backup=None), FILES, "DRIFT-3", "gives no backup path"),
         (refusal(backup=""), FILES, "DRIFT-3", "gives no backup path"),

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from memspec.spec import codes
 from memspec.spec.codec import FileState, classify_bytes, encode_entries, serialize
+from memspec.spec.drift_refusal import wrong_drift_clause
 from memspec.spec.model import (
     State,
     backups_of,
@@ -1082,3 +1083,14 @@ def test_a_block_of_another_state_names_the_clause_of_that_state() -> None:
     assert state_difference(None, empty, None) == ("SNAP-3",)
     # any other difference stays the example's
     assert state_difference(frozen, live.replace("vim", "emacs"), live) == ()
+
+
+def test_a_drift_refusal_where_the_spec_goes_on_names_the_clause_it_breaks() -> None:
+    refused = {"ok": False, "code": codes.E_DRIFT}
+    # DRIFT-1: a canonical or cosmetic file is worked on as it is
+    assert wrong_drift_clause("cosmetic", refused, codes.OK) == "DRIFT-1"
+    # DRIFT-7: a remove or a shrinking replace of a foreign file is never refused for its state
+    assert wrong_drift_clause("foreign", refused, codes.OK) == "DRIFT-7"
+    # the refusal DRIFT-2 asks for, and any other answer, is nobody's here
+    assert wrong_drift_clause("foreign", refused, codes.E_DRIFT) is None
+    assert wrong_drift_clause("foreign", {"ok": True, "code": codes.OK}, codes.OK) is None
