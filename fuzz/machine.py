@@ -33,8 +33,10 @@ from memspec.fuzz.oracle import (
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
+from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
-from memspec.spec.operations import ExternalWrite, Load
+from memspec.spec.operations import ExternalWrite, Load, Mutation
+from memspec.spec.rules import misapplied_clause
 from memspec.spec.targets import TARGETS
 
 LIMITS = {"memory": 64, "user": 48}
@@ -217,6 +219,7 @@ class MemoryMachine(RuleBasedStateMachine):
             f"{clause_for(expected, answer.get('code'))}: {sent} answered {answer}; the spec "
             f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
         )
+        self._judge_write(sent, mutation_of(request, session), answer, (before, after), found.state)
         problem = field_problem(answer, found.outcome)
         # SNAP-11, MATCH-5, DUP-1: optional Outcome fields, when given, are the model's.
         clause, _, said = (problem or "").partition(": ")
@@ -246,6 +249,32 @@ class MemoryMachine(RuleBasedStateMachine):
         assert wrote is None, wrote
         self._compare(expected_ok=answer["ok"], targets=(target,), snapshots=(session,))
         self.completed = True
+
+    def _judge_write(
+        self,
+        sent: str,
+        op: Mutation,
+        answer: dict[str, Any],
+        files: tuple[bytes | None, bytes | None],
+        state: model.State,
+    ) -> None:
+        """Fails the clause of the action whose write (``files``: before and after) left other
+        entries than the model's ``state``, when the spec's rules tell it
+        (:func:`misapplied_clause`: the chosen entry written wrong, others moved or dropped, the
+        file's duplicates dropped), so that an ``OK`` whose ``usage`` measures that write is not
+        blamed on SNAP-11."""
+        target, limit = op.target, LIMITS[op.target]
+        start, got = classify_bytes(files[0], limit), classify_bytes(files[1], limit).entries
+        want = model.entries_on_disk(state, target)
+        if start.entries is None or got is None or want is None or got == want:
+            return
+        foreign = start.kind == "foreign"
+        clause = misapplied_clause(op, bool(answer.get("ok")), foreign, start.entries, want, got)
+        # REPLACE-1, REPLACE-4, PATCH-4, REMOVE-1, DUP-4, BATCH-2: the write is the action's.
+        assert clause is None, (
+            f"{clause}: {sent} answered {answer}, and turned the entries {list(start.entries)} "
+            f"into {list(got)}, where the spec's rules give {list(want)}"
+        )
 
     def _compare(
         self,

@@ -310,10 +310,16 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
 
 def _found_before(found: list[ExampleFailure], completed: bool) -> ExampleFailure:
     """Returns the first of the differences an example found, blaming every clause they name
-    (one that names none, the example's); ``completed`` when it ran to its end, so that its
-    other clauses held."""
+    (one that names none, the example's) and telling each with its clauses; ``completed`` when
+    it ran to its end, so that its other clauses held."""
     blamed = tuple(dict.fromkeys(c for failure in found for c in failure.blamed or failure.clauses))
-    return replace(found[0], blamed=blamed, completed=completed)
+    later = [
+        f"then {failure.step} → {failure.reason} ({', '.join(failure.blamed or failure.clauses)})"
+        for failure in found[1:]
+    ]
+    reason = "; ".join([f"{found[0].reason} ({', '.join(found[0].blamed or found[0].clauses)})",
+                        *later]) if later else found[0].reason  # fmt: skip
+    return replace(found[0], blamed=blamed, completed=completed, reason=reason)
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]
