@@ -478,7 +478,9 @@ def result_problems(seen: Observation) -> list[str]:
             f"TOOL-5: the call is {describe(parsed.operation)}, which answers {outcome.code}, "
             f"but the result says success {json.dumps(result['success'])}"
         )
-    if seen.live_after != tuple(expected_after):
+    fresher = () if outcome.ok or seen.file.entries is None else (tuple(seen.file.entries),)
+    # CONTRACT-8: after a refusal the session may show the file it read, fresher than its view
+    if seen.live_after != tuple(expected_after) and seen.live_after not in fresher:
         problems.append(
             f"TOOL-5: after {describe(parsed.operation)} the entries are "
             f"{list(seen.live_after)}, expected {list(expected_after)}"

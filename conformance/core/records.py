@@ -347,6 +347,11 @@ def write_reports(directory: Path, info: RunInfo, records: Sequence[CheckRecord]
 
 
 def _write(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temp file; a lone surrogate a backend sent, quoted
+    in a message, is written as its escape (``\\ud800``), never an encoding error."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
+    try:
+        temp.write_text(text, encoding="utf-8", errors="backslashreplace")
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

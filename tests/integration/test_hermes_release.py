@@ -20,8 +20,8 @@ HERMES_0_19_0_FAILS = frozenset(
         "ATOMIC-4",  # a failed write raises instead of answering E_IO (strace fault)
         "BATCH-5",
         "BATCH-6",
-        "CONTRACT-2",
-        "CONTRACT-3",
+        # CONTRACT-2 passes: a raise met by the shape check is CONTRACT-6's
+        # CONTRACT-3 passes: a usage of another format is SNAP-11's
         # CONTRACT-4 passes: its example's missing E_DELIMITER is ENTRY-3's (the deciding rule)
         "CONTRACT-5",
         "CONTRACT-6",
@@ -29,7 +29,7 @@ HERMES_0_19_0_FAILS = frozenset(
         # CONTRACT-10 restates FENCE-1 for the contract: the frame's note fails FENCE-1 alone
         "DRIFT-1",
         "DRIFT-2",
-        "DRIFT-3",
+        # DRIFT-3 passes: E_LIMIT where a foreign file owes E_DRIFT is DRIFT-2's
         # DRIFT-4 is not judged: E_LIMIT where E_DRIFT belongs is DRIFT-2's, before a backup
         "DRIFT-5",
         "DRIFT-7",
@@ -70,7 +70,7 @@ HERMES_0_19_0_FAILS = frozenset(
         "SCAN-3",
         "SCAN-4",
         "SCAN-5",
-        "SCAN-7",
+        # SCAN-7 passes: the remove refused as drift is DRIFT-7's, the raw text is kept
         "SCAN-8",
         "SNAP-6",
         "SNAP-8",  # the usage counts the placeholder: SNAP-8 alone, not SCAN-6 or SCAN-9

@@ -312,3 +312,17 @@ def test_a_failure_counts_against_a_clause_it_blames_but_does_not_cite() -> None
     from memspec.spec.examples import spec_text
 
     assert "ATOMIC-5 fails" in conformance_level(parse_clauses(spec_text()), [unwritten]).blocked_by
+
+
+def test_a_report_quoting_a_lone_surrogate_is_written(tmp_path: Path) -> None:
+    # a backend's message quoting "\ud800" once ended report writing in UnicodeEncodeError
+    from memspec.conformance.core.records import RunInfo, write_reports
+
+    verdict = verdict_of(AssertionError("TOOL-7: the tool answered '\ud800'"))
+    record = CheckRecord(
+        "x", ("TOOL-7",), ("tool",), Status.FAILED, "'\ud800'", 0, {}, **vars(verdict)
+    )
+    info = RunInfo("b", "b", "1", ("core",), "ci", None, "linux", "3.11", "ext4", "0", "2.1")
+    write_reports(tmp_path, info, [record])
+    assert "\\ud800" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
