@@ -479,7 +479,8 @@ def result_problems(seen: Observation) -> list[str]:
             f"but the result says success {json.dumps(result['success'])}"
         )
     fresher = () if outcome.ok or seen.file.entries is None else (tuple(seen.file.entries),)
-    # CONTRACT-8: after a refusal the session may show the file it read, fresher than its view
+    # after a refusal the session may show the file it read, fresher than its view: the
+    # contract lets entries() reflect what other sessions wrote since
     if seen.live_after != tuple(expected_after) and seen.live_after not in fresher:
         problems.append(
             f"TOOL-5: after {describe(parsed.operation)} the entries are "
