@@ -1081,6 +1081,8 @@ def test_a_block_of_another_state_names_the_clause_of_that_state() -> None:
     # SNAP-3: a block with no entries where no block belongs
     empty = f"{BAR}\nMEMORY (your personal notes) [0% — 0/2,200 chars]\n{BAR}\n"
     assert state_difference(None, empty, None) == ("SNAP-3",)
+    # SNAP-9: null where an unreadable file's block belongs (an outside port's verdict)
+    assert state_difference(render_unreadable("user"), None, None) == ("SNAP-9",)
     # any other difference stays the example's
     assert state_difference(frozen, live.replace("vim", "emacs"), live) == ()
 
