@@ -71,9 +71,9 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
         *({"op": "add", "target": "memory", "content": seed} for seed in SEEDS),
         *REQUESTS,
         *((BATCH,) if "batch" in ctx.claimed_features() else ()),
+        OVER_LIMIT,
         EXTERNAL,
         AFTER_EXTERNAL,
-        OVER_LIMIT,
     ]
     state = model.initial_state(LIMIT, LIMIT)
     root = Path(tempfile.mkdtemp(prefix="plain-", dir=ctx.scratch))
