@@ -443,20 +443,19 @@ def _run_step(
     if step.op == "snapshot":
         answer = driver.request(step.session, "snapshot", {"target": target})
         got = answer.get("snapshot")
-        hidden = [e for e in (model_entries(driver.disk(target)) or []) if find_threats(e)]
+        data = driver.disk(target)
+        entries = model_entries(data)
+        hidden = [e for e in entries or [] if find_threats(e)]
         problem = snapshot_difference(want, got, target, hidden)
         if problem is None:
             return None
         failure = fail({"op": "snapshot", "target": target}, got, want, problem)
-        data = driver.disk(target)
-        entries = model_entries(data)
-        live = (
-            None
-            if data is None
-            else render_unreadable(target)
-            if entries is None
-            else render_snapshot(target, entries, limits[target], find_threats)
-        )
+        if data is None:
+            live = None
+        elif entries is None:
+            live = render_unreadable(target)
+        else:
+            live = render_snapshot(target, entries, limits[target], find_threats)
         blamed = part_difference(want, got, target, hidden) or state_difference(want, got, live)
         return replace(failure, blamed=blamed)
     if step.op == "disk":
