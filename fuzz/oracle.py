@@ -17,8 +17,8 @@ from memspec.spec.rules import Outcome, argument_error, batch_item_error, decide
 from memspec.spec.snapshot import (
     BLOCKED_PREFIX,
     block_clause,
-    render_snapshot,
-    render_unreadable,
+    duplicates_difference,
+    load_block,
     snapshot_difference,
     state_difference,
 )
@@ -189,9 +189,7 @@ def expected_block(
     target: str, entries: Sequence[str] | None, limit: int, *, scan: bool = True
 ) -> str | None:
     """Returns the block a load renders from ``entries`` (``None``: the file is unreadable)."""
-    if entries is None:
-        return render_unreadable(target)
-    return render_snapshot(target, entries, limit, find_threats if scan else lambda _: ())
+    return load_block(target, entries, limit, find_threats if scan else lambda _: ())
 
 
 def _split(block: str) -> tuple[list[str], list[str]]:
@@ -248,14 +246,17 @@ def snapshot_clause(
 ) -> str:
     """Returns the clause a block :func:`snapshot_problem` refused breaks: SNAP-9 for a file
     that cannot be read (``entries`` None), a part's own when only one part differs (SNAP-5 to
-    SNAP-8, SCAN-6), SNAP-3 for a block with no entries where none belongs, else SNAP-2."""
+    SNAP-8, SCAN-6), READ-5 for a block of the entries without their duplicates, SNAP-3 for a
+    block with no entries where none belongs, else SNAP-2."""
     if entries is None:
         return "SNAP-9"
     limit = DEFAULT_LIMITS[target] if limit is None else limit
     hidden = [entry for entry in entries or () if find_threats(entry)]
     expected = expected_block(target, entries, limit)
     # with no live block known, only SNAP-3's part is told: a block with no entries
-    state = state_difference(expected, actual, live=expected)
+    state = duplicates_difference(entries, actual, target, limit, find_threats) or (
+        state_difference(expected, actual, live=expected)
+    )
     return block_clause(expected, actual, target, hidden, state[0] if state else "SNAP-2")
 
 

@@ -267,14 +267,14 @@ def judge_fence(
     """Judges a backend's ``fence`` (called with ``raw``, then with the clean text of a correct
     frame) by :func:`fence_problems`: the one judge of every fence check.
 
-    A tag or note left in the recalled text breaks FENCE-3 when ``clause`` is FENCE-3 (the
-    reassembly corpus) or one pass removing every tag and note of ``raw`` joins a new one, else
-    the problem's own clause: FENCE-2 for a tag, FENCE-4 for a note. A wrong frame breaks
-    FENCE-1. Each problem fails that one clause: CONTRACT-10 restates FENCE-1 for the contract,
-    and FENCE-5 (the block's only tags and note are its own) holds whenever the frame and the
-    recalled text do, so neither is blamed beside them. The frame's note is judged only when
-    ``clause`` is FENCE-1, so a note worded otherwise never hides a tag. Fencing the clean text
-    again must give the same block (FENCE-3)."""
+    A tag or note left in the recalled text breaks FENCE-3 when the backend changed the text
+    and ``clause`` is FENCE-3 (the reassembly corpus) or one pass removing every tag and note of
+    ``raw`` joins a new one, else the problem's own clause: FENCE-2 for a tag, FENCE-4 for a
+    note. A wrong frame breaks FENCE-1. Each problem fails that one clause: CONTRACT-10
+    restates FENCE-1 for the contract, and FENCE-5 (the block's only tags and note are its
+    own) holds whenever the frame and the recalled text do, so neither is blamed beside them.
+    The frame's note is judged only when ``clause`` is FENCE-1, so a note worded otherwise
+    never hides a tag. Fencing the clean text again must give the same block (FENCE-3)."""
     block = fence(raw)
     problems = fence_problems(block, raw=raw, note=clause == "FENCE-1")
     clean = recalled_text(block)
@@ -282,7 +282,9 @@ def judge_fence(
         # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
         said = "; ".join(problem.text for problem in problems)
         return FenceJudgement(block, (("FENCE-1", f"fence({raw!r}) returned {block!r}: {said}"),))
-    reassembled = clause == "FENCE-3" or _joins_when_removed(raw)
+    # a store that left the recalled text as it came removed nothing: nothing it kept was rejoined
+    removed = clean != raw.strip(WHITESPACE)
+    reassembled = removed and (clause == "FENCE-3" or _joins_when_removed(raw))
 
     def blamed(problem: FenceProblem) -> str:
         return "FENCE-3" if reassembled and problem.clause != "FENCE-1" else problem.clause

@@ -55,6 +55,14 @@ def render_snapshot(target: str, entries: Sequence[str], limit: int, scan: Scann
     return _block(target, usage_label(len(serialize(entries)), limit), serialize(shown))
 
 
+def load_block(target: str, entries: Sequence[str] | None, limit: int, scan: Scanner) -> str | None:
+    """Returns the block a load renders from the entries it read off an existing file, ``None``
+    for one that cannot be read or decoded (SNAP-9): no entries, no block (SNAP-3)."""
+    if entries is None:
+        return render_unreadable(target)
+    return render_snapshot(target, entries, limit, scan)
+
+
 def render_unreadable(target: str) -> str:
     """Returns the block of a file that exists but cannot be read or decoded: never null, the
     header ends in ``[unreadable]`` and the only line starts ``[UNREADABLE:`` (SNAP-9,
@@ -154,6 +162,23 @@ def part_difference(
     return header_difference(expected, actual, target, raw_entries) or unscanned_difference(
         expected, actual, target, raw_entries
     )
+
+
+def duplicates_difference(
+    entries: Sequence[str] | None, actual: object, target: str, limit: int, scan: Scanner
+) -> tuple[str, ...]:
+    """Returns ``("READ-5",)`` when ``actual`` shows the entries a load read, ``entries``, with
+    their duplicates dropped, whatever its header says: the read behind the block lost them,
+    not the rendering. Else ``()``."""
+    if entries is None or not isinstance(actual, str) or len(set(entries)) == len(entries):
+        return ()
+    unique = render_snapshot(target, list(dict.fromkeys(entries)), limit, scan)
+    if unique is None:
+        return ()
+    with_its_header = "\n".join(actual.split("\n")[:3] + unique.split("\n")[3:])
+    hidden = [entry for entry in entries if scan(entry)]
+    dropped = snapshot_difference(with_its_header, actual, target, hidden) is None
+    return ("READ-5",) if dropped else ()
 
 
 def state_difference(expected: str | None, actual: object, live: str | None) -> tuple[str, ...]:

@@ -45,9 +45,9 @@ from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.rules import Outcome, argument_error, decide, misapplied_clause
 from memspec.spec.snapshot import (
+    duplicates_difference,
+    load_block,
     part_difference,
-    render_snapshot,
-    render_unreadable,
     snapshot_difference,
     state_difference,
 )
@@ -450,13 +450,12 @@ def _run_step(
         if problem is None:
             return None
         failure = fail({"op": "snapshot", "target": target}, got, want, problem)
-        if data is None:
-            live = None
-        elif entries is None:
-            live = render_unreadable(target)
-        else:
-            live = render_snapshot(target, entries, limits[target], find_threats)
-        blamed = part_difference(want, got, target, hidden) or state_difference(want, got, live)
+        live = None if data is None else load_block(target, entries, limits[target], find_threats)
+        blamed = (
+            part_difference(want, got, target, hidden)
+            or duplicates_difference(entries, got, target, limits[target], find_threats)
+            or state_difference(want, got, live)
+        )
         return replace(failure, blamed=blamed)
     if step.op == "disk":
         got = driver.disk(target)

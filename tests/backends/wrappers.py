@@ -401,6 +401,26 @@ class LiveSnapshot(Wrapper):
         return render_snapshot(target, live, self.limits[target], find_threats)
 
 
+class DedupBlock(Wrapper):
+    """Renders the block frozen at ``load()`` from the entries it read with duplicates dropped,
+    as agent-os' curated store does; ``entries`` keeps them (READ-5)."""
+
+    def load(self) -> None:
+        self.inner.load()
+        self.frozen = {
+            target: render_snapshot(
+                target, list(dict.fromkeys(self.inner.entries(target))), limit, find_threats
+            )
+            for target, limit in self.limits.items()
+        }
+
+    def snapshot(self, target: str) -> str | None:
+        block = self.inner.snapshot(target)
+        if block is None or "[UNREADABLE:" in block:
+            return block
+        return self.frozen.get(target, block)
+
+
 class PlainNumbers(Wrapper):
     """Writes the header's numbers without thousands separators: ``1364/2200`` (SNAP-7)."""
 
@@ -699,6 +719,7 @@ replace_moves_to_end = factory_of(ReplaceMovesToEnd)
 batch_item_by_item = factory_of(BatchItemByItem)
 batch_limit_per_item = factory_of(BatchLimitPerItem)
 float_percent = factory_of(FloatPercent)
+dedup_block = factory_of(DedupBlock)
 live_snapshot = factory_of(LiveSnapshot)
 plain_numbers = factory_of(PlainNumbers)
 other_header_wording = factory_of(OtherHeaderWording)

@@ -129,8 +129,10 @@ def test_a_raise_at_every_call_of_its_kind_blames_contract_6_alone(tmp_path: Pat
 def test_a_raise_on_malformed_tool_arguments_is_the_steps_own(tmp_path: Path) -> None:
     # a plain tool call goes through: raising on text that is not JSON is that step's own
     store = InProcessBackend("tests.backends.tool_broken:raises_on_bad_json")
-    failure = run_on_backend(BY_ID["tool-malformed-calls-answered"], store, tmp_path)
-    assert failure is not None and failure.blamed == ("CONTRACT-6", "TOOL-6", "TOOL-4"), failure
+    failure = run_on_backend(BY_ID["tool-text-not-an-object-answered"], store, tmp_path)
+    assert failure is not None and failure.blamed == ("CONTRACT-6", "TOOL-6"), failure
+    # calls that are JSON objects it answers as the spec does: TOOL-4 holds
+    assert run_on_backend(BY_ID["tool-malformed-calls-answered"], store, tmp_path / "b") is None
 
 
 def test_a_raise_of_the_steps_own_also_fails_the_examples_clause(tmp_path: Path) -> None:
@@ -147,6 +149,17 @@ FILL_40 = (
     'add memory "Editor: vim" -> E_LIMIT\n'
     'disk memory == "User prefers tabs\\n§\\nProject uses Go 1.22"'
 )
+
+
+def test_a_block_without_the_files_duplicates_blames_read_5(tmp_path: Path) -> None:
+    # the block differs from the one the example expects only by the duplicates its load
+    # dropped: the read's clause, not the example's (LIMIT-3 here)
+    header = "MEMORY (your personal notes) [0% — 15/2,200 chars]"
+    block = "\n    ".join(["═" * 46, header, "═" * 46, "Note A", "§", "Note A"])
+    example = _example(f'put memory "Note A\\n§\\nNote A"\nload\nsnapshot memory:\n    {block}')
+    store = InProcessBackend("tests.backends.wrappers:dedup_block")
+    failure = run_on_backend(example, store, tmp_path)
+    assert failure is not None and failure.blamed == ("READ-5",), failure
 
 
 def test_a_given_step_answered_otherwise_leaves_the_example_not_verified(tmp_path: Path) -> None:
@@ -247,7 +260,7 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         ("tool_broken:stale_usage", "tool-replace-says-what-it-overwrote", ("TOOL-7",)),
         ("tool_broken:replace_says_nothing", "tool-never-shows-threat-text", ("TOOL-11",)),
         ("tool_broken:echoes_blocked_entries", "tool-never-shows-threat-text", ("TOOL-13",)),
-        ("tool_broken:vague_malformed_error", "tool-malformed-calls-answered", ("TOOL-6",)),
+        ("tool_broken:vague_malformed_error", "tool-text-not-an-object-answered", ("TOOL-6",)),
     ],
 )  # fmt: skip
 def test_a_difference_blames_the_clause_of_its_part(

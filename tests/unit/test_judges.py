@@ -18,7 +18,9 @@ from memspec.reference_impl import files
 from memspec.spec import drift_refusal, root_files
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal
 from memspec.spec.root_files import NAMED_KINDS, file_kind
+from memspec.spec.snapshot import render_snapshot
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
+from memspec.spec.threats import find_threats
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLED = ("spec", "reference_impl", "conformance", "fuzz", "memspec")
@@ -310,3 +312,17 @@ def test_a_block_missing_for_an_unreadable_file_is_snap_9s() -> None:
     # SNAP-9 is missing, not what the load captured in general (SNAP-2)
     assert snapshot_clause("memory", None, None) == "SNAP-9"
     assert snapshot_clause("memory", ["User prefers tabs"], None) == "SNAP-2"
+
+
+def test_a_block_without_the_files_duplicates_is_read_5s() -> None:
+    # agent-os' curated store renders its block from the entries it read with duplicates dropped:
+    # the read lost them (READ-5), whatever the header then counts; another entry is SNAP-2's
+    read = ["Shell: fish", "Editor: vim", "Shell: fish"]
+    deduplicated = render_snapshot("memory", read[:2], 2200, find_threats)
+    assert snapshot_clause("memory", read, deduplicated) == "READ-5"
+    other = render_snapshot("memory", ["Shell: fish", "Editor: nano"], 2200, find_threats)
+    assert snapshot_clause("memory", read, other) == "SNAP-2"
+    full_header = render_snapshot("memory", read, 2200, find_threats)
+    assert full_header is not None and deduplicated is not None
+    with_full_header = "\n".join(full_header.split("\n")[:3] + deduplicated.split("\n")[3:])
+    assert snapshot_clause("memory", read, with_full_header) == "READ-5"
