@@ -191,8 +191,8 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
 # an earlier copy back both ways; either misreading rewrites it without the backup DRIFT-5 asks.
 
 
-def _ok(session: Session, sent: str, op: str, **fields: str) -> None:
-    answer = session.request(op, target="memory", **fields)
+def _ok(session: Session, sent: str, op: str, target: str = "memory", **fields: str) -> None:
+    answer = session.request(op, target=target, **fields)
     # DRIFT-5: the operation the check relies on answers OK.
     assert answer["code"] == codes.OK, f"DRIFT-5: {sent} answered {answer}, expected OK"
 
@@ -221,14 +221,34 @@ def _restored_copy_is_backed_up(
     _ok(writer, "remove memory 'Deploy'", "remove", old_text="Deploy")
 
 
+def _created_file_is_backed_up(ctx: CheckContext, writer: Session) -> None:
+    """Another writer creates USER.md, canonical, before any store wrote it, and ``writer``
+    adds to it: the rewrite drops none of its bytes, but they are not a store's own, so they
+    must be in a backup first."""
+    created = b"Name: Ada"
+    put(ctx.root, "user", created)
+    sent = f"add user 'Shell: fish' after another writer created the file as {created!r}"
+    _ok(writer, sent, "add", target="user", content="Shell: fish")
+    found = list(backups(ctx.root, "user").values())
+    # DRIFT-5: a rewrite of bytes no store wrote backs them up, even when it drops none of them.
+    assert created in found, (
+        f"DRIFT-5: {sent}, the file was rewritten and no USER.md.bak.* holds its bytes "
+        f"{created!r}: no store on this root wrote them, so a backup comes first even when the "
+        f"rewrite keeps every byte (the backups hold {found!r})"
+    )
+
+
 @check("DRIFT-5", id="drift.own_bytes_are_what_a_store_last_wrote")
 def own_bytes_are_what_a_store_last_wrote(ctx: CheckContext) -> None:
-    """A store's own bytes are what any store on the root last wrote: a copy that another writer
-    restored is backed up before a rewrite, whether the session rewriting it wrote that copy
-    itself and another session wrote after it, or it wrote the copy and then replaced it."""
+    """A store's own bytes are what any store on the root last wrote: a file another writer
+    created is backed up before the first rewrite, even one that drops none of its bytes, and a
+    copy that another writer restored is backed up before a rewrite, whether the session
+    rewriting it wrote that copy itself and another session wrote after it, or it wrote the copy
+    and then replaced it."""
     confirm_plain_run(ctx, "bytes put back")
     with ExitStack() as stack:
         first, second = (stack.enter_context(_loaded(ctx)) for _ in range(2))
+        _created_file_is_backed_up(ctx, first)
         _restored_copy_is_backed_up(ctx, first, second, "api")
         _restored_copy_is_backed_up(ctx, first, first, "web")
 

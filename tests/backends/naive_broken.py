@@ -478,6 +478,18 @@ class SessionDigestRecord(NaiveStore):
         self.mine = digest
 
 
+class UnrecordedIsOwn(NaiveStore):
+    """Takes bytes no store has recorded writing as its own unless they are foreign, so an add to
+    a file another writer created rewrites it without a backup: nothing is dropped, but nothing
+    guards what it read either (DRIFT-5)."""
+
+    def backup_before_rewrite(self, path: Path, data: bytes) -> Path | None:
+        unrecorded = not self.read_bytes(path.with_name(path.name + ".lock"))
+        if unrecorded and classify_bytes(data, _limit_of(self, path)).kind != "foreign":
+            return None
+        return super().backup_before_rewrite(path, data)
+
+
 def _limit_of(store: NaiveStore, path: Path) -> int:
     target = next(t for t, name in FILENAMES.items() if name == path.name)
     return store.limits[target]

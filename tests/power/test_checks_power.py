@@ -62,6 +62,7 @@ CAUGHT = [
     ("TimestampBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("FixedNameBackup", "drift.taken_backup_name_is_kept", "DRIFT-4"),
     ("SessionDigestRecord", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
+    ("UnrecordedIsOwn", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
 ]
 PROTOCOL_CAUGHT = [
     ("counts-ids", "protocol.answers_echo_ids_in_order", "CONTRACT-13"),

@@ -433,6 +433,8 @@ def test_harmless_text_passes_through_unchanged(raw: str) -> None:
         ("<memory--context>", [(0, 17)]),  # the separator is a run
         ("<memory - _ -context>", [(0, 21)]),
         ("<memory context>", [(0, 16)]),  # whitespace alone
+        ("&#xFF1C;memory-context>", []),  # a reference to a look-alike is no disguise
+        ("＜memory-context>", [(0, 16)]),  # the look-alike written out is
     ],
 )
 def test_the_exact_readings_of_a_tag(text: str, spans: list[tuple[int, int]]) -> None:
@@ -446,6 +448,8 @@ def test_the_exact_readings_of_a_tag(text: str, spans: list[tuple[int, int]]) ->
         ("[system-note]", [(0, 13)]),
         ("[System note [x] ]", [(0, 12)]),  # a bracket first: the note ends after `note`
         ("[System note " + "x" * 600 + "]", [(0, 12)]),  # no `]` within 512 characters
+        ("[System note" + "x" * 512 + "]", [(0, 525)]),  # 512 after `note`, then the `]`
+        ("[System note" + "x" * 513 + "]", [(0, 12)]),
     ],
 )
 def test_the_exact_extent_of_a_note(text: str, spans: list[tuple[int, int]]) -> None:
