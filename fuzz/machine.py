@@ -33,10 +33,9 @@ from memspec.fuzz.oracle import (
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
-from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load, Mutation
-from memspec.spec.rules import misapplied_clause
+from memspec.spec.rules import misapplied_write
 from memspec.spec.targets import TARGETS
 
 LIMITS = {"memory": 64, "user": 48}
@@ -260,20 +259,16 @@ class MemoryMachine(RuleBasedStateMachine):
     ) -> None:
         """Fails the clause of the action whose write (``files``: before and after) left other
         entries than the model's ``state``, when the spec's rules tell it
-        (:func:`misapplied_clause`: the chosen entry written wrong, others moved or dropped, the
+        (:func:`misapplied_write`: the chosen entry written wrong, others moved or dropped, the
         file's duplicates dropped), so that an ``OK`` whose ``usage`` measures that write is not
         blamed on SNAP-11."""
-        target, limit = op.target, LIMITS[op.target]
-        start, got = classify_bytes(files[0], limit), classify_bytes(files[1], limit).entries
-        want = model.entries_on_disk(state, target)
-        if start.entries is None or got is None or want is None or got == want:
-            return
-        foreign = start.kind == "foreign"
-        clause = misapplied_clause(op, bool(answer.get("ok")), foreign, start.entries, want, got)
+        want = model.entries_on_disk(state, op.target)
+        found = misapplied_write(op, bool(answer.get("ok")), files, want, LIMITS[op.target])
         # REPLACE-1, REPLACE-4, PATCH-4, REMOVE-1, DUP-4, BATCH-2: the write is the action's.
-        assert clause is None, (
-            f"{clause}: {sent} answered {answer}, and turned the entries {list(start.entries)} "
-            f"into {list(got)}, where the spec's rules give {list(want)}"
+        assert found is None, (
+            f"{found.clause}: {sent} answered {answer}, and turned the entries "
+            f"{list(found.before)} into {list(found.after)}, where the spec's rules give "
+            f"{list(want or ())}"
         )
 
     def _compare(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from memspec.spec import codes
 from memspec.spec.codec import (
     FileState,
+    classify_bytes,
     has_delimiter_line,
     is_encodable,
     normalize_content,
@@ -296,6 +297,35 @@ ACTION_CLAUSES = {
 }
 """Per action that edits one chosen entry: the clause that owns what it writes in that entry's
 place, and the clause that owns the other entries (REPLACE-1, REPLACE-4, PATCH-4, REMOVE-1)."""
+
+
+@dataclass(frozen=True)
+class Misapplied:
+    """A write the spec's rules blame on an action's own clause (:func:`misapplied_write`):
+    ``clause``, and the entries the file held before and after it."""
+
+    clause: str
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+def misapplied_write(
+    op: Mutation,
+    accepted: bool,
+    files: tuple[bytes | None, bytes | None],
+    want: Sequence[str] | None,
+    limit: int,
+) -> Misapplied | None:
+    """Returns the clause of :func:`misapplied_clause` for a write that turned the bytes
+    ``files[0]`` into ``files[1]`` where the spec's rules give the entries ``want``, the file's
+    kind read off the bytes before it; ``None`` when either file is unreadable, ``want`` is
+    unknown, or no clause of the action is broken."""
+    start, got = classify_bytes(files[0], limit), classify_bytes(files[1], limit).entries
+    if start.entries is None or got is None or want is None or tuple(got) == tuple(want):
+        return None
+    foreign = start.kind == "foreign"
+    clause = misapplied_clause(op, accepted, foreign, start.entries, want, got)
+    return None if clause is None else Misapplied(clause, start.entries, tuple(got))
 
 
 def misapplied_clause(

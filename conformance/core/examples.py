@@ -43,7 +43,7 @@ from memspec.spec.operations import (
 )
 from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
-from memspec.spec.rules import Outcome, argument_error, decide, misapplied_clause
+from memspec.spec.rules import Outcome, argument_error, decide, misapplied_write
 from memspec.spec.snapshot import (
     duplicates_difference,
     load_block,
@@ -420,7 +420,7 @@ def _run_step(
         blamed = () if problem is None else _field_clauses(step, answer)
         if (problem is None or blamed == ("SNAP-11",)) and before and not step.given:
             # an answer as the spec's, or one whose usage differs because the file does
-            misapplied = _misapplied(step, answer, before, kind == "foreign", driver, fail)
+            misapplied = _misapplied(step, answer, before, limits[target], driver, fail)
             if misapplied is not None:
                 return misapplied
         if problem is None:
@@ -479,7 +479,7 @@ def _misapplied(
     step: Step,
     answer: Answer,
     before: tuple[bytes | None, bytes | None],
-    foreign: bool,
+    limit: int,
     driver: Driver,
     fail: Fail,
 ) -> ExampleFailure | None:
@@ -489,21 +489,20 @@ def _misapplied(
     every later step reads a state gone another way."""
     fields = _fields(step)
     target = str(fields.get("target"))
-    start, spec_start = (model_entries(data) for data in before)
-    got, want = model_entries(driver.disk(target)), model_entries(driver.spec_disk(target))
-    if start is None or start != spec_start or got is None or want is None:
+    if before[0] is None or model_entries(before[0]) != model_entries(before[1]):
         return None
     operation = cast(Mutation, ModelDriver.operation(step.session, step.op, fields))
     accepted = answer.get("code") == codes.OK
-    clause = misapplied_clause(operation, accepted, foreign, start, want, got)
-    if clause is None:
+    want = model_entries(driver.spec_disk(target))
+    found = misapplied_write(operation, accepted, (before[0], driver.disk(target)), want, limit)
+    if found is None:
         return None
     reason = (
-        f"answered {answer.get('code')}, and turned the entries {start!r} into "
-        f"{got!r}, where the spec's rules give {want!r}"
+        f"answered {answer.get('code')}, and turned the entries {list(found.before)!r} into "
+        f"{list(found.after)!r}, where the spec's rules give {want!r}"
     )
-    failure = fail({"op": step.op, **fields}, got, want, reason)
-    return replace(failure, blamed=(clause,), stops=True)
+    failure = fail({"op": step.op, **fields}, list(found.after), want, reason)
+    return replace(failure, blamed=(found.clause,), stops=True)
 
 
 Requester = Callable[[str, Fields], Answer]
