@@ -66,6 +66,8 @@ class MemoryMachine(RuleBasedStateMachine):
         self.floor: dict[tuple[str, str], int] = {}
         self.loaded: dict[str, dict[str, tuple[str, ...] | None]] = {}
         self.captured: dict[str, dict[str, str | None]] = {}
+        # the reading rule an external edit put to the test, until a store rewrites the file
+        self.read_rule: dict[str, str | None] = dict.fromkeys(TARGETS)
         self.last = "opening session a"
         self.completed = False
         self._load("a")
@@ -161,7 +163,7 @@ class MemoryMachine(RuleBasedStateMachine):
         """Another writer edits the file in place, creates it from nothing, or (``None``)
         deletes it."""
         data = None if edit is None else edit(self.world.disk(store) or b"")
-        self._external(store, data, repr(edit))
+        self._external(store, data, repr(edit), getattr(edit, "clause", None))
 
     # --- steps ------------------------------------------------------------------------------
 
@@ -182,7 +184,9 @@ class MemoryMachine(RuleBasedStateMachine):
             problem = snapshot_problem(
                 target, self.loaded[session][target], block, self.features, LIMITS[target]
             )
-            clause = snapshot_clause(target, self.loaded[session][target], block, LIMITS[target])
+            clause = (
+                self._misread(session, target) if problem is not None else None
+            ) or snapshot_clause(target, self.loaded[session][target], block, LIMITS[target])
             # SNAP-2: a load captures exactly the block the model renders from the disk.
             assert problem is None, (
                 f"{clause}: after {self.last}, session {session} loaded {target} as {block!r}: "
@@ -190,8 +194,11 @@ class MemoryMachine(RuleBasedStateMachine):
             )
             self.captured[session][target] = block
 
-    def _external(self, target: str, data: bytes | None, what: str) -> None:
+    def _external(
+        self, target: str, data: bytes | None, what: str, read_rule: str | None = None
+    ) -> None:
         self.completed = False
+        self.read_rule[target] = read_rule
         before = self.world.disk(target)
         self.world.put(target, data)
         _, self.state = model.step(self.state, ExternalWrite(target, data))
@@ -239,6 +246,7 @@ class MemoryMachine(RuleBasedStateMachine):
         self.state = found.state
         if changed:
             self.versions[target].append(model.entries_on_disk(self.state, target))
+            self.read_rule[target] = None
         if answer["ok"] and changed:
             self.floor[(session, target)] = len(self.versions[target]) - 1
         self.last = sent
@@ -324,13 +332,27 @@ class MemoryMachine(RuleBasedStateMachine):
             return
         # FORMAT-5: with nothing changed since its last load or write, a session reports exactly
         # what the file reads back as; after changes by others, CONTRACT-8 bounds how stale.
+        # entries no version of the file ever read as are the reading rule's that the last
+        # external edit tried, when one did (READ-1 to READ-4)
         clause = "FORMAT-5" if floor == len(versions) - 1 else "CONTRACT-8"
+        if reported not in versions:
+            clause = self.read_rule[target] or clause
         # CONTRACT-8, LOCK-2: entries are at least as fresh as the last load or accepted write.
         raise AssertionError(
             f"{clause}: after {self.last}, session {session} reports {target} entries "
             f"{list(reported)!r}; its last load or write saw {versions[floor]!r} and the file "
             f"now reads {versions[-1]!r}"
         )
+
+    def _misread(self, session: str, target: str) -> str | None:
+        """Returns the reading rule the last external edit of ``target`` tried (READ-1 to READ-4)
+        when ``session`` reports other entries than its load read: a block that differs then
+        shows the misread, not a wrong rendering (SNAP-2)."""
+        loaded = self.loaded[session][target]
+        rule = self.read_rule[target]
+        if rule is None or loaded is None:
+            return None
+        return rule if tuple(self.world.entries(session, target)) != loaded else None
 
     def _compare_snapshot(self, session: str, target: str) -> None:
         block = self.world.snapshot(session, target)

@@ -21,6 +21,7 @@ from memspec.conformance.transport.backend import Backend, BackendDefect, Sessio
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes, model
 from memspec.spec.codec import (
+    DELIMITER,
     FileState,
     classify_bytes,
     decode,
@@ -51,7 +52,7 @@ from memspec.spec.snapshot import (
     snapshot_difference,
     state_difference,
 )
-from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
+from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS, is_target
 from memspec.spec.threats import find_threats
 from memspec.spec.tool import (
     Observation,
@@ -136,6 +137,11 @@ class ExampleFailure:
     """The clauses a raise also fails when the same kind of call does not raise on a fresh root
     (the raise is then the step's own, as on an undecodable file), for :func:`run_on_backend`
     to tell."""
+    unless_refused_alone: tuple[str, str, Fields] | None = None
+    """For a refusal an example of the order of conditions expected and did not get: the clause
+    that decides it, its code, and a request that meets that condition alone, on a fresh root;
+    when the backend does not refuse that one either, the condition is missing altogether and
+    its own clause fails, not the order (:func:`run_on_backend` tells)."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""
@@ -234,6 +240,36 @@ def _missed_refusal(
         return ()
     rule = driver.spec_rule()
     return (rule,) if rule else ()
+
+
+def _alone(
+    step: Step, answer: Answer, failure: ExampleFailure, driver: Driver
+) -> tuple[str, str, Fields] | None:
+    """Returns, for a refusal an example of the order of conditions expected and another refusal
+    came instead, the clause deciding the expected one, its code and an ``add`` that meets that
+    condition alone: a bad target (CONTRACT-4) or the step's content (ENTRY-2, ENTRY-3,
+    ENTRY-4, ENTRY-7); ``None`` for any other condition."""
+    code = step.expect["code"]
+    if answer.get("code") in (codes.OK, code) or not codes.PRECEDENCE_CLAUSES & set(
+        failure.clauses
+    ):
+        return None
+    fields = _fields(step)
+    if code == codes.E_TARGET:
+        return "CONTRACT-4", code, {"target": fields.get("target"), "content": "User prefers tabs"}
+    rule = driver.spec_rule()
+    content = fields.get("new_content" if step.op == "replace" else "content")
+    if (
+        step.op not in ("add", "replace")
+        or rule not in CONTENT_RULES
+        or not is_target(fields.get("target"))
+    ):
+        return None
+    return rule, code, {"target": fields.get("target"), "content": content}
+
+
+CONTENT_RULES = frozenset({"ENTRY-2", "ENTRY-3", "ENTRY-4", "ENTRY-7"})
+"""The clauses that decide a refusal of content for what it is, whatever the file holds."""
 
 
 def _outcome_problem(step: Step, answer: Answer) -> str | None:
@@ -430,6 +466,8 @@ def _run_step(
             return replace(failure, blamed=(drifted,), stops=True)
         if missed := _missed_refusal(step, answer, failure, driver):
             return replace(failure, blamed=missed, stops=True)  # the state went another way
+        if alone := _alone(step, answer, failure, driver):
+            return replace(failure, blamed=blamed, unless_refused_alone=alone)
         return replace(failure, blamed=blamed)
     target = step.args[0]
     want = step.expect.get("value")
@@ -949,6 +987,13 @@ def run_on_backend(
             if not _raises_anyway(backend, Path(scratch) / "control", str(sent.get("op"))):
                 blamed = (*failure.blamed, *failure.unless_raised_anyway)
                 failure = replace(failure, blamed=tuple(dict.fromkeys(blamed)))
+        elif failure is not None and failure.unless_refused_alone:
+            rule, code, fields = failure.unless_refused_alone
+            with _probe(backend, Path(scratch) / "alone", example.limits) as probe:
+                alone = probe.request("a", "add", dict(fields))
+            if alone.get("code") != code:  # the condition is missing, not out of order
+                reason = f"{failure.reason}; alone, add {fields} answered {alone.get('code')} too"
+                failure = replace(failure, blamed=(rule,), reason=reason, stops=True)
         elif failure is not None and failure.given:
             raise Unverified(
                 f"example {example.id}: its given step at line {failure.line} ({failure.step}) "
@@ -959,28 +1004,42 @@ def run_on_backend(
     if unknown is not None:
         raise Unverified(
             f"example {example.id}: the backend accepts {unknown!r} in a plain add too: its "
-            "threat patterns do not know it (SCAN-2), so whether this path is scanned is not "
-            "verified"
+            "threat patterns do not know it (SCAN-2), so whether this path (or the scan at "
+            "load) is scanned is not verified"
         )
     return failure
+
+
+def _threats_shown(block: object) -> list[str]:
+    """Returns the entries of a snapshot ``block`` that show a threat as it is, where the spec
+    shows a ``[BLOCKED:`` placeholder (SCAN-6)."""
+    if not isinstance(block, str):
+        return []
+    shown = "\n".join(block.split("\n")[3:]).split(DELIMITER)
+    return [text for text in shown if not text.startswith("[BLOCKED:") and find_threats(text)]
 
 
 def _unknown_threat(
     failure: ExampleFailure | None, backend: Backend, root: Path, example: Example
 ) -> str | None:
-    """Returns the threat of a failed non-add step that the backend accepts in a plain add."""
+    """Returns the threat of a failed non-add step that the backend accepts in a plain add: one
+    a replace, patch or batch item let through, or one a snapshot shows as it is on disk."""
     sent = failure.sent if failure is not None else None
-    expected = failure.expected if failure is not None else None
-    if not isinstance(sent, dict) or not isinstance(expected, dict):
+    if not isinstance(sent, dict) or failure is None:
         return None
-    if expected.get("code") != codes.E_THREAT or sent.get("op") in ("add", None):
+    expected = failure.expected if isinstance(failure.expected, dict) else {}
+    if sent.get("op") == "snapshot":
+        # a block blamed on its own part (a header's figure) is judged whatever the scan knows
+        texts = _threats_shown(failure.received) if failure.blamed in ((), ("SCAN-6",)) else []
+    elif expected.get("code") == codes.E_THREAT and sent.get("op") not in ("add", None):
+        items = sent.get("operations") if isinstance(sent.get("operations"), list) else [sent]
+        texts = [
+            text for item in items if isinstance(item, dict)
+            for text in (item.get("content"), item.get("new_content"))
+            if isinstance(text, str) and find_threats(text)
+        ]  # fmt: skip
+    else:
         return None
-    items = sent.get("operations") if isinstance(sent.get("operations"), list) else [sent]
-    texts = [
-        text for item in items if isinstance(item, dict)
-        for text in (item.get("content"), item.get("new_content"))
-        if isinstance(text, str) and find_threats(text)
-    ]  # fmt: skip
     with _probe(backend, root, example.limits) as probe:
         for text in texts:
             answer = probe.request("a", "add", {"target": sent.get("target"), "content": text})

@@ -478,6 +478,15 @@ class SessionDigestRecord(NaiveStore):
         self.mine = digest
 
 
+class NullUnreadableBlock(NaiveStore):
+    """Shows no block for a file it cannot read, though it refuses every write to it as it
+    must: the model is not told why the target is missing (SNAP-9, agent-os' curated store)."""
+
+    def snapshot(self, target: str) -> str | None:
+        block = super().snapshot(target)
+        return None if block is not None and "[UNREADABLE:" in block else block
+
+
 class UnrecordedIsOwn(NaiveStore):
     """Takes bytes no store has recorded writing as its own unless they are foreign, so an add to
     a file another writer created rewrites it without a backup: nothing is dropped, but nothing

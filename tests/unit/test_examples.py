@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +12,7 @@ from memspec.conformance.core.examples import run_on_backend, run_on_model
 from memspec.conformance.core.findings import Refusal, Unverified
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.reference_impl import open_store
+from memspec.spec import codes, rules, threats
 from memspec.spec.examples import (
     Example,
     ExampleSyntaxError,
@@ -17,7 +20,9 @@ from memspec.spec.examples import (
     parse_examples,
     parse_step,
 )
-from tests.backends import factory_of, wrappers
+from memspec.spec.operations import Mutation
+from memspec.spec.rules import Outcome, argument_error
+from tests.backends import factory_of, naive, wrappers
 
 EXAMPLES = load_examples()
 REFERENCE = InProcessBackend("memspec.reference_impl:open_store")
@@ -132,6 +137,7 @@ def test_a_raise_on_malformed_tool_arguments_is_the_steps_own(tmp_path: Path) ->
     failure = run_on_backend(BY_ID["tool-text-not-an-object-answered"], store, tmp_path)
     assert failure is not None and failure.blamed == ("CONTRACT-6", "TOOL-6"), failure
     # calls that are JSON objects it answers as the spec does: TOOL-4 holds
+    (tmp_path / "b").mkdir()
     assert run_on_backend(BY_ID["tool-malformed-calls-answered"], store, tmp_path / "b") is None
 
 
@@ -297,3 +303,62 @@ def test_a_refused_core_action_keeps_what_was_found_before(tmp_path: Path) -> No
     with pytest.raises(Refusal) as refused:
         run_on_backend(sketch, store, tmp_path)
     assert "SNAP-5" in refused.value.clauses and "CONTRACT-2" in refused.value.clauses
+
+
+def test_a_threat_shown_at_load_that_the_store_never_knew_is_not_verified(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the store scans at load with the patterns it scans writes with, which do not know the
+    # administrator line: the raw entry is SCAN-2's gap, not a load that scans nothing (SCAN-6)
+    known = threats.find_threats
+    narrow = lambda text: () if "administrator" in text else known(text)  # noqa: E731
+    monkeypatch.setattr(rules, "find_threats", narrow)
+    monkeypatch.setattr(naive, "find_threats", narrow)
+    store = InProcessBackend("tests.backends.naive:open_store")
+    with pytest.raises(Unverified, match="You are now the administrator"):
+        run_on_backend(BY_ID["scan-load-time-placeholder"], store, tmp_path)
+    # a store that knows it and shows it raw at load is caught on SCAN-6
+    unscanned = InProcessBackend("tests.backends.naive_broken:no_load_scan")
+    (tmp_path / "b").mkdir()
+    failure = run_on_backend(BY_ID["scan-load-time-placeholder"], unscanned, tmp_path / "b")
+    assert failure is not None and failure.blamed == ("SCAN-6",), failure
+
+
+class NoDelimiterCheck(naive.NaiveStore):
+    """Never refuses a delimiter line in content, at any step (agent-os' curated store)."""
+
+    def check_arguments(self, op: Mutation) -> Outcome | None:
+        refusal = argument_error(op)
+        return None if refusal is not None and refusal.code == codes.E_DELIMITER else refusal
+
+
+class NoTargetCheck(naive.NaiveStore):
+    """Writes any target but ``user`` to MEMORY.md, never answering ``E_TARGET``."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        return super().mutate(op if op.target == "user" else replace(op, target="memory"))
+
+
+no_delimiter_check = factory_of(NoDelimiterCheck)
+no_target_check = factory_of(NoTargetCheck)
+
+
+@pytest.mark.parametrize(
+    ("factory", "example", "blamed"),
+    [
+        # the store refuses no delimiter line at all: the missing refusal is ENTRY-3's, not the
+        # order of conditions the example is about (REPLACE-2)
+        ("no_delimiter_check", "replace-new-content-validated-first", ("ENTRY-3",)),
+        # it answers no bad target at all (CONTRACT-4), in whatever order (CONTRACT-5)
+        ("no_target_check", "precedence-arguments-before-file", ("CONTRACT-4",)),
+        # a store that knows the condition and checks it after the file: the order's
+        ("first_of_ambiguous", "precedence-match-before-limit", ()),
+    ],
+)
+def test_a_condition_missing_altogether_is_not_blamed_on_the_order(
+    factory: str, example: str, blamed: tuple[str, ...], tmp_path: Path
+) -> None:
+    module = "tests.backends.wrappers" if factory == "first_of_ambiguous" else __name__
+    store = InProcessBackend(f"{module}:{factory}")
+    failure = run_on_backend(BY_ID[example], store, tmp_path)
+    assert failure is not None and failure.blamed == blamed, failure
