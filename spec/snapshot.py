@@ -227,7 +227,11 @@ def snapshot_difference(
     want_head, want = _segments(expected)
     got_head, got = _segments(actual)
     if want_head != got_head:
-        return f"header differs: expected {want_head!r}, got {got_head!r}"
+        said = f"header differs: expected {want_head!r}, got {got_head!r}"
+        # what else differs is said first: a header's figure often only follows from it
+        same_head = "\n".join([*want_head, *actual.split("\n")[3:]])
+        rest = snapshot_difference(expected, same_head, target, raw_entries)
+        return said if rest is None else f"{rest}; the {said}"
     if len(want) != len(got):
         return f"expected {len(want)} entries in the block, got {len(got)}: {actual!r}"
     for index, (w, g) in enumerate(zip(want, got, strict=True)):

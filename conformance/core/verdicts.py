@@ -92,10 +92,6 @@ def clause_verdict(
         reason = f"{check.id}{note}: {failure_reason(check, clause)}"
         return ClauseVerdict("fail", reason, (check.id,), expected)
     skipped = [check for check in cited if check.status == "skipped"]
-    for check in skipped:
-        if check.missing_features:
-            reason = f"needs feature {', '.join(check.missing_features)}, not claimed"
-            return ClauseVerdict("skip", reason, (check.id,))
     others = [check for check in cited if check.status in ("failed", "xfailed")]
     stopped = [
         _stopped(check)
@@ -103,9 +99,16 @@ def clause_verdict(
         if check.kind != Kind.STALE and not verifies_clause(check, clause)
     ]
     ids = tuple(check.id for check in others)
-    if any(verifies_clause(check, clause) for check in cited):
+    verified = any(verifies_clause(check, clause) for check in cited)
+    if stopped and not verified:
+        # the checks that judge it stopped on other clauses: a feature another one needs is
+        # not why it is unknown
+        return ClauseVerdict("skip", "not verified: " + "; ".join(stopped), ids)
+    for check in skipped:
+        if check.missing_features:
+            reason = f"needs feature {', '.join(check.missing_features)}, not claimed"
+            return ClauseVerdict("skip", reason, (check.id,))
+    if verified:
         notes = [f"{len(skipped)} of {len(cited)} checks skipped"] if skipped else []
         return ClauseVerdict("pass", "; ".join(notes + stopped), ids)
-    if stopped:
-        return ClauseVerdict("skip", "not verified: " + "; ".join(stopped), ids)
     return ClauseVerdict("skip", failure_reason(skipped[0]), (skipped[0].id,))

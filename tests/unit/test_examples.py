@@ -13,6 +13,7 @@ from memspec.conformance.core.findings import Refusal, Unverified
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.reference_impl import open_store
 from memspec.spec import codes, rules, threats
+from memspec.spec.codec import FileState
 from memspec.spec.examples import (
     Example,
     ExampleSyntaxError,
@@ -267,6 +268,8 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         ("tool_broken:replace_says_nothing", "tool-never-shows-threat-text", ("TOOL-11",)),
         ("tool_broken:echoes_blocked_entries", "tool-never-shows-threat-text", ("TOOL-13",)),
         ("tool_broken:vague_malformed_error", "tool-text-not-an-object-answered", ("TOOL-6",)),
+        # ordinary text the scan refused: the scan's clause, not ENTRY-5's storing as given
+        ("naive_broken:RefusesEveryInvisible", "scan-invisible-content-is-text", ("SCAN-4",)),
     ],
 )  # fmt: skip
 def test_a_difference_blames_the_clause_of_its_part(
@@ -362,3 +365,24 @@ def test_a_condition_missing_altogether_is_not_blamed_on_the_order(
     store = InProcessBackend(f"{module}:{factory}")
     failure = run_on_backend(BY_ID[example], store, tmp_path)
     assert failure is not None and failure.blamed == blamed, failure
+
+
+class DedupsItsWrites(naive.NaiveStore):
+    """Drops the file's duplicates from every file it writes (agent-os' curated store)."""
+
+    def decide(
+        self, op: Mutation, state: FileState, limit: int
+    ) -> tuple[Outcome, tuple[str, ...] | None]:
+        outcome, result = super().decide(op, state, limit)
+        return outcome, None if result is None else tuple(dict.fromkeys(result))
+
+
+dedups_its_writes = factory_of(DedupsItsWrites)
+
+
+def test_a_write_that_dropped_the_duplicates_stops_the_example(tmp_path: Path) -> None:
+    # the file it wrote holds the entries once each: the bytes a later step reads differ for
+    # that reason alone, DUP-4's, not the round trip the example is about (FORMAT-5)
+    store = InProcessBackend(f"{__name__}:dedups_its_writes")
+    failure = run_on_backend(BY_ID["format-delimiter-law"], store, tmp_path)
+    assert failure is not None and failure.blamed == ("DUP-4",), failure

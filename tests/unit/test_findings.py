@@ -326,3 +326,23 @@ def test_a_report_quoting_a_lone_surrogate_is_written(tmp_path: Path) -> None:
     write_reports(tmp_path, info, [record])
     assert "\\ud800" in (tmp_path / "report.md").read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
+
+
+def test_a_clause_whose_checks_stopped_is_not_verified_whatever_another_needs() -> None:
+    # agent-os' DRIFT-3: the example of the backup stopped on DRIFT-2, and a fault check that
+    # cites it needs `durable`, which the store does not claim: the clause is unknown because
+    # its own checks stopped, not because of a feature
+    from memspec.conformance.core.records import CheckRecord
+    from memspec.conformance.core.verdicts import clause_verdict
+
+    stopped = replace(_record(False, "DRIFT-2"), clauses=("DRIFT-3",))
+    records = [
+        replace(stopped, id="DRIFT/drift-backup-byte-exact"),
+        CheckRecord(
+            "faults.dir_sync", ("ATOMIC-3", "DRIFT-3"), ("durable",), "skipped", "", 0.0,
+            kind="unsupported", reason="needs durable", missing_features=("durable",),
+        ),
+    ]  # fmt: skip
+    verdict = clause_verdict("DRIFT-3", records)
+    assert verdict.status == "skip"
+    assert verdict.reason == "not verified: DRIFT/drift-backup-byte-exact stopped on DRIFT-2"

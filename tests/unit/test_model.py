@@ -1096,3 +1096,13 @@ def test_a_drift_refusal_where_the_spec_goes_on_names_the_clause_it_breaks() -> 
     # the refusal DRIFT-2 asks for, and any other answer, is nobody's here
     assert wrong_drift_clause("foreign", refused, codes.E_DRIFT) is None
     assert wrong_drift_clause("foreign", {"ok": True, "code": codes.OK}, codes.OK) is None
+
+
+def test_snapshot_difference_says_what_differs_besides_the_header() -> None:
+    # a forged marker shown as it is, in a block whose header also counts otherwise: the entry
+    # is said first, the header after it (agent-os' SCAN-8 quoted the header alone)
+    want = render_snapshot("memory", ["a", "b"], 2200, lambda _: ())
+    got = render_snapshot("memory", ["a", "c c c c"], 2200, lambda _: ())
+    message = snapshot_difference(want, got, "memory")
+    assert message is not None
+    assert message.startswith("entry 1 of the block: expected 'b', got 'c c c c'; the header")
