@@ -250,22 +250,18 @@ def _alone(
     condition alone: a bad target (CONTRACT-4) or the step's content (ENTRY-2, ENTRY-3,
     ENTRY-4, ENTRY-7); ``None`` for any other condition."""
     code = step.expect["code"]
-    if answer.get("code") in (codes.OK, code) or not codes.PRECEDENCE_CLAUSES & set(
-        failure.clauses
-    ):
+    ordered = codes.PRECEDENCE_CLAUSES & set(failure.clauses)
+    if not ordered or answer.get("code") in (codes.OK, code):
         return None
     fields = _fields(step)
+    target = fields.get("target")
     if code == codes.E_TARGET:
-        return "CONTRACT-4", code, {"target": fields.get("target"), "content": "User prefers tabs"}
+        return "CONTRACT-4", code, {"target": target, "content": "User prefers tabs"}
     rule = driver.spec_rule()
-    content = fields.get("new_content" if step.op == "replace" else "content")
-    if (
-        step.op not in ("add", "replace")
-        or rule not in CONTENT_RULES
-        or not is_target(fields.get("target"))
-    ):
+    if step.op not in ("add", "replace") or rule not in CONTENT_RULES or not is_target(target):
         return None
-    return rule, code, {"target": fields.get("target"), "content": content}
+    content = fields.get("new_content" if step.op == "replace" else "content")
+    return rule, code, {"target": target, "content": content}
 
 
 CONTENT_RULES = frozenset({"ENTRY-2", "ENTRY-3", "ENTRY-4", "ENTRY-7"})
