@@ -35,7 +35,6 @@ the step at fault. Recorded by strace instead, for a ``--backend-cmd`` backend:
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -109,13 +108,12 @@ def test_each_model_catches_its_defects(store: str, tmp_path: Path) -> None:
     assert tuple(verdicts) == CAUGHT[store]
 
 
-def test_reference_passes_the_checks_quickly(tmp_path: Path) -> None:
-    """The reference passes the three registered checks at ci, with the figures reported."""
+def test_reference_passes_the_checks(tmp_path: Path) -> None:
+    """The reference passes the three registered checks at ci, within their budgets, with the
+    figures reported."""
     for number, name in enumerate(CHECK_NAMES):
         ctx = _context(tmp_path / str(number), InProcessBackend(REFERENCE))
-        started = time.monotonic()
         run_in_budget(CHECKS[f"crashstates.{name}"], ctx)
-        assert time.monotonic() - started < 20
         assert any(key.endswith("posix-weak states") for key in ctx.figures)
         assert ctx.figures[next(k for k in ctx.figures if k.endswith("recorder"))] == (
             "interposition"

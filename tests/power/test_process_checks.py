@@ -9,7 +9,6 @@ runs are measured separately and stated in the closing note); deterministic ones
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -76,10 +75,9 @@ def test_the_checks_exist() -> None:
 
 @pytest.mark.parametrize("name", OURS)
 def test_reference_passes(name: str, tmp_path: Path) -> None:
-    """The reference store passes every check of the family, in well under 10 s."""
-    started = time.monotonic()
+    """The reference store passes every check of the family, within the check's budget (how
+    fast is the benchmarks' business, not a test's: a loaded machine must not fail it)."""
     run_in_budget(CHECKS[name], _context(tmp_path, InProcessBackend(REFERENCE, timeout=10)))
-    assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize("name", ["locking.concurrent_adds_are_all_kept"])
