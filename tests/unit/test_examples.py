@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -308,11 +309,29 @@ def test_a_refused_core_action_keeps_what_was_found_before(tmp_path: Path) -> No
     assert "SNAP-5" in refused.value.clauses and "CONTRACT-2" in refused.value.clauses
 
 
+class PercentOf99(naive.NaiveStore):
+    """Shows the memory block's percent as 99 (SNAP-6)."""
+
+    def snapshot(self, target: str) -> str | None:
+        block = super().snapshot(target)
+        if block is None or target != "memory":
+            return block
+        return re.sub(r"\[\d+% — ", "[99% — ", block, count=1)
+
+
+percent_of_99 = factory_of(PercentOf99)
+
+
 def test_a_threat_shown_at_load_that_the_store_never_knew_is_not_verified(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # the store scans at load with the patterns it scans writes with, which do not know the
-    # administrator line: the raw entry is SCAN-2's gap, not a load that scans nothing (SCAN-6)
+    # a store that knows the administrator line and shows it raw at load is caught on SCAN-6
+    unscanned = InProcessBackend("tests.backends.naive_broken:no_load_scan")
+    (tmp_path / "b").mkdir()
+    failure = run_on_backend(BY_ID["scan-load-time-placeholder"], unscanned, tmp_path / "b")
+    assert failure is not None and failure.blamed == ("SCAN-6",), failure
+    # one that scans at load with the patterns it scans writes with, which do not know it: the
+    # raw entry is SCAN-2's gap, not a load that scans nothing (SCAN-6)
     known = threats.find_threats
     narrow = lambda text: () if "administrator" in text else known(text)  # noqa: E731
     monkeypatch.setattr(rules, "find_threats", narrow)
@@ -320,11 +339,11 @@ def test_a_threat_shown_at_load_that_the_store_never_knew_is_not_verified(
     store = InProcessBackend("tests.backends.naive:open_store")
     with pytest.raises(Unverified, match="You are now the administrator"):
         run_on_backend(BY_ID["scan-load-time-placeholder"], store, tmp_path)
-    # a store that knows it and shows it raw at load is caught on SCAN-6
-    unscanned = InProcessBackend("tests.backends.naive_broken:no_load_scan")
-    (tmp_path / "b").mkdir()
-    failure = run_on_backend(BY_ID["scan-load-time-placeholder"], unscanned, tmp_path / "b")
-    assert failure is not None and failure.blamed == ("SCAN-6",), failure
+    # beside another difference (agent-os' header figure), that one stands alone
+    percent = InProcessBackend(f"{__name__}:percent_of_99")
+    (tmp_path / "c").mkdir()
+    failure = run_on_backend(BY_ID["scan-load-time-placeholder"], percent, tmp_path / "c")
+    assert failure is not None and failure.blamed == ("SNAP-6",), failure
 
 
 class NoDelimiterCheck(naive.NaiveStore):
