@@ -20,6 +20,7 @@ A test elsewhere under ``tests/``, or one that marks itself with a purpose, fail
 ``pytest --hypothesis-profile thorough``.
 """
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -33,6 +34,11 @@ PURPOSES = ("unit", "harness", "power", "integration")
 """The folders of ``tests/`` that hold tests; each folder's name is the marker of its tests."""
 
 settings.register_profile("thorough", max_examples=2000, derandomize=False, deadline=None)
+if not os.environ.get("CI"):
+    # no deadline outside CI either (where Hypothesis' own ci profile has none): how fast an
+    # example runs is the benchmarks' business, and a loaded machine must not fail a test
+    settings.register_profile("local", deadline=None)
+    settings.load_profile("local")
 
 
 PROBLEM = pytest.StashKey[str]()
