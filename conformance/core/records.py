@@ -168,9 +168,11 @@ class RunInfo:
         where: Path,
         *,
         spec_version: str | None,
+        started: str | None = None,
     ) -> RunInfo:
         """Returns the run info, opening one session on a scratch root to read the features;
-        ``spec_version`` is that of the SPEC.md the run used (``None``: it states none)."""
+        ``spec_version`` is that of the SPEC.md the run used (``None``: it states none),
+        ``started`` when the run began (default: now)."""
         name, version, features = backend.label, "", ("?",)
         with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
             try:
@@ -196,12 +198,18 @@ class RunInfo:
             filesystem=filesystem_type(where),
             memspec=dist_version("memspec"),
             spec_version=spec_version,
+            **({"started": started} if started else {}),
         )
 
 
 def filesystem_type(path: Path) -> str:
-    """Returns the type of the file system holding ``path`` (``unknown`` when it cannot tell)."""
+    """Returns the type of the file system holding ``path``: the mount table's, whose name is
+    exact (``stat -f`` names ext4 ``ext2/ext3``, their magic number being one), else what
+    ``stat -f`` says, else ``unknown``."""
     probe = path if path.exists() else Path(tempfile.gettempdir())
+    mounted = _mounted_type(probe.resolve())
+    if mounted is not None:
+        return mounted
     try:
         result = subprocess.run(
             ["stat", "-f", "-c", "%T", str(probe)],
@@ -213,6 +221,26 @@ def filesystem_type(path: Path) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return result.stdout.strip() or "unknown"
+
+
+def _mounted_type(path: Path) -> str | None:
+    """Returns the type /proc/self/mounts gives the mount that holds ``path`` (the longest
+    mount point above it), or ``None`` where there is no such table."""
+    try:
+        lines = Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    found: tuple[int, str] | None = None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = Path(fields[1].replace("\\040", " "))
+        if (path == point or point in path.parents) and (
+            found is None or len(point.parts) >= found[0]
+        ):
+            found = (len(point.parts), fields[2])
+    return None if found is None else found[1]
 
 
 @dataclass(frozen=True)

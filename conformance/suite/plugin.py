@@ -15,6 +15,7 @@ import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -376,6 +377,7 @@ class Recorder:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: list[CheckRecord] = []
+        self.started = datetime.now(UTC).isoformat(timespec="seconds")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Records a check's verdict from its call phase, or a setup/teardown that decided it."""
@@ -409,5 +411,6 @@ class Recorder:
             settings.seed,
             settings.report,
             spec_version=_spec_version(settings.spec_path),
+            started=self.started,
         )
         write_reports(settings.report, info, sorted(self.records, key=lambda r: r.id))
