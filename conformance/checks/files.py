@@ -163,9 +163,10 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
 
 @check("FILES-4", id="files.symlinked_data_file_is_kept")
 def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
-    """A data file that is a symbolic link is never replaced by a regular file (FILES-4): the
-    mutation answers ``E_IO``, the link stays, and the file it points to keeps its bytes (or,
-    for a dangling link, is not created)."""
+    """A data file that is a symbolic link is read through, as a regular file is, and never
+    replaced by a regular file (FILES-4): the load reads the entries of the file it points to,
+    the mutation answers ``E_IO``, the link stays, and the file it points to keeps its bytes
+    (or, for a dangling link, is not created)."""
     confirm_plain_run(ctx, "a symbolic link")
     outside = ctx.scratch / "files-4-outside-MEMORY.md"
     outside.write_bytes(b"Outside entry")
@@ -177,6 +178,13 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root)
         stack.callback(session.close)
         session.request("load")
+        read = session.request("entries", target="memory")["entries"]
+        with ctx.keep_going():
+            # FILES-4: reading is not replacing: the load follows the link.
+            assert read == ["Outside entry"], (
+                f"FILES-4: with MEMORY.md a symlink to {outside} holding b'Outside entry', load + "
+                f"entries memory gave {read!r}: a read follows the link, only a write answers E_IO"
+            )
         for target, (link, destination) in links.items():
             sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
             answer = session.request("add", target=target, content="Editor: vim")

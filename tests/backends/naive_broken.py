@@ -478,6 +478,19 @@ class SessionDigestRecord(NaiveStore):
         self.mine = digest
 
 
+class NoFollowRead(NaiveStore):
+    """Opens the data files with ``O_NOFOLLOW`` for reading too, so a symlinked MEMORY.md reads
+    as unreadable: the refusal to replace a link, taken for a refusal to read one (FILES-4)."""
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as file:
+            return file.read()
+
+
 class NullUnreadableBlock(NaiveStore):
     """Shows no block for a file it cannot read, though it refuses every write to it as it
     must: the model is not told why the target is missing (SNAP-9, agent-os' curated store)."""

@@ -63,6 +63,7 @@ CAUGHT = [
     ("FixedNameBackup", "drift.taken_backup_name_is_kept", "DRIFT-4"),
     ("SessionDigestRecord", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
     ("UnrecordedIsOwn", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
+    ("NoFollowRead", "files.symlinked_data_file_is_kept", "FILES-4"),
 ]
 PROTOCOL_CAUGHT = [
     ("counts-ids", "protocol.answers_echo_ids_in_order", "CONTRACT-13"),
