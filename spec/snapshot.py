@@ -203,6 +203,11 @@ def block_clause(
     return (part_difference(expected, actual, target, raw_entries) or (clause,))[0]
 
 
+def shown_entries(block: str) -> list[str]:
+    """Returns the entries a block shows, as shown (placeholders included)."""
+    return _segments(block)[1]
+
+
 def _segments(block: str) -> tuple[list[str], list[str]]:
     lines = block.split("\n")
     return lines[:3], "\n".join(lines[3:]).split(DELIMITER)

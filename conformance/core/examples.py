@@ -21,7 +21,6 @@ from memspec.conformance.transport.backend import Backend, BackendDefect, Sessio
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.spec import codes, model
 from memspec.spec.codec import (
-    DELIMITER,
     FileState,
     classify_bytes,
     decode,
@@ -46,9 +45,11 @@ from memspec.spec.requests import MUTATIONS, OP_FIELDS
 from memspec.spec.root_files import file_kind
 from memspec.spec.rules import Outcome, argument_error, decide, misapplied_write
 from memspec.spec.snapshot import (
+    BLOCKED_PREFIX,
     duplicates_difference,
     load_block,
     part_difference,
+    shown_entries,
     snapshot_difference,
     state_difference,
 )
@@ -1026,8 +1027,10 @@ def _threats_shown(block: object) -> list[str]:
     shows a ``[BLOCKED:`` placeholder (SCAN-6)."""
     if not isinstance(block, str):
         return []
-    shown = "\n".join(block.split("\n")[3:]).split(DELIMITER)
-    return [text for text in shown if not text.startswith("[BLOCKED:") and find_threats(text)]
+    return [
+        text for text in shown_entries(block)
+        if not text.startswith(BLOCKED_PREFIX) and find_threats(text)
+    ]  # fmt: skip
 
 
 def _unless_unknown_at_load(
