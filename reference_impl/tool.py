@@ -153,6 +153,11 @@ def _malformed_error(problems: list[Malformed]) -> str:
         text = f"{problem.field} must be a string."
     elif problem.field == "operations" and problem.expected == ("action",):
         text = "Send either action or operations, not both: operations for several changes."
+    elif problem.expected == ("operations", "action"):
+        text = (
+            f"{problem.field} does not go beside operations: put it in an item of operations, "
+            "or send action instead of operations."
+        )
     elif problem.field in ("content", "old_text"):
         text = f"'{wanted}' needs {problem.field}."
     elif problem.unknown:

@@ -267,6 +267,12 @@ def call_problems(arguments: object, actions: Sequence[str], batch: bool) -> lis
     if single and several:
         return [*problems, Malformed("operations", ("action",))]
     if several:
+        # TOOL-4: a batch's fields are in its items; one beside them would be dropped unread.
+        problems += [
+            Malformed(name, ("operations", "action"))
+            for name in ("content", "old_text")
+            if _present(arguments, name)
+        ]
         operations = arguments["operations"]
         if not isinstance(operations, list):
             return [*problems, Malformed("operations", ("array",))]

@@ -1147,6 +1147,10 @@ function callProblems(args) {
   const single = present(args, 'action');
   if (single && present(args, 'operations')) return [...problems, ['operations', ['action']]];
   if (present(args, 'operations')) {
+    // TOOL-4: a batch's fields are in its items; one beside them would be dropped unread.
+    for (const name of ['content', 'old_text']) {
+      if (present(args, name)) problems.push([name, ['operations', 'action']]);
+    }
     if (!Array.isArray(args.operations)) return [...problems, ['operations', ['array']]];
     args.operations.forEach((item, i) => problems.push(...itemProblems(i, item)));
     return problems;
@@ -1214,6 +1218,10 @@ function malformedError([field, expected, missing, unknown]) {
   if (field === 'action' || field === 'target') return `${field} must be one of: ${expected.join(', ')}.`;
   if (expected.length === 1 && expected[0] === 'string') return `${field} must be a string.`;
   if (field === 'operations' && expected[0] === 'action') return 'Send either action or operations, not both.';
+  if (expected[0] === 'operations' && expected[1] === 'action') {
+    return `${field} does not go beside operations: put it in an item of operations, or send ` +
+      'action instead of operations.';
+  }
   if (field === 'content' || field === 'old_text') return `'${expected[0]}' needs ${field}.`;
   if (unknown) {
     return `${field}: unknown member '${expected[0]}'; drop it. An item takes: ` +

@@ -166,7 +166,8 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
     """A data file that is a symbolic link is read through, as a regular file is, and never
     replaced by a regular file (FILES-4): the load reads the entries of the file it points to,
     the mutation answers ``E_IO``, the link stays, and the file it points to keeps its bytes
-    (or, for a dangling link, is not created)."""
+    (or, for a dangling link, is not created); a mutation that writes nothing answers as on a
+    regular file."""
     confirm_plain_run(ctx, "a symbolic link")
     outside = ctx.scratch / "files-4-outside-MEMORY.md"
     outside.write_bytes(b"Outside entry")
@@ -200,6 +201,18 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
             )
             # FILES-4: the mutation is refused with E_IO.
             assert answer["code"] == codes.E_IO, f"FILES-4: {sent} answered {answer}, expected E_IO"
+        # FILES-4: a mutation that would write nothing answers as on a regular file.
+        for op, text, field, expected in (
+            ("add", "Outside entry", "content", codes.OK),
+            ("remove", "no such text", "old_text", codes.E_NOMATCH),
+        ):
+            answer = session.request(op, target="memory", **{field: text})
+            assert answer["code"] == expected and read_or_none(outside) == b"Outside entry", (
+                f"FILES-4: {op} memory {text!r} "
+                f"with MEMORY.md a symlink to a file holding b'Outside entry' answered {answer} "
+                f"(the file now holds {read_or_none(outside)!r}); a mutation that writes nothing "
+                f"answers as on a regular file, {expected}: the E_IO is only for a write"
+            )
 
 
 def _mixed_operations(count: int, rng: random.Random) -> list[Request]:

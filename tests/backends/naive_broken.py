@@ -126,6 +126,17 @@ class ReplacesDataLink(NaiveStore):
         return None
 
 
+class RefusesEveryLinkedMutation(NaiveStore):
+    """Answers ``E_IO`` to every mutation of a symlinked data file, before it decides one, so an
+    exact-duplicate add or a remove that matches nothing is refused for a write it would never
+    make (FILES-4)."""
+
+    def mutate_locked(self, op: Mutation, path: Path, lock: int) -> dict[str, Any]:
+        if path.is_symlink():
+            return {"ok": False, "code": codes.E_IO, "message": f"{path.name} is a symlink"}
+        return super().mutate_locked(op, path, lock)
+
+
 class LeavesTemps(NaiveStore):
     """Keeps a copy of the old file in a new temp file at every write (FILES-5, CONTRACT-11)."""
 

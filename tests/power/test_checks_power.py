@@ -64,6 +64,7 @@ CAUGHT = [
     ("SessionDigestRecord", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
     ("UnrecordedIsOwn", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
     ("NoFollowRead", "files.symlinked_data_file_is_kept", "FILES-4"),
+    ("RefusesEveryLinkedMutation", "files.symlinked_data_file_is_kept", "FILES-4"),
 ]
 PROTOCOL_CAUGHT = [
     ("counts-ids", "protocol.answers_echo_ids_in_order", "CONTRACT-13"),
