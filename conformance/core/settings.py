@@ -8,16 +8,19 @@ directory; :meth:`Settings.to_json` is the form that crosses into pytest-xdist's
 from __future__ import annotations
 
 import importlib.util
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.profiles import Profile, resolve_profile
-from memspec.conformance.core.registry import RETIRED_IDS
+from memspec.conformance.core.registry import RETIRED_IDS, all_checks
 from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport.backend import Backend, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.spec.clauses import parse_clauses
+from memspec.spec.examples import parse_examples, spec_text
 
 ONE_BACKEND = "give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD"
 NAMELESS = (
@@ -127,7 +130,10 @@ def make_settings(
         chosen = CommandBackend(backend_cmd, seconds)
     resolved = resolve_profile(profile)
     report_dir = (base / report).absolute() if report else None
+    if report_dir is not None:
+        confirm_writable(report_dir)
     listed = (base / expected_failures).absolute() if expected_failures else None
+    spec_file = (base / spec_path).absolute() if spec_path else None
     if not hypothesis_db and report_dir is not None and not resolved.derandomize:
         hypothesis_db = str(report_dir / "hypothesis")
     return Settings(
@@ -136,25 +142,61 @@ def make_settings(
         timeout=seconds,
         seed=seed,
         report=report_dir,
-        expected_failures=read_expected_failures(listed),
+        expected_failures=read_expected_failures(listed, spec_file),
         expected_failures_file=listed,
-        spec_path=(base / spec_path).absolute() if spec_path else None,
+        spec_path=spec_file,
         hypothesis_db=hypothesis_database(hypothesis_db, base),
         nameless=given is not None,
     )
 
 
-def read_expected_failures(path: Path | None) -> frozenset[str]:
+def confirm_writable(directory: Path) -> None:
+    """Creates the report directory and writes a probe file in it, before any check runs, so that
+    a directory the run cannot write is a usage error and not a lost run (raises UsageError)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"cannot write the report directory {str(directory)!r}: "
+            f"{error.strerror or error}; give --report a directory this run may write"
+        ) from None
+
+
+def known_ids(spec_file: Path | None = None) -> frozenset[str]:
+    """Returns every id an expected-failures file may list: the clauses of SPEC.md (the
+    installed one, or ``spec_file``), its examples and the named checks, each also as the test
+    id ``AREA/name`` certify reports."""
+    text = spec_file.read_text(encoding="utf-8") if spec_file is not None else spec_text()
+    named = [(example.id, example.clauses) for example in parse_examples(text)]
+    named += [(check.id, check.clauses) for check in all_checks().values()]
+    tests = {f"{clauses[0].rsplit('-', 1)[0]}/{name}" for name, clauses in named if clauses}
+    return frozenset({c.id for c in parse_clauses(text)} | {name for name, _ in named} | tests)
+
+
+def read_expected_failures(path: Path | None, spec_file: Path | None = None) -> frozenset[str]:
     """Returns the ids listed in an expected-failures file (``#`` starts a comment), a retired
-    check id read as the check that does its work now."""
+    check id read as the check that does its work now; an id that names no clause, example or
+    check is a usage error (a typo would otherwise expect nothing, silently)."""
     if path is None:
         return frozenset()
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read the expected-failures file {str(path)!r}: {error}") from None
-    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
-    return frozenset(RETIRED_IDS.get(line, line) for line in lines if line)
+    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    listed = {number: RETIRED_IDS.get(line, line) for number, line in enumerate(lines, 1) if line}
+    known = known_ids(spec_file)
+    unknown = [f"{name} (line {number})" for number, name in listed.items() if name not in known]
+    if unknown:
+        raise UsageError(
+            f"the expected-failures file {str(path)!r} lists ids that name no clause, example or "
+            f"check: {', '.join(unknown)}; list clause ids such as FORMAT-1, or check ids such as "
+            "drift.external_bytes_survive_rewrite (memspec spec --clause ID shows a clause and "
+            "its checks)"
+        )
+    return frozenset(listed.values())
 
 
 def hypothesis_database(location: str | None, base: Path) -> str | None:

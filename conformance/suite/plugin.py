@@ -173,6 +173,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Starts the checks with the largest budgets first when they run in several processes
     (``-n``), so that a long one does not end the run alone on one worker while the others
     idle; and turns listed expected failures into strict xfails (a stale entry fails the run)."""
+    if memspec_settings(config).backend is None and any(_marker(item)[0] for item in items):
+        # The suite with no backend would skip every check and pass: a misconfigured CI job.
+        raise pytest.UsageError(
+            "the memspec suite needs a backend: pass --memspec-backend MODULE:FACTORY or "
+            "--memspec-backend-cmd CMD"
+        )
     if config.getoption("dist", "no") != "no" and memspec_settings(config).backend is not None:
         profile = memspec_settings(config).profile
         items.sort(key=lambda item: -budget_of(item, profile))

@@ -90,6 +90,20 @@ def test_usage_errors_exit_2_without_a_traceback(args: list[str]) -> None:
     assert "error" in result.stderr.lower()
 
 
+def test_bad_files_are_usage_errors_before_any_check(tmp_path: Path) -> None:
+    """An expected-failures id that names nothing, and a report directory that cannot be
+    written, stop the run at once with one line naming them, not after the whole run."""
+    listed = tmp_path / "expected.txt"
+    listed.write_text("FORMAT-1\nFORMAT-99\n# a comment\nformat.no_such_check\n", "utf-8")
+    unknown = certify("--backend", REFERENCE, "--expected-failures", str(listed), timeout=60)
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr, unknown.stderr
+    assert "FORMAT-99 (line 2), format.no_such_check (line 4)" in unknown.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", "utf-8")
+    unwritable = certify("--backend", REFERENCE, "--report", str(blocker / "report"), timeout=60)
+    assert unwritable.returncode == 2 and "cannot write the report directory" in unwritable.stderr
+
+
 def test_reports_are_written(tmp_path: Path) -> None:
     # CONTRACT-17: report.json has run info and one record per check; report.md the matrix.
     result = certify(
