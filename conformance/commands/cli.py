@@ -315,14 +315,45 @@ def _add_factory(parser: _Parser) -> None:
 
 def add_serve_command(commands: argparse._SubParsersAction[_Parser]) -> None:
     """Adds the ``serve`` subcommand to ``commands``."""
-    serve_cmd = commands.add_parser("serve", help="serve a Python backend over JSON Lines")
+    from memspec.conformance.core.options import add_command
+
+    serve_cmd = add_command(commands, "serve", "serve a Python backend over JSON Lines")
     _add_factory(serve_cmd)
     serve_cmd.set_defaults(run=_cmd_serve)
 
 
+DESCRIPTION = (
+    "The conformance and fuzz harness for bounded, file-backed agent memory (MEMORY.md and "
+    "USER.md). Start with: memspec certify --backend MODULE:FACTORY (a Python store) or "
+    "--backend-cmd CMD (any language); memspec spec --clause ID explains a clause."
+)
+
+
+class _Version(argparse.Action):
+    """``--version``: the package's version and the SPEC.md version it certifies against, read
+    only when asked (``memspec serve`` starts once per session and must not pay for it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from memspec.spec.versions import installed_version
+
+        try:
+            package = version("memspec")
+        except PackageNotFoundError:
+            package = "(not installed)"
+        print(f"memspec {package} (SPEC.md version {installed_version().number})")
+        parser.exit(0)
+
+
 def _top_parser() -> tuple[_Parser, argparse._SubParsersAction[_Parser]]:
-    parser = _Parser(prog="memspec", description=__doc__.split("\n\n")[0])
-    return parser, parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="memspec", description=DESCRIPTION)
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="print memspec's version and the spec's"
+    )
+    return parser, parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -342,13 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
         TIMEOUT,
         WHICH_BACKEND,
         WORKERS,
+        add_command,
         add_options,
         positive_int,
     )
     from memspec.conformance.core.waits import CALL_TIMEOUT
 
     parser, commands = _top_parser()
-    certify_cmd = commands.add_parser("certify", help="certify a backend against the whole harness")
+    certify_cmd = add_command(commands, "certify", "certify a backend against the whole harness")
     which = certify_cmd.add_mutually_exclusive_group(required=True)
     add_options(which.add_argument, WHICH_BACKEND)
     add_options(certify_cmd.add_argument, SETTINGS)
@@ -367,8 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(certify_cmd.add_argument, (QUIET,))
     certify_cmd.set_defaults(run=_cmd_certify)
     add_serve_command(commands)
-    spec = commands.add_parser(
-        "spec", help="check SPEC.md, dump its examples as JSON or follow a clause id"
+    spec = add_command(
+        commands, "spec", "check SPEC.md, dump its examples as JSON or follow a clause id"
     )
     mode = spec.add_mutually_exclusive_group(required=True)
     mode.add_argument("--dump-json", action="store_true", help="print every example as JSON")
@@ -386,11 +418,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     spec.add_argument("--json", action="store_true", help="with --clause: print the trail as JSON")
     spec.set_defaults(run=_cmd_spec)
-    examples = commands.add_parser("examples", help="run every SPEC.md example against a backend")
+    examples = add_command(commands, "examples", "run every SPEC.md example against a backend")
     _add_factory(examples)
     examples.add_argument("-v", "--verbose", action="store_true", help="list passing examples too")
     examples.set_defaults(run=_cmd_examples)
-    repro = commands.add_parser("repro", help="replay a saved failing interleaving")
+    repro = add_command(commands, "repro", "replay a saved failing interleaving")
     repro.add_argument("file", metavar="FILE", help="a repro file a failing check saved")
     repro.add_argument(
         "--times", type=positive_int, default=1, help="replay it N times (default 1)"
@@ -462,7 +494,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         keep_bytecode()  # before memspec's own modules load: each session is a new process
     from memspec.conformance.core.errors import UsageError
 
-    args = (serve_parser() if serving else build_parser()).parse_args(argv)
+    args, unknown = (serve_parser() if serving else build_parser()).parse_known_args(argv)
+    if unknown:  # named by the subcommand's own usage, not the top-level one
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         with _import_from_cwd(last=serving):
             status = int(args.run(args))

@@ -24,6 +24,7 @@ from memspec.conformance.core.options import (
     SELECT,
     TIMEOUT,
     WORKERS,
+    add_command,
     add_options,
 )
 from memspec.conformance.core.results_page import PageRun, writable_page
@@ -363,8 +364,8 @@ def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
 
 def add_parsers(commands: Any) -> None:
     """Adds the ``hermes``, ``matrix`` and ``sweep`` subcommands to memspec's parser."""
-    hermes = commands.add_parser(
-        "hermes", help="certify the memory tool of a Hermes release, fork or local build"
+    hermes = add_command(
+        commands, "hermes", "certify the memory tool of a Hermes release, fork or local build"
     )
     build = hermes.add_mutually_exclusive_group()
     build.add_argument(
@@ -379,14 +380,26 @@ def add_parsers(commands: Any) -> None:
     _common(hermes, "ci")
     hermes.set_defaults(run=_cmd_hermes)
 
-    matrix = commands.add_parser("matrix", help="one clause table for several backends")
+    matrix = add_command(commands, "matrix", "one clause table for several backends")
     matrix.add_argument(
         "--out",
         metavar="DIR",
         help="where the pages are written (with --page: a new temporary one)",
     )
-    matrix.add_argument("--backend", action="append", default=[], metavar="MODULE:FACTORY")
-    matrix.add_argument("--backend-cmd", action="append", default=[], metavar="CMD")
+    matrix.add_argument(
+        "--backend",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="a Python backend (repeatable)",
+    )
+    matrix.add_argument(
+        "--backend-cmd",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="a backend served over JSON Lines (repeatable)",
+    )
     matrix.add_argument(
         "--hermes", action="append", default=[], metavar="PKG[==VER]", help="a Hermes release"
     )
@@ -397,12 +410,20 @@ def add_parsers(commands: Any) -> None:
     _common(matrix, "ci")
     matrix.set_defaults(run=_cmd_matrix)
 
-    sweep = commands.add_parser("sweep", help="certify every release in a range; a timeline")
+    sweep = add_command(commands, "sweep", "certify every release in a range; a timeline")
     sweep.add_argument(
         "--package", default="hermes-agent", help="a distribution that ships Hermes' memory tool"
     )
-    sweep.add_argument("--from", dest="first", default="0.13.0", metavar="VERSION")
-    sweep.add_argument("--to", dest="last", default=None, metavar="VERSION")
+    sweep.add_argument(
+        "--from",
+        dest="first",
+        default="0.13.0",
+        metavar="VERSION",
+        help="the first release (default 0.13.0)",
+    )
+    sweep.add_argument(
+        "--to", dest="last", default=None, metavar="VERSION", help="the last (default: latest)"
+    )
     sweep.add_argument(
         "--out",
         metavar="DIR",

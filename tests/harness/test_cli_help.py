@@ -1,0 +1,57 @@
+"""The ``memspec`` command describes itself: ``--version``, a description for every subcommand,
+help for every option, and usage errors in the words of the subcommand that was given."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from memspec.conformance.commands.cli import build_parser, main
+from memspec.spec.versions import installed_version
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(commands.choices)
+
+
+def test_version_names_the_package_and_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("memspec ") and f"SPEC.md version {installed_version().number}" in out
+
+
+@pytest.mark.parametrize("name", sorted(_subcommands()))
+def test_every_subcommand_and_option_is_described(name: str) -> None:
+    command = _subcommands()[name]
+    assert command.description, f"memspec {name} --help has no description"
+    undescribed = [
+        action.option_strings[0] if action.option_strings else action.dest
+        for action in command._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert not undescribed, f"memspec {name}: options without help: {undescribed}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["certify", "--backend", "x", "--no-such-option"],
+        ["examples", "--backend", "x", "--no-such-option"],
+        ["spec", "--check", "--no-such-option"],
+        ["sweep", "--no-such-option"],
+    ],
+)
+def test_an_unknown_option_prints_the_subcommands_usage(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.startswith(f"usage: memspec {argv[0]} ")
+    assert "unrecognized arguments: --no-such-option" in err
