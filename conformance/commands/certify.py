@@ -28,6 +28,7 @@ from memspec.conformance.core.locations import cache_dir, writable_dir
 from memspec.conformance.core.records import CheckRecord, level_of, summary_counts
 from memspec.conformance.core.settings import NAMELESS, ONE_BACKEND, Settings
 from memspec.conformance.suite.plugin import GivenSettings, recorder_key
+from memspec.conformance.transport.backend import Backend
 from memspec.conformance.transport.jsonlines import INVOCATION_DIR
 
 PYTEST_INTERNAL_ERROR = 3
@@ -86,25 +87,22 @@ class CertifyResult:
 def probe_backend(request: CertifyRequest) -> CertifyRequest:
     """Opens and closes one session on a scratch root, and returns the request with the
     features the backend claims, read there: the checks open it no more before they run
-    (raises BackendDefect, or UsageError for a report directory that cannot be made)."""
+    (raises BackendDefect; make_settings has already made the report directory)."""
     settings = request.settings
     if settings.backend is None:
         raise UsageError(ONE_BACKEND)
-    if settings.report is not None:
-        try:
-            settings.report.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise UsageError(
-                f"cannot create the report directory {str(settings.report)!r}: "
-                f"{error.strerror or error}"
-            ) from None
+    return replace(request, settings=settings.with_features(claimed_features(settings.backend)))
+
+
+def claimed_features(backend: Backend) -> frozenset[str]:
+    """Returns the features ``backend`` claims, read from one session opened and closed on a
+    scratch root (raises BackendDefect when it cannot be started)."""
     with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
-        session = settings.backend.open(Path(scratch))
+        session = backend.open(Path(scratch))
         try:
-            features = frozenset(session.features)
+            return frozenset(session.features)
         finally:
             session.close()
-    return replace(request, settings=settings.with_features(features))
 
 
 SUITE = Path(__file__).resolve().parents[1] / "suite"

@@ -173,20 +173,41 @@ def _cmd_spec(args: argparse.Namespace) -> int:
 
 
 def _cmd_examples(args: argparse.Namespace) -> int:
+    from memspec.conformance.commands.certify import claimed_features
+    from memspec.conformance.core.errors import UsageError
     from memspec.conformance.core.examples import run_on_backend
     from memspec.conformance.core.findings import Unverified
-    from memspec.conformance.transport.backend import InProcessBackend
+    from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
+    from memspec.conformance.transport.jsonlines import CommandBackend
     from memspec.spec.examples import load_examples
 
-    backend = InProcessBackend(args.backend)
+    backend = (
+        InProcessBackend(args.backend, args.timeout)
+        if args.backend
+        else CommandBackend(args.backend_cmd, args.timeout)
+    )
+    try:
+        claimed = claimed_features(backend)
+    except BackendDefect as defect:
+        raise UsageError(f"the backend could not be started: {defect}") from None
     examples = load_examples()
     failed = skipped = 0
     for example in examples:
+        missing = [feature for feature in example.features if feature not in claimed]
+        if missing:
+            skipped += 1
+            if args.verbose:
+                print(f"skip {example.id}: needs feature {', '.join(missing)}", flush=True)
+            continue
         try:
             failure = run_on_backend(example, backend)
         except Unverified as unjudged:
             skipped += 1
             print(f"SKIP {example.id}: not verified: {unjudged}", flush=True)
+            continue
+        except (BackendDefect, UsageError) as defect:
+            failed += 1
+            print(f"FAIL {example.id}: {defect}", flush=True)
             continue
         if failure is not None:
             failed += 1
@@ -419,8 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--json", action="store_true", help="with --clause: print the trail as JSON")
     spec.set_defaults(run=_cmd_spec)
     examples = add_command(commands, "examples", "run every SPEC.md example against a backend")
-    _add_factory(examples)
-    examples.add_argument("-v", "--verbose", action="store_true", help="list passing examples too")
+    which_examples = examples.add_mutually_exclusive_group(required=True)
+    add_options(which_examples.add_argument, WHICH_BACKEND)
+    add_options(examples.add_argument, (TIMEOUT,), defaults={"timeout": CALL_TIMEOUT})
+    examples.add_argument(
+        "-v", "--verbose", action="store_true", help="list passing and skipped examples too"
+    )
     examples.set_defaults(run=_cmd_examples)
     repro = add_command(commands, "repro", "replay a saved failing interleaving")
     repro.add_argument("file", metavar="FILE", help="a repro file a failing check saved")

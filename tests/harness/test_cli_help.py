@@ -55,3 +55,19 @@ def test_an_unknown_option_prints_the_subcommands_usage(
     assert exit_info.value.code == 2
     assert err.startswith(f"usage: memspec {argv[0]} ")
     assert "unrecognized arguments: --no-such-option" in err
+
+
+@pytest.mark.parametrize(
+    ("backend", "status"),
+    [("tests.backends.naive:open_store", 0), ("tests.backends.naive_broken:TrailingNewline", 1)],
+)
+def test_examples_skip_unclaimed_features_and_end_in_a_summary(
+    backend: str, status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``memspec examples`` on a store that claims neither ``tool`` nor ``patch``: their examples
+    are skipped, never failed or crashed on, and the run ends with the summary line."""
+    assert main(["examples", "--backend", backend]) == status
+    out = capsys.readouterr().out
+    passed, failed, skipped = (int(word) for word in out.splitlines()[-1].split()[::2])
+    assert passed > 0 and skipped > 0 and (failed > 0) == bool(status) and "Traceback" not in out
+    assert "needs feature" not in out, "an unclaimed feature's example was reported"
