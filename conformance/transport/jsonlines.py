@@ -40,6 +40,8 @@ from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
 STDERR_TAIL = 20
+SHOWN_LINE = 200
+"""How many characters of a line that is not JSON a defect shows."""
 _EOF = object()
 
 
@@ -169,8 +171,15 @@ class CommandSession:
         try:
             answer = json.loads(received)
         except json.JSONDecodeError:
+            line = received.rstrip("\n")
+            shown = repr(line[:SHOWN_LINE]) + (
+                f" ({len(line):,} chars)" if len(line) > SHOWN_LINE else ""
+            )
             raise self._defect(
-                "the backend printed a line that is not JSON", request, received.rstrip("\n")
+                f"the backend printed a line that is not JSON: {shown} (print only the JSON "
+                "answers on stdout; log to stderr)",
+                request,
+                line,
             ) from None
         if not isinstance(answer, dict) or answer.get("id") != request["id"]:
             got = answer.get("id") if isinstance(answer, dict) else None

@@ -132,7 +132,7 @@ def test_command_backend_session(tmp_path: Path) -> None:
     [
         ("hang", "did not answer within 5 s"),
         ("crash", "exited with status 3"),
-        ("garbage", "not JSON"),
+        ("garbage", "not JSON: 'Traceback \\(most recent call last\\): oops'"),
         ("wrong-id", "carries id"),
     ],
 )
