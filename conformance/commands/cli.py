@@ -6,15 +6,14 @@ More in docs/architecture.md, "Module notes".
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memspec.conformance.core.locations import PYTHONPATH_ADDED, keep_bytecode, shadows_memspec
+from memspec.conformance.core.locations import import_from, keep_bytecode
 
 if TYPE_CHECKING:
     from memspec.conformance.commands.trail import ClauseTrail
@@ -463,42 +462,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def _import_from_cwd(last: bool = False) -> Iterator[None]:
-    """Lets ``--backend MODULE:FACTORY`` name a module of the current directory, in this process and
-    its workers, as ``python -m`` would; ``sys.path`` and ``PYTHONPATH`` are restored afterwards.
-
-    A directory holding a ``memspec`` folder other than the running package goes last on
-    ``sys.path`` and not on ``PYTHONPATH``, so it cannot shadow the installed package. With ``last``
-    (``memspec serve``) the directory goes last too: a directory looked at first would make a
-    session's calls, and strace's count of them, vary with what other programs write there.
-    """
-    cwd = os.getcwd()
-    saved_path, saved_variable = list(sys.path), os.environ.get("PYTHONPATH")
-    shadows = shadows_memspec(cwd)
-    if last and cwd in sys.path:
-        sys.path.remove(cwd)
-    if cwd not in sys.path:
-        if shadows or last:
-            sys.path.append(cwd)
-        else:
-            sys.path.insert(0, cwd)
-    paths = [p for p in (saved_variable or "").split(os.pathsep) if p]
-    saved_added = os.environ.get(PYTHONPATH_ADDED)
-    if cwd not in paths and not shadows:
-        os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *paths])
-        os.environ[PYTHONPATH_ADDED] = cwd
-    try:
-        yield
-    finally:
-        sys.path[:] = saved_path
-        for name, value in (("PYTHONPATH", saved_variable), (PYTHONPATH_ADDED, saved_added)):
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _end_served_session(status: int) -> None:
     """Ends ``memspec serve`` once its session is over without tearing the interpreter down
     (about 15 ms of each session); a coverage tracer, which saves its data at exit, gets the
@@ -523,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # named by the subcommand's own usage, not the top-level one
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        with _import_from_cwd(last=serving):
+        with import_from(os.getcwd(), last=serving):
             status = int(args.run(args))
         if program and serving:
             _end_served_session(status)

@@ -8,8 +8,10 @@ files under the system temp directory. The cache holds Hermes environments, Hypo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 CACHE_VARIABLE = "MEMSPEC_CACHE_DIR"
@@ -78,3 +80,40 @@ def shadows_memspec(directory: str | os.PathLike[str]) -> bool:
         return False
     editable = (here / "conformance").resolve() == (running / "conformance").resolve()
     return not editable and (here / "memspec").resolve() != running
+
+
+@contextlib.contextmanager
+def import_from(directory: str | os.PathLike[str], last: bool = False) -> Iterator[None]:
+    """Lets ``--backend MODULE:FACTORY`` name a module of ``directory`` (the one memspec or pytest
+    was started in), in this process and its workers, as ``python -m`` would; ``sys.path`` and
+    ``PYTHONPATH`` are restored afterwards.
+
+    A directory holding a ``memspec`` folder other than the running package goes last on
+    ``sys.path`` and not on ``PYTHONPATH``, so it cannot shadow the installed package. With ``last``
+    (``memspec serve``) the directory goes last too: a directory looked at first would make a
+    session's calls, and strace's count of them, vary with what other programs write there.
+    """
+    cwd = os.fspath(directory)
+    saved_path, saved_variable = list(sys.path), os.environ.get("PYTHONPATH")
+    shadows = shadows_memspec(cwd)
+    if last and cwd in sys.path:
+        sys.path.remove(cwd)
+    if cwd not in sys.path:
+        if shadows or last:
+            sys.path.append(cwd)
+        else:
+            sys.path.insert(0, cwd)
+    paths = [p for p in (saved_variable or "").split(os.pathsep) if p]
+    saved_added = os.environ.get(PYTHONPATH_ADDED)
+    if cwd not in paths and not shadows:
+        os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *paths])
+        os.environ[PYTHONPATH_ADDED] = cwd
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        for name, value in (("PYTHONPATH", saved_variable), (PYTHONPATH_ADDED, saved_added)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

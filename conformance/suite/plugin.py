@@ -23,6 +23,7 @@ import pytest
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import Kind, Verdict, verdict_of
+from memspec.conformance.core.locations import import_from
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.core.profiles import Profile
 from memspec.conformance.core.records import CheckRecord, RunInfo, summary_counts, write_reports
@@ -108,6 +109,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(clauses, features): the clause ids a check verifies and the "
         "backend features it needs",
     )
+    if config.getoption("--memspec-backend"):
+        # As memspec certify: MODULE may be a module of the directory pytest was started in.
+        imports = contextlib.ExitStack()
+        imports.enter_context(import_from(config.invocation_params.dir))
+        config.add_cleanup(imports.close)
     try:
         config.stash[settings_key] = _resolve(config)
     except UsageError as error:

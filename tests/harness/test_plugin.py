@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,14 @@ def test_a_tool_call_of_a_core_action_the_schema_hides_is_not_verified(
     verdicts = {row["clause"]: row for row in payload["clauses"]}
     assert {c for c, row in verdicts.items() if row["status"] == "fail"} == {"TOOL-2"}
     assert "stopped on TOOL-2" in verdicts["TOOL-11"]["why"][0]
+
+
+def test_a_backend_module_of_the_current_directory_is_imported(pytester: pytest.Pytester) -> None:
+    """As ``memspec certify`` does, the plugin finds ``--memspec-backend`` in the directory pytest
+    was started in, also through the ``pytest`` script (which, unlike ``python -m pytest``, does
+    not put that directory on ``sys.path``)."""
+    pytester.makepyfile(mystore="from memspec.reference_impl import open_store\n")
+    script = Path(sys.executable).with_name("pytest")
+    args = [*SUITE, "--memspec-backend", "mystore:open_store", "-k", "format-one-file"]
+    result = pytester.run(str(script), *args, timeout=600)
+    result.assert_outcomes(passed=1)
