@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.commands import cli
 from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.locations import PYTHONPATH_ADDED, backend_environment
+from memspec.conformance.core.locations import PYTHONPATH_ADDED, backend_environment, import_from
 from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import BackendDefect, InProcessBackend, check_answer
 from memspec.conformance.transport.jsonlines import CommandBackend, handle_line, serve
@@ -266,7 +265,7 @@ def test_a_command_backend_starts_with_the_callers_python_path(
     again whenever it changed, so the backend's calls, and strace's count of them, would vary."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
-    with cli._import_from_cwd():
+    with import_from(os.getcwd()):
         assert os.environ["PYTHONPATH"] == os.pathsep.join([os.getcwd(), "/elsewhere"])
         environment = backend_environment()
     assert environment["PYTHONPATH"] == "/elsewhere"
