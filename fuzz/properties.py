@@ -21,6 +21,7 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.wire import Request, fields_of
 from memspec.fuzz.oracle import (
+    ARGUMENT_CODES,
     allowed_answers,
     match_answer,
     mutation_of,
@@ -171,7 +172,10 @@ def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> 
             f"{before!r} to {after!r}"
         )
     model_code = allowed[0].outcome.code
-    if codes.E_LIMIT in (answer["code"], model_code):
+    # an argument's own refusal answered as the limit's, or the other way round, is the
+    # argument rule's (ENTRY-3, SCAN-1) or the order's (CONTRACT-5), which examples judge
+    arguments = ARGUMENT_CODES & {answer["code"], model_code}
+    if codes.E_LIMIT in (answer["code"], model_code) and not arguments:
         # LIMIT-1, LIMIT-2, LIMIT-4: E_LIMIT exactly when the result, counted in code points,
         # is over the limit and larger than now.
         assert match_answer(allowed, answer, after, target) is not None, (

@@ -161,6 +161,28 @@ Citer = tuple[str, Iterable[str], Iterable[str]]
 """An example or check that cites clauses: its name, the clause ids, the features it needs."""
 
 
+def gated_core(clauses: Iterable[Clause], citers: Iterable[Citer]) -> list[str]:
+    """Returns the clauses that bind every backend (no feature of their own) yet whose every
+    citing example and check needs a feature besides ``core``: a backend that claims no more
+    could never verify them, and would never reach ``core`` (SPEC.md, "Conformance levels")."""
+    everyone = [c for c in clauses if c.level == "MUST" and c.feature is None and not c.checked_by]
+    gates: dict[str, set[str]] = {}
+    plain: set[str] = set()
+    for _, cited, features in citers:
+        needed = set(features) - {"core"}
+        for clause in cited:
+            if needed:
+                gates.setdefault(clause, set()).update(needed)
+            else:
+                plain.add(clause)
+    return [
+        f"{clause.id} binds every backend, but every example and check citing it needs "
+        f"{', '.join(sorted(gates[clause.id]))}: a backend without it cannot verify {clause.id}"
+        for clause in everyone
+        if clause.id in gates and clause.id not in plain
+    ]
+
+
 def gated_protections(clauses: Iterable[Clause], citers: Iterable[Citer]) -> list[str]:
     """Returns the examples and checks that cite a data-protecting clause yet need a feature
     besides ``core``: a backend without that feature would skip them, and a data-protecting

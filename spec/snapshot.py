@@ -223,7 +223,9 @@ def snapshot_difference(
     if expected is None or actual is None:
         if expected is None and actual is None:
             return None
-        return f"expected {expected!r}, got {actual!r}"
+        if actual is None:
+            return f"expected a block, got null: {expected!r}"
+        return f"expected null (no block), got {actual!r}"
     if not isinstance(actual, str):
         return f"expected a str snapshot, got {type(actual).__name__} {actual!r}"
     if expected == actual:
@@ -232,7 +234,14 @@ def snapshot_difference(
     want_head, want = _segments(expected)
     got_head, got = _segments(actual)
     if want_head != got_head:
-        said = f"header differs: expected {want_head!r}, got {got_head!r}"
+        rules_kept = len(got_head) == 3 and (want_head[0], want_head[2]) == (
+            got_head[0],
+            got_head[2],
+        )
+        if rules_kept:  # the title line alone: the rules of 46 '═' would hide the difference
+            said = f"header differs: expected {want_head[1]!r}, got {got_head[1]!r}"
+        else:
+            said = f"header differs: expected {want_head!r}, got {got_head!r}"
         # what else differs is said first: a header's figure often only follows from it
         same_head = "\n".join([*want_head, *actual.split("\n")[3:]])
         rest = snapshot_difference(expected, same_head, target, raw_entries)

@@ -16,6 +16,7 @@ from memspec.conformance.commands.certify import (
     CertifyResult,
     probe_backend,
     run_certification,
+    start_coverage,
 )
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.settings import make_settings
@@ -43,6 +44,7 @@ def certify(
     select: str | None = None,
     hypothesis_db: str | None = None,
     keep_temp: bool = False,
+    coverage: bool = False,
     verbose: bool = False,
 ) -> CertifyResult:
     """Returns the result of certifying a backend with the whole harness.
@@ -51,7 +53,10 @@ def certify(
     speaks JSON Lines instead; the other arguments are the options of ``memspec certify``. A factory
     with no importable name is certified in this process and cannot be combined with ``workers``. A
     script that calls this must guard its entry point with ``if __name__ == "__main__":``. Unless
-    ``verbose``, nothing is printed (pytest's output is ``result.output``).
+    ``verbose``, nothing is printed (pytest's output is ``result.output``). ``coverage`` measures a
+    Python backend named ``"MODULE:FACTORY"`` (or defined at a module's top level) as
+    ``--coverage`` does: the figures are in ``result.notes`` and, with ``report``, in
+    ``coverage.json`` and the reports.
 
     Raises UsageError for a bad argument; a backend that cannot be opened is a result with status 2
     and the reason in its notes.
@@ -76,14 +81,19 @@ def certify(
         workers=str(workers) if workers else None,
         select=select,
         verbose=verbose,
+        progress=verbose,
         keep_temp=keep_temp,
+        coverage=coverage,
     )
+    measured = start_coverage(request) if coverage else None
     try:
         request = probe_backend(request)
     except BackendDefect as defect:
+        if measured is not None:
+            measured.cov.stop()
         counts = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
         return CertifyResult(2, counts, [], [f"the backend could not be started: {defect}"])
-    return run_certification(request)
+    return run_certification(request, measured)
 
 
 def _backend_name(

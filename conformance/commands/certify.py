@@ -50,6 +50,10 @@ class CertifyRequest:
     select: str | None = None
     coverage: bool = False
     verbose: bool = True
+    """pytest's line per check and every failure's whole message (``certify -v``)."""
+    progress: bool = True
+    """Without ``verbose``, pytest's progress (a character per check), printed as it runs; else
+    nothing is printed while the checks run (``certify -q``, ``memspec.certify()``)."""
     keep_temp: bool = False
 
 
@@ -63,6 +67,8 @@ class CertifyResult:
     records: list[CheckRecord]
     notes: list[str] = field(default_factory=list)
     output: str = ""
+    claimed: frozenset[str] | None = None
+    """The features the backend claimed (``None``: not read)."""
 
     @property
     def ok(self) -> bool:
@@ -137,8 +143,10 @@ def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list
         args += ["-p", plugin]
     # The memspec command imported the plugin before pytest could rewrite its asserts: it has none.
     args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    args += ["--pyargs", "memspec.conformance.suite", "--tb=short", "-rfE"]
-    args.append("-v" if request.verbose else "-q")
+    args += ["--pyargs", "memspec.conformance.suite"]
+    # By default the progress alone: the failing clauses follow, grouped by level
+    # (core/summary.py); -v adds pytest's line per check and every failure's message.
+    args += ["-v", "--tb=short", "-rfE"] if request.verbose else ["-q", "--tb=no", "-rN"]
     report = request.settings.report
     if report is not None:
         args += ["--junitxml", str(report / "junit.xml")]
@@ -236,7 +244,8 @@ def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyR
     try:
         ini = scratch / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
-        quiet = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(output)
+        shown = request.verbose or request.progress
+        quiet = contextlib.nullcontext() if shown else contextlib.redirect_stdout(output)
         with run_environment(scratch), quiet:
             code = int(pytest.main(pytest_arguments(request, ini, scratch / "pytest"), plugins))
     finally:
@@ -269,7 +278,8 @@ def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyR
         )
     if code == PYTEST_INTERNAL_ERROR:
         notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
-    return CertifyResult(status, counts, records, notes, output.getvalue())
+    claimed = request.settings.features
+    return CertifyResult(status, counts, records, notes, output.getvalue(), claimed)
 
 
 def _status(code: int, counts: dict[str, int], records: list[CheckRecord]) -> int:

@@ -44,6 +44,7 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
     from memspec.conformance.core.examples import run_on_model
     from memspec.conformance.core.registry import all_checks, clauses_with_checks
     from memspec.spec.clauses import (
+        gated_core,
         gated_protections,
         missing_tests,
         parse_clauses,
@@ -73,6 +74,7 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
     citers = [(f"example {e.id}", e.clauses, e.features) for e in examples]
     citers += [(f"check {c.id}", c.clauses, c.features) for c in all_checks().values()]
     problems.extend(gated_protections(clauses, citers))
+    problems.extend(gated_core(clauses, citers))
     for clause in uncovered_must_clauses(clauses, [*cited, *checks]):
         problems.append(
             f"{clause.id} (MUST, SPEC.md line {clause.line}) has no example and no named check"
@@ -104,7 +106,12 @@ def render_trail(trail: ClauseTrail) -> str:
         if not rows:
             lines.append("  none")
 
-    section("examples", [(slug, f"SPEC.md line {line}") for slug, line in trail.examples])
+    lines.extend(["", f"examples ({len(trail.examples)}):"])
+    for (slug, line), text in zip(trail.examples, trail.texts(), strict=True):
+        lines.append(f"  {slug}  (SPEC.md line {line})")
+        lines.extend(f"    {step}" for step in text.splitlines())
+    if not trail.examples:
+        lines.append("  none")
     section("model, spec/", [(c.where, f"line {c.line}") for c in trail.model])
     section("reference, reference_impl/", [(c.where, f"line {c.line}") for c in trail.reference])
     section("checks", [(site.id, site.where) for site in trail.checks])
@@ -235,6 +242,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     )
     from memspec.conformance.core.profiles import DEFAULT_PROFILE
     from memspec.conformance.core.settings import make_settings
+    from memspec.conformance.core.summary import failing_summary
     from memspec.conformance.transport.backend import BackendDefect
 
     settings = make_settings(
@@ -253,7 +261,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         workers=args.workers,
         select=args.select,
         coverage=args.coverage,
-        verbose=not args.quiet,
+        verbose=args.verbose,
+        progress=not args.quiet,
         keep_temp=args.keep_temp,
     )
     measured = start_coverage(request) if request.coverage else None
@@ -263,6 +272,8 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         print(f"memspec: error: the backend could not be started: {defect}", file=sys.stderr)
         return 2
     result = run_certification(request, measured)
+    if result.records:
+        print("\n".join(["", *failing_summary(result.records, result.level, result.claimed)]))
     for line in result.notes:
         print(line)
     if result.records:
@@ -415,6 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-temp",
         action="store_true",
         help="keep the run's temporary files (roots, histories) and print where they are",
+    )
+    certify_cmd.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print a line per check and every failure's whole message, not only the progress",
     )
     add_options(certify_cmd.add_argument, (QUIET,))
     certify_cmd.set_defaults(run=_cmd_certify)

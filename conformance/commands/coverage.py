@@ -56,9 +56,14 @@ class BackendCoverage:
         self.source = backend_source(spec)
         self.report = Path(report) if report else None
         self.notes: list[str] = []
-        self.cov = coverage.Coverage(
-            source=[str(self.source)], branch=True, data_file=None, config_file=False
+        # a package is a source directory; a module file is measured by name (coverage's
+        # ``source`` takes directories and packages: a file there measures nothing)
+        where = (
+            {"include": [str(self.source)]}
+            if self.source.is_file()
+            else {"source": [str(self.source)]}
         )
+        self.cov = coverage.Coverage(branch=True, data_file=None, config_file=False, **where)
         self.cov.start()
 
     @pytest.hookimpl(trylast=True)

@@ -115,6 +115,12 @@ class ClauseTrail:
     model: tuple[Citation, ...]
     reference: tuple[Citation, ...]
     checks: tuple[CheckSite, ...]
+    example_texts: tuple[str, ...] = ()
+    """The steps of each example, as SPEC.md writes them (in the order of ``examples``)."""
+
+    def texts(self) -> tuple[str, ...]:
+        """The text of each example ("" where it was not read)."""
+        return self.example_texts or ("",) * len(self.examples)
 
     def to_json(self) -> dict[str, Any]:
         """Returns the trail as a JSON-ready record."""
@@ -124,7 +130,10 @@ class ClauseTrail:
             "line": self.clause.line,
             "text": self.clause.text,
             "prevents": self.prevents,
-            "examples": [{"id": slug, "line": line} for slug, line in self.examples],
+            "examples": [
+                {"id": slug, "line": line, "text": text}
+                for (slug, line), text in zip(self.examples, self.texts(), strict=True)
+            ],
             "model": [c.to_json() for c in self.model],
             "reference": [c.to_json() for c in self.reference],
             "checks": [c.to_json() for c in self.checks],
@@ -283,7 +292,16 @@ def clause_trail(
         tuple(c for c in model if c.clause == clause.id),
         tuple(c for c in reference if c.clause == clause.id),
         tuple(checks.get(clause.id, ())),
+        tuple(example_block(spec, line) for _, line in examples),
     )
+
+
+def example_block(spec: str, line: int) -> str:
+    """Returns the steps of the example whose fence opens at ``line`` (1-based) of ``spec``,
+    as SPEC.md writes them."""
+    lines = spec.splitlines()[line:]
+    end = next((i for i, text in enumerate(lines) if text.startswith("```")), len(lines))
+    return "\n".join(lines[:end])
 
 
 def model_citation_problems(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from memspec.conformance.core.diffs import first_difference, visible
 from memspec.conformance.core.findings import DEFECT_CLAUSE, Refusal, Unverified
 from memspec.conformance.transport.backend import Backend, BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
@@ -25,7 +26,6 @@ from memspec.spec.codec import (
     classify_bytes,
     decode,
     encode_entries,
-    is_encodable,
     only_not_canonical,
     parse_text,
 )
@@ -142,6 +142,9 @@ class ExampleFailure:
     """The ``(target, entry)`` threats a snapshot blamed on SCAN-6 showed as they are; when the
     backend's own patterns accept one in a plain ``add``, the scan at load is not verified by
     them (:func:`run_on_backend` tells)."""
+    clause_reasons: tuple[tuple[str, str], ...] = ()
+    """Each blamed clause with the one line of the first difference that blamed it, when the
+    example found several (:func:`_found_before`)."""
     unless_refused_alone: tuple[str, str, Fields] | None = None
     """For a refusal an example of the order of conditions expected and did not get: the clause
     that decides it, its code, and a request that meets that condition alone, on a fresh root;
@@ -187,9 +190,9 @@ class ExampleFailure:
 
 
 def show(value: Any) -> str:
-    """Returns ``value`` as readable JSON; characters that cannot be printed are escaped."""
-    text = json.dumps(_plain(value), ensure_ascii=False)
-    return text if is_encodable(text) else json.dumps(_plain(value))
+    """Returns ``value`` as readable JSON, every invisible or ambiguous character escaped
+    (:func:`~memspec.conformance.core.diffs.visible`)."""
+    return visible(json.dumps(_plain(value), ensure_ascii=False))
 
 
 def _plain(value: Any) -> Any:
@@ -357,7 +360,14 @@ def _found_before(found: list[ExampleFailure], completed: bool) -> ExampleFailur
     reason = "; ".join([f"{found[0].reason} ({', '.join(found[0].blamed or found[0].clauses)})",
                         *later]) if later else found[0].reason  # fmt: skip
     shown = tuple(dict.fromkeys(pair for failure in found for pair in failure.shown_threats))
-    return replace(found[0], blamed=blamed, completed=completed, reason=reason, shown_threats=shown)
+    reasons: dict[str, str] = {}
+    for failure in found:
+        for clause in failure.blamed or failure.clauses:
+            reasons.setdefault(clause, failure.summary())
+    return replace(
+        found[0], blamed=blamed, completed=completed, reason=reason, shown_threats=shown,
+        clause_reasons=tuple(reasons.items()),
+    )  # fmt: skip
 
 
 Fail = Callable[[Any, Any, Any, str], ExampleFailure]
@@ -482,10 +492,13 @@ def _run_step(
         answer = driver.request(step.session, "entries", {"target": target})
         got = answer.get("entries")
         if got != want:
-            failure = fail({"op": "entries", "target": target}, got, want, "entries differ")
+            why = "; ".join(filter(None, ("entries differ", first_difference(want, got))))
+            failure = fail({"op": "entries", "target": target}, got, want, why)
             blamed = _duplicates_dropped(want, got, driver.disk(target))
             # a write that dropped them left another file: what follows reads that one
-            return replace(failure, blamed=blamed, stops=blamed == ("DUP-4",))
+            return replace(
+                failure, blamed=blamed or _state_clauses(failure), stops=blamed == ("DUP-4",)
+            )
         return None
     if step.op == "snapshot":
         answer = driver.request(step.session, "snapshot", {"target": target})
@@ -502,16 +515,33 @@ def _run_step(
             part_difference(want, got, target, hidden)
             or duplicates_difference(entries, got, target, limits[target], find_threats)
             or state_difference(want, got, live)
+            or _state_clauses(failure)
         )
         shown = tuple((target, text) for text in _threats_shown(got)) if "SCAN-6" in blamed else ()
         return replace(failure, blamed=blamed, shown_threats=shown)
     if step.op == "disk":
         got = driver.disk(target)
         if got != want:
-            failure = fail({"read": FILENAMES.get(target, target)}, got, want, "file bytes differ")
-            return replace(failure, blamed=("FORMAT-4",) if only_not_canonical(want, got) else ())
+            why = "; ".join(filter(None, ("file bytes differ", first_difference(want, got))))
+            failure = fail({"read": FILENAMES.get(target, target)}, got, want, why)
+            canonical_only = only_not_canonical(want, got)
+            return replace(
+                failure, blamed=("FORMAT-4",) if canonical_only else _state_clauses(failure)
+            )
         return None
     return _check_backups(step, driver.backups(target), driver.disk(target), fail)
+
+
+OUTCOME_CLAUSES = frozenset({"CONTRACT-3", "CONTRACT-4"})
+"""Clauses about an answer alone (its shape, its code): a difference in the entries, the
+snapshot or the file is never theirs."""
+
+
+def _state_clauses(failure: ExampleFailure) -> tuple[str, ...]:
+    """Returns the clauses a difference in the stored state blames: the example's, without
+    :data:`OUTCOME_CLAUSES` (``()``, every clause, when only those are cited)."""
+    kept = tuple(clause for clause in failure.clauses if clause not in OUTCOME_CLAUSES)
+    return kept if len(kept) < len(failure.clauses) else ()
 
 
 def _duplicates_dropped(want: Any, got: Any, data: bytes | None) -> tuple[str, ...]:
@@ -1010,6 +1040,10 @@ def run_on_backend(
                 f"did not set up what the example judges: {failure.reason}; the clauses that own "
                 "that step judge it"
             )
+        if failure is not None and not cause:
+            failure = _unless_the_same_in_one_session(
+                failure, example, backend, Path(scratch) / "one-session"
+            )
         unknown = _unknown_threat(failure, backend, Path(scratch) / "probe", example)
         if failure is not None and unknown is None:
             failure = _unless_unknown_at_load(failure, backend, Path(scratch) / "load", example)
@@ -1020,6 +1054,43 @@ def run_on_backend(
             "verified"
         )
     return failure
+
+
+SESSION_CLAUSES = frozenset({"LOCK-2"})
+"""Clauses about what one session does after another session's write: a difference that one
+session alone shows too is not about them."""
+
+
+def _unless_the_same_in_one_session(
+    failure: ExampleFailure, example: Example, backend: Backend, root: Path
+) -> ExampleFailure:
+    """Returns ``failure`` without :data:`SESSION_CLAUSES` when the example, its steps all run in
+    one session on a fresh ``root``, fails at the same step with the same answer: the store does
+    that with no other session about (a store that never detects a duplicate refuses the
+    duplicate of LOCK-2's example for the limit), which the step's own rule judges. Raises
+    Unverified when nothing else is blamed."""
+    blamed = failure.blamed or failure.clauses
+    if not SESSION_CLAUSES & set(blamed) or len({step.session for step in example.steps}) < 2:
+        return failure
+    alone = replace(example, steps=tuple(replace(step, session="a") for step in example.steps))
+    root.mkdir()
+    driver = BackendDriver(
+        backend, root, dict(example.limits), model=ModelDriver.for_example(alone)
+    )
+    try:
+        again = run_example(alone, driver)
+    finally:
+        driver.close()
+    if again is None or (again.line, again.received) != (failure.line, failure.received):
+        return failure
+    kept = tuple(clause for clause in blamed if clause not in SESSION_CLAUSES)
+    if not kept:
+        raise Unverified(
+            f"example {example.id}: {failure.step} → {failure.reason.splitlines()[0]}, and the "
+            "same in one session with no other about: not a stale view of another session's "
+            "write (LOCK-2); the step's own rule is judged by its own examples"
+        )
+    return replace(failure, blamed=kept)
 
 
 def _threats_shown(block: object) -> list[str]:

@@ -79,12 +79,21 @@ class Mismatch(Finding, AssertionError):
     kind = Kind.VIOLATION
 
     def __init__(
-        self, message: str, summary: str, blamed: Sequence[str] = (), completed: bool = False
+        self,
+        message: str,
+        summary: str,
+        blamed: Sequence[str] = (),
+        completed: bool = False,
+        reasons: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.summary = summary
         self.blamed = tuple(blamed)
         self.completed = completed
+        self.reasons = dict(reasons or {})
+        """Each blamed clause's own one-line reason, when the example found several
+        differences (the header's SNAP-6, a refusal's LIMIT-4); a clause without one has
+        ``summary``."""
 
 
 class Refusal(Finding):
@@ -262,7 +271,10 @@ def verdict_of(error: BaseException) -> Verdict:
             Kind.VIOLATION, first.clause, first.reason, (), error.failures, error.completed
         )
     if isinstance(error, Mismatch) and error.blamed:
-        failures = tuple(ClauseFailure(clause, reason) for clause in error.blamed)
+        failures = tuple(
+            ClauseFailure(clause, shorten(error.reasons.get(clause, reason)))
+            for clause in error.blamed
+        )
         return Verdict(Kind.VIOLATION, error.blamed[0], reason, (), failures, error.completed)
     if isinstance(error, Refusal):
         failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)

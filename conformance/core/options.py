@@ -107,7 +107,10 @@ SELECT = Option(
     "run only the checks whose id matches this pytest -k expression, e.g. 'DRIFT or SNAP'",
     short="-k",
 )
-QUIET = Option("quiet", "", "print less progress", short="-q", switch=True)
+QUIET = Option(
+    "quiet", "", "print no progress: only the failing clauses, the level and the counts",
+    short="-q", switch=True,
+)  # fmt: skip
 WHICH_BACKEND = (BACKEND, BACKEND_CMD)
 """The two ways to name the backend: exactly one is given."""
 SETTINGS = (PROFILE, TIMEOUT, SEED, REPORT, EXPECTED_FAILURES, HYPOTHESIS_DB)

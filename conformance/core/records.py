@@ -30,6 +30,7 @@ from memspec.conformance.core.findings import (
     shorten,
 )
 from memspec.conformance.core.registry import Figure
+from memspec.conformance.core.summary import blocked_level, failing_clauses, not_verified, render
 from memspec.conformance.core.verdicts import clause_verdict
 from memspec.conformance.transport.backend import Backend, BackendDefect
 from memspec.spec.clauses import Clause, parse_clauses
@@ -325,14 +326,26 @@ def _markdown(
             else ""
         ),
         "",
+    ]
+    failing = failing_clauses(records, info.features)
+    pending = not_verified(level, records, info.features)
+    if failing or pending:
+        lines += ["## What to fix, by the level it blocks", ""]
+        lines += [*render(failing, pending, markdown=True), ""]
+    lines += [
         "## Clauses",
         "",
-        "| clause | level | verdict | checks | why |",
-        "|---|---|---|---|---|",
+        "| clause | strength | needed for | verdict | checks | why |",
+        "|---|---|---|---|---|---|",
     ]
+    stated = {clause.id: clause for clause in parse_clauses(spec_text())}
     for row in rows:
         why = "<br>".join(text.replace("|", "\\|") for text in row.why)
-        lines.append(f"| {row.clause} | {row.level} | {row.status} | {len(row.checks)} | {why} |")
+        needed = blocked_level(stated[row.clause]) if row.clause in stated else ""
+        needed = "" if needed == "should" else needed
+        lines.append(
+            f"| {row.clause} | {row.level} | {needed} | {row.status} | {len(row.checks)} | {why} |"
+        )
     measured = [r for r in records if r.figures]
     if measured:
         lines += ["", "## Figures", "", "| check | figure | value |", "|---|---|---|"]

@@ -22,13 +22,26 @@ from typing import Any
 import pytest
 
 from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import Kind, Verdict, verdict_of
+from memspec.conformance.core.findings import (
+    Finding,
+    Kind,
+    Verdict,
+    leading_clause,
+    verdict_of,
+)
 from memspec.conformance.core.locations import import_from
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.core.profiles import Profile
-from memspec.conformance.core.records import CheckRecord, RunInfo, summary_counts, write_reports
+from memspec.conformance.core.records import (
+    CheckRecord,
+    RunInfo,
+    level_of,
+    summary_counts,
+    write_reports,
+)
 from memspec.conformance.core.registry import Figure
 from memspec.conformance.core.settings import Settings, make_settings
+from memspec.conformance.core.summary import failing_summary
 from memspec.conformance.transport.backend import (
     Backend,
     BackendDefect,
@@ -102,8 +115,11 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[WORKER_SETTINGS] = memspec_settings(node.config).to_json()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Registers the marker and resolves the settings."""
+    """Registers the marker and resolves the settings; with ``--memspec-report DIR`` and no
+    ``--junitxml``, has pytest write ``DIR/junit.xml`` as certify does (first, so that pytest's
+    junitxml plugin finds the path when it configures itself)."""
     config.addinivalue_line(
         "markers",
         f"{MARKER}(clauses, features): the clause ids a check verifies and the "
@@ -120,6 +136,27 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     config.stash[recorder_key] = Recorder(config)
     config.pluginmanager.register(config.stash[recorder_key], "memspec-recorder")
+    report = config.stash[settings_key].report
+    if report is not None and getattr(config.option, "xmlpath", "unset") is None:
+        config.option.xmlpath = str(report / "junit.xml")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Under the user's own pytest, ends with what ``memspec certify`` prints after its checks:
+    the failing clauses by the level they block, and the conformance level (certify prints
+    them itself)."""
+    settings = memspec_settings(config)
+    certifying = config.pluginmanager.get_plugin(GIVEN_SETTINGS) is not None
+    if settings.backend is None or certifying or hasattr(config, "workerinput"):
+        return
+    records = config.stash[recorder_key].records
+    if not records:
+        return
+    level = level_of(records)
+    terminalreporter.section("memspec")
+    for line in failing_summary(records, level, settings.features):
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(level.headline())
 
 
 def memspec_settings(config: pytest.Config) -> Settings:
@@ -185,6 +222,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "the memspec suite needs a backend: pass --memspec-backend MODULE:FACTORY or "
             "--memspec-backend-cmd CMD"
         )
+    for item in items:
+        if _marker(item)[0]:
+            item.repr_failure = _findings_without_frames(item.repr_failure)  # type: ignore[method-assign]
     if config.getoption("dist", "no") != "no" and memspec_settings(config).backend is not None:
         profile = memspec_settings(config).profile
         items.sort(key=lambda item: -budget_of(item, profile))
@@ -201,6 +241,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     strict=True, reason=f"listed in the expected-failures file as {sorted(hits)}"
                 )
             )
+
+
+def _findings_without_frames(default: Any) -> Any:
+    """Returns ``default``, an item's ``repr_failure``, showing a finding about the backend as
+    its message alone: the frames of memspec's own code say nothing to a backend author (what
+    the backend raised, with its last frames, is in the message). A harness error keeps its
+    traceback, which is what a bug report about memspec needs."""
+
+    def repr_failure(
+        excinfo: pytest.ExceptionInfo[BaseException], *args: Any, **kwargs: Any
+    ) -> Any:
+        error = excinfo.value
+        members = error.exceptions if isinstance(error, BaseExceptionGroup) else (error,)
+        if all(_about_the_backend(member) for member in members):
+            return "\n".join(str(member) for member in members)
+        return default(excinfo, *args, **kwargs)
+
+    return repr_failure
+
+
+def _about_the_backend(error: BaseException) -> bool:
+    """Whether ``error`` is a finding about the backend that its message says in full: not a
+    harness error, and not an assertion without a clause-led message."""
+    if isinstance(error, Finding):
+        return error.kind != Kind.HARNESS_ERROR
+    return isinstance(error, AssertionError) and bool(leading_clause(str(error)))
 
 
 @pytest.fixture(scope="session")

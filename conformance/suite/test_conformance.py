@@ -82,7 +82,10 @@ def test_example(
     except (NotApplicable, Unverified) as error:
         unsupported(request, error)
     if failure is not None:
-        raise Mismatch(failure.render(), failure.summary(), failure.blamed, failure.completed)
+        raise Mismatch(
+            failure.render(), failure.summary(), failure.blamed, failure.completed,
+            dict(failure.clause_reasons),
+        )  # fmt: skip
 
 
 @pytest.mark.parametrize("check", _check_params())

@@ -171,7 +171,7 @@ class NaiveStore:
             return self.answer(outcome)
         answer = self.answer(outcome)
         external = self.recorded(lock) != self.digest(encode_entries(state.entries))
-        if data and (state.kind == "foreign" or external):
+        if state.entries and (state.kind == "foreign" or external):
             saved = self.backup_before_rewrite(path, data)
             if saved is not None:
                 answer["backup"] = str(saved)

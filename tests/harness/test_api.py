@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,15 @@ def test_selecting_nothing_is_a_usage_error() -> None:
     nothing = memspec.certify(open_store, profile="smoke", select="NO-SUCH-CLAUSE")
     assert nothing.status == 2 and not nothing.records
     assert "no check matched -k 'NO-SUCH-CLAUSE'" in nothing.notes[0]
+
+
+def test_coverage_from_python(tmp_path: Path) -> None:
+    # memspec.certify(coverage=True) measures the backend as certify --coverage does.
+    result = memspec.certify(
+        "tests.backends.first_attempt:open_store", profile="smoke", select="ENTRY",
+        report=tmp_path, coverage=True,
+    )  # fmt: skip
+    line = next(note for note in result.notes if note.startswith("backend coverage:"))
+    # a module of a package: the package's directory is measured, the module's lines in it
+    assert "tests/backends" in line and not line.startswith("backend coverage: 0.0%"), line
+    assert "coverage" in json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,7 +122,7 @@ def test_reports_are_written(tmp_path: Path) -> None:
     assert all({"id", "clauses", "status", "message", "duration"} <= set(r) for r in data["checks"])
     assert {"READ-5", "DUP-4"} <= failed_clauses(tmp_path)
     markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert "| READ-5 | MUST | fail |" in markdown
+    assert "| READ-5 | MUST | core | fail |" in markdown
     assert (tmp_path / "junit.xml").read_text(encoding="utf-8").startswith("<?xml")
 
 
@@ -369,3 +370,16 @@ def test_a_listed_clause_covers_a_failure_that_blames_it(tmp_path: Path) -> None
     listed = certify(*args, "--expected-failures", str(expected), "-q")
     assert listed.returncode == 0 and "1 expected failure" in listed.stdout, listed.stdout
     assert certify(*args, "-q").returncode == 1
+
+
+def test_coverage_measures_a_single_file_module(tmp_path: Path) -> None:
+    # A backend that is one module file beside the user, not a package: its own lines count.
+    shutil.copy(PROJECT / "tests" / "backends" / "first_attempt.py", tmp_path / "mystore.py")
+    result = subprocess.run(
+        [sys.executable, "-m", "memspec.conformance", "certify", "--backend", "mystore:open_store",
+         "--coverage", "-k", "ENTRY", "-q", "--profile", "smoke"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    found = re.search(r"backend coverage: ([\d.]+)% of lines and branches of (\S+)", result.stdout)
+    assert found, result.stdout[-2000:] + result.stderr[-2000:]
+    assert float(found.group(1)) > 20 and found.group(2).endswith("mystore.py")

@@ -195,3 +195,20 @@ def test_a_backend_module_of_the_current_directory_is_imported(pytester: pytest.
     args = [*SUITE, "--memspec-backend", "mystore:open_store", "-k", "format-one-file"]
     result = pytester.run(str(script), *args, timeout=600)
     result.assert_outcomes(passed=1)
+
+
+def test_the_plugin_prints_the_failing_clauses_and_the_level_and_writes_junit(
+    pytester: pytest.Pytester,
+) -> None:
+    """Under the user's own pytest, as under certify: the failing clauses by the level they
+    block, the level line, and with ``--memspec-report`` a junit.xml beside the reports."""
+    report = pytester.path / "out"
+    result = run(
+        pytester, "--memspec-backend", "tests.backends.first_attempt:open_store",
+        "--memspec-report", str(report), "-k", "entry-delimiter-line-refused or format-one-file",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*memspec*", "core: 1 clause fails*", "  ENTRY-3 *", "conformance level: none*"]
+    )
+    assert {"junit.xml", "report.json", "report.md"} <= {p.name for p in report.iterdir()}

@@ -124,7 +124,7 @@ def test_a_failure_found_by_one_campaign_process_replays_in_another(redis_url: s
     assert before.returncode == 0, before.stdout + before.stderr
     first = subprocess.run(
         [sys.executable, "-m", "memspec.conformance", "certify", "--backend", BACKEND, "-k",
-         CHECK, "--profile", "thorough", "--hypothesis-db", redis_url],
+         CHECK, "--profile", "thorough", "--hypothesis-db", redis_url, "-v"],
         cwd=PROJECT, env=_environment(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert first.returncode == 1, first.stdout + first.stderr

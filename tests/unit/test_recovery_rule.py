@@ -36,6 +36,7 @@ from memspec.reference_impl import open_store
 from memspec.spec import codes, model
 from memspec.spec.clauses import (
     ClauseSyntaxError,
+    gated_core,
     gated_protections,
     parse_clauses,
     table_after,
@@ -151,6 +152,20 @@ def test_no_check_or_example_of_a_data_protecting_clause_needs_a_feature() -> No
     assert problems == [
         "check x.y cites the data-protecting clause DRIFT-5 but needs drift-guard: a backend "
         "without it would skip the clause"
+    ]
+
+
+def test_every_clause_that_binds_every_backend_is_verifiable_without_a_feature() -> None:
+    # A backend that claims only core can verify every clause core needs: REPLACE-2's only
+    # example once needed threat-scan, and no such backend could reach core.
+    citers = [(f"example {e.id}", e.clauses, e.features) for e in EXAMPLES.values()]
+    citers += [(f"check {c.id}", c.clauses, c.features) for c in CHECKS.values()]
+    assert gated_core(CLAUSES, citers) == []
+    gated = [c for c in citers if "REPLACE-2" not in c[1]]
+    gated.append(("example e", ("REPLACE-2",), ("core", "threat-scan")))
+    assert gated_core(CLAUSES, gated) == [
+        "REPLACE-2 binds every backend, but every example and check citing it needs "
+        "threat-scan: a backend without it cannot verify REPLACE-2"
     ]
 
 

@@ -151,6 +151,9 @@ def test_the_trail_of_a_synthetic_spec() -> None:
     trail = clause_trail("zed-1", SYNTHETIC_SPEC, model, reference, {})
     assert trail.clause.id == "ZED-1" and trail.prevents == "bug #1."
     assert trail.examples == (("zed-one", 5),)
+    # the steps themselves, for an author who has only the command (a quick-start reader)
+    assert trail.texts() == ('add memory "x" -> OK',)
+    assert trail.to_json()["examples"][0]["text"] == 'add memory "x" -> OK'
     assert [c.where for c in trail.model] == ["spec/zed.py:decide"]
     assert [c.where for c in trail.reference] == ["reference_impl/zed.py:store"]
     assert trail.checks == ()
