@@ -7,6 +7,7 @@ More in docs/architecture.md, "Module notes".
 from __future__ import annotations
 
 import functools
+import math
 import signal
 import threading
 import time
@@ -15,6 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
+
+import hypothesis
 
 from memspec.conformance.core.registry import NotApplicable
 
@@ -152,6 +155,18 @@ class Allowance:
     seconds: float
     started: float
     fixed_work: bool = False
+    sample_share: float = 1.0
+    """Under a randomized profile, the share of a search's examples that the fixed sample of
+    ``ci`` runs (``ci``'s examples over this profile's): a search cut at its budget after that
+    many, none failing, has verified at least what ``ci`` verifies, and passes."""
+
+    def sample(self, planned: int) -> int | None:
+        """Returns how many of a search's ``planned`` examples make the fixed sample of ``ci``
+        under this randomized profile, or ``None`` under fixed work (the search always runs
+        them all)."""
+        if self.fixed_work:
+            return None
+        return max(1, math.ceil(planned * self.sample_share))
 
     @property
     def limit(self) -> float:
@@ -190,7 +205,8 @@ def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -
     """Returns the allowance of check ``check_id`` under ``profile`` (its budget there, or
     ``seconds``), starting now; a derandomized profile's work is fixed."""
     budget = profile.budget(check_id) if seconds is None else seconds
-    return Allowance(check_id, profile.name, budget, time.monotonic(), profile.derandomize)
+    share = getattr(profile, "sample_share", 1.0)
+    return Allowance(check_id, profile.name, budget, time.monotonic(), profile.derandomize, share)
 
 
 @dataclass
@@ -267,20 +283,32 @@ def budget_cut_in(error: BaseException) -> BudgetSpent | None:
 def run_search(test: Callable[[], None], allowance: Allowance | None) -> None:
     """Runs the Hypothesis ``test`` (a ``@given`` test, with its settings) held to ``allowance``
     by a :class:`SearchWatch`: a failure is raised as it is, or as it stood when shrinking was
-    cut; a search cut before any failure ends in :class:`BudgetSpent`, never a pass."""
+    cut; a search cut before any failure ends in :class:`BudgetSpent` — unless, under a
+    randomized profile, it had already run the fixed sample ``ci`` runs (:meth:`Allowance.sample`):
+    then it verified at least what ``ci`` does, on any machine, and passes."""
     watch = SearchWatch(allowance)
     hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
     hooks.inner_test = watch.wrap(hooks.inner_test)
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None) or hypothesis.settings.default
+    planned = chosen.max_examples
     try:
         test()
     except BaseException as error:
         cut = watch.stopped or budget_cut_in(error)
         if cut is None:
             raise
-        raise watch.verdict(cut) from None
-    # A search that was cut never reads as a pass, however Hypothesis ended it.
-    if watch.stopped is not None:
+        if not _sampled(watch, allowance, planned):
+            raise watch.verdict(cut) from None
+        return
+    # A search that was cut short of the fixed sample never reads as a pass.
+    if watch.stopped is not None and not _sampled(watch, allowance, planned):
         raise watch.verdict(watch.stopped)
+
+
+def _sampled(watch: SearchWatch, allowance: Allowance | None, planned: int) -> bool:
+    """Whether a search cut with no failure ran at least the fixed sample of ``ci``."""
+    sample = allowance.sample(planned) if allowance is not None and planned else None
+    return sample is not None and watch.failures == 0 and watch.examples >= sample
 
 
 def describe_figures(figures: Mapping[str, Any]) -> str:

@@ -48,6 +48,12 @@ class Profile:
     budgets: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
     example_budget: float = EXAMPLE_BUDGET.ci
 
+    @property
+    def sample_share(self) -> float:
+        """The share of this profile's examples that ``ci``, the fixed sample, runs: a search of
+        a randomized profile cut at its budget after that share passes (``core/budgets.py``)."""
+        return min(1.0, PROFILES[DEFAULT_PROFILE].examples / self.examples)
+
     def budget(self, check_id: str) -> float:
         """Returns the seconds check ``check_id`` may run (raises HarnessError for a check
         that has no budget: every check must have one)."""

@@ -204,3 +204,37 @@ def test_only_the_profiles_that_hunt_by_time_cut_a_search_early() -> None:
     assert [name for name, p in PROFILES.items() if not p.derandomize] == ["thorough"]
     allowance = start_allowance("atomic.acknowledged_is_visible", PROFILES["ci"])
     assert allowance.fixed_work and allowance.limit == allowance.seconds * HANG_GUARD
+
+
+class SpentAfter(Allowance):
+    """An allowance of a randomized profile whose search share runs out after ``after`` runs."""
+
+    runs: ClassVar[list[int]] = []
+    after: ClassVar[int] = 0
+
+    def search_spent(self) -> bool:
+        return len(self.runs) >= self.after
+
+
+def _hunting(after: int, share: float) -> SpentAfter:
+    SpentAfter.runs.clear()
+    SpentAfter.after = after
+    return SpentAfter("area.check", "thorough", 60, time.monotonic(), sample_share=share)
+
+
+def test_a_hunt_cut_after_the_fixed_sample_passes_and_one_cut_before_it_does_not() -> None:
+    # thorough runs 20 times ci's examples; cut after ci's share (here 5 of 20) with no
+    # failure, it verified at least what ci does, whatever the machine's load.
+    def hunt(allowance: Allowance) -> None:
+        @given(st.integers())
+        def never_fails(number: int) -> None:
+            SpentAfter.runs.append(number)
+
+        run = PropertyRun("area.check", _settings(), None, "Reproduce with: here", allowance)  # type: ignore[arg-type]
+        run.run(run.apply(never_fails))
+
+    hunt(_hunting(after=5, share=0.25))
+    with pytest.raises(BudgetSpent, match="having covered 4 examples"):
+        hunt(_hunting(after=4, share=0.25))
+    assert _hunting(0, 0.05).sample(200) == 10 and _fixed(1, 0).sample(200) is None
+    assert PROFILES["thorough"].sample_share == PROFILES["ci"].examples / 1000
