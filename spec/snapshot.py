@@ -224,7 +224,9 @@ def snapshot_difference(
         if expected is None and actual is None:
             return None
         if actual is None:
-            return f"expected a block, got null: {expected!r}"
+            head = expected.split("\n")
+            title = head[1] if len(head) > 2 else expected
+            return f"expected the block headed {title!r}, got null"
         return f"expected null (no block), got {actual!r}"
     if not isinstance(actual, str):
         return f"expected a str snapshot, got {type(actual).__name__} {actual!r}"
