@@ -55,8 +55,11 @@ def rule_of(clause: Clause) -> str:
     """Returns the first sentence of ``clause``, shortened: the rule a fix makes true."""
     text = " ".join(clause.text.split())
     found = _FIRST_SENTENCE.match(text)
-    sentence = found.group(1).rstrip(";:") if found else text
-    return sentence if len(sentence) <= RULE_WIDTH else sentence[: RULE_WIDTH - 1] + "…"
+    return _clip(found.group(1).rstrip(";:") if found else text, RULE_WIDTH)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @functools.cache
@@ -77,8 +80,7 @@ def failing_clauses(
             continue
         check = next(c for c in checks if c.id == verdict.checks[0])
         reason = failure_reason(check, clause.id)
-        reason = re.sub(r"^example [\w-]+: ", "", reason)
-        reason = reason if len(reason) <= REASON_WIDTH else reason[: REASON_WIDTH - 1] + "…"
+        reason = _clip(re.sub(r"^example [\w-]+: ", "", reason), REASON_WIDTH)
         found.append(
             FailingClause(
                 clause.id,
@@ -144,7 +146,7 @@ def render(
         if markdown:
             lines.append("")
         for clause, why in pending[:SHOWN_PENDING]:
-            why = why if len(why) <= REASON_WIDTH else why[: REASON_WIDTH - 1] + "…"
+            why = _clip(why, REASON_WIDTH)
             lines.append(f"- **{clause}** {why}" if markdown else f"  {clause:<11}{why}")
         if len(pending) > SHOWN_PENDING:
             lines.append(f"  and {len(pending) - SHOWN_PENDING} more (report.md lists them)")
