@@ -26,6 +26,7 @@ RULE_WIDTH = 110
 REASON_WIDTH = 150
 READ_MORE = "memspec spec --clause ID"
 SHOWN_PENDING = 12
+NOT_RUN = "no check of this run judged it (a -k selection leaves it out)"
 _FIRST_SENTENCE = re.compile(r"(.+?[.;:])(?:\s|$)")
 
 
@@ -101,7 +102,9 @@ def not_verified(
     stopped on another clause, needed a feature, or were cut short), each with why."""
     checks = list(records)
     pending = [blocker.split(" ", 1)[0] for blocker in level.blocked_by if "fails" not in blocker]
-    return [(clause, clause_verdict(clause, checks, claimed).reason) for clause in pending]
+    return [
+        (clause, clause_verdict(clause, checks, claimed).reason or NOT_RUN) for clause in pending
+    ]
 
 
 def _heading(group: str, count: int) -> str:

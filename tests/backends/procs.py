@@ -162,7 +162,7 @@ class FileStore:
         answer: dict[str, Any] = {"ok": True, "code": codes.OK}
         with self.written(path) as record:
             # DRIFT-2, DRIFT-5: bytes this store did not write are saved before a rewrite
-            if data and (
+            if state.entries and (
                 state.kind == "foreign" or files.read_recorded_digest(record) != files.digest(data)
             ):
                 answer["backup"] = str(files.write_backup(path, data))
