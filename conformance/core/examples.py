@@ -1011,12 +1011,7 @@ def run_on_backend(
     text in a plain ``add``: its patterns do not know it (SCAN-2's business), so whether the
     path is scanned cannot be told with it."""
     with tempfile.TemporaryDirectory(prefix="memspec-") as scratch:
-        model = ModelDriver.for_example(example)
-        driver = BackendDriver(backend, root or Path(scratch), dict(example.limits), model=model)
-        try:
-            failure = run_example(example, driver)
-        finally:
-            driver.close()
+        failure, driver = _run_once(example, backend, root or Path(scratch))
         cause = driver.unwritten[:1] or driver.stale[:1]
         if failure is not None and cause:  # what followed read a file gone wrong before
             clause = "ATOMIC-5" if driver.unwritten else "LOCK-2"
@@ -1056,6 +1051,19 @@ def run_on_backend(
     return failure
 
 
+def _run_once(
+    example: Example, backend: Backend, root: Path
+) -> tuple[ExampleFailure | None, BackendDriver]:
+    """Runs ``example`` on ``backend`` at ``root``; returns what it found and the closed driver
+    (which keeps what it saw of unwritten and stale files)."""
+    model = ModelDriver.for_example(example)
+    driver = BackendDriver(backend, root, dict(example.limits), model=model)
+    try:
+        return run_example(example, driver), driver
+    finally:
+        driver.close()
+
+
 SESSION_CLAUSES = frozenset({"LOCK-2"})
 """Clauses about what one session does after another session's write: a difference that one
 session alone shows too is not about them."""
@@ -1074,13 +1082,7 @@ def _unless_the_same_in_one_session(
         return failure
     alone = replace(example, steps=tuple(replace(step, session="a") for step in example.steps))
     root.mkdir()
-    driver = BackendDriver(
-        backend, root, dict(example.limits), model=ModelDriver.for_example(alone)
-    )
-    try:
-        again = run_example(alone, driver)
-    finally:
-        driver.close()
+    again, _ = _run_once(alone, backend, root)
     if again is None or (again.line, again.received) != (failure.line, failure.received):
         return failure
     kept = tuple(clause for clause in blamed if clause not in SESSION_CLAUSES)
