@@ -57,27 +57,91 @@ def _deadline(view: TargetView, text: str, producer: HistoryCall) -> float:
 
 @dataclass(frozen=True)
 class _Missing:
+    """An acknowledged text absent from a sample: ``cause`` is ``lost`` (a whole file written
+    from a stale copy, LOCK-3), ``torn`` (a file caught while written in place, ATOMIC-2) or
+    ``either`` (both explain it, so the history blames neither)."""
+
     text: str
     producer: HistoryCall
     sample: Sample
-    partial: bool
+    cause: str
 
 
-def _is_partial(view: TargetView, index: int, text: str) -> bool:
-    """Whether run ``index``, which lacks ``text``, reads a file caught while it was written in
-    place (truncated, then written entry by entry): it is empty, or ``text`` is back in a
-    later sample without anyone having written it again. A lost update differs: the text is
-    gone for good."""
-    if view.runs[index].entries is None:
-        return False
+def _comes_back(view: TargetView, text: str, index: int) -> bool:
     present = view.present_runs.get(text, [])
-    return not view.runs[index].entries or bisect.bisect_right(present, index) < len(present)
+    return bisect.bisect_right(present, index) < len(present)
+
+
+def _run_samples(view: TargetView, run: Run) -> list[Sample]:
+    calls = [s.call for s in view.samples]
+    return view.samples[
+        bisect.bisect_left(calls, run.first.call) : bisect.bisect_right(calls, run.last.call)
+    ]
+
+
+def _mid_write(view: TargetView, run: Run, spared: set[int]) -> bool:
+    """Whether every sample of ``run`` was read while a mutation, not refused and not in
+    ``spared``, was in flight (one that never answered is in flight for ever)."""
+    return all(
+        any(
+            c.call < s.ret and c.ret > s.call and c.status != "fail" and id(c) not in spared
+            for c in view.calls
+        )
+        for s in _run_samples(view, run)
+    )
+
+
+def _torn(view: TargetView, text: str, producer: HistoryCall, index: int) -> bool:
+    """Whether writes caught half done explain run ``index`` lacking ``text``: it was read
+    mid-write (by a mutation that does not remove ``text``), and ``text`` comes back later or
+    every later run without it until it may be removed was read mid-write too."""
+    removers = {id(c) for c, _ in view.removers.get(text, ())}
+    if not _mid_write(view, view.runs[index], removers):
+        return False
+    if _comes_back(view, text, index):
+        return True
+    deadline = _deadline(view, text, producer)
+    return all(
+        _mid_write(view, run, removers)
+        for run in view.runs[index + 1 :]
+        if run.first.call < deadline
+    )
+
+
+def _stale(view: TargetView, producer: HistoryCall, sample: Sample) -> bool:
+    """Whether ``sample`` can be the whole file of a session that read the file before
+    ``producer`` wrote and wrote after it did (a lost update): a mutation, not refused, that
+    was invoked before the sample was read and had not answered before the producer was
+    invoked, whose own texts the sample holds. Its copy may be as old as its session."""
+    held = set(sample.entries or ())
+    return any(
+        call is not producer
+        and call.status != "fail"
+        and call.ret > producer.call
+        and call.call < sample.ret
+        and all(w.text in held for w in view.effects[id(call)].written)
+        for call in view.calls
+    )
+
+
+def _cause(view: TargetView, text: str, producer: HistoryCall, sample: Sample, index: int) -> str:
+    """Decides what run ``index`` lacking an acknowledged ``text`` is evidence of
+    (:class:`_Missing`). With neither explanation, an empty file or a text that comes back is
+    a torn write, and a text gone for good a lost update."""
+    torn = _torn(view, text, producer, index)
+    stale = _stale(view, producer, sample)
+    if torn and stale:
+        return "either"
+    if torn or stale:
+        return "torn" if torn else "lost"
+    empty = not view.runs[index].entries
+    return "torn" if empty or _comes_back(view, text, index) else "lost"
 
 
 def _missing(view: TargetView) -> list[_Missing]:
     """Acknowledged texts absent from a sample taken after the acknowledgement and before any
-    mutation that could remove them was invoked, at the first such sample; ``partial`` when
-    that sample read an empty file or the text comes back later (:func:`_is_partial`)."""
+    mutation that could remove them was invoked, at the first such sample, with what the
+    absence is evidence of (:func:`_cause`)."""
     found: list[_Missing] = []
     samples_calls = [s.call for s in view.samples]
     samples_rets = [s.ret for s in view.samples]
@@ -100,8 +164,11 @@ def _missing(view: TargetView) -> list[_Missing]:
         gap = r0
         while at < len(present) and present[at] == gap:
             at, gap = at + 1, gap + 1
+        if view.runs[gap].entries is None:
+            continue  # an undecodable sample is _unreadable's (ATOMIC-2)
         sample = view.samples[first] if gap == r0 else view.runs[gap].first
-        found.append(_Missing(text, producer, sample, _is_partial(view, gap, text)))
+        cause = _cause(view, text, producer, sample, gap)
+        found.append(_Missing(text, producer, sample, cause))
     return sorted(found, key=lambda m: m.sample.call)
 
 
@@ -116,7 +183,7 @@ def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
     nothing appears that no invoked, unrefused mutation wrote (ATOMIC-2, CONTRACT-3)."""
     findings: list[CheckerFinding] = []
     for view in analysis.targets.values():
-        lost = [m for m in _missing(view) if not m.partial]
+        lost = [m for m in _missing(view) if m.cause == "lost"]
         if lost:
             m = lost[0]
             sample = m.sample
@@ -244,7 +311,7 @@ def _unreadable(view: TargetView) -> list[Problem]:
 def _partial(view: TargetView) -> list[Problem]:
     problems: list[Problem] = []
     for m in _missing(view):
-        if not m.partial:
+        if m.cause != "torn":
             continue
         sample = m.sample
         what = "an empty file" if not sample.entries else "a partial file"
@@ -313,6 +380,8 @@ def _duplicated(view: TargetView) -> list[Problem]:
         counts = Counter(run.entries or ())
         for text, count in counts.items():
             made = [w for _, w in view.producers.get(text, [])]
+            if not made and not start[text]:
+                continue  # text no session wrote: a torn entry (_unwritten, ATOMIC-2)
             replaces = sum(1 for w in made if w.replaces is not None)
             adds = 1 if any(w.replaces is None for w in made) else 0
             if count <= start[text] + replaces + adds:
@@ -480,6 +549,14 @@ def check_limits(analysis: Analysis) -> list[CheckerFinding]:
     return findings
 
 
+def _unclear(analysis: Analysis) -> bool:
+    """Whether some sample lacks an acknowledged text that a torn write and a stale whole file
+    explain alike (``either``, :func:`_cause`). The reader's samples are then evidence of
+    neither ATOMIC-2 nor LOCK-3, and the linearizability search judges the sessions' answers
+    alone."""
+    return any(m.cause == "either" for view in analysis.targets.values() for m in _missing(view))
+
+
 def judge_history(
     events: Sequence[Event],
     limits: Mapping[str, int],
@@ -510,6 +587,9 @@ def judge_history(
         clock[name], started = now - started, now
     if findings:
         return findings
+    if _unclear(analysis):
+        mutations = [e for e in relevant if e.op.get("op") != "read"]
+        analysis = analyse(mutations, limits, start)
     findings = check_linearizable(analysis, timeout)
     clock["linearizability"] = time.monotonic() - started
     return findings

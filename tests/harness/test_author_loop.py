@@ -69,19 +69,12 @@ def test_report_has_the_same_grouping_and_no_internal_frames(first_run: tuple[st
     assert not INTERNAL_FRAME.search(text), INTERNAL_FRAME.search(text)
 
 
-UNSCHEDULED = "not interleavings and not concurrency"
-"""The checks that judge a history of several lockless sessions blame ATOMIC-2 for a whole file
-that a stale writer wrote (a lost update) when a sample shows it empty; under load they find
-one in the fixed store too (a known bug of the samples checker, next to fix), so the comparison
-leaves them out."""
-
-
 def test_fixing_the_atomic_write_changes_only_its_clauses(tmp_path: Path) -> None:
     # The write replaced by a temp file and a rename: the clauses a torn write breaks
     # (ATOMIC-2, and CRASH-1 for a kill during it) turn green, and no other verdict changes.
     runs = {}
     for name, factory in (("before", FIRST_ATTEMPT), ("after", ATOMIC_FIXED)):
-        result = certify("--backend", factory, "--profile", "smoke", "-k", UNSCHEDULED,
+        result = certify("--backend", factory, "--profile", "smoke",
                          "--report", str(tmp_path / name), "-q")  # fmt: skip
         assert result.returncode == 1, result.stdout[-3000:]
         runs[name] = verdicts(tmp_path / name)

@@ -104,6 +104,7 @@ def test_an_entry_nobody_wrote() -> None:
     findings = judged(add(0, "[a] one", 1, 2), read(1.5, ["[a] on"]), read(3, ["[a] one"]))
     assert first(findings) == ("acknowledged", "ATOMIC-2")
     assert "no session wrote" in findings[0].message
+    assert {f.clause for f in findings} == {"ATOMIC-2"}  # not also a duplicate (LOCK-3)
 
 
 def test_the_entry_of_a_refused_add_appears() -> None:
@@ -128,6 +129,34 @@ def test_an_empty_file_for_a_moment() -> None:
     )
     assert first(findings) == ("samples", "ATOMIC-2")
     assert "empty file" in findings[0].message
+
+
+def test_a_stale_writers_empty_file_is_a_lost_update() -> None:
+    # LOCK-3, not ATOMIC-2: the remove read the file before "[a] one" was written and renamed
+    # its whole, empty result over it afterwards; the file stays empty.
+    findings = judged(
+        add(2, "[z] old", 0, 0.5),
+        add(0, "[a] one", 1, 2),
+        remove(1, "[z]", 0.9, 2.5),
+        read(3, []),
+        read(4, []),
+    )
+    assert first(findings) == ("acknowledged", "LOCK-3")
+    assert all(f.clause != "ATOMIC-2" for f in findings)
+
+
+def test_a_sample_both_a_torn_and_a_stale_write_explain_blames_neither() -> None:
+    # The empty sample is the stale remove's whole file or the add of "[c] x" caught writing
+    # in place, and "[a] one" is back afterwards: no clause is blamed on it.
+    findings = judged(
+        add(2, "[z] old", 0, 0.5),
+        add(0, "[a] one", 1, 2),
+        remove(1, "[z]", 0.9, 2.5),
+        read(3, []),
+        add(3, "[c] x", 2.1, 3.6),
+        read(4, ["[a] one", "[c] x"]),
+    )
+    assert findings == []
 
 
 def test_a_removed_entry_comes_back() -> None:
