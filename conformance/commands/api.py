@@ -46,6 +46,10 @@ def certify(
     keep_temp: bool = False,
     coverage: bool = False,
     verbose: bool = False,
+    hermes_class: str | None = None,
+    hermes_rules: str | PathLike[str] | None = None,
+    hermes_between: str | None = None,
+    hermes_snapshot: str | None = None,
 ) -> CertifyResult:
     """Returns the result of certifying a backend with the whole harness.
 
@@ -58,9 +62,27 @@ def certify(
     ``--coverage`` does: the figures are in ``result.notes`` and, with ``report``, in
     ``coverage.json`` and the reports.
 
+    ``hermes_class`` (``"MODULE:CLASS"`` or ``"PATH.py:CLASS"``) certifies a class with Hermes'
+    ``MemoryStore`` shape instead, as ``--hermes-class`` does, with ``hermes_rules``,
+    ``hermes_between`` and ``hermes_snapshot`` as its options (docs/hermes-class.md).
+
     Raises UsageError for a bad argument; a backend that cannot be opened is a result with status 2
     and the reason in its notes.
     """
+    hermes = (hermes_rules, hermes_between, hermes_snapshot)
+    if hermes_class is not None:
+        if backend is not None or backend_cmd is not None:
+            raise UsageError("give one backend: backend, backend_cmd or hermes_class")
+        from memspec.conformance.hermes.store_class import command
+
+        backend_cmd, _ = command(
+            hermes_class,
+            rules=None if hermes_rules is None else str(hermes_rules),
+            between=hermes_between,
+            snapshot=hermes_snapshot,
+        )
+    elif any(value is not None for value in hermes):
+        raise UsageError("hermes_rules, hermes_between and hermes_snapshot need hermes_class")
     if workers is not None and str(workers) != "auto" and not str(workers).isdigit():
         raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")
     name, given = _backend_name(backend, timeout)

@@ -240,15 +240,32 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         run_certification,
         start_coverage,
     )
+    from memspec.conformance.core.errors import UsageError
     from memspec.conformance.core.profiles import DEFAULT_PROFILE
     from memspec.conformance.core.settings import make_settings
     from memspec.conformance.core.summary import failing_summary
     from memspec.conformance.transport.backend import BackendDefect
 
+    backend_cmd = args.backend_cmd
+    hermes = (args.hermes_rules, args.hermes_between, args.hermes_snapshot)
+    if args.hermes_class:
+        from memspec.conformance.hermes.store_class import command
+
+        backend_cmd, shape = command(
+            args.hermes_class,
+            rules=args.hermes_rules,
+            between=args.hermes_between,
+            snapshot=args.hermes_snapshot,
+        )
+        print(f"hermes-class: {shape.describe()}")
+    elif any(value is not None for value in hermes):
+        raise UsageError(
+            "--hermes-rules, --hermes-between and --hermes-snapshot need --hermes-class"
+        )
     settings = make_settings(
         base=Path.cwd(),
         backend=args.backend,
-        backend_cmd=args.backend_cmd,
+        backend_cmd=backend_cmd,
         profile=args.profile or DEFAULT_PROFILE,
         timeout=args.timeout,
         seed=args.seed,
@@ -414,6 +431,30 @@ def build_parser() -> argparse.ArgumentParser:
     certify_cmd = add_command(commands, "certify", "certify a backend against the whole harness")
     which = certify_cmd.add_mutually_exclusive_group(required=True)
     add_options(which.add_argument, WHICH_BACKEND)
+    which.add_argument(
+        "--hermes-class",
+        metavar="TARGET",
+        help="certify a class with Hermes' MemoryStore shape, MODULE:CLASS or PATH.py:CLASS, "
+        "in this environment (docs/hermes-class.md)",
+    )
+    hermes = certify_cmd.add_argument_group("with --hermes-class")
+    hermes.add_argument(
+        "--hermes-rules",
+        metavar="FILE",
+        help="refusal texts Hermes' table does not know: one 'PATTERN -> CODE' per line",
+    )
+    hermes.add_argument(
+        "--hermes-between",
+        metavar="METHOD",
+        help="the class's method to call before each mutation (default: "
+        "reset_consolidation_failures when it has one)",
+    )
+    hermes.add_argument(
+        "--hermes-snapshot",
+        metavar="METHOD",
+        help="the class's method that returns a target's system-prompt block (default: "
+        "format_for_system_prompt, snapshot_block or snapshot)",
+    )
     add_options(certify_cmd.add_argument, SETTINGS)
     add_options(certify_cmd.add_argument, (WORKERS, SELECT))
     certify_cmd.add_argument(

@@ -33,6 +33,8 @@ class Kind(StrEnum):
 
 
 DEFECT_CLAUSE = "CONTRACT-6"
+ADAPTER_GAP_MARK = "ADAPTER GAP"
+"""How the reason of a check stopped by an adapter gap starts (``transport/jsonlines.py``)."""
 REASON_WIDTH = 240
 
 

@@ -30,7 +30,13 @@ from memspec.conformance.core.findings import (
     shorten,
 )
 from memspec.conformance.core.registry import Figure
-from memspec.conformance.core.summary import blocked_level, failing_clauses, not_verified, render
+from memspec.conformance.core.summary import (
+    adapter_gaps,
+    blocked_level,
+    failing_clauses,
+    not_verified,
+    render,
+)
 from memspec.conformance.core.verdicts import clause_verdict
 from memspec.conformance.transport.backend import Backend, BackendDefect
 from memspec.spec.clauses import Clause, parse_clauses
@@ -329,9 +335,10 @@ def _markdown(
     ]
     failing = failing_clauses(records, info.features)
     pending = not_verified(level, records, info.features)
-    if failing or pending:
+    gaps = adapter_gaps(records)
+    if failing or pending or gaps:
         lines += ["## What to fix, by the level it blocks", ""]
-        lines += [*render(failing, pending, markdown=True), ""]
+        lines += [*render(failing, pending, gaps=gaps, markdown=True), ""]
     lines += [
         "## Clauses",
         "",

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memspec.conformance.core.findings import LEVELS, Level
+from memspec.conformance.core.findings import ADAPTER_GAP_MARK, LEVELS, Kind, Level
 from memspec.conformance.core.verdicts import clause_verdict, failure_reason
 from memspec.spec.clauses import Clause, parse_clauses
 from memspec.spec.examples import spec_text
@@ -107,6 +107,17 @@ def not_verified(
     ]
 
 
+def adapter_gaps(records: Iterable[CheckRecord]) -> list[tuple[str, str]]:
+    """Returns the checks an adapter gap stopped (memspec's adapter of a store written elsewhere
+    met an answer it cannot map), each with the answer: its clauses read "not verified", and
+    the adapter, not the store, needs the fix."""
+    return [
+        (record.id, record.reason)
+        for record in records
+        if record.kind == Kind.UNVERIFIED and record.reason.startswith(ADAPTER_GAP_MARK)
+    ]
+
+
 def _heading(group: str, count: int) -> str:
     plural = "clause fails" if count == 1 else "clauses fail"
     return {
@@ -121,13 +132,25 @@ def render(
     failing: Sequence[FailingClause],
     pending: Sequence[tuple[str, str]] = (),
     *,
+    gaps: Sequence[tuple[str, str]] = (),
     markdown: bool = False,
 ) -> list[str]:
-    """Returns the lines of the summary: a heading per group, then per clause one line with the
-    clause, the reason and the check, and under it the rule; then the clauses the next level
-    needs that no check could judge (``pending``), each with why; then where to read more.
-    Markdown makes each clause a list item."""
+    """Returns the lines of the summary: the adapter gaps first (``gaps``: check and answer),
+    a heading per group, then per clause one line with the clause, the reason and the check, and
+    under it the rule; then the clauses the next level needs that no check could judge
+    (``pending``), each with why; then where to read more. Markdown makes each clause a list
+    item."""
     lines: list[str] = []
+    if gaps:
+        heading = (
+            f"adapter gaps: {len(gaps)} check(s) stopped on an answer memspec's adapter cannot "
+            "map (a rule to add, not a defect of the store):"
+        )
+        lines += [("### " if markdown else "") + heading, *([""] if markdown else [])]
+        for check, why in gaps[:SHOWN_PENDING]:
+            why = _clip(why, REASON_WIDTH)
+            lines.append(f"- `{check}` {why}" if markdown else f"  {why}  [{check}]")
+        lines.append("")
     groups = dict.fromkeys(item.blocks for item in failing)
     for group in groups:
         members = [item for item in failing if item.blocks == group]
@@ -154,7 +177,7 @@ def render(
         if len(pending) > SHOWN_PENDING:
             lines.append(f"  and {len(pending) - SHOWN_PENDING} more (report.md lists them)")
         lines.append("")
-    if failing or pending:
+    if failing or pending or gaps:
         lines.append(
             f"read a clause, its examples and its checks: {READ_MORE}; every check's whole "
             "message: certify -v, or report.md"
@@ -167,4 +190,5 @@ def failing_summary(
 ) -> list[str]:
     """Returns :func:`render` of the records' failing and pending clauses, for the terminal."""
     checks = list(records)
-    return render(failing_clauses(checks, claimed), not_verified(level, checks, claimed))
+    failing, pending = failing_clauses(checks, claimed), not_verified(level, checks, claimed)
+    return render(failing, pending, gaps=adapter_gaps(checks))

@@ -222,23 +222,18 @@ def _source(function: Any) -> str:
         return ""
 
 
-def detect_features(
-    store_class: type,
-    tool: Callable[..., Any],
-    fence: Any,
-    actions: tuple[str, ...] = (),
-    parses: bool = True,
-) -> list[str]:
-    """Returns the contract features the installed release really has (CONTRACT-19), each from a
-    mechanism found in its code (docs/hermes.md lists them): ``durable`` never, since no release
-    fsyncs the directory (ATOMIC-3 is skipped, never passed); ``tool`` only with the agent's own
-    argument parser. ``core`` is always claimed, so a release whose tool refuses ``replace`` fails
-    the clauses that need it instead of being excused from them."""
+def store_features(store_class: type) -> list[str]:
+    """Returns the contract features a class with Hermes' ``MemoryStore`` shape really has, each
+    from a mechanism found in its code (docs/hermes.md lists them): ``core`` always, so a store
+    that refuses ``replace`` fails the clauses that need it instead of being excused from them;
+    ``multi-process`` for a ``_file_lock``; ``crash-safe`` for a ``_write_file`` that renames a
+    temp file over the file, and ``durable`` when it also fsyncs the directory (no release
+    does: ATOMIC-3 is skipped, never passed); ``drift-guard`` for ``_detect_external_drift``;
+    ``threat-scan`` for an ``add`` that calls a ``_scan…`` function; ``batch`` for
+    ``apply_batch``."""
     features = ["core"]
-    if hasattr(store_class, "apply_batch") and "operations" in inspect.signature(tool).parameters:
+    if callable(getattr(store_class, "apply_batch", None)):
         features.append("batch")
-    if fence is not None:
-        features.append("fence")
     try:
         import fcntl  # noqa: F401
     except ImportError:
@@ -257,8 +252,27 @@ def detect_features(
             features.append("durable")
     if hasattr(store_class, "_detect_external_drift"):
         features.append("drift-guard")
-    if "_scan_memory_content" in _source(getattr(store_class, "add", None)):
+    if re.search(r"\b_scan\w*\(", _source(getattr(store_class, "add", None))):
         features.append("threat-scan")
+    return features
+
+
+def detect_features(
+    store_class: type,
+    tool: Callable[..., Any],
+    fence: Any,
+    actions: tuple[str, ...] = (),
+    parses: bool = True,
+) -> list[str]:
+    """Returns the contract features the installed release really has (CONTRACT-19): its
+    store's (:func:`store_features`), ``batch`` only when the tool also takes ``operations``,
+    ``fence`` with the agent's fence builder, ``patch`` when the tool offers it, and ``tool``
+    only with the agent's own argument parser."""
+    features = store_features(store_class)
+    if "batch" in features and "operations" not in inspect.signature(tool).parameters:
+        features.remove("batch")
+    if fence is not None:
+        features.insert(features.index("core") + 1 + ("batch" in features), "fence")
     if "patch" in actions:
         features.append("patch")
     if parses and tool_schema(inspect.getmodule(tool)) is not None:

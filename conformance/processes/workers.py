@@ -30,6 +30,7 @@ from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
+from memspec.conformance.transport.jsonlines import AdapterGap
 from memspec.conformance.transport.wire import (
     Answer,
     HistoryRecord,
@@ -118,6 +119,8 @@ class WorkerStatus(StrEnum):
     REFUSED = "refused"
     ERROR = "error"
     BARRIER = "barrier"
+    GAP = "gap"
+    """memspec's adapter of the store could not map an answer (:class:`AdapterGap`)."""
 
 
 @dataclass(frozen=True)
@@ -304,6 +307,9 @@ def _run_session(
                 said = (refusal.action, refusal.clauses, refusal.text)
                 outbox.send(Refused(index, time.monotonic(), *said))
                 return
+            except AdapterGap as gap:
+                outbox.send(Ended(WorkerStatus.GAP, str(gap)))
+                return
             finally:
                 if hook is not None:
                     hook.op = None
@@ -391,6 +397,8 @@ class WorkerResult:
             return self
         if self.status == WorkerStatus.ERROR:
             raise HarnessError(f"worker {self.name} failed:\n{self.message}")
+        if self.status == WorkerStatus.GAP:
+            raise AdapterGap(self.message)
         defect = self.defect or Broke(None, 0.0, "", None, None)
         raise BackendDefect(
             f"session {self.name}: {defect.message or self.message}", defect.sent, defect.received
@@ -523,11 +531,14 @@ class Worker:
     def finish(self, timeout: float) -> WorkerResult:
         """Waits up to ``timeout`` seconds for the worker to end, kills it if it has not, reaps
         it and returns its result (also on later calls). Raises :class:`Refusal` when the
-        backend refused an action of ``core`` as unsupported: no check can judge the history of
-        a session stopped there."""
+        backend refused an action of ``core`` as unsupported, and :class:`AdapterGap` when
+        memspec's adapter of the store could not map an answer: no check can judge the history
+        of a session stopped there."""
         result = self._finished(timeout)
         if self.refusal is not None:
             raise Refusal(self.refusal.action, self.refusal.clauses, self.refusal.text)
+        if result.status == WorkerStatus.GAP:
+            raise AdapterGap(result.message)
         return result
 
     def _finished(self, timeout: float) -> WorkerResult:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar, cast
 
 from memspec.conformance.core.errors import UsageError
+from memspec.conformance.core.findings import ADAPTER_GAP_MARK, Unverified
 from memspec.conformance.core.locations import backend_environment
 from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport import prestart
@@ -40,12 +41,28 @@ from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
 STDERR_TAIL = 20
+STDERR_DRAIN = 2.0
+"""Seconds to wait, once a backend has ended, for the rest of what it wrote to stderr."""
+ADAPTER_GAP_STATUS = 3
+"""A backend that is memspec's own adapter of a store written elsewhere (Hermes' tool, a
+Hermes-shaped class) ends with this status and a stderr line starting with ADAPTER_GAP_MARK when the
+store answered something the adapter cannot map: :class:`AdapterGap`, never a guessed code."""
 SHOWN_LINE = 200
 """How many characters of a line that is not JSON a defect shows."""
 _EOF = object()
 
 
 INVOCATION_DIR = "MEMSPEC_INVOCATION_DIR"
+
+
+class AdapterGap(Unverified):
+    """memspec's adapter could not map the store's answer to the contract: the check judged
+    nothing (its clauses read "not verified" with the unmapped answer), and the adapter needs a
+    rule for it, not the store a fix."""
+
+
+def _short(request: Request) -> str:
+    return json.dumps(request, ensure_ascii=False)[:200]
 
 
 def invocation_dir() -> str:
@@ -81,6 +98,7 @@ class CommandSession:
     process: subprocess.Popen[str] = field(init=False, repr=False)
     _lines: queue.Queue[object] = field(init=False, repr=False)
     _stderr: deque[str] = field(init=False, repr=False)
+    _stderr_pump: threading.Thread = field(init=False, repr=False)
     _next_id: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -110,9 +128,10 @@ class CommandSession:
         self._stderr = deque(maxlen=STDERR_TAIL)
         assert self.process.stdout is not None and self.process.stderr is not None
         threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
-        threading.Thread(
+        self._stderr_pump = threading.Thread(
             target=_keep_tail, args=(self.process.stderr, self._stderr), daemon=True
-        ).start()
+        )
+        self._stderr_pump.start()
         opened = self._exchange(
             {
                 "op": "open",
@@ -164,6 +183,11 @@ class CommandSession:
             ) from None
         if received is _EOF:
             status = self.process.wait(timeout=self.timeout)
+            self._stderr_pump.join(STDERR_DRAIN)  # its last lines say why it ended
+            gap = [line for line in self._stderr if line.startswith(ADAPTER_GAP_MARK)]
+            if status == ADAPTER_GAP_STATUS and gap:
+                self.kill()
+                raise AdapterGap(f"{gap[-1].strip()} (answering {_short(request)})")
             raise self._defect(
                 f"the backend exited with status {status} instead of answering", request
             )

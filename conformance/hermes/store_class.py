@@ -1,0 +1,500 @@
+"""memspec backend: any class with Hermes' ``MemoryStore`` shape (``certify --hermes-class``).
+
+Hermes' store has been copied into other agents with its methods intact: ``load_from_disk``,
+``add`` / ``replace`` / ``remove`` (and ``apply_batch``) returning Hermes' result dicts, the live
+``memory_entries`` / ``user_entries`` and a system-prompt snapshot method. This module finds those
+parts in a class by inspection, says what it found (:meth:`Shape.describe`), and serves the
+class as a contract backend over JSON Lines: ``python -m memspec.conformance.hermes.store_class
+--class TARGET``, which is what ``memspec certify --hermes-class`` runs. A refusal's text is read
+with Hermes' own table (:data:`~memspec.conformance.hermes.adapter.ERROR_CODES`) after the user's
+rules (``--hermes-rules``); a text neither knows ends the session with an adapter gap that names
+it, never with a guessed code. It never repairs the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any
+
+from memspec.conformance.core.errors import UsageError
+from memspec.conformance.core.findings import ADAPTER_GAP_MARK
+from memspec.conformance.hermes.adapter import ERROR_CODES, store_features
+from memspec.conformance.transport.jsonlines import ADAPTER_GAP_STATUS
+from memspec.spec.codes import OUTCOME_CODES
+from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
+
+LOADERS = ("load_from_disk", "load")
+SNAPSHOTS = ("format_for_system_prompt", "snapshot_block", "snapshot", "system_prompt_block")
+ENTRY_METHODS = ("entries_for", "get_entries", "_entries_for")
+BETWEEN = ("reset_consolidation_failures",)
+"""Methods called before every mutation when the class has one: each contract call is one turn
+of the agent, and Hermes' store counts failed consolidations per turn."""
+DIRECTORY_WORDS = re.compile(r"dir|directory|root|path|home|folder|base", re.IGNORECASE)
+DIRECTORY_FUNCTION = re.compile(r"^_?(get_)?\w*(memory|memories)\w*_dir(ectory)?$")
+RULE = re.compile(r"^(?P<pattern>.+?)\s+->\s+(?P<code>[A-Z_]+)\s*$")
+
+
+class NotHermesShaped(UsageError):
+    """The class lacks a part every Hermes-shaped store has (the message names it)."""
+
+
+# -- the class and its shape --------------------------------------------------------------------
+
+
+def load_class(target: str) -> type:
+    """Returns the class named ``MODULE:CLASS`` or ``PATH.py:CLASS`` (a file's folder goes first
+    on ``sys.path``, so that it imports its neighbours). Raises UsageError naming what failed."""
+    where, sep, name = target.rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        raise UsageError(f"--hermes-class takes MODULE:CLASS or PATH.py:CLASS, got {target!r}")
+    try:
+        module = _import(where)
+    except UsageError:
+        raise
+    except Exception as error:  # the module's own import failed: say how, in one line
+        raise UsageError(
+            f"cannot import {where!r}: {type(error).__name__}: {error}".splitlines()[0]
+        ) from None
+    found = getattr(module, name, None)
+    if not isinstance(found, type):
+        raise UsageError(f"{where!r} has no class {name!r}")
+    return found
+
+
+def _import(where: str) -> ModuleType:
+    if not where.endswith(".py"):
+        return importlib.import_module(where)
+    path = Path(where).absolute()
+    if not path.is_file():
+        raise UsageError(f"no such file: {where}")
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a Hermes-shaped class is driven: where its directory comes from (``directory`` is
+    ``argument``, ``function`` or ``attribute``, ``place`` its name), its limit parameters, and
+    the methods each contract request calls."""
+
+    cls: type
+    directory: str
+    place: str
+    limits: tuple[str, str]
+    load: str
+    entries: str
+    """``memory_entries`` for the live lists, else the method taking a target."""
+    snapshot: str
+    batch: str | None
+    between: str | None
+    features: tuple[str, ...]
+
+    @property
+    def module(self) -> ModuleType:
+        return sys.modules[self.cls.__module__]
+
+    def describe(self) -> str:
+        """Returns one line saying what was found, for the terminal and the report."""
+        where = {
+            "argument": f"constructor argument {self.place!r}",
+            "function": f"module function {self.place}() (patched per session)",
+            "attribute": f"attribute {self.place!r} (set per session)",
+        }[self.directory]
+        parts = [
+            f"directory from {where}",
+            f"limits {self.limits[0]}, {self.limits[1]}",
+            f"load {self.load}()",
+            f"snapshot {self.snapshot}(target)",
+            "entries "
+            + (
+                "memory_entries/user_entries"
+                if self.entries == "memory_entries"
+                else f"{self.entries}(target)"
+            ),
+        ]
+        if self.batch:
+            parts.append(f"batch {self.batch}()")
+        if self.between:
+            parts.append(f"{self.between}() before each mutation")
+        return f"{self.cls.__qualname__}: " + "; ".join(parts)
+
+
+def inspect_shape(cls: type, *, snapshot: str | None = None, between: str | None = None) -> Shape:
+    """Returns how to drive ``cls``, found by inspection (raises NotHermesShaped naming the first
+    missing part). ``snapshot`` and ``between`` name the snapshot method and the method to call
+    between requests when the class's own names are not Hermes'."""
+    name = cls.__qualname__
+    for method, arguments in (("add", 2), ("replace", 3), ("remove", 2)):
+        if not _takes(getattr(cls, method, None), arguments):
+            raise NotHermesShaped(
+                f"{name} is not Hermes-shaped: it has no {method}() taking target and "
+                f"{arguments - 1} more argument(s)"
+            )
+    load = next((m for m in LOADERS if callable(getattr(cls, m, None))), None)
+    if load is None:
+        raise NotHermesShaped(f"{name} is not Hermes-shaped: it has no {' or '.join(LOADERS)}()")
+    parameters = _parameters(cls)
+    limits = _limit_parameters(parameters)
+    if limits is None:
+        raise NotHermesShaped(
+            f"{name} is not Hermes-shaped: its constructor takes no memory and user character "
+            f"limits (it takes {', '.join(parameters) or 'nothing'})"
+        )
+    directory, place = _directory(cls, parameters, limits)
+    shown = snapshot or next((m for m in SNAPSHOTS if callable(getattr(cls, m, None))), None)
+    if shown is None or not callable(getattr(cls, shown, None)):
+        wanted = f"{snapshot}()" if snapshot else f"one of {', '.join(SNAPSHOTS)}"
+        raise NotHermesShaped(
+            f"{name} has no snapshot method {wanted}; name it with --hermes-snapshot"
+        )
+    if between is not None and not callable(getattr(cls, between, None)):
+        raise NotHermesShaped(f"{name} has no method {between}() (--hermes-between)")
+    hook = between or next((m for m in BETWEEN if callable(getattr(cls, m, None))), None)
+    entries = _entries(cls)
+    batch = "apply_batch" if callable(getattr(cls, "apply_batch", None)) else None
+    return Shape(
+        cls, directory, place, limits, load, entries, shown, batch, hook,
+        tuple(store_features(cls)),
+    )  # fmt: skip
+
+
+def _takes(method: Any, arguments: int) -> bool:
+    if not callable(method):
+        return False
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in list(signature.parameters.values())[1:]
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values())
+    return len(positional) >= arguments or varargs
+
+
+def _parameters(cls: type) -> dict[str, inspect.Parameter]:
+    try:
+        signature = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return {}
+    return {n: p for n, p in list(signature.parameters.items())[1:] if p.kind != p.VAR_KEYWORD}
+
+
+def _limit_parameters(parameters: Mapping[str, inspect.Parameter]) -> tuple[str, str] | None:
+    def find(word: str) -> str | None:
+        return next((n for n in parameters if word in n.lower() and "limit" in n.lower()), None)
+
+    memory, user = find("mem"), find("user")
+    return (memory, user) if memory and user and memory != user else None
+
+
+def _directory(
+    cls: type, parameters: Mapping[str, inspect.Parameter], limits: tuple[str, str]
+) -> tuple[str, str]:
+    """Returns where the class takes its directory from: a constructor argument whose name says
+    so, a module function that names the memory directory (Hermes' ``get_memory_dir``, read
+    from ``HERMES_HOME``), or an attribute the constructor sets to a path."""
+    for name in parameters:
+        if name not in limits and DIRECTORY_WORDS.search(name):
+            return "argument", name
+    module = sys.modules.get(cls.__module__)
+    source = _source(cls)
+    for name, value in vars(module or {}).items():
+        if callable(value) and DIRECTORY_FUNCTION.match(name) and f"{name}(" in source:
+            return "function", name
+    required = [
+        n for n, p in parameters.items() if n not in limits and p.default is inspect.Parameter.empty
+    ]
+    if required:
+        raise NotHermesShaped(
+            f"{cls.__qualname__}: cannot tell which constructor argument is its directory "
+            f"({', '.join(required)}): none is named like one (dir, path, root, home)"
+        )
+    for name in re.findall(r"self\.(\w+)\s*(?::[^=\n]+)?=", _source(cls.__init__)):
+        if DIRECTORY_WORDS.search(name) and not name.endswith("limit"):
+            return "attribute", name
+    raise NotHermesShaped(
+        f"{cls.__qualname__}: cannot find the directory it writes to: no constructor argument, "
+        "memory-directory function or path attribute"
+    )
+
+
+def _entries(cls: type) -> str:
+    method = next((m for m in ENTRY_METHODS if callable(getattr(cls, m, None))), None)
+    init = "".join(_source(vars(c).get("__init__")) for c in cls.__mro__)
+    if "memory_entries" in init and "user_entries" in init:
+        return "memory_entries"
+    if method is None:
+        raise NotHermesShaped(
+            f"{cls.__qualname__} is not Hermes-shaped: no memory_entries/user_entries lists and "
+            f"no {' or '.join(ENTRY_METHODS)}(target)"
+        )
+    return method
+
+
+def _source(thing: Any) -> str:
+    try:
+        return inspect.getsource(thing)
+    except (OSError, TypeError):
+        return ""
+
+
+# -- refusal rules ------------------------------------------------------------------------------
+
+
+def parse_rules(path: Path) -> tuple[tuple[str, str], ...]:
+    """Returns the rules of a ``--hermes-rules`` file: one ``PATTERN -> CODE`` per line (a
+    Python regular expression searched in the refusal's ``error`` text, and a contract code),
+    blank lines and ``#`` comments skipped. Raises UsageError naming the line at fault."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read the rules file {path}: {error}") from None
+    rules: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        matched = RULE.match(line.strip())
+        if matched is None:
+            raise UsageError(f"{where}: expected 'PATTERN -> CODE', got {line.strip()!r}")
+        pattern, code = matched["pattern"], matched["code"]
+        if code not in OUTCOME_CODES or code == "OK":
+            raise UsageError(f"{where}: {code} is not a refusal code of the contract")
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise UsageError(f"{where}: not a regular expression: {error}") from None
+        rules.append((pattern, code))
+    return tuple(rules)
+
+
+class AdapterGap(Exception):
+    """The store answered something neither the rules nor Hermes' table map to the contract."""
+
+
+def classify(result: Any, rules: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Returns the contract Outcome of a Hermes result dict: ``success`` is ``OK``, a refusal's
+    ``error`` text is matched against ``rules`` and then Hermes' table (raises AdapterGap)."""
+    if not isinstance(result, Mapping):
+        raise AdapterGap(f"the store answered a {type(result).__name__}, not a result dict")
+    if result.get("success") is True:
+        outcome: dict[str, Any] = {"ok": True, "code": "OK", "message": result.get("message", "")}
+        if "already exists" in str(result.get("message", "")):
+            outcome["duplicate"] = True
+        if isinstance(result.get("usage"), str):
+            outcome["usage"] = result["usage"]
+        if result.get("drift_backup"):
+            outcome["backup"] = str(result["drift_backup"])
+        return outcome
+    error = str(result.get("error", ""))
+    for pattern, code in (*rules, *ERROR_CODES):
+        if re.search(pattern, error, re.DOTALL):
+            outcome = {"ok": False, "code": code, "message": error}
+            if isinstance(result.get("usage"), str):
+                outcome["usage"] = result["usage"]
+            if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
+                outcome["matches"] = result["matches"]
+            if code == "E_DRIFT" and result.get("drift_backup"):
+                outcome["backup"] = str(result["drift_backup"])
+            return outcome
+    raise AdapterGap(
+        f"no rule maps the refusal {error[:300]!r} (the whole answer: "
+        f"{json.dumps(result, default=str, ensure_ascii=False)[:400]}); add a line 'PATTERN -> CODE' for it to "
+        "--hermes-rules"
+    )
+
+
+# -- the backend --------------------------------------------------------------------------------
+
+
+@dataclass
+class HermesClassStore:
+    """One contract session: one instance of a Hermes-shaped class on the root."""
+
+    shape: Shape
+    rules: Sequence[tuple[str, str]]
+    root: Path
+    limits: tuple[int, int]
+    store: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        shape = self.shape
+        arguments: dict[str, Any] = dict(zip(shape.limits, self.limits, strict=True))
+        if shape.directory == "argument":
+            arguments[shape.place] = self.root
+        self._aim()
+        self.store = shape.cls(**arguments)
+        if shape.directory == "attribute":
+            setattr(self.store, shape.place, self.root)
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return self.shape.features
+
+    def _aim(self) -> None:
+        """Points the module's directory function at this session's root (one process may hold
+        sessions on several roots; each call aims it again)."""
+        if self.shape.directory == "function":
+            root = self.root
+            setattr(self.shape.module, self.shape.place, lambda *_, **__: root)
+
+    def _mutate(self, method: str, *arguments: Any) -> dict[str, Any]:
+        self._aim()
+        if self.shape.between:
+            getattr(self.store, self.shape.between)()
+        result = getattr(self.store, method)(*arguments)
+        try:
+            return classify(result, self.rules)
+        except AdapterGap as gap:
+            print(f"{ADAPTER_GAP_MARK}: {gap}", file=sys.stderr, flush=True)
+            os._exit(ADAPTER_GAP_STATUS)
+
+    def load(self) -> None:
+        self._aim()
+        getattr(self.store, self.shape.load)()
+
+    def add(self, target: Any, content: Any) -> dict[str, Any]:
+        return self._mutate("add", target, content)
+
+    def replace(self, target: Any, old_text: Any, new_content: Any) -> dict[str, Any]:
+        return self._mutate("replace", target, old_text, new_content)
+
+    def remove(self, target: Any, old_text: Any) -> dict[str, Any]:
+        return self._mutate("remove", target, old_text)
+
+    def batch(self, target: Any, operations: Any) -> dict[str, Any]:
+        assert self.shape.batch is not None  # not claimed otherwise
+        return self._mutate(self.shape.batch, target, operations)
+
+    def entries(self, target: str) -> list[str]:
+        if target not in TARGETS:
+            raise ValueError(f"target must be 'memory' or 'user', got {target!r}")
+        if self.shape.entries == "memory_entries":
+            return list(getattr(self.store, f"{target}_entries"))
+        return list(getattr(self.store, self.shape.entries)(target))
+
+    def snapshot(self, target: str) -> str | None:
+        if target not in TARGETS:
+            raise ValueError(f"target must be 'memory' or 'user', got {target!r}")
+        self._aim()
+        block = getattr(self.store, self.shape.snapshot)(target)
+        return block if block else None
+
+
+def command(
+    target: str, *, rules: str | None = None, between: str | None = None,
+    snapshot: str | None = None, base: Path | None = None,
+) -> tuple[str, Shape]:  # fmt: skip
+    """Returns the backend command that serves the class ``target`` in this environment, and its
+    shape, checked here first (raises UsageError, NotHermesShaped). Paths are made absolute
+    against ``base``, since the command runs in the invocation directory."""
+    base = base or Path.cwd()
+    where, _, name = target.rpartition(":")
+    if where.endswith(".py"):
+        target = f"{(base / where).absolute()}:{name}"
+    argv = [sys.executable, "-m", __name__, "--class", target]
+    if rules is not None:
+        rules_path = (base / rules).absolute()
+        parse_rules(rules_path)
+        argv += ["--rules", str(rules_path)]
+    with _scratch_home():
+        shape = inspect_shape(load_class(target), snapshot=snapshot, between=between)
+    argv += ["--between", between] if between else []
+    argv += ["--snapshot", snapshot] if snapshot else []
+    return shlex.join(argv), shape
+
+
+class _scratch_home:
+    """Points ``HERMES_HOME`` at a scratch directory while a store's module is imported or run,
+    so that nothing reaches the user's own memory."""
+
+    def __enter__(self) -> str:
+        self.before = os.environ.get("HERMES_HOME")
+        self.home = tempfile.mkdtemp(prefix="memspec-hermes-class-home-")
+        os.environ["HERMES_HOME"] = self.home
+        return self.home
+
+    def __exit__(self, *_: object) -> None:
+        import shutil
+
+        if self.before is None:
+            os.environ.pop("HERMES_HOME", None)
+        else:
+            os.environ["HERMES_HOME"] = self.before
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def factory(shape: Shape, rules: Sequence[tuple[str, str]]) -> Callable[..., HermesClassStore]:
+    """Returns the contract factory of ``shape``'s class."""
+
+    def open_store(
+        root: Path,
+        *,
+        memory_char_limit: int = DEFAULT_LIMITS["memory"],
+        user_char_limit: int = DEFAULT_LIMITS["user"],
+    ) -> HermesClassStore:
+        return HermesClassStore(shape, rules, Path(root), (memory_char_limit, user_char_limit))
+
+    return open_store
+
+
+def _protocol_stream() -> IO[str]:
+    """Returns the stream the answers go to (file descriptor 1, where the strace runs look for
+    them), and has whatever else the store prints or logs through ``sys.stdout`` (a logger's
+    default, a debugging print) go to stderr: one stray line among the answers would end the
+    session."""
+    protocol = sys.stdout
+    sys.stdout = sys.stderr
+    return protocol
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serves one Hermes-shaped class over JSON Lines until stdin closes."""
+    from memspec.conformance.transport.backend import InProcessBackend
+    from memspec.conformance.transport.jsonlines import serve
+
+    parser = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__)
+    parser.add_argument("--class", dest="target", required=True, metavar="TARGET")
+    parser.add_argument("--rules", metavar="FILE")
+    parser.add_argument("--between", metavar="METHOD")
+    parser.add_argument("--snapshot", metavar="METHOD")
+    args = parser.parse_args(argv)
+    protocol = _protocol_stream()
+    with _scratch_home():
+        try:
+            rules = parse_rules(Path(args.rules)) if args.rules else ()
+            shape = inspect_shape(
+                load_class(args.target), snapshot=args.snapshot, between=args.between
+            )
+        except UsageError as error:
+            print(f"memspec hermes-class: error: {error}", file=sys.stderr)
+            return 2
+        backend = InProcessBackend.of_factory(factory(shape, rules), None)
+        backend.spec = f"{shape.cls.__module__}:{shape.cls.__qualname__} (--hermes-class)"
+        backend._version = getattr(shape.module, "__version__", "") or ""
+        return serve(backend, sys.stdin, protocol)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
