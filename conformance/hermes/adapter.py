@@ -138,32 +138,31 @@ class BadOpen(Exception):
     """The ``open`` request is malformed (answered with ``E_INVALID``)."""
 
 
-def classify(result: ToolResult) -> Answer:
+def classify(result: ToolResult, table: tuple[tuple[str, str], ...] = ERROR_CODES) -> Answer:
     """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4): ``success``
-    is ``OK``, a refusal is matched against ERROR_CODES by its ``error`` text, Hermes' ``usage`` is
-    passed on as it is (SNAP-11 judges it); a staged write or an unknown text raises
-    :class:`AdapterGap`."""
+    is ``OK``, a refusal is matched against ``table`` (ERROR_CODES) by its ``error`` text, Hermes'
+    ``usage`` is passed on as it is (SNAP-11 judges it), and a ``drift_backup`` as the backup; a
+    staged write or an unknown text raises :class:`AdapterGap`."""
     if result.get("staged"):
         raise AdapterGap(f"the write-approval gate staged the write: {result}")
+    outcome: Answer
     if result.get("success") is True:
-        outcome: Answer = {"ok": True, "code": "OK", "message": result.get("message", "")}
+        outcome = {"ok": True, "code": "OK", "message": result.get("message", "")}
         if "already exists" in str(result.get("message", "")):
             outcome["duplicate"] = True
-        if isinstance(result.get("usage"), str):
-            outcome["usage"] = result["usage"]
-        return outcome
-    error = str(result.get("error", ""))
-    for pattern, code in ERROR_CODES:
-        if re.search(pattern, error, re.DOTALL):
-            outcome = {"ok": False, "code": code, "message": error}
-            if isinstance(result.get("usage"), str):
-                outcome["usage"] = result["usage"]
-            if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
-                outcome["matches"] = result["matches"]
-            if code == "E_DRIFT" and result.get("drift_backup"):
-                outcome["backup"] = str(result["drift_backup"])
-            return outcome
-    raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
+    else:
+        error = str(result.get("error", ""))
+        code = next((c for pattern, c in table if re.search(pattern, error, re.DOTALL)), None)
+        if code is None:
+            raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
+        outcome = {"ok": False, "code": code, "message": error}
+        if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
+            outcome["matches"] = result["matches"]
+    if isinstance(result.get("usage"), str):
+        outcome["usage"] = result["usage"]
+    if result.get("drift_backup") and outcome["code"] in ("OK", "E_DRIFT"):
+        outcome["backup"] = str(result["drift_backup"])
+    return outcome
 
 
 def tool_schema(module: Any) -> dict[str, Any] | None:

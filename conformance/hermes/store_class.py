@@ -32,6 +32,8 @@ from typing import IO, Any
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import ADAPTER_GAP_MARK
 from memspec.conformance.hermes.adapter import ERROR_CODES, store_features
+from memspec.conformance.hermes.adapter import AdapterGap as HermesGap
+from memspec.conformance.hermes.adapter import classify as hermes_classify
 from memspec.conformance.transport.jsonlines import ADAPTER_GAP_STATUS
 from memspec.spec.codes import OUTCOME_CODES
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
@@ -294,35 +296,20 @@ class AdapterGap(Exception):
 
 
 def classify(result: Any, rules: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    """Returns the contract Outcome of a Hermes result dict: ``success`` is ``OK``, a refusal's
-    ``error`` text is matched against ``rules`` and then Hermes' table (raises AdapterGap)."""
+    """Returns the contract Outcome of a Hermes result dict, its refusal text read by ``rules``
+    and then Hermes' table (:func:`~memspec.conformance.hermes.adapter.classify`); raises
+    AdapterGap naming an answer neither maps."""
     if not isinstance(result, Mapping):
         raise AdapterGap(f"the store answered a {type(result).__name__}, not a result dict")
-    if result.get("success") is True:
-        outcome: dict[str, Any] = {"ok": True, "code": "OK", "message": result.get("message", "")}
-        if "already exists" in str(result.get("message", "")):
-            outcome["duplicate"] = True
-        if isinstance(result.get("usage"), str):
-            outcome["usage"] = result["usage"]
-        if result.get("drift_backup"):
-            outcome["backup"] = str(result["drift_backup"])
-        return outcome
-    error = str(result.get("error", ""))
-    for pattern, code in (*rules, *ERROR_CODES):
-        if re.search(pattern, error, re.DOTALL):
-            outcome = {"ok": False, "code": code, "message": error}
-            if isinstance(result.get("usage"), str):
-                outcome["usage"] = result["usage"]
-            if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
-                outcome["matches"] = result["matches"]
-            if code == "E_DRIFT" and result.get("drift_backup"):
-                outcome["backup"] = str(result["drift_backup"])
-            return outcome
-    raise AdapterGap(
-        f"no rule maps the refusal {error[:300]!r} (the whole answer: "
-        f"{json.dumps(result, default=str, ensure_ascii=False)[:400]}); add a line 'PATTERN -> CODE' for it to "
-        "--hermes-rules"
-    )
+    try:
+        return dict(hermes_classify(result, (*rules, *ERROR_CODES)))  # type: ignore[arg-type]
+    except HermesGap:
+        error = str(result.get("error", ""))
+        raise AdapterGap(
+            f"no rule maps the refusal {error[:300]!r} (the whole answer: "
+            f"{json.dumps(result, default=str, ensure_ascii=False)[:400]}); add a line "
+            "'PATTERN -> CODE' for it to --hermes-rules"
+        ) from None
 
 
 # -- the backend --------------------------------------------------------------------------------
