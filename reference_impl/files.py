@@ -44,13 +44,13 @@ def lock_path(data_path: Path) -> Path:
 
 
 @contextmanager
-def locked(data_path: Path) -> Iterator[int]:
+def locked(data_path: Path, *, wait: bool = True) -> Iterator[int]:
     """Holds the exclusive ``flock`` of ``data_path``'s lock file and yields its descriptor.
 
     The lock file is opened with ``O_NOFOLLOW`` and mode 0600, so a symlink raises ``OSError``
     (``ELOOP``) instead of being followed (FILES-3, FILES-1). The lock excludes every other session
     of the root (LOCK-1) for the whole body (LOCK-3), and the kernel releases it if its holder dies
-    (CRASH-3).
+    (CRASH-3). Without ``wait``, a lock another process holds raises ``BlockingIOError``.
     """
     fd = os.open(
         lock_path(data_path),
@@ -58,7 +58,7 @@ def locked(data_path: Path) -> Iterator[int]:
         NEW_FILE_MODE,
     )
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
             yield fd
         finally:

@@ -517,6 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
     from memspec.conformance.hermes.cli import add_parsers
 
     add_parsers(commands)
+    from memspec.doctor.cli import add_parser as add_doctor
+
+    add_doctor(commands)
     return parser
 
 

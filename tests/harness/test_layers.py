@@ -25,7 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "architecture.md"
-TOP_LEVEL = ("spec", "reference_impl", "conformance", "fuzz")
+TOP_LEVEL = ("spec", "reference_impl", "conformance", "fuzz", "doctor")
 
 
 def source_modules() -> dict[str, Path]:

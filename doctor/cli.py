@@ -1,0 +1,170 @@
+"""The ``doctor`` subcommand: one screen a person reads at a glance, or ``--json`` for tools.
+
+Exit status: 0 healthy, 1 something needs attention, 2 bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from memspec.doctor.diagnose import FIX, SEVERITIES, Diagnosis, diagnose
+from memspec.doctor.limits import DoctorError, Limit, default_directory, read_limits
+from memspec.doctor.repair import Action, repair
+
+HEALTHY, ATTENTION, BAD_INPUT = 0, 1, 2
+
+
+def add_parser(commands: Any) -> None:
+    """Adds ``doctor`` to the ``memspec`` subcommands."""
+    doctor = commands.add_parser(
+        "doctor",
+        help="check a real memory directory (read only)",
+        description="Check a memory directory (MEMORY.md, USER.md and the files beside them) "
+        "against the spec, and say what needs attention, how bad it is and what repairs it. "
+        "Reads only.",
+    )
+    doctor.add_argument(
+        "directory",
+        nargs="?",
+        metavar="DIR",
+        help="the memory directory (default: $HERMES_HOME/memories, else ~/.hermes/memories)",
+    )
+    for target in ("memory", "user"):
+        doctor.add_argument(
+            f"--{target}-char-limit",
+            type=_positive,
+            metavar="N",
+            help=f"the {target} limit (default: memory.{target}_char_limit of the profile's "
+            "config.yaml, else the spec's default)",
+        )
+    doctor.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="repair what loses nothing, holding the store's locks: rewrite cosmetic files in "
+        "the canonical form and remove temp files, each rewrite after a byte-exact backup",
+    )
+    doctor.add_argument(
+        "--dry-run", action="store_true", help="say what --fix would do, and change nothing"
+    )
+    doctor.add_argument(
+        "--move-oversized",
+        action="store_true",
+        help="with --fix: also move entries over the limit out of the file (its backup keeps them)",
+    )
+    doctor.set_defaults(run=run)
+
+
+def _positive(value: str) -> int:
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``memspec doctor`` and returns its exit status."""
+    directory = Path(args.directory) if args.directory else default_directory()
+    repairing = args.fix or args.dry_run
+    actions: list[Action] = []
+    try:
+        if args.move_oversized and not repairing:
+            raise DoctorError("--move-oversized needs --fix (or --dry-run)")
+        if not directory.exists():
+            raise DoctorError(f"no such directory: {directory}")
+        if not directory.is_dir():
+            raise DoctorError(f"not a directory: {directory}")
+        limits, _ = read_limits(
+            directory, {"memory": args.memory_char_limit, "user": args.user_char_limit}
+        )
+        values = {t: limit.value for t, limit in limits.items()}
+        if repairing:
+            actions = repair(
+                directory, values, move_oversized=args.move_oversized, dry_run=args.dry_run
+            )
+        found = diagnose(directory, values)
+    except DoctorError as error:
+        print(f"memspec doctor: error: {error}", file=sys.stderr)
+        return BAD_INPUT
+    except OSError as error:
+        print(f"memspec doctor: error: cannot read {directory}: {error.strerror}", file=sys.stderr)
+        return BAD_INPUT
+    if args.json:
+        done = [asdict(action) for action in actions] if repairing else None
+        print(
+            json.dumps(
+                {**found.as_json(), "limits": _limits_json(limits), "repairs": done}, indent=1
+            )
+        )
+    else:
+        if repairing:
+            print("\n".join(render_actions(actions, args.dry_run)))
+        print("\n".join(render(found, limits)))
+    return HEALTHY if found.healthy else ATTENTION
+
+
+def render_actions(actions: list[Action], dry_run: bool) -> list[str]:
+    """Returns what --fix did (or, with --dry-run, would do), one line per action."""
+    if not actions:
+        return ["nothing to repair", ""]
+    lines = [f"{a.subject}: {a.what}" + (f"; the old bytes are in {a.backup}" if a.backup else "")
+             for a in actions]  # fmt: skip
+    heading = "what --fix would do (nothing was changed):" if dry_run else "repaired:"
+    return [heading, *(f"  {line}" for line in lines), ""]
+
+
+def _limits_json(limits: dict[str, Limit]) -> dict[str, object]:
+    return {t: {"value": limit.value, "source": limit.source} for t, limit in limits.items()}
+
+
+def render(found: Diagnosis, limits: dict[str, Limit]) -> list[str]:
+    """Returns the screen: the directory and limits, per file its state and its problems worst
+    first, the other files, and one line saying whether anything needs attention."""
+    lines = [f"memspec doctor: {found.directory}"]
+    lines.append(
+        "limits: "
+        + ", ".join(f"{t} {limit.value:,} ({limit.source})" for t, limit in limits.items())
+    )
+    by_subject: dict[str, list] = {}
+    for problem in sorted(found.problems, key=lambda p: SEVERITIES.index(p.severity)):
+        by_subject.setdefault(problem.subject, []).append(problem)
+    for state in found.targets:
+        lines.append("")
+        if state.kind in ("absent", "unopenable", "not a file", "unreadable"):
+            lines.append(f"{state.file}: {state.kind}")
+        else:
+            share = state.usage * 100 // state.limit if state.limit else 0
+            lines.append(
+                f"{state.file}: {state.entries} entries, {state.usage:,}/{state.limit:,} "
+                f"characters ({share}%), {state.kind}"
+            )
+        lines += _problem_lines(by_subject.pop(state.file, []))
+    rest = [p for problems in by_subject.values() for p in problems]
+    if rest or found.files:
+        lines += ["", "other files:"]
+        lines += [f"  {line}" for line in found.files]
+        lines += _problem_lines(rest, named=True)
+    attention = [p for p in found.problems if p.severity != "note"]
+    fixable = [p for p in attention if p.fixable]
+    lines.append("")
+    if not attention:
+        lines.append("healthy: nothing needs attention")
+    else:
+        lines.append(
+            f"{len(attention)} thing(s) need attention"
+            + (f"; {len(fixable)} repaired by {FIX}" if fixable else "")
+        )
+    return lines
+
+
+def _problem_lines(problems: list, named: bool = False) -> list[str]:
+    lines = []
+    for p in problems:
+        subject = f"{p.subject} " if named else ""
+        lines.append(f"  {p.severity:<8}{p.clause:<9}{subject}{p.what}")
+        lines.append(f"  {'':<17}repair: {p.repair}")
+    return lines

@@ -1,0 +1,141 @@
+"""``memspec doctor --fix``: repairs what can be repaired without losing a byte, as a writer would,
+with the reference store's own file operations (``reference_impl/files.py``).
+
+Both targets' locks are taken first, without waiting: a directory another process is writing is
+refused, never raced. Under them, each data file is read again and, when it is cosmetic
+(FORMAT-4), rewritten in the canonical form; a foreign file's over-limit entries are moved out
+only on request (``move_oversized``). Every rewrite is preceded by a byte-exact, content-
+addressed backup (DRIFT-3, DRIFT-5), named in the output, and keeps the file's mode (FILES-2);
+temp files a killed writer left are removed (CRASH-2). A second run finds nothing to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from memspec.doctor.diagnose import HERMES_TEMP
+from memspec.doctor.limits import DoctorError
+from memspec.reference_impl.files import (
+    atomic_write,
+    lock_path,
+    locked,
+    read_file,
+    write_backup,
+)
+from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.root_files import file_kind
+from memspec.spec.targets import FILENAMES, TARGETS
+
+
+class Busy(DoctorError):
+    """Another process holds a lock of the directory."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """An Action is one repair: the file, what was (or would be) done, and the backup of the
+    old bytes (``None`` when nothing was rewritten)."""
+
+    subject: str
+    what: str
+    backup: str | None = None
+
+
+def repair(
+    directory: Path,
+    limits: Mapping[str, int],
+    *,
+    move_oversized: bool = False,
+    dry_run: bool = False,
+) -> list[Action]:
+    """Repairs ``directory`` (or, with ``dry_run``, says what it would do, taking no lock and
+    writing nothing); returns the actions. Raises Busy when another process holds a lock, and
+    DoctorError when a file cannot be read."""
+    with ExitStack() as stack:
+        if not dry_run:
+            for target in TARGETS:
+                _hold(stack, directory / FILENAMES[target])
+        actions: list[Action] = []
+        for target in TARGETS:
+            action = _rewrite(
+                directory / FILENAMES[target], limits[target], move_oversized, dry_run
+            )
+            if action is not None:
+                actions.append(action)
+        actions += _sweep(directory, dry_run)
+        return actions
+
+
+def _hold(stack: ExitStack, data_path: Path) -> None:
+    """Takes ``data_path``'s lock without waiting, for as long as ``stack`` lasts."""
+    try:
+        stack.enter_context(locked(data_path, wait=False))
+    except BlockingIOError:
+        raise Busy(
+            f"{data_path.parent} is busy: another process holds {lock_path(data_path).name}; "
+            "run doctor again when the agent using it is done"
+        ) from None
+    except OSError as error:
+        raise DoctorError(
+            f"cannot take {lock_path(data_path).name}: {error.strerror or error}"
+        ) from None
+
+
+def _rewrite(path: Path, limit: int, move_oversized: bool, dry_run: bool) -> Action | None:
+    """Rewrites one data file in the canonical form, or without its over-limit entries."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return None  # FILES-4: a link or a directory is the person's to settle
+    try:
+        data = read_file(path)
+    except OSError as error:
+        raise DoctorError(
+            f"cannot read {path}: {error.strerror or error}; it was not changed"
+        ) from None
+    state = classify_bytes(data, limit)
+    if data is None or state.entries is None:
+        return None
+    entries = list(state.entries)
+    if state.kind == "cosmetic":
+        did, would = "rewrote", "would rewrite"
+        what = "it in the canonical form (FORMAT-4)"
+    elif state.kind == "foreign" and move_oversized:
+        over = [e for e in entries if len(e) > limit]
+        entries = [e for e in entries if len(e) <= limit]
+        did, would = "moved out", "would move out"
+        what = f"{len(over)} entr{'y' if len(over) == 1 else 'ies'} over the limit (DRIFT-2)"
+    else:
+        return None
+    new = encode_entries(entries)
+    if new == data:
+        return None
+    if dry_run:
+        return Action(path.name, f"{would} {what}, after a byte-exact backup")
+    backup = write_backup(path, data)
+    atomic_write(path, new)
+    return Action(path.name, f"{did} {what}", backup.name)
+
+
+def _sweep(directory: Path, dry_run: bool) -> list[Action]:
+    """Removes the temp files of both targets and Hermes' (CRASH-2): under both locks, only a
+    crashed writer's can be left."""
+    with os.scandir(directory) as listing:
+        temps = sorted(
+            entry.name
+            for entry in listing
+            if (file_kind(entry.name) == "temp" or HERMES_TEMP.match(entry.name))
+            and not entry.is_dir(follow_symlinks=False)
+        )
+    if not temps:
+        return []
+    if not dry_run:
+        for name in temps:
+            try:
+                os.unlink(directory / name)
+            except FileNotFoundError:
+                continue
+    verb = "would remove" if dry_run else "removed"
+    return [Action(", ".join(temps), f"{verb} {len(temps)} temp file(s) a killed writer left")]
