@@ -246,3 +246,28 @@ def test_random_schedules_catch_a_lock_on_the_data_file_and_replay_it(tmp_path: 
     repro = load_repro(saved)
     assert repro.seed is not None and len(repro.program.sessions) == 3
     assert all(replay(repro).reproduced for _ in range(10))
+
+
+def test_a_thorough_exploration_cut_after_cis_passes_and_ci_still_catches(tmp_path: Path) -> None:
+    # Under thorough the exploration of ci runs first: stopped at its budget after it, the
+    # check passes, saying so; a racy store still fails within ci's exploration.
+    import time
+
+    from memspec.conformance.core.budgets import Allowance
+
+    check = all_checks()["interleavings.preemption_bounded_schedules"]
+
+    def context(name: str, where: Path) -> CheckContext:
+        spent = Allowance(check.id, "thorough", 1.0, time.monotonic(), fixed_work=False)
+        root, scratch = _mk(where / "root"), _mk(where / "scratch")
+        return CheckContext(
+            _backend(name), root, scratch, PROFILES["thorough"], artifacts=where, allowance=spent
+        )
+
+    passing = context(REFERENCE, _mk(tmp_path / "ref"))
+    check.function(passing)
+    assert passing.figures["stopped at its budget after ci's exploration"] is True
+    assert passing.figures["ci's exploration"].endswith("schedules, bound 1")
+    assert passing.figures["every schedule within the bound run"] is False
+    with pytest.raises(AssertionError, match="LOCK-3"):
+        check.function(context("open_no_lock", _mk(tmp_path / "racy")))
