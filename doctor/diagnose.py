@@ -195,23 +195,36 @@ def _layout(name: str, data: bytes, entries: Sequence[str], kind: str, limit: in
     if kind != "cosmetic":
         return []
     text = decode(data) or ""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     said = []
     if text.startswith("\ufeff"):
-        said.append(("READ-1", "a byte order mark at its start"))
+        said.append((
+            "READ-1", "a byte order mark at its start",
+            "a reader that keeps it (Hermes does) glues it to the first entry, which the threat "
+            "scan then blocks as invisible Unicode",
+        ))  # fmt: skip
     if "\r" in text:
-        said.append(("READ-2", "CR LF or CR line ends"))
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        said.append((
+            "READ-2", "CR LF or CR line ends",
+            "a reader that splits on a bare line feed alone reads the entries as one",
+        ))  # fmt: skip
     if any(line.strip() == "§" and line != "§" for line in lines):
-        said.append(("READ-3", "spaces around a § line"))
+        said.append((
+            "READ-3", "spaces around a § line",
+            "a reader that splits only on an exact § line (Hermes does) reads the entries on "
+            "both sides as one",
+        ))  # fmt: skip
     if not said:
-        said.append(("READ-4", "blank lines, empty entries or spaces at entries' ends"))
+        said.append((
+            "READ-4", "blank lines, empty entries or spaces at entries' ends",
+            "readers drop them, and a store writes the file back without them",
+        ))  # fmt: skip
     return [Problem(
         clause, "warning", name,
-        f"holds {words}, which readers tolerate but no store writes (FORMAT-4); Hermes' drift "
-        "guard refuses writes to a file that does not read back as it is",
+        f"holds {words}, which no store writes (FORMAT-4): {why}",
         f"{FIX} rewrites it in the canonical form (a byte-exact backup first)",
         fixable=True,
-    ) for clause, words in said]  # fmt: skip
+    ) for clause, words, why in said]  # fmt: skip
 
 
 def _duplicates(name: str, entries: Sequence[str]) -> list[Problem]:
