@@ -23,10 +23,10 @@ def add_parser(commands: Any) -> None:
     """Adds ``doctor`` to the ``memspec`` subcommands."""
     doctor = commands.add_parser(
         "doctor",
-        help="check a real memory directory (read only)",
+        help="check a real memory directory; --fix repairs what loses nothing",
         description="Check a memory directory (MEMORY.md, USER.md and the files beside them) "
         "against the spec, and say what needs attention, how bad it is and what repairs it. "
-        "Reads only.",
+        "Reads only, unless --fix (docs/doctor.md).",
     )
     doctor.add_argument(
         "directory",
