@@ -581,6 +581,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--page", metavar="FILE", help="also write the results page (docs/results/zoo.md)"
     )
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="certify nothing: read the detections an earlier --json wrote (to render the page "
+        "again after tests/data/zoo-consequences.json changed)",
+    )
     return parser
 
 
@@ -602,14 +608,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m tests.zoo: error: {writable_page(args.page)}", file=sys.stderr)
         return 2
     out = Path(args.out).absolute() if args.out else None
-    print(f"certifying {len(members)} zoo members, profile {args.profile}, {args.jobs} at once")
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        jobs = [pool.submit(certify_member, m, args.profile, out, args.checks) for m in members]
-        detections = []
-        for job in jobs:
-            detections.append(job.result())
-            d = detections[-1]
-            print(f"  {d.member.name}: {d.verdict} in {d.wall:.0f} s", flush=True)
+    if args.from_json:
+        try:
+            detections = read_detections(Path(args.from_json), members)
+        except (OSError, ValueError, KeyError) as error:
+            print(f"python -m tests.zoo: error: --from-json: {error}", file=sys.stderr)
+            return 2
+    else:
+        detections = certify_members(members, args.profile, args.jobs, out, args.checks)
     print(render_table(detections, args.profile))
     if args.json:
         Path(args.json).write_text(
@@ -619,6 +625,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         title = "The zoo: backends broken on purpose"
         print(f"page: {run.write(args.page, title, render_page(detections, args.profile))}")
     return 0 if catch_rate(detections) >= TARGET else 1
+
+
+def certify_members(
+    members: Sequence[Member], profile: str, jobs: int, out: Path | None, checks: str | None
+) -> list[Detection]:
+    """Certifies ``members``, ``jobs`` at once, saying each verdict as it comes."""
+    print(f"certifying {len(members)} zoo members, profile {profile}, {jobs} at once")
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        running = [pool.submit(certify_member, m, profile, out, checks) for m in members]
+        detections = []
+        for job in running:
+            detections.append(job.result())
+            d = detections[-1]
+            print(f"  {d.member.name}: {d.verdict} in {d.wall:.0f} s", flush=True)
+    return detections
+
+
+def read_detections(path: Path, members: Sequence[Member]) -> list[Detection]:
+    """Returns the detections of ``members`` an earlier ``--json`` wrote to ``path`` (raises
+    ValueError naming a member it lacks)."""
+    saved = {item["backend"]: item for item in json.loads(path.read_text(encoding="utf-8"))}
+    detections = []
+    for member in members:
+        if member.backend not in saved:
+            raise ValueError(f"{path} has no detection of {member.backend}")
+        item = saved[member.backend]
+        detection = Detection(member, item["status"], wall=item["wall"], note=item["note"])
+        detection.failures = [(check, tuple(clauses)) for check, clauses in item["failures"]]
+        detection.to_first_failure = item["to_first_failure"]
+        detections.append(detection)
+    return detections
 
 
 def _as_json(d: Detection) -> dict[str, Any]:

@@ -174,3 +174,8 @@ def test_the_command_writes_json(tmp_path: Path) -> None:
                    "--json", str(out)])  # fmt: skip
     (record,) = json.loads(out.read_text(encoding="utf-8"))
     assert status == 0 and record["verdict"] == "caught" and record["to_first_failure"] > 0
+    # The page again from the saved detections, certifying nothing.
+    page = tmp_path / "zoo.md"
+    again = main(["-k", "trailing_newline", "--from-json", str(out), "--page", str(page)])
+    assert again == 0 and "`trailing_newline` | format |" in page.read_text(encoding="utf-8")
+    assert main(["-k", "counts_bytes", "--from-json", str(out)]) == 2  # not in the file
