@@ -222,7 +222,8 @@ class MemoryMachine(RuleBasedStateMachine):
         expected = allowed[0].outcome.code
         # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows.
         assert found is not None, (
-            f"{clause_for(expected, answer.get('code'))}: {sent} answered {answer}; the spec "
+            f"{clause_for(expected, answer.get('code'), allowed[0].outcome.rule)}: {sent} "
+            f"answered {answer}; the spec "
             f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
         )
         self._judge_write(sent, mutation_of(request, session), answer, (before, after), found.state)

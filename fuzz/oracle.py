@@ -274,13 +274,14 @@ _CLAUSE_OF_WRONG_REFUSAL = {
 }  # fmt: skip
 
 
-def clause_for(expected: str, answered: object) -> str:
+def clause_for(expected: str, answered: object, rule: str = "") -> str:
     """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``: a
     refusal for a condition earlier in the precedence is blamed on the clause it misreads
-    (``E_DRIFT`` for ``E_LIMIT``: DRIFT-1), else the model's condition's clause (``OK`` for
-    ``E_DELIMITER``: ENTRY-3)."""
+    (``E_DRIFT`` for ``E_LIMIT``: DRIFT-1), else the model's condition's clause: ``rule``, the
+    clause that decided the model's refusal, when it names one (a patch's repeated span is
+    PATCH-3's ``E_AMBIGUOUS``), else the code's (``OK`` for ``E_DELIMITER``: ENTRY-3)."""
     order = codes.PRECEDENCE
     earlier = answered in order and expected in order
     if expected == codes.OK or (earlier and order.index(str(answered)) < order.index(expected)):
         return _CLAUSE_OF_WRONG_REFUSAL.get(str(answered), "CONTRACT-5")
-    return _CLAUSE_OF_REFUSAL.get(expected, "CONTRACT-5")
+    return rule or _CLAUSE_OF_REFUSAL.get(expected, "CONTRACT-5")

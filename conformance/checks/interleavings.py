@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from memspec.conformance.core.plain_run import confirm_plain_run
-from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, NotApplicable, check
 from memspec.conformance.schedule.exploration import (
     Execution,
@@ -58,7 +57,8 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
     profile = ctx.profile
     allowance = ctx.allowance
     hunting = allowance is not None and not allowance.fixed_work
-    stages = [PROFILES["ci"], profile] if hunting and profile.name != "ci" else [profile]
+    floor = profile.fixed_sample
+    stages = [floor, profile] if hunting and floor != profile else [profile]
     started = time.monotonic()
 
     def run_one(choose: Chooser) -> Execution:
@@ -69,7 +69,7 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
     for stage in stages:
         bound, program = stage.preemption_bound, _adds(*stage.adds_per_session)
         summary = Exploration()
-        floor = stage is not stages[-1]
+        first = stage is not stages[-1]
         for execution in explore(run_one, bound, stage.schedule_budget, summary):
             ctx.figures.update(
                 {
@@ -82,10 +82,10 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
                 fail_with_repro(ctx, execution)
             if execution.undecided:
                 undecided.append(execution.undecided)
-            if hunting and not floor and allowance is not None and allowance.search_spent():
+            if hunting and not first and allowance is not None and allowance.search_spent():
                 ctx.figures["stopped at its budget after ci's exploration"] = True
                 break
-        if floor:
+        if first:
             ctx.figures["ci's exploration"] = f"{summary.runs} schedules, bound {bound}"
     ctx.figures["every schedule within the bound run"] = summary.complete
     if undecided:

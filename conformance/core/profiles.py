@@ -49,6 +49,11 @@ class Profile:
     example_budget: float = EXAMPLE_BUDGET.ci
 
     @property
+    def fixed_sample(self) -> Profile:
+        """The profile whose fixed work a randomized one runs first, as its floor: ``ci``."""
+        return PROFILES[DEFAULT_PROFILE]
+
+    @property
     def sample_share(self) -> float:
         """The share of this profile's examples that ``ci``, the fixed sample, runs: a search of
         a randomized profile cut at its budget after that share passes (``core/budgets.py``)."""
