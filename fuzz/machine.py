@@ -219,10 +219,11 @@ class MemoryMachine(RuleBasedStateMachine):
         answer = self.world.request(session, request["op"], **fields_of(request))
         after = self.world.disk(target)
         found = match_answer(allowed, answer, after, target)
-        expected = allowed[0].outcome.code
+        decided = allowed[0].outcome
+        expected = decided.code
         # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows.
         assert found is not None, (
-            f"{clause_for(expected, answer.get('code'), allowed[0].outcome.rule)}: {sent} "
+            f"{clause_for(expected, answer.get('code'), decided.rule, decided.duplicate)}: {sent} "
             f"answered {answer}; the spec "
             f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
         )
