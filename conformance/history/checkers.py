@@ -27,7 +27,7 @@ from memspec.conformance.history.analysis import (
 )
 from memspec.conformance.history.history import Event
 from memspec.conformance.history.spec_search import check_linearizable
-from memspec.spec.codec import usage
+from memspec.spec.codec import normalize_content, usage
 from memspec.spec.requests import MUTATIONS
 
 __all__ = [
@@ -173,9 +173,11 @@ def _missing(view: TargetView) -> list[_Missing]:
 
 
 def _refusal_clause(call: HistoryCall) -> str:
-    if call.code == "E_LIMIT":
-        return "LIMIT-3"
-    return "BATCH-2" if call.request.get("op") == "batch" else "CONTRACT-3"
+    """The clause a refused mutation breaks when its text is in the file anyway: a batch's
+    all-or-nothing (BATCH-2), whatever refused it; else the limit's (LIMIT-3) or CONTRACT-3."""
+    if call.request.get("op") == "batch":
+        return "BATCH-2"
+    return "LIMIT-3" if call.code == "E_LIMIT" else "CONTRACT-3"
 
 
 def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
@@ -208,6 +210,24 @@ def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
     return findings
 
 
+def _between_items(view: TargetView, text: str) -> list[HistoryCall]:
+    """Returns the batches, not refused, one of whose items writes ``text`` that a later item
+    of the same batch changes: a file holding it shows the batch half applied."""
+    found = []
+    for call in view.calls:
+        items = call.request.get("operations") if call.request.get("op") == "batch" else None
+        if call.status == "fail" or not isinstance(items, list):
+            continue
+        contents = [
+            normalize_content(item["content"])
+            for item in items
+            if isinstance(item, Mapping) and isinstance(item.get("content"), str)
+        ]
+        if text in contents:
+            found.append(call)
+    return found
+
+
 def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
     """Entries in samples that no invoked, unrefused mutation wrote."""
     problems: list[tuple[float, str, str, Sample, list[HistoryCall]]] = []
@@ -218,6 +238,21 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
             if text in start:
                 continue
             made = view.producers.get(text, [])
+            between = [c for c in _between_items(view, text) if c.call < sample.ret]
+            if not made and between:
+                # BATCH-2: an item's text that a later item of the same batch changes.
+                problems.append(
+                    (
+                        sample.call,
+                        "BATCH-2",
+                        f"BATCH-2: {sample_at(sample)} holds {short(text, 80)}, which the batch "
+                        "below writes only between its items (a later item changes it): a batch "
+                        "seen half done",
+                        sample,
+                        between[:1],
+                    )
+                )
+                continue
             if not made:
                 problems.append(
                     (

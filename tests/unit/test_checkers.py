@@ -159,6 +159,21 @@ def test_a_sample_both_a_torn_and_a_stale_write_explain_blames_neither() -> None
     assert findings == []
 
 
+def test_a_batch_seen_between_its_items_is_batch_2s() -> None:
+    # "[a] one" is what the batch's first item writes and its second item replaces: a file
+    # holding it shows the batch half applied (BATCH-2), not a torn entry (ATOMIC-2).
+    items = [
+        {"action": "add", "content": "[a] one"},
+        {"action": "replace", "old_text": "[a]", "content": "[a] two"},
+    ]
+    findings = judged(batch(0, items, 1, 2), read(1.5, ["[a] one"]), read(3, ["[a] two"]))
+    assert {f.clause for f in findings} == {"BATCH-2"}, findings
+    # a batch refused for the limit whose first item is in the file anyway: BATCH-2 too
+    refused = mutation(0, {"op": "batch", "target": "memory", "operations": items[:1]}, 1, 2,
+                       code="E_LIMIT")  # fmt: skip
+    assert first(judged(refused, read(3, ["[a] one"]))) == ("acknowledged", "BATCH-2")
+
+
 def test_a_removed_entry_comes_back() -> None:
     # LOCK-3: a remove was acknowledged, yet a later sample holds the entry again.
     findings = judged(
