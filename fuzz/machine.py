@@ -198,7 +198,9 @@ class MemoryMachine(RuleBasedStateMachine):
         self, target: str, data: bytes | None, what: str, read_rule: str | None = None
     ) -> None:
         self.completed = False
-        self.read_rule[target] = read_rule
+        # an edit that tries no reading rule keeps the one an earlier edit tried (a byte order
+        # mark stays at the start when a paragraph is appended)
+        self.read_rule[target] = read_rule or self.read_rule[target]
         before = self.world.disk(target)
         self.world.put(target, data)
         _, self.state = model.step(self.state, ExternalWrite(target, data))
