@@ -214,7 +214,7 @@ def argument_parser() -> Callable[[Any], tuple[dict[str, Any], str | None]] | No
     return None
 
 
-def _source(function: Any) -> str:
+def source_of(function: Any) -> str:
     try:
         return inspect.getsource(function)
     except (OSError, TypeError):
@@ -240,7 +240,7 @@ def store_features(store_class: type) -> list[str]:
     else:
         if hasattr(store_class, "_file_lock"):
             features.append("multi-process")
-    writer = _source(getattr(store_class, "_write_file", None))
+    writer = source_of(getattr(store_class, "_write_file", None))
     renames = re.search(
         r"\b(atomic_replace|os\.replace|aiofiles\.os\.replace|os\.rename)\(",
         writer,
@@ -251,7 +251,7 @@ def store_features(store_class: type) -> list[str]:
             features.append("durable")
     if hasattr(store_class, "_detect_external_drift"):
         features.append("drift-guard")
-    if re.search(r"\b_scan\w*\(", _source(getattr(store_class, "add", None))):
+    if re.search(r"\b_scan\w*\(", source_of(getattr(store_class, "add", None))):
         features.append("threat-scan")
     return features
 

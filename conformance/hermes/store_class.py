@@ -14,6 +14,7 @@ it, never with a guessed code. It never repairs the store.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -23,7 +24,7 @@ import re
 import shlex
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -31,7 +32,7 @@ from typing import IO, Any
 
 from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.findings import ADAPTER_GAP_MARK
-from memspec.conformance.hermes.adapter import ERROR_CODES, store_features
+from memspec.conformance.hermes.adapter import ERROR_CODES, source_of, store_features
 from memspec.conformance.hermes.adapter import AdapterGap as HermesGap
 from memspec.conformance.hermes.adapter import classify as hermes_classify
 from memspec.conformance.transport.jsonlines import ADAPTER_GAP_STATUS
@@ -220,7 +221,7 @@ def _directory(
         if name not in limits and DIRECTORY_WORDS.search(name):
             return "argument", name
     module = sys.modules.get(cls.__module__)
-    source = _source(cls)
+    source = source_of(cls)
     for name, value in vars(module or {}).items():
         if callable(value) and DIRECTORY_FUNCTION.match(name) and f"{name}(" in source:
             return "function", name
@@ -232,7 +233,7 @@ def _directory(
             f"{cls.__qualname__}: cannot tell which constructor argument is its directory "
             f"({', '.join(required)}): none is named like one (dir, path, root, home)"
         )
-    for name in re.findall(r"self\.(\w+)\s*(?::[^=\n]+)?=", _source(cls.__init__)):
+    for name in re.findall(r"self\.(\w+)\s*(?::[^=\n]+)?=", source_of(cls.__init__)):
         if DIRECTORY_WORDS.search(name) and not name.endswith("limit"):
             return "attribute", name
     raise NotHermesShaped(
@@ -243,7 +244,7 @@ def _directory(
 
 def _entries(cls: type) -> str:
     method = next((m for m in ENTRY_METHODS if callable(getattr(cls, m, None))), None)
-    init = "".join(_source(vars(c).get("__init__")) for c in cls.__mro__)
+    init = "".join(source_of(vars(c).get("__init__")) for c in cls.__mro__)
     if "memory_entries" in init and "user_entries" in init:
         return "memory_entries"
     if method is None:
@@ -252,13 +253,6 @@ def _entries(cls: type) -> str:
             f"no {' or '.join(ENTRY_METHODS)}(target)"
         )
     return method
-
-
-def _source(thing: Any) -> str:
-    try:
-        return inspect.getsource(thing)
-    except (OSError, TypeError):
-        return ""
 
 
 # -- refusal rules ------------------------------------------------------------------------------
@@ -412,24 +406,20 @@ def command(
     return shlex.join(argv), shape
 
 
-class _scratch_home:
+@contextlib.contextmanager
+def _scratch_home() -> Iterator[str]:
     """Points ``HERMES_HOME`` at a scratch directory while a store's module is imported or run,
     so that nothing reaches the user's own memory."""
-
-    def __enter__(self) -> str:
-        self.before = os.environ.get("HERMES_HOME")
-        self.home = tempfile.mkdtemp(prefix="memspec-hermes-class-home-")
-        os.environ["HERMES_HOME"] = self.home
-        return self.home
-
-    def __exit__(self, *_: object) -> None:
-        import shutil
-
-        if self.before is None:
-            os.environ.pop("HERMES_HOME", None)
-        else:
-            os.environ["HERMES_HOME"] = self.before
-        shutil.rmtree(self.home, ignore_errors=True)
+    before = os.environ.get("HERMES_HOME")
+    with tempfile.TemporaryDirectory(prefix="memspec-hermes-class-home-") as home:
+        os.environ["HERMES_HOME"] = home
+        try:
+            yield home
+        finally:
+            if before is None:
+                os.environ.pop("HERMES_HOME", None)
+            else:
+                os.environ["HERMES_HOME"] = before
 
 
 def factory(shape: Shape, rules: Sequence[tuple[str, str]]) -> Callable[..., HermesClassStore]:
