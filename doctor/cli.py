@@ -37,7 +37,6 @@ def add_parser(commands: Any) -> None:
     for target in ("memory", "user"):
         doctor.add_argument(
             f"--{target}-char-limit",
-            type=_positive,
             metavar="N",
             help=f"the {target} limit (default: memory.{target}_char_limit of the profile's "
             "config.yaml, else the spec's default)",
@@ -58,12 +57,6 @@ def add_parser(commands: Any) -> None:
         help="with --fix: also move entries over the limit out of the file (its backup keeps them)",
     )
     doctor.set_defaults(run=run)
-
-
-def _positive(value: str) -> int:
-    if value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,7 +157,7 @@ def render(found: Diagnosis, limits: dict[str, Limit]) -> list[str]:
 def _problem_lines(problems: list, named: bool = False) -> list[str]:
     lines = []
     for p in problems:
-        subject = f"{p.subject} " if named else ""
+        subject = f"{p.subject}: " if named else ""
         lines.append(f"  {p.severity:<8}{p.clause:<9}{subject}{p.what}")
         lines.append(f"  {'':<17}repair: {p.repair}")
     return lines

@@ -157,8 +157,8 @@ def _undecodable(name: str, data: bytes) -> Problem:
         where = f" at byte {error.start:,} ({data[error.start : error.start + 4]!r})"
     return Problem(
         "READ-6", "error", name,
-        f"is not valid UTF-8{where}: every write to it is refused (E_UNREADABLE) and the model "
-        "sees an [UNREADABLE: line instead of its entries",
+        f"is not valid UTF-8{where}: a store refuses every write to it (E_UNREADABLE) and shows "
+        "the model an [UNREADABLE: line instead of its entries; Hermes 0.19 stops at load",
         "restore it from a backup, or re-save it as UTF-8 in an editor",
     )  # fmt: skip
 
@@ -270,6 +270,7 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
     problems: list[Problem] = []
     backups: dict[str, list[os.stat_result]] = {}
     temps: list[str] = []
+    others: list[str] = []
     with os.scandir(directory) as listing:
         entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
@@ -291,11 +292,9 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
             else:
                 lines.append(f"lock file {entry.name}")
         else:
-            problems.append(Problem(
-                "FILES-5", "note", entry.name,
-                "belongs to no memory store (not a data file, lock, backup or temp)",
-                "leave it if you put it there",
-            ))  # fmt: skip
+            others.append(entry.name)
+    if others:
+        problems.append(_others(others, any(file_kind(e.name) != "other" for e in entries)))
     if temps:
         problems.append(Problem(
             "CRASH-2", "warning", ", ".join(temps[:3]) + (" …" if len(temps) > 3 else ""),
@@ -313,6 +312,24 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
             "delete the ones you do not need"
         )
     return lines, problems
+
+
+def _others(names: Sequence[str], store_here: bool) -> Problem:
+    """The files that belong to no store: a note beside a store's files; a warning in a
+    directory that holds none of them, which may not be a memory directory at all."""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
+    if store_here:
+        return Problem(
+            "FILES-5", "note", shown,
+            "belong(s) to no memory store: not a data file, lock, backup or temp",
+            "leave them if you put them there",
+        )  # fmt: skip
+    return Problem(
+        "FILES-5", "warning", shown,
+        "no MEMORY.md, USER.md or other file a store writes is beside them: this does not "
+        "look like a memory directory",
+        "name the memory directory (a Hermes profile's is $HERMES_HOME/memories)",
+    )  # fmt: skip
 
 
 def _short(text: str, width: int = 40) -> str:

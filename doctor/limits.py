@@ -51,11 +51,12 @@ def config_of(directory: Path) -> Path | None:
 
 
 def read_limits(
-    directory: Path, given: Mapping[str, int | None]
+    directory: Path, given: Mapping[str, str | None]
 ) -> tuple[dict[str, Limit], Path | None]:
-    """Returns each target's limit — ``given`` (the command line) first, then the profile's
-    ``config.yaml``, then the defaults — and the config read. Raises DoctorError for a config
-    that is not YAML or holds a limit that is not a positive integer."""
+    """Returns each target's limit — ``given`` (the command line's text) first, then the
+    profile's ``config.yaml``, then the defaults — and the config read. Raises DoctorError for a
+    config that is not YAML, and for a limit, given or in the config, that is not a positive
+    integer."""
     config = config_of(directory)
     section: Mapping[str, object] = {}
     if config is not None:
@@ -69,13 +70,21 @@ def read_limits(
     limits: dict[str, Limit] = {}
     for target in TARGETS:
         key = CONFIG_KEYS[target]
-        if given.get(target) is not None:
-            limits[target] = Limit(int(given[target] or 0), f"--{key.replace('_', '-')}")
+        flag = f"--{key.replace('_', '-')}"
+        text = given.get(target)
+        if text is not None:
+            value = int(text) if text.isascii() and text.isdigit() else None
+            limits[target] = Limit(_positive(value, f"{flag} is {text!r}"), flag)
         elif key in section:
-            value = section[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise DoctorError(f"{config}: memory.{key} is {value!r}, not a positive integer")
-            limits[target] = Limit(value, f"memory.{key} in {config}")
+            where = f"{config}: memory.{key} is {section[key]!r}"
+            limits[target] = Limit(_positive(section[key], where), f"memory.{key} in {config}")
         else:
             limits[target] = Limit(DEFAULT_LIMITS[target], "the default")
     return limits, config
+
+
+def _positive(value: object, where: str) -> int:
+    """Returns ``value`` when it is a positive integer; raises DoctorError saying ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DoctorError(f"{where}, not a positive integer")
+    return value

@@ -11,6 +11,8 @@ temp files a killed writer left are removed (CRASH-2). A second run finds nothin
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -21,9 +23,11 @@ from memspec.doctor.diagnose import HERMES_TEMP
 from memspec.doctor.limits import DoctorError
 from memspec.reference_impl.files import (
     atomic_write,
+    digest,
     lock_path,
     locked,
     read_file,
+    record_digest,
     write_backup,
 )
 from memspec.spec.codec import classify_bytes, encode_entries
@@ -56,44 +60,59 @@ def repair(
     writing nothing); returns the actions. Raises Busy when another process holds a lock, and
     DoctorError when a file cannot be read."""
     with ExitStack() as stack:
-        if not dry_run:
-            for target in TARGETS:
-                _hold(stack, directory / FILENAMES[target])
-        actions: list[Action] = []
-        for target in TARGETS:
-            action = _rewrite(
-                directory / FILENAMES[target], limits[target], move_oversized, dry_run
-            )
-            if action is not None:
-                actions.append(action)
-        actions += _sweep(directory, dry_run)
-        return actions
+        held = {} if dry_run else {t: _hold(stack, directory / FILENAMES[t]) for t in TARGETS}
+        plans = {
+            target: _plan(directory / FILENAMES[target], limits[target], move_oversized)
+            for target in TARGETS
+        }  # every file is read before any is written: a refusal changes nothing
+        actions = [
+            _rewrite(plan, held.get(target)) for target, plan in plans.items() if plan is not None
+        ]
+        return actions + _sweep(directory, dry_run)
 
 
-def _hold(stack: ExitStack, data_path: Path) -> None:
-    """Takes ``data_path``'s lock without waiting, for as long as ``stack`` lasts."""
+def _hold(stack: ExitStack, data_path: Path) -> int:
+    """Takes ``data_path``'s lock without waiting, for as long as ``stack`` lasts; returns the
+    lock file's descriptor."""
     try:
-        stack.enter_context(locked(data_path, wait=False))
+        return stack.enter_context(locked(data_path, wait=False))
     except BlockingIOError:
         raise Busy(
             f"{data_path.parent} is busy: another process holds {lock_path(data_path).name}; "
             "run doctor again when the agent using it is done"
         ) from None
     except OSError as error:
-        raise DoctorError(
-            f"cannot take {lock_path(data_path).name}: {error.strerror or error}"
-        ) from None
+        name = lock_path(data_path).name
+        why = (
+            "it is a symbolic link, which no store follows (FILES-3): remove it and run again"
+            if error.errno == errno.ELOOP
+            else error.strerror or str(error)
+        )
+        raise DoctorError(f"cannot take {name}: {why}; nothing was changed") from None
 
 
-def _rewrite(path: Path, limit: int, move_oversized: bool, dry_run: bool) -> Action | None:
-    """Rewrites one data file in the canonical form, or without its over-limit entries."""
+@dataclass(frozen=True)
+class _Rewrite:
+    """A data file to rewrite: its old bytes, its new ones and what the change is."""
+
+    path: Path
+    old: bytes
+    new: bytes
+    did: str
+    would: str
+    what: str
+
+
+def _plan(path: Path, limit: int, move_oversized: bool) -> _Rewrite | None:
+    """Returns how one data file is rewritten in the canonical form, or without its over-limit
+    entries; ``None`` when it is left as it is. Raises DoctorError when it cannot be read."""
     if path.is_symlink() or (path.exists() and not path.is_file()):
         return None  # FILES-4: a link or a directory is the person's to settle
     try:
         data = read_file(path)
     except OSError as error:
         raise DoctorError(
-            f"cannot read {path}: {error.strerror or error}; it was not changed"
+            f"cannot read {path}: {error.strerror or error}; nothing was changed"
         ) from None
     state = classify_bytes(data, limit)
     if data is None or state.entries is None:
@@ -110,13 +129,20 @@ def _rewrite(path: Path, limit: int, move_oversized: bool, dry_run: bool) -> Act
     else:
         return None
     new = encode_entries(entries)
-    if new == data:
-        return None
-    if dry_run:
-        return Action(path.name, f"{would} {what}, after a byte-exact backup")
-    backup = write_backup(path, data)
-    atomic_write(path, new)
-    return Action(path.name, f"{did} {what}", backup.name)
+    return None if new == data else _Rewrite(path, data, new, did, would, what)
+
+
+def _rewrite(plan: _Rewrite, lock_fd: int | None) -> Action:
+    """Rewrites a data file as ``plan`` says, as the reference store writes (a byte-exact backup
+    of the old bytes, the new ones renamed in, their digest recorded in the lock file,
+    DRIFT-5), holding ``lock_fd``; without it (a dry run) only says what it would do."""
+    if lock_fd is None:
+        return Action(plan.path.name, f"{plan.would} {plan.what}, after a byte-exact backup")
+    backup = write_backup(plan.path, plan.old)
+    atomic_write(plan.path, plan.new)
+    with contextlib.suppress(OSError):
+        record_digest(lock_fd, digest(plan.new))
+    return Action(plan.path.name, f"{plan.did} {plan.what}", backup.name)
 
 
 def _sweep(directory: Path, dry_run: bool) -> list[Action]:

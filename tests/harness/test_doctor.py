@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +21,27 @@ from memspec.spec.codec import parse_text
 HEALTHY = ["User prefers tabs over spaces", "Project uses Go 1.22 — 日本語, فارسی, हिन्दी 🎉"]
 
 
-def doctor(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+def doctor(
+    *args: str, home: Path | None = None, owner_only: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``memspec doctor``; with ``owner_only``, without the power to read what its mode
+    forbids, which root has (``setpriv`` drops it)."""
     env = {**os.environ, "HERMES_HOME": str(home or "/nonexistent-hermes-home")}
+    prefix = owner_only_prefix() if owner_only else []
     return subprocess.run(
-        [sys.executable, "-m", "memspec.conformance", "doctor", *args],
+        [*prefix, sys.executable, "-m", "memspec.conformance", "doctor", *args],
         capture_output=True, text=True, timeout=60, check=False, env=env,
     )  # fmt: skip
+
+
+def owner_only_prefix() -> list[str]:
+    """Returns the command prefix under which file modes bind this process: none for a user,
+    ``setpriv`` dropping the capabilities that let root read any file. Skips without it."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv (util-linux): a mode cannot refuse a read")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
 
 
 @pytest.fixture
@@ -157,6 +173,32 @@ def test_unreadable_and_linked_files(memories: Path, tmp_path: Path) -> None:
     assert {"READ-6", "FILES-4", "FILES-3"} <= clauses(found), found["problems"]
     read6 = next(p for p in found["problems"] if p["clause"] == "READ-6")
     assert "at byte 17" in read6["what"]
+
+
+def test_an_unreadable_file_is_reported_and_fix_refuses_it(memories: Path) -> None:
+    os.chmod(memories / "USER.md", 0)
+    memory = memories / "MEMORY.md"
+    memory.write_bytes(b"\xef\xbb\xbf" + memory.read_bytes())
+    before = {p.name: p.read_bytes() for p in memories.iterdir()}
+    result = doctor(str(memories), "--json", owner_only=True)
+    found = json.loads(result.stdout)
+    unreadable = next(p for p in found["problems"] if p["clause"] == "READ-7")
+    assert result.returncode == 1 and unreadable["subject"] == "USER.md", found["problems"]
+    assert "Permission denied" in unreadable["what"] and "chmod 600" in unreadable["repair"]
+    result = doctor(str(memories), "--fix", owner_only=True)
+    assert result.returncode == 2 and "cannot read" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    os.chmod(memories / "USER.md", 0o600)
+    assert {p.name: p.read_bytes() for p in memories.iterdir()} == before  # MEMORY.md too
+
+
+def test_a_directory_with_no_store_in_it_is_said_to_be_one(tmp_path: Path) -> None:
+    for index in range(5):
+        (tmp_path / f"photo{index}.jpg").write_bytes(b"jpeg")
+    found = diagnosis(tmp_path)
+    assert not found["healthy"] and clauses(found) == {"FILES-5"}
+    assert "does not look like a memory directory" in found["problems"][0]["what"]
+    assert "and 2 more" in found["problems"][0]["subject"]
 
 
 @pytest.mark.parametrize(
