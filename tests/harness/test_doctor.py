@@ -192,6 +192,18 @@ def test_an_unreadable_file_is_reported_and_fix_refuses_it(memories: Path) -> No
     assert {p.name: p.read_bytes() for p in memories.iterdir()} == before  # MEMORY.md too
 
 
+def test_an_unreadable_directory_or_config_is_one_line(memories: Path) -> None:
+    (memories.parent / "config.yaml").write_text("memory: {}\n", "utf-8")
+    for path, mode in ((memories.parent / "config.yaml", 0o600), (memories, 0o700)):
+        os.chmod(path, 0)
+        try:
+            result = doctor(str(memories), "--fix", owner_only=True)
+        finally:
+            os.chmod(path, mode)
+        assert result.returncode == 2 and "Permission denied" in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
 def test_a_directory_with_no_store_in_it_is_said_to_be_one(tmp_path: Path) -> None:
     for index in range(5):
         (tmp_path / f"photo{index}.jpg").write_bytes(b"jpeg")
