@@ -184,6 +184,11 @@ class TargetView:
     removers: dict[str, list[tuple[HistoryCall, str]]]
     """text -> the calls (not refused) that remove by an ``old_text`` it contains."""
     present_runs: dict[str, list[int]]
+    in_flight: list[frozenset[int]] = field(default_factory=list)
+    """Per sample, the ids of the mutations (not refused) in flight while it was read; one that
+    never answered is in flight for ever."""
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What a checker derives from the view once for all checkers (``missing``)."""
 
     def sole_match(self, old_text: str) -> str | None:
         """Returns the only known text containing ``old_text`` (``None``: none or several)."""
@@ -311,7 +316,20 @@ def _view(
         matches,
         removers,
         present_runs,
+        _in_flight(calls, samples),
     )
+
+
+def _in_flight(calls: Sequence[HistoryCall], samples: Sequence[Sample]) -> list[frozenset[int]]:
+    """Returns, per sample, the ids of the calls not refused whose interval overlaps its own."""
+    writing = sorted((c for c in calls if c.status != "fail"), key=lambda c: c.call)
+    starts = [c.call for c in writing]
+    return [
+        frozenset(
+            id(c) for c in writing[: bisect.bisect_left(starts, sample.ret)] if c.ret > sample.call
+        )
+        for sample in samples
+    ]
 
 
 def _containing(haystack: str, offsets: list[int], known: list[str], needle: str) -> list[str]:

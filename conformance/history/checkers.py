@@ -72,23 +72,20 @@ def _comes_back(view: TargetView, text: str, index: int) -> bool:
     return bisect.bisect_right(present, index) < len(present)
 
 
-def _run_samples(view: TargetView, run: Run) -> list[Sample]:
-    calls = [s.call for s in view.samples]
-    return view.samples[
-        bisect.bisect_left(calls, run.first.call) : bisect.bisect_right(calls, run.last.call)
-    ]
+def _run_samples(view: TargetView, run: Run) -> range:
+    """Returns the indexes of ``run``'s samples in ``view.samples``."""
+    calls = view.memo.get("sample_calls")
+    if calls is None:
+        calls = view.memo["sample_calls"] = [s.call for s in view.samples]
+    return range(
+        bisect.bisect_left(calls, run.first.call), bisect.bisect_right(calls, run.last.call)
+    )
 
 
 def _mid_write(view: TargetView, run: Run, spared: set[int]) -> bool:
     """Whether every sample of ``run`` was read while a mutation, not refused and not in
     ``spared``, was in flight (one that never answered is in flight for ever)."""
-    return all(
-        any(
-            c.call < s.ret and c.ret > s.call and c.status != "fail" and id(c) not in spared
-            for c in view.calls
-        )
-        for s in _run_samples(view, run)
-    )
+    return all(not view.in_flight[index] <= spared for index in _run_samples(view, run))
 
 
 def _torn(view: TargetView, text: str, producer: HistoryCall, index: int) -> bool:
@@ -141,7 +138,13 @@ def _cause(view: TargetView, text: str, producer: HistoryCall, sample: Sample, i
 def _missing(view: TargetView) -> list[_Missing]:
     """Acknowledged texts absent from a sample taken after the acknowledgement and before any
     mutation that could remove them was invoked, at the first such sample, with what the
-    absence is evidence of (:func:`_cause`)."""
+    absence is evidence of (:func:`_cause`). Computed once per view, for every checker."""
+    if "missing" not in view.memo:
+        view.memo["missing"] = _find_missing(view)
+    return view.memo["missing"]
+
+
+def _find_missing(view: TargetView) -> list[_Missing]:
     found: list[_Missing] = []
     samples_calls = [s.call for s in view.samples]
     samples_rets = [s.ret for s in view.samples]
@@ -213,19 +216,20 @@ def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
 def _between_items(view: TargetView, text: str) -> list[HistoryCall]:
     """Returns the batches, not refused, one of whose items writes ``text`` that a later item
     of the same batch changes: a file holding it shows the batch half applied."""
-    found = []
-    for call in view.calls:
-        items = call.request.get("operations") if call.request.get("op") == "batch" else None
-        if call.status == "fail" or not isinstance(items, list):
-            continue
-        contents = [
-            normalize_content(item["content"])
-            for item in items
-            if isinstance(item, Mapping) and isinstance(item.get("content"), str)
-        ]
-        if text in contents:
-            found.append(call)
-    return found
+    if "batch_items" not in view.memo:
+        index: dict[str, list[HistoryCall]] = {}
+        for call in view.calls:
+            items = call.request.get("operations") if call.request.get("op") == "batch" else None
+            if call.status == "fail" or not isinstance(items, list):
+                continue
+            for content in dict.fromkeys(
+                normalize_content(item["content"])
+                for item in items
+                if isinstance(item, Mapping) and isinstance(item.get("content"), str)
+            ):
+                index.setdefault(content, []).append(call)
+        view.memo["batch_items"] = index
+    return view.memo["batch_items"].get(text, [])
 
 
 def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
@@ -238,7 +242,7 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
             if text in start:
                 continue
             made = view.producers.get(text, [])
-            between = [c for c in _between_items(view, text) if c.call < sample.ret]
+            between = [] if made else [c for c in _between_items(view, text) if c.call < sample.ret]
             if not made and between:
                 # BATCH-2: an item's text that a later item of the same batch changes.
                 problems.append(
