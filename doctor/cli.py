@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from memspec.doctor.diagnose import FIX, SEVERITIES, Diagnosis, diagnose
+from memspec.doctor.diagnose import SEVERITIES, Diagnosis, diagnose
 from memspec.doctor.limits import DoctorError, Limit, default_directory, read_limits
 from memspec.doctor.repair import Action, repair
 
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if repairing:
             print("\n".join(render_actions(actions, args.dry_run)))
-        print("\n".join(render(found, limits)))
+        print("\n".join(render(found, limits, this_command(args))))
     return HEALTHY if found.healthy else ATTENTION
 
 
@@ -114,9 +116,23 @@ def _limits_json(limits: dict[str, Limit]) -> dict[str, object]:
     return {t: {"value": limit.value, "source": limit.source} for t, limit in limits.items()}
 
 
-def render(found: Diagnosis, limits: dict[str, Limit]) -> list[str]:
+def this_command(args: argparse.Namespace) -> str:
+    """Returns the ``memspec doctor`` command line of ``args``' directory and limits, the one a
+    repair is run with."""
+    words = ["memspec", "doctor"]
+    if args.directory:
+        words.append(shlex.quote(args.directory))
+    for target in ("memory", "user"):
+        given = getattr(args, f"{target}_char_limit")
+        if given is not None:
+            words += [f"--{target}-char-limit", shlex.quote(given)]
+    return " ".join(words)
+
+
+def render(found: Diagnosis, limits: dict[str, Limit], command: str) -> list[str]:
     """Returns the screen: the directory and limits, per file its state and its problems worst
-    first, the other files, and one line saying whether anything needs attention."""
+    first, the other files, one line saying whether anything needs attention, and the command
+    lines (``command`` and its repair options) that repair what they can."""
     lines = [f"memspec doctor: {found.directory}"]
     lines.append(
         "limits: "
@@ -142,15 +158,14 @@ def render(found: Diagnosis, limits: dict[str, Limit]) -> list[str]:
         lines += [f"  {line}" for line in found.files]
         lines += _problem_lines(rest, named=True)
     attention = [p for p in found.problems if p.severity != "note"]
-    fixable = [p for p in attention if p.fixable]
     lines.append("")
     if not attention:
         lines.append("healthy: nothing needs attention")
-    else:
-        lines.append(
-            f"{len(attention)} thing(s) need attention"
-            + (f"; {len(fixable)} repaired by {FIX}" if fixable else "")
-        )
+        return lines
+    lines.append(f"{len(attention)} thing(s) need attention")
+    fixes = Counter(p.fix for p in attention if p.fix)
+    for options, count in sorted(fixes.items()):
+        lines.append(f"  {count} repaired by: {command} {options}")
     return lines
 
 

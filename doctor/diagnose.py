@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import stat
 import time
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,8 @@ from memspec.spec.threats import find_threats
 
 HERMES_TEMP = re.compile(r"^\.mem_\w+\.tmp$")
 """The temp files Hermes' store writes before its rename (``tempfile.mkstemp``)."""
-FIX = "memspec doctor --fix"
+FIX = "--fix"
+MOVE = "--fix --move-oversized"
 SEVERITIES = ("error", "warning", "note")
 """``error``: a store refuses the file or loses data; ``warning``: it needs a person's look;
 ``note``: worth knowing, healthy."""
@@ -31,14 +33,15 @@ SEVERITIES = ("error", "warning", "note")
 @dataclass(frozen=True)
 class Problem:
     """A Problem is one state of the directory: the clause that names it, how bad it is, the
-    file, what is wrong and what repairs it (``fixable``: ``--fix`` does)."""
+    file, what is wrong and what repairs it; ``fix``, the options of ``memspec doctor`` that
+    repair it (``--fix``), empty when a person must."""
 
     clause: str
     severity: str
     subject: str
     what: str
     repair: str
-    fixable: bool = False
+    fix: str = ""
 
 
 @dataclass
@@ -120,7 +123,7 @@ def diagnose_file(path: Path, target: str, limit: int) -> tuple[TargetState, lis
     except OSError as error:
         state.kind = "unopenable"
         return state, [*problems, _unopenable(name, error)]
-    problems += _mode(name, info.st_mode)
+    problems += _mode(path, info.st_mode)
     file_state = classify_bytes(data, limit)
     state.kind = file_state.kind
     if file_state.entries is None:
@@ -163,14 +166,14 @@ def _undecodable(name: str, data: bytes) -> Problem:
     )  # fmt: skip
 
 
-def _mode(name: str, mode: int) -> list[Problem]:
+def _mode(path: Path, mode: int) -> list[Problem]:
     if not mode & 0o077:
         return []
     return [Problem(
-        "FILES-1", "warning", name,
+        "FILES-1", "warning", path.name,
         f"is readable or writable by others (mode {stat.S_IMODE(mode):04o}); a store creates "
         "its files 0600",
-        f"chmod 600 {name}",
+        f"chmod 600 {shlex.quote(str(path))}",
     )]  # fmt: skip
 
 
@@ -189,8 +192,8 @@ def _layout(name: str, data: bytes, entries: Sequence[str], kind: str, limit: in
             + f"{f' and {len(over) - 1} more' if len(over) > 1 else ''}: a store refuses every "
             "write to the file (E_DRIFT) rather than lose it",
             f"split it into entries on lines of their own with § between them, or move it out "
-            f"with {FIX} --move-oversized (a byte-exact backup keeps it)",
-            fixable=True,
+            f"with {MOVE} (a byte-exact backup keeps it)",
+            fix=MOVE,
         )]  # fmt: skip
     if kind != "cosmetic":
         return []
@@ -223,7 +226,7 @@ def _layout(name: str, data: bytes, entries: Sequence[str], kind: str, limit: in
         clause, "warning", name,
         f"holds {words}, which no store writes (FORMAT-4): {why}",
         f"{FIX} rewrites it in the canonical form (a byte-exact backup first)",
-        fixable=True,
+        fix=FIX,
     ) for clause, words, why in said]  # fmt: skip
 
 
@@ -301,7 +304,7 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
             f"{len(temps)} temp file(s) a writer left when it was killed or crashed: never data, "
             "but they pile up",
             f"{FIX} removes them, holding the store's lock",
-            fixable=True,
+            fix=FIX,
         ))  # fmt: skip
     for owner, stats in sorted(backups.items()):
         size = sum(s.st_size for s in stats)

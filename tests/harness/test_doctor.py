@@ -121,6 +121,22 @@ def test_a_pasted_file_over_the_limit_is_moved_out_only_on_request(memories: Pat
     assert path.read_bytes() == b"" and pasted in backups(memories).values()
 
 
+def test_the_repair_command_is_this_directorys_with_its_limits(memories: Path) -> None:
+    path, user = memories / "MEMORY.md", memories / "USER.md"
+    path.write_bytes(path.read_bytes() + b"\n\xc2\xa7\n" + b"x" * 300)
+    user.write_bytes(b"\xef\xbb\xbf" + user.read_bytes())
+    os.chmod(path, 0o644)
+    screen = doctor(str(memories), "--memory-char-limit", "200").stdout.splitlines()
+    here = f"memspec doctor {memories} --memory-char-limit 200"
+    assert f"  1 repaired by: {here} --fix" in screen, screen
+    assert f"  1 repaired by: {here} --fix --move-oversized" in screen, screen
+    assert any(line.endswith(f"repair: chmod 600 {path}") for line in screen), screen
+    fixes = {
+        p["clause"]: p["fix"] for p in diagnosis(memories, "--memory-char-limit", "200")["problems"]
+    }
+    assert fixes == {"FILES-1": "", "READ-1": "--fix", "DRIFT-2": "--fix --move-oversized"}
+
+
 def test_limits_come_from_the_profiles_config(memories: Path) -> None:
     config = memories.parent / "config.yaml"
     config.write_text("memory:\n  memory_char_limit: 40\n  user_char_limit: 500\n", "utf-8")
