@@ -6,7 +6,9 @@ Exit status: 0 healthy, 1 something needs attention, 2 bad input (one line on st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
 import shlex
 import sys
 from collections import Counter
@@ -14,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from memspec.doctor.diagnose import SEVERITIES, Diagnosis, diagnose
+from memspec.doctor.diagnose import SEVERITIES, Diagnosis, count, diagnose
 from memspec.doctor.limits import DoctorError, Limit, default_directory, read_limits
 from memspec.doctor.repair import Action, repair
 
@@ -58,15 +60,18 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="with --fix: also move entries over the limit out of the file (its backup keeps them)",
     )
-    doctor.set_defaults(run=run)
+    doctor.set_defaults(run=run, command_parser=doctor)
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``memspec doctor`` and returns its exit status."""
-    directory = Path(args.directory) if args.directory else default_directory()
+    directory = default_directory() if args.directory is None else Path(args.directory)
     repairing = args.fix or args.dry_run
     actions: list[Action] = []
+    _forgiving(sys.stdout)
     try:
+        if args.directory == "":
+            raise DoctorError("the directory is an empty name")
         if args.move_oversized and not repairing:
             raise DoctorError("--move-oversized needs --fix (or --dry-run)")
         if not directory.exists():
@@ -86,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"memspec doctor: error: {error}", file=sys.stderr)
         return BAD_INPUT
     except OSError as error:
-        print(f"memspec doctor: error: cannot read {directory}: {error.strerror}", file=sys.stderr)
+        where = error.filename if error.filename is not None else directory
+        print(f"memspec doctor: error: {where}: {error.strerror or error}", file=sys.stderr)
         return BAD_INPUT
     if args.json:
         done = [asdict(action) for action in actions] if repairing else None
@@ -96,10 +102,26 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     else:
-        if repairing:
-            print("\n".join(render_actions(actions, args.dry_run)))
-        print("\n".join(render(found, limits, this_command(args))))
+        lines = render_actions(actions, args.dry_run) if repairing else []
+        lines += render(found, limits, this_command(args))
+        print("\n".join(_printable(line) for line in lines))
     return HEALTHY if found.healthy else ATTENTION
+
+
+def _forgiving(stream: Any) -> None:
+    """Makes ``stream`` write what its encoding cannot (a file name that is not UTF-8, text
+    on an ASCII terminal) as escapes instead of failing."""
+    with contextlib.suppress(AttributeError, ValueError):
+        stream.reconfigure(errors="backslashreplace")
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(line: str) -> str:
+    """Returns ``line`` with control characters (a file name's escape sequences or newlines)
+    shown as escapes, so nothing a file is named can change the screen."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], line.replace("\n", "\\n"))
 
 
 def render_actions(actions: list[Action], dry_run: bool) -> list[str]:
@@ -121,7 +143,8 @@ def this_command(args: argparse.Namespace) -> str:
     repair is run with."""
     words = ["memspec", "doctor"]
     if args.directory:
-        words.append(shlex.quote(args.directory))
+        named = args.directory
+        words.append(shlex.quote(f"./{named}" if named.startswith("-") else named))
     for target in ("memory", "user"):
         given = getattr(args, f"{target}_char_limit")
         if given is not None:
@@ -148,7 +171,7 @@ def render(found: Diagnosis, limits: dict[str, Limit], command: str) -> list[str
         else:
             share = state.usage * 100 // state.limit if state.limit else 0
             lines.append(
-                f"{state.file}: {state.entries} entries, {state.usage:,}/{state.limit:,} "
+                f"{state.file}: {count(state.entries, 'entry')}, {state.usage:,}/{state.limit:,} "
                 f"characters ({share}%), {state.kind}"
             )
         lines += _problem_lines(by_subject.pop(state.file, []))
@@ -164,8 +187,8 @@ def render(found: Diagnosis, limits: dict[str, Limit], command: str) -> list[str
         return lines
     lines.append(f"{len(attention)} thing(s) need attention")
     fixes = Counter(p.fix for p in attention if p.fix)
-    for options, count in sorted(fixes.items()):
-        lines.append(f"  {count} repaired by: {command} {options}")
+    for options, times in sorted(fixes.items()):
+        lines.append(f"  {times} repaired by: {command} {options}")
     return lines
 
 

@@ -6,6 +6,7 @@ only: nothing here writes.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shlex
@@ -15,14 +16,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memspec.spec.codec import classify_bytes, decode, usage
+from memspec.doctor.hermes import hermes_drift, hermes_entries, hermes_hidden
+from memspec.spec.codec import (
+    BOM,
+    classify_bytes,
+    decode,
+    is_delimiter_line,
+    normalize_newlines,
+    parse_text,
+    serialize,
+    usage,
+)
 from memspec.spec.root_files import file_kind
 from memspec.spec.snapshot import BLOCKED_PREFIX
 from memspec.spec.targets import FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 
-HERMES_TEMP = re.compile(r"^\.mem_\w+\.tmp$")
-"""The temp files Hermes' store writes before its rename (``tempfile.mkstemp``)."""
+HERMES_TEMP = re.compile(r"^\.mem_[a-z0-9_]{8}\.tmp$")
+"""The temp files Hermes' store writes before its rename (``tempfile.mkstemp``'s eight
+characters between its prefix and suffix)."""
 FIX = "--fix"
 MOVE = "--fix --move-oversized"
 SEVERITIES = ("error", "warning", "note")
@@ -98,12 +110,15 @@ def diagnose_file(path: Path, target: str, limit: int) -> tuple[TargetState, lis
     name = path.name
     state = TargetState(target, name, "absent", limit=limit)
     problems: list[Problem] = []
-    if path.is_symlink():
+    linked = path.is_symlink()
+    if linked:
         problems.append(Problem(
             "FILES-4", "warning", name,
-            f"is a symbolic link to {os.readlink(path)}: a store must write through it, and "
-            "one that renames a new file over it replaces the link with a regular file",
-            "make it a regular file, or check that every tool writing it keeps the link",
+            f"is a symbolic link to {os.readlink(path)}: a store that follows the spec reads "
+            "through it but refuses every write (E_IO); Hermes 0.19 replaces the link with a "
+            "regular file at its next write",
+            "make it a regular file (copy the target over the link), or check that every tool "
+            "writing it keeps the link",
         ))  # fmt: skip
     try:
         info = path.stat()
@@ -111,7 +126,7 @@ def diagnose_file(path: Path, target: str, limit: int) -> tuple[TargetState, lis
         return state, problems
     except OSError as error:
         state.kind = "unopenable"
-        return state, [*problems, _unopenable(name, error)]
+        return state, [*problems, _unopenable(path, error)]
     if not stat.S_ISREG(info.st_mode):
         state.kind = "not a file"
         return state, [*problems, Problem(
@@ -122,15 +137,21 @@ def diagnose_file(path: Path, target: str, limit: int) -> tuple[TargetState, lis
         data = path.read_bytes()
     except OSError as error:
         state.kind = "unopenable"
-        return state, [*problems, _unopenable(name, error)]
-    problems += _mode(path, info.st_mode)
+        return state, [*problems, _unopenable(path, error)]
+    problems += _mode([path], info.st_mode)
     file_state = classify_bytes(data, limit)
     state.kind = file_state.kind
-    if file_state.entries is None:
+    text = decode(data)
+    if file_state.entries is None or text is None:
         return state, [*problems, _undecodable(name, data)]
     entries = file_state.entries
     state.entries, state.usage = len(entries), usage(entries)
-    problems += _layout(name, data, entries, file_state.kind, limit)
+    if "\x00" in text:
+        problems.append(_nul(name, text))
+    elif file_state.kind == "foreign":
+        problems.append(_foreign(name, text, entries, limit))
+    elif file_state.kind == "cosmetic":
+        problems += _cosmetic(name, text, entries, limit, fixable=not linked)
     if state.usage > limit and file_state.kind != "foreign":
         problems.append(Problem(
             "LIMIT-4", "warning", name,
@@ -139,16 +160,22 @@ def diagnose_file(path: Path, target: str, limit: int) -> tuple[TargetState, lis
             "remove or shorten entries with the memory tool (remove, replace)",
         ))  # fmt: skip
     problems += _duplicates(name, entries)
-    problems += _threats(name, entries)
+    problems += _threats(name, entries, limit)
     return state, problems
 
 
-def _unopenable(name: str, error: OSError) -> Problem:
+def _unopenable(path: Path, error: OSError) -> Problem:
+    if error.errno == errno.ELOOP:
+        repair = f"the link loops: replace {path.name} with a regular file"
+    elif error.errno == errno.EACCES:
+        repair = f"give it back to its owner: chmod 600 {shlex.quote(str(path))}"
+    else:
+        repair = "check the file and the disk it is on"
     return Problem(
-        "READ-7", "error", name,
+        "READ-7", "error", path.name,
         f"cannot be read ({error.strerror or error}): a store must refuse to write it rather "
         "than start it empty",
-        "give the file back read and write permission to its owner (chmod 600)",
+        repair,
     )  # fmt: skip
 
 
@@ -166,68 +193,99 @@ def _undecodable(name: str, data: bytes) -> Problem:
     )  # fmt: skip
 
 
-def _mode(path: Path, mode: int) -> list[Problem]:
+def _nul(name: str, text: str) -> Problem:
+    count = text.count("\x00")
+    whole = count == len(text)
+    return Problem(
+        "CRASH-1", "error", name,
+        f"holds {count:,} NUL byte(s){' and nothing else' if whole else ''}: what a crash "
+        "leaves of a file written in place, not text anyone wrote",
+        "restore it from a backup (a store's MEMORY.md.bak.*, an editor's, the system's); "
+        "a store that renames a whole new file in (ATOMIC-2) never leaves this",
+    )  # fmt: skip
+
+
+def _mode(paths: Sequence[Path], mode: int) -> list[Problem]:
     if not mode & 0o077:
         return []
+    names = ", ".join(p.name for p in paths[:3]) + (" …" if len(paths) > 3 else "")
     return [Problem(
-        "FILES-1", "warning", path.name,
-        f"is readable or writable by others (mode {stat.S_IMODE(mode):04o}); a store creates "
-        "its files 0600",
-        f"chmod 600 {shlex.quote(str(path))}",
+        "FILES-1", "warning", names,
+        f"{'is' if len(paths) == 1 else 'are'} readable or writable by others (mode "
+        f"{stat.S_IMODE(mode):04o}); a store creates its files 0600",
+        "chmod 600 " + " ".join(shlex.quote(str(p)) for p in paths),
     )]  # fmt: skip
 
 
-def _layout(name: str, data: bytes, entries: Sequence[str], kind: str, limit: int) -> list[Problem]:
-    """The file's form: a foreign file (an entry over the limit, DRIFT-2) or the cosmetic
-    anomalies a reader tolerates and a writer never makes (FORMAT-4)."""
-    if kind == "foreign":
-        over = [(i, len(e)) for i, e in enumerate(entries) if len(e) > limit]
-        index, size = over[0]
-        text = decode(data) or ""
-        pasted = "§" not in text
-        return [Problem(
-            "DRIFT-2", "error", name,
-            f"entry {index + 1} is {size:,} characters, over the limit of {limit:,}"
-            + (" (the file has no § line: it looks pasted)" if pasted else "")
-            + f"{f' and {len(over) - 1} more' if len(over) > 1 else ''}: a store refuses every "
-            "write to the file (E_DRIFT) rather than lose it",
-            f"split it into entries on lines of their own with § between them, or move it out "
-            f"with {MOVE} (a byte-exact backup keeps it)",
-            fix=MOVE,
-        )]  # fmt: skip
-    if kind != "cosmetic":
-        return []
-    text = decode(data) or ""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    said = []
-    if text.startswith("\ufeff"):
-        said.append((
-            "READ-1", "a byte order mark at its start",
-            "a reader that keeps it (Hermes does) glues it to the first entry, which the threat "
-            "scan then blocks as invisible Unicode",
-        ))  # fmt: skip
+def _foreign(name: str, text: str, entries: Sequence[str], limit: int) -> Problem:
+    """An entry over the limit (DRIFT-2): a paste with no ``§`` line, or a lowered limit."""
+    over = [(i, len(e)) for i, e in enumerate(entries) if len(e) > limit]
+    index, size = over[0]
+    pasted = "§" not in text
+    return Problem(
+        "DRIFT-2", "error", name,
+        f"entry {index + 1} is {size:,} characters, over the limit of {limit:,}"
+        + (" (the file has no § line: it looks pasted)" if pasted else "")
+        + f"{f' and {len(over) - 1} more' if len(over) > 1 else ''}: a store refuses every "
+        "write to the file (E_DRIFT) rather than lose it",
+        f"split it into entries on lines of their own with § between them, or move it out "
+        f"with {MOVE} (a byte-exact backup keeps it)",
+        fix=MOVE,
+    )  # fmt: skip
+
+
+def _cosmetic(
+    name: str, text: str, entries: Sequence[str], limit: int, *, fixable: bool
+) -> list[Problem]:
+    """The anomalies a reader tolerates and a writer never makes (FORMAT-4), each by its
+    clause, as bad as what they do to Hermes' reading: a warning when Hermes reads other
+    entries or refuses to edit the file, a note when every reader agrees."""
+    lines = normalize_newlines(text.removeprefix(BOM)).split("\n")
+    chunks = "\n".join("§" if is_delimiter_line(line) else line for line in lines)
+    found = []
+    if text.startswith(BOM):
+        found.append(("READ-1", "a byte order mark at its start"))
     if "\r" in text:
-        said.append((
-            "READ-2", "CR LF or CR line ends",
-            "a reader that splits on a bare line feed alone reads the entries as one",
-        ))  # fmt: skip
-    if any(line.strip() == "§" and line != "§" for line in lines):
-        said.append((
-            "READ-3", "spaces around a § line",
-            "a reader that splits only on an exact § line (Hermes does) reads the entries on "
-            "both sides as one",
-        ))  # fmt: skip
-    if not said:
-        said.append((
-            "READ-4", "blank lines, empty entries or spaces at entries' ends",
-            "readers drop them, and a store writes the file back without them",
-        ))  # fmt: skip
+        found.append(("READ-2", "CR LF or CR line ends"))
+    if any(is_delimiter_line(line) and line != "§" for line in lines):
+        found.append(("READ-3", "spaces around a § line"))
+    if chunks != serialize(entries):
+        starts = any(c.strip().startswith(BOM) for c in chunks.split("\n§\n") if c.strip(" \t\n"))
+        found.append(("READ-4", "a U+FEFF at an entry's start" if starts else
+                      "blank lines, empty entries or spaces around entries"))  # fmt: skip
+    hermes = hermes_entries(text)
+    if hermes != list(entries):
+        severity = "warning"
+        if len(hermes) != len(entries):
+            effect = f"Hermes 0.19 reads {count(len(hermes), 'entry')} where the spec reads "
+            effect += f"{len(entries)}"
+        else:
+            at = next(i for i, (h, e) in enumerate(zip(hermes, entries, strict=True)) if h != e)
+            effect = f"Hermes 0.19 reads entry {at + 1} as {_short(hermes[at], raw=True)}, not "
+            effect += _short(entries[at], raw=True)
+            if hermes[at].startswith(BOM):
+                effect += ", and its scan blocks it"
+    elif hermes_drift(text, limit):
+        severity = "warning"
+        effect = (
+            "Hermes 0.19 takes the file for one edited elsewhere: it refuses every replace "
+            "and remove, with a new backup each time"
+        )
+    else:
+        severity = "note"
+        effect = "readers agree on its entries, and a store writes it canonical at its next write"
+    repair = f"{FIX} rewrites it in the canonical form (a byte-exact backup first)"
+    if not fixable:
+        repair = "rewrite the link's target in the canonical form; --fix leaves links alone"
     return [Problem(
-        clause, "warning", name,
-        f"holds {words}, which no store writes (FORMAT-4): {why}",
-        f"{FIX} rewrites it in the canonical form (a byte-exact backup first)",
-        fix=FIX,
-    ) for clause, words, why in said]  # fmt: skip
+        clause, severity, name, f"holds {words}, which no store writes (FORMAT-4): {effect}",
+        repair, fix=FIX if fixable else "",
+    ) for clause, words in found]  # fmt: skip
+
+
+def count(number: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number:,} {noun if number == 1 else plural}"
 
 
 def _duplicates(name: str, entries: Sequence[str]) -> list[Problem]:
@@ -245,9 +303,14 @@ def _duplicates(name: str, entries: Sequence[str]) -> list[Problem]:
     return problems
 
 
-def _threats(name: str, entries: Sequence[str]) -> list[Problem]:
+def _threats(name: str, entries: Sequence[str], limit: int) -> list[Problem]:
+    """The entries the threat scan blocks (SCAN-6), those that forge a placeholder (SCAN-8), and
+    those Hermes' scan blocks for a character the spec keeps (a note for Hermes users). An
+    entry over the limit is DRIFT-2's and is not scanned."""
     problems = []
     for index, entry in enumerate(entries):
+        if len(entry) > limit:
+            continue
         threats = find_threats(entry)
         if threats:
             problems.append(Problem(
@@ -263,37 +326,42 @@ def _threats(name: str, entries: Sequence[str]) -> list[Problem]:
                 "placeholder: it looks to the model like a blocked entry",
                 "remove it with the memory tool, or reword its start",
             ))  # fmt: skip
+    scanned = [e if len(e) <= limit else "" for e in entries]
+    for index, chars in hermes_hidden(scanned):
+        if find_threats(entries[index]):
+            continue
+        problems.append(Problem(
+            "SCAN-4", "note", name,
+            f"entry {index + 1} ({_short(entries[index])}) holds {', '.join(chars)}, ordinary "
+            "text the spec keeps (emoji sequences, Persian and Hindi need joiners), which Hermes "
+            "0.19's scan blocks: a Hermes agent sees a [BLOCKED: placeholder instead",
+            "nothing to do for a store that follows the spec; for Hermes, reword the entry "
+            "without the character if the model must see it",
+        ))  # fmt: skip
     return problems
 
 
 def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
-    """The files beside the data files: temps a crash left (CRASH-2), backups (DRIFT-3), the
-    locks (LOCK-1, FILES-3) and files that belong to no store (FILES-5)."""
+    """The files beside the data files: temps a crash left (CRASH-2), backups (DRIFT-3,
+    FILES-1), the locks (LOCK-1, FILES-3) and files that belong to no store (FILES-5)."""
     lines: list[str] = []
     problems: list[Problem] = []
-    backups: dict[str, list[os.stat_result]] = {}
+    backups: dict[str, list[Path]] = {}
     temps: list[str] = []
     others: list[str] = []
     with os.scandir(directory) as listing:
         entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
         kind = file_kind(entry.name)
+        regular = entry.is_file(follow_symlinks=False)
         if kind == "data":
             continue
-        if kind == "temp" or HERMES_TEMP.match(entry.name):
+        if (kind == "temp" or HERMES_TEMP.match(entry.name)) and regular:
             temps.append(entry.name)
-        elif kind == "backup":
-            owner = entry.name.split(".bak.", 1)[0]
-            backups.setdefault(owner, []).append(entry.stat(follow_symlinks=False))
+        elif kind == "backup" and regular:
+            backups.setdefault(entry.name.split(".bak.", 1)[0], []).append(Path(entry.path))
         elif kind == "lock":
-            if entry.is_symlink():
-                problems.append(Problem(
-                    "FILES-3", "error", entry.name,
-                    "is a symbolic link: a store opens its lock with O_NOFOLLOW and cannot lock",
-                    f"remove {entry.name}; a store creates it again",
-                ))  # fmt: skip
-            else:
-                lines.append(f"lock file {entry.name}")
+            problems += _lock(entry, lines)
         else:
             others.append(entry.name)
     if others:
@@ -306,15 +374,64 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
             f"{FIX} removes them, holding the store's lock",
             fix=FIX,
         ))  # fmt: skip
-    for owner, stats in sorted(backups.items()):
-        size = sum(s.st_size for s in stats)
-        oldest = time.strftime("%Y-%m-%d", time.localtime(min(s.st_mtime for s in stats)))
-        lines.append(
-            f"{len(stats)} backup(s) of {owner}, {size:,} bytes, the oldest from {oldest}: copies "
-            "a store saved before rewriting or refusing a file edited elsewhere (DRIFT-3); "
-            "delete the ones you do not need"
-        )
+    for owner, paths in sorted(backups.items()):
+        lines.append(_backups(directory / owner, paths))
+        shared = [p for p in paths if p.lstat().st_mode & 0o077]
+        problems += _mode(shared, shared[0].lstat().st_mode) if shared else []
     return lines, problems
+
+
+def _lock(entry: os.DirEntry[str], lines: list[str]) -> list[Problem]:
+    if entry.is_symlink():
+        return [Problem(
+            "FILES-3", "error", entry.name,
+            "is a symbolic link: a store opens its lock with O_NOFOLLOW and cannot lock",
+            f"remove {entry.name}; a store creates it again",
+        )]  # fmt: skip
+    if not entry.is_file(follow_symlinks=False):
+        return [Problem(
+            "LOCK-1", "error", entry.name,
+            "is not a regular file: no store can take its lock, so every write fails",
+            f"move {entry.name} away; a store creates it again",
+        )]  # fmt: skip
+    lines.append(f"lock file {entry.name}")
+    return []
+
+
+def _backups(data_path: Path, paths: Sequence[Path]) -> str:
+    """One line on a data file's backups (DRIFT-3): how many, their size, the oldest, and which
+    hold text the data file no longer has, the ones to keep."""
+    stats = [p.lstat() for p in paths]
+    oldest = time.strftime("%Y-%m-%d", time.localtime(min(s.st_mtime for s in stats)))
+    line = (
+        f"{len(paths)} backup(s) of {data_path.name}, {sum(s.st_size for s in stats):,} bytes, "
+        f"the oldest from {oldest} (DRIFT-3): "
+    )
+    current = _entries_of(data_path)
+    if current is None:
+        return line + f"keep them until {data_path.name} reads again"
+    held = {p.name: _entries_of(p) for p in paths}  # None: unreadable, kept to be safe
+    keep = [name for name, entries in held.items() if entries is None or not entries <= current]
+    if not keep:
+        return line + f"each holds only text {data_path.name} still has; they can go"
+    them = "it" if len(keep) == 1 else "them"
+    named = ", ".join(keep[:3]) + (" …" if len(keep) > 3 else "")
+    rest = "; the others can go" if len(keep) < len(paths) else ""
+    return (
+        line
+        + f"{len(keep)} hold(s) text {data_path.name} no longer has, keep {them} ({named}){rest}"
+    )
+
+
+def _entries_of(path: Path) -> set[str] | None:
+    """Returns the entries of a file as the spec reads them; ``None`` when it cannot be read."""
+    try:
+        text = decode(path.read_bytes())
+    except FileNotFoundError:
+        return set()
+    except OSError:
+        return None
+    return None if text is None else set(parse_text(text))
 
 
 def _others(names: Sequence[str], store_here: bool) -> Problem:
@@ -335,6 +452,7 @@ def _others(names: Sequence[str], store_here: bool) -> Problem:
     )  # fmt: skip
 
 
-def _short(text: str, width: int = 40) -> str:
-    flat = " ".join(text.split())
+def _short(text: str, width: int = 40, *, raw: bool = False) -> str:
+    """Returns ``text`` quoted and cut to ``width``; its whitespace folded unless ``raw``."""
+    flat = text if raw else " ".join(text.split())
     return repr(flat if len(flat) <= width else flat[: width - 1] + "…")

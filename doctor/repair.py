@@ -59,16 +59,38 @@ def repair(
     """Repairs ``directory`` (or, with ``dry_run``, says what it would do, taking no lock and
     writing nothing); returns the actions. Raises Busy when another process holds a lock, and
     DoctorError when a file cannot be read."""
+    paths = {target: directory / FILENAMES[target] for target in TARGETS}
+    if not any(os.path.lexists(path) for path in paths.values()):
+        return []  # no store writes here: nothing of a store's to repair, no lock to create
+    for path in paths.values():
+        _lockable(path)
     with ExitStack() as stack:
-        held = {} if dry_run else {t: _hold(stack, directory / FILENAMES[t]) for t in TARGETS}
+        held = {} if dry_run else {t: _hold(stack, path) for t, path in paths.items()}
         plans = {
-            target: _plan(directory / FILENAMES[target], limits[target], move_oversized)
-            for target in TARGETS
+            target: plan
+            for target, path in paths.items()
+            if (plan := _plan(path, limits[target], move_oversized)) is not None
         }  # every file is read before any is written: a refusal changes nothing
-        actions = [
-            _rewrite(plan, held.get(target)) for target, plan in plans.items() if plan is not None
-        ]
+        if dry_run:
+            actions = [Action(p.path.name, f"{p.would} {p.what}, after a byte-exact backup")
+                       for p in plans.values()]  # fmt: skip
+        else:
+            actions = _rewrite_all(plans, held)
         return actions + _sweep(directory, dry_run)
+
+
+def _lockable(data_path: Path) -> None:
+    """Raises DoctorError when ``data_path``'s lock file is one no store can take: a symbolic
+    link (FILES-3) or not a regular file (LOCK-1)."""
+    lock = lock_path(data_path)
+    if lock.is_symlink():
+        why = "is a symbolic link, which no store follows (FILES-3)"
+    elif lock.exists() and not lock.is_file():
+        why = "is not a regular file (LOCK-1)"
+    else:
+        return
+    raise DoctorError(f"cannot take {lock.name}: it {why}; move it away and run again; "
+                      "nothing was changed")  # fmt: skip
 
 
 def _hold(stack: ExitStack, data_path: Path) -> int:
@@ -132,36 +154,60 @@ def _plan(path: Path, limit: int, move_oversized: bool) -> _Rewrite | None:
     return None if new == data else _Rewrite(path, data, new, did, would, what)
 
 
-def _rewrite(plan: _Rewrite, lock_fd: int | None) -> Action:
-    """Rewrites a data file as ``plan`` says, as the reference store writes (a byte-exact backup
-    of the old bytes, the new ones renamed in, their digest recorded in the lock file,
-    DRIFT-5), holding ``lock_fd``; without it (a dry run) only says what it would do."""
-    if lock_fd is None:
-        return Action(plan.path.name, f"{plan.would} {plan.what}, after a byte-exact backup")
-    backup = write_backup(plan.path, plan.old)
-    atomic_write(plan.path, plan.new)
-    with contextlib.suppress(OSError):
-        record_digest(lock_fd, digest(plan.new))
-    return Action(plan.path.name, f"{plan.did} {plan.what}", backup.name)
+def _rewrite_all(plans: Mapping[str, _Rewrite], held: Mapping[str, int]) -> list[Action]:
+    """Rewrites every planned file as the reference store writes, holding its lock: the old
+    bytes of all of them saved first (a byte-exact backup each; a backup that fails rewrites
+    nothing), then each new file renamed in and its digest recorded in the lock file
+    (DRIFT-5). A rewrite that fails names what was done before it."""
+    saved: dict[str, Path] = {}
+    for target, plan in plans.items():
+        try:
+            saved[target] = write_backup(plan.path, plan.old)
+        except OSError as error:
+            raise DoctorError(
+                f"cannot back up {plan.path.name}: {error.strerror or error}; nothing was rewritten"
+            ) from None
+    actions: list[Action] = []
+    for target, plan in plans.items():
+        try:
+            atomic_write(plan.path, plan.new)
+        except OSError as error:
+            done = "".join(f"{a.subject}: {a.what}, its old bytes in {a.backup}; " for a in actions)
+            raise DoctorError(
+                f"{done}cannot rewrite {plan.path.name}: {error.strerror or error}; it is as it "
+                f"was (a copy is in {saved[target].name})"
+            ) from None
+        with contextlib.suppress(OSError):
+            record_digest(held[target], digest(plan.new))
+        actions.append(Action(plan.path.name, f"{plan.did} {plan.what}", saved[target].name))
+    return actions
 
 
 def _sweep(directory: Path, dry_run: bool) -> list[Action]:
-    """Removes the temp files of both targets and Hermes' (CRASH-2): under both locks, only a
-    crashed writer's can be left."""
+    """Removes the temp files of both targets and Hermes' (CRASH-2), regular files only, as
+    the diagnosis counts them: under both locks, only a crashed writer's can be left."""
     with os.scandir(directory) as listing:
         temps = sorted(
             entry.name
             for entry in listing
             if (file_kind(entry.name) == "temp" or HERMES_TEMP.match(entry.name))
-            and not entry.is_dir(follow_symlinks=False)
+            and entry.is_file(follow_symlinks=False)
         )
     if not temps:
         return []
-    if not dry_run:
-        for name in temps:
-            try:
-                os.unlink(directory / name)
-            except FileNotFoundError:
-                continue
-    verb = "would remove" if dry_run else "removed"
-    return [Action(", ".join(temps), f"{verb} {len(temps)} temp file(s) a killed writer left")]
+    if dry_run:
+        return [
+            Action(", ".join(temps), f"would remove {len(temps)} temp file(s) a killed writer left")
+        ]
+    kept = []
+    for name in temps:
+        try:
+            os.unlink(directory / name)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            kept.append(f"{name} ({error.strerror})")
+    what = f"removed {len(temps) - len(kept)} temp file(s) a killed writer left"
+    return [
+        Action(", ".join(temps), what + (f"; could not remove {', '.join(kept)}" if kept else ""))
+    ]
