@@ -33,6 +33,7 @@ from memspec.fuzz.oracle import (
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
+from memspec.spec.codec import encode_entries
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load, Mutation
 from memspec.spec.rules import misapplied_write
@@ -223,16 +224,29 @@ class MemoryMachine(RuleBasedStateMachine):
         found = match_answer(allowed, answer, after, target)
         decided = allowed[0].outcome
         expected = decided.code
-        # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows.
+        clause = ""
+        if found is None:
+            batch = request["op"] == "batch"
+            clause = clause_for(
+                expected, answer.get("code"), decided.rule, decided.duplicate, batch
+            )
+            if self._decided_on_its_copy(session, mutation_of(request, session), answer):
+                clause = "LOCK-2"
+        # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows;
+        # LOCK-2: one the spec allows on the copy the session loaded, not on the file.
         assert found is not None, (
-            f"{clause_for(expected, answer.get('code'), decided.rule, decided.duplicate)}: {sent} "
-            f"answered {answer}; the spec "
+            f"{clause}: {sent} answered {answer}; the spec "
             f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
-        )
+            + (" on the file, and the answer only on the session's own earlier copy of it"
+               if clause == "LOCK-2" else "")
+        )  # fmt: skip
         self._judge_write(sent, mutation_of(request, session), answer, (before, after), found.state)
         problem = field_problem(answer, found.outcome)
-        # SNAP-11, MATCH-5, DUP-1: optional Outcome fields, when given, are the model's.
+        # SNAP-11, MATCH-5, DUP-1: optional Outcome fields, when given, are the model's; LOCK-2
+        # when they are those of the session's own earlier copy of the file.
         clause, _, said = (problem or "").partition(": ")
+        if problem and self._decided_on_its_copy(session, mutation_of(request, session), answer):
+            clause, said = "LOCK-2", f"{said}, which is what the session's own earlier copy gives"
         assert problem is None, f"{clause}: {sent} answered {answer}: {said}"
         if answer["code"] == codes.E_DRIFT and before is not None:
             backups = self.world.backups(target)
@@ -341,11 +355,28 @@ class MemoryMachine(RuleBasedStateMachine):
         clause = "FORMAT-5" if floor == len(versions) - 1 else "CONTRACT-8"
         if reported not in versions:
             clause = self.read_rule[target] or clause
+            # READ-5: the entries of a version the session may report, its duplicates dropped
+            if any(tuple(dict.fromkeys(v)) == reported for v in allowed):
+                clause = "READ-5"
         # CONTRACT-8, LOCK-2: entries are at least as fresh as the last load or accepted write.
         raise AssertionError(
             f"{clause}: after {self.last}, session {session} reports {target} entries "
             f"{list(reported)!r}; its last load or write saw {versions[floor]!r} and the file "
             f"now reads {versions[-1]!r}"
+        )
+
+    def _decided_on_its_copy(self, session: str, op: Mutation, answer: dict[str, Any]) -> bool:
+        """Whether ``answer`` (its code and fields) is one the spec allows had the file still
+        held what ``session`` last loaded or wrote, which others have changed since: a decision
+        on that copy, not on the file re-read under the lock (LOCK-2)."""
+        versions = self.versions[op.target]
+        seen = versions[self.floor[(session, op.target)]]
+        if seen is None or seen == versions[-1]:
+            return False
+        _, then = model.step(self.state, ExternalWrite(op.target, encode_entries(seen)))
+        return any(
+            a.outcome.code == answer.get("code") and field_problem(answer, a.outcome) is None
+            for a in allowed_answers(then, op, self.features)
         )
 
     def _misread(self, session: str, target: str) -> str | None:
@@ -370,8 +401,8 @@ class MemoryMachine(RuleBasedStateMachine):
 @check(
     "CONTRACT-4", "CONTRACT-5", "CONTRACT-8", "FORMAT-4", "FORMAT-5", "DUP-1", "DUP-4",
     "MATCH-1", "MATCH-3", "MATCH-4", "MATCH-5", "REPLACE-1", "REMOVE-1", "LIMIT-2", "LOCK-2",
-    "SNAP-1", "SNAP-2", "SNAP-10", "DRIFT-1", "DRIFT-3", "DRIFT-4", "DRIFT-5", "READ-6",
-    "BATCH-3",
+    "SNAP-1", "SNAP-2", "SNAP-10", "DRIFT-1", "DRIFT-3", "DRIFT-4", "DRIFT-5", "READ-5",
+    "READ-6", "BATCH-3",
     id="machine.memory_machine",
 )  # fmt: skip
 def memory_machine(ctx: CheckContext) -> None:

@@ -274,15 +274,20 @@ _CLAUSE_OF_WRONG_REFUSAL = {
 }  # fmt: skip
 
 
-def clause_for(expected: str, answered: object, rule: str = "", duplicate: bool = False) -> str:
+def clause_for(
+    expected: str, answered: object, rule: str = "", duplicate: bool = False, batch: bool = False
+) -> str:
     """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``: a
     refusal of an add the model takes as a duplicate is DUP-1's (DUP-2's for the limit); a
-    refusal for a condition earlier in the precedence is blamed on the clause it misreads
-    (``E_DRIFT`` for ``E_LIMIT``: DRIFT-1), else the model's condition's clause: ``rule``, the
-    clause that decided the model's refusal, when it names one (a patch's repeated span is
-    PATCH-3's ``E_AMBIGUOUS``), else the code's (``OK`` for ``E_DELIMITER``: ENTRY-3)."""
+    batch refused for the limit where its final result fits is BATCH-4's; a refusal for a
+    condition earlier in the precedence is blamed on the clause it misreads (``E_DRIFT`` for
+    ``E_LIMIT``: DRIFT-1), else the model's condition's clause: ``rule``, the clause that decided
+    the model's refusal, when it names one (a patch's repeated span is PATCH-3's
+    ``E_AMBIGUOUS``), else the code's (``OK`` for ``E_DELIMITER``: ENTRY-3)."""
     if expected == codes.OK and duplicate and answered != codes.OK:
         return "DUP-2" if answered == codes.E_LIMIT else "DUP-1"
+    if expected == codes.OK and batch and answered == codes.E_LIMIT:
+        return "BATCH-4"
     order = codes.PRECEDENCE
     earlier = answered in order and expected in order
     if expected == codes.OK or (earlier and order.index(str(answered)) < order.index(expected)):

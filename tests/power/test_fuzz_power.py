@@ -11,7 +11,9 @@ clause id its defect breaks, shows the shrunk example, and ends with a one-comma
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,9 @@ from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import InProcessBackend
+from memspec.fuzz.machine import MemoryMachine
 from memspec.fuzz.oracle import allowed_answers
+from memspec.fuzz.strategies import AddBOM, AppendParagraph, Concatenate
 from memspec.spec import model
 from memspec.spec.operations import Add
 from tests.budgeted import run_in_budget
@@ -41,9 +45,9 @@ CAUGHT = [
     (f"{BROKEN}:raw_bytes_drift_guard", "machine.memory_machine", "DRIFT-1"),
     # an acknowledged add the file does not hold yet: not a file in other bytes (FORMAT-4)
     ("tests.backends.naive_broken:LazyWriter", "machine.memory_machine", "ATOMIC-5"),
-    # a load after an editor saved a byte order mark reads it into the first entry: the rule
-    # that edit tried (READ-1), not the round trip in general (FORMAT-5)
-    (f"{BROKEN}:keeps_bom_on_read", "machine.memory_machine", "READ-1"),
+    # a session deciding on the copy it loaded, which another session has changed since, is
+    # LOCK-2's, not the usage figure's (SNAP-11) or the matching rule's (MATCH-1)
+    ("tests.backends.naive_broken:StaleWithoutLoad", "machine.memory_machine", "LOCK-2"),
 ]
 ALLOWED_VARIANTS = [
     (f"{BROKEN}:refuses_emptying_batch", "machine.memory_machine"),
@@ -178,3 +182,41 @@ def test_content_the_spec_refuses_is_not_blamed_on_the_limits(tmp_path: Path) ->
     with FuzzRoot(CheckContext(backend, root, tmp_path, PROFILES["ci"]), {"memory": 40}) as world:
         _limit_step(world, {"op": "add", "target": "memory", "content": "§"}, frozenset())
         assert world.entries("a", "memory") == []  # lost, as ENTRY-3 says it would be
+
+
+def replayed_blame(backend: str, tmp_path: Path, program: Callable[[Any], None]) -> str:
+    """Returns the clause the state machine blames when it runs ``program`` (steps as the
+    machine's failure report prints them) against ``backend``."""
+    tmp_path.mkdir()
+    context = CheckContext(InProcessBackend(backend, 10.0), tmp_path, tmp_path, PROFILES["ci"])
+    machine = type("MemoryMachine", (MemoryMachine,), {"ctx": context, "features": frozenset(
+        {"core", "batch", "threat-scan", "drift-guard"})})()  # fmt: skip
+    with pytest.raises(AssertionError) as failure:
+        try:
+            program(machine)
+        finally:
+            machine.teardown()
+    return str(failure.value).split(":", 1)[0]
+
+
+def test_the_machine_blames_the_rule_a_zoo_member_breaks(tmp_path: Path) -> None:
+    # Programs a zoo run's state machine found, each once blamed on another clause.
+    twice = Concatenate(("User prefers tabs", "User prefers tabs"), "")
+    dropped = replayed_blame(f"{BROKEN}:dedup_on_read", tmp_path / "a", lambda m: (
+        m.edit_file(store="memory", edit=twice), m.load(session="a")))  # fmt: skip
+    assert dropped == "READ-5"  # was FORMAT-5: a load dropping duplicates
+    bom = replayed_blame(f"{BROKEN}:keeps_bom_on_read", tmp_path / "d", lambda m: (
+        m.add(content="User prefers tabs", session="a", store="memory"),
+        m.edit_file(store="memory", edit=AddBOM()), m.load(session="a")))  # fmt: skip
+    assert bom == "READ-1"  # not FORMAT-5: the reading rule the editor's byte order mark tried
+    items = [{"action": "add", "content": "User prefers tabs"},
+             {"action": "remove", "old_text": "tabs"}]  # fmt: skip
+    per_item = replayed_blame(f"{BROKEN}:batch_limit_per_item", tmp_path / "b", lambda m: (
+        m.edit_file(store="memory", edit=AppendParagraph(56)),
+        m.batch(session="a", store="memory", operations=items)))  # fmt: skip
+    assert per_item == "BATCH-4"  # was LIMIT-2: a batch judged item by item
+    stale = replayed_blame(
+        "tests.backends.naive_broken:StaleWithoutLoad", tmp_path / "c", lambda m: (
+            m.add(content="User tabs", session="b", store="memory"),
+            m.remove(old_text="tabs", session="a", store="memory")))  # fmt: skip
+    assert stale == "LOCK-2"  # was MATCH-1: a remove decided on the session's stale copy
