@@ -267,3 +267,17 @@ def test_an_entry_hermes_hides_and_the_spec_keeps_is_a_note(hermes: Path, home: 
     notes = [p for p in found["problems"] if p["clause"] == "SCAN-4"]
     assert found["healthy"] and [p["severity"] for p in notes] == ["note", "note"]
     assert "U+200D" in notes[0]["what"] and "U+200C" in notes[1]["what"]
+
+
+def test_hermes_own_backups_are_counted_and_the_needed_ones_named(hermes: Path, home: Path) -> None:
+    pasted_then_refused(hermes, home)
+    memories = home / "memories"
+    found = diagnosis(memories)
+    line = next(line for line in found["files"] if "backup(s) of MEMORY.md" in line)
+    assert line.startswith("1 backup(s) of MEMORY.md") and "still has; they can go" in line
+    result = doctor(str(memories), "--fix", "--move-oversized")
+    assert "moved out 1 entry over the limit" in result.stdout, result.stdout
+    line = next(line for line in diagnosis(memories)["files"] if "backup(s) of MEMORY.md" in line)
+    assert (
+        line.startswith("2 backup(s) of MEMORY.md") and "2 hold(s) text MEMORY.md no longer" in line
+    )
