@@ -33,7 +33,7 @@ from memspec.fuzz.oracle import (
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
-from memspec.spec.codec import encode_entries
+from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load, Mutation
 from memspec.spec.rules import misapplied_write
@@ -232,6 +232,8 @@ class MemoryMachine(RuleBasedStateMachine):
             )
             if self._decided_on_its_copy(session, mutation_of(request, session), answer):
                 clause = "LOCK-2"
+            elif clause == "DRIFT-1" and self._foreign(target):
+                clause = "DRIFT-7"  # a foreign file's repair refused, not a tidy file's edit
         # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows;
         # LOCK-2: one the spec allows on the copy the session loaded, not on the file.
         assert found is not None, (
@@ -364,6 +366,11 @@ class MemoryMachine(RuleBasedStateMachine):
             f"{list(reported)!r}; its last load or write saw {versions[floor]!r} and the file "
             f"now reads {versions[-1]!r}"
         )
+
+    def _foreign(self, target: str) -> bool:
+        """Whether the file of ``target`` holds an entry over its limit (DRIFT-2)."""
+        data = model.disk(self.state, target)
+        return classify_bytes(data, model.limit_of(self.state, target)).kind == "foreign"
 
     def _decided_on_its_copy(self, session: str, op: Mutation, answer: dict[str, Any]) -> bool:
         """Whether ``answer`` (its code and fields) is one the spec allows had the file still

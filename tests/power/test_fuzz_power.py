@@ -215,6 +215,11 @@ def test_the_machine_blames_the_rule_a_zoo_member_breaks(tmp_path: Path) -> None
         m.edit_file(store="memory", edit=AppendParagraph(56)),
         m.batch(session="a", store="memory", operations=items)))  # fmt: skip
     assert per_item == "BATCH-4"  # was LIMIT-2: a batch judged item by item
+    repair = replayed_blame("tests.backends.naive_broken:refuses_repair_on_foreign",
+                            tmp_path / "e", lambda m: (
+        m.edit_file(store="memory", edit=AppendParagraph(65)),
+        m.remove(old_text="Notes pasted from a meeting", session="a", store="memory")))  # fmt: skip
+    assert repair == "DRIFT-7"  # was DRIFT-1: the remove that repairs a foreign file refused
     stale = replayed_blame(
         "tests.backends.naive_broken:StaleWithoutLoad", tmp_path / "c", lambda m: (
             m.add(content="User tabs", session="b", store="memory"),
