@@ -353,12 +353,11 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
         entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
         kind = file_kind(entry.name)
-        regular = entry.is_file(follow_symlinks=False)
         if kind == "data":
             continue
-        if (kind == "temp" or HERMES_TEMP.match(entry.name)) and regular:
+        if is_stray_temp(entry):
             temps.append(entry.name)
-        elif kind == "backup" and regular:
+        elif kind == "backup" and entry.is_file(follow_symlinks=False):
             backups.setdefault(entry.name.split(".bak.", 1)[0], []).append(Path(entry.path))
         elif kind == "lock":
             problems += _lock(entry, lines)
@@ -381,21 +380,32 @@ def diagnose_others(directory: Path) -> tuple[list[str], list[Problem]]:
     return lines, problems
 
 
+def unusable_lock(lock: Path) -> tuple[str, str] | None:
+    """Returns the clause and the reason when ``lock`` is a lock file no store can take: a
+    symbolic link (FILES-3) or not a regular file (LOCK-1); ``None`` when it can be taken."""
+    if lock.is_symlink():
+        return "FILES-3", "is a symbolic link, which a store opens with O_NOFOLLOW and cannot lock"
+    if lock.exists() and not lock.is_file():
+        return "LOCK-1", "is not a regular file: no store can take its lock, so every write fails"
+    return None
+
+
+def is_stray_temp(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a temp file a writer left (CRASH-2): a regular file named as the
+    spec names temps, or as Hermes' ``mkstemp`` does."""
+    named = file_kind(entry.name) == "temp" or HERMES_TEMP.match(entry.name) is not None
+    return named and entry.is_file(follow_symlinks=False)
+
+
 def _lock(entry: os.DirEntry[str], lines: list[str]) -> list[Problem]:
-    if entry.is_symlink():
-        return [Problem(
-            "FILES-3", "error", entry.name,
-            "is a symbolic link: a store opens its lock with O_NOFOLLOW and cannot lock",
-            f"remove {entry.name}; a store creates it again",
-        )]  # fmt: skip
-    if not entry.is_file(follow_symlinks=False):
-        return [Problem(
-            "LOCK-1", "error", entry.name,
-            "is not a regular file: no store can take its lock, so every write fails",
-            f"move {entry.name} away; a store creates it again",
-        )]  # fmt: skip
-    lines.append(f"lock file {entry.name}")
-    return []
+    unusable = unusable_lock(Path(entry.path))
+    if unusable is None:
+        lines.append(f"lock file {entry.name}")
+        return []
+    clause, why = unusable
+    return [Problem(
+        clause, "error", entry.name, why, f"move {entry.name} away; a store creates it again",
+    )]  # fmt: skip
 
 
 def _backups(data_path: Path, paths: Sequence[Path]) -> str:

@@ -12,14 +12,13 @@ temp files a killed writer left are removed (CRASH-2). A second run finds nothin
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from memspec.doctor.diagnose import HERMES_TEMP
+from memspec.doctor.diagnose import is_stray_temp, unusable_lock
 from memspec.doctor.limits import DoctorError
 from memspec.reference_impl.files import (
     atomic_write,
@@ -31,7 +30,6 @@ from memspec.reference_impl.files import (
     write_backup,
 )
 from memspec.spec.codec import classify_bytes, encode_entries
-from memspec.spec.root_files import file_kind
 from memspec.spec.targets import FILENAMES, TARGETS
 
 
@@ -80,17 +78,13 @@ def repair(
 
 
 def _lockable(data_path: Path) -> None:
-    """Raises DoctorError when ``data_path``'s lock file is one no store can take: a symbolic
-    link (FILES-3) or not a regular file (LOCK-1)."""
+    """Raises DoctorError when ``data_path``'s lock file is one no store can take."""
     lock = lock_path(data_path)
-    if lock.is_symlink():
-        why = "is a symbolic link, which no store follows (FILES-3)"
-    elif lock.exists() and not lock.is_file():
-        why = "is not a regular file (LOCK-1)"
-    else:
-        return
-    raise DoctorError(f"cannot take {lock.name}: it {why}; move it away and run again; "
-                      "nothing was changed")  # fmt: skip
+    unusable = unusable_lock(lock)
+    if unusable is not None:
+        clause, why = unusable
+        raise DoctorError(f"cannot take {lock.name}: it {why} ({clause}); move it away and run "
+                          "again; nothing was changed")  # fmt: skip
 
 
 def _hold(stack: ExitStack, data_path: Path) -> int:
@@ -105,12 +99,9 @@ def _hold(stack: ExitStack, data_path: Path) -> int:
         ) from None
     except OSError as error:
         name = lock_path(data_path).name
-        why = (
-            "it is a symbolic link, which no store follows (FILES-3): remove it and run again"
-            if error.errno == errno.ELOOP
-            else error.strerror or str(error)
-        )
-        raise DoctorError(f"cannot take {name}: {why}; nothing was changed") from None
+        raise DoctorError(
+            f"cannot take {name}: {error.strerror or error}; nothing was changed"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -187,12 +178,7 @@ def _sweep(directory: Path, dry_run: bool) -> list[Action]:
     """Removes the temp files of both targets and Hermes' (CRASH-2), regular files only, as
     the diagnosis counts them: under both locks, only a crashed writer's can be left."""
     with os.scandir(directory) as listing:
-        temps = sorted(
-            entry.name
-            for entry in listing
-            if (file_kind(entry.name) == "temp" or HERMES_TEMP.match(entry.name))
-            and entry.is_file(follow_symlinks=False)
-        )
+        temps = sorted(entry.name for entry in listing if is_stray_temp(entry))
     if not temps:
         return []
     if dry_run:

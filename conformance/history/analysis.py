@@ -187,6 +187,10 @@ class TargetView:
     in_flight: list[frozenset[int]] = field(default_factory=list)
     """Per sample, the ids of the mutations (not refused) in flight while it was read; one that
     never answered is in flight for ever."""
+    sample_calls: list[float] = field(default_factory=list)
+    """When each sample was taken (its invocation), in order, for bisecting."""
+    batch_items: dict[str, list[HistoryCall]] = field(default_factory=dict)
+    """A text -> the batches, not refused, one of whose items writes it."""
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """What a checker derives from the view once for all checkers (``missing``)."""
 
@@ -317,7 +321,25 @@ def _view(
         removers,
         present_runs,
         _in_flight(calls, samples),
+        [sample.call for sample in samples],
+        _batch_items(calls),
     )
+
+
+def _batch_items(calls: Sequence[HistoryCall]) -> dict[str, list[HistoryCall]]:
+    """Returns, by the normalised text an item writes, the batches (not refused) that hold it."""
+    index: dict[str, list[HistoryCall]] = {}
+    for call in calls:
+        items = call.request.get("operations") if call.request.get("op") == "batch" else None
+        if call.status == "fail" or not isinstance(items, list):
+            continue
+        for content in dict.fromkeys(
+            normalize_content(item["content"])
+            for item in items
+            if isinstance(item, Mapping) and isinstance(item.get("content"), str)
+        ):
+            index.setdefault(content, []).append(call)
+    return index
 
 
 def _in_flight(calls: Sequence[HistoryCall], samples: Sequence[Sample]) -> list[frozenset[int]]:

@@ -27,7 +27,7 @@ from memspec.conformance.history.analysis import (
 )
 from memspec.conformance.history.history import Event
 from memspec.conformance.history.spec_search import check_linearizable
-from memspec.spec.codec import normalize_content, usage
+from memspec.spec.codec import usage
 from memspec.spec.requests import MUTATIONS
 
 __all__ = [
@@ -74,9 +74,7 @@ def _comes_back(view: TargetView, text: str, index: int) -> bool:
 
 def _run_samples(view: TargetView, run: Run) -> range:
     """Returns the indexes of ``run``'s samples in ``view.samples``."""
-    calls = view.memo.get("sample_calls")
-    if calls is None:
-        calls = view.memo["sample_calls"] = [s.call for s in view.samples]
+    calls = view.sample_calls
     return range(
         bisect.bisect_left(calls, run.first.call), bisect.bisect_right(calls, run.last.call)
     )
@@ -146,7 +144,7 @@ def _missing(view: TargetView) -> list[_Missing]:
 
 def _find_missing(view: TargetView) -> list[_Missing]:
     found: list[_Missing] = []
-    samples_calls = [s.call for s in view.samples]
+    samples_calls = view.sample_calls
     samples_rets = [s.ret for s in view.samples]
     run_starts = [r.first.call for r in view.runs]
     for text in view.producers:
@@ -216,20 +214,7 @@ def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
 def _between_items(view: TargetView, text: str) -> list[HistoryCall]:
     """Returns the batches, not refused, one of whose items writes ``text`` that a later item
     of the same batch changes: a file holding it shows the batch half applied."""
-    if "batch_items" not in view.memo:
-        index: dict[str, list[HistoryCall]] = {}
-        for call in view.calls:
-            items = call.request.get("operations") if call.request.get("op") == "batch" else None
-            if call.status == "fail" or not isinstance(items, list):
-                continue
-            for content in dict.fromkeys(
-                normalize_content(item["content"])
-                for item in items
-                if isinstance(item, Mapping) and isinstance(item.get("content"), str)
-            ):
-                index.setdefault(content, []).append(call)
-        view.memo["batch_items"] = index
-    return view.memo["batch_items"].get(text, [])
+    return view.batch_items.get(text, [])
 
 
 def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
