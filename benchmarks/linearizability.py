@@ -25,10 +25,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from memspec.conformance.checks.concurrency import SEED, run_history
+from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.history.checkers import judge_history
-from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.backend import InProcessBackend, load_factory
 
 SIZES = ("2x10", "4x25", "8x50", "8x100", "8x200")
 REFERENCE = "memspec.reference_impl:open_store"
@@ -77,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     bad = [size for size in sizes if not re.fullmatch(r"\d+x\d+", size)]
     if bad or args.repeat < 1:
         parser.error(f"sizes look like 4x25 and --repeat is at least 1, got {bad or args.repeat}")
+    try:
+        load_factory(args.backend)
+    except UsageError as error:
+        parser.error(f"--backend: {error}")
     print(
         f"{'size':>6} {'mutations':>9} {'samples':>8} {'run s':>6} "
         f"{'cheap s':>8} {'lin s':>7} {'check s':>8} {'findings':>8}"
