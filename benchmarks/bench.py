@@ -41,13 +41,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.core.results_page import PageRun, writable_page
 from memspec.conformance.hermes.releases import ADAPTER, Release, adapter_command, ensure_venv
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.reference_impl import open_store
+from memspec.spec.errors import UsageError
 
 REFERENCE = "memspec.reference_impl:open_store"
 SECTIONS = ("ops", "fsync", "certify", "lin", "zoo")

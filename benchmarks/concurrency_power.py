@@ -22,8 +22,9 @@ from pathlib import Path
 
 from memspec.conformance.checks.concurrency import history_is_linearizable
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.registry import CheckContext, NotApplicable
+from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.verdict.findings import NotApplicable
 
 STORES = {
     "reference": "memspec.reference_impl:open_store",

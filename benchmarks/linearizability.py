@@ -25,11 +25,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from memspec.conformance.checks.concurrency import SEED, run_history
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.history.checkers import judge_history
 from memspec.conformance.transport.backend import InProcessBackend, load_factory
+from memspec.spec.errors import UsageError
 
 SIZES = ("2x10", "4x25", "8x50", "8x100", "8x200")
 REFERENCE = "memspec.reference_impl:open_store"

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import yaml
 
+from memspec.spec.errors import MemspecError
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 CONFIG_KEYS = {"memory": "memory_char_limit", "user": "user_char_limit"}
 """The keys of the ``memory:`` section of Hermes' ``config.yaml``, by target."""
 
 
-class DoctorError(Exception):
+class DoctorError(MemspecError):
     """Bad input to doctor: a directory, a file or a config it cannot use (exit status 2)."""
 
 

@@ -11,13 +11,13 @@ from typing import TypedDict
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memspec.conformance.core.examples import show
-from memspec.conformance.core.findings import HarnessError, Unverified
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.examples.failure import show
 from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.fuzz.ledger import DriftLedger
-from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer, mutation_of
+from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import (
     WORDS,
@@ -30,6 +30,7 @@ from memspec.fuzz.strategies import (
 from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes, only_not_canonical
 from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
+from memspec.spec.requests import mutation_of
 from memspec.spec.targets import DEFAULT_LIMITS
 
 LIMITS = (40, DEFAULT_LIMITS["memory"])
@@ -85,7 +86,7 @@ def _drift_step(
     target, sent = request["target"], show(request)
     before = world.disk(target)
     kind = classify_bytes(before, world.limits[target]).kind
-    allowed = allowed_answers(world.model_state(), mutation_of(request), features)
+    allowed = allowed_answers(world.model_state(), mutation_of(request["op"], request), features)
     answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
     backups = world.backups(target)
@@ -95,7 +96,8 @@ def _drift_step(
     expected = allowed[0].outcome.code
     if kind in ("absent", "canonical", "cosmetic"):
         # DRIFT-1: a canonical or cosmetic file is never refused as drift.
-        assert answer["code"] != codes.E_DRIFT, f"DRIFT-1: {met} was refused: {answer}"
+        if answer["code"] == codes.E_DRIFT:
+            raise Violation("DRIFT-1", f"{met} was refused: {answer}")
         if kind != "cosmetic" and (found is None or model.disk(found.state, target) != after):
             return (
                 f"{met} answered {answer['code']} and left {after!r}; the spec allows (code, "
@@ -117,10 +119,12 @@ def _drift_step(
         clause = "DRIFT-7" if expected == codes.OK and not answer["ok"] else "DRIFT-2"
         # DRIFT-2: growth, or a change that does not apply, is refused with the file untouched;
         # a change that applies and does not grow the file goes through, written canonically.
-        assert found is not None and model.disk(found.state, target) == after, (
-            f"{clause}: {met} answered {answer['code']} and left {after!r}; the spec allows "
-            f"(code, file): {options}"
-        )
+        if not (found is not None and model.disk(found.state, target) == after):
+            raise Violation(
+                clause,
+                f"{met} answered {answer['code']} and left {after!r}; the spec allows "
+                f"(code, file): {options}",
+            )
         if before is None:
             raise HarnessError(f"{met} is foreign but absent")
         if answer["code"] == codes.E_DRIFT:
@@ -133,11 +137,16 @@ def _drift_step(
             )
             # DRIFT-2: a drift guard backs a foreign file up before rewriting it, and says where.
             assert problem is None, f"{problem} ({met}; the backups hold {backups!r})"
-    elif expected not in ARGUMENT_CODES and kind == "unreadable":
+    elif (
+        expected not in ARGUMENT_CODES
+        and kind == "unreadable"
+        and not (found is not None and after == before)
+    ):
         # READ-6: an undecodable file refuses every mutation and is left as it was.
-        assert found is not None and after == before, (
-            f"READ-6: {met} answered {answer['code']} and left {after!r}; expected E_UNREADABLE "
-            "and the file untouched"
+        raise Violation(
+            "READ-6",
+            f"{met} answered {answer['code']} and left {after!r}; expected E_UNREADABLE "
+            "and the file untouched",
         )
     for problem in (
         ledger.backups_seen(target, backups),

@@ -16,17 +16,17 @@ from hypothesis.stateful import (
     rule,
 )
 
-from memspec.conformance.core.examples import show
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.examples.failure import show
 from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.verdict.findings import Violation
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import (
     allowed_answers,
     clause_for,
     field_problem,
     match_answer,
-    mutation_of,
     snapshot_clause,
     snapshot_problem,
 )
@@ -36,6 +36,7 @@ from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load, Mutation
+from memspec.spec.requests import mutation_of
 from memspec.spec.rules import misapplied_write
 from memspec.spec.targets import TARGETS
 
@@ -189,10 +190,11 @@ class MemoryMachine(RuleBasedStateMachine):
                 self._misread(session, target) if problem is not None else None
             ) or snapshot_clause(target, self.loaded[session][target], block, LIMITS[target])
             # SNAP-2: a load captures exactly the block the model renders from the disk.
-            assert problem is None, (
-                f"{clause}: after {self.last}, session {session} loaded {target} as {block!r}: "
-                f"{problem}"
-            )
+            if problem is not None:
+                raise Violation(
+                    clause,
+                    f"after {self.last}, session {session} loaded {target} as {block!r}: {problem}",
+                )
             self.captured[session][target] = block
 
     def _external(
@@ -217,7 +219,9 @@ class MemoryMachine(RuleBasedStateMachine):
             self._load(session)
         target = request["target"]
         sent = f"{show(request)} in session {session}"
-        allowed = allowed_answers(self.state, mutation_of(request, session), self.features)
+        allowed = allowed_answers(
+            self.state, mutation_of(request["op"], request, session), self.features
+        )
         before = self.world.disk(target)
         answer = self.world.request(session, request["op"], **fields_of(request))
         after = self.world.disk(target)
@@ -230,7 +234,9 @@ class MemoryMachine(RuleBasedStateMachine):
             clause = clause_for(
                 expected, answer.get("code"), decided.rule, decided.duplicate, batch
             )
-            if self._decided_on_its_copy(session, mutation_of(request, session), answer):
+            if self._decided_on_its_copy(
+                session, mutation_of(request["op"], request, session), answer
+            ):
                 clause = "LOCK-2"
             elif clause == "DRIFT-1" and self._foreign(target):
                 clause = "DRIFT-7"  # a foreign file's repair refused, not a tidy file's edit
@@ -242,14 +248,19 @@ class MemoryMachine(RuleBasedStateMachine):
             + (" on the file, and the answer only on the session's own earlier copy of it"
                if clause == "LOCK-2" else "")
         )  # fmt: skip
-        self._judge_write(sent, mutation_of(request, session), answer, (before, after), found.state)
+        self._judge_write(
+            sent, mutation_of(request["op"], request, session), answer, (before, after), found.state
+        )
         problem = field_problem(answer, found.outcome)
         # SNAP-11, MATCH-5, DUP-1: optional Outcome fields, when given, are the model's; LOCK-2
         # when they are those of the session's own earlier copy of the file.
         clause, _, said = (problem or "").partition(": ")
-        if problem and self._decided_on_its_copy(session, mutation_of(request, session), answer):
+        if problem and self._decided_on_its_copy(
+            session, mutation_of(request["op"], request, session), answer
+        ):
             clause, said = "LOCK-2", f"{said}, which is what the session's own earlier copy gives"
-        assert problem is None, f"{clause}: {sent} answered {answer}: {said}"
+        if problem is not None:
+            raise Violation(clause, f"{sent} answered {answer}: {said}")
         if answer["code"] == codes.E_DRIFT and before is not None:
             backups = self.world.backups(target)
             problem = judge_drift_refusal(
@@ -259,10 +270,12 @@ class MemoryMachine(RuleBasedStateMachine):
             assert problem is None, f"{problem} ({sent}; the backups hold {backups!r})"
         changed = model.disk(found.state, target) != model.disk(self.state, target)
         # ATOMIC-5: the result of an acknowledged change is in the file when the answer comes.
-        assert not (answer["ok"] and changed and after == before), (
-            f"ATOMIC-5: {sent} answered {answer['code']}, but {target}'s file is byte for byte "
-            "what it was before, where the model's changed"
-        )
+        if answer["ok"] and changed and after == before:
+            raise Violation(
+                "ATOMIC-5",
+                f"{sent} answered {answer['code']}, but {target}'s file is byte for byte "
+                "what it was before, where the model's changed",
+            )
         self.state = found.state
         if changed:
             self.versions[target].append(model.entries_on_disk(self.state, target))
@@ -293,11 +306,13 @@ class MemoryMachine(RuleBasedStateMachine):
         want = model.entries_on_disk(state, op.target)
         found = misapplied_write(op, bool(answer.get("ok")), files, want, LIMITS[op.target])
         # REPLACE-1, REPLACE-4, PATCH-4, REMOVE-1, DUP-4, BATCH-2: the write is the action's.
-        assert found is None, (
-            f"{found.clause}: {sent} answered {answer}, and turned the entries "
-            f"{list(found.before)} into {list(found.after)}, where the spec's rules give "
-            f"{list(want or ())}"
-        )
+        if found is not None:
+            raise Violation(
+                found.clause,
+                f"{sent} answered {answer}, and turned the entries "
+                f"{list(found.before)} into {list(found.after)}, where the spec's rules give "
+                f"{list(want or ())}",
+            )
 
     def _compare(
         self,
@@ -312,10 +327,12 @@ class MemoryMachine(RuleBasedStateMachine):
             actual, want = self.world.disk(target), model.disk(self.state, target)
             clause = "FORMAT-4" if expected_ok else "CONTRACT-4"
             # FORMAT-4, DRIFT-1: the file is byte for byte what the model wrote or was given.
-            assert actual == want, (
-                f"{clause}: after {self.last}, {target}'s file holds {actual!r}; the model's "
-                f"holds {want!r}"
-            )
+            if not (actual == want):
+                raise Violation(
+                    clause,
+                    f"after {self.last}, {target}'s file holds {actual!r}; the model's "
+                    f"holds {want!r}",
+                )
             self._compare_backups(target)
             for session in self.world.sessions:
                 self._compare_session(session, target)
@@ -323,20 +340,24 @@ class MemoryMachine(RuleBasedStateMachine):
                     self._compare_snapshot(session, target)
         others = self.world.other_files()
         # FILES-5, CONTRACT-11: temp files and sidecars do not accumulate in the root.
-        assert len(others) <= MAX_OTHER_FILES, (
-            f"FILES-5: after {self.last}, the root holds {others}, more files than lock files "
-            "and sidecars account for"
-        )
+        if not (len(others) <= MAX_OTHER_FILES):
+            raise Violation(
+                "FILES-5",
+                f"after {self.last}, the root holds {others}, more files than lock files "
+                "and sidecars account for",
+            )
 
     def _compare_backups(self, target: str) -> None:
         found = self.world.backups(target)
         missing = model.backups_of(self.state, target) - set(found.values())
         # DRIFT-5: every foreign content refused or rewritten is kept in a byte-exact backup
         # (a refusal's own backup is judged where it is answered, DRIFT-3).
-        assert not missing, (
-            f"DRIFT-5: after {self.last}, no backup of {target} holds {sorted(missing)!r}; "
-            f"the backups are {found!r}"
-        )
+        if missing:
+            raise Violation(
+                "DRIFT-5",
+                f"after {self.last}, no backup of {target} holds {sorted(missing)!r}; "
+                f"the backups are {found!r}",
+            )
         problem = self.ledger.backups_seen(target, found)
         assert problem is None, f"{problem} (after {self.last})"
 
@@ -399,10 +420,12 @@ class MemoryMachine(RuleBasedStateMachine):
     def _compare_snapshot(self, session: str, target: str) -> None:
         block = self.world.snapshot(session, target)
         # SNAP-1, SNAP-10: a snapshot changes only at its own session's next load.
-        assert block == self.captured[session][target], (
-            f"SNAP-1: after {self.last}, session {session}'s snapshot of {target} is {block!r}; "
-            f"its last load captured {self.captured[session][target]!r}"
-        )
+        if block != self.captured[session][target]:
+            raise Violation(
+                "SNAP-1",
+                f"after {self.last}, session {session}'s snapshot of {target} is {block!r}; "
+                f"its last load captured {self.captured[session][target]!r}",
+            )
 
 
 @check(

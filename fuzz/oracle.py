@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.transport.wire import Answer, Request
+from memspec.conformance.verdict.findings import HarnessError
 from memspec.spec import codes, model
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
 from memspec.spec.model import State
-from memspec.spec.operations import Add, Batch, ExternalWrite, Mutation, Patch, Remove, Replace
+from memspec.spec.operations import Batch, ExternalWrite, Mutation, Remove
 from memspec.spec.rules import Outcome, argument_error, batch_item_error, decide
 from memspec.spec.snapshot import (
     BLOCKED_PREFIX,
@@ -60,20 +60,6 @@ class Allowed:
     outcome: Outcome
     state: State
     why: str
-
-
-def mutation_of(request: Request, session: str = "a") -> Mutation:
-    """Returns the model operation of a protocol mutation request (CONTRACT-13)."""
-    op, target = request["op"], request["target"]
-    if op == "add":
-        return Add(target, request["content"], session)
-    if op == "replace":
-        return Replace(target, request["old_text"], request["new_content"], session)
-    if op == "remove":
-        return Remove(target, request["old_text"], session)
-    if op == "patch":
-        return Patch(target, request["old_text"], request["content"], session)
-    return Batch(target, request["operations"], session)
 
 
 def whole_entry(request: Request) -> str | None:

@@ -15,16 +15,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.core.examples import show
 from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
+from memspec.conformance.examples.failure import show
 from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.verdict.findings import Violation
 from memspec.fuzz.oracle import (
     ARGUMENT_CODES,
     allowed_answers,
     match_answer,
-    mutation_of,
     snapshot_clause,
     snapshot_problem,
     whole_entry,
@@ -50,6 +50,7 @@ from memspec.spec.codec import (
     usage,
 )
 from memspec.spec.fence import judge_fence
+from memspec.spec.requests import mutation_of
 from memspec.spec.rules import argument_error
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
@@ -72,7 +73,8 @@ def _read_back(world: FuzzRoot, target: str, after: str) -> list[str]:
     data = world.disk(target) or b""
     text = decode(data)
     # FORMAT-4: a store writes UTF-8 only.
-    assert text is not None, f"FORMAT-4: after {after}, {target}'s file is not UTF-8: {data!r}"
+    if text is None:
+        raise Violation("FORMAT-4", f"after {after}, {target}'s file is not UTF-8: {data!r}")
     return parse_text(text)
 
 
@@ -80,33 +82,40 @@ def _round_trip_step(world: FuzzRoot, request: Request) -> None:
     target, sent = request["target"], show(request)
     before = world.disk(target)
     answer = world.request("a", request["op"], **fields_of(request))
-    refusal = argument_error(mutation_of(request))
-    if refusal is not None and refusal.code == codes.E_DELIMITER:
-        # ENTRY-3, ENTRY-4: content that could not be read back as one entry is refused.
-        assert answer["code"] == codes.E_DELIMITER, (
-            f"ENTRY-3: {sent} answered {answer}; content holding a delimiter line (or a lone "
-            "surrogate, ENTRY-4) must be refused with E_DELIMITER"
+    refusal = argument_error(mutation_of(request["op"], request))
+    # ENTRY-3, ENTRY-4: content that could not be read back as one entry is refused.
+    if (
+        refusal is not None
+        and refusal.code == codes.E_DELIMITER
+        and answer["code"] != codes.E_DELIMITER
+    ):
+        raise Violation(
+            "ENTRY-3",
+            f"{sent} answered {answer}; content holding a delimiter line (or a lone "
+            "surrogate, ENTRY-4) must be refused with E_DELIMITER",
         )
     on_disk = _read_back(world, target, sent)
     reported = world.entries("a", target)
     # FORMAT-5: reading the file back yields exactly the entries the store reports.
-    assert reported == on_disk, (
-        f"FORMAT-5: after {sent} (answered {answer}) the store reports {reported!r}, but the "
-        f"file {world.disk(target)!r} reads back as {on_disk!r}"
-    )
+    if reported != on_disk:
+        raise Violation(
+            "FORMAT-5",
+            f"after {sent} (answered {answer}) the store reports {reported!r}, but the "
+            f"file {world.disk(target)!r} reads back as {on_disk!r}",
+        )
     data = world.disk(target)
-    if answer["ok"] and data != before:
-        # FORMAT-4: a rewritten file is exactly the canonical form of its entries.
-        assert data == encode_entries(on_disk), (
-            f"FORMAT-4: after {sent} the file is {data!r}, not the canonical "
-            f"{encode_entries(on_disk)!r}"
+    # FORMAT-4: a rewritten file is exactly the canonical form of its entries.
+    if answer["ok"] and data != before and data != encode_entries(on_disk):
+        raise Violation(
+            "FORMAT-4",
+            f"after {sent} the file is {data!r}, not the canonical {encode_entries(on_disk)!r}",
         )
     content = whole_entry(request)
-    if answer["ok"] and content is not None:
-        # ENTRY-1, ENTRY-5: content is stored normalised and otherwise as given.
-        assert normalize_content(content) in on_disk, (
-            f"ENTRY-1: {sent} answered OK but {normalize_content(content)!r} is not an entry "
-            f"of {on_disk!r}"
+    # ENTRY-1, ENTRY-5: content is stored normalised and otherwise as given.
+    if answer["ok"] and content is not None and normalize_content(content) not in on_disk:
+        raise Violation(
+            "ENTRY-1",
+            f"{sent} answered OK but {normalize_content(content)!r} is not an entry of {on_disk!r}",
         )
 
 
@@ -138,9 +147,10 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
             reported = {target: world.entries("a", target) for target in TARGETS}
             fresh = {target: world.entries("b", target) for target in TARGETS}
             # FORMAT-5, READ-5: a new session loads exactly the reported entries, in order.
-            assert fresh == reported, (
-                f"FORMAT-5: session a reports {reported!r}, a new session loads {fresh!r}"
-            )
+            if fresh != reported:
+                raise Violation(
+                    "FORMAT-5", f"session a reports {reported!r}, a new session loads {fresh!r}"
+                )
             for target in TARGETS:
                 data = world.disk(target)
                 if data:
@@ -148,10 +158,11 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
             world.request("b", "load")
             edited = {target: world.entries("b", target) for target in TARGETS}
             # READ-1 to READ-4: a cosmetic edit changes no entry.
-            assert edited == reported, (
-                f"{edit.clause}: after {edit!r} of the files, a load reads {edited!r}, "
-                f"expected {reported!r}"
-            )
+            if not (edited == reported):
+                raise Violation(
+                    edit.clause,
+                    f"after {edit!r} of the files, a load reads {edited!r}, expected {reported!r}",
+                )
             for target in TARGETS:
                 _round_trip_step(world, {"op": "add", "target": target, "content": "Zeta note"})
 
@@ -161,34 +172,42 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
 def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> None:
     target, sent = request["target"], show(request)
     limit = world.limits[target]
-    allowed = allowed_answers(world.model_state(), mutation_of(request), features)
+    allowed = allowed_answers(world.model_state(), mutation_of(request["op"], request), features)
     before = world.disk(target)
     answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
-    if not answer["ok"]:
-        # LIMIT-3: a refusal writes nothing: nothing is truncated, dropped or shortened.
-        assert after == before, (
-            f"LIMIT-3: {sent} was refused with {answer['code']} but changed the file from "
-            f"{before!r} to {after!r}"
+    # LIMIT-3: a refusal writes nothing: nothing is truncated, dropped or shortened.
+    if not answer["ok"] and after != before:
+        raise Violation(
+            "LIMIT-3",
+            f"{sent} was refused with {answer['code']} but changed the file from "
+            f"{before!r} to {after!r}",
         )
     model_code = allowed[0].outcome.code
     # an argument's own refusal answered as the limit's, or the other way round, is the
     # argument rule's (ENTRY-3, SCAN-1) or the order's (CONTRACT-5), which examples judge
     arguments = ARGUMENT_CODES & {answer["code"], model_code}
-    if codes.E_LIMIT in (answer["code"], model_code) and not arguments:
-        # LIMIT-1, LIMIT-2, LIMIT-4: E_LIMIT exactly when the result, counted in code points,
-        # is over the limit and larger than now.
-        assert match_answer(allowed, answer, after, target) is not None, (
-            f"LIMIT-2: {sent} on {before!r} (limit {limit}) answered {answer['code']}; the spec "
-            f"allows {[a.outcome.code for a in allowed]}"
+    # LIMIT-1, LIMIT-2, LIMIT-4: E_LIMIT exactly when the result, counted in code points,
+    # is over the limit and larger than now.
+    if (
+        codes.E_LIMIT in (answer["code"], model_code)
+        and not arguments
+        and match_answer(allowed, answer, after, target) is None
+    ):
+        raise Violation(
+            "LIMIT-2",
+            f"{sent} on {before!r} (limit {limit}) answered {answer['code']}; the spec "
+            f"allows {[a.outcome.code for a in allowed]}",
         )
     if answer["ok"] and after != before:
         old, new = parse_text(decode(before or b"") or ""), _read_back(world, target, sent)
         # LIMIT-2, LIMIT-4: an accepted mutation never grows a target past its limit.
-        assert usage(new) <= limit or usage(new) <= usage(old), (
-            f"LIMIT-2: {sent} answered OK and left {target} at {usage(new)} code points, over "
-            f"its limit of {limit} and larger than the {usage(old)} before"
-        )
+        if not (usage(new) <= limit or usage(new) <= usage(old)):
+            raise Violation(
+                "LIMIT-2",
+                f"{sent} answered OK and left {target} at {usage(new)} code points, over "
+                f"its limit of {limit} and larger than the {usage(old)} before",
+            )
         content = whole_entry(request)
         # content the spec refuses for itself (a delimiter line, a threat) is its clause's
         # business (ENTRY-3, SCAN-1), never LIMIT-3's
@@ -197,10 +216,12 @@ def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> 
             reported = world.entries("a", target)
             # LIMIT-3: accepted content is stored whole, never cut to fit — lost to the store's
             # own reading too, not only to the spec's reader (that difference is FORMAT-5's).
-            assert normalize_content(content) in reported, (
-                f"LIMIT-3: {sent} answered OK but the file holds {new!r} and the store reads "
-                f"back {reported!r}"
-            )
+            if normalize_content(content) not in reported:
+                raise Violation(
+                    "LIMIT-3",
+                    f"{sent} answered OK but the file holds {new!r} and the store reads "
+                    f"back {reported!r}",
+                )
 
 
 def _bring_back(world: FuzzRoot, target: str) -> None:
@@ -215,21 +236,25 @@ def _bring_back(world: FuzzRoot, target: str) -> None:
         return
     answer = world.request("a", "replace", target=target, old_text=entries[0], new_content="x")
     # LIMIT-5: a replace that does not make a full store larger is never refused for the limit.
-    assert answer["code"] != codes.E_LIMIT, (
-        f"LIMIT-5: replace {target} {entries[0]!r} by 'x' in the full store {entries!r} "
-        f"(limit {limit}) answered {answer}"
-    )
+    if answer["code"] == codes.E_LIMIT:
+        raise Violation(
+            "LIMIT-5",
+            f"replace {target} {entries[0]!r} by 'x' in the full store {entries!r} "
+            f"(limit {limit}) answered {answer}",
+        )
     for entry in current():
         if usage([*current(), "y"]) <= limit:
             break
         answer = world.request("a", "remove", target=target, old_text=entry)
         # LIMIT-5: remove is never refused: a full store can always be brought back.
-        assert answer["ok"], f"LIMIT-5: remove {target} {entry!r} answered {answer}"
+        if not answer["ok"]:
+            raise Violation("LIMIT-5", f"remove {target} {entry!r} answered {answer}")
     answer = world.request("a", "add", target=target, content="y")
     # LIMIT-5: once brought back under its limit, the store accepts a new entry again.
-    assert answer["ok"], (
-        f"LIMIT-5: after shrinking {target} to {current()!r}, add 'y' answered {answer}"
-    )
+    if not answer["ok"]:
+        raise Violation(
+            "LIMIT-5", f"after shrinking {target} to {current()!r}, add 'y' answered {answer}"
+        )
 
 
 @check("LIMIT-1", "LIMIT-2", "LIMIT-3", "LIMIT-4", "LIMIT-5", "DUP-2", id="properties.limits_hold")
@@ -308,10 +333,13 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
                         target, read[target].entries, block, world.limits[target]
                     )
                     # SNAP-2 to SNAP-9: a load captures exactly what the spec renders from disk.
-                    assert problem is None, (
-                        f"{clause}: after {why}, session {session}'s load captured {block!r} "
-                        f"for {target}, not the block the spec renders from the disk: {problem}"
-                    )
+                    if problem is not None:
+                        raise Violation(
+                            clause,
+                            f"after {why}, session {session}'s load captured {block!r} "
+                            f"for {target}, not the block the spec renders from the disk: "
+                            f"{problem}",
+                        )
 
             load("a", "opening session a")
             for step in steps:
@@ -330,10 +358,12 @@ def snapshot_frozen_until_load(ctx: CheckContext) -> None:
                     for target, block in blocks.items():
                         now = world.snapshot(name, target)
                         # SNAP-1, SNAP-10: a snapshot changes only at its own session's load.
-                        assert now == block, (
-                            f"SNAP-1: after {step!r}, session {name}'s snapshot of {target} "
-                            f"changed from {block!r} to {now!r} without a load"
-                        )
+                        if now != block:
+                            raise Violation(
+                                "SNAP-1",
+                                f"after {step!r}, session {name}'s snapshot of {target} "
+                                f"changed from {block!r} to {now!r} without a load",
+                            )
 
     run.run(run.apply(snapshot_property))
 

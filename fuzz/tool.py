@@ -1,7 +1,7 @@
 """Generated programs through the memory tool: every call's result judged (TOOL-5 to TOOL-12).
 
 The fuzz strategies' mutation requests are turned into the argument text a model would send, and
-each result is judged by :func:`~memspec.conformance.core.examples.judged_tool_call`.
+each result is judged by :func:`~memspec.conformance.examples.tool_calls.judged_tool_call`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import TypedDict
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.conformance.core.examples import (
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
+from memspec.conformance.examples.tool_calls import (
     ToolOffer,
     judged_tool_call,
     session_requester,
     tool_offer,
 )
-from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.core.search import plan
 from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import claimed_ops, requests

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memspec.conformance.commands.api import CertifyResult, certify
-    from memspec.conformance.core.errors import MemspecError, UsageError
+    from memspec.spec.errors import MemspecError, UsageError
 
 __all__ = ["CertifyResult", "MemspecError", "UsageError", "__version__", "certify"]
 
@@ -29,8 +29,8 @@ itself, without the cost of looking up installed distributions."""
 _HOMES = {
     "CertifyResult": "memspec.conformance.commands.api",
     "certify": "memspec.conformance.commands.api",
-    "MemspecError": "memspec.conformance.core.errors",
-    "UsageError": "memspec.conformance.core.errors",
+    "MemspecError": "memspec.spec.errors",
+    "UsageError": "memspec.spec.errors",
 }
 """Where each public name lives. They are imported when first asked for, so that a program
 that imports a submodule (``memspec serve``, a worker process) does not load pytest."""

@@ -9,11 +9,11 @@ result plus wording a model can act on (TOOL-5 to TOOL-13).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 from memspec.spec import codes
-from memspec.spec.operations import Batch
+from memspec.spec.operations import Batch, Mutation
 from memspec.spec.rules import Outcome
 from memspec.spec.tool import (
     TOOL_NAME,
@@ -27,8 +27,24 @@ from memspec.spec.tool import (
     watched_target,
 )
 
-if TYPE_CHECKING:
-    from memspec.reference_impl.store import Store
+
+class ToolStore(Protocol):
+    """What a tool call needs of the store it runs on (``reference_impl/store.py``'s ``Store``):
+    its claimed features and limits, its entries, one mutation, and the decision behind it."""
+
+    @property
+    def features(self) -> Iterable[str]: ...
+
+    @property
+    def limits(self) -> Mapping[str, int]: ...
+
+    @property
+    def last_decision(self) -> tuple[Outcome, tuple[str, ...]]: ...
+
+    def entries(self, target: str) -> list[str]: ...
+
+    def mutate(self, op: Mutation) -> dict[str, Any]: ...
+
 
 DESCRIPTIONS = {
     "action": "The change to make (single-change shape): add a new entry; replace a whole entry; "
@@ -77,7 +93,7 @@ def schema(features: Iterable[str]) -> dict[str, Any]:
     return {"name": TOOL_NAME, "description": description, "parameters": parameters}
 
 
-def call(store: Store, arguments: object) -> str:
+def call(store: ToolStore, arguments: object) -> str:
     """Returns the JSON result text for one call; never raises for any argument text (TOOL-6)."""
     claimed = frozenset(store.features)
     actions = offered_actions(claimed)

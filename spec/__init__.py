@@ -23,7 +23,8 @@ if TYPE_CHECKING:
         serialize,
         usage,
     )
-    from memspec.spec.examples import Example, Step, load_examples, parse_examples
+    from memspec.spec.document import Spec, installed_spec, read_spec
+    from memspec.spec.examples import Example, Step, parse_examples
     from memspec.spec.model import (
         State,
         backups_of,
@@ -58,6 +59,7 @@ __all__ = [
     "Patch",
     "Remove",
     "Replace",
+    "Spec",
     "SpecVersion",
     "State",
     "Step",
@@ -68,12 +70,13 @@ __all__ = [
     "encode_entries",
     "entries_on_disk",
     "initial_state",
-    "load_examples",
+    "installed_spec",
     "normalize_content",
     "parse_clauses",
     "parse_examples",
     "parse_text",
     "parse_version",
+    "read_spec",
     "render_from_disk",
     "render_snapshot",
     "render_unreadable",
@@ -93,7 +96,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "DELIMITER", "FileState", "classify_bytes", "decode", "encode_entries",
         "normalize_content", "parse_text", "serialize", "usage",
     ),
-    "examples": ("Example", "Step", "load_examples", "parse_examples"),
+    "document": ("Spec", "installed_spec", "read_spec"),
+    "examples": ("Example", "Step", "parse_examples"),
     "model": (
         "State", "backups_of", "disk", "entries_on_disk", "initial_state", "render_from_disk",
         "session_entries", "snapshot_of", "step",
@@ -115,7 +119,7 @@ def __getattr__(name: str) -> Any:
     ``SPEC_VERSION``, the version of the installed SPEC.md, read from its version line when first
     asked for (:mod:`memspec.spec.versions`), so importing the package reads no file."""
     if name == "SPEC_VERSION":
-        from memspec.spec.versions import installed_version
+        from memspec.spec.document import installed_version
 
         return installed_version().number
     if name not in _HOME_OF:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from memspec.spec.errors import MemspecError
 from memspec.spec.fence import FENCE_CLOSE, FENCE_OPEN, recalled_text
 
 JOINER: Final = "\n\n"
@@ -33,7 +34,7 @@ Message = tuple[str, str]
 """One message of a conversation: (role, content)."""
 
 
-class ScriptError(ValueError):
+class ScriptError(MemspecError, ValueError):
     """A provider script of ``agent_start`` is malformed; the message names the part and what a
     script holds. Backends answer it ``E_INVALID``."""
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from memspec.spec.errors import SpecError
+
 CLAUSE_ID = re.compile(r"[A-Z]+-[1-9][0-9]*")
 CLAUSE_LINE = re.compile(
     r"^\*\*(?P<id>[A-Z]+-[1-9][0-9]*)\*\*\s+\((?P<level>MUST|SHOULD|MAY)\)\s*(?P<text>.*)$"
@@ -26,7 +28,7 @@ TEST_REFERENCE = re.compile(r"`([^`:]+)::([A-Za-z_][A-Za-z0-9_]*)`")
 Level = Literal["MUST", "SHOULD", "MAY"]
 
 
-class ClauseSyntaxError(ValueError):
+class ClauseSyntaxError(SpecError):
     """SPEC.md states a clause twice or malformed: a bug in the spec, not in a backend."""
 
 

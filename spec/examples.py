@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from memspec.spec import codes
 from memspec.spec.clauses import CLAUSE_ID
+from memspec.spec.errors import SpecError
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import TARGETS
 from memspec.spec.threats import find_threats
@@ -28,7 +27,7 @@ MUTATIONS = {"add": 1, "replace": 2, "remove": 1, "patch": 2, "batch": 1}
 INDENT = "    "
 
 
-class ExampleSyntaxError(ValueError):
+class ExampleSyntaxError(SpecError):
     """An example in SPEC.md is malformed: a bug in the spec, not in a backend. Fix SPEC.md."""
 
 
@@ -112,16 +111,6 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _json_value(item) for key, item in value.items()}
     return value
-
-
-def spec_path() -> Path:
-    """Returns the path of the installed SPEC.md."""
-    return Path(str(resources.files("memspec.spec").joinpath("SPEC.md")))
-
-
-def spec_text() -> str:
-    """Returns the text of SPEC.md."""
-    return spec_path().read_text(encoding="utf-8")
 
 
 class _Reader:
@@ -356,11 +345,6 @@ def parse_examples(text: str) -> list[Example]:
             raise ExampleSyntaxError(f"SPEC.md line {example.line}: duplicate id {example.id!r}")
         seen.add(example.id)
     return examples
-
-
-def load_examples() -> list[Example]:
-    """Returns every example of the installed SPEC.md."""
-    return parse_examples(spec_text())
 
 
 def examples_json(text: str) -> list[dict[str, Any]]:

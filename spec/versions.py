@@ -2,14 +2,16 @@
 
 SPEC.md states its version once, in a line of its own near the top, and records every clause it
 added, changed or withdrew under ``## Changes``, one ``### Version N`` section per version. That
-line is the one source of :data:`SPEC_VERSION`, which reports and ``--dump-json`` carry.
+line is the one source of the version (``memspec.spec.SPEC_VERSION``, ``Spec.version``),
+which reports and ``--dump-json`` carry.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+
+from memspec.spec.errors import SpecError
 
 NUMBER = r"(?P<number>[1-9][0-9]*(?:\.[0-9]+)?)"
 DATE = r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
@@ -21,7 +23,7 @@ CHANGELOG_SECTION = re.compile(rf"^### Version {NUMBER}(?: \({DATE}\))?\s*$", re
 """A section of the changelog: ``### Version N``, with the version's date when it has one."""
 
 
-class VersionSyntaxError(ValueError):
+class VersionSyntaxError(SpecError):
     """SPEC.md states no version, or more than one: a bug in the spec. Fix its version line."""
 
 
@@ -77,18 +79,3 @@ def version_problems(text: str) -> list[str]:
             f"changelog section says {date}"
         ]
     return []
-
-
-@cache
-def installed_version() -> SpecVersion:
-    """Returns the version of the installed SPEC.md (read once)."""
-    from memspec.spec.examples import spec_text
-
-    return parse_version(spec_text())
-
-
-def __getattr__(name: str) -> str:
-    # SPEC_VERSION is read from SPEC.md when first asked for, so importing reads no file.
-    if name == "SPEC_VERSION":
-        return installed_version().number
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

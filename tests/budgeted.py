@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from memspec.conformance.core.budgets import BudgetSpent, run_within_budget
-from memspec.conformance.core.registry import Check, CheckContext
+from memspec.conformance.core.budgets import BudgetSpent
+from memspec.conformance.core.registry import Check, CheckContext, run_within_budget
 
 
 def run_in_budget(check: Check, context: CheckContext) -> None:

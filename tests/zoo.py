@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.findings import blamed_clauses
-from memspec.conformance.core.records import CheckRecord
 from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.verdict.records import CheckRecord
+from memspec.conformance.verdict.standing import blamed_clauses
 
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 0.95

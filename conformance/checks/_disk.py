@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 from memspec.spec.targets import FILENAMES
@@ -110,10 +111,11 @@ def assert_written(data: bytes | None, acknowledged: Sequence[str], what: str) -
     ``OK`` whose result never reached the file."""
     text = "" if data is None else decode(data)
     found = None if text is None else parse_text(text)
-    assert found == list(acknowledged), (
-        f"ATOMIC-5: {what} answered OK, but the file then held {found}; expected "
-        f"{list(acknowledged)}"
-    )
+    if found != list(acknowledged):
+        raise Violation(
+            "ATOMIC-5",
+            f"{what} answered OK, but the file then held {found}; expected {list(acknowledged)}",
+        )
 
 
 def put(root: Path, target: str, data: bytes, *, mode: int | None = None) -> Path:

@@ -19,11 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.checks._disk import put
-from memspec.conformance.core.findings import HarnessError
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields, RecallStep, Script
+from memspec.conformance.verdict.findings import HarnessError, NotApplicable, Violation
 from memspec.spec import codes
 from memspec.spec.agent import (
     PREFETCH_TIMEOUT_S,
@@ -183,17 +183,20 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
     for op, fields, answer in answers:
         if not claimed:
             # AGENT-7: an op of a feature not claimed answers E_UNSUPPORTED, ok false.
-            assert (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED), (
-                f"AGENT-7: the backend does not claim 'agent', yet {op} {fields} answered "
-                f"{answer}; expected ok false with E_UNSUPPORTED (claim 'agent' if it is "
-                "implemented)"
-            )
+            if not (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED):
+                raise Violation(
+                    "AGENT-7",
+                    f"the backend does not claim 'agent', yet {op} {fields} answered "
+                    f"{answer}; expected ok false with E_UNSUPPORTED (claim 'agent' if it is "
+                    "implemented)",
+                )
         else:
             # AGENT-7: a claimed op answers, never E_UNSUPPORTED.
-            assert answer["code"] == codes.OK, (
-                f"AGENT-7: the backend claims 'agent', yet {op} {fields} answered {answer}; "
-                "expected OK"
-            )
+            if answer["code"] != codes.OK:
+                raise Violation(
+                    "AGENT-7",
+                    f"the backend claims 'agent', yet {op} {fields} answered {answer}; expected OK",
+                )
 
 
 @check(

@@ -13,9 +13,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from memspec.conformance.checks._disk import assert_written, read_or_none
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.wire import Fields
+from memspec.conformance.verdict.findings import HarnessError, Violation
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 
@@ -56,32 +56,42 @@ def write_replaces_by_rename(ctx: CheckContext) -> None:
         stack.callback(session.close)
         session.request("load")
         first = session.request("add", target="memory", content="User prefers tabs")
-        assert first["code"] == codes.OK, f"ATOMIC-1: add memory answered {first}, expected OK"
+        if first["code"] != codes.OK:
+            raise Violation("ATOMIC-1", f"add memory answered {first}, expected OK")
         for op, fields, expected in steps:
-            assert path.is_file(), (
-                f"ATOMIC-5: the last write answered OK, but {path.name} is not in the root"
-            )
+            if not path.is_file():
+                raise Violation(
+                    "ATOMIC-5", f"the last write answered OK, but {path.name} is not in the root"
+                )
             old = path.read_bytes()
             link = _hard_link(path, ctx)
             stack.callback(link.unlink, missing_ok=True)
             sent = f"{op} memory {fields}"
             answer = session.request(op, target="memory", **fields)
-            assert answer["code"] == codes.OK, f"ATOMIC-1: {sent} answered {answer}, expected OK"
+            if answer["code"] != codes.OK:
+                raise Violation("ATOMIC-1", f"{sent} answered {answer}, expected OK")
             # ATOMIC-2: the old inode was never written: a link to it still holds the old bytes.
-            assert link.read_bytes() == old, (
-                f"ATOMIC-2: {sent} wrote MEMORY.md in place: a hard link to the old file now "
-                f"holds {link.read_bytes()[:120]!r} instead of {old[:120]!r} (open for writing, "
-                "truncate or append instead of a temp file renamed over it)"
-            )
+            if link.read_bytes() != old:
+                raise Violation(
+                    "ATOMIC-2",
+                    f"{sent} wrote MEMORY.md in place: a hard link to the old file now "
+                    f"holds {link.read_bytes()[:120]!r} instead of {old[:120]!r} (open for "
+                    "writing, "
+                    "truncate or append instead of a temp file renamed over it)",
+                )
             # ATOMIC-1: the new content is a new inode, renamed over MEMORY.md.
-            assert os.stat(path).st_ino != os.stat(link).st_ino, (
-                f"ATOMIC-1: after {sent}, MEMORY.md is still the same inode: it was not replaced "
-                "by renaming a new temp file over it"
-            )
+            if os.stat(path).st_ino == os.stat(link).st_ino:
+                raise Violation(
+                    "ATOMIC-1",
+                    f"after {sent}, MEMORY.md is still the same inode: it was not replaced "
+                    "by renaming a new temp file over it",
+                )
             on_disk = parse_text(decode(path.read_bytes()) or "")
-            assert on_disk == expected, (
-                f"ATOMIC-1: after {sent}, MEMORY.md parses into {on_disk}, expected {expected}"
-            )
+            if on_disk != expected:
+                raise Violation(
+                    "ATOMIC-1",
+                    f"after {sent}, MEMORY.md parses into {on_disk}, expected {expected}",
+                )
 
 
 def _long_entries(count: int) -> list[str]:
@@ -148,10 +158,12 @@ def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
         for index, entry in enumerate(entries):
             sampler.started = index + 1
             answer = session.request("add", target="memory", content=entry)
-            assert answer["code"] == codes.OK, (
-                f"ATOMIC-2: add memory (entry {index}, {len(entry)} chars, limit {limit}) "
-                f"answered {answer}, expected OK"
-            )
+            if answer["code"] != codes.OK:
+                raise Violation(
+                    "ATOMIC-2",
+                    f"add memory (entry {index}, {len(entry)} chars, limit {limit}) "
+                    f"answered {answer}, expected OK",
+                )
             sampler.acked = index + 1
             if sampler.violation:
                 break
@@ -160,10 +172,12 @@ def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
     acked = entries[: sampler.acked]
     assert_written(read_or_none(sampler.path), acked, f"each of {len(acked)} adds")
     # ATOMIC-2: no reader ever saw anything but a whole state of the file.
-    assert sampler.violation is None, (
-        f"ATOMIC-2: {sampler.violation}; the store must write a temp file and rename it over "
-        f"MEMORY.md (after {sampler.samples} samples during {len(entries)} adds)"
-    )
+    if sampler.violation is not None:
+        raise Violation(
+            "ATOMIC-2",
+            f"{sampler.violation}; the store must write a temp file and rename it over "
+            f"MEMORY.md (after {sampler.samples} samples during {len(entries)} adds)",
+        )
 
 
 @check("ATOMIC-5", id="atomic.acknowledged_is_visible")
@@ -192,18 +206,22 @@ def acknowledged_is_visible(ctx: CheckContext) -> None:
                 expected.append(fact)
             sent = f"{op} memory {fields}"
             answer = writer.request(op, target="memory", **fields)
-            assert answer["code"] == codes.OK, f"ATOMIC-5: {sent} answered {answer}, expected OK"
+            if answer["code"] != codes.OK:
+                raise Violation("ATOMIC-5", f"{sent} answered {answer}, expected OK")
             data = read_or_none(ctx.root / "MEMORY.md")
             on_disk = parse_text(decode(data) or "") if data is not None else None
             # ATOMIC-5: the acknowledged result is already in the file.
-            assert on_disk == expected, (
-                f"ATOMIC-5: {sent} answered OK but MEMORY.md then held {on_disk}, expected "
-                f"{expected}"
-            )
+            if on_disk != expected:
+                raise Violation(
+                    "ATOMIC-5",
+                    f"{sent} answered OK but MEMORY.md then held {on_disk}, expected {expected}",
+                )
             observer.request("load")
             seen = observer.request("entries", target="memory")["entries"]
             # ATOMIC-5: every session that reads afterwards finds it.
-            assert seen == expected, (
-                f"ATOMIC-5: {sent} answered OK but another session's load + entries then "
-                f"returned {seen}, expected {expected}"
-            )
+            if seen != expected:
+                raise Violation(
+                    "ATOMIC-5",
+                    f"{sent} answered OK but another session's load + entries then "
+                    f"returned {seen}, expected {expected}",
+                )

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from memspec.conformance.core.plain_run import confirm_plain_run
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import (
     LINEARIZABILITY_TIMEOUT,
     SECONDS_PER_OPERATION,
@@ -25,6 +25,7 @@ from memspec.conformance.processes.workers import (
     history,
     run_together,
 )
+from memspec.conformance.verdict.findings import NotApplicable
 from memspec.spec.targets import TARGETS
 
 SEED = 20240605

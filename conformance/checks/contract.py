@@ -17,6 +17,7 @@ from memspec.conformance.checks._disk import (
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import TARGETS
@@ -44,17 +45,20 @@ def factory_stays_in_root(ctx: CheckContext) -> None:
         for index, session in enumerate(sessions):
             session.request("load")
             answer = session.request("add", target="memory", content=f"Fact {index} of session")
-            assert answer["code"] == codes.OK, (
-                f"CONTRACT-1: with two sessions open on one root, add memory in session {index} "
-                f"answered {answer}, expected OK"
-            )
+            if answer["code"] != codes.OK:
+                raise Violation(
+                    "CONTRACT-1",
+                    f"with two sessions open on one root, add memory in session {index} "
+                    f"answered {answer}, expected OK",
+                )
         sessions[0].request("add", target="user", content="Name: Ada")
         sessions[1].request("remove", target="memory", old_text="Fact 0 of session")
         sessions[0].request("load")
         sessions[0].request("snapshot", target="memory")
     changes = listing_changes(before, outside_root(ctx))
     # CONTRACT-1: the store reads and writes nothing outside its root.
-    assert not changes, f"CONTRACT-1: the store changed files outside its root: {changes[:10]}"
+    if changes:
+        raise Violation("CONTRACT-1", f"the store changed files outside its root: {changes[:10]}")
 
 
 def _shaped(session: Session, op: str, **fields: Any) -> Answer:
@@ -73,28 +77,39 @@ def _shaped(session: Session, op: str, **fields: Any) -> Answer:
 def _check_outcome(ctx: CheckContext, sent: str, answer: Answer) -> None:
     """Asserts that a mutation's answer is an Outcome whose optional fields have their types."""
     # CONTRACT-2: a mutation answers an Outcome with a contract code (not a protocol code).
-    assert answer["code"] in codes.OUTCOME_CODES, (
-        f"CONTRACT-2: {sent} answered {answer}; a claimed operation answers one of the Outcome "
-        "codes, never E_UNSUPPORTED"
-    )
+    if answer["code"] not in codes.OUTCOME_CODES:
+        raise Violation(
+            "CONTRACT-2",
+            f"{sent} answered {answer}; a claimed operation answers one of the Outcome "
+            "codes, never E_UNSUPPORTED",
+        )
     for name, kind in OPTIONAL_FIELD_TYPES.items():
         # CONTRACT-2: an optional Outcome field, when present, has its type.
-        assert name not in answer or isinstance(answer[name], kind), (
-            f"CONTRACT-2: {sent} answered {name}={answer[name]!r}, expected a {kind.__name__}"
-        )
+        if not (name not in answer or isinstance(answer[name], kind)):
+            raise Violation(
+                "CONTRACT-2", f"{sent} answered {name}={answer[name]!r}, expected a {kind.__name__}"
+            )
     matches = answer.get("matches", [])
-    assert isinstance(matches, list) and all(isinstance(m, str) for m in matches), (
-        f"CONTRACT-2: {sent} answered matches={matches!r}, expected a list of str"
-    )
+    if not (isinstance(matches, list) and all(isinstance(m, str) for m in matches)):
+        raise Violation(
+            "CONTRACT-2", f"{sent} answered matches={matches!r}, expected a list of str"
+        )
     backup = answer.get("backup", str(ctx.root / "MEMORY.md.bak.absent-is-fine"))
     path = ctx.root / backup if isinstance(backup, str) else None
     # CONTRACT-2, CONTRACT-11: a backup field is a str naming a NAME.bak.* file in the root.
-    assert "backup" not in answer or (
-        path is not None
-        and path.is_file()
-        and path.parent.resolve() == ctx.root.resolve()
-        and file_kind(path.name) == "backup"
-    ), f"CONTRACT-2: {sent} answered backup={backup!r}, expected the path of a NAME.bak.* in root"
+    if not (
+        "backup" not in answer
+        or (
+            path is not None
+            and path.is_file()
+            and path.parent.resolve() == ctx.root.resolve()
+            and file_kind(path.name) == "backup"
+        )
+    ):
+        raise Violation(
+            "CONTRACT-2",
+            f"{sent} answered backup={backup!r}, expected the path of a NAME.bak.* in root",
+        )
 
 
 @check("CONTRACT-2", id="contract.answers_have_contract_shapes")
@@ -109,7 +124,8 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
         session = ctx.backend.open(ctx.root, {"memory": 60, "user": 40})
         stack.callback(session.close)
         loaded = _shaped(session, "load")
-        assert loaded["ok"], f"CONTRACT-2: load answered {loaded}, expected OK"
+        if not loaded["ok"]:
+            raise Violation("CONTRACT-2", f"load answered {loaded}, expected OK")
         mutations: list[tuple[str, Fields]] = [
             ("add", {"target": "memory", "content": "User prefers tabs"}),
             ("add", {"target": "memory", "content": "User prefers tabs"}),
@@ -148,7 +164,8 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
         _shaped(session, "load")
         block = _shaped(session, "snapshot", target="memory")["snapshot"]
         # CONTRACT-2: after a load of a non-empty target, the snapshot is a str.
-        assert isinstance(block, str), f"CONTRACT-2: snapshot memory returned {block!r}"
+        if not isinstance(block, str):
+            raise Violation("CONTRACT-2", f"snapshot memory returned {block!r}")
         if "fence" in session.features:
             _shaped(session, "fence", raw="recalled text")
 
@@ -183,13 +200,15 @@ def mutation_without_load(ctx: CheckContext) -> None:
             sent = f"{op} memory {fields} on a session that never loaded"
             answer = opened().request(op, target="memory", **fields)
             # CONTRACT-7: the mutation is allowed without a load.
-            assert answer["code"] == codes.OK, f"CONTRACT-7: {sent} answered {answer}, expected OK"
+            if answer["code"] != codes.OK:
+                raise Violation("CONTRACT-7", f"{sent} answered {answer}, expected OK")
             first.request("load")
             seen = first.request("entries", target="memory")["entries"]
             # CONTRACT-7: it acted on the entries on disk, as after a load.
-            assert seen == expected, (
-                f"CONTRACT-7: after {sent}, another session loads {seen}, expected {expected}"
-            )
+            if seen != expected:
+                raise Violation(
+                    "CONTRACT-7", f"after {sent}, another session loads {seen}, expected {expected}"
+                )
 
 
 @check("CONTRACT-19", features=(), id="contract.claimed_features_are_known")
@@ -204,11 +223,13 @@ def claimed_features_are_known(ctx: CheckContext) -> None:
         session.close()
     unknown = sorted(claimed - FEATURE_NAMES)
     # CONTRACT-19: only the contract's feature names may be claimed.
-    assert not unknown, (
-        f"CONTRACT-19: the backend claims unknown features {unknown}; the names are "
-        f"{sorted(FEATURE_NAMES)}"
-    )
+    if unknown:
+        raise Violation(
+            "CONTRACT-19",
+            f"the backend claims unknown features {unknown}; the names are {sorted(FEATURE_NAMES)}",
+        )
     # CONTRACT-19: core is claimed (the harness implies it only when nothing is claimed).
-    assert "core" in claimed, (
-        f"CONTRACT-19: the backend claims {sorted(claimed)} without 'core'; list 'core' too"
-    )
+    if "core" not in claimed:
+        raise Violation(
+            "CONTRACT-19", f"the backend claims {sorted(claimed)} without 'core'; list 'core' too"
+        )

@@ -13,18 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memspec.conformance.checks._disk import assert_written, read_or_none, stray_files
-from memspec.conformance.core.findings import Unverified
-from memspec.conformance.core.plain_run import confirm_plain_run, memory_mutation
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.plain_run import confirm_plain_run
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import PROBE_TIMEOUT, ROUND_TIMEOUT, START_TIMEOUT
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult
 from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import Tampering, tampering
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
+from memspec.conformance.verdict.findings import NotApplicable, Unverified, Violation
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
+from memspec.spec.requests import mutation_of
 
 CRASH_LIMIT = 1_000_000
 LIMITS = {"memory": CRASH_LIMIT}
@@ -129,23 +130,27 @@ class Recovery:
         refused = probe is not None and refuses_worked_on_file("canonical", probe.answer or {})
         with self.ctx.keep_going():
             # DRIFT-1: the whole file a crash left is the store's own, worked on as it is.
-            assert not (whole and refused), (
-                f"DRIFT-1: {self.crash}, the next add answered {probe and probe.answer}: the "
-                "file the crash left is a whole file of the store's own, worked on as it is"
-            )
+            if whole and refused:
+                raise Violation(
+                    "DRIFT-1",
+                    f"{self.crash}, the next add answered {probe and probe.answer}: the "
+                    "file the crash left is a whole file of the store's own, worked on as it is",
+                )
         with self.ctx.keep_going():
             # CRASH-3: the kernel released the crashed writer's flock, so a new mutation
             # completes (or is refused as drift, DRIFT-1's business above).
-            assert probe is not None and (probe.type == "ok" or (whole and refused)), (
-                f"CRASH-3: {self.crash}, the next add "
-                + (
-                    f"answered {probe.answer}"
-                    if probe is not None and probe.answer is not None
-                    else f"did not complete within {PROBE_TIMEOUT:g} s"
+            if not (probe is not None and (probe.type == "ok" or (whole and refused))):
+                raise Violation(
+                    "CRASH-3",
+                    f"{self.crash}, the next add "
+                    + (
+                        f"answered {probe.answer}"
+                        if probe is not None and probe.answer is not None
+                        else f"did not complete within {PROBE_TIMEOUT:g} s"
+                    )
+                    + ": a crash must never leave the target locked (use flock, which the kernel "
+                    "releases when its holder dies, not a lock file whose existence means locked)",
                 )
-                + ": a crash must never leave the target locked (use flock, which the kernel "
-                "releases when its holder dies, not a lock file whose existence means locked)"
-            )
         with self.ctx.keep_going():
             self._judge_strays()
         state = initial_state(memory_char_limit=CRASH_LIMIT, memory=encode_entries(found))
@@ -183,7 +188,7 @@ class Recovery:
         """Steps the spec model through the acknowledged operations after the opening; returns
         the states the file may be in now (two when an operation was in flight)."""
         for op in result.ops[2:]:
-            mutation = memory_mutation(op.request)
+            mutation = mutation_of(op.request["op"], op.request)
             outcome, after = step(state, mutation)
             if op.type == "info":
                 return [
@@ -217,11 +222,14 @@ class Recovery:
         now = stray_files(self.ctx.root)
         survivors = sorted(name for name, key in self.leftovers.items() if now.get(name) == key)
         # CRASH-2: what a crash left is removed by the next completed mutation.
-        assert not survivors, (
-            f"CRASH-2: {self.crash}, {', '.join(survivors)} left by that crash "
-            f"{'is' if len(survivors) == 1 else 'are'} still in the root after a later mutation "
-            "completed; remove stale temp files under the lock so that they never accumulate"
-        )
+        if survivors:
+            raise Violation(
+                "CRASH-2",
+                f"{self.crash}, {', '.join(survivors)} left by that crash "
+                f"{'is' if len(survivors) == 1 else 'are'} still in the root after a later "
+                "mutation "
+                "completed; remove stale temp files under the lock so that they never accumulate",
+            )
 
     def note_leftovers(self) -> None:
         """Records the stray files in the root now (after a crash) that a clean session does

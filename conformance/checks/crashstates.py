@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.checks._disk import stray_files
-from memspec.conformance.core.findings import Unverified
-from memspec.conformance.core.plain_run import confirm_plain_run, memory_mutation
+from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.crash.persistence import (
@@ -31,9 +30,11 @@ from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
+from memspec.conformance.verdict.findings import Unverified, Violation
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
+from memspec.spec.requests import mutation_of
 
 LIMIT = 100_000
 LIMITS = {"memory": LIMIT}
@@ -107,7 +108,8 @@ def _setup(ctx: CheckContext) -> frozenset[str]:
         for seed in SEEDS:
             answer = session.request("add", target="memory", content=seed)
             # CRASH-4: the seed adds on an empty store must succeed.
-            assert answer["code"] == "OK", f"CRASH-4: add memory {seed!r} answered {answer}"
+            if answer["code"] != "OK":
+                raise Violation("CRASH-4", f"add memory {seed!r} answered {answer}")
         return frozenset(session.features)
     finally:
         session.close()
@@ -117,7 +119,7 @@ def _check_answers(requests: Sequence[dict[str, Any]], answers: Sequence[Any], s
     """Steps the spec model through the answered mutations; returns the entries after each."""
     expected = [entries_on_disk(state, "memory") or ()]
     for request, answer in zip(requests, answers, strict=False):
-        outcome, state = step(state, memory_mutation(request))
+        outcome, state = step(state, mutation_of(request["op"], request))
         code = (answer or {}).get("code")
         if code != outcome.code:
             # CRASH-4: the states a crash may leave are known only if the backend answers like

@@ -21,6 +21,7 @@ from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.wire import Answer, Fields
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.drift_refusal import backup_name_of, judge_drift_refusal, judge_rewrite_backup
@@ -87,12 +88,14 @@ def _edit_and_rewrite(
     found = {backup.name: data for backup, data in backups(ctx.root, "memory").items()}
     saved = external in found.values()
     # DRIFT-5: the external bytes are still in the file or in a byte-exact backup.
-    assert after == external or not lost or saved, (
-        f"DRIFT-5: external bytes lost, as in {edit.bug}: {sent} answered "
-        f"{answer.get('code')} and left MEMORY.md as {_short(after)}; the external entries "
-        f"{[_short(e.encode()) for e in lost]} are gone and no MEMORY.md.bak.* holds the "
-        f"external bytes {_short(external)} (answer: {answer})"
-    )
+    if not (after == external or not lost or saved):
+        raise Violation(
+            "DRIFT-5",
+            f"external bytes lost, as in {edit.bug}: {sent} answered "
+            f"{answer.get('code')} and left MEMORY.md as {_short(after)}; the external entries "
+            f"{[_short(e.encode()) for e in lost]} are gone and no MEMORY.md.bak.* holds the "
+            f"external bytes {_short(external)} (answer: {answer})",
+        )
     if after != external and lost and answer.get("code") == codes.OK:
         problem = judge_rewrite_backup(answer, external, found, root=ctx.root, clause="DRIFT-5")
         # DRIFT-5: an OK that dropped external bytes names their byte-exact backup.
@@ -115,9 +118,8 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
         def seed() -> bytes:
             for content in ("Project uses Go", "User prefers tabs", "Editor: vim"):
                 answer = session.request("add", target="memory", content=content)
-                assert answer["code"] == codes.OK, (
-                    f"DRIFT-5: add memory {content!r} answered {answer}"
-                )
+                if answer["code"] != codes.OK:
+                    raise Violation("DRIFT-5", f"add memory {content!r} answered {answer}")
             return (ctx.root / "MEMORY.md").read_bytes()
 
         glued = seed() + b"\n" + APPENDED_NOTES.encode()
@@ -131,17 +133,20 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
         _, rewrote_second = _edit_and_rewrite(ctx, session, second, SECOND)
         _, rewrote_again = _edit_and_rewrite(ctx, session, first, PARAGRAPH)
     saved = list(backups(ctx.root, "memory").values())
-    if rewrote_first and rewrote_second:
-        # DRIFT-5: two different external contents give two backups; neither overwrote the other.
-        assert first in saved and second in saved, (
-            f"DRIFT-5: after two rewrites of two different external contents, the backups hold "
-            f"{saved}; expected both {first!r} and {second!r} (a backup is never overwritten)"
+    # DRIFT-5: two different external contents give two backups; neither overwrote the other.
+    if rewrote_first and rewrote_second and not (first in saved and second in saved):
+        raise Violation(
+            "DRIFT-5",
+            f"after two rewrites of two different external contents, the backups hold "
+            f"{saved}; expected both {first!r} and {second!r} (a backup is never overwritten)",
         )
-    if rewrote_first and rewrote_again:
-        # DRIFT-5: the same external content backed up twice gives one backup (content-addressed).
-        assert saved.count(first) == 1, (
-            f"DRIFT-5: the same external content {first!r} was rewritten twice and is now in "
-            f"{saved.count(first)} backups; backups are content-addressed, so it must be in one"
+    # DRIFT-5: the same external content backed up twice gives one backup (content-addressed).
+    if rewrote_first and rewrote_again and saved.count(first) != 1:
+        raise Violation(
+            "DRIFT-5",
+            f"the same external content {first!r} was rewritten twice and is now in "
+            f"{saved.count(first)} backups; backups are content-addressed, so it must be in "
+            "one",
         )
 
 
@@ -177,11 +182,13 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
         )
         second = _refused_with_backup(session, ctx, external, sent)
     # DRIFT-4: a backup is never overwritten by different content.
-    assert read_or_none(first) == other and second != first, (
-        f"DRIFT-4: {sent}, a second E_DRIFT on the same foreign file overwrote it: "
-        f"{first.name} now holds {read_or_none(first)!r}, expected {other!r} kept and the "
-        "foreign bytes saved under another name"
-    )
+    if not (read_or_none(first) == other and second != first):
+        raise Violation(
+            "DRIFT-4",
+            f"{sent}, a second E_DRIFT on the same foreign file overwrote it: "
+            f"{first.name} now holds {read_or_none(first)!r}, expected {other!r} kept and the "
+            "foreign bytes saved under another name",
+        )
 
 
 # -- which bytes a store wrote itself (DRIFT-5) ------------------------------------------------
@@ -194,7 +201,8 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
 def _ok(session: Session, sent: str, op: str, target: str = "memory", **fields: str) -> None:
     answer = session.request(op, target=target, **fields)
     # DRIFT-5: the operation the check relies on answers OK.
-    assert answer["code"] == codes.OK, f"DRIFT-5: {sent} answered {answer}, expected OK"
+    if answer["code"] != codes.OK:
+        raise Violation("DRIFT-5", f"{sent} answered {answer}, expected OK")
 
 
 def _restored_copy_is_backed_up(
@@ -213,11 +221,13 @@ def _restored_copy_is_backed_up(
     _ok(writer, sent, "replace", old_text="Deploy", new_content=f"Deploy {project}: run a script")
     found = list(backups(ctx.root, "memory").values())
     # DRIFT-5: bytes a store wrote, but not last, are another writer's: backed up before a rewrite.
-    assert restored in found, (
-        f"DRIFT-5: {sent}, the file was rewritten and no MEMORY.md.bak.* holds the restored "
-        f"bytes {restored!r}: they are not a store's own, because a store on this root wrote "
-        f"after them (the backups hold {found!r})"
-    )
+    if restored not in found:
+        raise Violation(
+            "DRIFT-5",
+            f"{sent}, the file was rewritten and no MEMORY.md.bak.* holds the restored "
+            f"bytes {restored!r}: they are not a store's own, because a store on this root wrote "
+            f"after them (the backups hold {found!r})",
+        )
     _ok(writer, "remove memory 'Deploy'", "remove", old_text="Deploy")
 
 
@@ -231,11 +241,13 @@ def _created_file_is_backed_up(ctx: CheckContext, writer: Session) -> None:
     _ok(writer, sent, "add", target="user", content="Shell: fish")
     found = list(backups(ctx.root, "user").values())
     # DRIFT-5: a rewrite of bytes no store wrote backs them up, even when it drops none of them.
-    assert created in found, (
-        f"DRIFT-5: {sent}, the file was rewritten and no USER.md.bak.* holds its bytes "
-        f"{created!r}: no store on this root wrote them, so a backup comes first even when the "
-        f"rewrite keeps every byte (the backups hold {found!r})"
-    )
+    if created not in found:
+        raise Violation(
+            "DRIFT-5",
+            f"{sent}, the file was rewritten and no USER.md.bak.* holds its bytes "
+            f"{created!r}: no store on this root wrote them, so a backup comes first even when the "
+            f"rewrite keeps every byte (the backups hold {found!r})",
+        )
 
 
 @check("DRIFT-5", id="drift.own_bytes_are_what_a_store_last_wrote")

@@ -13,6 +13,7 @@ from memspec.conformance.processes.workers import Job
 from memspec.conformance.tamper.calls import CallRecord, opens_for_writing, render_trace
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Plan
+from memspec.conformance.verdict.findings import Violation
 
 Steps = list[tuple[int, CallRecord]]
 WRITES = ("write", "pwrite")
@@ -31,9 +32,10 @@ def _traced_add(ctx: CheckContext, content: str, name: str) -> list[CallRecord]:
     result = run_planned(job, 60, ctx.scratch).expect_done()
     answer = result.answer(1)
     # ATOMIC-1: the add to be traced must succeed.
-    assert answer is not None and answer["code"] == "OK", (
-        f"ATOMIC-1: add memory {content!r} on a fresh store answered {answer}, expected OK"
-    )
+    if not (answer is not None and answer["code"] == "OK"):
+        raise Violation(
+            "ATOMIC-1", f"add memory {content!r} on a fresh store answered {answer}, expected OK"
+        )
     return result.calls_during(1)
 
 
@@ -58,49 +60,59 @@ def temp_written_and_renamed(calls: list[CallRecord], root: str) -> str:
     rename_step, rename = renames[-1]
     source = rename.details.source or ""
     # ATOMIC-1: the temp lives in the same directory (a rename across directories may copy).
-    assert os.path.dirname(source) == root, (
-        f"ATOMIC-1: the rename at step {rename_step} moves {source!r} onto MEMORY.md: the temp "
-        f"file must be created in the same directory as MEMORY.md ({trace})"
-    )
+    if os.path.dirname(source) != root:
+        raise Violation(
+            "ATOMIC-1",
+            f"the rename at step {rename_step} moves {source!r} onto MEMORY.md: the temp "
+            f"file must be created in the same directory as MEMORY.md ({trace})",
+        )
     temp = os.path.basename(source)
     writes = [(n, c) for n, c in steps if n < rename_step and c.path == source]
     written = [(n, c) for n, c in writes if c.name in WRITES]
     # ATOMIC-1: the new bytes are written to the temp before it is renamed.
-    assert written, (
-        f"ATOMIC-1: nothing was written to {temp} before the rename at step {rename_step} ({trace})"
-    )
+    if not written:
+        raise Violation(
+            "ATOMIC-1",
+            f"nothing was written to {temp} before the rename at step {rename_step} ({trace})",
+        )
     write_step, last_write = written[-1]
     handed = write_step
     if last_write.details.via == "file" and last_write.details.buffered:
         handoffs = [n for n, c in writes if n > write_step and c.name in ("flush", "close")]
         # ATOMIC-1: buffered data must reach the kernel before it can be synced.
-        assert handoffs, (
-            f"ATOMIC-1: the data written at step {write_step} through a buffered file object "
-            f"was neither flushed nor closed before the rename at step {rename_step}: flush "
-            f"the file, fsync it, then rename it ({trace})"
-        )
+        if not handoffs:
+            raise Violation(
+                "ATOMIC-1",
+                f"the data written at step {write_step} through a buffered file object "
+                f"was neither flushed nor closed before the rename at step {rename_step}: flush "
+                f"the file, fsync it, then rename it ({trace})",
+            )
         handed = handoffs[0]
     synced = [n for n, c in writes if n > handed and c.name in SYNCS]
     early = [n for n, c in writes if write_step < n < handed and c.name in SYNCS]
     # ATOMIC-1: the temp's data is fsynced after its last write and before the rename.
-    assert synced, (
-        f"ATOMIC-1: the fsync at step {early[0]} came before the data written at step "
-        f"{write_step} left the file object's buffer (at step {handed}), so the rename at step "
-        f"{rename_step} happened before that data was fsynced: flush the temp file before "
-        f"fsyncing it ({trace})"
-        if early
-        else f"ATOMIC-1: the rename at step {rename_step} happened before the data written at "
-        f"step {write_step} was fsynced: fsync the temp file before renaming it ({trace})"
-    )
+    if not synced:
+        raise Violation(
+            "ATOMIC-1",
+            f"the fsync at step {early[0]} came before the data written at step "
+            f"{write_step} left the file object's buffer (at step {handed}), so the rename at step "
+            f"{rename_step} happened before that data was fsynced: flush the temp file before "
+            f"fsyncing it ({trace})"
+            if early
+            else f"ATOMIC-1: the rename at step {rename_step} happened before the data written at "
+            f"step {write_step} was fsynced: fsync the temp file before renaming it ({trace})",
+        )
     directory_synced = [
         n for n, c in steps if n > rename_step and c.kind == "dir" and c.name in SYNCS
     ]
     # ATOMIC-3: the directory is fsynced after the rename, before the add returns.
-    assert directory_synced, (
-        f"ATOMIC-3: the rename at step {rename_step} was not made durable: the directory was "
-        "not fsynced after it and before the add returned, so a power loss can undo the "
-        f"rename; open the directory and fsync it after renaming ({trace})"
-    )
+    if not directory_synced:
+        raise Violation(
+            "ATOMIC-3",
+            f"the rename at step {rename_step} was not made durable: the directory was "
+            "not fsynced after it and before the add returned, so a power loss can undo the "
+            f"rename; open the directory and fsync it after renaming ({trace})",
+        )
     return temp
 
 
@@ -118,8 +130,10 @@ def write_protocol_is_durable(ctx: CheckContext) -> None:
     first = temp_written_and_renamed(_traced_add(ctx, "User prefers tabs", "first"), root)
     second = temp_written_and_renamed(_traced_add(ctx, "Project uses Go", "second"), root)
     # ATOMIC-1: a temp file is uniquely named, never shared between writers.
-    assert first != second, (
-        f"ATOMIC-1: two sessions in two processes both wrote their new MEMORY.md through the "
-        f"temp file {first}: give each temp a unique name (a random suffix, created with "
-        "O_EXCL), or one session can rename or delete another's half-written temp"
-    )
+    if first == second:
+        raise Violation(
+            "ATOMIC-1",
+            f"two sessions in two processes both wrote their new MEMORY.md through the "
+            f"temp file {first}: give each temp a unique name (a random suffix, created with "
+            "O_EXCL), or one session can rename or delete another's half-written temp",
+        )

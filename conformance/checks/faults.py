@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from memspec.conformance.checks._disk import assert_written
-from memspec.conformance.core.findings import HarnessError
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import TRACED_SESSION_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult, harness_step
 from memspec.conformance.tamper.calls import describe_call
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.tamper.strace import restore_root
+from memspec.conformance.verdict.findings import HarnessError, NotApplicable, Violation
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
@@ -119,14 +119,17 @@ def _judge_untouched(old: dict[str, str], new: dict[str, str], label: str, claus
     """MEMORY.md is byte for byte as before (``old``: observed files, name -> hex) and no temp
     file was left (READ-6/7, ATOMIC-4)."""
     # READ-7 / ATOMIC-4: the failed mutation leaves MEMORY.md byte for byte as it was.
-    assert new.get("MEMORY.md") == old.get("MEMORY.md"), (
-        f"{clause}: with {label}, the refused add changed MEMORY.md from "
-        f"{bytes.fromhex(old.get('MEMORY.md') or '')!r} to "
-        f"{bytes.fromhex(new.get('MEMORY.md') or '')!r}"
-    )
+    if not (new.get("MEMORY.md") == old.get("MEMORY.md")):
+        raise Violation(
+            clause,
+            f"with {label}, the refused add changed MEMORY.md from "
+            f"{bytes.fromhex(old.get('MEMORY.md') or '')!r} to "
+            f"{bytes.fromhex(new.get('MEMORY.md') or '')!r}",
+        )
     left = sorted(name for name in set(new) - set(old) if file_kind(name) not in NAMED_KINDS)
     # ATOMIC-4: the store removes its temp file when the write fails.
-    assert not left, f"{clause}: with {label}, the failed add left {', '.join(left)} in the root"
+    if left:
+        raise Violation(clause, f"with {label}, the failed add left {', '.join(left)} in the root")
 
 
 def _what_the_add_did(result: WorkerResult) -> str:
@@ -193,23 +196,29 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     label = f"{scenario.label} ({describe_call(fired[0])})"
     answer = result.answer(FAULTY)
     # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
-    assert answer is not None and answer["code"] == scenario.code, (
-        f"{scenario.clause}: with {label}, add memory {faulty!r} answered {answer}; expected "
-        f"{scenario.code}{_what_the_add_did(result)}"
-    )
+    if not (answer is not None and answer["code"] == scenario.code):
+        raise Violation(
+            scenario.clause,
+            f"with {label}, add memory {faulty!r} answered {answer}; expected "
+            f"{scenario.code}{_what_the_add_did(result)}",
+        )
     _judge_untouched(_files(result, BEFORE), _files(result, AFTER), label, scenario.clause)
     answer = result.answer(NEXT)
     # ATOMIC-4, READ-7: the fault was transient, so the next operation works.
-    assert answer is not None and answer["code"] == codes.OK, (
-        f"{scenario.clause}: after {label} on one add, the next add answered {answer}; expected OK"
-    )
+    if not (answer is not None and answer["code"] == codes.OK):
+        raise Violation(
+            scenario.clause,
+            f"after {label} on one add, the next add answered {answer}; expected OK",
+        )
     kept.append(after)
     entries = (result.answer(ENTRIES) or {}).get("entries")
     # ATOMIC-4: every acknowledged entry is still there, and nothing else.
-    assert entries == kept, (
-        f"{scenario.clause}: after {label} on one add, a reload finds {entries}; expected "
-        f"every acknowledged entry and nothing else: {kept}"
-    )
+    if not (entries == kept):
+        raise Violation(
+            scenario.clause,
+            f"after {label} on one add, a reload finds {entries}; expected "
+            f"every acknowledged entry and nothing else: {kept}",
+        )
 
 
 def _scenarios(ctx: CheckContext, scenarios: tuple[Scenario, ...]) -> list[str]:
@@ -257,16 +266,19 @@ def _judge_after_a_defect(
     recovered = _run(ctx, ops, Plan(trace=False), f"{result.name}-next")
     answer = recovered.answer(1)
     # ATOMIC-4, READ-7: the fault was transient, so a new session adds again.
-    assert answer is not None and answer["code"] == codes.OK, (
-        f"{scenario.clause}: after {label}, a new session's add answered {answer}; expected OK"
-    )
+    if not (answer is not None and answer["code"] == codes.OK):
+        raise Violation(
+            scenario.clause, f"after {label}, a new session's add answered {answer}; expected OK"
+        )
     kept.append(after)
     found = (recovered.answer(3) or {}).get("entries")
     # ATOMIC-4: every acknowledged entry is still there, and nothing else.
-    assert found == kept, (
-        f"{scenario.clause}: after {label}, a new session finds {found}; expected every "
-        f"acknowledged entry and nothing else: {kept}"
-    )
+    if not (found == kept):
+        raise Violation(
+            scenario.clause,
+            f"after {label}, a new session finds {found}; expected every "
+            f"acknowledged entry and nothing else: {kept}",
+        )
 
 
 @check("READ-7", "READ-6", id="faults.read_errors_are_not_empty")
@@ -290,19 +302,20 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     answer = result.answer(3)
     with ctx.keep_going():
         # READ-6: a file that is not valid UTF-8 refuses every mutation of its target.
-        assert answer is not None and answer["code"] == codes.E_UNREADABLE, (
-            f"READ-6: with {label}, add memory answered {answer}; expected E_UNREADABLE"
-        )
+        if not (answer is not None and answer["code"] == codes.E_UNREADABLE):
+            raise Violation(
+                "READ-6", f"with {label}, add memory answered {answer}; expected E_UNREADABLE"
+            )
     with ctx.keep_going():
         # READ-6: the undecodable bytes are left exactly as they were.
-        assert _files(result, 4).get("MEMORY.md") == garbled.hex(), (
-            f"READ-6: with {label}, the refused add changed the file's bytes"
-        )
+        if _files(result, 4).get("MEMORY.md") != garbled.hex():
+            raise Violation("READ-6", f"with {label}, the refused add changed the file's bytes")
     answer = result.answer(5)
     # READ-6: the other target is not affected.
-    assert answer is not None and answer["code"] == codes.OK, (
-        f"READ-6: with {label}, add user answered {answer}; expected OK (USER.md is fine)"
-    )
+    if not (answer is not None and answer["code"] == codes.OK):
+        raise Violation(
+            "READ-6", f"with {label}, add user answered {answer}; expected OK (USER.md is fine)"
+        )
 
 
 @check(
@@ -330,21 +343,24 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     label = f"EIO on the fsync of the directory ({describe_call(fired[0])})"
     answer = result.answer(FAULTY) or {}
     # ATOMIC-3: a failed directory fsync after the rename is still OK, with a message.
-    assert answer.get("code") == codes.OK and answer.get("message"), (
-        f"ATOMIC-3: with {label}, add memory {faulty!r} answered {answer}; expected OK with a "
-        "message that durability is not confirmed (the new file is already in place)"
-    )
+    if not (answer.get("code") == codes.OK and answer.get("message")):
+        raise Violation(
+            "ATOMIC-3",
+            f"with {label}, add memory {faulty!r} answered {answer}; expected OK with a "
+            "message that durability is not confirmed (the new file is already in place)",
+        )
     data = bytes.fromhex(_files(result, AFTER).get("MEMORY.md") or "")
     # ATOMIC-3: the acknowledged entry is in the file readers see.
-    assert faulty.encode() in data, (
-        f"ATOMIC-3: with {label}, add answered OK but MEMORY.md holds {data!r}"
-    )
+    if faulty.encode() not in data:
+        raise Violation("ATOMIC-3", f"with {label}, add answered OK but MEMORY.md holds {data!r}")
     entries = (result.answer(ENTRIES) or {}).get("entries")
     # ATOMIC-3: the next add works and every acknowledged entry is kept.
-    assert entries == [first, second, faulty, after], (
-        f"ATOMIC-3: after {label} on one add, a reload finds {entries}; expected "
-        f"{[first, second, faulty, after]}"
-    )
+    if entries != [first, second, faulty, after]:
+        raise Violation(
+            "ATOMIC-3",
+            f"after {label} on one add, a reload finds {entries}; expected "
+            f"{[first, second, faulty, after]}",
+        )
     if "drift-guard" in ctx.claimed_features():
         _drift_backup_with_failed_dir_sync(ctx, fault)
 

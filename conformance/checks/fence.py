@@ -13,6 +13,7 @@ from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec.codec import WHITESPACE
 from memspec.spec.fence import (
     FENCE_NOTE,
@@ -104,10 +105,11 @@ def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
             with ctx.keep_going():
                 block = _judge(session, raw, clause, ctx)
                 # FENCE-1: sanitising removes the tag, not the recalled text around it.
-                assert all(word in block for word in ("Alpha", "Omega") if word in raw), (
-                    f"FENCE-1: fence({raw!r}) returned {block!r}, which lost the text around "
-                    "the tag"
-                )
+                if not all(word in block for word in ("Alpha", "Omega") if word in raw):
+                    raise Violation(
+                        "FENCE-1",
+                        f"fence({raw!r}) returned {block!r}, which lost the text around the tag",
+                    )
 
 
 @check("FENCE-1", "CONTRACT-10", features=("fence",), id="fence.frame_is_exact")
@@ -124,7 +126,8 @@ def frame_is_exact(ctx: CheckContext) -> None:
             with ctx.keep_going():
                 block = _judge(session, raw, "FENCE-1", ctx)
                 # FENCE-1: nothing is left of blank text, so the answer is "".
-                assert block == "", f"FENCE-1: fence({raw!r}) returned {block!r}, expected ''"
+                if block != "":
+                    raise Violation("FENCE-1", f"fence({raw!r}) returned {block!r}, expected ''")
         for raw in ONLY_TAGS:
             with ctx.keep_going():
                 # FENCE-1, FENCE-7: bare tags removed leave "" (the judge refuses an empty
@@ -134,10 +137,12 @@ def frame_is_exact(ctx: CheckContext) -> None:
             block = _fence(session, raw)
             with ctx.keep_going():
                 # FENCE-1, CONTRACT-10: text with nothing to sanitise is framed exactly.
-                assert block == frame(raw.strip(WHITESPACE)), (
-                    f"FENCE-1: fence({raw!r}) returned {block!r}, expected "
-                    f"{frame(raw.strip(WHITESPACE))!r}"
-                )
+                if block != frame(raw.strip(WHITESPACE)):
+                    raise Violation(
+                        "FENCE-1",
+                        f"fence({raw!r}) returned {block!r}, expected "
+                        f"{frame(raw.strip(WHITESPACE))!r}",
+                    )
 
 
 @check("FENCE-2", "FENCE-5", features=("fence",), id="fence.disguised_tags_are_removed")
@@ -192,8 +197,10 @@ def only_tags_and_notes_change(ctx: CheckContext) -> None:
                 before = raw[: spans[0][0]].lstrip(WHITESPACE)
                 after = raw[spans[-1][1] :].rstrip(WHITESPACE)
                 # FENCE-7: the recalled text outside the tags and notes is not changed.
-                assert clean.startswith(before) and clean.endswith(after), (
-                    f"FENCE-7: fence({raw!r}) returned {block!r}: the text around the tags and "
-                    f"notes must come back unchanged, {before!r} before them and {after!r} "
-                    "after them"
-                )
+                if not (clean.startswith(before) and clean.endswith(after)):
+                    raise Violation(
+                        "FENCE-7",
+                        f"fence({raw!r}) returned {block!r}: the text around the tags and "
+                        f"notes must come back unchanged, {before!r} before them and {after!r} "
+                        "after them",
+                    )

@@ -20,13 +20,15 @@ from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.wire import Answer, Request, fields_of
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 from memspec.spec.targets import FILENAMES, TARGETS
 
 
 def _expect(clause: str, answer: Answer, code: str, sent: str) -> None:
     # The operation the check relies on must have answered as the spec says.
-    assert answer["code"] == code, f"{clause}: {sent} answered {answer}, expected {code}"
+    if not (answer["code"] == code):
+        raise Violation(clause, f"{sent} answered {answer}, expected {code}")
 
 
 @check("FILES-1", "CONTRACT-11", id="files.created_files_are_private")
@@ -64,9 +66,11 @@ def created_files_are_private(ctx: CheckContext) -> None:
         if not path.is_symlink() and mode_of(path) != 0o600
     }
     # FILES-1: every file the store created is mode 0600, set by the store, not by the umask.
-    assert not loose, (
-        f"FILES-1: under umask 022 the store created files with other modes than 0o600: {loose}"
-    )
+    if loose:
+        raise Violation(
+            "FILES-1",
+            f"under umask 022 the store created files with other modes than 0o600: {loose}",
+        )
 
 
 @check("FILES-2", id="files.rewrite_keeps_the_mode")
@@ -96,10 +100,12 @@ def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
                 )
                 path = ctx.root / FILENAMES[target]
                 # FILES-2: the rewritten data file keeps the mode of the file it replaced.
-                assert mode_of(path) == modes[target], (
-                    f"FILES-2: after {sent}, {path.name} has mode {oct(mode_of(path))}; the file "
-                    f"it replaced had {oct(modes[target])}, which a rewrite must keep"
-                )
+                if mode_of(path) != modes[target]:
+                    raise Violation(
+                        "FILES-2",
+                        f"after {sent}, {path.name} has mode {oct(mode_of(path))}; the file "
+                        f"it replaced had {oct(modes[target])}, which a rewrite must keep",
+                    )
 
 
 def _lock_file_kept(ctx: CheckContext) -> bool:
@@ -141,24 +147,30 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
     for target, (link, destination, expected) in links.items():
         sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
         # FILES-3: the link is left in place, pointing where it pointed.
-        assert link.is_symlink() and os.readlink(link) == str(destination), (
-            f"FILES-3: after {sent}, {link.name} is no longer that symlink"
-        )
+        if not (link.is_symlink() and os.readlink(link) == str(destination)):
+            raise Violation("FILES-3", f"after {sent}, {link.name} is no longer that symlink")
         # FILES-3: nothing is written through the link: its target keeps its bytes or its absence.
-        assert read_or_none(destination) == expected, (
-            f"FILES-3: after {sent} (answered {answers[target]}), the file outside the root that "
-            f"the lock link points to holds {read_or_none(destination)!r}, expected "
-            f"{expected!r}: the lock was opened without O_NOFOLLOW and written through the link"
-        )
+        if read_or_none(destination) != expected:
+            raise Violation(
+                "FILES-3",
+                f"after {sent} (answered {answers[target]}), the file outside the root that "
+                f"the lock link points to holds {read_or_none(destination)!r}, expected "
+                f"{expected!r}: the lock was opened without O_NOFOLLOW and written through the "
+                "link",
+            )
         if kept:
             data = ctx.root / FILENAMES[target]
             # FILES-3: a store that keeps this lock file refuses with E_IO and writes nothing.
-            assert answers[target]["code"] == codes.E_IO and not data.exists(), (
-                f"FILES-3: {sent} answered {answers[target]} and left {data.name} "
-                f"{'present' if data.exists() else 'absent'}; the store keeps {link.name} (seen "
-                "on a probe root), so it must refuse a symlinked lock with E_IO and write nothing "
-                "(the lock was opened without O_NOFOLLOW)"
-            )
+            if not (answers[target]["code"] == codes.E_IO and not data.exists()):
+                raise Violation(
+                    "FILES-3",
+                    f"{sent} answered {answers[target]} and left {data.name} "
+                    f"{'present' if data.exists() else 'absent'}; the store keeps {link.name} "
+                    "(seen "
+                    "on a probe root), so it must refuse a symlinked lock with E_IO and write "
+                    "nothing "
+                    "(the lock was opened without O_NOFOLLOW)",
+                )
 
 
 @check("FILES-4", id="files.symlinked_data_file_is_kept")
@@ -182,37 +194,49 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
         read = session.request("entries", target="memory")["entries"]
         with ctx.keep_going():
             # FILES-4: reading is not replacing: the load follows the link.
-            assert read == ["Outside entry"], (
-                f"FILES-4: with MEMORY.md a symlink to {outside} holding b'Outside entry', load + "
-                f"entries memory gave {read!r}: a read follows the link, only a write answers E_IO"
-            )
+            if read != ["Outside entry"]:
+                raise Violation(
+                    "FILES-4",
+                    f"with MEMORY.md a symlink to {outside} holding b'Outside entry', load + "
+                    f"entries memory gave {read!r}: a read follows the link, only a write answers "
+                    "E_IO",
+                )
         for target, (link, destination) in links.items():
             sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
             answer = session.request("add", target=target, content="Editor: vim")
             # FILES-4: the link is still a link to the same place.
-            assert link.is_symlink() and os.readlink(link) == str(destination), (
-                f"FILES-4: after {sent} (answered {answer}), {link.name} is no longer that "
-                "symlink: the store replaced it by a regular file"
-            )
+            if not (link.is_symlink() and os.readlink(link) == str(destination)):
+                raise Violation(
+                    "FILES-4",
+                    f"after {sent} (answered {answer}), {link.name} is no longer that "
+                    "symlink: the store replaced it by a regular file",
+                )
             # FILES-4: what the link points to is unchanged (not written through the link).
-            assert read_or_none(outside) == b"Outside entry" and not missing.exists(), (
-                f"FILES-4: after {sent} (answered {answer}), the file the link points to was "
-                f"written: {destination} holds {read_or_none(destination)!r}"
-            )
+            if not (read_or_none(outside) == b"Outside entry" and not missing.exists()):
+                raise Violation(
+                    "FILES-4",
+                    f"after {sent} (answered {answer}), the file the link points to was "
+                    f"written: {destination} holds {read_or_none(destination)!r}",
+                )
             # FILES-4: the mutation is refused with E_IO.
-            assert answer["code"] == codes.E_IO, f"FILES-4: {sent} answered {answer}, expected E_IO"
+            if answer["code"] != codes.E_IO:
+                raise Violation("FILES-4", f"{sent} answered {answer}, expected E_IO")
         # FILES-4: a mutation that would write nothing answers as on a regular file.
         for op, text, field, expected in (
             ("add", "Outside entry", "content", codes.OK),
             ("remove", "no such text", "old_text", codes.E_NOMATCH),
         ):
             answer = session.request(op, target="memory", **{field: text})
-            assert answer["code"] == expected and read_or_none(outside) == b"Outside entry", (
-                f"FILES-4: {op} memory {text!r} "
-                f"with MEMORY.md a symlink to a file holding b'Outside entry' answered {answer} "
-                f"(the file now holds {read_or_none(outside)!r}); a mutation that writes nothing "
-                f"answers as on a regular file, {expected}: the E_IO is only for a write"
-            )
+            if not (answer["code"] == expected and read_or_none(outside) == b"Outside entry"):
+                raise Violation(
+                    "FILES-4",
+                    f"{op} memory {text!r} "
+                    "with MEMORY.md a symlink to a file holding b'Outside entry' answered "
+                    f"{answer} "
+                    f"(the file now holds {read_or_none(outside)!r}); a mutation that writes "
+                    "nothing "
+                    f"answers as on a regular file, {expected}: the E_IO is only for a write",
+                )
 
 
 def _mixed_operations(count: int, rng: random.Random) -> list[Request]:
@@ -276,9 +300,10 @@ def nothing_outside_root(ctx: CheckContext) -> None:
         session.request("load")
     changes = listing_changes(before, outside_root(ctx))
     # FILES-5: nothing outside the root was created, removed or changed.
-    assert not changes, "FILES-5: 50 operations changed files outside the root: " + "; ".join(
-        changes[:10]
-    )
+    if changes:
+        raise Violation(
+            "FILES-5", "50 operations changed files outside the root: " + "; ".join(changes[:10])
+        )
 
 
 @check("FILES-5", "CONTRACT-11", id="files.file_count_stays_bounded")
@@ -297,7 +322,9 @@ def file_count_stays_bounded(ctx: CheckContext) -> None:
         _run(session, ops[20:])
         late = [str(path.relative_to(ctx.root)) for path in root_files(ctx.root)]
     # FILES-5: the root holds no more files after 120 operations than after 20.
-    assert len(late) <= len(early), (
-        f"FILES-5: the root held {len(early)} files after 20 operations and {len(late)} after "
-        f"120; new: {sorted(set(late) - set(early))[:10]} (temp files must not accumulate)"
-    )
+    if not (len(late) <= len(early)):
+        raise Violation(
+            "FILES-5",
+            f"the root held {len(early)} files after 20 operations and {len(late)} after "
+            f"120; new: {sorted(set(late) - set(early))[:10]} (temp files must not accumulate)",
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from memspec.conformance.core.plain_run import confirm_plain_run
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.schedule.exploration import (
     Execution,
     Exploration,
@@ -18,6 +18,7 @@ from memspec.conformance.schedule.exploration import (
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
 from memspec.conformance.tamper.capability import tampering
+from memspec.conformance.verdict.findings import NotApplicable
 
 NOTES = ("Project uses Go 1.22", "Editor: helix")
 SEED_ENTRY = b"User prefers tabs over spaces"

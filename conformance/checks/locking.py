@@ -29,6 +29,7 @@ from memspec.conformance.tamper.calls import (
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Plan
 from memspec.conformance.tamper.stops import LOCK_CALLS
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec.root_files import file_kind
 
 LOCK_LIMIT = 1_000_000
@@ -106,31 +107,37 @@ def _judge_adds(adds: list[OpRecord], found: list[str], processes: int, operatio
     refused = [op for op in adds if op.type == "fail"]
     scale = f"{processes} processes x {operations} adds"
     # LOCK-3: a unique add under the limit succeeds whatever other sessions do.
-    assert not refused, (
-        f"LOCK-3: {scale}: {len(refused)} adds were refused while other sessions wrote, "
-        f"e.g. {_label(refused[0].request['content'])} answered {refused[0].answer}; "
-        "the spec model accepts every one of them in any order"
-    )
+    if refused:
+        raise Violation(
+            "LOCK-3",
+            f"{scale}: {len(refused)} adds were refused while other sessions wrote, "
+            f"e.g. {_label(refused[0].request['content'])} answered {refused[0].answer}; "
+            "the spec model accepts every one of them in any order",
+        )
     sent = {op.request["content"] for op in adds}
     counts: dict[str, int] = {}
     for entry in found:
         counts[entry] = counts.get(entry, 0) + 1
     lost = [op.request["content"] for op in acknowledged if op.request["content"] not in counts]
     # LOCK-1, LOCK-3: every acknowledged add survives the others (no lost update).
-    assert not lost, (
-        f"LOCK-3: {scale}: {len(acknowledged)} adds were acknowledged but a fresh session finds "
-        f"{len(acknowledged) - len(lost)} of them: {len(lost)} acknowledged adds were lost: "
-        f"{_labels(lost)}. Each mutation must hold an exclusive flock on MEMORY.md.lock from "
-        "its re-read of the file until the new file is in place (LOCK-1, LOCK-3)"
-    )
+    if lost:
+        raise Violation(
+            "LOCK-3",
+            f"{scale}: {len(acknowledged)} adds were acknowledged but a fresh session finds "
+            f"{len(acknowledged) - len(lost)} of them: {len(lost)} acknowledged adds were lost: "
+            f"{_labels(lost)}. Each mutation must hold an exclusive flock on MEMORY.md.lock from "
+            "its re-read of the file until the new file is in place (LOCK-1, LOCK-3)",
+        )
     duplicated = [entry for entry, count in counts.items() if count > 1]
     # LOCK-3: an add takes effect once.
-    assert not duplicated, f"LOCK-3: {scale}: entries appear more than once: {_labels(duplicated)}"
+    if duplicated:
+        raise Violation("LOCK-3", f"{scale}: entries appear more than once: {_labels(duplicated)}")
     unknown = [entry for entry in counts if entry not in sent]
     # LOCK-3: nothing appears that no session added.
-    assert not unknown, (
-        f"LOCK-3: {scale}: the file holds entries no session added: {_labels(unknown)}"
-    )
+    if unknown:
+        raise Violation(
+            "LOCK-3", f"{scale}: the file holds entries no session added: {_labels(unknown)}"
+        )
     _judge_order(acknowledged, found, scale)
 
 
@@ -145,12 +152,14 @@ def _judge_order(acknowledged: list[OpRecord], found: list[str], scale: str) -> 
         if op is None or op.complete is None:
             continue
         # LOCK-3: the file order is a linearization of the history.
-        assert latest is None or latest.invoke <= op.complete, (
-            f"LOCK-3: {scale}: {_label(entry)} was acknowledged "
-            f"{latest.invoke - op.complete:.6f} s before {_label(latest.request['content'])} "
-            "was even invoked, yet the file has it after that entry: the history is not "
-            "linearizable"
-        )
+        if not (latest is None or latest.invoke <= op.complete):
+            raise Violation(
+                "LOCK-3",
+                f"{scale}: {_label(entry)} was acknowledged "
+                f"{latest.invoke - op.complete:.6f} s before {_label(latest.request['content'])} "
+                "was even invoked, yet the file has it after that entry: the history is not "
+                "linearizable",
+            )
         if latest is None or op.invoke > latest.invoke:
             latest = op
 
@@ -200,24 +209,28 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
     exclusive = [c for c in locks if "LOCK_EX" in (c.details.operation or "")]
     on_data = [c for c in exclusive if c.kind == "data"]
     # LOCK-1: never lock the data file itself.
-    assert not on_data, (
-        f"LOCK-1: the add took {on_data[0].name} LOCK_EX on MEMORY.md itself at step "
-        f"{_step(calls, on_data[0])}: "
-        "the rename gives MEMORY.md a new inode, so sessions that open it afterwards lock "
-        f"another file; lock MEMORY.md.lock instead ({trace})"
-    )
+    if on_data:
+        raise Violation(
+            "LOCK-1",
+            f"the add took {on_data[0].name} LOCK_EX on MEMORY.md itself at step "
+            f"{_step(calls, on_data[0])}: "
+            "the rename gives MEMORY.md a new inode, so sessions that open it afterwards lock "
+            f"another file; lock MEMORY.md.lock instead ({trace})",
+        )
     flocks = [c for c in exclusive if _is_memory_lock(c)]
     # LOCK-1: an exclusive flock on MEMORY.md.lock.
-    assert flocks, (
-        "LOCK-1: the add took no exclusive flock on MEMORY.md.lock"
-        + (
-            f" (it used {describe_call(exclusive[0])}; lockf/fcntl locks do not exclude two "
-            "sessions of one process)"
-            if exclusive
-            else ""
+    if not flocks:
+        raise Violation(
+            "LOCK-1",
+            "the add took no exclusive flock on MEMORY.md.lock"
+            + (
+                f" (it used {describe_call(exclusive[0])}; lockf/fcntl locks do not exclude two "
+                "sessions of one process)"
+                if exclusive
+                else ""
+            )
+            + f" ({trace})",
         )
-        + f" ({trace})"
-    )
     taken = flocks[0]
     start = _step(calls, taken)
     fd = taken.details.fd
@@ -241,15 +254,17 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
         and (c.name == "read" or (c.name == "open" and not opens_for_writing(c)))
     ]
     # LOCK-2: the file is re-read while the lock is held.
-    assert any(start < _step(calls, c) < end for c in reads), (
-        f"LOCK-2: the add did not read MEMORY.md while holding the lock (steps {start}-{end}); "
-        + (
-            f"it read it at step {_step(calls, reads[0])}, before taking the lock; "
-            if reads
-            else ""
+    if not any(start < _step(calls, c) < end for c in reads):
+        raise Violation(
+            "LOCK-2",
+            f"the add did not read MEMORY.md while holding the lock (steps {start}-{end}); "
+            + (
+                f"it read it at step {_step(calls, reads[0])}, before taking the lock; "
+                if reads
+                else ""
+            )
+            + f"re-read the file under the lock and decide on what it says ({trace})",
         )
-        + f"re-read the file under the lock and decide on what it says ({trace})"
-    )
     puts = [
         c
         for c in calls
@@ -257,7 +272,9 @@ def lock_spans_read_to_rename(ctx: CheckContext) -> None:
         and (c.name in ("replace", "rename") or c.name in ("write", "pwrite", "flush"))
     ]
     # LOCK-3: the lock is held until the new file is in place.
-    assert not puts or _step(calls, puts[-1]) < end, (
-        f"LOCK-3: the lock was released at step {end}, before the new file was put in place "
-        f"at step {_step(calls, puts[-1])} ({trace})"
-    )
+    if not (not puts or _step(calls, puts[-1]) < end):
+        raise Violation(
+            "LOCK-3",
+            f"the lock was released at step {end}, before the new file was put in place "
+            f"at step {_step(calls, puts[-1])} ({trace})",
+        )

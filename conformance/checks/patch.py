@@ -7,6 +7,7 @@ from contextlib import ExitStack
 
 from memspec.conformance.checks._disk import put
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 
 STORED = b"User prefers tabs"
@@ -29,17 +30,23 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
         after = path.read_bytes()
     if not claimed:
         # PATCH-11: a backend that does not claim patch answers E_UNSUPPORTED, ok false.
-        assert (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED), (
-            f"PATCH-11: the backend does not claim 'patch', yet patch {sent} answered {answer}; "
-            "expected ok false with E_UNSUPPORTED (claim 'patch' if it is implemented)"
-        )
+        if not (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED):
+            raise Violation(
+                "PATCH-11",
+                f"the backend does not claim 'patch', yet patch {sent} answered {answer}; "
+                "expected ok false with E_UNSUPPORTED (claim 'patch' if it is implemented)",
+            )
         # PATCH-11: and it writes nothing.
-        assert after == STORED, (
-            f"PATCH-11: an unsupported patch {sent} changed MEMORY.md from {STORED!r} to {after!r}"
-        )
+        if after != STORED:
+            raise Violation(
+                "PATCH-11",
+                f"an unsupported patch {sent} changed MEMORY.md from {STORED!r} to {after!r}",
+            )
         return
     # PATCH-11, CONTRACT-2: a claimed op answers an Outcome code, never E_UNSUPPORTED.
-    assert answer["code"] in codes.OUTCOME_CODES, (
-        f"PATCH-11: the backend claims 'patch', yet patch {sent} answered {answer}; a claimed "
-        "operation answers one of the Outcome codes, never E_UNSUPPORTED"
-    )
+    if answer["code"] not in codes.OUTCOME_CODES:
+        raise Violation(
+            "PATCH-11",
+            f"the backend claims 'patch', yet patch {sent} answered {answer}; a claimed "
+            "operation answers one of the Outcome codes, never E_UNSUPPORTED",
+        )

@@ -13,9 +13,10 @@ import shlex
 import subprocess
 from typing import Any
 
-from memspec.conformance.core.registry import CheckContext, NotApplicable, check
+from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.jsonlines import invocation_dir
 from memspec.conformance.transport.wire import Request
+from memspec.conformance.verdict.findings import NotApplicable, Violation
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS
 
@@ -61,10 +62,12 @@ def _raw_exchange(ctx: CheckContext, clause: str, requests: list[Request]) -> li
                 f"{clause}: the backend printed a line that is not JSON: {line[:200]!r}"
             ) from None
     # CONTRACT-13: exactly one answer per request.
-    assert len(answers) == len(requests), (
-        f"{clause}: sent {len(requests)} requests, got {len(answers)} answers: {answers}; stderr "
-        f"ends {done.stderr[-400:]!r}"
-    )
+    if not (len(answers) == len(requests)):
+        raise Violation(
+            clause,
+            f"sent {len(requests)} requests, got {len(answers)} answers: {answers}; stderr "
+            f"ends {done.stderr[-400:]!r}",
+        )
     return answers
 
 
@@ -89,35 +92,46 @@ def answers_echo_ids_in_order(ctx: CheckContext) -> None:
     for request, answer in zip(requests, answers, strict=True):
         sent = json.dumps(request)
         # CONTRACT-13: every answer echoes the request's id, in order, with ok and code.
-        assert isinstance(answer, dict) and answer.get("id") == request["id"], (
-            f"CONTRACT-13: sent {sent}, the answer in its place was {answer}: it must echo "
-            f"id {request['id']}"
-        )
-        assert isinstance(answer.get("ok"), bool) and codes.is_known_code(answer.get("code")), (
-            f"CONTRACT-13: sent {sent}, answered {answer} without a bool ok and a contract code"
-        )
+        if not (isinstance(answer, dict) and answer.get("id") == request["id"]):
+            raise Violation(
+                "CONTRACT-13",
+                f"sent {sent}, the answer in its place was {answer}: it must echo "
+                f"id {request['id']}",
+            )
+        if not (isinstance(answer.get("ok"), bool) and codes.is_known_code(answer.get("code"))):
+            raise Violation(
+                "CONTRACT-13",
+                f"sent {sent}, answered {answer} without a bool ok and a contract code",
+            )
     opened, entries, snapshot, empty, fence = (answers[i] for i in (0, 3, 5, 6, 7))
     # CONTRACT-13: open answers features (a list of str), backend and version.
     features = opened.get("features")
-    assert (
+    if not (
         opened["ok"]
         and isinstance(features, list)
         and all(isinstance(f, str) for f in features)
         and isinstance(opened.get("backend"), str)
         and isinstance(opened.get("version"), str)
-    ), f"CONTRACT-13: open answered {opened}; expected ok with features, backend and version"
+    ):
+        raise Violation(
+            "CONTRACT-13", f"open answered {opened}; expected ok with features, backend and version"
+        )
     # CONTRACT-13: entries, snapshot and fence answers carry their fields.
-    assert entries.get("entries") == ["User prefers tabs"], (
-        f'CONTRACT-13: entries answered {entries}, expected entries ["User prefers tabs"]'
-    )
-    assert (
+    if entries.get("entries") != ["User prefers tabs"]:
+        raise Violation(
+            "CONTRACT-13", f'entries answered {entries}, expected entries ["User prefers tabs"]'
+        )
+    if not (
         isinstance(snapshot.get("snapshot"), str)
         and "snapshot" in empty
         and (empty["snapshot"] is None)
-    ), f"CONTRACT-13: snapshot answered {snapshot} and {empty}, expected a str and null"
-    if "fence" in features:
-        assert isinstance(fence.get("block"), str), (
-            f"CONTRACT-13: fence is claimed but answered {fence}, expected a str block"
+    ):
+        raise Violation(
+            "CONTRACT-13", f"snapshot answered {snapshot} and {empty}, expected a str and null"
+        )
+    if "fence" in features and not isinstance(fence.get("block"), str):
+        raise Violation(
+            "CONTRACT-13", f"fence is claimed but answered {fence}, expected a str block"
         )
 
 
@@ -137,18 +151,27 @@ def unknown_op_is_unsupported(ctx: CheckContext) -> None:
     for index in (2, 4):
         request, answer = requests[index], answers[index]
         # CONTRACT-14: an unknown op is E_UNSUPPORTED, ok false, with the request's id.
-        assert isinstance(answer, dict) and (
-            answer.get("id"),
-            answer.get("ok"),
-            answer.get("code"),
-        ) == (request["id"], False, codes.E_UNSUPPORTED), (
-            f"CONTRACT-14: sent {json.dumps(request)}, answered {answer}; expected "
-            f'{{"id": {request["id"]}, "ok": false, "code": "E_UNSUPPORTED"}}'
-        )
+        if not (
+            isinstance(answer, dict)
+            and (
+                answer.get("id"),
+                answer.get("ok"),
+                answer.get("code"),
+            )
+            == (request["id"], False, codes.E_UNSUPPORTED)
+        ):
+            raise Violation(
+                "CONTRACT-14",
+                f"sent {json.dumps(request)}, answered {answer}; expected "
+                f'{{"id": {request["id"]}, "ok": false, "code": "E_UNSUPPORTED"}}',
+            )
     # CONTRACT-14: the session goes on after an unsupported op.
     added, listed = answers[3], answers[5]
-    assert (
+    if not (
         isinstance(added, dict)
         and isinstance(listed, dict)
         and (added.get("code"), listed.get("entries")) == (codes.OK, ["User prefers tabs"])
-    ), f"CONTRACT-14: after unsupported ops, add and entries answered {added}, {listed}"
+    ):
+        raise Violation(
+            "CONTRACT-14", f"after unsupported ops, add and entries answered {added}, {listed}"
+        )

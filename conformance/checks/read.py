@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 from memspec.spec.snapshot import UNREADABLE_PREFIX
 
@@ -25,13 +26,16 @@ def unreadable_file_is_not_empty(ctx: CheckContext) -> None:
         block = session.request("snapshot", target="memory")["snapshot"]
         with ctx.keep_going():
             # SNAP-9: the snapshot says the file is unreadable instead of showing nothing.
-            assert isinstance(block, str) and any(
-                line.startswith(UNREADABLE_PREFIX) for line in block.split("\n")
-            ), (
-                f"SNAP-9: with MEMORY.md unreadable (a directory), load + snapshot memory "
-                f"returned {block!r}; expected a block with a line starting "
-                f"{UNREADABLE_PREFIX!r}"
-            )
+            if not (
+                isinstance(block, str)
+                and any(line.startswith(UNREADABLE_PREFIX) for line in block.split("\n"))
+            ):
+                raise Violation(
+                    "SNAP-9",
+                    f"with MEMORY.md unreadable (a directory), load + snapshot memory "
+                    f"returned {block!r}; expected a block with a line starting "
+                    f"{UNREADABLE_PREFIX!r}",
+                )
         for op, fields in (
             ("add", {"content": "Editor: vim"}),
             ("replace", {"old_text": "vim", "new_content": "Editor: helix"}),
@@ -40,12 +44,16 @@ def unreadable_file_is_not_empty(ctx: CheckContext) -> None:
             sent = f"{op} memory {fields}"
             answer = session.request(op, target="memory", **fields)
             # READ-7: a file that cannot be read refuses every mutation with E_UNREADABLE.
-            assert answer["code"] == codes.E_UNREADABLE, (
-                f"READ-7: with MEMORY.md unreadable (a directory), {sent} answered {answer}, "
-                "expected E_UNREADABLE (an unreadable file is never empty)"
-            )
+            if answer["code"] != codes.E_UNREADABLE:
+                raise Violation(
+                    "READ-7",
+                    f"with MEMORY.md unreadable (a directory), {sent} answered {answer}, "
+                    "expected E_UNREADABLE (an unreadable file is never empty)",
+                )
             # READ-7: nothing was written: the directory is still there and still empty.
-            assert path.is_dir() and not path.is_symlink() and not any(path.iterdir()), (
-                f"READ-7: after {sent}, MEMORY.md is no longer the empty directory the check "
-                "made: the store wrote although it could not read the file"
-            )
+            if not (path.is_dir() and not path.is_symlink() and not any(path.iterdir())):
+                raise Violation(
+                    "READ-7",
+                    f"after {sent}, MEMORY.md is no longer the empty directory the check "
+                    "made: the store wrote although it could not read the file",
+                )

@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 from memspec.spec.drift_refusal import judge_rewrite_backup
 from memspec.spec.snapshot import block_clause, render_snapshot
@@ -36,9 +37,11 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
         wide.request("load")
         for content in (KEPT, LONG):
             answer = wide.request("add", target="memory", content=content)
-            assert answer["code"] == codes.OK, f"DRIFT-7: add memory {content!r} answered {answer}"
+            if answer["code"] != codes.OK:
+                raise Violation("DRIFT-7", f"add memory {content!r} answered {answer}")
         before = read_or_none(ctx.root / "MEMORY.md")
-        assert before is not None, "DRIFT-7: two acknowledged adds left no MEMORY.md"
+        if before is None:
+            raise Violation("DRIFT-7", "two acknowledged adds left no MEMORY.md")
         narrow = ctx.backend.open(ctx.root, NARROW)
         stack.callback(narrow.close)
         narrow.request("load")
@@ -47,10 +50,12 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
         )
         answer = narrow.request("remove", target="memory", old_text="Project notes")
         # DRIFT-7: removing the entry over the limit is never refused for the file's state.
-        assert answer.get("code") == codes.OK, (
-            f"DRIFT-7: {sent} answered {answer}; the target is locked: nothing the model can "
-            "do with the tool brings it back within its limit"
-        )
+        if answer.get("code") != codes.OK:
+            raise Violation(
+                "DRIFT-7",
+                f"{sent} answered {answer}; the target is locked: nothing the model can "
+                "do with the tool brings it back within its limit",
+            )
         if "drift-guard" in ctx.claimed_features():
             found = {path.name: data for path, data in backups(ctx.root, "memory").items()}
             problem = judge_rewrite_backup(answer, before, found, root=ctx.root, clause="DRIFT-2")
@@ -61,15 +66,15 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
         expected = render_snapshot("memory", [KEPT], NARROW["memory"], find_threats)
         clause = block_clause(expected, block, "memory", (), "DRIFT-7")
         # DRIFT-7: after the remove the target is back within its limit.
-        assert block == expected, (
-            f"{clause}: after {sent} answered OK, the next load shows {block!r}; expected "
-            f"{expected!r}"
-        )
+        if not (block == expected):
+            raise Violation(
+                clause,
+                f"after {sent} answered OK, the next load shows {block!r}; expected {expected!r}",
+            )
         answer = narrow.request("add", target="memory", content="Editor: vim")
         # DRIFT-7: back within its limit, the target takes new entries again.
-        assert answer.get("code") == codes.OK, (
-            f"DRIFT-7: after {sent}, add memory 'Editor: vim' answered {answer}"
-        )
+        if answer.get("code") != codes.OK:
+            raise Violation("DRIFT-7", f"after {sent}, add memory 'Editor: vim' answered {answer}")
 
 
 @check("DRIFT-7", "READ-6", id="recovery.unreadable_file_says_how_to_repair")
@@ -86,18 +91,24 @@ def unreadable_file_says_how_to_repair(ctx: CheckContext) -> None:
         answer = session.request("remove", target="memory", old_text="User")
         after = read_or_none(ctx.root / "MEMORY.md")
         # READ-6: an undecodable file is refused and left byte for byte as it was.
-        assert answer.get("code") == codes.E_UNREADABLE and after == UNDECODABLE, (
-            f"READ-6: remove memory 'User' on the undecodable {UNDECODABLE!r} answered {answer} "
-            f"and left {after!r}; expected E_UNREADABLE and the file untouched"
-        )
+        if not (answer.get("code") == codes.E_UNREADABLE and after == UNDECODABLE):
+            raise Violation(
+                "READ-6",
+                f"remove memory 'User' on the undecodable {UNDECODABLE!r} answered {answer} "
+                f"and left {after!r}; expected E_UNREADABLE and the file untouched",
+            )
         message = answer.get("message")
         # DRIFT-7: the refusal says how a person repairs the file.
-        assert isinstance(message, str) and message.strip(), (
-            f"DRIFT-7: E_UNREADABLE {answer} has no message saying how a person repairs the file"
-        )
+        if not (isinstance(message, str) and message.strip()):
+            raise Violation(
+                "DRIFT-7",
+                f"E_UNREADABLE {answer} has no message saying how a person repairs the file",
+            )
         put(ctx.root, "memory", b"User\n\xc2\xa7\nxyz")
         answer = session.request("remove", target="memory", old_text="xyz")
         # DRIFT-7: repaired by a person, the file takes the tool's changes again.
-        assert answer.get("code") == codes.OK, (
-            f"DRIFT-7: after the file was re-saved as UTF-8, remove memory 'xyz' answered {answer}"
-        )
+        if answer.get("code") != codes.OK:
+            raise Violation(
+                "DRIFT-7",
+                f"after the file was re-saved as UTF-8, remove memory 'xyz' answered {answer}",
+            )

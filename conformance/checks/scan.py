@@ -10,10 +10,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from memspec.conformance.checks._disk import put
-from memspec.conformance.core.findings import HarnessError, Unverified
 from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
+from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.spec import codes
 from memspec.spec.codec import encode_entries
 from memspec.spec.corpora import ATTACKS, ORDINARY, CorpusItem
@@ -51,17 +51,22 @@ def whole_content_is_scanned(ctx: CheckContext) -> None:
             content = padding + "\n" + threat
             answer = session.request("add", target="memory", content=content)
             # SCAN-5: there is no window after which content goes unscanned.
-            assert answer["code"] == codes.E_THREAT, (
-                f"SCAN-5: add memory of {label} followed by {threat!r} ({len(content):,} chars, "
-                f"limit {LIMIT:,}) answered {answer}, expected E_THREAT as for {threat!r} alone: "
-                "the whole content must be scanned"
-            )
+            if answer["code"] != codes.E_THREAT:
+                raise Violation(
+                    "SCAN-5",
+                    f"add memory of {label} followed by {threat!r} ({len(content):,} chars, "
+                    f"limit {LIMIT:,}) answered {answer}, expected E_THREAT as for {threat!r} "
+                    "alone: "
+                    "the whole content must be scanned",
+                )
         session.request("load")
         stored = session.request("entries", target="memory")["entries"]
         # SCAN-1: nothing of a refused content was stored.
-        assert not any(threat in entry for entry in stored), (
-            f"SCAN-1: the refused threat reached the stored entries: {[e[-60:] for e in stored]}"
-        )
+        if any(threat in entry for entry in stored):
+            raise Violation(
+                "SCAN-1",
+                f"the refused threat reached the stored entries: {[e[-60:] for e in stored]}",
+            )
 
 
 PLAIN_ATTACKS = tuple(
@@ -153,10 +158,12 @@ def ordinary_text_corpus(ctx: CheckContext) -> None:
         block = session.request("snapshot", target="memory")["snapshot"]
         hidden = [(item, "not shown") for item in accepted if item.text not in str(block)]
         # SCAN-6: an entry that matches no threat pattern is shown as it is.
-        assert len(hidden) == 0, (
-            f"SCAN-6: after load, the snapshot does not show these ordinary entries as they "
-            f"are:{_listing(hidden)}"
-        )
+        if len(hidden) != 0:
+            raise Violation(
+                "SCAN-6",
+                f"after load, the snapshot does not show these ordinary entries as they "
+                f"are:{_listing(hidden)}",
+            )
 
 
 @check(
@@ -176,7 +183,8 @@ def attack_corpus(ctx: CheckContext) -> None:
         kept = [entry for entry in stored if entry not in accepted]
         with ctx.keep_going():
             # SCAN-1: nothing of a refused content was stored.
-            assert kept == [], f"SCAN-1: the refused attacks were stored: {kept!r}"
+            if kept != []:
+                raise Violation("SCAN-1", f"the refused attacks were stored: {kept!r}")
         put(ctx.root, "memory", encode_entries(texts))
         session.request("load")
         block = session.request("snapshot", target="memory")["snapshot"]

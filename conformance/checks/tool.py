@@ -17,15 +17,16 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from memspec.conformance.checks._disk import put, read_or_none
-from memspec.conformance.core.examples import (
+from memspec.conformance.core.registry import CheckContext, check
+from memspec.conformance.core.search import plan
+from memspec.conformance.examples.tool_calls import (
     ToolOffer,
     judged_tool_call,
     session_requester,
     tool_offer,
 )
-from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import Session
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 from memspec.spec.tool import carries_own_member, own_members, schema_offer, schema_problems
@@ -41,8 +42,8 @@ def judged_call(
     limits: Mapping[str, int] | None = None,
 ) -> tuple[object, list[str]]:
     """Sends one tool call in ``session`` and returns its parsed result and the judge's problems
-    (:func:`~memspec.conformance.core.examples.judged_tool_call`); ``offer`` is the session's
-    :func:`~memspec.conformance.core.examples.tool_offer`, ``limits`` are the session's."""
+    (:func:`~memspec.conformance.examples.tool_calls.judged_tool_call`); ``offer`` is the session's
+    :func:`~memspec.conformance.examples.tool_calls.tool_offer`, ``limits`` are the session's."""
     answer, problems = judged_tool_call(
         session_requester(session),
         lambda target: read_or_none(root / FILENAMES[target]),
@@ -92,7 +93,8 @@ def description_guides_the_model(ctx: CheckContext) -> None:
         wanted = [*TARGETS, *(("operations",) if "batch" in session.features else ())]
     missing = [word for word in wanted if word not in description]
     # TOOL-3: the description says what each target is for, and to batch where it can.
-    assert not missing, f"TOOL-3: the tool's description never names {missing}: {description!r}"
+    if missing:
+        raise Violation("TOOL-3", f"the tool's description never names {missing}: {description!r}")
 
 
 @check("TOOL-8", "CONTRACT-14", features=(), id="tool.unsupported_without_the_feature")
@@ -114,18 +116,20 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
     if not claimed:
         for answer in answers:
             # TOOL-8: without the claim, both ops answer E_UNSUPPORTED, ok false.
-            assert (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED), (
-                f"TOOL-8: the backend does not claim 'tool', yet it answered {answer}; expected "
-                "ok false with E_UNSUPPORTED (claim 'tool' if it is implemented)"
-            )
+            if not (answer["ok"], answer["code"]) == (False, codes.E_UNSUPPORTED):
+                raise Violation(
+                    "TOOL-8",
+                    f"the backend does not claim 'tool', yet it answered {answer}; expected "
+                    "ok false with E_UNSUPPORTED (claim 'tool' if it is implemented)",
+                )
         # TOOL-8: and nothing is written.
-        assert after == STORED, f"TOOL-8: an unsupported tool call changed MEMORY.md to {after!r}"
+        if after != STORED:
+            raise Violation("TOOL-8", f"an unsupported tool call changed MEMORY.md to {after!r}")
         return
     for answer in answers:
         # TOOL-8: with the claim, both ops are handled: ok true, OK.
-        assert (answer["ok"], answer["code"]) == (True, codes.OK), (
-            f"TOOL-8: the backend claims 'tool', yet it answered {answer}"
-        )
+        if not (answer["ok"], answer["code"]) == (True, codes.OK):
+            raise Violation("TOOL-8", f"the backend claims 'tool', yet it answered {answer}")
 
 
 _GOOD = {"action": "add", "target": "memory", "content": "Editor: vim"}

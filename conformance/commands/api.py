@@ -18,13 +18,13 @@ from memspec.conformance.commands.certify import (
     run_certification,
     start_coverage,
 )
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.settings import make_settings
 from memspec.conformance.transport.backend import (
     BackendDefect,
     InProcessBackend,
     factory_name,
 )
+from memspec.spec.errors import UsageError
 
 __all__ = ["CertifyResult", "certify"]
 

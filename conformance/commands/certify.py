@@ -22,14 +22,15 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import Level
 from memspec.conformance.core.locations import cache_dir, writable_dir
-from memspec.conformance.core.records import CheckRecord, level_of, summary_counts
 from memspec.conformance.core.settings import NAMELESS, ONE_BACKEND, Settings
 from memspec.conformance.suite.plugin import GivenSettings, recorder_key
 from memspec.conformance.transport.backend import Backend
 from memspec.conformance.transport.jsonlines import INVOCATION_DIR
+from memspec.conformance.verdict.records import CheckRecord, summary_counts
+from memspec.conformance.verdict.report import level_of
+from memspec.conformance.verdict.standing import Level
+from memspec.spec.errors import UsageError
 
 PYTEST_INTERNAL_ERROR = 3
 PYTEST_USAGE_ERROR = 4

@@ -41,8 +41,8 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
         package_sources,
         unknown_citations,
     )
-    from memspec.conformance.core.examples import run_on_model
     from memspec.conformance.core.registry import all_checks, clauses_with_checks
+    from memspec.conformance.examples.probes import run_on_model
     from memspec.spec.clauses import (
         gated_core,
         gated_protections,
@@ -51,10 +51,11 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
         uncovered_must_clauses,
         unknown_ids,
     )
-    from memspec.spec.examples import parse_examples, spec_path, spec_text
+    from memspec.spec.document import installed_path, installed_text
+    from memspec.spec.examples import parse_examples
     from memspec.spec.versions import version_problems
 
-    text = spec_text()
+    text = installed_text()
     clauses = parse_clauses(text)
     examples = parse_examples(text)
     problems: list[str] = version_problems(text)
@@ -68,7 +69,7 @@ def spec_check() -> tuple[list[str], dict[str, int]]:
         failure = run_on_model(example)
         if failure is not None:
             problems.append("BUG IN SPEC: the model disagrees with an example\n" + failure.render())
-    project = spec_path().resolve().parent.parent
+    project = installed_path().resolve().parent.parent
     if (project / "tests").is_dir():
         problems.extend(missing_tests(clauses, project))
     citers = [(f"example {e.id}", e.clauses, e.features) for e in examples]
@@ -128,12 +129,12 @@ def _cmd_clause(args: argparse.Namespace) -> int:
         package_sources,
     )
     from memspec.conformance.core.registry import all_checks
-    from memspec.spec.examples import spec_text
+    from memspec.spec.document import installed_text
 
     try:
         trail = clause_trail(
             args.clause,
-            spec_text(),
+            installed_text(),
             citations_of(package_sources(SOURCE_PACKAGES["model"])),
             citations_of(package_sources(SOURCE_PACKAGES["reference"])),
             check_sites(all_checks()),
@@ -150,9 +151,9 @@ def _cmd_clause(args: argparse.Namespace) -> int:
 
 
 def _cmd_spec(args: argparse.Namespace) -> int:
-    from memspec.spec.clauses import ClauseSyntaxError
-    from memspec.spec.examples import ExampleSyntaxError, examples_json, spec_text
-    from memspec.spec.versions import VersionSyntaxError
+    from memspec.spec.document import installed_text
+    from memspec.spec.errors import SpecError
+    from memspec.spec.examples import examples_json
 
     if args.json and not args.clause:
         print("memspec: error: --json goes with --clause ID", file=sys.stderr)
@@ -161,11 +162,11 @@ def _cmd_spec(args: argparse.Namespace) -> int:
         if args.clause:
             return _cmd_clause(args)
         if args.dump_json:
-            json.dump(examples_json(spec_text()), sys.stdout, indent=1)
+            json.dump(examples_json(installed_text()), sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
         problems, counts = spec_check()
-    except (ExampleSyntaxError, ClauseSyntaxError, VersionSyntaxError) as error:
+    except SpecError as error:
         print(f"BUG IN SPEC: {error}", file=sys.stderr)
         return 1
     for problem in problems:
@@ -180,12 +181,12 @@ def _cmd_spec(args: argparse.Namespace) -> int:
 
 def _cmd_examples(args: argparse.Namespace) -> int:
     from memspec.conformance.commands.certify import claimed_features
-    from memspec.conformance.core.errors import UsageError
-    from memspec.conformance.core.examples import run_on_backend
-    from memspec.conformance.core.findings import Unverified
+    from memspec.conformance.examples.probes import run_on_backend
     from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
     from memspec.conformance.transport.jsonlines import CommandBackend
-    from memspec.spec.examples import load_examples
+    from memspec.conformance.verdict.findings import Unverified
+    from memspec.spec.document import installed_spec
+    from memspec.spec.errors import UsageError
 
     backend = (
         InProcessBackend(args.backend, args.timeout)
@@ -196,7 +197,7 @@ def _cmd_examples(args: argparse.Namespace) -> int:
         claimed = claimed_features(backend)
     except BackendDefect as defect:
         raise UsageError(f"the backend could not be started: {defect}") from None
-    examples = load_examples()
+    examples = list(installed_spec().examples)
     failed = skipped = 0
     for example in examples:
         missing = [feature for feature in example.features if feature not in claimed]
@@ -240,11 +241,11 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         run_certification,
         start_coverage,
     )
-    from memspec.conformance.core.errors import UsageError
     from memspec.conformance.core.profiles import DEFAULT_PROFILE
     from memspec.conformance.core.settings import make_settings
-    from memspec.conformance.core.summary import failing_summary
     from memspec.conformance.transport.backend import BackendDefect
+    from memspec.conformance.verdict.summary import failing_summary
+    from memspec.spec.errors import UsageError
 
     backend_cmd = args.backend_cmd
     hermes = (args.hermes_rules, args.hermes_between, args.hermes_snapshot)
@@ -302,12 +303,11 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 def _cmd_repro(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memspec.conformance.core.findings import Refusal
-    from memspec.conformance.core.registry import NotApplicable
     from memspec.conformance.schedule.exploration import render_interleaving
     from memspec.conformance.schedule.repro import load_repro, replay
     from memspec.conformance.tamper.capability import tampering
     from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
+    from memspec.conformance.verdict.findings import NotApplicable, Refusal
 
     repro = load_repro(Path(args.file))
     if args.backend:
@@ -384,7 +384,7 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
-        from memspec.spec.versions import installed_version
+        from memspec.spec.document import installed_version
 
         try:
             package = version("memspec")
@@ -541,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving = argv[:1] == ["serve"]
     if serving:
         keep_bytecode()  # before memspec's own modules load: each session is a new process
-    from memspec.conformance.core.errors import UsageError
+    from memspec.spec.errors import UsageError
 
     args, unknown = (serve_parser() if serving else build_parser()).parse_known_args(argv)
     if unknown:  # named by the subcommand's own usage, not the top-level one

@@ -14,7 +14,7 @@ from typing import TypedDict
 import coverage
 import pytest
 
-from memspec.conformance.core.errors import UsageError
+from memspec.spec.errors import UsageError
 
 
 def backend_source(spec: str) -> Path:

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import Check
+from memspec.conformance.verdict.findings import HarnessError
 from memspec.spec.clauses import CLAUSE_ID, Clause, parse_clauses
+from memspec.spec.errors import UsageError
 from memspec.spec.examples import parse_examples
 
 CITED_ID = re.compile(r"(?<![A-Za-z0-9_-])([A-Z]+-[1-9][0-9]*)(?![0-9A-Za-z_])")

@@ -14,15 +14,12 @@ import time
 import unittest
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import hypothesis
 
-from memspec.conformance.core.registry import NotApplicable
-
-if TYPE_CHECKING:
-    from memspec.conformance.core.registry import Check, CheckContext
+from memspec.conformance.verdict.findings import NotApplicable
 
 SEARCH_SHARE = 0.75
 """The share of its budget a search may use before it stops itself (the rest is for the final
@@ -347,12 +344,3 @@ def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def run_within_budget(check: Check, context: CheckContext) -> None:
-    """Runs ``check`` as certification does: under its budget for ``context.profile``, which
-    its searches read from ``context.allowance`` and :func:`enforced` holds it to. The figures
-    it reports go into ``context.figures``; a cut ends in :class:`BudgetSpent`."""
-    allowance = start_allowance(check.id, context.profile)
-    with enforced(allowance, context.figures):
-        check.run(replace(context, allowance=allowance))

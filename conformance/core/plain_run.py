@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from memspec.conformance.core.examples import ModelDriver
-from memspec.conformance.core.findings import Unverified
 from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.verdict.findings import Unverified
 from memspec.spec import model
 from memspec.spec.codec import classify_bytes, encode_entries
-from memspec.spec.operations import ExternalWrite, Mutation
+from memspec.spec.operations import ExternalWrite
+from memspec.spec.requests import mutation_of
 from memspec.spec.targets import FILENAMES
 
 LIMIT = 100_000
@@ -41,12 +41,6 @@ BATCH: dict[str, Any] = {
         {"action": "remove", "old_text": "<p1>"},
     ],
 }
-
-
-def memory_mutation(request: dict[str, Any]) -> Mutation:
-    """Returns the model's mutation for an add, replace, remove or batch request
-    (:meth:`ModelDriver.operation`, the examples' reading of a request)."""
-    return cast(Mutation, ModelDriver.operation("a", request["op"], request))
 
 
 def _shown(request: dict[str, Any]) -> str:
@@ -87,7 +81,7 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
                 _, state = model.step(state, ExternalWrite("memory", data))
                 (root / FILENAMES["memory"]).write_bytes(data)
                 continue
-            outcome, state = model.step(state, memory_mutation(request))
+            outcome, state = model.step(state, mutation_of(request["op"], request))
             answer = session.request(request["op"], **{
                 key: value for key, value in request.items() if key != "op"
             })  # fmt: skip

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from memspec.conformance.core.budgets import EXAMPLE_BUDGET, column
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import HarnessError
+from memspec.conformance.verdict.findings import HarnessError
+from memspec.spec.errors import UsageError
 
 
 @dataclass(frozen=True)

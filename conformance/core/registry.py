@@ -15,23 +15,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memspec.conformance.core.findings import (
+from memspec.conformance.core.budgets import Allowance, enforced, start_allowance
+from memspec.conformance.verdict.findings import (
     ClauseFailures,
     Finding,
     HarnessError,
-    Kind,
+    NotApplicable,
     Unverified,
 )
+from memspec.conformance.verdict.records import Figure
 from memspec.spec.clauses import CLAUSE_ID
-
-if TYPE_CHECKING:
-    from memspec.conformance.core.budgets import Allowance
-
-
-Figure = bool | int | float | str
-"""One figure a check reports (``CheckContext.figures``): a count, seconds, a flag, a name."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +81,6 @@ class CheckContext:
 
 
 CheckFunction = Callable[[CheckContext], None]
-
-
-class NotApplicable(Finding):
-    """The check does not apply to this backend; the suite reports it as skipped with the reason."""
-
-    kind = Kind.UNSUPPORTED
 
 
 @dataclass(frozen=True)
@@ -196,3 +185,12 @@ def clauses_with_checks() -> dict[str, list[str]]:
         for clause in item.clauses:
             cited.setdefault(clause, []).append(item.id)
     return cited
+
+
+def run_within_budget(check: Check, context: CheckContext) -> None:
+    """Runs ``check`` as certification does: under its budget for ``context.profile``, which
+    its searches read from ``context.allowance`` and :func:`enforced` holds it to. The figures
+    it reports go into ``context.figures``; a cut ends in :class:`BudgetSpent`."""
+    allowance = start_allowance(check.id, context.profile)
+    with enforced(allowance, context.figures):
+        check.run(replace(context, allowance=allowance))

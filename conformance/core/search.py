@@ -19,8 +19,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from memspec.conformance.core.budgets import Allowance, run_search
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.verdict.findings import HarnessError
 
 HEALTH_CHECKS_OFF = [
     HealthCheck.too_slow,

@@ -13,14 +13,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.profiles import Profile, resolve_profile
 from memspec.conformance.core.registry import RETIRED_IDS, all_checks
 from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport.backend import Backend, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.spec.clauses import parse_clauses
-from memspec.spec.examples import parse_examples, spec_text
+from memspec.spec.document import installed_spec
+from memspec.spec.errors import UsageError
+from memspec.spec.examples import parse_examples
 
 ONE_BACKEND = "give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD"
 NAMELESS = (
@@ -168,7 +169,7 @@ def known_ids(spec_file: Path | None = None) -> frozenset[str]:
     """Returns every id an expected-failures file may list: the clauses of SPEC.md (the
     installed one, or ``spec_file``), its examples and the named checks, each also as the test
     id ``AREA/name`` certify reports."""
-    text = spec_file.read_text(encoding="utf-8") if spec_file is not None else spec_text()
+    text = spec_file.read_text(encoding="utf-8") if spec_file is not None else installed_spec().text
     named = [(example.id, example.clauses) for example in parse_examples(text)]
     named += [(check.id, check.clauses) for check in all_checks().values()]
     tests = {f"{clauses[0].rsplit('-', 1)[0]}/{name}" for name, clauses in named if clauses}

@@ -130,8 +130,11 @@ class ToolResult(TypedDict, total=False):
     drift_backup: str
 
 
-class AdapterGap(Exception):
-    """Hermes answered something this adapter cannot map to the contract: extend ERROR_CODES."""
+class Unmapped(LookupError):
+    """Hermes answered something this adapter cannot map to the contract: extend ERROR_CODES.
+    This script runs in a Hermes release's environment, without memspec: it answers an unmapped
+    answer by exiting with ``EXIT_ADAPTER_GAP``, which memspec's transport reads as its one
+    ``AdapterGap`` (``memspec.conformance.verdict.findings``)."""
 
 
 class BadOpen(Exception):
@@ -142,9 +145,9 @@ def classify(result: ToolResult, table: tuple[tuple[str, str], ...] = ERROR_CODE
     """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4): ``success``
     is ``OK``, a refusal is matched against ``table`` (ERROR_CODES) by its ``error`` text, Hermes'
     ``usage`` is passed on as it is (SNAP-11 judges it), and a ``drift_backup`` as the backup; a
-    staged write or an unknown text raises :class:`AdapterGap`."""
+    staged write or an unknown text raises :class:`Unmapped`."""
     if result.get("staged"):
-        raise AdapterGap(f"the write-approval gate staged the write: {result}")
+        raise Unmapped(f"the write-approval gate staged the write: {result}")
     outcome: Answer
     if result.get("success") is True:
         outcome = {"ok": True, "code": "OK", "message": result.get("message", "")}
@@ -154,7 +157,7 @@ def classify(result: ToolResult, table: tuple[tuple[str, str], ...] = ERROR_CODE
         error = str(result.get("error", ""))
         code = next((c for pattern, c in table if re.search(pattern, error, re.DOTALL)), None)
         if code is None:
-            raise AdapterGap(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
+            raise Unmapped(f"unrecognised memory-tool answer: {json.dumps(result)[:600]}")
         outcome = {"ok": False, "code": code, "message": error}
         if code == "E_AMBIGUOUS" and isinstance(result.get("matches"), list):
             outcome["matches"] = result["matches"]
@@ -327,7 +330,7 @@ class HermesSession:
         either returns is passed on untouched."""
         parse = argument_parser()
         if parse is None:  # not claimed then (detect_features): asked anyway, a gap of ours
-            raise AdapterGap(f"the release has no {PARSER} in {PARSER_MODULE}")
+            raise Unmapped(f"the release has no {PARSER} in {PARSER_MODULE}")
         arguments, refusal = parse(text)
         if refusal is not None:
             return refusal
@@ -471,7 +474,7 @@ def serve(stdin: Any, stdout: Any) -> int:
                     answer = {"ok": False, "code": "E_INVALID", "message": "send 'open' first"}
                 else:
                     answer = session.handle(str(op), request)
-            except AdapterGap as gap:
+            except Unmapped as gap:
                 print(f"ADAPTER GAP (not a Hermes defect): {gap}", file=sys.stderr)
                 return EXIT_ADAPTER_GAP
             except BadOpen as error:

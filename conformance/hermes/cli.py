@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.core.options import (
     EXPECTED_FAILURES,
@@ -50,6 +49,7 @@ from memspec.conformance.hermes.releases import (
     index_versions,
     versions_between,
 )
+from memspec.spec.errors import UsageError
 
 CERTIFY_TIMEOUT = 7200.0
 

@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import Level, conformance_level
-from memspec.conformance.core.records import CheckRecord
-from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
+from memspec.conformance.verdict.records import CheckRecord
+from memspec.conformance.verdict.standing import (
+    ClauseVerdict,
+    Level,
+    clause_verdict,
+    conformance_level,
+)
 from memspec.spec.clauses import Clause, parse_clauses
-from memspec.spec.examples import spec_text
-from memspec.spec.versions import installed_version
+from memspec.spec.document import installed_spec, installed_version
+from memspec.spec.errors import UsageError
 
 GENERATED_GROUPS = ("properties", "drift_properties", "machine", "crash", "crashstates")
 """Check-id groups whose checks are generated or timed (a property, the state machine, kill -9
@@ -82,7 +85,7 @@ class Matrix:
     @classmethod
     def build(cls, columns: Sequence[Column]) -> Matrix:
         """Returns the matrix of ``columns`` over every clause of SPEC.md."""
-        clauses = tuple(parse_clauses(spec_text()))
+        clauses = tuple(parse_clauses(installed_spec().text))
         cells = tuple(
             tuple(
                 clause_verdict(clause.id, column.checks, column.run.get("features") or ())

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, cast
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.hermes.imports import (
     MEMORY_TOOL,
     Needs,
@@ -31,6 +30,7 @@ from memspec.conformance.hermes.imports import (
     memory_modules,
     requirement_pins,
 )
+from memspec.spec.errors import MemspecError, UsageError
 
 PACKAGES = ("hermes-agent", "async-hermes-agent")  # the upstream lines; any fork certifies too
 PIP_TIMEOUT = 900.0
@@ -111,7 +111,7 @@ def _pip_problem(package: str, version: str, output: str) -> str:
     return f"pip failed installing {package}=={version}: {last_line(output)}"
 
 
-class _Failed(Exception):
+class _Failed(MemspecError):
     """A subprocess exited with a non-zero status; the text is its output."""
 
 

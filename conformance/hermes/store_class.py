@@ -30,13 +30,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import ADAPTER_GAP_MARK
-from memspec.conformance.hermes.adapter import ERROR_CODES, source_of, store_features
-from memspec.conformance.hermes.adapter import AdapterGap as HermesGap
+from memspec.conformance.hermes.adapter import ERROR_CODES, Unmapped, source_of, store_features
 from memspec.conformance.hermes.adapter import classify as hermes_classify
 from memspec.conformance.transport.jsonlines import ADAPTER_GAP_STATUS
+from memspec.conformance.verdict.findings import ADAPTER_GAP_MARK, AdapterGap
 from memspec.spec.codes import OUTCOME_CODES
+from memspec.spec.errors import UsageError
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 LOADERS = ("load_from_disk", "load")
@@ -285,10 +284,6 @@ def parse_rules(path: Path) -> tuple[tuple[str, str], ...]:
     return tuple(rules)
 
 
-class AdapterGap(Exception):
-    """The store answered something neither the rules nor Hermes' table map to the contract."""
-
-
 def classify(result: Any, rules: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """Returns the contract Outcome of a Hermes result dict, its refusal text read by ``rules``
     and then Hermes' table (:func:`~memspec.conformance.hermes.adapter.classify`); raises
@@ -297,7 +292,7 @@ def classify(result: Any, rules: Sequence[tuple[str, str]]) -> dict[str, Any]:
         raise AdapterGap(f"the store answered a {type(result).__name__}, not a result dict")
     try:
         return dict(hermes_classify(result, (*rules, *ERROR_CODES)))  # type: ignore[arg-type]
-    except HermesGap:
+    except Unmapped:
         error = str(result.get("error", ""))
         raise AdapterGap(
             f"no rule maps the refusal {error[:300]!r} (the whole answer: "

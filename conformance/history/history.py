@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.history.linearizability import Model, Operation
 from memspec.conformance.transport.wire import (
     Answer,
@@ -23,6 +22,7 @@ from memspec.conformance.transport.wire import (
     Unanswered,
 )
 from memspec.spec import codes, model
+from memspec.spec.errors import MemspecError
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 

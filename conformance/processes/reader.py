@@ -11,7 +11,6 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypedDict
 
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.waits import (
     READER_EXIT_GRACE,
     REAP_TIMEOUT,
@@ -20,6 +19,7 @@ from memspec.conformance.core.waits import (
 )
 from memspec.conformance.processes.workers import process_context
 from memspec.conformance.transport.wire import HistoryRecord, Request, Sample
+from memspec.conformance.verdict.findings import HarnessError
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import FILENAMES
 

@@ -23,14 +23,12 @@ from typing import Any
 import multiprocess
 from multiprocess import connection
 
-from memspec.conformance.core.findings import HarnessError, Refusal
 from memspec.conformance.core.locations import shadows_memspec
 from memspec.conformance.core.waits import BARRIER_TIMEOUT, PUMP_POLL, REAP_TIMEOUT, SESSION_TIMEOUT
 from memspec.conformance.processes.turns import TurnHook
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
-from memspec.conformance.transport.jsonlines import AdapterGap
 from memspec.conformance.transport.wire import (
     Answer,
     HistoryRecord,
@@ -38,6 +36,7 @@ from memspec.conformance.transport.wire import (
     Unanswered,
     fields_of,
 )
+from memspec.conformance.verdict.findings import AdapterGap, HarnessError, Refusal
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.schedule.exploration import (
     Execution,
@@ -24,6 +23,7 @@ from memspec.conformance.schedule.exploration import (
 from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.spec.errors import UsageError
 from memspec.spec.requests import OPS
 from memspec.spec.targets import TARGETS
 

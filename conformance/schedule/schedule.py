@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.errors import MemspecError
 from memspec.conformance.core.waits import START_TIMEOUT, STEP_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
 from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.stops import Scheduled
+from memspec.spec.errors import MemspecError
 
 
 @dataclass(frozen=True)

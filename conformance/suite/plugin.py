@@ -21,31 +21,16 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import (
-    Finding,
-    Kind,
-    Verdict,
-    leading_clause,
-    verdict_of,
-)
 from memspec.conformance.core.locations import import_from
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_options
 from memspec.conformance.core.profiles import Profile
-from memspec.conformance.core.records import (
-    CheckRecord,
-    RunInfo,
-    level_of,
-    summary_counts,
-    write_reports,
-)
-from memspec.conformance.core.registry import Figure
 from memspec.conformance.core.settings import Settings, make_settings
-from memspec.conformance.core.summary import failing_summary
-from memspec.conformance.transport.backend import (
-    Backend,
-    BackendDefect,
-)
+from memspec.conformance.transport.backend import Backend, BackendDefect, describe
+from memspec.conformance.verdict.findings import Finding, Kind, Verdict, leading_clause, verdict_of
+from memspec.conformance.verdict.records import CheckRecord, Figure, RunInfo, summary_counts
+from memspec.conformance.verdict.report import level_of, write_reports
+from memspec.conformance.verdict.summary import failing_summary
+from memspec.spec.errors import UsageError
 
 MARKER = "memspec"
 
@@ -169,7 +154,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     settings = memspec_settings(config)
     if settings.backend is None:
         return []
-    from memspec.spec.examples import spec_path
+    from memspec.spec.document import installed_path
 
     database = settings.hypothesis_db
     unseeded = "derandomised" if settings.profile.derandomize else "random"
@@ -179,7 +164,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"{settings.seed if settings.seed is not None else unseeded}, "
         f"timeout: {settings.timeout:g} s",
         f"memspec spec: version {_spec_version(settings.spec_path) or 'unknown'}, "
-        f"{settings.spec_path or spec_path()}",
+        f"{settings.spec_path or installed_path()}",
         *([f"memspec hypothesis database: {database}"] if database else []),
     ]
 
@@ -187,7 +172,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def _spec_version(path: Path | None) -> str | None:
     """Returns the version the run's SPEC.md states (the installed one, or the ``memspec_spec``
     file ``path``), or ``None`` when it states none."""
-    from memspec.spec.versions import VersionSyntaxError, installed_version, parse_version
+    from memspec.spec.document import installed_version
+    from memspec.spec.versions import VersionSyntaxError, parse_version
 
     try:
         if path is None:
@@ -484,7 +470,7 @@ class Recorder:
         if hasattr(self.config, "workerinput"):
             return
         info = RunInfo.collect(
-            settings.backend,
+            describe(settings.backend),
             settings.profile.name,
             settings.seed,
             settings.report,

@@ -11,23 +11,24 @@ from typing import NoReturn
 
 import pytest
 
-from memspec.conformance.core.budgets import enforced, run_within_budget, start_allowance
-from memspec.conformance.core.examples import run_on_backend
-from memspec.conformance.core.findings import Mismatch, Unverified, verdict_of
+from memspec.conformance.core.budgets import enforced, start_allowance
 from memspec.conformance.core.profiles import Profile
 from memspec.conformance.core.registry import (
     Check,
     CheckContext,
-    NotApplicable,
     all_checks,
     clauses_with_checks,
+    run_within_budget,
 )
+from memspec.conformance.examples.probes import run_on_backend
 from memspec.conformance.suite.plugin import give_figures, give_verdict, memspec_settings
 from memspec.conformance.transport.backend import Backend
+from memspec.conformance.verdict.findings import Mismatch, NotApplicable, Unverified, verdict_of
 from memspec.spec.clauses import parse_clauses, uncovered_must_clauses
-from memspec.spec.examples import Example, parse_examples, spec_text
+from memspec.spec.document import installed_spec
+from memspec.spec.examples import Example, parse_examples
 
-SPEC = spec_text()
+SPEC = installed_spec().text
 EXAMPLES = parse_examples(SPEC)
 CHECKS = all_checks()
 

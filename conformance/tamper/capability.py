@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.processes.workers import Job, WorkerResult, run_session
 from memspec.conformance.tamper import strace
 from memspec.conformance.tamper.calls import CallRecord
@@ -23,6 +22,7 @@ from memspec.conformance.tamper.interpose import Fault, Plan
 from memspec.conformance.tamper.stops import ParkedWorker, Scheduled, StoppedProcess
 from memspec.conformance.tamper.strace import Drive, Killed
 from memspec.conformance.transport.backend import Runs
+from memspec.conformance.verdict.findings import NotApplicable
 
 Recorded = tuple[list[CallRecord], list[Any]]
 """A session's call records (with the data a crash-state generator replays) and answers."""

@@ -12,10 +12,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.tamper.calls import CallRecord, Details, Invocation
 from memspec.conformance.tamper.interpose import path_kind
 from memspec.conformance.tamper.ops import Op
+from memspec.conformance.verdict.findings import HarnessError
 
 STRACE_CALLS = (
     "open,openat,creat,write,pwrite64,writev,pwritev,lseek,ftruncate,truncate,fsync,"

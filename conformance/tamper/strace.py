@@ -27,8 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.findings import HarnessError
-from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.core.waits import (
     ATTACH_POLL,
     ATTACH_TIMEOUT,
@@ -48,6 +46,7 @@ from memspec.conformance.tamper.fstrace import (
 )
 from memspec.conformance.tamper.interpose import Fault, Plan
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import HarnessError, NotApplicable
 
 ATTEMPTS = 2
 _runs = itertools.count()

@@ -12,6 +12,7 @@ import functools
 import importlib
 import queue
 import sys
+import tempfile
 import threading
 import traceback
 import weakref
@@ -21,10 +22,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, NotRequired, Protocol, TypedDict, cast
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import DEFECT_CLAUSE, Finding, Kind, Refusal
 from memspec.conformance.transport.wire import Answer, Fields, Request
+from memspec.conformance.verdict.findings import DEFECT_CLAUSE, Finding, Kind, Refusal
+from memspec.conformance.verdict.records import BackendInfo
 from memspec.spec import codes
+from memspec.spec.errors import UsageError
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
 from memspec.spec.tool import CORE_ACTIONS
@@ -130,6 +132,24 @@ class Backend(Protocol):
 
 ACTION_CLAUSES = {"replace": "REPLACE-1", "remove": "REMOVE-1"}
 """The clause of its own that a refusal of a core action breaks, besides CONTRACT-2."""
+
+
+def describe(backend: Backend) -> BackendInfo:
+    """Returns what a report says of ``backend``: its label, and the name, version and claimed
+    features one session on a scratch root gives (when none can be opened, the features are
+    one item saying why)."""
+    name, version, features = backend.label, "", ("?",)
+    with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
+        try:
+            session = backend.open(Path(scratch))
+        except (BackendDefect, UsageError) as error:
+            features = (f"could not open a session: {error}",)
+        else:
+            features = tuple(sorted(session.features))
+            name = getattr(session, "name", name) or name
+            version = str(getattr(session, "version", "") or "")
+            session.close()
+    return BackendInfo(backend.label, name, version, features)
 
 
 def refusal_clauses(action: str) -> tuple[str, ...]:

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, cast
 
-from memspec.conformance.core.errors import UsageError
-from memspec.conformance.core.findings import ADAPTER_GAP_MARK, Unverified
 from memspec.conformance.core.locations import backend_environment
 from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport import prestart
@@ -36,7 +34,9 @@ from memspec.conformance.transport.backend import (
     request_problem,
 )
 from memspec.conformance.transport.wire import Answer, Request, fields_of
+from memspec.conformance.verdict.findings import ADAPTER_GAP_MARK, AdapterGap
 from memspec.spec import codes
+from memspec.spec.errors import UsageError
 from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
@@ -53,12 +53,6 @@ _EOF = object()
 
 
 INVOCATION_DIR = "MEMSPEC_INVOCATION_DIR"
-
-
-class AdapterGap(Unverified):
-    """memspec's adapter could not map the store's answer to the contract: the check judged
-    nothing (its clauses read "not verified" with the unmapped answer), and the adapter needs a
-    rule for it, not the store a fix."""
 
 
 def _short(request: Request) -> str:

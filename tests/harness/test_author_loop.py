@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.summary import SHOULD, blocked_level
+from memspec.conformance.verdict.summary import SHOULD, blocked_level
 from memspec.spec.clauses import parse_clauses
-from memspec.spec.examples import spec_text
+from memspec.spec.document import installed_spec
 from tests.harness.test_certify import certify
 
 FIRST_ATTEMPT = "tests.backends.first_attempt:open_store"
@@ -48,7 +48,7 @@ def test_first_run_fits_a_screen_of_clauses(first_run: tuple[str, Path]) -> None
     shown = [CLAUSE_LINE.match(line) for line in lines]
     listed = [found.group(1) for found in shown if found]
     assert sorted(listed) == sorted(failing), output
-    clauses = {clause.id: clause for clause in parse_clauses(spec_text())}
+    clauses = {clause.id: clause for clause in parse_clauses(installed_spec().text)}
     group = ""
     for line in lines:
         if heading := HEADING.match(line):

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from memspec.conformance.commands.cli import build_parser, main
-from memspec.spec.versions import installed_version
+from memspec.spec.document import installed_version
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:

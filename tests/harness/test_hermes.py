@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import cache_dir
-from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
 from memspec.conformance.hermes import adapter as hermes_adapter
 from memspec.conformance.hermes.matrix import (
     Column,
@@ -31,6 +29,8 @@ from memspec.conformance.hermes.matrix import (
     timeline,
 )
 from memspec.conformance.hermes.releases import Release, versions_between
+from memspec.conformance.verdict.standing import ClauseVerdict, clause_verdict
+from memspec.spec.errors import UsageError
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import memspec
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.hermes.adapter import store_features
 from memspec.conformance.hermes.store_class import AdapterGap, classify, parse_rules
+from memspec.spec.errors import UsageError
 from tests.backends.hermes_shaped import ShapedStore
 from tests.harness.test_certify import certify
 

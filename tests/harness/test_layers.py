@@ -5,6 +5,8 @@ collects every ``import memspec...`` and ``from memspec... import`` with :mod:`a
 functions too: a lazy import is an import), and fails on
 
 - a cycle between the top-level packages (``spec``, ``reference_impl``, ``conformance``, ``fuzz``);
+- a cycle between any two modules, ``TYPE_CHECKING`` and lazy imports included (an import that
+  only the type checker follows still ties the two modules into one);
 - an arrow from one layer to another that the layer table of docs/architecture.md does not allow;
 - a module the table does not place, or places twice.
 
@@ -165,6 +167,70 @@ def test_top_level_packages_have_no_cycle() -> None:
 
     cycles = sorted(name for name in TOP_LEVEL if reaches(name, name, set()))
     assert not cycles, f"top-level packages import each other: {cycles} ({arrows})"
+
+
+def module_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Returns the strongly connected components of ``graph`` that hold more than one module
+    (Tarjan's algorithm, iterative): each is a cycle of imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            step = next(successors, None)
+            if step is not None:
+                if step not in graph:
+                    continue
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """No import cycle between modules, ``TYPE_CHECKING`` and lazy ones included: each module
+    can be read, typed and tested after the modules it imports."""
+    graph = {
+        module: {target for target, _ in imported if target != module}
+        for module, imported in import_graph().items()
+    }
+    cycles = module_cycles(graph)
+    assert not cycles, "modules that import each other: " + "; ".join(
+        " <-> ".join(cycle) for cycle in cycles
+    )
+
+
+def test_a_cycle_is_seen() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert module_cycles(graph) == [["a", "b", "c"]]
+    assert module_cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_conformance_never_imports_fuzz() -> None:

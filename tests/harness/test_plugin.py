@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND
-from memspec.spec.examples import spec_text
+from memspec.spec.document import installed_spec
 
 pytest_plugins = ["pytester"]
 REFERENCE = "memspec.reference_impl:open_store"
@@ -33,7 +33,9 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_uncovered_must_clause_fails_the_run(pytester: pytest.Pytester) -> None:
     # The plugin fails the run when SPEC.md states a MUST clause that nothing checks.
     spec = pytester.path / "SPEC.md"
-    spec.write_text(spec_text() + "\n**ZZZ-1** (MUST) A rule no check covers.\n", encoding="utf-8")
+    spec.write_text(
+        installed_spec().text + "\n**ZZZ-1** (MUST) A rule no check covers.\n", encoding="utf-8"
+    )
     pytester.makeini(f"[pytest]\nmemspec_spec = {spec}\n")
     result = run(pytester, "--memspec-backend", REFERENCE, "-k", "every_must_clause")
     result.assert_outcomes(failed=1)

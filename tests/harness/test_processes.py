@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.checks.locking import _judge_adds
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.processes.workers import (
     Job,
     OpRecord,
@@ -29,6 +28,7 @@ from memspec.conformance.processes.workers import (
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import HarnessError
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"

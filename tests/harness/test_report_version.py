@@ -1,6 +1,6 @@
 """Reports carry the version of SPEC.md they were certified against: report.json's
-``run.spec_version`` (described by ``conformance/core/report.schema.json``), report.md's header, the
-matrix and sweep pages, and the pytest report header."""
+``run.spec_version`` (described by ``conformance/verdict/report.schema.json``), report.md's
+header, the matrix and sweep pages, and the pytest report header."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from memspec.conformance.hermes.matrix import (
 from memspec.conformance.suite.plugin import _spec_version
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
-SCHEMA = PROJECT / "conformance" / "core" / "report.schema.json"
+SCHEMA = PROJECT / "conformance" / "verdict" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 

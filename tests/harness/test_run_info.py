@@ -10,7 +10,7 @@ import pytest
 
 import memspec
 from memspec.conformance.core import records
-from memspec.conformance.core.records import filesystem_type
+from memspec.conformance.verdict.records import filesystem_type
 
 REFERENCE = "memspec.reference_impl:open_store"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.tamper import strace as tamper
 from memspec.conformance.tamper.fstrace import STRACE_FAULT_ARGUMENTS, read_strace
 from memspec.conformance.tamper.strace import attach_strace, strace_backend, strace_problem
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import HarnessError
 
 SERVE = f"{sys.executable} -m memspec.conformance serve --backend memspec.reference_impl:open_store"
 

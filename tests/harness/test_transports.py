@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import PYTHONPATH_ADDED, backend_environment, import_from
 from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import BackendDefect, InProcessBackend, check_answer
 from memspec.conformance.transport.jsonlines import CommandBackend, handle_line, serve
+from memspec.spec.errors import UsageError
 
 REFERENCE = "memspec.reference_impl:open_store"
 SERVE = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.hermes.releases import Release, ensure_venv
 from memspec.doctor import hermes as doctor_hermes
+from memspec.spec.errors import UsageError
 from tests.harness.test_doctor import backups, clauses, diagnosis, doctor
 
 HERMES = """

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.verdicts import clause_verdict
 from memspec.conformance.hermes.matrix import Column, Matrix
+from memspec.conformance.verdict.standing import clause_verdict
 from tests.harness.test_hermes import _memspec
 
 # hermes-agent 0.19.0 at profile smoke: the clauses it fails, each for a real defect (README).

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.examples import run_on_backend
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.examples.probes import run_on_backend
 from memspec.conformance.transport.jsonlines import CommandBackend
-from memspec.spec.examples import load_examples
+from memspec.spec.document import installed_spec
 from tests.budgeted import run_in_budget
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 NODE = PROJECT / "backends" / "node" / "memspec_backend.js"
-EXAMPLES = {example.id: example for example in load_examples()}
+EXAMPLES = {example.id: example for example in list(installed_spec().examples)}
 RECOVERY_CHECKS = [
     "recovery.lowered_limit_is_recoverable",
     "recovery.unreadable_file_says_how_to_repair",

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.findings import ClauseFailures, Unverified
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.registry import CheckContext, NotApplicable, all_checks
+from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.transport.backend import Backend, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import ClauseFailures, NotApplicable, Unverified
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
@@ -194,11 +194,11 @@ def test_an_unknown_threat_leaves_a_scanned_path_unverified(
     patterns do not know them accepts them in a plain add too, which is SCAN-2's business, and
     the example says BATCH-7 is not verified (a port with narrower patterns was failed on it);
     a store that skips the scan of batch items still fails it."""
-    from memspec.conformance.core.examples import run_on_backend
+    from memspec.conformance.examples.probes import run_on_backend
     from memspec.spec import rules
-    from memspec.spec.examples import load_examples
+    from memspec.spec.document import installed_spec
 
-    (example,) = [e for e in load_examples() if e.id == "batch-items-scanned"]
+    (example,) = [e for e in list(installed_spec().examples) if e.id == "batch-items-scanned"]
     (tmp_path / "skips").mkdir()
     (tmp_path / "narrow").mkdir()
     skips = InProcessBackend("tests.backends.naive_broken:batch_skips_scan", timeout=30)

@@ -40,13 +40,13 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.checks import crashstates
-from memspec.conformance.core.findings import Kind, Unverified, verdict_of
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.crash.persistence import MODELS
 from memspec.conformance.tamper import strace
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import Kind, NotApplicable, Unverified, verdict_of
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

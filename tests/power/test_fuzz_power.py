@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.verdict.findings import HarnessError
 from memspec.fuzz.machine import MemoryMachine
 from memspec.fuzz.oracle import allowed_answers
 from memspec.fuzz.strategies import AddBOM, AppendParagraph, Concatenate

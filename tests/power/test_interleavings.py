@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from memspec.conformance.commands.cli import main
-from memspec.conformance.core.findings import verdict_of
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.schedule.exploration import (
@@ -29,6 +28,7 @@ from memspec.conformance.schedule.exploration import (
 from memspec.conformance.schedule.repro import load_repro, replay, repro_of, save_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
 from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.verdict.findings import verdict_of
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.checks import crash
-from memspec.conformance.core.findings import ClauseFailures
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import ClauseFailures
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"

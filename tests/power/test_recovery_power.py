@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 import memspec
-from memspec.conformance.core.examples import run_on_backend
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.examples.probes import run_on_backend
 from memspec.conformance.transport.backend import Backend, InProcessBackend
-from memspec.spec.examples import load_examples
+from memspec.spec.document import installed_spec
 from tests.budgeted import run_in_budget
 from tests.power.test_checks_power import assert_fails_on
 
 BROKEN = "tests.backends.naive_broken"
-EXAMPLES = {example.id: example for example in load_examples()}
+EXAMPLES = {example.id: example for example in list(installed_spec().examples)}
 CHECKS = all_checks()
 
 

@@ -17,10 +17,11 @@ import pytest
 
 import memspec.conformance.checks  # noqa: F401  (registers the checks)
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.registry import CHECKS, CheckContext, NotApplicable
+from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.tamper import strace as tamper
 from memspec.conformance.tamper.strace import strace_problem
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import NotApplicable
 from tests.budgeted import run_in_budget
 
 PROCS = "tests.backends.procs"

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.examples import run_on_backend
-from memspec.conformance.core.findings import Kind, verdict_of
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.records import CheckRecord
 from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.examples.probes import run_on_backend
 from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
+from memspec.conformance.verdict.findings import Kind, verdict_of
+from memspec.conformance.verdict.records import CheckRecord
 from memspec.spec.clauses import parse_clauses
-from memspec.spec.examples import load_examples, spec_text
+from memspec.spec.document import installed_spec
 from tests.budgeted import run_in_budget
 from tests.power import test_agent_power, test_checks_power, test_fuzz_power, test_process_checks
 from tests.zoo import (
@@ -42,7 +42,7 @@ from tests.zoo import (
     render_table,
 )
 
-EXAMPLES = {example.id: example for example in load_examples()}
+EXAMPLES = {example.id: example for example in list(installed_spec().examples)}
 CHECKS = all_checks()
 
 
@@ -63,7 +63,7 @@ def test_the_zoo_is_large_and_spans_every_area() -> None:
     assert len(ZOO) >= 30
     assert sorted({m.area for m in ZOO}) == sorted(AREAS)
     assert len({m.backend for m in ZOO}) == len(ZOO), "a backend is listed twice"
-    stated = {clause.id for clause in parse_clauses(spec_text())}
+    stated = {clause.id for clause in parse_clauses(installed_spec().text)}
     for member in ZOO:
         assert set(member.clauses) <= stated, member
         assert member.proof in EXAMPLES or member.proof in CHECKS, member

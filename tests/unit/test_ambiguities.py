@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.examples import ModelDriver
+from memspec.conformance.examples.drivers import ModelDriver
 from memspec.fuzz.oracle import field_problem
 from memspec.reference_impl import open_store
 from memspec.spec import codes, model
 from memspec.spec.clauses import parse_clauses
-from memspec.spec.examples import parse_examples, spec_text
+from memspec.spec.document import installed_spec
+from memspec.spec.examples import parse_examples
 from memspec.spec.fence import (
     IGNORABLE_CHARACTERS,
     fence_violations,
@@ -35,7 +36,7 @@ CODE_POINTS = re.compile(r"U\+([0-9A-F]{4,5})(?:–U\+([0-9A-F]{4,5}))?")
 
 
 def _clause(clause_id: str) -> str:
-    return next(c.text for c in parse_clauses(spec_text()) if c.id == clause_id)
+    return next(c.text for c in parse_clauses(installed_spec().text) if c.id == clause_id)
 
 
 def _listed(text: str) -> set[str]:
@@ -152,7 +153,7 @@ def test_snap_12_quotes_the_reference_wording_as_it_is() -> None:
 def test_every_expected_unreadable_line_of_the_spec_is_the_wildcard() -> None:
     blocks = [
         step.expect["value"]
-        for example in parse_examples(spec_text())
+        for example in parse_examples(installed_spec().text)
         for step in example.steps
         if step.op == "snapshot" and isinstance(step.expect.get("value"), str)
     ]

@@ -25,10 +25,9 @@ from memspec.conformance.core.budgets import (
     enforced,
     start_allowance,
 )
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.core.profiles import PROFILES
-from memspec.conformance.core.registry import NotApplicable
 from memspec.conformance.core.search import PropertyRun
+from memspec.conformance.verdict.findings import HarnessError, NotApplicable
 
 CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"
 

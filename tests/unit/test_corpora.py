@@ -26,7 +26,7 @@ from memspec.spec.codec import (
     serialize,
 )
 from memspec.spec.corpora import ATTACKS, ORDINARY, CorpusItem, load_corpus
-from memspec.spec.examples import spec_text
+from memspec.spec.document import installed_spec
 from memspec.spec.rules import content_error
 from memspec.spec.threats import (
     INVISIBLE_CHARACTERS,
@@ -45,7 +45,7 @@ from memspec.spec.unicode_sets import (
 )
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
-CLAUSES = {clause.id: clause for clause in parse_clauses(spec_text())}
+CLAUSES = {clause.id: clause for clause in parse_clauses(installed_spec().text)}
 
 
 def _ids(items: tuple[CorpusItem, ...]) -> list[str]:

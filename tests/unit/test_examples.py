@@ -9,24 +9,19 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.core.examples import run_on_backend, run_on_model
-from memspec.conformance.core.findings import Refusal, Unverified
+from memspec.conformance.examples.probes import run_on_backend, run_on_model
 from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.verdict.findings import Refusal, Unverified
 from memspec.reference_impl import open_store
 from memspec.spec import codes, rules, threats
 from memspec.spec.codec import FileState
-from memspec.spec.examples import (
-    Example,
-    ExampleSyntaxError,
-    load_examples,
-    parse_examples,
-    parse_step,
-)
+from memspec.spec.document import installed_spec
+from memspec.spec.examples import Example, ExampleSyntaxError, parse_examples, parse_step
 from memspec.spec.operations import Mutation
 from memspec.spec.rules import Outcome, argument_error
 from tests.backends import factory_of, naive, wrappers
 
-EXAMPLES = load_examples()
+EXAMPLES = list(installed_spec().examples)
 REFERENCE = InProcessBackend("memspec.reference_impl:open_store")
 
 

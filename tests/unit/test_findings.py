@@ -13,27 +13,31 @@ from pathlib import Path
 import pytest
 from hypothesis.errors import FlakyFailure
 
-from memspec.conformance.core.findings import (
+from memspec.conformance.core.registry import Check, CheckContext
+from memspec.conformance.transport.backend import BackendDefect
+from memspec.conformance.verdict.findings import (
     ClauseFailure,
     ClauseFailures,
     HarnessError,
     Kind,
     Mismatch,
+    NotApplicable,
     Refusal,
     Verdict,
     Violation,
-    bears_on,
-    blamed_clauses,
-    conformance_level,
-    fails_clause,
     leading_clause,
     verdict_of,
+)
+from memspec.conformance.verdict.records import CheckRecord, Status
+from memspec.conformance.verdict.standing import (
+    ClauseVerdict,
+    bears_on,
+    blamed_clauses,
+    clause_verdict,
+    conformance_level,
+    fails_clause,
     verifies_clause,
 )
-from memspec.conformance.core.records import CheckRecord, Status
-from memspec.conformance.core.registry import Check, CheckContext, NotApplicable
-from memspec.conformance.core.verdicts import ClauseVerdict, clause_verdict
-from memspec.conformance.transport.backend import BackendDefect
 
 
 @pytest.mark.parametrize(
@@ -104,10 +108,11 @@ def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
     """One verdict per clause: a pass of one check does not hide a skip for a missing feature,
     in the report's clause table as in the matrix (CONTRACT-20)."""
 
-    from memspec.conformance.core.records import CheckRecord, clause_matrix
-    from memspec.conformance.core.verdicts import clause_verdict
+    from memspec.conformance.verdict.records import CheckRecord
+    from memspec.conformance.verdict.report import clause_matrix
+    from memspec.conformance.verdict.standing import clause_verdict
     from memspec.spec.clauses import parse_clauses
-    from memspec.spec.examples import spec_text
+    from memspec.spec.document import installed_spec
 
     records = [
         CheckRecord("drift.a", ("DRIFT-3",), ("core",), "passed", "", 0.1),
@@ -118,7 +123,7 @@ def test_the_report_and_the_matrix_read_a_clause_the_same_way() -> None:
         CheckRecord("read.c", ("READ-1",), ("core",), "xfailed", "READ-1: glued", 0.1,
                     kind="violation", blamed="READ-1", reason="READ-1: glued"),
     ]  # fmt: skip
-    rows = {row.clause: row for row in clause_matrix(parse_clauses(spec_text()), records)}
+    rows = {row.clause: row for row in clause_matrix(parse_clauses(installed_spec().text), records)}
     checks = records
     assert rows["DRIFT-3"].status == clause_verdict("DRIFT-3", checks).status == "skip"
     assert rows["DRIFT-3"].why == ("needs feature drift-guard, not claimed",)
@@ -272,13 +277,14 @@ def test_a_clause_failed_by_several_checks_names_them_all() -> None:
 def test_an_unverified_check_leaves_its_clauses_not_verified_never_failed() -> None:
     """A check whose precondition failed (Unverified) neither fails its clauses nor lets them
     read "not verifiable", which holds no level back: they are "not verified"."""
-    from memspec.conformance.core.findings import Unverified, clause_standing
+    from memspec.conformance.verdict.findings import Unverified
+    from memspec.conformance.verdict.standing import Standing, weigh
     from memspec.spec.clauses import parse_clauses
-    from memspec.spec.examples import spec_text
+    from memspec.spec.document import installed_spec
 
     verdict = verdict_of(Unverified("replace answered E_NOMATCH; cannot judge"))
     assert (verdict.kind, verdict.blamed) == (Kind.UNVERIFIED, "")
-    clause = next(c for c in parse_clauses(spec_text()) if c.id == "CRASH-4")
+    clause = next(c for c in parse_clauses(installed_spec().text) if c.id == "CRASH-4")
 
     def skipped(kind: str) -> CheckRecord:
         return CheckRecord.from_json({
@@ -288,8 +294,8 @@ def test_an_unverified_check_leaves_its_clauses_not_verified_never_failed() -> N
         })  # fmt: skip
 
     assert not fails_clause(skipped("unverified"), "CRASH-4")
-    assert clause_standing(clause, [skipped("unverified")]) == "not verified"
-    assert clause_standing(clause, [skipped("unsupported")]) == "not verifiable"
+    assert weigh(clause, [skipped("unverified")]).standing() == Standing.NOT_VERIFIED
+    assert weigh(clause, [skipped("unsupported")]).standing() == Standing.NOT_VERIFIABLE
 
 
 def test_a_failure_counts_against_a_clause_it_blames_but_does_not_cite() -> None:
@@ -308,15 +314,16 @@ def test_a_failure_counts_against_a_clause_it_blames_but_does_not_cite() -> None
     assert bears_on(unwritten, "ATOMIC-5") and bears_on(unwritten, "REMOVE-1")
     assert clause_verdict("ATOMIC-5", [unwritten]).status == "fail"
     assert clause_verdict("REMOVE-1", [unwritten]).status == "skip"
-    from memspec.spec.clauses import parse_clauses
-    from memspec.spec.examples import spec_text
+    from memspec.spec.document import installed_spec
 
-    assert "ATOMIC-5 fails" in conformance_level(parse_clauses(spec_text()), [unwritten]).blocked_by
+    level = conformance_level(installed_spec().clauses, [unwritten])
+    assert "ATOMIC-5 fails" in map(str, level.blocked_by)
 
 
 def test_a_report_quoting_a_lone_surrogate_is_written(tmp_path: Path) -> None:
     # a backend's message quoting "\ud800" once ended report writing in UnicodeEncodeError
-    from memspec.conformance.core.records import RunInfo, write_reports
+    from memspec.conformance.verdict.records import RunInfo
+    from memspec.conformance.verdict.report import write_reports
 
     verdict = verdict_of(AssertionError("TOOL-7: the tool answered '\ud800'"))
     record = CheckRecord(
@@ -332,8 +339,8 @@ def test_a_clause_whose_checks_stopped_is_not_verified_whatever_another_needs() 
     # agent-os' DRIFT-3: the example of the backup stopped on DRIFT-2, and a fault check that
     # cites it needs `durable`, which the store does not claim: the clause is unknown because
     # its own checks stopped, not because of a feature
-    from memspec.conformance.core.records import CheckRecord
-    from memspec.conformance.core.verdicts import clause_verdict
+    from memspec.conformance.verdict.records import CheckRecord
+    from memspec.conformance.verdict.standing import clause_verdict
 
     stopped = replace(_record(False, "DRIFT-2"), clauses=("DRIFT-3",))
     records = [

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from memspec.conformance.core.errors import UsageError
 from memspec.conformance.hermes import adapter as hermes_adapter
 from memspec.conformance.hermes.imports import (
     import_closure,
@@ -24,6 +23,7 @@ from memspec.conformance.hermes.imports import (
     requirement_pins,
 )
 from memspec.conformance.hermes.releases import LocalBuild, Release, find_memory_tool
+from memspec.spec.errors import UsageError
 
 # A small distribution: the tool imports its store and, inside a function, a metrics module;
 # the store imports a helper module at module level, which imports a third-party module; an

@@ -308,9 +308,9 @@ def test_the_hermes_adapter_defaults_are_the_spec_limits() -> None:
 
 
 def test_the_hermes_adapter_ends_an_adapter_gap_as_the_transport_reads_it() -> None:
-    from memspec.conformance.core.findings import ADAPTER_GAP_MARK
     from memspec.conformance.hermes import adapter
     from memspec.conformance.transport import jsonlines
+    from memspec.conformance.verdict.findings import ADAPTER_GAP_MARK
 
     assert adapter.EXIT_ADAPTER_GAP == jsonlines.ADAPTER_GAP_STATUS
     source = (REPO / "conformance" / "hermes" / "adapter.py").read_text(encoding="utf-8")

@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from memspec.conformance.core.findings import HarnessError
 from memspec.conformance.crash.persistence import crash_states, explain, replay
 from memspec.conformance.tamper.calls import CallRecord, Details, Invocation
 from memspec.conformance.tamper.fstrace import calls_from_strace, ops_from_calls, read_strace
 from memspec.conformance.tamper.ops import Op
+from memspec.conformance.verdict.findings import HarnessError
 
 OLD = {"MEMORY.md": (1, b"old")}
 TEMP_THEN_RENAME = [

@@ -21,16 +21,24 @@ from typing import Any
 
 import pytest
 
-from memspec.conformance.core.findings import LEVELS, Level, conformance_level, scope_skip
-from memspec.conformance.core.records import CheckRecord, clause_matrix, level_of
 from memspec.conformance.core.registry import all_checks
-from memspec.conformance.core.verdicts import clause_verdict
 from memspec.conformance.hermes.matrix import (
     Column,
     Matrix,
     render_markdown,
     render_timeline_markdown,
     timeline,
+)
+from memspec.conformance.verdict.records import CheckRecord
+from memspec.conformance.verdict.report import clause_matrix, level_of
+from memspec.conformance.verdict.standing import (
+    LEVELS,
+    Blocker,
+    Level,
+    Standing,
+    clause_verdict,
+    conformance_level,
+    scope_skip,
 )
 from memspec.reference_impl import open_store
 from memspec.spec import codes, model
@@ -42,14 +50,14 @@ from memspec.spec.clauses import (
     table_after,
 )
 from memspec.spec.codec import classify_bytes, encode_entries
-from memspec.spec.examples import load_examples, spec_text
+from memspec.spec.document import installed_spec
 from memspec.spec.operations import Add, Batch, Remove, Replace
 from memspec.spec.rules import decide
 from memspec.spec.snapshot import render_snapshot
 from memspec.spec.threats import find_threats
 
-CLAUSES = parse_clauses(spec_text())
-EXAMPLES = {example.id: example for example in load_examples()}
+CLAUSES = parse_clauses(installed_spec().text)
+EXAMPLES = {example.id: example for example in list(installed_spec().examples)}
 CHECKS = all_checks()
 KEPT = "User prefers tabs"
 LONG = "Project notes: the build uses Go 1.22 and a Makefile"
@@ -255,17 +263,17 @@ def test_levels_follow_the_clause_verdicts() -> None:
     assert level_over(records()) == Level("full")
     # Without batch claimed: every clause binding every backend still passes.
     level = level_over(skipped_without("batch"))
-    assert level.name == "core" and "BATCH-2 needs a feature" in level.blocked_by
+    assert level.name == "core" and "BATCH-2 needs a feature" in map(str, level.blocked_by)
     # A failed clause of a feature keeps a backend from full only.
     assert level_over(records(scan_whole_content_is_scanned=FAILED)).name == "core"
     # A failed clause binding every backend, not data-protecting: safe.
     level = level_over(records(format_writer_is_canonical=FAILED))
-    assert level == Level("safe", ("FORMAT-4 fails",))
+    assert level == Level("safe", (Blocker("FORMAT-4", Standing.FAILS),))
     # A failed data-protecting clause: none, whatever else passes.
     level = level_over(
         records(drift_external_bytes_survive_rewrite={**FAILED, "blamed": "DRIFT-5"})
     )
-    assert level.name == "none" and level.blocked_by == ("DRIFT-5 fails",)
+    assert level.name == "none" and level.blocked_by == (Blocker("DRIFT-5", Standing.FAILS),)
     assert level.headline() == "conformance level: none (safe needs: DRIFT-5 fails)"
 
 
@@ -281,7 +289,7 @@ def test_a_clause_nothing_verified_holds_its_level_back() -> None:
     others = ("crash.kill_at_each_write_step", "crashstates.crash_states_are_old_or_new")
     found = [r for r in records(crash_kill_at_random_moments=stopped) if r["id"] not in others]
     level = level_over(found)
-    assert level.name == "none" and "CRASH-1 not verified" in level.blocked_by
+    assert level.name == "none" and "CRASH-1 not verified" in map(str, level.blocked_by)
     assert level_over([]).name == "none"
     assert [name for name in LEVELS] == ["none", "safe", "core", "full"]
     assert Level("full").next is None and Level("none").next == "safe"

@@ -18,13 +18,8 @@ from memspec.spec.clauses import (
     uncovered_must_clauses,
     unknown_ids,
 )
-from memspec.spec.examples import (
-    ExampleSyntaxError,
-    load_examples,
-    parse_examples,
-    parse_step,
-    spec_path,
-)
+from memspec.spec.document import installed_path, installed_spec
+from memspec.spec.examples import ExampleSyntaxError, parse_examples, parse_step
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +67,7 @@ def test_a_clause_stated_twice_is_a_spec_bug() -> None:
 
 
 def test_installed_spec_is_sound() -> None:
-    clauses = parse_clauses(spec_path().read_text(encoding="utf-8"))
+    clauses = parse_clauses(installed_path().read_text(encoding="utf-8"))
     assert 80 <= len(clauses) <= 250
     assert isinstance(clauses[0], Clause)
     assert missing_tests(clauses, PROJECT) == []
@@ -190,7 +185,7 @@ def test_malformed_examples_are_spec_bugs(text: str, message: str) -> None:
 def test_dump_json_prints_every_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "--dump-json"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert len(records) == len(load_examples())
+    assert len(records) == len(list(installed_spec().examples))
     assert all({"id", "clauses", "steps", "limits", "features"} <= set(r) for r in records)
 
 
@@ -202,10 +197,10 @@ def test_spec_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
 def test_spec_check_reports_a_disagreeing_example(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = spec_path().read_text(encoding="utf-8") + (
+    text = installed_path().read_text(encoding="utf-8") + (
         '\n```memspec id=zz-wrong clauses=FORMAT-1\nadd memory "x" -> E_LIMIT\n```\n'
     )
-    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
+    monkeypatch.setattr("memspec.spec.document.installed_text", lambda: text)
     assert main(["spec", "--check"]) == 1
     output = capsys.readouterr().out
     assert "BUG IN SPEC: the model disagrees with an example" in output
@@ -215,7 +210,7 @@ def test_spec_check_reports_a_disagreeing_example(
 def test_spec_check_reports_a_malformed_spec(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: "```memspec id=x\n```\n")
+    monkeypatch.setattr("memspec.spec.document.installed_text", lambda: "```memspec id=x\n```\n")
     assert main(["spec", "--check"]) == 1
     assert "BUG IN SPEC" in capsys.readouterr().err
 
@@ -240,9 +235,9 @@ def test_every_fence_clause_a_fence_check_judges_is_gated_by_fence() -> None:
     # (FENCE-7 states what CONTRACT-10's "made harmless" means).
     from memspec.conformance.core.registry import all_checks
     from memspec.spec.clauses import parse_clauses
-    from memspec.spec.examples import spec_text
+    from memspec.spec.document import installed_spec
 
-    clauses = {clause.id: clause for clause in parse_clauses(spec_text())}
+    clauses = {clause.id: clause for clause in parse_clauses(installed_spec().text)}
     judged = {
         clause
         for check in all_checks().values()

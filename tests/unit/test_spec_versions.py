@@ -13,7 +13,8 @@ import pytest
 import memspec.spec
 from memspec.conformance.commands import cli
 from memspec.spec import versions
-from memspec.spec.examples import examples_json, spec_text
+from memspec.spec.document import installed_spec
+from memspec.spec.examples import examples_json
 from memspec.spec.versions import (
     SpecVersion,
     VersionSyntaxError,
@@ -23,16 +24,16 @@ from memspec.spec.versions import (
 )
 
 PROJECT = Path(__file__).resolve().parent.parent
-SCHEMA = PROJECT / "conformance" / "core" / "report.schema.json"
+SCHEMA = PROJECT / "conformance" / "verdict" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
 
 
 def test_the_installed_spec_states_one_version_with_its_changelog_section() -> None:
-    text = spec_text()
+    text = installed_spec().text
     version = parse_version(text)
     assert tuple(map(int, version.number.split("."))) >= (2, 1)
     assert version_problems(text) == []
-    assert memspec.spec.SPEC_VERSION == versions.SPEC_VERSION == version.number
+    assert memspec.spec.SPEC_VERSION == installed_spec().version == version.number
     assert sorted(changelog_sections(text))[:3] == ["1", "2", "2.1"]
 
 
@@ -76,8 +77,10 @@ def test_a_section_after_the_changelog_does_not_count() -> None:
 def test_spec_check_fails_without_a_version_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    unversioned = re.sub(r"^Version 2\.1 \(.*$", "", spec_text(), count=1, flags=re.MULTILINE)
-    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: unversioned)
+    unversioned = re.sub(
+        r"^Version 2\.1 \(.*$", "", installed_spec().text, count=1, flags=re.MULTILINE
+    )
+    monkeypatch.setattr("memspec.spec.document.installed_text", lambda: unversioned)
     assert cli.main(["spec", "--check"]) == 1
     assert "exactly one line 'Version N (YYYY-MM-DD)'" in capsys.readouterr().out
 
@@ -85,8 +88,8 @@ def test_spec_check_fails_without_a_version_line(
 def test_spec_check_fails_without_a_changelog_section(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = spec_text().replace("### Version 2.1 (", "### Version 9 (", 1)
-    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
+    text = installed_spec().text.replace("### Version 2.1 (", "### Version 9 (", 1)
+    monkeypatch.setattr("memspec.spec.document.installed_text", lambda: text)
     assert cli.main(["spec", "--check"]) == 1
     assert "has no section '### Version 2.1" in capsys.readouterr().out
 
@@ -106,6 +109,6 @@ def test_dump_json_of_an_unversioned_spec_is_a_bug_in_the_spec(
 ) -> None:
     with pytest.raises(VersionSyntaxError):
         examples_json("no version here")
-    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: "no version here")
+    monkeypatch.setattr("memspec.spec.document.installed_text", lambda: "no version here")
     assert cli.main(["spec", "--dump-json"]) == 1
     assert "BUG IN SPEC" in capsys.readouterr().err

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from memspec.conformance.core.findings import Kind
-from memspec.conformance.core.records import CheckRecord, Status, level_of
-from memspec.conformance.core.summary import failing_clauses, failing_summary, rule_of
+from memspec.conformance.verdict.findings import Kind
+from memspec.conformance.verdict.records import CheckRecord, Status
+from memspec.conformance.verdict.report import level_of
+from memspec.conformance.verdict.summary import failing_clauses, failing_summary, rule_of
 from memspec.spec.clauses import parse_clauses
-from memspec.spec.examples import spec_text
+from memspec.spec.document import installed_spec
 
 
 def _failed(check: str, clause: str, reason: str) -> CheckRecord:
@@ -37,7 +38,7 @@ def test_failures_are_grouped_by_the_level_they_block_safe_first() -> None:
 
 
 def test_a_rule_is_the_clause_first_sentence_shortened() -> None:
-    clauses = {clause.id: clause for clause in parse_clauses(spec_text())}
+    clauses = {clause.id: clause for clause in parse_clauses(installed_spec().text)}
     assert (
         rule_of(clauses["LIMIT-2"]) == "A mutation whose result uses exactly the limit is accepted"
     )

@@ -20,7 +20,7 @@ from memspec.conformance.commands.trail import (
 )
 from memspec.conformance.core.registry import all_checks
 from memspec.spec.clauses import parse_clauses
-from memspec.spec.examples import spec_path
+from memspec.spec.document import installed_path
 
 SYNTHETIC_SPEC = """# A spec
 
@@ -77,7 +77,7 @@ def test_clause_snap_6_prints_the_whole_trail(capsys: pytest.CaptureFixture[str]
 def test_example_lines_are_those_of_spec_md(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "--clause", "SNAP-6", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    lines = spec_path().read_text(encoding="utf-8").split("\n")
+    lines = installed_path().read_text(encoding="utf-8").split("\n")
     assert record["id"] == "SNAP-6" and record["level"] == "MUST"
     assert lines[record["line"] - 1].startswith("**SNAP-6** (MUST)")
     for example in record["examples"]:
@@ -203,11 +203,11 @@ def test_every_excuse_has_a_reason() -> None:
 def test_spec_check_fails_on_an_uncited_must_clause(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = spec_path().read_text(encoding="utf-8") + (
+    text = installed_path().read_text(encoding="utf-8") + (
         "\n**ZED-1** (MUST) A rule nothing in spec/ decides.\n\n"
         '```memspec id=zz-zed clauses=ZED-1\nadd memory "x" -> OK\n```\n'
     )
-    monkeypatch.setattr("memspec.spec.examples.spec_text", lambda: text)
+    monkeypatch.setattr("memspec.spec.document.installed_text", lambda: text)
     assert main(["spec", "--check"]) == 1
     output = capsys.readouterr().out
     assert "ZED-1 (MUST, SPEC.md line" in output
@@ -216,7 +216,7 @@ def test_spec_check_fails_on_an_uncited_must_clause(
 
 
 def test_no_area_wildcards_are_left_in_the_model_or_the_reference() -> None:
-    root = spec_path().resolve().parent.parent
+    root = installed_path().resolve().parent.parent
     offenders = [
         f"{path.relative_to(root)}: {match.group()}"
         for folder in ("spec", "reference_impl")

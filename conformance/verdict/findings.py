@@ -1,21 +1,26 @@
-"""Findings: why a check stopped short of passing, as data (kind, blamed clause, reason), and
-what the verdicts add up to: the conformance level a backend reached.
+"""Findings: every way a check can stop short of passing, as exceptions that carry their
+verdict as data (kind, blamed clause, reason), and :func:`verdict_of`, which reads it.
 
 More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memspec.conformance.core.errors import MemspecError, bug_message
-from memspec.spec.clauses import CLAUSE_ID, Clause
+from memspec.spec.clauses import CLAUSE_ID
+from memspec.spec.errors import MemspecError
+from memspec.spec.problems import Problem
 
-if TYPE_CHECKING:
-    from memspec.conformance.core.records import CheckRecord
+BUG_PREFIX = "BUG IN MEMSPEC: "
+
+
+def bug_message(message: str) -> str:
+    """Returns ``message`` opening with :data:`BUG_PREFIX` once."""
+    return message if message.startswith(BUG_PREFIX) else BUG_PREFIX + message
 
 
 class Kind(StrEnum):
@@ -34,7 +39,9 @@ class Kind(StrEnum):
 
 DEFECT_CLAUSE = "CONTRACT-6"
 ADAPTER_GAP_MARK = "ADAPTER GAP"
-"""How the reason of a check stopped by an adapter gap starts (``transport/jsonlines.py``)."""
+"""How the line starts that memspec's adapter of a store written elsewhere prints on stderr
+before it exits with an adapter gap (the adapter's side of the wire,
+``transport/jsonlines.py``)."""
 REASON_WIDTH = 240
 
 
@@ -62,14 +69,40 @@ class Unverified(Finding):
     kind = Kind.UNVERIFIED
 
 
+class AdapterGap(Unverified):
+    """memspec's adapter of a store written elsewhere (Hermes' memory tool, a Hermes-shaped
+    class) met an answer it cannot map to the contract: the check judged nothing (its clauses
+    read "not verified" with the unmapped answer), and the adapter needs a rule for it, not the
+    store a fix. Reported apart, first in the summary."""
+
+
+class NotApplicable(Finding):
+    """The check does not apply to this backend over this transport (a protocol check of an
+    in-process backend); the suite reports it as skipped with the reason, and its clauses as
+    "not verifiable" here, which holds no level back. A check that could not decide — an
+    undecided search, a failed precondition — is :class:`Unverified`, never this."""
+
+    kind = Kind.UNSUPPORTED
+
+
 class Violation(Finding, AssertionError):
-    """The backend broke ``clause``; the message says how."""
+    """The backend broke ``clause``; the message says how (what was sent, what came back, what the
+    spec allows). Checks raise it — never a bare ``assert`` — so the clause travels as data to the
+    record; the message shown opens with the clause id for the reader."""
 
     kind = Kind.VIOLATION
 
     def __init__(self, clause: str, message: str) -> None:
+        if not CLAUSE_ID.fullmatch(clause):
+            raise HarnessError(f"a violation names the clause {clause!r}, not an id like LOCK-3")
         super().__init__(f"{clause}: {message}")
         self.clause = clause
+
+    @classmethod
+    def of(cls, problem: Problem, context: str = "") -> Violation:
+        """Returns the violation of what a spec judge found (``problem``), with ``context``
+        (what was sent, what the files held) after its text."""
+        return cls(problem.clause, f"{problem.text} ({context})" if context else problem.text)
 
 
 class Mismatch(Finding, AssertionError):
@@ -167,6 +200,7 @@ class Verdict:
     missing_features: tuple[str, ...] = ()
     failures: tuple[ClauseFailure, ...] = ()
     completed: bool = False
+    adapter_gap: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Returns the verdict's fields as JSON-ready built-in types (``report.json``'s)."""
@@ -183,49 +217,8 @@ class Verdict:
             tuple(fields.get("missing_features") or ()),
             tuple(ClauseFailure(**failure) for failure in fields.get("failures") or ()),
             bool(fields.get("completed")),
+            bool(fields.get("adapter_gap")),
         )
-
-
-def blamed_clauses(check: CheckRecord) -> tuple[str, ...]:
-    """Returns the clauses a check's record blames: those of its ``failures`` when it went on
-    after one, else its ``blamed`` clause — CONTRACT-6 for a backend defect, and every clause
-    the check cites when the failure names none."""
-    named = [f.clause for f in check.failures] or [check.blamed]
-    if check.kind == Kind.DEFECT and named == [""]:
-        named = [DEFECT_CLAUSE]
-    if "" in named:
-        return check.clauses
-    return tuple(dict.fromkeys(named))
-
-
-def fails_clause(check: CheckRecord, clause: str) -> bool:
-    """Whether a check's record is a failure of the backend on ``clause``: it failed (or failed
-    as listed), blaming that clause or none in particular; never a harness error, nor a listed
-    failure that passed (``stale``). The one rule the reports, the matrix and the sweep share."""
-    return (
-        check.status in ("failed", "xfailed")
-        and check.kind not in (Kind.HARNESS_ERROR, Kind.STALE)
-        and clause in blamed_clauses(check)
-    )
-
-
-def bears_on(check: CheckRecord, clause: str) -> bool:
-    """Whether a check's record counts in ``clause``'s verdict: the check cites the clause, or
-    its failure blames it (an example whose mutation was acknowledged but not written fails
-    ATOMIC-5, which it does not cite)."""
-    return clause in check.clauses or fails_clause(check, clause)
-
-
-def verifies_clause(check: CheckRecord, clause: str) -> bool:
-    """Whether a check's record shows ``clause`` held: the check passed (or is a listed failure
-    that passed), or it ran to its end, finding other clauses broken but not this one."""
-    if check.status == "passed" or check.kind == Kind.STALE:
-        return True
-    return (
-        check.completed
-        and check.status in ("failed", "xfailed")
-        and not fails_clause(check, clause)
-    )
 
 
 def shorten(text: str) -> str:
@@ -283,6 +276,8 @@ def verdict_of(error: BaseException) -> Verdict:
         return Verdict(Kind.VIOLATION, error.clauses[0], reason, (), failures, completed=False)
     if isinstance(error, Violation):
         return Verdict(Kind.VIOLATION, error.clause, reason)
+    if isinstance(error, AdapterGap):
+        return Verdict(Kind.UNVERIFIED, "", reason, adapter_gap=True)
     if isinstance(error, Finding):
         defect = error.kind == Kind.DEFECT
         blamed = getattr(error, "clause", DEFECT_CLAUSE) if defect else ""
@@ -290,112 +285,3 @@ def verdict_of(error: BaseException) -> Verdict:
     if isinstance(error, AssertionError):
         return Verdict(Kind.VIOLATION, leading_clause(str(error)), reason)
     return Verdict(Kind.HARNESS_ERROR, "", shorten(f"{type(error).__name__}: {reason}"))
-
-
-LEVELS = ("none", "safe", "core", "full")
-"""The conformance levels, lowest first (SPEC.md, "Conformance levels")."""
-SHOWN_BLOCKERS = 5
-
-
-def scope_skip(clause: Clause, claimed: Collection[str]) -> str | None:
-    """Returns why ``clause`` is not judged for a backend that claims ``claimed`` — it binds only
-    a backend claiming a feature this one does not claim (SPEC.md, "Scope") — or ``None``."""
-    if clause.feature is not None and clause.feature not in claimed:
-        return f"binds only a backend that claims {clause.feature}, not claimed"
-    return None
-
-
-def _feature_skip(check: CheckRecord) -> bool:
-    return check.status == "skipped" and bool(check.missing_features)
-
-
-def clause_standing(clause: Clause, cited: Sequence[CheckRecord], *, strict: bool = False) -> str:
-    """Returns how ``clause`` stands on the records of the checks that cite it, for a level:
-    ``fails`` (:func:`fails_clause`); ``needs a feature`` (with ``strict``, a citing check skipped
-    for a missing feature); ``passes`` (:func:`verifies_clause`, or ``Checked by:``); ``not
-    verifiable`` (every citing check that counts was skipped as not applicable to this transport);
-    ``not verified`` otherwise."""
-    if any(fails_clause(c, clause.id) for c in cited):
-        return "fails"
-    if strict and any(_feature_skip(c) for c in cited):
-        return "needs a feature"
-    if any(verifies_clause(c, clause.id) for c in cited):
-        return "passes"
-    if not cited and clause.checked_by:
-        return "passes"
-    counted = [c for c in cited if not _feature_skip(c)]
-    if counted and all(c.status == "skipped" and c.kind != Kind.UNVERIFIED for c in counted):
-        return "not verifiable"
-    return "not verified"
-
-
-@dataclass(frozen=True)
-class Level:
-    """A Level is the conformance level a certification reached, computed from the clause verdicts,
-    never the claims (SPEC.md, "Conformance levels"): ``name``, ``blocked_by`` (clause ids with
-    their standing; empty at ``full``) and ``not_verifiable``."""
-
-    name: str
-    blocked_by: tuple[str, ...] = ()
-    not_verifiable: tuple[str, ...] = ()
-
-    @property
-    def next(self) -> str | None:
-        """The level above this one, or ``None`` at ``full``."""
-        index = LEVELS.index(self.name)
-        return LEVELS[index + 1] if index + 1 < len(LEVELS) else None
-
-    def headline(self) -> str:
-        """Returns the level as one line: ``conformance level: core (full needs: ...)``."""
-        line = f"conformance level: {self.name}"
-        notes = []
-        if self.next is not None and self.blocked_by:
-            shown = ", ".join(self.blocked_by[:SHOWN_BLOCKERS])
-            more = len(self.blocked_by) - SHOWN_BLOCKERS
-            notes.append(f"{self.next} needs: {shown}" + (f" and {more} more" if more > 0 else ""))
-        if self.not_verifiable:
-            notes.append("not verifiable over this transport: " + ", ".join(self.not_verifiable))
-        return line + (f" ({'; '.join(notes)})" if notes else "")
-
-    def to_json(self) -> dict[str, Any]:
-        """Returns the level as the ``level`` object of ``report.json``."""
-        return {
-            "name": self.name,
-            "next": self.next,
-            "blocked_by": list(self.blocked_by),
-            "not_verifiable": list(self.not_verifiable),
-        }
-
-
-def conformance_level(clauses: Iterable[Clause], checks: Iterable[CheckRecord]) -> Level:
-    """Returns the conformance level that the check records ``checks`` reach over the MUST clauses
-    of ``clauses``, the one rule for the report, the certify summary and the matrix (a backend
-    claiming no ``batch`` is ``core``, blocked by ``BATCH-2 needs a feature``).
-
-        safe  every data-protecting clause passes (or is not verifiable here)
-        core  safe, and every clause that binds every backend passes
-        full  core, and every clause of every optional feature passes, no check of any MUST
-              clause skipped for a feature the backend lacks
-        none  otherwise
-    """
-    records = list(checks)
-    must = [clause for clause in clauses if clause.level == "MUST"]
-    cited = {clause.id: [c for c in records if bears_on(c, clause.id)] for clause in must}
-    groups = {
-        "safe": [c for c in must if c.protects_data],
-        "core": [c for c in must if c.feature is None],
-        "full": must,
-    }
-    reached, unverifiable = "none", ()
-    for name in LEVELS[1:]:
-        strict = name == "full"
-        standing = {c.id: clause_standing(c, cited[c.id], strict=strict) for c in groups[name]}
-        held = ("passes", "not verifiable")
-        # Failures first: they are what a backend author fixes; then what was not shown.
-        order = sorted(standing.items(), key=lambda item: item[1] != "fails")
-        blocked = tuple(f"{cid} {how}" for cid, how in order if how not in held)
-        if blocked:
-            return Level(reached, blocked, unverifiable)
-        reached = name
-        unverifiable = tuple(cid for cid, how in standing.items() if how == "not verifiable")
-    return Level(reached, (), unverifiable)

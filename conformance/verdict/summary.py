@@ -6,19 +6,20 @@ of ``report.md`` are this one list.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from memspec.conformance.core.findings import ADAPTER_GAP_MARK, LEVELS, Kind, Level
-from memspec.conformance.core.verdicts import clause_verdict, failure_reason
-from memspec.spec.clauses import Clause, parse_clauses
-from memspec.spec.examples import spec_text
-
-if TYPE_CHECKING:
-    from memspec.conformance.core.records import CheckRecord
+from memspec.conformance.verdict.records import CheckRecord
+from memspec.conformance.verdict.standing import (
+    LEVELS,
+    Level,
+    Standing,
+    clause_verdict,
+    failure_reason,
+)
+from memspec.spec.clauses import Clause
+from memspec.spec.document import Spec, installed_spec
 
 SHOULD = "should"
 """The group of a failing SHOULD clause: it holds no level back."""
@@ -63,20 +64,18 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-@functools.cache
-def _clauses() -> tuple[Clause, ...]:
-    return tuple(parse_clauses(spec_text()))
-
-
 def failing_clauses(
-    records: Iterable[CheckRecord], claimed: Collection[str] | None = None
+    records: Iterable[CheckRecord],
+    claimed: Collection[str] | None = None,
+    spec: Spec | None = None,
 ) -> list[FailingClause]:
-    """Returns every clause the records fail (an expected failure excepted), ``safe``'s first,
-    then ``core``'s, ``full``'s and the SHOULD clauses', each group in the order of SPEC.md."""
+    """Returns every clause of ``spec`` (the installed SPEC.md by default) the records fail (an
+    expected failure excepted), ``safe``'s first, then ``core``'s, ``full``'s and the SHOULD
+    clauses', each group in the order of SPEC.md."""
     checks = list(records)
     found = []
-    for clause in _clauses():
-        verdict = clause_verdict(clause.id, checks, claimed)
+    for clause in (spec or installed_spec()).clauses:
+        verdict = clause_verdict(clause, checks, claimed)
         if verdict.status != "fail" or verdict.expected:
             continue
         check = next(c for c in checks if c.id == verdict.checks[0])
@@ -96,14 +95,18 @@ def failing_clauses(
 
 
 def not_verified(
-    level: Level, records: Iterable[CheckRecord], claimed: Collection[str] | None = None
+    level: Level,
+    records: Iterable[CheckRecord],
+    claimed: Collection[str] | None = None,
+    spec: Spec | None = None,
 ) -> list[tuple[str, str]]:
     """Returns the clauses holding ``level`` back that no check could judge (their checks
     stopped on another clause, needed a feature, or were cut short), each with why."""
     checks = list(records)
-    pending = [blocker.split(" ", 1)[0] for blocker in level.blocked_by if "fails" not in blocker]
+    pending = [b.clause for b in level.blocked_by if b.standing != Standing.FAILS]
     return [
-        (clause, clause_verdict(clause, checks, claimed).reason or NOT_RUN) for clause in pending
+        (clause, clause_verdict(clause, checks, claimed, spec).reason or NOT_RUN)
+        for clause in pending
     ]
 
 
@@ -111,11 +114,7 @@ def adapter_gaps(records: Iterable[CheckRecord]) -> list[tuple[str, str]]:
     """Returns the checks an adapter gap stopped (memspec's adapter of a store written elsewhere
     met an answer it cannot map), each with the answer: its clauses read "not verified", and
     the adapter, not the store, needs the fix."""
-    return [
-        (record.id, record.reason)
-        for record in records
-        if record.kind == Kind.UNVERIFIED and record.reason.startswith(ADAPTER_GAP_MARK)
-    ]
+    return [(record.id, record.reason) for record in records if record.adapter_gap]
 
 
 def _heading(group: str, count: int) -> str:
@@ -186,9 +185,13 @@ def render(
 
 
 def failing_summary(
-    records: Iterable[CheckRecord], level: Level, claimed: Collection[str] | None = None
+    records: Iterable[CheckRecord],
+    level: Level,
+    claimed: Collection[str] | None = None,
+    spec: Spec | None = None,
 ) -> list[str]:
     """Returns :func:`render` of the records' failing and pending clauses, for the terminal."""
     checks = list(records)
-    failing, pending = failing_clauses(checks, claimed), not_verified(level, checks, claimed)
+    failing = failing_clauses(checks, claimed, spec)
+    pending = not_verified(level, checks, claimed, spec)
     return render(failing, pending, gaps=adapter_gaps(checks))
