@@ -110,10 +110,12 @@ def _drift_step(
         )
         # DRIFT-1: the store works on the entries the file parses into and writes them canonically
         # (the right entries in other bytes are FORMAT-4's).
-        assert found is not None and model.disk(found.state, target) == after, (
-            f"{'FORMAT-4' if canonical_only else 'DRIFT-1'}: {met} answered {answer['code']} and "
-            f"left {after!r}; the spec allows (code, file): {options}"
-        )
+        if found is None or model.disk(found.state, target) != after:
+            raise Violation(
+                "FORMAT-4" if canonical_only else "DRIFT-1",
+                f"{met} answered {answer['code']} and left {after!r}; the spec allows (code, "
+                f"file): {options}",
+            )
     elif expected not in ARGUMENT_CODES and kind == "foreign":
         # DRIFT-7: a change that does not grow a foreign file is never refused for its state.
         clause = "DRIFT-7" if expected == codes.OK and not answer["ok"] else "DRIFT-2"
@@ -130,13 +132,15 @@ def _drift_step(
         if answer["code"] == codes.E_DRIFT:
             problem = judge_drift_refusal(answer, before, backups, root=world.root, target=target)
             # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
-            assert problem is None, f"{problem} ({met}; the backups hold {backups!r})"
+            if problem is not None:
+                raise Violation.of(problem, f"{met}; the backups hold {backups!r}")
         elif after != before and "drift-guard" in features:
             problem = judge_rewrite_backup(
                 answer, before, backups, root=world.root, clause="DRIFT-2", target=target
             )
             # DRIFT-2: a drift guard backs a foreign file up before rewriting it, and says where.
-            assert problem is None, f"{problem} ({met}; the backups hold {backups!r})"
+            if problem is not None:
+                raise Violation.of(problem, f"{met}; the backups hold {backups!r}")
     elif (
         expected not in ARGUMENT_CODES
         and kind == "unreadable"
@@ -153,7 +157,8 @@ def _drift_step(
         ledger.store_wrote(target, before, after, backups, answer, world.root),
     ):
         # DRIFT-4, DRIFT-5: external bytes are kept in backups the answers name, never lost.
-        assert problem is None, f"{problem} (after {sent})"
+        if problem is not None:
+            raise Violation.of(problem, f"after {sent}")
     return None
 
 

@@ -17,6 +17,7 @@ from memspec.conformance.transport.wire import Answer
 from memspec.spec import codes
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.drift_refusal import judge_rewrite_backup
+from memspec.spec.problems import Problem
 
 
 def _entries(data: bytes | None) -> list[str] | None:
@@ -68,10 +69,11 @@ class DriftLedger:
             return None
         assert external is not None
         if external not in backups.values():
-            return (
-                f"DRIFT-5: the store rewrote the file that another writer had left as "
-                f"{external!r} (now {after!r}) without a byte-exact backup: the backups hold "
-                f"{sorted(backups.values())!r}"
+            return Problem(
+                "DRIFT-5",
+                f"the store rewrote the file that another writer had left as {external!r} "
+                f"(now {after!r}) without a byte-exact backup: the backups hold "
+                f"{sorted(backups.values())!r}",
             )
         if answer is None or root is None or answer.get("code") != codes.OK:
             return None
@@ -79,21 +81,22 @@ class DriftLedger:
             answer, external, backups, root=root, clause="DRIFT-5", target=target
         )
 
-    def backups_seen(self, target: str, backups: dict[str, bytes]) -> str | None:
+    def backups_seen(self, target: str, backups: dict[str, bytes]) -> Problem | None:
         """Records the backups found now and returns the DRIFT-4/DRIFT-5 violation, if any."""
         seen = self.seen.setdefault(target, {})
         for name, data in seen.items():
             if name not in backups:
-                return f"DRIFT-5: backup {name} holding {data!r} disappeared"
+                return Problem("DRIFT-5", f"backup {name} holding {data!r} disappeared")
             if backups[name] != data:
-                return (
-                    f"DRIFT-5: backup {name} was overwritten: it held {data!r} and now holds "
-                    f"{backups[name]!r}, so the bytes it kept are lost"
+                return Problem(
+                    "DRIFT-5",
+                    f"backup {name} was overwritten: it held {data!r} and now holds "
+                    f"{backups[name]!r}, so the bytes it kept are lost",
                 )
         contents = list(backups.values())
         twice = sorted({data for data in contents if contents.count(data) > 1})
         if twice:
             names = [name for name, data in backups.items() if data == twice[0]]
-            return f"DRIFT-4: the same content {twice[0]!r} is backed up twice: {names}"
+            return Problem("DRIFT-4", f"the same content {twice[0]!r} is backed up twice: {names}")
         seen.update(backups)
         return None

@@ -267,7 +267,8 @@ class MemoryMachine(RuleBasedStateMachine):
                 answer, before, backups, root=self.world.root, target=target
             )
             # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
-            assert problem is None, f"{problem} ({sent}; the backups hold {backups!r})"
+            if problem is not None:
+                raise Violation.of(problem, f"{sent}; the backups hold {backups!r}")
         changed = model.disk(found.state, target) != model.disk(self.state, target)
         # ATOMIC-5: the result of an acknowledged change is in the file when the answer comes.
         if answer["ok"] and changed and after == before:
@@ -286,7 +287,8 @@ class MemoryMachine(RuleBasedStateMachine):
         backups = self.world.backups(target)
         wrote = self.ledger.store_wrote(target, before, after, backups, answer, self.world.root)
         # DRIFT-5: every backend keeps the external bytes it rewrites, in a backup it names.
-        assert wrote is None, wrote
+        if wrote is not None:
+            raise Violation.of(wrote)
         self._compare(expected_ok=answer["ok"], targets=(target,), snapshots=(session,))
         self.completed = True
 
@@ -359,7 +361,8 @@ class MemoryMachine(RuleBasedStateMachine):
                 f"the backups are {found!r}",
             )
         problem = self.ledger.backups_seen(target, found)
-        assert problem is None, f"{problem} (after {self.last})"
+        if problem is not None:
+            raise Violation.of(problem, f"after {self.last}")
 
     def _compare_session(self, session: str, target: str) -> None:
         reported = tuple(self.world.entries(session, target))

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memspec.spec import codes
+from memspec.spec.problems import Problem
 from memspec.spec.root_files import file_kind
 from memspec.spec.targets import FILENAMES
 
@@ -98,7 +99,7 @@ def judge_drift_refusal(
     *,
     root: str | os.PathLike[str],
     target: str = "memory",
-) -> str | None:
+) -> Problem | None:
     """Returns how ``answer`` breaks DRIFT-2 or DRIFT-3 as the refusal of the foreign file
     ``before``, or ``None`` when it is a conforming refusal (DRIFT-2's code, DRIFT-3,
     CONTRACT-11).
@@ -110,24 +111,26 @@ def judge_drift_refusal(
     """
     data_name = FILENAMES[target]
     if answer.get("code") != codes.E_DRIFT:
-        return (
-            f"DRIFT-2: a foreign {data_name} was answered {dict(answer)}; expected E_DRIFT "
-            "naming a byte-exact backup"
+        return Problem(
+            "DRIFT-2",
+            f"a foreign {data_name} was answered {dict(answer)}; expected E_DRIFT naming a "
+            "byte-exact backup",
         )
     problem = _backup_problem(answer, before, files_after, root, data_name)
     if problem is not None:
-        return f"DRIFT-3: {problem}"
+        return Problem("DRIFT-3", problem)
     message = answer.get("message")
     if not isinstance(message, str) or not message.strip():
-        return (
-            f"DRIFT-3: the E_DRIFT {dict(answer)} has no 'message' saying how to repair {data_name}"
+        return Problem(
+            "DRIFT-3",
+            f"the E_DRIFT {dict(answer)} has no 'message' saying how to repair {data_name}",
         )
     return None
 
 
 def judge_rewrite_backup(
     answer: Answer, before: bytes, found: Files, *, root: Root, clause: str, target: str = "memory"
-) -> str | None:
+) -> Problem | None:
     """Returns how ``answer`` breaks ``clause`` as an ``OK`` that rewrote ``before``, bytes the
     store did not write itself (DRIFT-5) or a foreign file (DRIFT-2), or ``None`` when its
     ``backup`` names a ``<FILE>.bak.<suffix>`` in the root holding ``before`` byte for byte. The
@@ -139,4 +142,4 @@ def judge_rewrite_backup(
         True
     """
     problem = _backup_problem(answer, before, found, root, FILENAMES[target])
-    return None if problem is None else f"{clause}: {problem}"
+    return None if problem is None else Problem(clause, problem)

@@ -23,7 +23,7 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields, RecallStep, Script
-from memspec.conformance.verdict.findings import HarnessError, NotApplicable, Violation
+from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.spec import codes
 from memspec.spec.agent import (
     PREFETCH_TIMEOUT_S,
@@ -129,7 +129,7 @@ class AgentRun:
         """Adds an entry to memory in this session, or in ``other``, between turns."""
         answer = (other or self.session).request("add", target="memory", content=content)
         if answer["code"] != codes.OK:
-            raise NotApplicable(f"the check needs add {content!r} to succeed; it gave {answer}")
+            raise Unverified(f"the check needs add {content!r} to succeed; it gave {answer}")
         self.written.append(content)
 
     def rebuild(self, point: str) -> None:

@@ -25,7 +25,7 @@ from memspec.conformance.processes.workers import (
     history,
     run_together,
 )
-from memspec.conformance.verdict.findings import NotApplicable
+from memspec.conformance.verdict.findings import Unverified, Violation
 from memspec.spec.targets import TARGETS
 
 SEED = 20240605
@@ -113,12 +113,13 @@ def history_is_linearizable(ctx: CheckContext) -> None:
         f"{int(extra['samples'])} samples, seed {seed}"
     )
     if not violations:
-        raise NotApplicable(f"{findings[0].message} ({scale}; history saved to {saved})")
+        raise Unverified(f"{findings[0].message} ({scale}; history saved to {saved})")
     first: CheckerFinding = violations[0]
     others = "".join(f"\nalso: {f.clause} ({f.checker})" for f in violations[1:])
     # LOCK-3 and the clause of the checker at fault: every checker accepts the history.
-    raise AssertionError(
-        f"{first.clause}: the {first.checker} checker rejects the history of {scale} "
+    raise Violation(
+        first.clause,
+        f"the {first.checker} checker rejects the history of {scale} "
         f"(saved to {saved}; limits {limits}; repeat the programs with --seed {seed}):\n"
         f"{first.message}{others}"
     )

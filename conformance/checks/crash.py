@@ -21,7 +21,7 @@ from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import Tampering, tampering
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
-from memspec.conformance.verdict.findings import NotApplicable, Unverified, Violation
+from memspec.conformance.verdict.findings import Unverified, Violation
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
@@ -122,9 +122,8 @@ class Recovery:
         # (CRASH-1) says nothing of the lock (CRASH-3) or of the leftovers (CRASH-2).
         with self.ctx.keep_going():
             # CRASH-1: the file is as it was before the interrupted mutation or as it left it.
-            assert any(found == entries for entries, _ in self.allowed), self._torn(
-                "a fresh session finds", found
-            )
+            if not any(found == entries for entries, _ in self.allowed):
+                raise Violation("CRASH-1", self._torn("a fresh session finds", found))
         probe = next((op for op in result.ops if op.index == OPENING - 1), None)
         whole = any(found == entries for entries, _ in self.allowed)
         refused = probe is not None and refuses_worked_on_file("canonical", probe.answer or {})
@@ -180,8 +179,8 @@ class Recovery:
         states = " or ".join(f"{label}: {_show(entries)}" for entries, label in self.allowed)
         closest = min(self.allowed, key=lambda item: len(set(item[0]) ^ set(found)))[0]
         return (
-            f"CRASH-1: {self.crash}, {who} {_show(found)} "
-            f"({_difference(found, closest)}); the spec allows only {states}"
+            f"{self.crash}, {who} {_show(found)} ({_difference(found, closest)}); the spec "
+            f"allows only {states}"
         )
 
     def _replay(self, result: WorkerResult, state: Any) -> list[tuple[tuple[str, ...], str]]:
@@ -211,12 +210,14 @@ class Recovery:
         data = path.read_bytes() if path.exists() else None
         parsed = classify_bytes(data, CRASH_LIMIT).entries
         # CRASH-1: the bytes on disk right after the kill are a whole old or new file.
-        assert parsed is not None and any(parsed == entries for entries, _ in self.allowed), (
-            self._torn("the bytes on disk parse to", parsed)
-            if parsed is not None
-            else f"CRASH-1: {self.crash}, MEMORY.md is not valid UTF-8 "
-            f"({len(data or b'')} bytes): the crash left a torn file"
-        )
+        if parsed is None:
+            raise Violation(
+                "CRASH-1",
+                f"{self.crash}, MEMORY.md is not valid UTF-8 ({len(data or b'')} bytes): the "
+                "crash left a torn file",
+            )
+        if not any(parsed == entries for entries, _ in self.allowed):
+            raise Violation("CRASH-1", self._torn("the bytes on disk parse to", parsed))
 
     def _judge_strays(self) -> None:
         now = stray_files(self.ctx.root)
@@ -227,8 +228,8 @@ class Recovery:
                 "CRASH-2",
                 f"{self.crash}, {', '.join(survivors)} left by that crash "
                 f"{'is' if len(survivors) == 1 else 'are'} still in the root after a later "
-                "mutation "
-                "completed; remove stale temp files under the lock so that they never accumulate",
+                "mutation completed; remove stale temp files under the lock so that they never "
+                "accumulate",
             )
 
     def note_leftovers(self) -> None:
@@ -368,7 +369,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
     traced_round.expect_done()
     points = [call for call in traced_round.calls_during(OPENING) if call.name in KILL_POINTS]
     if not points:
-        raise NotApplicable(
+        raise Unverified(
             "the add made no traced write, sync or rename: the backend writes through code "
             "memspec cannot interpose (a C extension?), so there is no step to crash at"
         )
@@ -383,7 +384,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
                 missed.append(f"{where}: {problem}")
     _final(recovery)
     if missed:
-        raise NotApplicable(
+        raise Unverified(
             f"{tamper.name} could not kill the backend at {len(missed)} of {2 * len(points)} "
             f"steps (each tried {tamper.kill_attempts} times; every kill that landed was "
             f"judged): {'; '.join(missed)}"
@@ -407,12 +408,12 @@ def _kill(
             # The recording did not reach the step (its probe may have stuck on a lock the last
             # crash left, CRASH-3): the round, run as it is, is judged first.
             recovery.judge(killed.result, "")
-            raise NotApplicable(
+            raise Unverified(
                 f"the add recorded before the kill {where} made fewer writes, syncs and "
                 "renames than the traced add: the backend's calls differ from run to run"
             )
         if killed.outside is not None:
-            raise NotApplicable(
+            raise Unverified(
                 f"{tamper.name}'s kill {where} landed outside the add ({killed.outside}), so "
                 "the round cannot be judged: the backend's calls differ from run to run"
             )

@@ -30,10 +30,11 @@ from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
-from memspec.conformance.verdict.findings import Unverified, Violation
+from memspec.conformance.verdict.findings import ClauseFailures, Unverified, Violation
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
+from memspec.spec.problems import Problem
 from memspec.spec.requests import mutation_of
 
 LIMIT = 100_000
@@ -246,7 +247,7 @@ def shape(state: CrashState) -> tuple[object, ...]:
 
 def _problem(
     ctx: CheckContext, recording: Recording, state: CrashState, judgement: Judgement, number: int
-) -> str | None:
+) -> Problem | None:
     """Materialises ``state`` in a fresh root, opens a fresh session on it and returns what is
     wrong (``None``: nothing)."""
     root = ctx.scratch / f"state-{state.model}-{number}"
@@ -267,7 +268,7 @@ def _problem(
 
 def _judge_files(
     session: Any, recording: Recording, state: CrashState, judgement: Judgement, root: Path
-) -> str | None:
+) -> Problem | None:
     """The entries a fresh session finds, and those MEMORY.md's bytes parse to, are allowed."""
     allowed = [recording.expected[index] for index in judgement.allowed(recording, state)]
     choices = " or ".join(_show(entries) for entries in dict.fromkeys(allowed))
@@ -275,9 +276,10 @@ def _judge_files(
     found = tuple(session.request("entries", target="memory")["entries"])
     # CRASH-1, CRASH-4, CRASH-5: the file is as an allowed mutation left it.
     if found not in allowed:
-        return (
-            f"{clause}: a fresh session finds {_show(found)}{_strange(found, allowed)}; the spec "
-            f"allows only {choices}"
+        return Problem(
+            clause,
+            f"a fresh session finds {_show(found)}{_strange(found, allowed)}; the spec "
+            f"allows only {choices}",
         )
     data = root / "MEMORY.md"
     raw = data.read_bytes() if data.exists() else None
@@ -285,14 +287,15 @@ def _judge_files(
     # CRASH-1, CRASH-4: never torn, empty or mixed on disk either (a durable store may recover
     # from elsewhere, so CRASH-5 judges what a session finds).
     if on_disk not in allowed and judgement.clause != "CRASH-5":
-        return (
-            f"{clause}: MEMORY.md holds {_show(on_disk)}{_strange(on_disk, allowed)} "
-            f"({len(raw or b'')} bytes); the spec allows only {choices}"
+        return Problem(
+            clause,
+            f"MEMORY.md holds {_show(on_disk)}{_strange(on_disk, allowed)} "
+            f"({len(raw or b'')} bytes); the spec allows only {choices}",
         )
     return None
 
 
-def _judge_recovery(session: Any, state: CrashState, root: Path) -> str | None:
+def _judge_recovery(session: Any, state: CrashState, root: Path) -> Problem | None:
     """An add succeeds, replaces MEMORY.md by a new file and removes the crash's temps."""
     left = {name for name, _, _ in state.files}
     strays = {name: key for name, key in stray_files(root).items() if name in left}
@@ -302,34 +305,38 @@ def _judge_recovery(session: Any, state: CrashState, root: Path) -> str | None:
     answer = session.request("add", target="memory", content="<p1> probe after the crash")
     # DRIFT-1: a file the crash left whole is worked on as it is, never refused as drift.
     if refuses_worked_on_file(kind, answer):
-        return (
-            f"DRIFT-1: after the crash the next add answered {answer} for a {kind} file, which "
-            "is worked on as it is"
+        return Problem(
+            "DRIFT-1",
+            f"after the crash the next add answered {answer} for a {kind} file, which "
+            "is worked on as it is",
         )
     # CRASH-3: nothing a crash leaves keeps the next mutation from completing.
     if answer.get("code") != "OK":
-        return (
-            f"CRASH-3: after the crash the next add answered {answer}: a crash must never leave "
-            "the target locked or the store unable to write"
+        return Problem(
+            "CRASH-3",
+            f"after the crash the next add answered {answer}: a crash must never leave "
+            "the target locked or the store unable to write",
         )
     linked = [name for name, (ino, _) in strays.items() if before is not None and ino == before]
     # CRASH-2: a temp name the crash left is removed, never written through to the live file.
     if linked and _ino(data) == before:
-        return (
-            f"CRASH-2: the add after the crash wrote MEMORY.md in place through {linked[0]}, a "
+        return Problem(
+            "CRASH-2",
+            f"the add after the crash wrote MEMORY.md in place through {linked[0]}, a "
             "second name of it the crash left (the inode of MEMORY.md did not change): create "
             "each temp file under a new unique name with O_EXCL and remove stale ones under the "
-            "lock, so that no name a crash leaves can point at the live file"
+            "lock, so that no name a crash leaves can point at the live file",
         )
     now = stray_files(root)
     kept = [name for name, key in strays.items() if now.get(name) == key]
     # CRASH-2: the crash's temp files are gone once a later mutation completed (a sidecar of
     # the store's own that the add rewrote is not one of them).
     if kept:
-        return (
-            f"CRASH-2: {', '.join(kept)} left by the crash {'is' if len(kept) == 1 else 'are'} "
+        return Problem(
+            "CRASH-2",
+            f"{', '.join(kept)} left by the crash {'is' if len(kept) == 1 else 'are'} "
             "still in the root after the next add completed; remove stale temp files under the "
-            "lock so that they never accumulate"
+            "lock so that they never accumulate",
         )
     return None
 
@@ -343,7 +350,7 @@ def _ino(path: Path) -> int | None:
 
 def judge_model(
     ctx: CheckContext, recording: Recording, model: str, judgement: Judgement
-) -> tuple[str | None, dict[str, Any]]:
+) -> tuple[Problem | None, dict[str, Any]]:
     """Judges the crash states ``model`` allows; returns the first failure, explained, or
     ``None``, and the figures (states, judged, seconds, capped).
 
@@ -386,16 +393,17 @@ def judge_model(
     return failure, figures
 
 
-def _explained(recording: Recording, state: CrashState, problem: str) -> str:
-    clause, _, rest = problem.partition(": ")
+def _explained(recording: Recording, state: CrashState, problem: Problem) -> Problem:
+    """Returns ``problem`` with where the crash happened and why the state is possible."""
     loss = "a process crash" if state.model == "process-crash" else "a power loss"
     reasons = explain(state, recording.ops, recording.initial, recording.names)
     why = "; ".join(reasons) if reasons else "every operation issued before the crash persisted"
     mutation = recording.ops[state.point - 1].mutation if state.point else 0
-    return (
-        f"{clause}: under {state.model}, {loss} {_where(recording, state)}: {rest}. "
+    return Problem(
+        problem.clause,
+        f"under {state.model}, {loss} {_where(recording, state)}: {problem.text}. "
         f"In this crash state {why}. (Trace of {recording.names[mutation]}, recorded by "
-        f"{recording.recorder}: {recording.traces[mutation]})"
+        f"{recording.recorder}: {recording.traces[mutation]})",
     )
 
 
@@ -411,7 +419,8 @@ def _run(ctx: CheckContext, models: Sequence[str], judgement: Judgement, key: st
             failures.append(failure)
     ctx.figures[f"{key} recorder"] = recording.recorder
     # CRASH-1..5: every crash state is judged (the first failure of each model is shown).
-    assert not failures, "\n".join(failures)
+    if failures:
+        raise ClauseFailures([Violation.of(failure) for failure in failures], completed=True)
 
 
 @check("CRASH-1", "CRASH-4", id="crashstates.crash_states_are_old_or_new")

@@ -99,7 +99,8 @@ def _edit_and_rewrite(
     if after != external and lost and answer.get("code") == codes.OK:
         problem = judge_rewrite_backup(answer, external, found, root=ctx.root, clause="DRIFT-5")
         # DRIFT-5: an OK that dropped external bytes names their byte-exact backup.
-        assert problem is None, f"{problem} ({sent})"
+        if problem is not None:
+            raise Violation.of(problem, f"{sent}")
     return answer, after != external
 
 
@@ -157,7 +158,8 @@ def _refused_with_backup(session: Session, ctx: CheckContext, external: bytes, s
     files = {path.name: data for path, data in backups(ctx.root, "memory").items()}
     problem = judge_drift_refusal(answer, external, files, root=ctx.root)
     # DRIFT-3: E_DRIFT names a byte-exact MEMORY.md.bak.<suffix> in the root, with a message.
-    assert problem is None, f"{problem} ({sent}: add memory 'Editor: vim')"
+    if problem is not None:
+        raise Violation.of(problem, f"{sent}: add memory 'Editor: vim'")
     return ctx.root / str(backup_name_of(answer, str(ctx.root)))
 
 

@@ -18,7 +18,7 @@ from memspec.conformance.tamper.calls import describe_call
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.tamper.strace import restore_root
-from memspec.conformance.verdict.findings import HarnessError, NotApplicable, Violation
+from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import judge_drift_refusal
@@ -186,7 +186,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
     fired = [call for call in result.calls if call.effect]
     if not fired:
         if scenario.required:
-            raise NotApplicable(
+            raise Unverified(
                 f"{scenario.label} could not be injected: the add made no interposed call it "
                 "applies to, although every mutation re-reads MEMORY.md and writes a new file "
                 "(the backend does its file I/O in code memspec cannot interpose?)"
@@ -336,7 +336,7 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync")
     fired = [call for call in result.calls if call.effect]
     if not fired:
-        raise NotApplicable(
+        raise Unverified(
             "the add synced no directory, so no failure could be injected there; "
             "durability.write_protocol_is_durable judges the missing directory fsync (ATOMIC-3)"
         )
@@ -384,9 +384,10 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
     problem = judge_drift_refusal(answer, foreign, files, root=ctx.root)
     # DRIFT-3: the refusal names its byte-exact backup even when syncing the directory failed.
-    assert problem is None, (
-        f"{problem} (with EIO on the directory fsync of the backup; files after: {sorted(files)})"
-    )
+    if problem is not None:
+        raise Violation.of(
+            problem, f"with EIO on the directory fsync of the backup; files after: {sorted(files)}"
+        )
 
 
 @check("ATOMIC-4", id="faults.failed_write_keeps_old_file")

@@ -18,7 +18,7 @@ from memspec.conformance.schedule.exploration import (
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
 from memspec.conformance.tamper.capability import tampering
-from memspec.conformance.verdict.findings import NotApplicable
+from memspec.conformance.verdict.findings import Unverified
 
 NOTES = ("Project uses Go 1.22", "Editor: helix")
 SEED_ENTRY = b"User prefers tabs over spaces"
@@ -90,4 +90,4 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
             ctx.figures["ci's exploration"] = f"{summary.runs} schedules, bound {bound}"
     ctx.figures["every schedule within the bound run"] = summary.complete
     if undecided:
-        raise NotApplicable(f"LOCK-3: undecided: {undecided[0]}")
+        raise Unverified(f"the linearizability search was undecided: {undecided[0]}")

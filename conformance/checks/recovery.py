@@ -60,7 +60,8 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
             found = {path.name: data for path, data in backups(ctx.root, "memory").items()}
             problem = judge_rewrite_backup(answer, before, found, root=ctx.root, clause="DRIFT-2")
             # DRIFT-2: a drift guard backs the foreign file up first and names the backup.
-            assert problem is None, f"{problem} ({sent})"
+            if problem is not None:
+                raise Violation.of(problem, f"{sent}")
         narrow.request("load")
         block = narrow.request("snapshot", target="memory").get("snapshot")
         expected = render_snapshot("memory", [KEPT], NARROW["memory"], find_threats)

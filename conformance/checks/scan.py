@@ -149,11 +149,13 @@ def ordinary_text_corpus(ctx: CheckContext) -> None:
         ]
         with ctx.keep_going():
             # SCAN-4, ENTRY-5: every character is stored as given, invisible ones included.
-            assert len(changed) == 0 and len(stored) == len(accepted), (
-                f"{'SCAN-4' if changed and changed[0][0].clause == 'SCAN-4' else 'ENTRY-5'}: "
-                f"the accepted entries of the ordinary-text corpus do not come back as given "
-                f"({len(stored)} entries for {len(accepted)} accepted adds):{_listing(changed)}"
-            )
+            if changed or len(stored) != len(accepted):
+                raise Violation(
+                    "SCAN-4" if changed and changed[0][0].clause == "SCAN-4" else "ENTRY-5",
+                    f"the accepted entries of the ordinary-text corpus do not come back as given "
+                    f"({len(stored)} entries for {len(accepted)} accepted adds):"
+                    f"{_listing(changed)}",
+                )
         session.request("load")
         block = session.request("snapshot", target="memory")["snapshot"]
         hidden = [(item, "not shown") for item in accepted if item.text not in str(block)]
@@ -193,8 +195,9 @@ def attack_corpus(ctx: CheckContext) -> None:
         shown = [(item, "shown as it is") for item in ATTACKS if item.text in str(block)]
         clause = shown[0][0].clause if shown else "SCAN-6"
         # SCAN-6: at load, each entry that matches a threat pattern is a placeholder.
-        assert problem is None, (
-            f"{block_clause(expected, block, 'memory', texts, clause)}: with the attack corpus "
-            f"on disk, the snapshot after load is not the expected one: {problem}"
-            f"{_listing(shown)}"
-        )
+        if problem is not None:
+            raise Violation(
+                block_clause(expected, block, "memory", texts, clause),
+                f"with the attack corpus on disk, the snapshot after load is not the expected "
+                f"one: {problem}{_listing(shown)}",
+            )

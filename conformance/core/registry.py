@@ -22,7 +22,9 @@ from memspec.conformance.verdict.findings import (
     ClauseFailures,
     Finding,
     HarnessError,
+    Kind,
     NotApplicable,
+    Refusal,
     Unverified,
 )
 from memspec.conformance.verdict.records import Figure
@@ -56,14 +58,15 @@ class CheckContext:
 
     @contextmanager
     def keep_going(self) -> Iterator[None]:
-        """Runs the block; a failed assertion or a backend defect (CONTRACT-6) in it is recorded and
+        """Runs the block; a violation or a backend defect (CONTRACT-6) in it is recorded and
         the check goes on with its next, independent assertion, so that one defect never masks
         another; :meth:`Check.run` then ends the check in one
         :class:`~memspec.conformance.core.findings.ClauseFailures`."""
         try:
             yield
-        except (AssertionError, Finding) as error:
-            if getattr(error, "kind", "") != "defect" and not isinstance(error, AssertionError):
+        except Finding as error:
+            # a refused core action stops the check: nothing after it can be driven
+            if error.kind not in (Kind.VIOLATION, Kind.DEFECT) or isinstance(error, Refusal):
                 raise
             self.failures.append(error)
 
@@ -99,8 +102,8 @@ class Check:
         ctx = replace(ctx, check_id=self.id, failures=[])
         try:
             self.function(ctx)
-        except (AssertionError, Finding) as error:
-            if not ctx.failures or getattr(error, "kind", "") == "harness-error":
+        except Finding as error:
+            if not ctx.failures or error.kind == Kind.HARNESS_ERROR:
                 raise
             stopped = [] if isinstance(error, NotApplicable | Unverified) else [error]
             raise ClauseFailures([*ctx.failures, *stopped], completed=False) from error

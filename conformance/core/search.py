@@ -20,7 +20,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from memspec.conformance.core.budgets import Allowance, run_search
 from memspec.conformance.core.registry import CheckContext
-from memspec.conformance.verdict.findings import HarnessError
+from memspec.conformance.verdict.findings import HarnessError, Violation
 
 HEALTH_CHECKS_OFF = [
     HealthCheck.too_slow,
@@ -147,9 +147,9 @@ def failure_report(run: PropertyRun) -> Iterator[None]:
     the shrunk program Hypothesis printed as notes, and the one-command reproduction."""
     try:
         yield
-    except AssertionError as error:
-        parts = [str(error), *getattr(error, "__notes__", ()), run.reproduce]
-        raise AssertionError("\n".join(part for part in parts if part)) from None
+    except Violation as error:
+        parts = [*getattr(error, "__notes__", ()), run.reproduce]
+        raise error.extended("\n".join(part for part in parts if part)) from None
     except Exception as error:
         error.add_note(run.reproduce)
         raise

@@ -196,7 +196,7 @@ def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:
                     analysis,
                     "acknowledged",
                     "LOCK-3",
-                    f"LOCK-3: an acknowledged write was lost: {short(m.text)} was written by "
+                    f"an acknowledged write was lost: {short(m.text)} was written by "
                     f"the call below, acknowledged at {m.producer.ret:.6f}, and no mutation that "
                     f"could remove it was invoked before {sample_at(sample)}, which lacks it and "
                     f"holds {sample_text(sample)}. "
@@ -234,7 +234,7 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
                     (
                         sample.call,
                         "BATCH-2",
-                        f"BATCH-2: {sample_at(sample)} holds {short(text, 80)}, which the batch "
+                        f"{sample_at(sample)} holds {short(text, 80)}, which the batch "
                         "below writes only between its items (a later item changes it): a batch "
                         "seen half done",
                         sample,
@@ -247,7 +247,7 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
                     (
                         sample.call,
                         "ATOMIC-2",
-                        f"ATOMIC-2: {sample_at(sample)} holds {short(text, 80)}, which no session "
+                        f"{sample_at(sample)} holds {short(text, 80)}, which no session "
                         f"wrote: a torn or partial entry; it holds {sample_text(sample)}",
                         sample,
                         [],
@@ -261,7 +261,7 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
                     (
                         sample.call,
                         clause,
-                        f"{clause}: {sample_at(sample)} holds {short(text)}, written only by a "
+                        f"{sample_at(sample)} holds {short(text)}, written only by a "
                         f"mutation that was refused with {calls[0].code}: a refusal must "
                         "leave the file as it was",
                         sample,
@@ -273,7 +273,7 @@ def _unwritten(analysis: Analysis, view: TargetView) -> list[CheckerFinding]:
                     (
                         sample.call,
                         "LOCK-3",
-                        f"LOCK-3: {sample_at(sample)} holds {short(text)} before the mutation that "
+                        f"{sample_at(sample)} holds {short(text)} before the mutation that "
                         "writes it was invoked",
                         sample,
                         calls,
@@ -323,7 +323,7 @@ def _unreadable(view: TargetView) -> list[Problem]:
         (
             s.call,
             "ATOMIC-2",
-            f"ATOMIC-2: {sample_at(s)} was {sample_text(s)}: every file a store writes is "
+            f"{sample_at(s)} was {sample_text(s)}: every file a store writes is "
             "UTF-8, so the reader caught one half written",
             [],
         )
@@ -345,7 +345,7 @@ def _partial(view: TargetView) -> list[Problem]:
             (
                 sample.call,
                 "ATOMIC-2",
-                f"ATOMIC-2: the reader saw {what}: {short(m.text)}, acknowledged at "
+                f"the reader saw {what}: {short(m.text)}, acknowledged at "
                 f"{m.producer.ret:.6f} and not removable yet, is missing from {sample_at(sample)}, "
                 f"which holds {sample_text(sample)}{again}. The file was truncated and written "
                 "in place (write a temp file and rename it over the file)",
@@ -387,7 +387,7 @@ def _revived(view: TargetView) -> list[Problem]:
                 (
                     sample.call,
                     "LOCK-3",
-                    f"LOCK-3: a removed entry came back: {short(text)} was removed by the call "
+                    f"a removed entry came back: {short(text)} was removed by the call "
                     f"below, acknowledged at {remover.ret:.6f}, yet {sample_at(sample)} holds it "
                     "again: a session wrote the file from a copy read before the removal "
                     "(a lost update)",
@@ -415,7 +415,7 @@ def _duplicated(view: TargetView) -> list[Problem]:
                 (
                     run.first.call,
                     "LOCK-3",
-                    f"LOCK-3: {sample_at(run.first)} holds {short(text)} {count} times; no order "
+                    f"{sample_at(run.first)} holds {short(text)} {count} times; no order "
                     "of the mutations writes it more than once",
                     [c for c, _ in view.producers.get(text, [])],
                 )
@@ -455,7 +455,7 @@ def _half_done(view: TargetView, call: HistoryCall, run: Run) -> tuple[str, str]
             continue  # written twice: it may have come back
         # REPLACE-1, BATCH-2: a mutation takes effect as a whole.
         return clause, (
-            f"{clause}: {sample_at(sample)} holds both {short(victim)}, which the call below "
+            f"{sample_at(sample)} holds both {short(victim)}, which the call below "
             "removes, and text the same call writes: a mutation seen half done"
         )
     if not batch:
@@ -467,7 +467,7 @@ def _half_done(view: TargetView, call: HistoryCall, run: Run) -> tuple[str, str]
         if any(c.call <= sample.ret for c, _ in removers if c is not call):
             continue
         return clause, (
-            f"{clause}: {sample_at(sample)} holds part of the batch below but not "
+            f"{sample_at(sample)} holds part of the batch below but not "
             f"{short(written.text)}, which it writes and nobody removed: a batch seen half done"
         )
     return None
@@ -511,7 +511,7 @@ def _misordered(view: TargetView) -> list[Problem]:
                     (
                         run.first.call,
                         "LOCK-3",
-                        f"LOCK-3: {sample_at(run.first)} has {short(earlier[0])} before "
+                        f"{sample_at(run.first)} has {short(earlier[0])} before "
                         f"{short(text)}, but the append of the second was acknowledged "
                         f"({ret:.6f}) before the append of the first was invoked "
                         f"({earlier[1][0]:.6f}): no order of appends puts them so",
@@ -525,7 +525,7 @@ def _misordered(view: TargetView) -> list[Problem]:
                     (
                         run.first.call,
                         "BATCH-3",
-                        f"BATCH-3: {sample_at(run.first)} has {short(seen[1])} before "
+                        f"{sample_at(run.first)} has {short(seen[1])} before "
                         f"{short(text)}, the reverse of their order in one batch",
                         [],
                     )
@@ -561,7 +561,7 @@ def check_limits(analysis: Analysis) -> list[CheckerFinding]:
                 analysis,
                 "limits",
                 "LIMIT-2",
-                f"LIMIT-2: {sample_at(run.first)} uses {used:,} code points, over the "
+                f"{sample_at(run.first)} uses {used:,} code points, over the "
                 f"{view.target} limit of {view.limit:,} (the file started at {started:,}): "
                 f"some mutation grew the file past its limit; it holds "
                 f"{sample_text(run.first)}",

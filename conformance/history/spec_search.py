@@ -254,7 +254,7 @@ def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Checke
             CheckerFinding(
                 "linearizability",
                 "LOCK-3",
-                f"LOCK-3: undecided: the linearizability search of {scale} ran out of time "
+                f"undecided: the linearizability search of {scale} ran out of time "
                 f"after {result.seconds:.1f} s and {result.states_explored:,} states",
                 undecided=True,
             )
@@ -265,7 +265,7 @@ def check_linearizable(analysis: Analysis, timeout: float = 60.0) -> list[Checke
     originals = {id(new): old for new, old in pairs}
     text, moment = _explain(analysis, _recorded(result.explanation, originals))
     message = (
-        f"LOCK-3: the history of {scale} is not linearizable: no order of the mutations that "
+        f"the history of {scale} is not linearizable: no order of the mutations that "
         "respects real time explains what the sessions were answered and what the reader saw.\n"
         + text
     )

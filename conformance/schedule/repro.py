@@ -23,6 +23,7 @@ from memspec.conformance.schedule.exploration import (
 from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import Violation
 from memspec.spec.errors import UsageError
 from memspec.spec.requests import OPS
 from memspec.spec.targets import TARGETS
@@ -219,7 +220,7 @@ def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
 
 def fail_with_repro(ctx: CheckContext, execution: Execution, seed: int | None = None) -> None:
     """Saves the failing execution's repro file, named after the running check, and raises the
-    AssertionError that explains it."""
+    Violation of the finding's clause that explains it."""
     check_id = ctx.check_id
     finding = execution.finding
     assert finding is not None
@@ -231,7 +232,9 @@ def fail_with_repro(ctx: CheckContext, execution: Execution, seed: int | None = 
         execution, address.factory, check_id, seed, command=address.command, cwd=address.cwd
     )
     path = save_repro(folder / name, repro)
-    raise AssertionError(
-        f"{finding.render()}\n\nReplay it with: memspec repro {path}\n\n"
+    raise Violation(
+        finding.clause,
+        f"the {finding.checker} checker: {finding.message}\n\n"
+        f"Replay it with: memspec repro {path}\n\n"
         f"{render_interleaving(execution)}"
     )

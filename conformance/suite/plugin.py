@@ -26,7 +26,7 @@ from memspec.conformance.core.options import SETTINGS, WHICH_BACKEND, add_option
 from memspec.conformance.core.profiles import Profile
 from memspec.conformance.core.settings import Settings, make_settings
 from memspec.conformance.transport.backend import Backend, BackendDefect, describe
-from memspec.conformance.verdict.findings import Finding, Kind, Verdict, leading_clause, verdict_of
+from memspec.conformance.verdict.findings import Finding, Kind, Verdict, verdict_of
 from memspec.conformance.verdict.records import CheckRecord, Figure, RunInfo, summary_counts
 from memspec.conformance.verdict.report import level_of, write_reports
 from memspec.conformance.verdict.summary import failing_summary
@@ -248,11 +248,9 @@ def _findings_without_frames(default: Any) -> Any:
 
 
 def _about_the_backend(error: BaseException) -> bool:
-    """Whether ``error`` is a finding about the backend that its message says in full: not a
-    harness error, and not an assertion without a clause-led message."""
-    if isinstance(error, Finding):
-        return error.kind != Kind.HARNESS_ERROR
-    return isinstance(error, AssertionError) and bool(leading_clause(str(error)))
+    """Whether ``error`` is a finding about the backend, which its message says in full: any
+    finding but a harness error."""
+    return isinstance(error, Finding) and error.kind != Kind.HARNESS_ERROR
 
 
 @pytest.fixture(scope="session")

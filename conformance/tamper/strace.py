@@ -46,7 +46,7 @@ from memspec.conformance.tamper.fstrace import (
 )
 from memspec.conformance.tamper.interpose import Fault, Plan
 from memspec.conformance.transport.jsonlines import CommandBackend
-from memspec.conformance.verdict.findings import HarnessError, NotApplicable
+from memspec.conformance.verdict.findings import HarnessError, Unverified
 
 ATTEMPTS = 2
 _runs = itertools.count()
@@ -77,10 +77,11 @@ def strace_problem() -> str | None:
 
 
 def require_strace() -> None:
-    """Raises NotApplicable, with the reason, where strace cannot trace."""
+    """Raises Unverified, with the reason, where strace cannot trace: the checks that need it
+    judge nothing, and their clauses read "not verified" until strace is there."""
     problem = strace_problem()
     if problem is not None:
-        raise NotApplicable(problem)
+        raise Unverified(problem)
 
 
 # -- the plan, as strace options ------------------------------------------------------------
@@ -149,7 +150,7 @@ def plan_injection(
     if fault.action == "kill-after" and target.name not in SYNC_CALLS:
         following = invocation.next
         if following is None:
-            raise NotApplicable(
+            raise Unverified(
                 f"no traced call followed {describe_call(target)} in its thread, so strace "
                 "has no call to kill the backend at right after it"
             )
@@ -160,7 +161,7 @@ def plan_injection(
         if name == syscall and count >= nth and tid != invocation.tid
     )
     if others:
-        raise NotApplicable(
+        raise Unverified(
             f"{fault.action} at {describe_call(target)} cannot be placed with strace: it counts "
             f"{syscall} calls per thread, and thread {others[0]} also makes a call #{nth}, "
             "which the injection would hit too"
@@ -536,7 +537,7 @@ def run_planned(job: Job, directory: Path, drive: Drive) -> WorkerResult:
             return result
         problems.append(problem)
         restore_root(job.root, before)
-    raise NotApplicable(
+    raise Unverified(
         f"{fault.action} ({errno_module.errorcode.get(fault.errno, '')}) could not be placed on "
         f"the planned call with strace in {ATTEMPTS} attempts, the backend's calls differ from "
         f"run to run: {'; '.join(problems)}"

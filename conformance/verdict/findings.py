@@ -97,6 +97,12 @@ class Violation(Finding, AssertionError):
             raise HarnessError(f"a violation names the clause {clause!r}, not an id like LOCK-3")
         super().__init__(f"{clause}: {message}")
         self.clause = clause
+        self.text = message
+
+    def extended(self, more: str) -> Violation:
+        """Returns the same violation with ``more`` (the shrunk program, how to reproduce it)
+        after its message."""
+        return type(self)(self.clause, f"{self.text}\n{more}" if more else self.text)
 
     @classmethod
     def of(cls, problem: Problem, context: str = "") -> Violation:
@@ -227,14 +233,6 @@ def shorten(text: str) -> str:
     return text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 1] + "…"
 
 
-def leading_clause(message: str) -> str:
-    """Returns the clause id an assertion message opens with (``"LOCK-3: lost"``, or a checker's
-    ``"LOCK-3 (linearizability checker, violation): lost"``), or ""."""
-    head, sep, _ = message.partition(": ")
-    head = head.split(" (", 1)[0] if head.endswith(")") else head
-    return head if sep and CLAUSE_ID.fullmatch(head) else ""
-
-
 def _first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
@@ -251,10 +249,12 @@ def _backend_detail(error: BaseException) -> str:
 
 
 def verdict_of(error: BaseException) -> Verdict:
-    """Returns the verdict of a check that raised ``error``: a group of failures is judged by its
-    first finding or assertion; any other exception is a bug in the check, a harness error."""
+    """Returns the verdict of a check that raised ``error``, read from the finding's fields, never
+    from its message: a group of failures is judged by its first finding; any other exception —
+    a bare ``AssertionError`` included, which only memspec's own invariants raise — is a bug in
+    the check, a harness error."""
     if isinstance(error, BaseExceptionGroup):
-        members = [e for e in error.exceptions if isinstance(e, Finding | AssertionError)]
+        members = [e for e in error.exceptions if isinstance(e, Finding)]
         return verdict_of(members[0] if members else error.exceptions[0])
     summary = getattr(error, "summary", None)
     reason = summary if isinstance(summary, str) else _first_line(error)
@@ -282,6 +282,5 @@ def verdict_of(error: BaseException) -> Verdict:
         defect = error.kind == Kind.DEFECT
         blamed = getattr(error, "clause", DEFECT_CLAUSE) if defect else ""
         return Verdict(error.kind, blamed, shorten(("backend defect: " if defect else "") + reason))
-    if isinstance(error, AssertionError):
-        return Verdict(Kind.VIOLATION, leading_clause(str(error)), reason)
+    # a bare assertion is memspec's own invariant: a check states a verdict as a Violation
     return Verdict(Kind.HARNESS_ERROR, "", shorten(f"{type(error).__name__}: {reason}"))

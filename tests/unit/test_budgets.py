@@ -27,7 +27,7 @@ from memspec.conformance.core.budgets import (
 )
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.search import PropertyRun
-from memspec.conformance.verdict.findings import HarnessError, NotApplicable
+from memspec.conformance.verdict.findings import HarnessError, NotApplicable, Violation
 
 CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"
 
@@ -117,7 +117,7 @@ def test_a_search_cut_while_shrinking_reports_its_failure_and_says_so() -> None:
     @given(st.lists(st.integers(), min_size=3))
     def fails(numbers: list[int]) -> None:
         allowance.failed.append(True)
-        raise AssertionError("LOCK-3: lost")
+        raise Violation("LOCK-3", "lost")
 
     with pytest.raises(AssertionError) as raised:
         _run(allowance, fails)
@@ -182,7 +182,7 @@ def test_under_fixed_work_a_slow_search_still_runs_every_example() -> None:
 def test_under_fixed_work_shrinking_is_still_held_to_the_budget() -> None:
     @given(st.lists(st.integers(), min_size=3))
     def fails(numbers: list[int]) -> None:
-        raise AssertionError("LOCK-3: lost")
+        raise Violation("LOCK-3", "lost")
 
     with pytest.raises(AssertionError) as raised:
         _run(_fixed(1, started=time.monotonic() - 10), fails)

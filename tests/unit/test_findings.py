@@ -16,6 +16,7 @@ from hypothesis.errors import FlakyFailure
 from memspec.conformance.core.registry import Check, CheckContext
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.conformance.verdict.findings import (
+    AdapterGap,
     ClauseFailure,
     ClauseFailures,
     HarnessError,
@@ -25,7 +26,6 @@ from memspec.conformance.verdict.findings import (
     Refusal,
     Verdict,
     Violation,
-    leading_clause,
     verdict_of,
 )
 from memspec.conformance.verdict.records import CheckRecord, Status
@@ -43,11 +43,12 @@ from memspec.conformance.verdict.standing import (
 @pytest.mark.parametrize(
     ("error", "verdict"),
     [
-        (AssertionError("LOCK-3: an acknowledged write was lost\nmore"),
+        (Violation("LOCK-3", "an acknowledged write was lost\nmore"),
          Verdict("violation", "LOCK-3", "LOCK-3: an acknowledged write was lost")),
-        (AssertionError("no clause named here"), Verdict("violation", "", "no clause named here")),
-        (AssertionError("LOCK-3 is not followed by a colon"),
-         Verdict("violation", "", "LOCK-3 is not followed by a colon")),
+        # a bare assertion is memspec's own invariant, never a verdict read out of its text
+        (AssertionError("LOCK-3: an acknowledged write was lost"),
+         Verdict("harness-error", "", "AssertionError: LOCK-3: an acknowledged write was lost")),
+        (AssertionError(), Verdict("harness-error", "", "AssertionError: AssertionError")),
         (Violation("DRIFT-3", "no backup"), Verdict("violation", "DRIFT-3", "DRIFT-3: no backup")),
         (Mismatch("example x (READ-1)\n  step: load", "example x: load → differs"),
          Verdict("violation", "", "example x: load → differs")),
@@ -66,7 +67,7 @@ def test_the_verdict_follows_the_exception(error: BaseException, verdict: Verdic
 
 
 def test_a_group_of_failures_is_judged_by_its_first_finding() -> None:
-    group = FlakyFailure("two bugs", [ValueError("x"), AssertionError("SNAP-6: 28%")])
+    group = FlakyFailure("two bugs", [ValueError("x"), Violation("SNAP-6", "28%")])
     assert verdict_of(group) == Verdict("violation", "SNAP-6", "SNAP-6: 28%")
 
 
@@ -79,10 +80,14 @@ def test_records_round_trip_as_json() -> None:
     verdict = Verdict(Kind.UNSUPPORTED, "", "needs feature batch", ("batch",))
     assert vars(_round_trip(verdict)).items() >= vars(verdict).items()
     assert _round_trip(verdict).to_json()["kind"] == "unsupported"
-    assert leading_clause("CONTRACT-10: x") == "CONTRACT-10" and leading_clause("E: x") == ""
-    # a history checker's finding (interleavings.random_schedules failed with no clause blamed)
-    assert leading_clause("LOCK-3 (linearizability checker, violation): lost") == "LOCK-3"
-    assert leading_clause("LOCK-3 (x: y") == "" and leading_clause("see (LOCK-3): x") == ""
+    gap = Verdict(Kind.UNVERIFIED, "", "ADAPTER GAP: unrecognised answer", adapter_gap=True)
+    assert _round_trip(gap).adapter_gap
+
+
+def test_a_violation_names_a_clause_id() -> None:
+    with pytest.raises(HarnessError, match="names the clause 'lost'"):
+        Violation("lost", "an acknowledged write")
+    assert verdict_of(AdapterGap("ADAPTER GAP: x")).adapter_gap
 
 
 def test_the_reason_carries_the_backends_last_words() -> None:
@@ -97,8 +102,8 @@ def test_the_reason_carries_the_backends_last_words() -> None:
         try:
             raise defect
         except BackendDefect as caught:
-            raise AssertionError(f"CONTRACT-2: add did not answer: {caught}") from caught
-    except AssertionError as error:
+            raise Violation("CONTRACT-2", f"add did not answer: {caught}") from caught
+    except Violation as error:
         verdict = verdict_of(error)
     assert verdict.blamed == "CONTRACT-2"
     assert verdict.reason.endswith("(AttributeError: 'int' object has no attribute 'strip')")
@@ -141,7 +146,7 @@ def test_a_check_that_keeps_going_names_every_clause_it_found_broken() -> None:
     def body(ctx: CheckContext) -> None:
         for clause in ("FENCE-1", "FENCE-2", "FENCE-1"):
             with ctx.keep_going():
-                raise AssertionError(f"{clause}: broken")
+                raise Violation(clause, "broken")
 
     with pytest.raises(ClauseFailures) as failure:
         _run_check(body)
@@ -159,7 +164,7 @@ def test_a_check_that_keeps_going_names_every_clause_it_found_broken() -> None:
 @pytest.mark.parametrize(
     ("stop", "clause"),
     [
-        (AssertionError("FENCE-2: stopped here"), "FENCE-2"),
+        (Violation("FENCE-2", "stopped here"), "FENCE-2"),
         (BackendDefect("session final: the harness killed the worker"), "CONTRACT-6"),
     ],
 )
@@ -168,7 +173,7 @@ def test_what_stops_a_check_after_a_kept_failure_joins_it(stop: Exception, claus
     # check did not run to its end.
     def body(ctx: CheckContext) -> None:
         with ctx.keep_going():
-            raise AssertionError("FENCE-1: broken")
+            raise Violation("FENCE-1", "broken")
         raise stop
 
     with pytest.raises(ClauseFailures) as failure:
@@ -184,10 +189,10 @@ def test_a_refused_core_action_stops_the_check_and_blames_its_own_clauses() -> N
 
     def body(ctx: CheckContext) -> None:
         with ctx.keep_going():
-            raise AssertionError("FENCE-1: broken")
+            raise Violation("FENCE-1", "broken")
         with ctx.keep_going():
             raise refusal
-        raise AssertionError("FENCE-2: never reached")
+        raise Violation("FENCE-2", "never reached")
 
     with pytest.raises(ClauseFailures) as failure:
         _run_check(body)
@@ -206,9 +211,9 @@ def test_a_refused_core_action_stops_the_check_and_blames_its_own_clauses() -> N
 
 def test_a_check_with_one_plain_failure_raises_it_unchanged() -> None:
     def body(ctx: CheckContext) -> None:
-        raise AssertionError("FENCE-2: stopped here")
+        raise Violation("FENCE-2", "stopped here")
 
-    with pytest.raises(AssertionError) as failure:
+    with pytest.raises(Violation) as failure:
         _run_check(body)
     assert not isinstance(failure.value, ClauseFailures)
 
@@ -249,7 +254,7 @@ def test_a_completed_check_verifies_the_clauses_it_did_not_find_broken() -> None
 def test_a_harness_error_after_a_kept_failure_is_raised_as_it_is() -> None:
     def bug(ctx: CheckContext) -> None:
         with ctx.keep_going():
-            raise AssertionError("CRASH-3: the target stayed locked")
+            raise Violation("CRASH-3", "the target stayed locked")
         raise HarnessError("BUG IN CHECK: no answer")
 
     with pytest.raises(HarnessError):
@@ -325,7 +330,7 @@ def test_a_report_quoting_a_lone_surrogate_is_written(tmp_path: Path) -> None:
     from memspec.conformance.verdict.records import RunInfo
     from memspec.conformance.verdict.report import write_reports
 
-    verdict = verdict_of(AssertionError("TOOL-7: the tool answered '\ud800'"))
+    verdict = verdict_of(Violation("TOOL-7", "the tool answered '\ud800'"))
     record = CheckRecord(
         "x", ("TOOL-7",), ("tool",), Status.FAILED, "'\ud800'", 0, {}, **vars(verdict)
     )

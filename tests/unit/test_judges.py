@@ -126,7 +126,7 @@ def test_a_refusal_of_the_user_file_names_a_user_backup() -> None:
     answer = refusal(backup="/r/USER.md.bak.1")
     assert judge_drift_refusal(answer, FOREIGN, files_after, root=Path(ROOT), target="user") is None
     problem = judge_drift_refusal(answer, FOREIGN, files_after, root=ROOT, target="memory")
-    assert problem is not None and "not named MEMORY.md.bak.<suffix>" in problem
+    assert problem is not None and "not named MEMORY.md.bak.<suffix>" in problem.text
 
 
 @pytest.mark.parametrize(
@@ -163,8 +163,8 @@ def test_each_way_to_break_drift_3_is_named(
     answer: dict[str, object], files_after: dict[str, bytes], clause: str, words: str
 ) -> None:
     problem = judge_drift_refusal(answer, FOREIGN, files_after, root=ROOT)
-    assert problem is not None and problem.startswith(f"{clause}: "), problem
-    assert words in problem, problem
+    assert problem is not None and problem.clause == clause, problem
+    assert words in problem.text, problem
 
 
 def test_backup_name_of_reads_absolute_and_relative_paths() -> None:
