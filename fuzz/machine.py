@@ -20,12 +20,11 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.examples.failure import show
 from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.verdict.blame import UNKNOWN, Answered, blame
 from memspec.conformance.verdict.findings import Violation
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import (
     allowed_answers,
-    clause_for,
-    field_problem,
     match_answer,
     snapshot_clause,
     snapshot_problem,
@@ -36,6 +35,7 @@ from memspec.spec import codes, model
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load, Mutation
+from memspec.spec.problems import Problem
 from memspec.spec.requests import mutation_of
 from memspec.spec.rules import misapplied_write
 from memspec.spec.targets import TARGETS
@@ -219,48 +219,37 @@ class MemoryMachine(RuleBasedStateMachine):
             self._load(session)
         target = request["target"]
         sent = f"{show(request)} in session {session}"
-        allowed = allowed_answers(
-            self.state, mutation_of(request["op"], request, session), self.features
-        )
+        operation = mutation_of(request["op"], request, session)
+        allowed = allowed_answers(self.state, operation, self.features)
         before = self.world.disk(target)
+        kind = classify_bytes(before, LIMITS[target]).kind
         answer = self.world.request(session, request["op"], **fields_of(request))
         after = self.world.disk(target)
         found = match_answer(allowed, answer, after, target)
-        decided = allowed[0].outcome
-        expected = decided.code
-        clause = ""
         if found is None:
-            batch = request["op"] == "batch"
-            clause = clause_for(
-                expected, answer.get("code"), decided.rule, decided.duplicate, batch
+            stale = self._decided_on_its_copy(session, operation, answer)
+            seen = Answered(request, answer, allowed[0].outcome, kind, stale=stale)
+            problems = blame(seen) or (Problem(UNKNOWN, "no allowed answer"),)
+            # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows;
+            # LOCK-2: one the spec allows on the copy the session loaded, not on the file.
+            raise Violation(
+                problems[0].clause,
+                f"{sent} answered {answer}; the spec allows "
+                f"{', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
+                + (
+                    " on the file, and the answer only on the session's own earlier copy of it"
+                    if stale
+                    else ""
+                ),
             )
-            if self._decided_on_its_copy(
-                session, mutation_of(request["op"], request, session), answer
-            ):
-                clause = "LOCK-2"
-            elif clause == "DRIFT-1" and self._foreign(target):
-                clause = "DRIFT-7"  # a foreign file's repair refused, not a tidy file's edit
-        # CONTRACT-4, CONTRACT-5: the code is the model's, or an alternative the spec allows;
-        # LOCK-2: one the spec allows on the copy the session loaded, not on the file.
-        assert found is not None, (
-            f"{clause}: {sent} answered {answer}; the spec "
-            f"allows {', '.join(f'{a.outcome.code} ({a.why})' for a in allowed)}"
-            + (" on the file, and the answer only on the session's own earlier copy of it"
-               if clause == "LOCK-2" else "")
-        )  # fmt: skip
-        self._judge_write(
-            sent, mutation_of(request["op"], request, session), answer, (before, after), found.state
-        )
-        problem = field_problem(answer, found.outcome)
+        self._judge_write(sent, operation, answer, (before, after), found.state)
         # SNAP-11, MATCH-5, DUP-1: optional Outcome fields, when given, are the model's; LOCK-2
         # when they are those of the session's own earlier copy of the file.
-        clause, _, said = (problem or "").partition(": ")
-        if problem and self._decided_on_its_copy(
-            session, mutation_of(request["op"], request, session), answer
-        ):
-            clause, said = "LOCK-2", f"{said}, which is what the session's own earlier copy gives"
-        if problem is not None:
-            raise Violation(clause, f"{sent} answered {answer}: {said}")
+        wrong = blame(Answered(request, answer, found.outcome, kind))
+        if wrong:
+            stale = self._decided_on_its_copy(session, operation, answer)
+            (problem,) = blame(Answered(request, answer, found.outcome, kind, stale=stale))
+            raise Violation(problem.clause, f"{sent} answered {answer}: {problem.text}")
         if answer["code"] == codes.E_DRIFT and before is not None:
             backups = self.world.backups(target)
             problem = judge_drift_refusal(
@@ -406,7 +395,7 @@ class MemoryMachine(RuleBasedStateMachine):
             return False
         _, then = model.step(self.state, ExternalWrite(op.target, encode_entries(seen)))
         return any(
-            a.outcome.code == answer.get("code") and field_problem(answer, a.outcome) is None
+            a.outcome.code == answer.get("code") and not blame(Answered({}, answer, a.outcome))
             for a in allowed_answers(then, op, self.features)
         )
 

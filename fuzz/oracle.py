@@ -1,5 +1,6 @@
 """What the spec allows a backend to answer: the model's outcome and the spec's sanctioned
-alternatives, and the judge of snapshots (CONTRACT-5, SCAN-2, BATCH-8, CONTRACT-19, SNAP-*). More in
+alternatives, and the judge of snapshots (CONTRACT-5, SCAN-2, BATCH-8, CONTRACT-19, SNAP-*); the
+clause a wrong answer breaks is :mod:`memspec.conformance.verdict.blame`'s. More in
 docs/architecture.md, "Module notes"."""
 
 from __future__ import annotations
@@ -146,31 +147,6 @@ def match_answer(
     return same_code[0] if same_code else None
 
 
-def field_problem(answer: Answer, outcome: Outcome) -> str | None:
-    """Returns why the optional Outcome fields of ``answer`` disagree with the model's, if they
-    do, opening with the clause that gives the field its value (CONTRACT-3 lists the fields:
-    ``matches`` MATCH-5, ``duplicate`` DUP-1; ``usage`` is the label of the target as the
-    operation left it, the unchanged one after ``E_LIMIT``, and absent after ``E_TARGET`` and
-    ``E_UNREADABLE``, SNAP-11). They are compared when given; one of another type is
-    CONTRACT-2's."""
-    types = {"matches": list, "duplicate": bool, "usage": str}
-    for name, kind in types.items():
-        if answer.get(name) is not None and not isinstance(answer[name], kind):
-            return f"CONTRACT-2: {name} {answer[name]!r} is not a {kind.__name__}"
-    matches = answer.get("matches")
-    wrong = matches is not None and list(matches) != list(outcome.matches)
-    if outcome.code == codes.E_AMBIGUOUS and wrong:
-        return f"MATCH-5: matches {matches!r}, expected {list(outcome.matches)!r}"
-    if "duplicate" in answer and bool(answer["duplicate"]) != outcome.duplicate:
-        return f"DUP-1: duplicate {answer['duplicate']!r}, expected {outcome.duplicate!r}"
-    given = answer.get("usage")
-    if given is not None and outcome.usage is not None and given != outcome.usage:
-        return f"SNAP-11: usage {given!r}, expected {outcome.usage!r}"
-    if given is not None and outcome.code in (codes.E_TARGET, codes.E_UNREADABLE):
-        return f"SNAP-11: usage {given!r} on {outcome.code}, which has no file to count"
-    return None
-
-
 def expected_block(
     target: str, entries: Sequence[str] | None, limit: int, *, scan: bool = True
 ) -> str | None:
@@ -244,38 +220,3 @@ def snapshot_clause(
         state_difference(expected, actual, live=expected)
     )
     return block_clause(expected, actual, target, hidden, state[0] if state else "SNAP-2")
-
-
-_CLAUSE_OF_REFUSAL = {
-    codes.E_TARGET: "CONTRACT-4", codes.E_INVALID: "ENTRY-7", codes.E_EMPTY: "ENTRY-2",
-    codes.E_DELIMITER: "ENTRY-3", codes.E_THREAT: "SCAN-1", codes.E_UNREADABLE: "READ-6",
-    codes.E_DRIFT: "DRIFT-2", codes.E_NOMATCH: "MATCH-2", codes.E_AMBIGUOUS: "MATCH-5",
-    codes.E_LIMIT: "LIMIT-2", codes.E_IO: "ATOMIC-4",
-}  # fmt: skip
-_CLAUSE_OF_WRONG_REFUSAL = {
-    codes.E_DRIFT: "DRIFT-1", codes.E_LIMIT: "LIMIT-2", codes.E_NOMATCH: "MATCH-1",
-    codes.E_AMBIGUOUS: "MATCH-3", codes.E_DELIMITER: "ENTRY-5", codes.E_EMPTY: "ENTRY-1",
-    codes.E_UNREADABLE: "READ-1", codes.E_TARGET: "CONTRACT-4", codes.E_INVALID: "ENTRY-7",
-    codes.E_THREAT: "SCAN-2", codes.E_IO: "ATOMIC-4",
-}  # fmt: skip
-
-
-def clause_for(
-    expected: str, answered: object, rule: str = "", duplicate: bool = False, batch: bool = False
-) -> str:
-    """Returns the clause an answer of code ``answered`` breaks where the model says ``expected``: a
-    refusal of an add the model takes as a duplicate is DUP-1's (DUP-2's for the limit); a
-    batch refused for the limit where its final result fits is BATCH-4's; a refusal for a
-    condition earlier in the precedence is blamed on the clause it misreads (``E_DRIFT`` for
-    ``E_LIMIT``: DRIFT-1), else the model's condition's clause: ``rule``, the clause that decided
-    the model's refusal, when it names one (a patch's repeated span is PATCH-3's
-    ``E_AMBIGUOUS``), else the code's (``OK`` for ``E_DELIMITER``: ENTRY-3)."""
-    if expected == codes.OK and duplicate and answered != codes.OK:
-        return "DUP-2" if answered == codes.E_LIMIT else "DUP-1"
-    if expected == codes.OK and batch and answered == codes.E_LIMIT:
-        return "BATCH-4"
-    order = codes.PRECEDENCE
-    earlier = answered in order and expected in order
-    if expected == codes.OK or (earlier and order.index(str(answered)) < order.index(expected)):
-        return _CLAUSE_OF_WRONG_REFUSAL.get(str(answered), "CONTRACT-5")
-    return rule or _CLAUSE_OF_REFUSAL.get(expected, "CONTRACT-5")

@@ -129,7 +129,8 @@ def _mutate(state: State, op: Mutation) -> tuple[Outcome, State]:
     target = op.target
     data = disk(state, target)
     file = classify_bytes(data, limit_of(state, target))
-    outcome, result = decide(op, file, limit_of(state, target))
+    other = limit_of(state, "user" if target == "memory" else "memory")
+    outcome, result = decide(op, file, limit_of(state, target), other)
     if data is not None and needs_backup(file, outcome, result):
         state = replace(state, backups=state.backups | {(target, data)})
     if result is not None:

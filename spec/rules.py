@@ -69,9 +69,9 @@ def content_error(content: object) -> Outcome | None:
         return Outcome(codes.E_DELIMITER, rule="ENTRY-4")
     threats = find_threats(text)
     if threats:
-        # no rule: which patterns a scan knows (SCAN-2) and which paths it covers (SCAN-1,
-        # BATCH-7, PATCH-6) are told apart by the examples' own clauses
-        return Outcome(codes.E_THREAT, threats=threats)
+        # SCAN-1 for the content of add, replace and patch; a batch item's is BATCH-7's and a
+        # patch's result PATCH-6's (their callers say so)
+        return Outcome(codes.E_THREAT, threats=threats, rule="SCAN-1")
     return None
 
 
@@ -115,7 +115,11 @@ def batch_item_error(item: object) -> Outcome | None:
     if "content" in fields:
         errors.append(content_error(item.get("content")))
     refusals = [error for error in errors if error is not None]
-    return min(refusals, key=lambda o: codes.PRECEDENCE.index(o.code)) if refusals else None
+    if not refusals:
+        return None
+    first = min(refusals, key=lambda o: codes.PRECEDENCE.index(o.code))
+    # BATCH-7: an item's content passes the scan of add's; a threat in it is BATCH-7's refusal
+    return replace(first, rule="BATCH-7") if first.code == codes.E_THREAT else first
 
 
 def argument_error(op: Mutation) -> Outcome | None:
@@ -123,7 +127,7 @@ def argument_error(op: Mutation) -> Outcome | None:
     precedence order of CONTRACT-5 (REPLACE-2, PATCH-5, PATCH-10, BATCH-5; the first bad batch item
     decides, BATCH-6)."""
     if not is_target(op.target):
-        return Outcome(codes.E_TARGET)
+        return Outcome(codes.E_TARGET, rule="CONTRACT-4")
     if isinstance(op, Add):
         return content_error(op.content)
     if isinstance(op, Replace):
@@ -258,7 +262,23 @@ def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
     return result
 
 
-def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries | None]:
+LIMIT_RULES = {Add: "LIMIT-2", Replace: "REPLACE-3", Remove: "LIMIT-5", Patch: "PATCH-7", Batch: "BATCH-4"}
+"""The clause whose limit check refuses each operation (LIMIT-2, REPLACE-3, PATCH-7, BATCH-4;
+a remove never grows a target, LIMIT-5)."""
+
+
+def limit_rule(op: Mutation, result: Sequence[str], current: Sequence[str], other: int | None) -> str:
+    """Returns the clause that decides an ``E_LIMIT`` refusal of ``op``: LIMIT-6 when the result
+    would fit the other target's limit ``other`` (each target has its own limit), else the
+    operation's own limit clause (:data:`LIMIT_RULES`)."""
+    if other is not None and not exceeds_limit(result, current, other):
+        return "LIMIT-6"
+    return LIMIT_RULES[type(op)]
+
+
+def decide(
+    op: Mutation, file: FileState, limit: int, other_limit: int | None = None
+) -> tuple[Outcome, Entries | None]:
     """Returns the outcome of a mutation whose arguments passed, and the entries to write (``None``
     when nothing is to be written: a refusal, or an unchanged result, FORMAT-6).
 
@@ -284,9 +304,9 @@ def decide(op: Mutation, file: FileState, limit: int) -> tuple[Outcome, Entries 
             codes.OK, duplicate=duplicate, usage=usage_label(usage_of(current), limit)
         ), None
     if exceeds_limit(result, current, limit):
-        # no rule: which limit applies and how it is counted (LIMIT-1, LIMIT-2, LIMIT-6,
-        # REPLACE-3, PATCH-7, BATCH-4) are told apart by the examples' own clauses
-        return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit)), None
+        # how usage is counted (LIMIT-1) is told by the examples that cite it
+        rule = limit_rule(op, result, current, other_limit)
+        return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit), rule=rule), None
     return Outcome(codes.OK, usage=usage_label(usage_of(result), limit)), result
 
 

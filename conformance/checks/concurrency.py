@@ -121,5 +121,5 @@ def history_is_linearizable(ctx: CheckContext) -> None:
         first.clause,
         f"the {first.checker} checker rejects the history of {scale} "
         f"(saved to {saved}; limits {limits}; repeat the programs with --seed {seed}):\n"
-        f"{first.message}{others}"
+        f"{first.message}{others}",
     )

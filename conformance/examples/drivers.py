@@ -61,8 +61,8 @@ class ModelDriver:
 
     state: model.State
     last_read: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
-    rule: str = ""
-    """The clause that decided the refusal of the last mutation (:attr:`Outcome.rule`)."""
+    last: Outcome | None = None
+    """The model's outcome of the last mutation, with the clause that decided a refusal."""
 
     @classmethod
     def for_example(cls, example: Example) -> ModelDriver:
@@ -98,7 +98,7 @@ class ModelDriver:
             return {"ok": True, "code": "OK", "result": self._tool_call(session, fields)}
         operation = operation_of(op, fields, session)
         outcome, self.state = model.step(self.state, operation)
-        self.rule = outcome.rule
+        self.last = outcome
         self._remember_reads(session, operation)
         return answer_of(outcome)
 
@@ -157,9 +157,9 @@ class ModelDriver:
         """Returns the model's file bytes."""
         return self.disk(target)
 
-    def spec_rule(self) -> str:
-        """Returns the clause that decided the model's last refusal."""
-        return self.rule
+    def spec_outcome(self) -> Outcome | None:
+        """Returns the model's outcome of the last mutation."""
+        return self.last
 
 
 @dataclass
@@ -265,9 +265,9 @@ class BackendDriver:
         """Returns the file's bytes in the model stepped beside the backend, if any."""
         return None if self.model is None else self.model.disk(target)
 
-    def spec_rule(self) -> str:
-        """Returns the clause that decided the last refusal of the model beside the backend."""
-        return "" if self.model is None else self.model.spec_rule()
+    def spec_outcome(self) -> Outcome | None:
+        """Returns the outcome of the last mutation of the model beside the backend, if any."""
+        return None if self.model is None else self.model.spec_outcome()
 
     def close(self) -> None:
         """Closes every session (errors of a broken backend are ignored here)."""

@@ -21,13 +21,13 @@ from memspec.conformance.examples.tool_calls import ToolOffer, run_tool_step
 from memspec.conformance.examples.world import Driver
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.conformance.transport.wire import Answer, Fields
+from memspec.conformance.verdict.blame import Answered, blame
 from memspec.conformance.verdict.findings import DEFECT_CLAUSE, Refusal
 from memspec.spec import codes
 from memspec.spec.codec import (
     classify_bytes,
     only_not_canonical,
 )
-from memspec.spec.drift_refusal import wrong_drift_clause
 from memspec.spec.examples import Example, Step
 from memspec.spec.operations import (
     Mutation,
@@ -47,38 +47,6 @@ from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS, is_target
 from memspec.spec.threats import find_threats
 
 
-def _field_clauses(step: Step, answer: Answer) -> tuple[str, ...]:
-    """Returns the clauses that own a difference in an answer with the expected code: CONTRACT-2
-    when the differing optional fields are of another type than the spec's (``usage`` a
-    number), SNAP-11 when only the ``usage`` text differs; else ``()`` (the example's own)."""
-    want = step.expect
-    if answer.get("code") != want["code"]:
-        return ()
-    differing = [
-        name for name, value in want.items()
-        if name != "code" and name in answer and plain(answer[name]) != value
-    ]  # fmt: skip
-    if differing and all(type(answer[name]) is not type(want[name]) for name in differing):
-        return ("CONTRACT-2",)
-    return ("SNAP-11",) if differing == ["usage"] else ()
-
-
-def _missed_refusal(
-    step: Step, answer: Answer, failure: ExampleFailure, driver: Driver
-) -> tuple[str, ...]:
-    """Returns the clause whose refusal a step expected and did not get (the backend accepted,
-    or refused for another reason), as the spec decided it: ``ENTRY-3`` for content holding a
-    delimiter line, whatever the example that sent it is about; ``()`` when no one clause
-    decides it, the step expected ``OK``, or the example judges the order of conditions and
-    the backend refused for another one (the example's own clauses then own the difference)."""
-    if step.expect["code"] in (codes.OK, answer.get("code")):
-        return ()
-    if answer.get("code") != codes.OK and codes.PRECEDENCE_CLAUSES & set(failure.clauses):
-        return ()
-    rule = driver.spec_rule()
-    return (rule,) if rule else ()
-
-
 def _alone(
     step: Step, answer: Answer, failure: ExampleFailure, driver: Driver
 ) -> tuple[str, str, Fields] | None:
@@ -94,7 +62,8 @@ def _alone(
     target = fields.get("target")
     if code == codes.E_TARGET:
         return "CONTRACT-4", code, {"target": target, "content": "User prefers tabs"}
-    rule = driver.spec_rule()
+    expected = driver.spec_outcome()
+    rule = expected.rule if expected is not None else ""
     if step.op not in ("add", "replace") or rule not in CONTENT_RULES or not is_target(target):
         return None
     content = fields.get("new_content" if step.op == "replace" else "content")
@@ -141,7 +110,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             if step.op == "tool":
                 problem = run_tool_step(step, driver, fail, limits, example.clauses, offers)
             else:
-                problem = _run_step(step, driver, fail, limits)
+                problem = _run_step(step, driver, fail, limits, example.clauses)
             if step.given and problem is None:
                 problem = _given_state_problem(step, driver, fail)
         except Refusal as refused:
@@ -226,8 +195,14 @@ def _given_state_problem(step: Step, driver: Driver, fail: Fail) -> ExampleFailu
 
 
 def _run_step(
-    step: Step, driver: Driver, fail: Fail, limits: Mapping[str, int]
+    step: Step,
+    driver: Driver,
+    fail: Fail,
+    limits: Mapping[str, int],
+    step_clauses: tuple[str, ...],
 ) -> ExampleFailure | None:
+    """Runs one step that is not a tool call; returns how it went wrong, with the clauses that
+    own the difference (``step_clauses``, the example's, own what the judges leave to them)."""
     if step.op == "load":
         driver.request(step.session, "load", {})
         return None
@@ -238,7 +213,10 @@ def _run_step(
         kind = classify_bytes(before[0], limits[target]).kind if before else ""
         answer = driver.request(step.session, step.op, fields)
         problem = _outcome_problem(step, answer)
-        blamed = () if problem is None else _field_clauses(step, answer)
+        seen = Answered(
+            {"op": step.op, **fields}, answer, driver.spec_outcome(), kind, cited=step_clauses
+        )
+        blamed = () if problem is None else tuple(dict.fromkeys(p.clause for p in blame(seen)))
         if (problem is None or blamed == ("SNAP-11",)) and before and not step.given:
             # an answer as the spec's, or one whose usage differs because the file does
             misapplied = _misapplied(step, answer, before, limits[target], driver, fail)
@@ -247,18 +225,13 @@ def _run_step(
         if problem is None:
             return None
         failure = fail({"op": step.op, **fields}, answer, step.expect, problem)
-        if drifted := wrong_drift_clause(kind, answer, step.expect["code"]):
-            return replace(failure, blamed=(drifted,), stops=True)
-        if step.expect["code"] == codes.OK and answer.get("code") == codes.E_THREAT:
-            # the scan refused ordinary text: the example's scan clauses own it, else the
-            # corpus of ordinary text (SCAN-2); the entry it left out changes every later step
-            scan = tuple(c for c in failure.clauses if c.startswith("SCAN-"))
-            return replace(failure, blamed=scan or ("SCAN-2",), stops=True)
-        if missed := _missed_refusal(step, answer, failure, driver):
-            return replace(failure, blamed=missed, stops=True)  # the state went another way
-        if alone := _alone(step, answer, failure, driver):
+        # another code than the spec's sends the example's state another way: it stops there
+        diverged = answer.get("code") != step.expect["code"]
+        if diverged and step.given:
+            return failure  # the state the example judges was never set up: nothing is judged
+        if diverged and (alone := _alone(step, answer, failure, driver)):
             return replace(failure, blamed=blamed, unless_refused_alone=alone)
-        return replace(failure, blamed=blamed)
+        return replace(failure, blamed=blamed, stops=diverged and bool(blamed))
     target = step.args[0]
     want = step.expect.get("value")
     if step.op == "entries":

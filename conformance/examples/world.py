@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from memspec.conformance.transport.wire import Answer, Fields
+from memspec.spec.rules import Outcome
 
 
 class Driver(Protocol):
@@ -37,7 +38,7 @@ class Driver(Protocol):
         model is known)."""
         ...
 
-    def spec_rule(self) -> str:
-        """Returns the clause that decided the spec's refusal of the last mutation ("" when the
-        spec accepts it, no one clause decides, or no model is known)."""
+    def spec_outcome(self) -> Outcome | None:
+        """Returns the spec's outcome of the last mutation, with the clause that decided a
+        refusal (``None``: no model is known)."""
         ...

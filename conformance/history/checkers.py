@@ -27,8 +27,10 @@ from memspec.conformance.history.analysis import (
 )
 from memspec.conformance.history.history import Event
 from memspec.conformance.history.spec_search import check_linearizable
+from memspec.conformance.verdict.blame import Answered, blame
 from memspec.spec.codec import usage
 from memspec.spec.requests import MUTATIONS
+from memspec.spec.rules import Outcome
 
 __all__ = [
     "CHECKERS",
@@ -174,11 +176,11 @@ def _find_missing(view: TargetView) -> list[_Missing]:
 
 
 def _refusal_clause(call: HistoryCall) -> str:
-    """The clause a refused mutation breaks when its text is in the file anyway: a batch's
-    all-or-nothing (BATCH-2), whatever refused it; else the limit's (LIMIT-3) or CONTRACT-3."""
-    if call.request.get("op") == "batch":
-        return "BATCH-2"
-    return "LIMIT-3" if call.code == "E_LIMIT" else "CONTRACT-3"
+    """The clause a refused mutation breaks when its text is in the file anyway, as
+    :func:`~memspec.conformance.verdict.blame.blame` decides it (BATCH-2, LIMIT-3, CONTRACT-3)."""
+    answer = {"ok": False, "code": call.code}
+    (problem,) = blame(Answered(call.request, answer, Outcome(str(call.code)), written=True))
+    return problem.clause
 
 
 def check_acknowledged(analysis: Analysis) -> list[CheckerFinding]:

@@ -236,5 +236,5 @@ def fail_with_repro(ctx: CheckContext, execution: Execution, seed: int | None = 
         finding.clause,
         f"the {finding.checker} checker: {finding.message}\n\n"
         f"Replay it with: memspec repro {path}\n\n"
-        f"{render_interleaving(execution)}"
+        f"{render_interleaving(execution)}",
     )

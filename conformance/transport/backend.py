@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar, NotRequired, Protocol, TypedDict, cast
 
 from memspec.conformance.transport.wire import Answer, Fields, Request
+from memspec.conformance.verdict.blame import Answered, blame, refused_core_action
 from memspec.conformance.verdict.findings import DEFECT_CLAUSE, Finding, Kind, Refusal
 from memspec.conformance.verdict.records import BackendInfo
 from memspec.spec import codes
 from memspec.spec.errors import UsageError
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
-from memspec.spec.tool import CORE_ACTIONS
 
 OP_FEATURES = {
     "batch": "batch",
@@ -130,7 +130,6 @@ class Backend(Protocol):
         ...
 
 
-ACTION_CLAUSES = {"replace": "REPLACE-1", "remove": "REMOVE-1"}
 """The clause of its own that a refusal of a core action breaks, besides CONTRACT-2."""
 
 
@@ -152,73 +151,21 @@ def describe(backend: Backend) -> BackendInfo:
     return BackendInfo(backend.label, name, version, features)
 
 
-def refusal_clauses(action: str) -> tuple[str, ...]:
-    """Returns the clauses a backend breaks when it answers ``E_UNSUPPORTED`` to ``action``, one
-    of :data:`~memspec.spec.tool.CORE_ACTIONS`."""
-    own = ACTION_CLAUSES.get(action)
-    return ("CONTRACT-2", own) if own else ("CONTRACT-2",)
-
-
-def refused_core_action(sent: Request, code: object, features: frozenset[str]) -> str | None:
-    """Returns the action of ``core`` that a request asked for and its answer ``code`` refused as
-    unsupported, or ``None``: the request's own op, or for a batch of a backend that claims
-    ``batch``, its first item that edits (``replace``, ``remove``) or else adds."""
-    if code != codes.E_UNSUPPORTED:
-        return None
-    op = sent.get("op")
-    if op in CORE_ACTIONS:
-        return str(op)
-    items = sent.get("operations") if op == "batch" and "batch" in features else None
-    actions = [i.get("action") for i in items if isinstance(i, Mapping)] if items else []
-    core = [a for a in actions if a in CORE_ACTIONS]
-    return next((a for a in core if a != "add"), core[0] if core else None)
-
-
-def _misshapen(message: str, sent: Request, answer: object) -> BackendDefect:
-    """An answer of the wrong shape: CONTRACT-2's types of an Outcome, entries, snapshot, block,
-    schema and result."""
-    return BackendDefect(message, sent, answer, clause="CONTRACT-2")
-
-
 def check_answer(
     op: str, sent: Request, answer: object, features: frozenset[str] = frozenset()
 ) -> Answer:
     """Returns ``answer`` if it is a valid response to ``op`` from a backend that claims
-    ``features``; raises BackendDefect otherwise, and :class:`Refusal` when it refuses an
-    action of ``core`` as unsupported."""
-    if not isinstance(answer, Mapping):
-        raise _misshapen(
-            f"{op} answered with a {type(answer).__name__}, not a mapping", sent, answer
-        )
-    ok, code = answer.get("ok"), answer.get("code")
-    if not isinstance(ok, bool) or not codes.is_known_code(code):
-        raise _misshapen(f"{op} answered without a bool 'ok' and a contract 'code'", sent, answer)
-    if ok != (code == codes.OK):
-        raise _misshapen(f"{op} answered ok={ok} with code {code}", sent, answer)
-    if ok and op == "entries":
-        entries = answer.get("entries")
-        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-            raise _misshapen("entries must be a list of str", sent, answer)
-    if ok and op == "snapshot" and not isinstance(answer.get("snapshot", ...), str | None):
-        raise _misshapen("snapshot must be a str or null", sent, answer)
-    if ok and op == "fence" and not isinstance(answer.get("block"), str):
-        raise _misshapen("fence must return a str block", sent, answer)
-    if ok and op == "tool_schema" and not isinstance(answer.get("schema"), Mapping):
-        raise _misshapen("tool_schema must return a 'schema' object", sent, answer)
-    if ok and op == "tool_call" and not isinstance(answer.get("result"), str):
-        raise _misshapen("tool_call must return the result text as a str", sent, answer)
-    refused = refused_core_action(sent, code, features)
-    if refused is not None:
-        said = f" ({answer['message']})" if isinstance(answer.get("message"), str) else ""
-        asked = refused if op == refused else f"a {op} with {refused}"
-        raise Refusal(
-            refused,
-            refusal_clauses(refused),
-            f"{asked} answered E_UNSUPPORTED{said}; every backend executes core's "
-            f"add, replace and remove (CONTRACT-2): what was to be verified through {refused} "
-            "here is not verified",
-        )
-    return cast(Answer, dict(answer))
+    ``features``, as :func:`~memspec.conformance.verdict.blame.blame` judges its shape; raises
+    BackendDefect (CONTRACT-2) otherwise, and :class:`Refusal` when it refuses an action of
+    ``core`` as unsupported."""
+    problems = blame(Answered({**sent, "op": op}, answer, features=features))
+    if problems and isinstance(answer, Mapping):
+        refused = refused_core_action(sent, answer.get("code"), features)
+        if refused is not None:
+            raise Refusal(refused, tuple(p.clause for p in problems), problems[0].text)
+    if problems:
+        raise BackendDefect(problems[0].text, sent, answer, clause=problems[0].clause)
+    return cast(Answer, dict(cast(Mapping[str, Any], answer)))
 
 
 @functools.lru_cache(maxsize=64)

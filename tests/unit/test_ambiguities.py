@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.examples.drivers import ModelDriver
-from memspec.fuzz.oracle import field_problem
+from memspec.conformance.verdict.blame import Answered, blame
 from memspec.reference_impl import open_store
 from memspec.spec import codes, model
 from memspec.spec.clauses import parse_clauses
@@ -165,17 +165,25 @@ def test_every_expected_unreadable_line_of_the_spec_is_the_wildcard() -> None:
 # --- 6. usage on E_LIMIT and other codes (SNAP-11) ----------------------------------------------
 
 
+def _field(answer: dict[str, object], outcome: Outcome) -> str:
+    """The one problem blame finds with the fields of an answer of the model's code, as text."""
+    found = blame(
+        Answered({"op": "add"}, {"ok": outcome.ok, "code": outcome.code, **answer}, outcome)
+    )
+    return str(found[0]) if found else ""
+
+
 def test_usage_is_compared_on_refusals_and_absent_without_a_file() -> None:
     limit = Outcome(codes.E_LIMIT, usage="42% — 17/40 chars")
-    assert field_problem({"usage": "42% — 17/40 chars"}, limit) is None
-    assert "SNAP-11" in str(field_problem({"usage": "100% — 44/40 chars"}, limit))
-    assert "SNAP-11" in str(field_problem({"usage": "17/40"}, limit))
+    assert _field({"usage": "42% — 17/40 chars"}, limit) == ""
+    assert "SNAP-11" in _field({"usage": "100% — 44/40 chars"}, limit)
+    assert "SNAP-11" in _field({"usage": "17/40"}, limit)
     for code in (codes.E_TARGET, codes.E_UNREADABLE):
-        assert "no file to count" in str(field_problem({"usage": "0% — 0/40 chars"}, Outcome(code)))
-    assert field_problem({}, Outcome(codes.E_UNREADABLE)) is None
+        assert "no file to count" in _field({"usage": "0% — 0/40 chars"}, Outcome(code))
+    assert _field({}, Outcome(codes.E_UNREADABLE)) == ""
     # a field of another type is CONTRACT-2's, a wrong value the clause that gives it
-    assert str(field_problem({"usage": 17}, limit)).startswith("CONTRACT-2:")
-    assert str(field_problem({"usage": "17/40"}, limit)).startswith("SNAP-11:")
+    assert _field({"usage": 17}, limit).startswith("CONTRACT-2:")
+    assert _field({"usage": "17/40"}, limit).startswith("SNAP-11:")
 
 
 def test_the_reference_gives_the_usage_before_a_refused_operation(tmp_path: Path) -> None:

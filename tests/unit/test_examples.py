@@ -173,11 +173,12 @@ def test_a_given_step_answered_otherwise_leaves_the_example_not_verified(tmp_pat
     store = InProcessBackend("tests.backends.wrappers:counts_bytes")
     with pytest.raises(Unverified, match=r"given step at line 3 .*expected code OK, got E_LIMIT"):
         run_on_backend(sketch, store, tmp_path)
-    # the same steps not given: the difference fails the example's clause
+    # the same steps not given: a refusal where the spec accepts is the condition the store
+    # misread (LIMIT-2), not what the example is about (LIMIT-3), which it never reached
     judged = _example(FILL_40, "limits=memory:40,user:30")
     (tmp_path / "judged").mkdir()
     failure = run_on_backend(judged, store, tmp_path / "judged")
-    assert failure is not None and failure.blamed == () and failure.clauses == ("LIMIT-3",)
+    assert failure is not None and failure.blamed == ("LIMIT-2",) and failure.stops
 
 
 def test_a_given_step_whose_entries_differ_leaves_the_example_not_verified(
@@ -227,11 +228,11 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         # the example is about: a delimiter line ENTRY-3's, an ambiguity MATCH-5's
         ("wrappers:accepts_delimiter_line", "contract-every-code", ("ENTRY-3",)),
         ("wrappers:first_of_ambiguous", "match-preview-80-code-points", ("MATCH-5",)),
-        # which limit applies is the example's to judge: a limit shared by both targets is
-        # LIMIT-6's, not the limit rule's in general
-        ("wrappers:shared_limit", "limit-per-target", ()),
-        # where the order of conditions is judged, another refusal is the example's own
-        ("wrappers:first_of_ambiguous", "precedence-match-before-limit", ()),
+        # a refusal that the other target's limit would not make is LIMIT-6's (each target has
+        # its own limit), not the limit rule's in general
+        ("wrappers:shared_limit", "limit-per-target", ("LIMIT-6",)),
+        # where the order of conditions is judged, another refusal is the ordering clause's
+        ("wrappers:first_of_ambiguous", "precedence-match-before-limit", ("CONTRACT-5",)),
         # external bytes in no backup and no longer in the file are lost (DRIFT-5); the same
         # content backed up twice is DRIFT-4's
         ("naive_broken:NoRewriteBackup", "drift-pasted-entry-removed-with-a-backup", ("DRIFT-5",)),
@@ -369,7 +370,7 @@ no_target_check = factory_of(NoTargetCheck)
         # it answers no bad target at all (CONTRACT-4), in whatever order (CONTRACT-5)
         ("no_target_check", "precedence-arguments-before-file", ("CONTRACT-4",)),
         # a store that knows the condition and checks it after the file: the order's
-        ("first_of_ambiguous", "precedence-match-before-limit", ()),
+        ("first_of_ambiguous", "precedence-match-before-limit", ("CONTRACT-5",)),
     ],
 )
 def test_a_condition_missing_altogether_is_not_blamed_on_the_order(

@@ -336,17 +336,3 @@ def test_a_block_without_the_files_duplicates_is_read_5s() -> None:
     assert full_header is not None and deduplicated is not None
     with_full_header = "\n".join(full_header.split("\n")[:3] + deduplicated.split("\n")[3:])
     assert snapshot_clause("memory", read, with_full_header) == "READ-5"
-
-
-def test_the_machine_blames_the_clause_that_decided_the_models_answer() -> None:
-    from memspec.fuzz.oracle import clause_for
-
-    # a patch whose span repeats in its entry owes PATCH-3's E_AMBIGUOUS, not MATCH-5's
-    assert clause_for("E_AMBIGUOUS", "E_LIMIT", "PATCH-3") == "PATCH-3"
-    assert clause_for("E_AMBIGUOUS", "E_LIMIT") == "MATCH-5"
-    # a duplicate add refused: DUP-2 when full, DUP-1 otherwise; any other add refused: the code's
-    assert clause_for("OK", "E_LIMIT", duplicate=True) == "DUP-2"
-    assert clause_for("OK", "E_DRIFT", duplicate=True) == "DUP-1"
-    assert clause_for("OK", "E_LIMIT") == "LIMIT-2"
-    # a refusal earlier in the precedence is the clause it misreads
-    assert clause_for("E_LIMIT", "E_DRIFT", "LIMIT-2") == "DRIFT-1"
