@@ -49,15 +49,14 @@ def is_known_code(code: object) -> bool:
     """Returns whether ``code`` is one of the contract's codes (protocol codes included)."""
     return isinstance(code, str) and code in PROTOCOL_CODES
 
+
 CODE_CLAUSES: Final[dict[str, frozenset[str]]] = {
     E_TARGET: frozenset({"CONTRACT-4"}),
     E_INVALID: frozenset({"ENTRY-7", "BATCH-5", "PATCH-5"}),
     E_EMPTY: frozenset({"ENTRY-2", "ENTRY-6", "BATCH-5", "PATCH-5"}),
     E_DELIMITER: frozenset({"ENTRY-3", "ENTRY-4", "REPLACE-2", "PATCH-5", "PATCH-6", "BATCH-7"}),
-    E_THREAT: frozenset(
-        {"SCAN-1", "SCAN-2", "SCAN-3", "SCAN-4", "SCAN-5", "SCAN-8", "REPLACE-2", "PATCH-5",
-         "PATCH-6", "BATCH-7"}
-    ),  # fmt: skip
+    E_THREAT: frozenset({"SCAN-1", "SCAN-2", "SCAN-3", "SCAN-4", "SCAN-5", "SCAN-8"})
+    | frozenset({"REPLACE-2", "PATCH-5", "PATCH-6", "BATCH-7"}),
     E_UNREADABLE: frozenset({"READ-6", "READ-7"}),
     E_DRIFT: frozenset({"DRIFT-2"}),
     E_NOMATCH: frozenset({"MATCH-1", "MATCH-2", "REMOVE-3"}),

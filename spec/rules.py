@@ -262,12 +262,20 @@ def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
     return result
 
 
-LIMIT_RULES = {Add: "LIMIT-2", Replace: "REPLACE-3", Remove: "LIMIT-5", Patch: "PATCH-7", Batch: "BATCH-4"}
+LIMIT_RULES = {
+    Add: "LIMIT-2",
+    Replace: "REPLACE-3",
+    Remove: "LIMIT-5",
+    Patch: "PATCH-7",
+    Batch: "BATCH-4",
+}
 """The clause whose limit check refuses each operation (LIMIT-2, REPLACE-3, PATCH-7, BATCH-4;
 a remove never grows a target, LIMIT-5)."""
 
 
-def limit_rule(op: Mutation, result: Sequence[str], current: Sequence[str], other: int | None) -> str:
+def limit_rule(
+    op: Mutation, result: Sequence[str], current: Sequence[str], other: int | None
+) -> str:
     """Returns the clause that decides an ``E_LIMIT`` refusal of ``op``: LIMIT-6 when the result
     would fit the other target's limit ``other`` (each target has its own limit), else the
     operation's own limit clause (:data:`LIMIT_RULES`)."""
