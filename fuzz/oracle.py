@@ -20,7 +20,9 @@ from memspec.spec.snapshot import (
     block_clause,
     duplicates_difference,
     load_block,
+    shown_entries,
     snapshot_difference,
+    split_block,
     state_difference,
 )
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES
@@ -154,11 +156,6 @@ def expected_block(
     return load_block(target, entries, limit, find_threats if scan else lambda _: ())
 
 
-def _split(block: str) -> tuple[list[str], list[str]]:
-    lines = block.split("\n")
-    return lines[:3], "\n".join(lines[3:]).split("\n§\n")
-
-
 def _stricter_block_problem(
     target: str, entries: Sequence[str], limit: int, actual: str
 ) -> str | None:
@@ -166,8 +163,9 @@ def _stricter_block_problem(
     expected = expected_block(target, entries, limit)
     if expected is None:
         return "expected no block"
-    want_head, _ = _split(expected)
-    got_head, got = _split(actual)
+    want_head, _ = split_block(expected)
+    got_head, _ = split_block(actual, expected)
+    got = shown_entries(actual, expected)
     if want_head != got_head or len(got) != len(entries):
         return "the header or the number of entries differs"
     for entry, shown in zip(entries, got, strict=True):

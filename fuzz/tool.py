@@ -16,8 +16,10 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.examples.tool_calls import (
     ToolOffer,
+    clause_violations,
     judged_tool_call,
     session_requester,
+    stop_on,
     tool_offer,
 )
 from memspec.conformance.transport.wire import BatchItem, Request
@@ -86,11 +88,8 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
                     send, world.disk, arguments, TOOL_LIMITS,
                     offer=offers[name], scan="threat-scan" in features,
                 )  # fmt: skip
-                result = answer["result"]
+                answered = f"session {name} sent {arguments}, the tool answered "
                 # TOOL-5 to TOOL-12: the result of each call passes the judge.
-                assert not problems, (
-                    f"{problems[0].split(':')[0]}: session {name} sent {arguments}, the tool "
-                    f"answered {result[:600]}: " + "; ".join(problems)
-                )
+                stop_on(clause_violations(problems, answered + str(answer["result"])[:600]))
 
     run.run(run.apply(results_are_judged))

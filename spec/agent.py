@@ -3,7 +3,8 @@ provider scripts of the ``agent`` ops, and the judge of each (AGENT, PROV, FENCE
 
 Everything here is pure: the harness drives a scenario through the contract, keeps an
 :class:`AgentState` of what the agent must hold, and asks these judges whether each answer is one
-SPEC.md allows (AGENT-1, AGENT-2, AGENT-4, AGENT-5).
+SPEC.md allows (AGENT-1, AGENT-2, AGENT-4, AGENT-5); a judge returns the
+:class:`~memspec.spec.problems.Problem` values it found, each with the clause it breaks.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Final
 
 from memspec.spec.errors import MemspecError
 from memspec.spec.fence import FENCE_CLOSE, FENCE_OPEN, recalled_text
+from memspec.spec.problems import Problem
 
 JOINER: Final = "\n\n"
 """What joins the prompt's parts (AGENT-1) and a user message to its recalled block (FENCE-6)."""
@@ -179,17 +181,19 @@ def holds_parts(prompt: str, parts: Sequence[str]) -> bool:
     return True
 
 
-def prompt_problem(system: object, parts: Sequence[str], recalled: Sequence[str] = ()) -> str:
-    """Returns what is wrong with a prompt built at a rebuild point (``""`` when nothing): it
-    must hold ``parts`` (:func:`prompt_parts`) as :func:`holds_parts` says, and none of the
-    ``recalled`` texts of earlier turns that the parts do not hold themselves (AGENT-1,
-    FENCE-6). The message opens with its clause id."""
+def prompt_problem(
+    system: object, parts: Sequence[str], recalled: Sequence[str] = ()
+) -> Problem | None:
+    """Returns what is wrong with a prompt built at a rebuild point (``None`` when nothing): it
+    must hold ``parts`` (:func:`prompt_parts`) as :func:`holds_parts` says (AGENT-1), and none of
+    the ``recalled`` texts of earlier turns that the parts do not hold themselves (FENCE-6)."""
     if not isinstance(system, str) or not holds_parts(system, parts):
-        return (
-            f"AGENT-1: the prompt is {system!r}; expected it to hold the base text and then each "
-            f"of the store's snapshot blocks, byte for byte, each a part of its own (at an end "
-            f"of the prompt or beside a blank line), memory's before user's: {list(parts)!r}; "
-            "text of the agent's own may stand before, between or after them"
+        return Problem(
+            "AGENT-1",
+            f"the prompt is {system!r}; expected it to hold the base text and then each of the "
+            f"store's snapshot blocks, byte for byte, each a part of its own (at an end of the "
+            f"prompt or beside a blank line), memory's before user's: {list(parts)!r}; text of "
+            "the agent's own may stand before, between or after them",
         )
     leaked = [
         text
@@ -197,11 +201,12 @@ def prompt_problem(system: object, parts: Sequence[str], recalled: Sequence[str]
         if text and text in system and not any(text in part for part in parts)
     ]
     if leaked:
-        return (
-            f"FENCE-6: the prompt built at the rebuild point holds the recalled text "
-            f"{leaked[0]!r}; recalled text goes only on the API copy of a user message"
+        return Problem(
+            "FENCE-6",
+            f"the prompt built at the rebuild point holds the recalled text {leaked[0]!r}; "
+            "recalled text goes only on the API copy of a user message",
         )
-    return ""
+    return None
 
 
 def activation(scripts: Sequence[Script]) -> tuple[int | None, tuple[str, ...]]:
@@ -342,27 +347,30 @@ def _messages_problem(value: object, field: str) -> str | None:
 
 def judge_start(
     answer: Mapping[str, Any], base: str, blocks: Sequence[str | None], scripts: Sequence[Script]
-) -> list[str]:
-    """Returns the violations of an ``agent_start`` answer, each opening with its clause id
-    (``[]`` when it is right): the prompt (AGENT-1, PROV-1), the providers' activation (PROV-2,
-    PROV-3) and the tools (PROV-5)."""
-    problems: list[str] = []
+) -> list[Problem]:
+    """Returns the problems of an ``agent_start`` answer, each with its clause (``[]`` when it
+    is right): the prompt (AGENT-1, PROV-1), the providers' activation (PROV-2, PROV-3) and the
+    tools (PROV-5)."""
+    problems: list[Problem] = []
     system = answer.get("system")
     parts = prompt_parts(base, blocks)
     problem = prompt_problem(system, parts)
     if problem and system == base and len(parts) > 1:
-        problem = (
-            f"PROV-1: agent_start answered the base text alone, without the store's blocks: "
-            f"{parts[1:]!r}"
+        problem = Problem(
+            "PROV-1",
+            f"agent_start answered the base text alone, without the store's blocks: {parts[1:]!r}",
         )
     if problem:
-        problems.append(f"{problem} (agent_start)")
+        problems.append(problem.also("agent_start"))
     _, reasons = activation(scripts)
     statuses = answer.get("providers")
     if not isinstance(statuses, list) or len(statuses) != len(scripts):
         problems.append(
-            f"PROV-2: agent_start answered providers={statuses!r}; expected one "
-            f"{{'name', 'active'}} object per script, in order ({len(scripts)})"
+            Problem(
+                "PROV-2",
+                f"agent_start answered providers={statuses!r}; expected one "
+                f"{{'name', 'active'}} object per script, in order ({len(scripts)})",
+            )
         )
     else:
         for script, reason, status in zip(scripts, reasons, statuses, strict=True):
@@ -375,9 +383,12 @@ def judge_start(
                     "active" if not reason else f"not active, with an 'error' saying why ({reason})"
                 )
                 problems.append(
-                    f"{clause}: provider {script.name!r} is {status!r}; expected {want}: "
-                    "the first available provider is the one active, a second is refused and "
-                    "leaves the first in place, an unavailable one is not started"
+                    Problem(
+                        clause,
+                        f"provider {script.name!r} is {status!r}; expected {want}: the first "
+                        "available provider is the one active, a second is refused and leaves "
+                        "the first in place, an unavailable one is not started",
+                    )
                 )
     problem = tools_problem(answer.get("tools"), scripts)
     if problem:
@@ -385,14 +396,15 @@ def judge_start(
     return problems
 
 
-def tools_problem(tools: object, scripts: Sequence[Script]) -> str:
-    """Returns what is wrong with the tools ``agent_start`` answered (``""`` when nothing),
-    opening with PROV-5: each name once, ``memory`` before every tool of the active provider,
+def tools_problem(tools: object, scripts: Sequence[Script]) -> Problem | None:
+    """Returns what is wrong with the tools ``agent_start`` answered, a problem of PROV-5
+    (``None`` when nothing): each name once, ``memory`` before every tool of the active provider,
     those in the order :func:`offered_tools` gives, no tool of a refused or unavailable
     provider, and any tools of the agent's own before, between or after them."""
     wanted = offered_tools(scripts)
     if not isinstance(tools, list) or not all(isinstance(name, str) for name in tools):
-        return f"PROV-5: agent_start answered tools={tools!r}; expected a list of tool names"
+        text = f"agent_start answered tools={tools!r}; expected a list of tool names"
+        return Problem("PROV-5", text)
     active, _ = activation(scripts)
     offered_by_active = set(scripts[active].tools) if active is not None else set()
     foreign = {
@@ -409,13 +421,14 @@ def tools_problem(tools: object, scripts: Sequence[Script]) -> str:
         or places != sorted(places)
         or foreign & set(tools)
     ):
-        return (
-            f"PROV-5: agent_start offered the tools {tools!r}; expected {wanted!r} among them, "
-            "each name once: 'memory' before the active provider's other tools, those in order, "
-            "no tool of a refused or unavailable provider; tools of the agent's own may stand "
-            "before, between or after them"
+        return Problem(
+            "PROV-5",
+            f"agent_start offered the tools {tools!r}; expected {wanted!r} among them, each name "
+            "once: 'memory' before the active provider's other tools, those in order, no tool of "
+            "a refused or unavailable provider; tools of the agent's own may stand before, "
+            "between or after them",
         )
-    return ""
+    return None
 
 
 def _recalled_in(content: str, user: str) -> str | None:
@@ -457,21 +470,24 @@ def judge_turn(
     *,
     started: float,
     elapsed: float,
-) -> tuple[list[str], int]:
-    """Returns the violations of an ``agent_turn`` answer, each opening with its clause id, and the
-    number of prefetch calls to record. ``started`` and ``elapsed`` are on the caller's clock.
+) -> tuple[list[Problem], int]:
+    """Returns the problems of an ``agent_turn`` answer, each with its clause, and the number of
+    prefetch calls to record. ``started`` and ``elapsed`` are on the caller's clock.
     Judged: the prompt (AGENT-2, FENCE-6), the API messages (AGENT-4), the stored history (AGENT-5),
     one prefetch (AGENT-6), a failing provider's isolation (PROV-1, PROV-3, PROV-4)."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     step = state.provider.step(state.calls) if state.provider else None
     prefetches = answer.get("prefetches")
     running = state.hang_ends > started
     allowed = {0} if state.provider is None else ({0, 1} if running else {1})
     if prefetches not in allowed or isinstance(prefetches, bool):
         problems.append(
-            f"AGENT-6: the turn answered prefetches={prefetches!r}; expected "
-            f"{' or '.join(map(str, sorted(allowed)))}: one prefetch per turn when a provider is "
-            "active (none while its earlier call still hangs), none without one"
+            Problem(
+                "AGENT-6",
+                f"the turn answered prefetches={prefetches!r}; expected "
+                f"{' or '.join(map(str, sorted(allowed)))}: one prefetch per turn when a provider "
+                "is active (none while its earlier call still hangs), none without one",
+            )
         )
         prefetches = 1 if state.provider and not running else 0
     raw = step.raw() if step is not None and prefetches == 1 else ""
@@ -480,31 +496,40 @@ def judge_turn(
     for field in ("messages", "history"):
         shape = _messages_problem(answer.get(field), field)
         if shape:
-            problems.append(f"AGENT-4: {shape}" if field == "messages" else f"AGENT-5: {shape}")
+            problems.append(Problem("AGENT-4" if field == "messages" else "AGENT-5", shape))
     if not isinstance(system, str):
-        problems.append(f"AGENT-2: the turn answered system={system!r}, not the prompt")
+        problems.append(Problem("AGENT-2", f"the turn answered system={system!r}, not the prompt"))
         return problems, int(prefetches or 0)
     frozen = state.answered if state.answered is not None else state.prompt
     # FENCE-6: recalled text never enters the system prompt.
     if recalled and recalled in system and recalled not in frozen:
         problems.append(
-            f"FENCE-6: the system prompt holds the recalled text {recalled!r}; recalled text goes "
-            "only on the API copy of the current user message"
+            Problem(
+                "FENCE-6",
+                f"the system prompt holds the recalled text {recalled!r}; recalled text goes "
+                "only on the API copy of the current user message",
+            )
         )
     elif system != frozen:
         clause = "PROV-1" if frozen.startswith(system) else "AGENT-2"
         problems.append(
-            f"{clause}: the turn's prompt is {system!r}; expected the prompt of the last rebuild "
-            f"point, byte for byte: {frozen!r}"
+            Problem(
+                clause,
+                f"the turn's prompt is {system!r}; expected the prompt of the last rebuild "
+                f"point, byte for byte: {frozen!r}",
+            )
         )
     if step is not None and step.kind == "hang" and step.seconds >= PREFETCH_TIMEOUT_S:
         bound = PREFETCH_TIMEOUT_S + TURN_SLACK_S
         # PROV-4: a hanging prefetch is abandoned after the timeout; the turn goes on.
         if prefetches == 1 and elapsed > bound:
             problems.append(
-                f"PROV-4: the provider's prefetch hangs {step.seconds:g} s and the turn took "
-                f"{elapsed:.1f} s; a prefetch is abandoned after {PREFETCH_TIMEOUT_S:g} s, so the "
-                f"turn answers within {bound:g} s"
+                Problem(
+                    "PROV-4",
+                    f"the provider's prefetch hangs {step.seconds:g} s and the turn took "
+                    f"{elapsed:.1f} s; a prefetch is abandoned after {PREFETCH_TIMEOUT_S:g} s, "
+                    f"so the turn answers within {bound:g} s",
+                )
             )
     history = answer.get("history")
     expected_history = as_messages((*state.history, ("user", user), ("assistant", reply)))
@@ -517,8 +542,11 @@ def judge_turn(
         )
         clause = "FENCE-6" if stored else "AGENT-5"
         problems.append(
-            f"{clause}: the stored history after the turn is {history!r}; expected exactly "
-            f"{expected_history!r}: the user's text and the reply, never a recalled block"
+            Problem(
+                clause,
+                f"the stored history after the turn is {history!r}; expected exactly "
+                f"{expected_history!r}: the user's text and the reply, never a recalled block",
+            )
         )
     return problems, int(prefetches)
 
@@ -530,16 +558,18 @@ def _judge_messages(
     recalled: str,
     step: Recall | None,
     prefetches: int,
-) -> list[str]:
-    """The violations of a turn's API messages (AGENT-4, FENCE-6, AGENT-6, PROV-3)."""
+) -> list[Problem]:
+    """The problems of a turn's API messages (AGENT-4, FENCE-6, AGENT-6, PROV-3)."""
     expected_before = [{"role": "system", "content": state.prompt}, *as_messages(state.history)]
     if len(messages) != len(expected_before) + 1 or messages[0].get("role") != "system":
         return [
-            f"AGENT-4: the turn sent {len(messages)} API messages {messages!r}; expected the "
-            f"system message, the {len(state.history)} stored messages and the current user "
-            "message"
+            Problem(
+                "AGENT-4",
+                f"the turn sent {len(messages)} API messages {messages!r}; expected the system "
+                f"message, the {len(state.history)} stored messages and the current user message",
+            )
         ]
-    problems: list[str] = []
+    problems: list[Problem] = []
     earlier = [dict(m) for m in messages[1:-1]]
     resent = dict(state.sent)
     if any(
@@ -548,9 +578,12 @@ def _judge_messages(
     ):
         fenced = any(FENCE_OPEN in m["content"] or FENCE_CLOSE in m["content"] for m in earlier)
         problems.append(
-            f"{'FENCE-6' if fenced else 'AGENT-4'}: the API messages before the current one are "
-            f"{earlier!r}; expected copies of the stored history {expected_before[1:]!r}, a user "
-            "message either as stored or as the exact bytes sent for it at its own turn"
+            Problem(
+                "FENCE-6" if fenced else "AGENT-4",
+                f"the API messages before the current one are {earlier!r}; expected copies of "
+                f"the stored history {expected_before[1:]!r}, a user message either as stored or "
+                "as the exact bytes sent for it at its own turn",
+            )
         )
     current = messages[-1]
     got = _recalled_in(current["content"], user) if current.get("role") == "user" else None
@@ -558,14 +591,19 @@ def _judge_messages(
         return problems
     if got is not None and got in _later_recalls(state):
         problems.append(
-            f"AGENT-6: the current user message recalls {got!r}, the text of a later prefetch "
-            f"call than this turn's ({recalled!r}): more than one prefetch in a turn"
+            Problem(
+                "AGENT-6",
+                f"the current user message recalls {got!r}, the text of a later prefetch call "
+                f"than this turn's ({recalled!r}): more than one prefetch in a turn",
+            )
         )
     elif got and step is not None and step.kind in ("value", "raise", "hang"):
         problems.append(
-            f"{'PROV-4' if step.kind == 'hang' else 'PROV-3'}: the provider's prefetch "
-            f"{step.kind}s ({step!r}), yet the turn recalls {got!r}; a failed prefetch "
-            "contributes nothing to the turn"
+            Problem(
+                "PROV-4" if step.kind == "hang" else "PROV-3",
+                f"the provider's prefetch {step.kind}s ({step!r}), yet the turn recalls {got!r}; "
+                "a failed prefetch contributes nothing to the turn",
+            )
         )
     else:
         want = (
@@ -574,8 +612,11 @@ def _judge_messages(
             else user
         )
         problems.append(
-            f"FENCE-6: the current user message was sent as {dict(current)!r}; expected the "
-            f"user's text, and the recalled block after a blank line when there is one: {want!r}"
+            Problem(
+                "FENCE-6",
+                f"the current user message was sent as {dict(current)!r}; expected the user's "
+                f"text, and the recalled block after a blank line when there is one: {want!r}",
+            )
         )
     return problems
 
@@ -586,29 +627,35 @@ def judge_rebuild(
     point: str,
     blocks: Sequence[str | None],
     entries: Sequence[str],
-) -> list[str]:
-    """Returns the violations of an ``agent_rebuild`` answer (AGENT-3): the prompt built again
+) -> list[Problem]:
+    """Returns the problems of an ``agent_rebuild`` answer (AGENT-3): the prompt built again
     from a fresh load — so it holds every entry of ``entries``, the store's entries at the
     rebuild — and the history kept or emptied as ``point`` says."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     system = answer.get("system")
     parts = prompt_parts(state.base, blocks)
     missing = [entry for entry in entries if not isinstance(system, str) or entry not in system]
     if missing:
         problems.append(
-            f"AGENT-3: after the rebuild point {point!r} the prompt is {system!r}; expected it "
-            f"built from a fresh load of the store, holding {parts!r} and so the entries "
-            f"written since: {missing!r}"
+            Problem(
+                "AGENT-3",
+                f"after the rebuild point {point!r} the prompt is {system!r}; expected it built "
+                f"from a fresh load of the store, holding {parts!r} and so the entries written "
+                f"since: {missing!r}",
+            )
         )
     else:
         problem = prompt_problem(system, parts, recalled_so_far(state))
         if problem:
-            problems.append(f"{problem} (after the rebuild point {point!r})")
+            problems.append(problem.also(f"after the rebuild point {point!r}"))
     after = rebuilt(state, point, blocks)
     if answer.get("history") != as_messages(after.history):
         problems.append(
-            f"AGENT-3: after the rebuild point {point!r} the stored history is "
-            f"{answer.get('history')!r}; expected {as_messages(after.history)!r} (new_session "
-            "empties it, compression and resume keep it)"
+            Problem(
+                "AGENT-3",
+                f"after the rebuild point {point!r} the stored history is "
+                f"{answer.get('history')!r}; expected {as_messages(after.history)!r} "
+                "(new_session empties it, compression and resume keep it)",
+            )
         )
     return problems

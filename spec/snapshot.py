@@ -113,18 +113,28 @@ def _number(digits: str) -> int:
 def header_difference(
     expected: str | None, actual: object, target: str, raw_entries: Sequence[str] = ()
 ) -> tuple[str, ...]:
-    """Returns the clauses of :func:`header_clauses` when ``actual`` differs from the block
-    ``expected`` in its header line alone, else ``()`` (the difference is the block's, and
-    every clause the comparison serves owns it)."""
+    """Returns the clauses that own the difference when ``actual`` differs from the block
+    ``expected`` in its header alone — its body, found after a header worded the backend's own
+    way (:func:`split_block`), is the expected one: SNAP-4 when the header is not a line between
+    two bars of 46 ``═``, and :func:`header_clauses` for its line; else ``()`` (the difference
+    is the block's, and every clause the comparison serves owns it)."""
     if not isinstance(expected, str) or not isinstance(actual, str):
         return ()
-    want, got = expected.split("\n"), actual.split("\n")
-    if len(got) < 3 or want[1] == got[1] or (want[0], want[2]) != (got[0], got[2]):
+    want_head, _ = split_block(expected)
+    got_head, _ = split_block(actual, expected)
+    if got_head == want_head:
         return ()
-    same_header = "\n".join([got[0], want[1], *got[2:]])
-    if snapshot_difference(expected, same_header, target, raw_entries) is not None:
+    body = actual.split("\n")[len(got_head) :]
+    if snapshot_difference(expected, "\n".join([*want_head, *body]), target, raw_entries):
         return ()
-    return header_clauses(want[1], got[1])
+    barred = len(got_head) == 3 and got_head[0] == got_head[2] == BAR
+    titles = [line for line in got_head if line != BAR]
+    found = () if barred else ("SNAP-4",)
+    if len(titles) == 1 and titles[0] != want_head[1]:
+        found += header_clauses(want_head[1], titles[0])
+    elif len(titles) != 1:
+        found += ("SNAP-5",)
+    return tuple(dict.fromkeys(found))
 
 
 def unscanned_difference(
@@ -136,8 +146,8 @@ def unscanned_difference(
     if not isinstance(expected, str) or not isinstance(actual, str):
         return ()
     want_head, want = _segments(expected)
-    got_head, got = _segments(actual)
-    if want_head != got_head or len(want) != len(got):
+    _, got = _segments(actual, expected)
+    if len(want) != len(got):
         return ()
     shown = [
         w if w.startswith(BLOCKED_PREFIX) and w != g and g in raw_entries else g
@@ -148,7 +158,7 @@ def unscanned_difference(
     plain = [g for g, s in zip(got, shown, strict=True) if s != g]
     if not any(not g.startswith(BLOCKED_PREFIX) for g in plain):
         return ()
-    patched = "\n".join([*got_head, DELIMITER.join(shown)])
+    patched = "\n".join([*want_head, DELIMITER.join(shown)])
     unscanned = snapshot_difference(expected, patched, target, raw_entries) is None
     return ("SCAN-6",) if unscanned else ()
 
@@ -203,14 +213,53 @@ def block_clause(
     return (part_difference(expected, actual, target, raw_entries) or (clause,))[0]
 
 
-def shown_entries(block: str) -> list[str]:
-    """Returns the entries a block shows, as shown (placeholders included)."""
-    return _segments(block)[1]
+def shown_entries(block: str, expected: str | None = None) -> list[str]:
+    """Returns the entries a block shows, as shown (placeholders included), its body found after
+    its header as :func:`split_block` finds it."""
+    return _segments(block, expected)[1]
 
 
-def _segments(block: str) -> tuple[list[str], list[str]]:
+HEADER_LINES = 3
+"""A block's header is three lines (SNAP-4): a bar of 46 ``═``, the header line, a bar."""
+
+
+def split_block(block: str, expected: str | None = None) -> tuple[list[str], str]:
+    """Returns the header lines of a block and its body. The spec's header is a line between two
+    bars (SNAP-4); a block whose header is worded the backend's own way — one line in another
+    language, no bars — is split where its body, the body of the block ``expected``, begins, so
+    that its entries are judged as entries and its header by the header's clauses. Without a
+    match, a header that does not open with a bar is taken to be one line."""
     lines = block.split("\n")
-    return lines[:3], "\n".join(lines[3:]).split(DELIMITER)
+    if len(lines) >= HEADER_LINES and lines[0] == lines[2] == BAR:
+        size = HEADER_LINES
+    else:
+        size = _body_start(lines, expected)
+    return lines[:size], "\n".join(lines[size:])
+
+
+def _body_start(lines: list[str], expected: str | None) -> int:
+    """Returns where the body of a block without the spec's bars begins: after the lines that
+    make its body the expected one, else before the first line that opens the expected first
+    entry (a placeholder by its prefix), else after one header line."""
+    if expected is not None:
+        want = expected.split("\n")[HEADER_LINES:]
+        first = want[0] if want else ""
+        for size in range(min(HEADER_LINES, len(lines)) + 1):
+            if lines[size:] == want:
+                return size
+        for size in range(min(HEADER_LINES, len(lines))):
+            line = lines[size]
+            placeholder = next(
+                (p for p in (BLOCKED_PREFIX, UNREADABLE_PREFIX) if first.startswith(p)), None
+            )
+            if line == first or (placeholder is not None and line.startswith(placeholder)):
+                return size
+    return min(1, len(lines))
+
+
+def _segments(block: str, expected: str | None = None) -> tuple[list[str], list[str]]:
+    head, body = split_block(block, expected)
+    return head, body.split(DELIMITER)
 
 
 def snapshot_difference(
@@ -234,7 +283,7 @@ def snapshot_difference(
         return None
     name = FILENAMES[target]
     want_head, want = _segments(expected)
-    got_head, got = _segments(actual)
+    got_head, got = _segments(actual, expected)
     if want_head != got_head:
         rules_kept = len(got_head) == 3 and (want_head[0], want_head[2]) == (
             got_head[0],
@@ -245,7 +294,7 @@ def snapshot_difference(
         else:
             said = f"header differs: expected {want_head!r}, got {got_head!r}"
         # what else differs is said first: a header's figure often only follows from it
-        same_head = "\n".join([*want_head, *actual.split("\n")[3:]])
+        same_head = "\n".join([*want_head, *actual.split("\n")[len(got_head) :]])
         rest = snapshot_difference(expected, same_head, target, raw_entries)
         return said if rest is None else f"{rest}; the {said}"
     if len(want) != len(got):

@@ -3,11 +3,14 @@
 This is the pure half of the TOOL area of SPEC.md: :func:`schema_problems` judges a backend's schema
 (TOOL-2, TOOL-3), :func:`parse_call` turns argument text into a store operation or its
 :class:`Malformed` problems (TOOL-4, TOOL-5, TOOL-6), and :func:`result_problems` judges a result
-text (TOOL-5 to TOOL-13; a missing ``old_text`` lists the entries, TOOL-10).
+text (TOOL-5 to TOOL-13; a missing ``old_text`` lists the entries, TOOL-10). The judges return
+:class:`~memspec.spec.problems.Problem` values; a result's carry the field they are about
+(:class:`ResultProblem`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +20,7 @@ from memspec.spec import codes
 from memspec.spec.codec import FileState
 from memspec.spec.codec import usage as usage_of
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
+from memspec.spec.problems import Problem
 from memspec.spec.rules import (
     Outcome,
     apply_step,
@@ -130,70 +134,78 @@ def unoffered_core_action(text: object, actions: Sequence[str]) -> str | None:
     return action if action in CORE_ACTIONS and action not in actions else None
 
 
-def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) -> list[str]:
-    """Returns what is wrong with a backend's tool schema, each citing its clause (TOOL-2): its
-    name, description and parameters against :func:`schema_parameters` for the claimed features (a
+def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) -> list[Problem]:
+    """Returns what is wrong with a backend's tool schema, each a problem of TOOL-2: its name,
+    description and parameters against :func:`schema_parameters` for the claimed features (a
     property of the backend's own needs a ``type`` and is never required)."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
     if not isinstance(schema, Mapping):
-        return [f"TOOL-2: the schema is a {type(schema).__name__}, not an object"]
+        return [_schema(f"the schema is a {type(schema).__name__}, not an object")]
     problems = []
     if schema.get("name") != TOOL_NAME:
-        problems.append(f"TOOL-2: the function is named {schema.get('name')!r}, not 'memory'")
+        problems.append(_schema(f"the function is named {schema.get('name')!r}, not 'memory'"))
     description = schema.get("description")
     if not isinstance(description, str) or not description.strip():
-        problems.append("TOOL-2: the schema has no description (a non-empty string)")
+        problems.append(_schema("the schema has no description (a non-empty string)"))
     parameters = schema.get("parameters")
     try:
         Draft202012Validator.check_schema(parameters)
     except SchemaError as error:
-        return [*problems, f"TOOL-2: parameters is not a valid JSON Schema: {error.message}"]
+        return [*problems, _schema(f"parameters is not a valid JSON Schema: {error.message}")]
     if not isinstance(parameters, Mapping):
-        return [*problems, "TOOL-2: parameters is not a JSON Schema object"]
+        return [*problems, _schema("parameters is not a JSON Schema object")]
     wanted = schema_parameters(offered_actions(features), "batch" in features)
     problems += _schema_difference(wanted, parameters, "parameters")
     return problems
 
 
-def _schema_difference(wanted: Mapping[str, Any], got: Mapping[str, Any], path: str) -> list[str]:
+def _schema(text: str) -> Problem:
+    """Returns a problem of TOOL-2, the schema that lists exactly what the backend executes."""
+    return Problem("TOOL-2", text)
+
+
+def _schema_difference(
+    wanted: Mapping[str, Any], got: Mapping[str, Any], path: str
+) -> list[Problem]:
     """Returns how ``got`` departs from ``wanted`` in types, enums, properties and required
     names (enum order is free)."""
     problems = []
     if got.get("type") != wanted["type"]:
-        problems.append(f"TOOL-2: {path}.type is {got.get('type')!r}, not {wanted['type']!r}")
+        problems.append(_schema(f"{path}.type is {got.get('type')!r}, not {wanted['type']!r}"))
     if "enum" in wanted:
         enum = got.get("enum")
         if not isinstance(enum, list) or sorted(map(str, enum)) != sorted(wanted["enum"]):
-            problems.append(f"TOOL-2: {path}.enum is {enum!r}, not {wanted['enum']!r}")
+            problems.append(_schema(f"{path}.enum is {enum!r}, not {wanted['enum']!r}"))
     if "required" in wanted:
         required = got.get("required", [])
         if not isinstance(required, list) or sorted(map(str, required)) != sorted(
             wanted["required"]
         ):
-            problems.append(f"TOOL-2: {path}.required is {required!r}, not {wanted['required']!r}")
+            problems.append(_schema(f"{path}.required is {required!r}, not {wanted['required']!r}"))
     if "properties" in wanted:
         properties = got.get("properties")
         if not isinstance(properties, Mapping):
-            return [*problems, f"TOOL-2: {path} has no properties"]
+            return [*problems, _schema(f"{path} has no properties")]
         missing = sorted(set(wanted["properties"]) - set(properties))
         if missing:
             problems.append(
-                f"TOOL-2: {path}.properties lack {missing} (the actions and shapes the backend "
-                "claims)"
+                _schema(
+                    f"{path}.properties lack {missing} (the actions and shapes the backend claims)"
+                )
             )
         for name in sorted(set(properties) - set(wanted["properties"])):
             extra = properties[name]
             if not isinstance(extra, Mapping) or not isinstance(extra.get("type"), str):
-                problems.append(f"TOOL-2: {path}.{name}, a property of its own, has no type")
+                problems.append(_schema(f"{path}.{name}, a property of its own, has no type"))
         for name, sub in wanted["properties"].items():
             if isinstance(properties.get(name), Mapping):
                 problems += _schema_difference(sub, properties[name], f"{path}.{name}")
     if "items" in wanted:
         items = got.get("items")
         if not isinstance(items, Mapping):
-            return [*problems, f"TOOL-2: {path}.items is not an object schema"]
+            return [*problems, _schema(f"{path}.items is not an object schema")]
         problems += _schema_difference(wanted["items"], items, f"{path}.items")
     return problems
 
@@ -466,34 +478,59 @@ class Observation:
     scan: bool
 
 
-def result_problems(seen: Observation) -> list[str]:
-    """Returns what is wrong with one tool result, each problem citing its clause (TOOL-5, TOOL-6,
-    TOOL-7, TOOL-9, TOOL-10, TOOL-11, TOOL-12, TOOL-13)."""
+@dataclass(frozen=True)
+class ResultProblem(Problem):
+    """A ResultProblem is what :func:`result_problems` found wrong with a tool result: the
+    clause broken, one line saying how, and ``field``, the result field it is about (``usage``,
+    ``current_entries``, ``error``…; ``None`` for the call's effect on the entries or a result
+    that is not an object). An example that expects a field blames the clauses of the problems
+    about it: a ``usage`` from before the write is TOOL-7's, not every clause of the example."""
+
+    field: str | None = None
+
+    def also(self, context: str) -> ResultProblem:
+        """Returns the problem with ``context`` added to its text in parentheses, about the same
+        field."""
+        return dataclasses.replace(self, text=f"{self.text} ({context})")
+
+
+def result_problems(seen: Observation) -> list[ResultProblem]:
+    """Returns what is wrong with one tool result, each problem with its clause and the field it
+    is about (TOOL-5, TOOL-6, TOOL-7, TOOL-9, TOOL-10, TOOL-11, TOOL-12, TOOL-13)."""
     result = parse_arguments(seen.result)
     if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
-        return [f"TOOL-6: the result is not a JSON object with a bool 'success': {seen.result!r}"]
+        return [
+            ResultProblem(
+                "TOOL-6",
+                f"the result is not a JSON object with a bool 'success': {seen.result!r}",
+                "success" if isinstance(result, dict) else None,
+            )
+        ]
     parsed = parse_call(seen.arguments, seen.actions, seen.batch)
-    problems = _threat_problems(result, seen) if seen.scan else []
+    problems = _threat_problems(result) if seen.scan else []
     if isinstance(parsed, list):
         return problems + _malformed_problems(result, parsed, seen)
     outcome, expected_after = expected_outcome(parsed, seen.file, seen.limit)
     if expected_after is None:
         expected_after = seen.live_before
     if result["success"] != outcome.ok:
-        problems.append(
-            f"TOOL-5: the call is {describe(parsed.operation)}, which answers {outcome.code}, "
-            f"but the result says success {json.dumps(result['success'])}"
+        text = (
+            f"the call is {describe(parsed.operation)}, which answers {outcome.code}, but the "
+            f"result says success {json.dumps(result['success'])}"
         )
+        problems.append(ResultProblem("TOOL-5", text, "success"))
     fresher = () if outcome.ok or seen.file.entries is None else (tuple(seen.file.entries),)
     # after a refusal the session may show the file it read, fresher than its view: the
     # contract lets entries() reflect what other sessions wrote since
     if seen.live_after != tuple(expected_after) and seen.live_after not in fresher:
-        problems.append(
-            f"TOOL-5: after {describe(parsed.operation)} the entries are "
-            f"{list(seen.live_after)}, expected {list(expected_after)}"
+        text = (
+            f"after {describe(parsed.operation)} the entries are {list(seen.live_after)}, "
+            f"expected {list(expected_after)}"
         )
+        problems.append(ResultProblem("TOOL-5", text))
     if not result["success"] and not _text(result.get("error")):
-        problems.append("TOOL-6: a failed call's result has no 'error' text")
+        text = "a failed call's result has no 'error' text"
+        problems.append(ResultProblem("TOOL-6", text, "error"))
     problems += _live_problems(result, seen, required=outcome.code != codes.E_UNREADABLE)
     before = seen.file.entries if seen.file.entries is not None else seen.live_before
     problems += _shown_fields(result, outcome, parsed, before, seen)
@@ -520,46 +557,54 @@ def _names(error: str, problem: Malformed) -> bool:
 
 def _malformed_problems(
     result: dict[str, Any], parsed: list[Malformed], seen: Observation
-) -> list[str]:
+) -> list[ResultProblem]:
     problems = []
     if result["success"] is not False:
-        problems.append(f"TOOL-6: a malformed call ({parsed[0].message()}) answered success true")
+        text = f"a malformed call ({parsed[0].message()}) answered success true"
+        problems.append(ResultProblem("TOOL-6", text, "success"))
     error = result.get("error")
     if not _text(error) or not any(_names(str(error), problem) for problem in parsed):
         wanted = "; or ".join(
             f"{problem.field!r} and {', '.join(map(repr, problem.expected))}" for problem in parsed
         )
-        problems.append(
-            f"TOOL-6: the error {error!r} does not name what is wrong and what to send: it "
-            f"should name {wanted}"
+        text = (
+            f"the error {error!r} does not name what is wrong and what to send: it should name "
+            f"{wanted}"
         )
+        problems.append(ResultProblem("TOOL-6", text, "error"))
     if seen.live_after != seen.live_before:
-        problems.append(
-            f"TOOL-6: a malformed call changed the entries from {list(seen.live_before)} to "
+        text = (
+            f"a malformed call changed the entries from {list(seen.live_before)} to "
             f"{list(seen.live_after)}"
         )
+        problems.append(ResultProblem("TOOL-6", text))
     missing = only_missing_old_text(parsed)
     problems += _live_problems(result, seen, required=missing)
     if missing:
         problems += _listing_problems(result, LISTING, seen.live_after, seen, "TOOL-10")
     elif LISTING in result:
-        problems.append("TOOL-12: a malformed call other than a missing old_text lists the entries")
+        text = "a malformed call other than a missing old_text lists the entries"
+        problems.append(ResultProblem("TOOL-12", text, LISTING))
     return problems
 
 
-def _live_problems(result: dict[str, Any], seen: Observation, *, required: bool) -> list[str]:
+def _live_problems(
+    result: dict[str, Any], seen: Observation, *, required: bool
+) -> list[ResultProblem]:
     """TOOL-7: ``usage`` and ``entry_count`` are those of the session's entries after the call."""
     want = _live(seen.live_after, seen.limit)
     problems = []
     for name, value in want.items():
         if name not in result:
             if required:
-                problems.append(f"TOOL-7: the result has no {name!r} (the live state is {value!r})")
+                text = f"the result has no {name!r} (the live state is {value!r})"
+                problems.append(ResultProblem("TOOL-7", text, name))
         elif result[name] != value:
-            problems.append(
-                f"TOOL-7: the result says {name} {result[name]!r}, but entries() after the call "
-                f"give {value!r}"
+            text = (
+                f"the result says {name} {result[name]!r}, but entries() after the call give "
+                f"{value!r}"
             )
+            problems.append(ResultProblem("TOOL-7", text, name))
     return problems
 
 
@@ -569,7 +614,7 @@ def _shown_fields(
     call: ToolCall,
     before: Sequence[str],
     seen: Observation,
-) -> list[str]:
+) -> list[ResultProblem]:
     problems = []
     if outcome.code == codes.E_AMBIGUOUS:
         wanted = matched_entries(outcome, before)
@@ -579,26 +624,29 @@ def _shown_fields(
         error = str(result.get("error", ""))
         for action in ("remove", *(a for a in EDIT_ACTIONS if a in seen.actions)):
             if action not in error:
-                problems.append(
-                    f"TOOL-10: a refusal for the limit does not name the action {action!r} that "
-                    f"frees room: {error!r}"
+                text = (
+                    f"a refusal for the limit does not name the action {action!r} that frees "
+                    f"room: {error!r}"
                 )
+                problems.append(ResultProblem("TOOL-10", text, "error"))
     elif LISTING in result and not (
         outcome.code == codes.E_NOMATCH and not isinstance(call.operation, Batch)
     ):
-        problems.append(
-            f"TOOL-12: a result with code {outcome.code} lists the whole store in {LISTING!r}; "
-            "only a refusal for the limit, a missing old_text or a single call's E_NOMATCH may"
+        text = (
+            f"a result with code {outcome.code} lists the whole store in {LISTING!r}; only a "
+            "refusal for the limit, a missing old_text or a single call's E_NOMATCH may"
         )
+        problems.append(ResultProblem("TOOL-12", text, LISTING))
     elif LISTING in result:
         problems += _listing_problems(result, LISTING, seen.live_after, seen, "TOOL-12")
     if not outcome.ok and outcome.item is not None:
         where = f"operations[{outcome.item}]"
         if where not in str(result.get("error", "")):
-            problems.append(
-                f"TOOL-12: a failed batch's error does not name its failing item {where}: "
+            text = (
+                f"a failed batch's error does not name its failing item {where}: "
                 f"{result.get('error')!r}"
             )
+            problems.append(ResultProblem("TOOL-12", text, "error"))
     if outcome.ok:
         wanted_overwritten = overwritten_entries(call.operation, before)
         if wanted_overwritten or "overwritten" in result:
@@ -615,16 +663,14 @@ def _listing_problems(
     seen: Observation,
     clause: str,
     show: Any = None,
-) -> list[str]:
+) -> list[ResultProblem]:
     """The listing ``field`` of ``result`` shows each entry (or its preview) in order, a blocked
     entry as a placeholder that starts ``[BLOCKED:``, names the file and holds none of the entry
-    (TOOL-13); each problem names the field."""
+    (TOOL-13); each problem is about ``field``."""
     got = result.get(field)
     if not isinstance(got, list) or len(got) != len(entries):
-        return [
-            f"{clause}: expected {field!r} to list {len(entries)} entries {list(entries)}, "
-            f"got {got!r}"
-        ]
+        text = f"expected {field!r} to list {len(entries)} entries {list(entries)}, got {got!r}"
+        return [ResultProblem(clause, text, field)]
     problems = []
     for item, entry in zip(got, entries, strict=True):
         blocked = seen.scan and bool(find_threats(entry))
@@ -639,7 +685,8 @@ def _listing_problems(
             good = item == (show(entry) if show else entry)
         if not good:
             owner = "TOOL-13" if blocked else clause  # a blocked entry shown otherwise
-            problems.append(f"{owner}: {item!r} in {field!r} shows the entry {entry!r} wrongly")
+            text = f"{item!r} in {field!r} shows the entry {entry!r} wrongly"
+            problems.append(ResultProblem(owner, text, field))
     return problems
 
 
@@ -653,11 +700,15 @@ def _strings(value: object) -> list[str]:
     return []
 
 
-def _threat_problems(result: dict[str, Any], seen: Observation) -> list[str]:
+def _threat_problems(result: dict[str, Any]) -> list[ResultProblem]:
     """TOOL-13: no text of a result matches a threat pattern: a blocked entry is shown only as
-    its placeholder, and refused content is never echoed."""
-    found = [text for text in _strings(result) if find_threats(text)]
-    return [
-        f"TOOL-13: the result shows text that matches a threat pattern: {text[:120]!r}"
-        for text in found[:3]
-    ]
+    its placeholder, and refused content is never echoed. One problem per field that shows such
+    text, naming the first."""
+    problems = []
+    for name, value in result.items():
+        found = [text for text in _strings(value) if find_threats(text)]
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            text = f"{name!r} shows text that matches a threat pattern: {found[0][:120]!r}{more}"
+            problems.append(ResultProblem("TOOL-13", text, name))
+    return problems

@@ -23,7 +23,12 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Fields, RecallStep, Script
-from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
+from memspec.conformance.verdict.findings import (
+    ClauseFailures,
+    HarnessError,
+    Unverified,
+    Violation,
+)
 from memspec.spec import codes
 from memspec.spec.agent import (
     PREFETCH_TIMEOUT_S,
@@ -39,6 +44,7 @@ from memspec.spec.agent import (
     start_state,
     with_answered,
 )
+from memspec.spec.problems import Problem
 from memspec.spec.targets import TARGETS
 
 BASE = "You are a careful assistant."
@@ -65,26 +71,29 @@ class AgentRun:
         """Whether the last ``agent_start`` answered: turns and rebuilds of an agent that never
         started have nothing to judge (the start's failure stands)."""
 
-    def fail(self, problems: Sequence[str]) -> None:
-        """Records each problem as a failed assertion of its clause and goes on, or raises the
-        first at once when the run does not keep going (a Hypothesis search shrinks on it)."""
-        if problems and not self.keep_going:
-            raise AssertionError(problems[0])
-        for problem in problems:
+    def fail(self, problems: Sequence[Problem]) -> None:
+        """Records each problem as a violation of its clause and goes on, or, when the run does
+        not keep going, raises them at once (a Hypothesis search shrinks on it): the one
+        violation, or every one in a :class:`ClauseFailures`."""
+        violations = [Violation.of(problem) for problem in problems]
+        if violations and not self.keep_going:
+            raise violations[0] if len(violations) == 1 else ClauseFailures(violations, False)
+        for violation in violations:
             with self.ctx.keep_going():
-                raise AssertionError(problem)
+                raise violation
 
     def _ask(self, clause: str, op: str, **fields: Any) -> Answer | None:
         try:
             answer = self.session.request(op, **fields)
         except BackendDefect as defect:
-            self.fail([f"{clause}: {op} {fields} broke instead of answering: {defect}"])
+            self.fail([Problem(clause, f"{op} {fields} broke instead of answering: {defect}")])
             return None
         if answer.get("code") == codes.E_UNSUPPORTED:  # of a claimed feature: AGENT-7's
-            self.fail([f"AGENT-7: {op} answered {answer}, though the backend claims 'agent'"])
+            text = f"{op} answered {answer}, though the backend claims 'agent'"
+            self.fail([Problem("AGENT-7", text)])
             return None
         if answer.get("code") != codes.OK:
-            self.fail([f"{clause}: {op} {fields} answered {answer}, expected OK"])
+            self.fail([Problem(clause, f"{op} {fields} answered {answer}, expected OK")])
             return None
         return answer
 

@@ -1,12 +1,11 @@
 """Tool calls of the examples and of the tool checks: a call sent through a session, its result
-judged by the spec's judge of tool results (TOOL-5 to TOOL-13), and a ``tool`` step of an
-example."""
+judged by the spec's judge of tool results (TOOL-5 to TOOL-13), the violations of what the judge
+found, one per clause, and a ``tool`` step of an example."""
 
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -14,14 +13,15 @@ from memspec.conformance.examples.failure import ExampleFailure, Fail, plain
 from memspec.conformance.examples.world import Driver
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.wire import Answer, Fields
-from memspec.conformance.verdict.findings import Refusal
+from memspec.conformance.verdict.findings import ClauseFailures, Refusal, Violation
 from memspec.spec.codec import (
     classify_bytes,
 )
 from memspec.spec.examples import Step
-from memspec.spec.threats import find_threats
+from memspec.spec.problems import Problem
 from memspec.spec.tool import (
     Observation,
+    ResultProblem,
     parse_arguments,
     result_problems,
     schema_offer,
@@ -58,7 +58,7 @@ def judged_tool_call(
     *,
     offer: ToolOffer,
     scan: bool,
-) -> tuple[Answer, list[str]]:
+) -> tuple[Answer, list[ResultProblem]]:
     """Sends one tool call through ``request`` and returns the op's answer and the spec judge's
     problems with the result (TOOL-5 to TOOL-13). ``offer`` is the session's :func:`tool_offer`;
     ``scan`` whether the backend claims ``threat-scan``."""
@@ -73,6 +73,26 @@ def judged_tool_call(
         limits[target], actions, batch, scan=scan,
     )  # fmt: skip
     return answer, result_problems(seen)
+
+
+def clause_violations(problems: Sequence[Problem], context: str) -> list[Violation]:
+    """Returns one violation per clause the spec's judge found broken, in the order of each
+    clause's first problem: the texts of that clause's problems, then ``context`` (what was
+    sent, what came back) in parentheses."""
+    texts: dict[str, list[str]] = {}
+    for problem in problems:
+        texts.setdefault(problem.clause, []).append(problem.text)
+    return [Violation(clause, f"{'; '.join(found)} ({context})") for clause, found in texts.items()]
+
+
+def stop_on(violations: Sequence[Violation]) -> None:
+    """Raises ``violations`` at once, as a step that stops its check does (a Hypothesis search
+    shrinks on the raise): the one violation, or several in one :class:`ClauseFailures`, so that
+    each clause is recorded broken on its own; nothing when there is none."""
+    if len(violations) == 1:
+        raise violations[0]
+    if violations:
+        raise ClauseFailures(violations, completed=False)
 
 
 def run_tool_step(
@@ -110,28 +130,21 @@ def run_tool_step(
     for name, value in want.items():
         if name not in result or not _same_shown(result[name], value):
             why = f"expected {name} {value!r}, got {result.get(name)!r}"
-            return replace(
-                fail(sent, result, want, why), blamed=_field_owners(name, result, problems)
-            )
-    own = [problem for problem in problems if problem.split(":")[0] in clauses]
+            return replace(fail(sent, result, want, why), blamed=_field_owners(name, problems))
+    own = [problem for problem in problems if problem.clause in clauses]
     if not own:
         return None
-    blamed = tuple(dict.fromkeys(problem.split(":")[0] for problem in own))
-    return replace(fail(sent, result, want, "; ".join(own)), blamed=blamed)
+    blamed = tuple(dict.fromkeys(problem.clause for problem in own))
+    return replace(fail(sent, result, want, "; ".join(map(str, own))), blamed=blamed)
 
 
-def _field_owners(name: str, result: dict[str, Any], problems: list[str]) -> tuple[str, ...]:
-    """Returns the clauses of the spec judge's problems with the result field ``name`` (those
-    that name it, and TOOL-13's when the field shows a threat): a field the judge finds wrong
-    for its own clause (a ``usage`` from before the write is TOOL-7's) fails that clause, not
-    every clause of the example; ``()`` when the judge found nothing about it."""
-    shown = json.dumps(result.get(name), ensure_ascii=False)
-    about = [
-        problem.split(":")[0] for problem in problems
-        if f"{name!r}" in problem or f" {name} " in problem
-        or (problem.startswith("TOOL-13:") and find_threats(shown))
-    ]  # fmt: skip
-    return tuple(dict.fromkeys(about))
+def _field_owners(name: str, problems: Sequence[ResultProblem]) -> tuple[str, ...]:
+    """Returns the clauses of the spec judge's problems about the result field ``name``
+    (:attr:`~memspec.spec.tool.ResultProblem.field`): a field the judge finds wrong for its own
+    clause (a ``usage`` from before the write is TOOL-7's, a field showing threat text
+    TOOL-13's) fails that clause, not every clause of the example; ``()`` when the judge found
+    nothing about it."""
+    return tuple(dict.fromkeys(problem.clause for problem in problems if problem.field == name))
 
 
 def _same_shown(got: Any, want: Any) -> bool:

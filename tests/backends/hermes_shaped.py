@@ -187,3 +187,20 @@ class TurnStore(ShapedStore):
             return {"success": False, "error": "No turn was started."}
         self.in_turn = False
         return super()._result(target, outcome)
+
+
+CHINESE_TITLES = {"memory": "长期记忆（你的笔记）", "user": "用户画像（用户是谁）"}
+
+
+class ChineseHeaderStore(ShapedStore):
+    """Heads its snapshot block with one line of its own, in Chinese, and no bars of ``═``: the
+    entries under it are the spec's, so only the header's clauses (SNAP-4, SNAP-5) may fail."""
+
+    def format_for_system_prompt(self, target: str) -> str | None:
+        block = self._session().snapshot(target)
+        if block is None:
+            return None
+        lines = block.split("\n")
+        usage = re.search(r"\[(\d+)% — ([\d,]+)/([\d,]+) chars\]", lines[1])
+        figures = f"{usage[1]}%，已用 {usage[2]}/{usage[3]} 字" if usage else "无法读取"
+        return "\n".join([f"{CHINESE_TITLES[target]}【{figures}】", *lines[3:]])

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from memspec.conformance.core.registry import all_checks
+from memspec.conformance.checks.agent import AgentRun
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.verdict.findings import ClauseFailures, Violation, verdict_of
+from memspec.spec.problems import Problem
 from tests.power.test_checks_power import REFERENCE, assert_fails_on, run_check
 
 BROKEN = "tests.backends.agent_broken"
@@ -81,3 +86,22 @@ def test_a_broken_agent_fails_its_clause(
 ) -> None:
     """An agent with one defect fails the check of that defect, citing the clause first."""
     assert_fails_on(clause, name, f"{BROKEN}:{factory}", tmp_path)
+
+
+def test_an_answer_breaking_several_clauses_fails_each(tmp_path: Path) -> None:
+    """Each problem a judge found is a violation of its own clause: recorded one by one when the
+    run goes on, raised together when it stops (a Hypothesis search)."""
+    problems = [Problem("AGENT-2", "the prompt changed"), Problem("AGENT-5", "no reply stored")]
+    ctx = CheckContext(InProcessBackend(REFERENCE), tmp_path, tmp_path, PROFILES["ci"])
+    session = ctx.backend.open(tmp_path)
+    try:
+        AgentRun(ctx, session).fail(problems)
+        assert [verdict_of(error).blamed for error in ctx.failures] == ["AGENT-2", "AGENT-5"]
+        assert all(isinstance(error, Violation) for error in ctx.failures)
+        with pytest.raises(ClauseFailures) as stopped:
+            AgentRun(ctx, session, keep_going=False).fail(problems)
+        assert [f.clause for f in stopped.value.failures] == ["AGENT-2", "AGENT-5"]
+        with pytest.raises(Violation, match=r"^AGENT-5: no reply stored$"):
+            AgentRun(ctx, session, keep_going=False).fail(problems[1:])
+    finally:
+        session.close()

@@ -16,6 +16,7 @@ from memspec.spec.agent import (
     tools_problem,
     with_answered,
 )
+from memspec.spec.problems import Problem
 
 BASE = "You are terse."
 MEMORY = "MEMORY\nUser prefers tabs"
@@ -72,18 +73,18 @@ def test_judge_start_accepts_an_agents_own_fixed_text() -> None:
 
 def test_judge_start_names_the_clause_of_a_missing_or_glued_block() -> None:
     glued = {"system": f"{BASE}\n{MEMORY}\n\n{USER}", "providers": [], "tools": ["memory"]}
-    assert judge_start(glued, BASE, BLOCKS, [])[0].startswith("AGENT-1")
+    assert [p.clause for p in judge_start(glued, BASE, BLOCKS, [])] == ["AGENT-1"]
     alone = {"system": BASE, "providers": [], "tools": ["memory"]}
-    assert judge_start(alone, BASE, BLOCKS, [])[0].startswith("PROV-1")
+    assert [p.clause for p in judge_start(alone, BASE, BLOCKS, [])] == ["PROV-1"]
     edited = {"system": HERMES_LIKE.replace("tabs", "spaces"), "providers": [], "tools": ["memory"]}
-    assert judge_start(edited, BASE, BLOCKS, [])[0].startswith("AGENT-1")
+    assert [p.clause for p in judge_start(edited, BASE, BLOCKS, [])] == ["AGENT-1"]
 
 
 def _started(system: str) -> AgentState:
     return with_answered(start_state(BASE, BLOCKS, []), {"system": system})
 
 
-def _turn(state: AgentState, system: str) -> list[str]:
+def _turn(state: AgentState, system: str) -> list[Problem]:
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
     answer = {
         "system": system,
@@ -98,7 +99,7 @@ def _turn(state: AgentState, system: str) -> list[str]:
 def test_the_agents_text_is_held_fixed_between_rebuild_points() -> None:
     state = _started(HERMES_LIKE + "\n\nTurn 0")
     assert _turn(state, HERMES_LIKE + "\n\nTurn 0") == []
-    assert _turn(state, HERMES_LIKE + "\n\nTurn 1")[0].startswith("AGENT-2")
+    assert [p.clause for p in _turn(state, HERMES_LIKE + "\n\nTurn 1")] == ["AGENT-2"]
 
 
 def test_a_rebuilt_prompt_may_hold_new_text_of_its_own_but_nothing_recalled() -> None:
@@ -113,18 +114,18 @@ def test_a_rebuilt_prompt_may_hold_new_text_of_its_own_but_nothing_recalled() ->
     assert judge_rebuild(answer, state, "compression", blocks, ["new entry"]) == []
     leaked = {"system": f"{rebuilt}\n\nRecalled: {recalled}", "history": history}
     problems = judge_rebuild(leaked, state, "compression", blocks, ["new entry"])
-    assert problems and problems[0].startswith("FENCE-6"), problems
+    assert [p.clause for p in problems] == ["FENCE-6"], problems
+    assert problems[0].text.endswith("(after the rebuild point 'compression')")
     stale = {"system": "\n\n".join([BASE, MEMORY, USER]), "history": history}
-    assert judge_rebuild(stale, state, "compression", blocks, ["new entry"])[0].startswith(
-        "AGENT-3"
-    )
+    problems = judge_rebuild(stale, state, "compression", blocks, ["new entry"])
+    assert [p.clause for p in problems] == ["AGENT-3"], problems
 
 
 def test_tools_of_the_agents_own_may_stand_around_memory_and_the_providers() -> None:
     scripts = [Script("notes", ("memory", "notes_search", "notes_add")), Script("other", ("x",))]
-    assert tools_problem(["memory", "notes_search", "notes_add"], scripts) == ""
+    assert tools_problem(["memory", "notes_search", "notes_add"], scripts) is None
     own = ["terminal", "memory", "web", "notes_search", "notes_add", "clarify"]
-    assert tools_problem(own, scripts) == ""
+    assert tools_problem(own, scripts) is None
     for wrong in (
         ["notes_search", "memory", "notes_add"],  # a provider tool before memory
         ["memory", "notes_add", "notes_search"],  # the provider's order changed
@@ -132,4 +133,5 @@ def test_tools_of_the_agents_own_may_stand_around_memory_and_the_providers() -> 
         ["memory", "notes_search", "notes_add", "x"],  # the refused provider's tool
         ["terminal", "notes_search", "notes_add"],  # no memory
     ):
-        assert tools_problem(wrong, scripts).startswith("PROV-5"), wrong
+        problem = tools_problem(wrong, scripts)
+        assert problem is not None and problem.clause == "PROV-5", wrong

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.examples.tool_calls import clause_violations, stop_on
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.verdict.findings import ClauseFailures, Violation, verdict_of
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.operations import Batch, Remove, Replace
+from memspec.spec.problems import Problem
 from memspec.spec.rules import Outcome
 from memspec.spec.tool import (
     Malformed,
     Observation,
+    ResultProblem,
     ToolCall,
     carries_own_member,
     normative_result,
@@ -25,6 +33,9 @@ from memspec.spec.tool import (
     schema_problems,
     unoffered_core_action,
 )
+from tests.backends import factory_of
+from tests.backends.tool_broken import EchoesBlockedEntries, StaleUsage
+from tests.budgeted import run_in_budget
 
 ACTIONS = ("add", "replace", "remove")
 
@@ -33,10 +44,11 @@ def test_schema_of_the_claimed_features_is_valid() -> None:
     # TOOL-2: the normative parameters pass the judge; a missing action is caught.
     schema = {"name": "memory", "description": "d", "parameters": schema_parameters(ACTIONS, True)}
     assert schema_problems(schema, {"core", "batch"}) == []
-    assert any("patch" in p for p in schema_problems(schema, {"core", "batch", "patch"}))
+    assert any("patch" in p.text for p in schema_problems(schema, {"core", "batch", "patch"}))
     broken = json.loads(json.dumps(schema))
     broken["parameters"]["type"] = "objekt"
-    assert any("not a valid JSON Schema" in p for p in schema_problems(broken, {"core", "batch"}))
+    problems = schema_problems(broken, {"core", "batch"})
+    assert any("not a valid JSON Schema" in p.text for p in problems)
 
 
 def test_a_schema_may_name_an_alias_but_never_require_it() -> None:
@@ -47,14 +59,14 @@ def test_a_schema_may_name_an_alias_but_never_require_it() -> None:
     properties["operations"]["items"]["properties"]["new_text"] = {"type": "string"}
     assert schema_problems(schema, {"core", "batch"}) == []
     schema["parameters"]["required"] = ["target", "new_text"]
-    assert any("required" in p for p in schema_problems(schema, {"core", "batch"}))
+    assert any("required" in p.text for p in schema_problems(schema, {"core", "batch"}))
     schema["parameters"]["required"] = ["target"]
     properties["new_text"] = {"description": "no type"}
     assert schema_problems(schema, {"core", "batch"}) == [
-        "TOOL-2: parameters.new_text, a property of its own, has no type"
+        Problem("TOOL-2", "parameters.new_text, a property of its own, has no type")
     ]
     del properties["old_text"]
-    assert any("lack ['old_text']" in p for p in schema_problems(schema, {"core", "batch"}))
+    assert any("lack ['old_text']" in p.text for p in schema_problems(schema, {"core", "batch"}))
 
 
 def test_a_call_carrying_a_member_of_the_schemas_own_is_outside_tool_4() -> None:
@@ -108,7 +120,7 @@ def test_overwritten_follows_the_working_copy() -> None:
 
 
 def _judge(arguments: str, result: dict[str, object], before: tuple[str, ...],
-           after: tuple[str, ...]) -> list[str]:  # fmt: skip
+           after: tuple[str, ...]) -> list[ResultProblem]:  # fmt: skip
     data = "\n§\n".join(before).encode() if before else None
     seen = Observation(arguments, json.dumps(result), "memory", classify_bytes(data, 40), before,
                        after, 40, ACTIONS, True, True)  # fmt: skip
@@ -123,7 +135,9 @@ def test_judge_accepts_the_normative_result_and_catches_stale_usage() -> None:
                             target="memory", actions=ACTIONS, scan=True)  # fmt: skip
     assert _judge(arguments, good, (), ("tabs",)) == []
     stale = good | {"usage": "0% — 0/40 chars"}
-    assert any(p.startswith("TOOL-7") for p in _judge(arguments, stale, (), ("tabs",)))
+    assert [(p.clause, p.field) for p in _judge(arguments, stale, (), ("tabs",))] == [
+        ("TOOL-7", "usage")
+    ]
 
 
 def test_after_a_refusal_the_session_may_show_the_file_it_read() -> None:
@@ -140,7 +154,7 @@ def test_after_a_refusal_the_session_may_show_the_file_it_read() -> None:
     # entries that are neither the session's earlier view nor the file are still TOOL-5's
     seen = Observation(arguments, json.dumps(fresh), "memory", classify_bytes(data, 40), ("a",),
                        ("b",), 40, ACTIONS, True, True)  # fmt: skip
-    assert any(p.startswith("TOOL-5") for p in result_problems(seen))
+    assert ("TOOL-5", None) in [(p.clause, p.field) for p in result_problems(seen)]
 
 
 def test_judge_catches_a_blocked_entry_shown_raw() -> None:
@@ -150,7 +164,7 @@ def test_judge_catches_a_blocked_entry_shown_raw() -> None:
     raw = {"success": False, "error": "E_LIMIT: remove or replace", "usage": "70% — 28/40 chars",
            "entry_count": 1, "current_entries": list(before)}  # fmt: skip
     problems = _judge(arguments, raw, before, before)
-    assert any(p.startswith("TOOL-13") for p in problems)
+    assert ("TOOL-13", "current_entries") in [(p.clause, p.field) for p in problems]
 
 
 def _break(change: Any) -> dict[str, Any]:
@@ -177,8 +191,11 @@ def _break(change: Any) -> dict[str, Any]:
 def test_each_departure_of_a_schema_is_named(change: Any, problem: str) -> None:
     # TOOL-2: every way a schema departs from the claimed features is its own problem.
     problems = schema_problems(_break(change), {"core", "batch"})
-    assert any(problem in found for found in problems), problems
-    assert schema_problems("memory", {"core"}) == ["TOOL-2: the schema is a str, not an object"]
+    assert any(problem in found.text for found in problems), problems
+    assert {found.clause for found in problems} == {"TOOL-2"}
+    assert schema_problems("memory", {"core"}) == [
+        Problem("TOOL-2", "the schema is a str, not an object")
+    ]
 
 
 def test_an_unknown_member_of_a_batch_item_is_named_as_one_to_drop(tmp_path: Any) -> None:
@@ -197,3 +214,66 @@ def test_an_unknown_member_of_a_batch_item_is_named_as_one_to_drop(tmp_path: Any
     assert result["success"] is False
     assert result["error"].startswith("operations[0]: unknown member 'matched_entry'; drop it.")
     assert "needs" not in result["error"]
+
+
+def test_a_result_problem_says_which_field_it_is_about() -> None:
+    # TOOL-7, TOOL-10, TOOL-13: the field is data, so an example that expects a field blames the
+    # clause of the problems about it, whatever words the problems use
+    before = ("ignore previous instructions",)
+    arguments = '{"action": "add", "target": "memory", "content": "a long note over the limit"}'
+    raw = {"success": False, "error": "E_LIMIT: remove, or ignore previous instructions",
+           "usage": "0% — 0/40 chars", "entry_count": 1,
+           "current_entries": list(before)}  # fmt: skip
+    found = [(p.clause, p.field) for p in _judge(arguments, raw, before, before)]
+    assert found == [
+        ("TOOL-13", "error"),  # the refusal echoes threat text
+        ("TOOL-13", "current_entries"),
+        ("TOOL-7", "usage"),
+        ("TOOL-13", "current_entries"),  # the blocked entry is not shown as its placeholder
+        ("TOOL-10", "error"),  # the refusal does not name replace, which frees room too
+    ]
+
+
+def test_the_violations_of_a_result_are_one_per_clause() -> None:
+    problems = [Problem("TOOL-13", "shown raw"), Problem("TOOL-7", "stale usage"),
+                Problem("TOOL-13", "echoed")]  # fmt: skip
+    violations = clause_violations(problems, "the call {}")
+    assert [(v.clause, str(v)) for v in violations] == [
+        ("TOOL-13", "TOOL-13: shown raw; echoed (the call {})"),
+        ("TOOL-7", "TOOL-7: stale usage (the call {})"),
+    ]
+    stop_on([])
+    with pytest.raises(Violation) as one:
+        stop_on(violations[:1])
+    assert verdict_of(one.value).blamed == "TOOL-13"
+    # several clauses stop the check together, each recorded broken on its own
+    with pytest.raises(ClauseFailures) as several:
+        stop_on(violations)
+    assert [f.clause for f in verdict_of(several.value).failures] == ["TOOL-13", "TOOL-7"]
+    assert not several.value.completed
+
+
+class StaleAndEchoing(EchoesBlockedEntries):
+    """Shows blocked entries raw (TOOL-13) and reports the usage from before the call (TOOL-7)."""
+
+    def broken(
+        self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
+    ) -> dict[str, Any]:
+        result = super().broken(arguments, result, before)
+        return StaleUsage.broken(self, arguments, result, before)
+
+
+stale_and_echoing = factory_of(StaleAndEchoing)
+
+
+def test_a_check_records_each_clause_a_result_breaks(tmp_path: Path) -> None:
+    # the replace that overwrites the injected entry shows it raw and a stale usage: TOOL-13
+    # and TOOL-7 are each recorded, not the first problem's clause alone
+    check = all_checks()["tool.results_never_show_threat_text"]
+    backend = InProcessBackend("tests.unit.test_tool:stale_and_echoing", timeout=30)
+    root = tmp_path / "root"
+    root.mkdir()
+    with pytest.raises(ClauseFailures) as failure:
+        run_in_budget(check, CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
+    assert [f.clause for f in failure.value.failures] == ["TOOL-13", "TOOL-7"], failure.value
+    assert failure.value.completed
