@@ -30,7 +30,7 @@ from memspec.reference_impl.files import (
     write_backup,
 )
 from memspec.spec.codec import classify_bytes, encode_entries
-from memspec.spec.targets import FILENAMES, TARGETS
+from memspec.spec.targets import FILENAMES, TARGETS, Target
 
 
 class Busy(DoctorError):
@@ -145,12 +145,12 @@ def _plan(path: Path, limit: int, move_oversized: bool) -> _Rewrite | None:
     return None if new == data else _Rewrite(path, data, new, did, would, what)
 
 
-def _rewrite_all(plans: Mapping[str, _Rewrite], held: Mapping[str, int]) -> list[Action]:
+def _rewrite_all(plans: Mapping[Target, _Rewrite], held: Mapping[Target, int]) -> list[Action]:
     """Rewrites every planned file as the reference store writes, holding its lock: the old
     bytes of all of them saved first (a byte-exact backup each; a backup that fails rewrites
     nothing), then each new file renamed in and its digest recorded in the lock file
     (DRIFT-5). A rewrite that fails names what was done before it."""
-    saved: dict[str, Path] = {}
+    saved: dict[Target, Path] = {}
     for target, plan in plans.items():
         try:
             saved[target] = write_backup(plan.path, plan.old)

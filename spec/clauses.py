@@ -26,6 +26,8 @@ CHECKED_BY = re.compile(r"Checked by: ((?:`[^`]+`(?:, )?)+)")
 TEST_REFERENCE = re.compile(r"`([^`:]+)::([A-Za-z_][A-Za-z0-9_]*)`")
 
 Level = Literal["MUST", "SHOULD", "MAY"]
+LEVELS: dict[str, Level] = {"MUST": "MUST", "SHOULD": "SHOULD", "MAY": "MAY"}
+"""Each level by the word that states it in a clause line (``CLAUSE_LINE`` matches only these)."""
 
 
 class ClauseSyntaxError(SpecError):
@@ -118,7 +120,7 @@ def parse_clauses(text: str) -> list[Clause]:
             if not following.strip() or following.startswith(("```", "#", "**")):
                 break
             body.append(following.strip())
-        level: Level = match.group("level")  # type: ignore[assignment]
+        level = LEVELS[match.group("level")]
         clauses.append(Clause(match.group("id"), level, " ".join(body).strip(), number))
     seen: dict[str, int] = {}
     for clause in clauses:

@@ -53,7 +53,7 @@ def initial_state(
 
 
 def _index(target: str) -> int:
-    return TARGETS.index(target)  # type: ignore[arg-type]
+    return TARGETS.index(target)
 
 
 def disk(state: State, target: str) -> bytes | None:

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 MEMORY_TOOL = "tools/memory_tool.py"  # restates memspec.conformance.hermes.imports.MEMORY_TOOL
 DEFAULT_ACTIONS = ("add", "replace", "remove")
@@ -118,18 +118,6 @@ class Answer(TypedDict, total=False):
     version: str
 
 
-class ToolResult(TypedDict, total=False):
-    """What Hermes' memory tool answers, in the fields :func:`classify` reads."""
-
-    success: bool
-    staged: bool
-    message: str
-    error: str
-    usage: str
-    matches: list[str]
-    drift_backup: str
-
-
 class Unmapped(LookupError):
     """Hermes answered something this adapter cannot map to the contract: extend ERROR_CODES.
     This script runs in a Hermes release's environment, without memspec: it answers an unmapped
@@ -141,11 +129,13 @@ class BadOpen(Exception):
     """The ``open`` request is malformed (answered with ``E_INVALID``)."""
 
 
-def classify(result: ToolResult, table: tuple[tuple[str, str], ...] = ERROR_CODES) -> Answer:
+def classify(result: Mapping[str, Any], table: tuple[tuple[str, str], ...] = ERROR_CODES) -> Answer:
     """Returns the contract Outcome for a memory-tool result (CONTRACT-3, CONTRACT-4): ``success``
     is ``OK``, a refusal is matched against ``table`` (ERROR_CODES) by its ``error`` text, Hermes'
     ``usage`` is passed on as it is (SNAP-11 judges it), and a ``drift_backup`` as the backup; a
-    staged write or an unknown text raises :class:`Unmapped`."""
+    staged write or an unknown text raises :class:`Unmapped`. ``result`` is the JSON object the
+    tool answered, as it came: the fields read are ``success``, ``staged``, ``message``,
+    ``error``, ``usage``, ``matches`` and ``drift_backup``."""
     if result.get("staged"):
         raise Unmapped(f"the write-approval gate staged the write: {result}")
     outcome: Answer
@@ -213,7 +203,7 @@ def argument_parser() -> Callable[[Any], tuple[dict[str, Any], str | None]] | No
             if isinstance(node, ast.FunctionDef) and node.name == PARSER:
                 namespace: dict[str, Any] = {"json": json, **vars(typing)}
                 exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
-                return namespace[PARSER]  # type: ignore[no-any-return]
+                return namespace[PARSER]
     return None
 
 
@@ -353,12 +343,12 @@ class HermesSession:
         if op == "load":
             self._run(self.store.load_from_disk())
             return {"ok": True, "code": "OK"}
-        if op in ("entries", "snapshot") and target not in TARGET_LISTS:
-            return {"ok": False, "code": "E_TARGET", "message": f"unknown target {target!r}"}
-        if op == "entries":
-            entries = list(getattr(self.store, TARGET_LISTS[target]))
-            return {"ok": True, "code": "OK", "entries": entries}
-        if op == "snapshot":
+        if op in ("entries", "snapshot"):
+            if target not in TARGET_LISTS:
+                return {"ok": False, "code": "E_TARGET", "message": f"unknown target {target!r}"}
+            if op == "entries":
+                entries = list(getattr(self.store, TARGET_LISTS[target]))
+                return {"ok": True, "code": "OK", "entries": entries}
             snapshot = self.store.format_for_system_prompt(target)
             return {"ok": True, "code": "OK", "snapshot": snapshot}
         if op == "fence":
@@ -386,7 +376,10 @@ class HermesSession:
         if op.startswith("agent_") and self.agent is not None:
             return self.agent.handle(op, request)
         if op == "tool_schema" and "tool" in self.features:
-            return {"ok": True, "code": "OK", "schema": tool_schema(self.module)}
+            schema = tool_schema(self.module)
+            if schema is None:  # not claimed then (detect_features): asked anyway, a gap of ours
+                raise Unmapped("the release's memory tool has no function-calling schema")
+            return {"ok": True, "code": "OK", "schema": schema}
         if op == "tool_call" and "tool" in self.features:
             return {"ok": True, "code": "OK", "result": self._tool_call(request.get("arguments"))}
         if op == "batch" and "batch" in self.features:
@@ -459,13 +452,14 @@ def serve(stdin: Any, stdout: Any) -> int:
         if not line.strip():
             continue
         try:
-            request = json.loads(line)
+            parsed = json.loads(line)
         except json.JSONDecodeError as error:
             answer: Answer = {"ok": False, "code": "E_INVALID", "message": error.msg}
-            request = {}
+            request: Request = {}
         else:
-            if not isinstance(request, dict):
-                request = {}
+            # A request as sent: each field is checked where it is read, since one may hold
+            # another type on purpose (CONTRACT-13).
+            request = cast(Request, parsed if isinstance(parsed, dict) else {})
             op = request.get("op")
             try:
                 if op == "open":

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection
 from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, Protocol, TypedDict
 
 REBUILD_POINTS = ("new_session", "compression", "resume")
 MAX_HANG_S = 30.0  # restates memspec.spec.agent.MAX_HANG_S (memspec is not installed here)
@@ -271,16 +271,16 @@ def parse_step(step: Any, where: str) -> RecallStep:
         raise BadRequest(f"{where} must be an object, got {step!r}")
     keys = set(step)
     if keys == {"text"} and isinstance(step["text"], str):
-        return step
+        return {"text": step["text"]}
     if keys == {"raise"} and isinstance(step["raise"], str):
-        return step
+        return {"raise": step["raise"]}
     if keys == {"value"} and not isinstance(step["value"], str):
-        return step
+        return {"value": step["value"]}
     if "hang" in keys and keys <= {"hang", "text"}:
-        seconds = step["hang"]
+        seconds, text = step["hang"], step.get("text", "")
         number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
-        if number and 0 <= seconds <= MAX_HANG_S and isinstance(step.get("text", ""), str):
-            return step
+        if number and 0 <= seconds <= MAX_HANG_S and isinstance(text, str):
+            return {"hang": seconds, "text": text} if "text" in keys else {"hang": seconds}
     raise BadRequest(f"{where} is not a recall step (text, raise, hang, value): {step!r}")
 
 
@@ -344,17 +344,26 @@ class _Script:
         return step["value"] if "value" in step else step.get("text", "")
 
 
+class _Played(Protocol):
+    """What the provider methods below use of the script they play: the :class:`_Script` of
+    the class they are mixed into (:func:`scripted_provider_class`)."""
+
+    def available(self) -> bool: ...
+
+    def next_step(self) -> RecallStep: ...
+
+
 class _SyncMethods:
     """The provider interface of the synchronous line; a hang blocks the prefetch's thread."""
 
-    def is_available(self) -> bool:
-        return self.available()  # type: ignore[attr-defined, no-any-return]
+    def is_available(self: _Played) -> bool:
+        return self.available()
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         return None
 
-    def prefetch(self, query: str, *, session_id: str = "") -> Any:
-        step = self.next_step()  # type: ignore[attr-defined]
+    def prefetch(self: _Played, query: str, *, session_id: str = "") -> Any:
+        step = self.next_step()
         if "hang" in step:
             threading.Event().wait(float(step["hang"]))
         return _Script.recalled(step)
@@ -370,14 +379,14 @@ class _AsyncMethods:
     """The provider interface of the asyncio line: coroutines; a hang awaits ``asyncio.sleep``
     on the session's loop (what is done with a prefetch past a timeout is the manager's own)."""
 
-    async def is_available(self) -> bool:
-        return self.available()  # type: ignore[attr-defined, no-any-return]
+    async def is_available(self: _Played) -> bool:
+        return self.available()
 
     async def initialize(self, session_id: str, **kwargs: Any) -> None:
         return None
 
-    async def prefetch(self, query: str, *, session_id: str = "") -> Any:
-        step = self.next_step()  # type: ignore[attr-defined]
+    async def prefetch(self: _Played, query: str, *, session_id: str = "") -> Any:
+        step = self.next_step()
         if "hang" in step:
             await asyncio.sleep(float(step["hang"]))
         return _Script.recalled(step)
@@ -429,9 +438,14 @@ def _canned(reply: str) -> Any:
 
 
 def _plain(messages: Any) -> list[ApiMessage]:
-    """Returns messages as the ops carry them: each one's ``role`` and ``content``."""
+    """Returns messages as the ops carry them: each one's ``role`` and ``content``, the
+    content as the release gave it (the judges of AGENT-4 and AGENT-5 name one that is not a
+    string)."""
     return [
-        {"role": str(m.get("role")), "content": m.get("content")}
+        {
+            "role": str(m.get("role")),
+            "content": m.get("content"),  # type: ignore[typeddict-item]  # judged, not mended
+        }
         for m in messages or []
         if isinstance(m, dict)
     ]
@@ -599,7 +613,7 @@ class HermesAgentSession:
             raise BadRequest(
                 f"agent_turn needs 'user' and 'reply', strings; got {user!r}, {reply!r}"
             )
-        scripted = [p for p in self.manager.providers if isinstance(p, self.provider_class)]
+        scripted = [p for p in self.manager.providers if isinstance(p, _Script)]
         before = sum(p.calls for p in scripted)
         self.sent, self.reply = [], reply
         result = self._settle(

@@ -194,7 +194,7 @@ def _takes(method: Any, arguments: int) -> bool:
     return len(positional) >= arguments or varargs
 
 
-def _parameters(cls: type) -> dict[str, inspect.Parameter]:
+def _parameters(cls: type[object]) -> dict[str, inspect.Parameter]:
     try:
         signature = inspect.signature(cls.__init__)
     except (TypeError, ValueError):
@@ -211,7 +211,7 @@ def _limit_parameters(parameters: Mapping[str, inspect.Parameter]) -> tuple[str,
 
 
 def _directory(
-    cls: type, parameters: Mapping[str, inspect.Parameter], limits: tuple[str, str]
+    cls: type[object], parameters: Mapping[str, inspect.Parameter], limits: tuple[str, str]
 ) -> tuple[str, str]:
     """Returns where the class takes its directory from: a constructor argument whose name says
     so, a module function that names the memory directory (Hermes' ``get_memory_dir``, read
@@ -291,7 +291,7 @@ def classify(result: Any, rules: Sequence[tuple[str, str]]) -> dict[str, Any]:
     if not isinstance(result, Mapping):
         raise AdapterGap(f"the store answered a {type(result).__name__}, not a result dict")
     try:
-        return dict(hermes_classify(result, (*rules, *ERROR_CODES)))  # type: ignore[arg-type]
+        return dict(hermes_classify(result, (*rules, *ERROR_CODES)))
     except Unmapped:
         error = str(result.get("error", ""))
         raise AdapterGap(

@@ -135,6 +135,7 @@ def effect_of(request: Request) -> Effect:
     Arguments that are not strings write and remove nothing."""
     op = request.get("op")
     result = Effect()
+    steps: list[tuple[int | None, object, object, object]]  # (item, action, content, old_text)
     if op == "batch":
         items = request.get("operations")
         steps = [
@@ -240,20 +241,19 @@ def _close(
     start: Event, end: Event | None, calls: list[HistoryCall], samples: list[Sample]
 ) -> None:
     request = start.op
-    value = (end.value if end is not None else None) or {}
     ret = end.time if end is not None and end.type != "info" else math.inf
     pair = (start,) if end is None else (start, end)
     if request.get("op") == "read":
         if end is None or end.type != "ok":
             return
-        entries = None if value.get("unreadable") else tuple(value.get("entries", ()))
-        detail = str(value.get("error", ""))
+        entries = end.sample_entries()
+        detail = str((end.value or {}).get("error", ""))
         samples.append(Sample(str(request.get("target")), start.time, ret, entries, pair, detail))
         return
     if request.get("op") not in MUTATIONS:
         return
     status = end.type if end is not None else "info"
-    code = value.get("code") if status != "info" else None
+    code = end.answer_code() if end is not None and status != "info" else None
     calls.append(HistoryCall(start.process, request, status, code, start.time, ret, pair))
 
 
@@ -375,7 +375,7 @@ def analyse(
     ordered = sorted(events, key=lambda e: (e.time, e.type != "invoke"))
     calls, samples = _pair(ordered)
     begin = dict(start or {})
-    views = {}
+    views: dict[str, TargetView] = {}
     for target in TARGETS:
         mine = [c for c in calls if c.request.get("target") == target]
         seen = [s for s in samples if s.target == target]

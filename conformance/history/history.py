@@ -54,6 +54,26 @@ class Event:
             record.get("value"),
         )
 
+    def sample_entries(self) -> tuple[str, ...] | None:
+        """Returns the entries that a reader's sample, this completion's value, saw: ``None``
+        when it found the file unreadable. Raises HistoryError for a value with a list of
+        neither."""
+        value = self.value or {}
+        if value.get("unreadable"):
+            return None
+        entries = value.get("entries", [])
+        if not isinstance(entries, list | tuple):
+            raise HistoryError(f"a reader's sample holds no list of entries: {self.value!r}")
+        return tuple(entries)
+
+    def answer_code(self) -> str | None:
+        """Returns the code of the answer this completion carries (``None``: it has none).
+        Raises HistoryError for a code that is not a string."""
+        code = (self.value or {}).get("code")
+        if code is not None and not isinstance(code, str):
+            raise HistoryError(f"an answer's code is a string, got {code!r}")
+        return code
+
     def to_json(self) -> HistoryRecord:
         """Returns the event as a JSON-ready record."""
         record: HistoryRecord = {
@@ -131,9 +151,14 @@ def operations(events: Sequence[Event]) -> list[Operation]:
 
 def to_input(request: Request) -> Mutation | DiskRead:
     """Returns the model input of a protocol request (or a reader's sample)."""
+    if request.get("op") == "read":
+        return DiskRead(str(request.get("target")))
+    return to_mutation(request)
+
+
+def to_mutation(request: Request) -> Mutation:
+    """Returns the model mutation of a protocol request (raises HistoryError for another op)."""
     op, target = request.get("op"), request.get("target")
-    if op == "read":
-        return DiskRead(str(target))
     if op == "add":
         return Add(target, request.get("content"))
     if op == "replace":
@@ -149,10 +174,9 @@ def to_input(request: Request) -> Mutation | DiskRead:
 
 def to_output(request: Request, event: Event) -> Any:
     """Returns the observed output: a code for a mutation, a tuple of entries for a read."""
-    value = event.value or {}
     if request.get("op") == "read":
-        return None if value.get("unreadable") else tuple(value.get("entries", ()))
-    return value.get("code")
+        return event.sample_entries()
+    return event.answer_code()
 
 
 def _step(state: model.State, given: Mutation | DiskRead, output: Any) -> tuple[bool, model.State]:

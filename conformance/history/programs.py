@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from memspec.conformance.history.history import to_input
+from memspec.conformance.history.history import to_mutation
 from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.spec.codec import usage
 from memspec.spec.model import entries_on_disk, initial_state, step
@@ -127,7 +127,7 @@ def peak_usage(programs: Sequence[Sequence[Request]]) -> dict[str, int]:
     """Returns each target's largest usage when ``programs`` run one step of each in turn
     (round robin) with no limit: about the most that a concurrent run of them holds."""
     state = initial_state(AMPLE, AMPLE)
-    peak = dict.fromkeys(TARGETS, 0)
+    peak: dict[str, int] = dict.fromkeys(TARGETS, 0)
     longest = max((len(program) for program in programs), default=0)
     for position in range(longest):
         for program in programs:
@@ -136,7 +136,7 @@ def peak_usage(programs: Sequence[Sequence[Request]]) -> dict[str, int]:
             request = program[position]
             if request["op"] not in MUTATIONS:
                 continue
-            mutation = to_input(request)
+            mutation = to_mutation(request)
             _, state = step(state, mutation)
             target = str(mutation.target)
             peak[target] = max(peak[target], usage(entries_on_disk(state, target) or ()))

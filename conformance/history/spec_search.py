@@ -227,8 +227,8 @@ def _narrowed(analysis: Analysis, ops: list[Operation]) -> list[tuple[Operation,
     windows: dict[tuple[int, float], Window] = {}
     for view in analysis.targets.values():
         calls = {id(call): call for call in view.calls}
-        for key, window in effect_windows(view).items():
-            windows[(calls[key].process, calls[key].call)] = window
+        for key, effect in effect_windows(view).items():
+            windows[(calls[key].process, calls[key].call)] = effect
     narrowed: list[tuple[float, int, int, Operation, Operation]] = []
     for index, op in enumerate(ops):
         window = windows.get((op.process, op.call))

@@ -16,7 +16,7 @@ from typing import Any
 
 from memspec.conformance.core.waits import TURN_TIMEOUT
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
-from memspec.conformance.tamper.interpose import Hook
+from memspec.conformance.tamper.interpose import Hook, PlanHook
 
 EXIT_NO_TURN = 4
 """Exit status of a worker that waited :data:`TURN_TIMEOUT` seconds for a turn in vain."""
@@ -35,14 +35,14 @@ def _inode(call: CallRecord) -> int | None:
 
 class TurnHook(Hook):
     """Parks the worker before each interposed call until the harness grants it the turn: ``emit``
-    sends records, ``turnstile`` receives ``go``, the worker sets ``op``; ``inner`` (optional) is
-    told about each call after its turn has come."""
+    sends records, ``turnstile`` receives ``go``, the worker sets ``op``; ``inner`` (optional), the
+    hook of the job's plan, is told about each call after its turn has come."""
 
     def __init__(
         self,
         emit: Callable[[Parked | Returned], None],
         turnstile: Any,
-        inner: Hook | None = None,
+        inner: PlanHook | None = None,
     ) -> None:
         self.emit = emit
         self.turnstile = turnstile
@@ -61,7 +61,7 @@ class TurnHook(Hook):
         if message != "go":
             os._exit(EXIT_NO_TURN)
         if self.inner is not None:
-            self.inner.op = self.op  # type: ignore[attr-defined]
+            self.inner.op = self.op
             self.inner.before(call)
 
     def after(self, call: CallRecord, error: BaseException | None) -> None:

@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import multiprocess
 from multiprocess import connection
@@ -31,6 +31,7 @@ from memspec.conformance.tamper.interpose import Interposer, Plan, PlanHook
 from memspec.conformance.transport.backend import BackendDefect, Runs
 from memspec.conformance.transport.wire import (
     Answer,
+    EventType,
     HistoryRecord,
     Request,
     Unanswered,
@@ -105,6 +106,23 @@ class OpType(StrEnum):
     OK = "ok"
     FAIL = "fail"
     INFO = "info"
+
+
+EVENT_TYPES: dict[OpType, EventType] = {
+    OpType.INVOKE: "invoke",
+    OpType.OK: "ok",
+    OpType.FAIL: "fail",
+    OpType.INFO: "info",
+}
+"""The type of the history event that records each outcome (the same word)."""
+
+
+class _Sender(Protocol):
+    """The sending end of a one-way pipe (``multiprocess``'s ``Connection``)."""
+
+    def send(self, obj: object) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class WorkerStatus(StrEnum):
@@ -220,10 +238,11 @@ def harness_step(root: Path, request: Request) -> Answer:
     """Executes a ``put`` or ``observe`` harness step (module docs) and returns its answer."""
     if request["op"] == "put":
         path = root / FILENAMES[request["target"]]
-        if request.get("hex") is None:
+        content = request.get("hex")
+        if content is None:
             path.unlink(missing_ok=True)
         else:
-            path.write_bytes(bytes.fromhex(request["hex"]))
+            path.write_bytes(bytes.fromhex(content))
         return {"ok": True, "code": "OK"}
     files = {
         entry.name: Path(entry.path).read_bytes().hex()
@@ -303,8 +322,8 @@ def _run_session(
                 outbox.send(_broke(index, defect))
                 return
             except Refusal as refusal:
-                said = (refusal.action, refusal.clauses, refusal.text)
-                outbox.send(Refused(index, time.monotonic(), *said))
+                refused = (refusal.action, refusal.clauses, refusal.text)
+                outbox.send(Refused(index, time.monotonic(), *refused))
                 return
             except AdapterGap as gap:
                 outbox.send(Ended(WorkerStatus.GAP, str(gap)))
@@ -412,6 +431,7 @@ class Worker:
         context = process_context()
         self.job = job
         self._receiver, sender = context.Pipe(duplex=False)
+        self._turns_out: _Sender | None
         turnstile, self._turns_out = context.Pipe(duplex=False) if scheduled else (None, None)
         self.process = context.Process(
             target=run_job,
@@ -493,9 +513,11 @@ class Worker:
 
     def grant(self) -> bool:
         """Lets a scheduled worker make the call it is parked at; False if it is gone."""
+        if self._turns_out is None:
+            return False
         try:
             self._turns_out.send("go")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError):
             return False
         return True
 
@@ -655,6 +677,12 @@ def history(
             end = op.complete if op.complete is not None else op.invoke
             value = op.answer if op.answer is not None else Unanswered(message=op.message)
             events.append(
-                {"type": op.type, "process": process, "op": op.request, "time": end, "value": value}
+                {
+                    "type": EVENT_TYPES[op.type],
+                    "process": process,
+                    "op": op.request,
+                    "time": end,
+                    "value": value,
+                }
             )
     return sorted(events, key=lambda event: (event["time"], event["type"] != "invoke"))

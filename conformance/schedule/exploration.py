@@ -27,6 +27,7 @@ from memspec.conformance.schedule.schedule import (
     run_scheduled,
 )
 from memspec.conformance.tamper.calls import describe_call
+from memspec.conformance.transport.wire import Request
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
 
@@ -39,7 +40,7 @@ class Program:
     ``sessions`` pairs each session's name with its protocol request dicts.
     """
 
-    sessions: tuple[tuple[str, tuple[dict[str, Any], ...]], ...]
+    sessions: tuple[tuple[str, tuple[Request, ...]], ...]
     limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     files: Mapping[str, bytes | None] = field(default_factory=dict)
 
@@ -114,7 +115,7 @@ def history_of(run: ScheduledRun, reader: int) -> list[Event]:
         for offset, target in enumerate(TARGETS):
             if target not in seen:
                 continue
-            request = {"op": "read", "target": target}
+            request: Request = {"op": "read", "target": target}
             events.append(Event("invoke", reader + offset, request, start))
             events.append(Event("ok", reader + offset, request, end, seen[target]))
     return sorted(events, key=lambda e: (e.time, e.type != "invoke"))

@@ -95,7 +95,7 @@ def follow(schedule: Sequence[str], then: Chooser | None = None) -> Chooser:
 def keep_running(decision: Decision) -> str:
     """The non-preemptive Chooser: the last worker goes on while it can, else the first one."""
     if decision.last in decision.enabled:
-        return decision.last  # type: ignore[return-value]
+        return decision.last
     return decision.enabled[0]
 
 

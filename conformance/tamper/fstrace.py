@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from memspec.conformance.tamper.calls import CallRecord, Details, Invocation
@@ -109,9 +110,9 @@ def _ops_of(
     ino = identities.of(details.ino)
     directory = record.kind == "dir" or path == root
     name = os.path.basename(path) if os.path.dirname(path) == root else None
-    here = {"step": step, "mutation": mutation}
+    op_here = partial(Op, step=step, mutation=mutation)
     if call in ("fsync", "fdatasync"):
-        return [Op("dirsync", **here)] if directory else [Op("fsync", ino=ino, **here)]
+        return [op_here("dirsync")] if directory else [op_here("fsync", ino=ino)]
     if directory or name is None:
         return []
     if call == "open":
@@ -119,8 +120,8 @@ def _ops_of(
         if creates and names.get(name) != ino:
             ino = identities.new(details.ino)
             names[name] = ino
-            return [Op("create", ino=ino, name=name, **here)]
-        return [Op("truncate", ino=ino, length=0, **here)] if truncates else []
+            return [op_here("create", ino=ino, name=name)]
+        return [op_here("truncate", ino=ino, length=0)] if truncates else []
     if call in ("write", "pwrite"):
         if details.hex is None:
             raise HarnessError("the trace has no written bytes; record it with Plan(data=True)")
@@ -128,7 +129,7 @@ def _ops_of(
         written = details.written
         if isinstance(written, int) and written >= 0:
             data = data[:written]
-        op = Op("write", ino=ino, offset=int(details.offset or 0), data=data, **here)
+        op = op_here("write", ino=ino, offset=int(details.offset or 0), data=data)
         if details.via == "file" and details.buffered:
             pending.setdefault(ino, []).append(op)
             return []
@@ -137,7 +138,7 @@ def _ops_of(
         return pending.pop(ino, [])
     if call == "ftruncate":
         flushed = pending.pop(ino, []) if details.via == "file" else []
-        return [*flushed, Op("truncate", ino=ino, length=int(details.length or 0), **here)]
+        return [*flushed, op_here("truncate", ino=ino, length=int(details.length or 0))]
     if call in ("replace", "rename"):
         source = os.path.basename(str(details.source or ""))
         moved = ino if ino is not None else names.get(source)
@@ -146,11 +147,11 @@ def _ops_of(
             return []
         names[name] = moved
         names.pop(source, None)
-        return [Op("rename", ino=moved, name=name, source=source, replaced=replaced, **here)]
+        return [op_here("rename", ino=moved, name=name, source=source, replaced=replaced)]
     if call == "unlink":
         gone = ino if ino is not None else names.get(name)
         names.pop(name, None)
-        return [] if gone is None else [Op("unlink", ino=gone, name=name, **here)]
+        return [] if gone is None else [op_here("unlink", ino=gone, name=name)]
     return []
 
 

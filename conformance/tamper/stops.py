@@ -27,6 +27,7 @@ from memspec.conformance.processes.workers import (
     Job,
     Worker,
     WorkerResult,
+    WorkerStatus,
     run_session,
 )
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
@@ -38,6 +39,7 @@ from memspec.conformance.tamper.strace import (
     traced,
 )
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.transport.wire import Request
 from memspec.spec.targets import FILENAMES
 
 STORE_NAMES = (*FILENAMES.values(), *(f"{name}.lock" for name in FILENAMES.values()))
@@ -78,7 +80,10 @@ def off_root_locks(backend: CommandBackend) -> tuple[str, ...]:
 @functools.cache
 def _off_root_locks(command: str, cwd: str, timeout: float) -> tuple[str, ...]:
     backend = CommandBackend(command, timeout, cwd=cwd, prestart=False)
-    ops = ({"op": "load"}, {"op": "add", "target": "memory", "content": "Lock probe entry"})
+    ops: tuple[Request, ...] = (
+        {"op": "load"},
+        {"op": "add", "target": "memory", "content": "Lock probe entry"},
+    )
     with tempfile.TemporaryDirectory(prefix="memspec-locks-") as scratch:
         root = Path(scratch) / "root"
         root.mkdir()
@@ -288,7 +293,7 @@ class StoppedProcess:
         and worker."""
         end_process_group(self.group)
         if not self.worker.ended:
-            self.worker.kill("timeout")
+            self.worker.kill(WorkerStatus.TIMEOUT)
 
     def finish(self) -> WorkerResult:
         """Reaps the worker and returns its result, with the calls strace recorded."""
@@ -347,7 +352,7 @@ class ParkedWorker:
     def stop(self) -> None:
         """Kills the worker if it is still running."""
         if not self.worker.ended:
-            self.worker.kill("timeout")
+            self.worker.kill(WorkerStatus.TIMEOUT)
 
     def finish(self) -> WorkerResult:
         """Reaps the worker and returns its result."""

@@ -114,3 +114,16 @@ def test_inconsistent_event_sequences() -> None:
         operations([Event("ok", 0, add, 0, {"code": "OK"})])
     with pytest.raises(HistoryError, match="cannot appear"):
         operations([Event("invoke", 0, {"op": "load"}, 0)])
+
+
+def test_a_sample_or_a_code_of_another_type_is_a_history_error() -> None:
+    read = {"op": "read", "target": "memory"}
+    add = {"op": "add", "target": "memory", "content": "x"}
+    sampled = [Event("invoke", 1, read, 0), Event("ok", 1, read, 1, {"entries": ["x"]})]
+    answered = [Event("invoke", 0, add, 0), Event("ok", 0, add, 1, {"code": "OK"})]
+    assert [op.output for op in operations([*sampled, *answered])] == [("x",), "OK"]
+    # A sample's entries are a list and an answer's code a string, never read letter by letter.
+    with pytest.raises(HistoryError, match="no list of entries"):
+        operations([Event("invoke", 1, read, 0), Event("ok", 1, read, 1, {"entries": "ab"})])
+    with pytest.raises(HistoryError, match="code is a string"):
+        operations([Event("invoke", 0, add, 0), Event("ok", 0, add, 1, {"code": 7})])
