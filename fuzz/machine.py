@@ -374,10 +374,11 @@ class MemoryMachine(RuleBasedStateMachine):
             if any(tuple(dict.fromkeys(v)) == reported for v in allowed):
                 clause = "READ-5"
         # CONTRACT-8, LOCK-2: entries are at least as fresh as the last load or accepted write.
-        raise AssertionError(
-            f"{clause}: after {self.last}, session {session} reports {target} entries "
+        raise Violation(
+            clause,
+            f"after {self.last}, session {session} reports {target} entries "
             f"{list(reported)!r}; its last load or write saw {versions[floor]!r} and the file "
-            f"now reads {versions[-1]!r}"
+            f"now reads {versions[-1]!r}",
         )
 
     def _foreign(self, target: str) -> bool:

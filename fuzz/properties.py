@@ -392,6 +392,6 @@ def fence_escape(ctx: CheckContext) -> None:
                 broken, said = judged.failures[0]
                 # FENCE-1 to FENCE-5, CONTRACT-10: one opening and one closing tag, at the ends,
                 # nothing else; fencing the clean text again gives the same block (FENCE-3).
-                raise AssertionError(f"{broken}: {said}")
+                raise Violation(broken, f"{said}")
 
         run.run(run.apply(fence_property))

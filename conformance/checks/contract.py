@@ -68,9 +68,10 @@ def _shaped(session: Session, op: str, **fields: Any) -> Answer:
     try:
         return session.request(op, **fields)
     except BackendDefect as defect:
-        raise AssertionError(
-            f"{defect.clause}: {op} did not answer with the contract's shape: {defect} "
-            f"(sent {defect.sent!r}, received {defect.received!r})"
+        raise Violation(
+            defect.clause,
+            f"{op} did not answer with the contract's shape: {defect} "
+            f"(sent {defect.sent!r}, received {defect.received!r})",
         ) from None
 
 

@@ -41,7 +41,7 @@ def _traced_add(ctx: CheckContext, content: str, name: str) -> list[CallRecord]:
 
 def temp_written_and_renamed(calls: list[CallRecord], root: str) -> str:
     """Returns the temp file an add renamed onto MEMORY.md, after checking each step of the
-    write protocol in ``calls`` (module docs); raises AssertionError naming the step at fault."""
+    write protocol in ``calls`` (module docs); raises a Violation naming the step at fault."""
     steps: Steps = list(enumerate(calls, 1))
     trace = f"trace of the add: {render_trace(calls)}"
     data = os.path.join(root, "MEMORY.md")
@@ -52,10 +52,11 @@ def temp_written_and_renamed(calls: list[CallRecord], root: str) -> str:
         ]
         where = f"; it wrote MEMORY.md in place at step {in_place[0]}" if in_place else ""
         # ATOMIC-1: the new file is put in place by a rename.
-        raise AssertionError(
-            f"ATOMIC-1: the add never renamed a file onto MEMORY.md{where}: write a uniquely "
+        raise Violation(
+            "ATOMIC-1",
+            f"the add never renamed a file onto MEMORY.md{where}: write a uniquely "
             f"named temp file in the same directory, fsync it and rename it over MEMORY.md "
-            f"({trace})"
+            f"({trace})",
         )
     rename_step, rename = renames[-1]
     source = rename.details.source or ""

@@ -255,9 +255,10 @@ def _judge_after_a_defect(
     said = (result.defect.message if result.defect else "") or result.message
     with ctx.keep_going():
         # READ-7: unreadable is never empty; ATOMIC-4: a failed write answers E_IO.
-        raise AssertionError(
-            f"{scenario.clause}: with {scenario.label}, add memory raised or died instead of "
-            f"answering {scenario.code}: {said}"
+        raise Violation(
+            scenario.clause,
+            f"with {scenario.label}, add memory raised or died instead of "
+            f"answering {scenario.code}: {said}",
         )
     with ctx.keep_going():
         now = harness_step(ctx.root, {"op": "observe"})["files"]

@@ -88,11 +88,11 @@ def _judge(session: Session, raw: str, clause: str, ctx: CheckContext) -> Any:
     if recalled_text(judged.block) is None:
         ((broken, said),) = judged.failures
         # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
-        raise AssertionError(f"{broken}: {said}")
+        raise Violation(broken, f"{said}")
     for broken, said in judged.failures:
         with ctx.keep_going():
             # FENCE-1..5, CONTRACT-10: the block is "" or the exact frame of harmless text.
-            raise AssertionError(f"{broken}: {said}")
+            raise Violation(broken, f"{said}")
     return judged.block
 
 

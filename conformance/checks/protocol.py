@@ -49,17 +49,18 @@ def _raw_exchange(ctx: CheckContext, clause: str, requests: list[Request]) -> li
             cwd=getattr(ctx.backend, "cwd", None) or invocation_dir(),
         )
     except subprocess.TimeoutExpired:
-        raise AssertionError(
-            f"{clause}: the backend did not answer {len(requests)} requests and exit within "
-            f"{timeout:g} s of its stdin closing"
+        raise Violation(
+            clause,
+            f"the backend did not answer {len(requests)} requests and exit within "
+            f"{timeout:g} s of its stdin closing",
         ) from None
     answers = []
     for line in done.stdout.splitlines():
         try:
             answers.append(json.loads(line))
         except json.JSONDecodeError:
-            raise AssertionError(
-                f"{clause}: the backend printed a line that is not JSON: {line[:200]!r}"
+            raise Violation(
+                clause, f"the backend printed a line that is not JSON: {line[:200]!r}"
             ) from None
     # CONTRACT-13: exactly one answer per request.
     if not (len(answers) == len(requests)):

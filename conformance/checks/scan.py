@@ -119,9 +119,10 @@ def _add_each(
         with ctx.keep_going():
             # SCAN-2, SCAN-3, SCAN-4: every attack is refused; ordinary text, with the
             # invisible characters its script needs, never is.
-            raise AssertionError(
-                f"{clause}: add memory answered {len(mine)} of the {len(items)} entries of "
-                f"{corpus} with another code than {code}:{_listing(mine)}"
+            raise Violation(
+                clause,
+                f"add memory answered {len(mine)} of the {len(items)} entries of "
+                f"{corpus} with another code than {code}:{_listing(mine)}",
             )
     return [item for item, answer in zip(items, answers, strict=True) if answer["code"] == codes.OK]
 

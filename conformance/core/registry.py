@@ -1,10 +1,11 @@
 """The registry of named conformance checks and the clause ids each verifies.
 
-A check is a plain function over a :class:`CheckContext`; it raises ``AssertionError`` citing its
-clause ids when the backend violates them. The decorator records the clauses and the features the
-check needs (CONTRACT features), so ``memspec spec --check`` finds uncovered MUST clauses and a
-check needing an unclaimed feature is skipped; a check that cannot apply to a backend at all raises
-:class:`NotApplicable`.
+A check is a plain function over a :class:`CheckContext`; it raises a ``Violation`` of the clause
+the backend broke (``memspec.conformance.verdict.findings``), never a bare assertion. The
+decorator records the clauses and the features the check needs (CONTRACT features), so ``memspec
+spec --check`` finds uncovered MUST clauses and a check needing an unclaimed feature is skipped;
+a check that cannot apply to a backend over its transport raises ``NotApplicable``, one that
+could not judge ``Unverified``.
 """
 
 from __future__ import annotations
