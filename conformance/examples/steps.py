@@ -99,14 +99,18 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
     partial: list[ExampleFailure] = []
     limits = {**DEFAULT_LIMITS, **example.limits}
     for step in example.steps:
+        if step.op != "put" and step.session not in opened:
+            # a session loads when it first appears: a crash there is the load's, not the step's
+            opened.add(step.session)
+            opening = replace(step, op="load", args=(), expect={"code": codes.OK}, given=False)
+            crashed = _opening_crash(opening, driver, failure_factory(example, opening), example)
+            if crashed is not None:
+                return _found_before([*partial, crashed], completed=False) if partial else crashed
         fail = failure_factory(example, step)
         try:
             if step.op == "put":
                 driver.put(step.args[0], step.args[1])
                 continue
-            if step.session not in opened:
-                opened.add(step.session)
-                driver.request(step.session, "load", {})
             if step.op == "tool":
                 problem = run_tool_step(step, driver, fail, limits, example.clauses, offers)
             else:
@@ -120,18 +124,7 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             text = f"{refused.text}; before it, {found.reason} ({', '.join(found.blamed)})"
             raise Refusal(refused.action, (*refused.clauses, *found.blamed), text) from None
         except BackendDefect as defect:
-            # the evidence is the raise (CONTRACT-6) or the malformed answer (CONTRACT-2); a
-            # raise where the example expects a refusal, a load or a read also misses what its
-            # clauses ask of that step, if the raise is that step's own (run_on_backend asks)
-            failure = fail(defect.sent, defect.received, step.expect, str(defect))
-            failure = replace(failure, detail=defect.detail, blamed=(defect.clause,))
-            crashed = defect.clause == DEFECT_CLAUSE and not step.given
-            return replace(
-                failure,
-                unless_raised_anyway=()
-                if not crashed or _expects_success(step)
-                else example.clauses,
-            )
+            return _defect_failure(step, defect, fail, example)
         if problem is None:
             continue
         if problem.blamed and not problem.stops:
@@ -144,6 +137,36 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
             )
         return _found_before([*partial, problem], completed=False) if partial else problem
     return _found_before(partial, completed=True) if partial else None
+
+
+def _defect_failure(
+    step: Step, defect: BackendDefect, fail: Fail, example: Example
+) -> ExampleFailure:
+    """Returns the failure of a step the backend broke at: the evidence is the raise (CONTRACT-6)
+    or the malformed answer (CONTRACT-2); a raise where the example expects a refusal, a load or
+    a read also misses what its clauses ask of that step, if the raise is that step's own
+    (:func:`~memspec.conformance.examples.probes.run_on_backend` asks)."""
+    failure = fail(defect.sent, defect.received, step.expect, str(defect))
+    failure = replace(failure, detail=defect.detail, blamed=(defect.clause,))
+    crashed = defect.clause == DEFECT_CLAUSE and not step.given
+    return replace(
+        failure,
+        unless_raised_anyway=() if not crashed or _expects_success(step) else example.clauses,
+    )
+
+
+def _opening_crash(
+    opening: Step, driver: Driver, fail: Fail, example: Example
+) -> ExampleFailure | None:
+    """Opens ``opening``'s session with its first load; returns the failure of a backend that
+    broke there, described as that load (``load``, before the step that needed the session)."""
+    try:
+        driver.request(opening.session, "load", {})
+    except BackendDefect as defect:
+        failure = _defect_failure(opening, defect, fail, example)
+        said = f"load (opening session {opening.session}, before line {opening.line})"
+        return replace(failure, step=said)
+    return None
 
 
 def _found_before(found: list[ExampleFailure], completed: bool) -> ExampleFailure:
@@ -243,7 +266,9 @@ def _run_step(
             blamed = _duplicates_dropped(want, got, driver.disk(target))
             # a write that dropped them left another file: what follows reads that one
             return replace(
-                failure, blamed=blamed or _state_clauses(failure), stops=blamed == ("DUP-4",)
+                failure,
+                blamed=blamed or _read_clauses(failure, want, driver.disk(target)),
+                stops=blamed == ("DUP-4",),
             )
         return None
     if step.op == "snapshot":
@@ -288,6 +313,23 @@ def _state_clauses(failure: ExampleFailure) -> tuple[str, ...]:
     :data:`OUTCOME_CLAUSES` (``()``, every clause, when only those are cited)."""
     kept = tuple(clause for clause in failure.clauses if clause not in OUTCOME_CLAUSES)
     return kept if len(kept) < len(failure.clauses) else ()
+
+
+READING = "READ-"
+"""The area of the clauses about how a reader reads a file (READ-1 to READ-8)."""
+
+
+def _read_clauses(failure: ExampleFailure, want: Any, data: bytes | None) -> tuple[str, ...]:
+    """Returns the clauses a difference in a session's entries blames. When the file on disk
+    reads back, by the spec's reader, as the entries the spec expects, the file is right and
+    the read wrong: the example's reading clauses own it (one reading difference is not also
+    the write rules' it cites); else the difference is the stored state's
+    (:func:`_state_clauses`)."""
+    if isinstance(want, list) and model_entries(data) == want:
+        reading = tuple(clause for clause in failure.clauses if clause.startswith(READING))
+        if reading:
+            return reading
+    return _state_clauses(failure)
 
 
 def _duplicates_dropped(want: Any, got: Any, data: bytes | None) -> tuple[str, ...]:

@@ -401,3 +401,55 @@ def test_a_write_that_dropped_the_duplicates_stops_the_example(tmp_path: Path) -
     store = InProcessBackend(f"{__name__}:dedups_its_writes")
     failure = run_on_backend(BY_ID["format-delimiter-law"], store, tmp_path)
     assert failure is not None and failure.blamed == ("DUP-4",), failure
+
+
+class LoadBreaksOnFile(naive.NaiveStore):
+    """Raises at a load that finds MEMORY.md: a first load on a fresh root works."""
+
+    def load(self) -> None:
+        if (self.root / "MEMORY.md").exists():
+            raise RuntimeError("cannot parse MEMORY.md")
+        super().load()
+
+
+load_breaks_on_file = factory_of(LoadBreaksOnFile)
+
+
+def test_a_crash_in_the_implicit_load_is_the_loads(tmp_path: Path) -> None:
+    # session b first appears at the add: its opening load raises on the file session a wrote,
+    # so the failure is that load's, not the add's that needed the session (CONTRACT-5 here)
+    sketch = parse_examples(
+        "```memspec id=sketch clauses=CONTRACT-5\n"
+        'add memory "User prefers tabs" -> OK\n'
+        '@b add memory "" -> E_EMPTY\n'
+        "```\n"
+    )[0]
+    assert run_on_model(sketch) is None
+    store = InProcessBackend("tests.unit.test_examples:load_breaks_on_file")
+    failure = run_on_backend(sketch, store, tmp_path)
+    assert failure is not None and failure.step.startswith("load (opening session b"), failure
+    # the raise is the load's own (a load on a fresh root works): CONTRACT-6 and what the
+    # example asks of that load, never the add it did not reach
+    assert failure.sent == {"op": "load"} and failure.blamed[0] == "CONTRACT-6", failure
+
+
+class ExactDelimiterReader(wrappers.Wrapper):
+    """Reads entries by splitting the file on the exact delimiter ``"\n§\n"``, as Hermes does:
+    a delimiter line with spaces around its ``§`` is content (READ-3)."""
+
+    def entries(self, target: str) -> list[str]:
+        text = (self.read(target) or b"").decode("utf-8")
+        return [piece.strip() for piece in text.split("\n§\n") if piece.strip()]
+
+
+exact_delimiter_reader = factory_of(ExactDelimiterReader)
+
+
+def test_one_reading_difference_is_the_reading_clauses_alone(tmp_path: Path) -> None:
+    # a store that splits only on the exact delimiter reads the spaced delimiter lines as
+    # content: the file holds the spec's entries, so the read is wrong (READ-3), not the write
+    # rules the example also cites (FORMAT-5, ENTRY-3)
+    example = BY_ID["read-unicode-space-around-delimiter"]
+    store = InProcessBackend("tests.unit.test_examples:exact_delimiter_reader")
+    failure = run_on_backend(example, store, tmp_path)
+    assert failure is not None and failure.blamed == ("READ-3",), failure
