@@ -22,7 +22,6 @@ from memspec.conformance.history.programs import generate_program, limits_for
 from memspec.conformance.schedule.exploration import Program, execute, fresh_root
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
-from memspec.conformance.tamper.capability import tampering
 
 SWITCH = st.integers(0, 255)
 """The one draw of every decision, whoever is enabled: a replay that meets other sessions than
@@ -56,7 +55,7 @@ def hypothesis_chooser(data: Any, switch_one_in: int = 4) -> Chooser:
 )
 def random_schedules(ctx: CheckContext) -> None:
     """Generated programs of several sessions under drawn schedules stay linearizable (LOCK-3)."""
-    tampering(ctx.backend).require()
+    ctx.tampering.require()
     confirm_plain_run(ctx, "a schedule")
     count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
     batch = "batch" in ctx.claimed_features()
@@ -72,7 +71,8 @@ def random_schedules(ctx: CheckContext) -> None:
             tuple((f"p{p}", ops) for p, ops in enumerate(programs)), limits_for(programs)
         )
         with fresh_root(ctx) as root:
-            execution = execute(ctx.backend, root, program, hypothesis_chooser(data))
+            chooser = hypothesis_chooser(data)
+            execution = execute(ctx.backend, root, program, chooser, ctx.tampering)
         if execution.finding is not None:
             fail_with_repro(ctx, execution, seed)
 

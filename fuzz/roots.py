@@ -54,7 +54,7 @@ class FuzzRoot:
     def session(self, name: str = "a") -> Session:
         """Returns session ``name``, opening it and loading it the first time (CONTRACT-7)."""
         if name not in self.sessions:
-            session = self.ctx.backend.open(self.root, self.limits)
+            session = self.ctx.session(self.limits, root=self.root)
             self.sessions[name] = session
             session.request("load")
         return self.sessions[name]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -165,14 +165,10 @@ class AgentRun:
 def _sessions(ctx: CheckContext, count: int, root: Path | None = None) -> Iterator[list[Session]]:
     """Yields ``count`` loaded sessions on ``root`` (the check's root by default), each closed
     on the way out, those already open included when a later one fails to open."""
-    with ExitStack() as stack:
-        sessions = []
-        for _ in range(count):
-            session = ctx.backend.open(ctx.root if root is None else root)
-            stack.callback(session.close)
+    with ctx.sessions(count, root=root) as sessions:
+        for session in sessions:
             session.request("load")
-            sessions.append(session)
-        yield sessions
+        yield list(sessions)
 
 
 @check("AGENT-7", "CONTRACT-14", features=(), id="agent.unsupported_without_the_feature")

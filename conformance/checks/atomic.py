@@ -51,9 +51,7 @@ def write_replaces_by_rename(ctx: CheckContext) -> None:
         ),
         ("remove", {"old_text": "tabs"}, ["Editor: helix"]),
     ]
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session, ExitStack() as links:
         session.request("load")
         first = session.request("add", target="memory", content="User prefers tabs")
         if first["code"] != codes.OK:
@@ -65,7 +63,7 @@ def write_replaces_by_rename(ctx: CheckContext) -> None:
                 )
             old = path.read_bytes()
             link = _hard_link(path, ctx)
-            stack.callback(link.unlink, missing_ok=True)
+            links.callback(link.unlink, missing_ok=True)
             sent = f"{op} memory {fields}"
             answer = session.request(op, target="memory", **fields)
             if answer["code"] != codes.OK:
@@ -110,6 +108,15 @@ class _Sampler(threading.Thread):
         self.stop = threading.Event()
         self.violation: str | None = None
 
+    def __enter__(self) -> _Sampler:
+        """Starts sampling; the block's end stops it and waits for the thread."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.join(10)
+
     def run(self) -> None:
         while not self.stop.is_set() and self.violation is None:
             acked_before = self.acked
@@ -148,25 +155,21 @@ def readers_never_see_a_partial_file(ctx: CheckContext) -> None:
     entries = _long_entries(ctx.profile.operations)
     limit = sum(len(entry) + 3 for entry in entries) + 100
     sampler = _Sampler(ctx.root / "MEMORY.md", entries)
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, {"memory": limit})
-        stack.callback(session.close)
+    with ctx.session({"memory": limit}) as session:
         session.request("load")
-        sampler.start()
-        stack.callback(sampler.join, 10)
-        stack.callback(sampler.stop.set)
-        for index, entry in enumerate(entries):
-            sampler.started = index + 1
-            answer = session.request("add", target="memory", content=entry)
-            if answer["code"] != codes.OK:
-                raise Violation(
-                    "ATOMIC-2",
-                    f"add memory (entry {index}, {len(entry)} chars, limit {limit}) "
-                    f"answered {answer}, expected OK",
-                )
-            sampler.acked = index + 1
-            if sampler.violation:
-                break
+        with sampler:
+            for index, entry in enumerate(entries):
+                sampler.started = index + 1
+                answer = session.request("add", target="memory", content=entry)
+                if answer["code"] != codes.OK:
+                    raise Violation(
+                        "ATOMIC-2",
+                        f"add memory (entry {index}, {len(entry)} chars, limit {limit}) "
+                        f"answered {answer}, expected OK",
+                    )
+                sampler.acked = index + 1
+                if sampler.violation:
+                    break
     # ATOMIC-5 first: a file that lacks an acknowledged add with no write running was not torn
     # by the write, it never got it
     acked = entries[: sampler.acked]
@@ -186,11 +189,7 @@ def acknowledged_is_visible(ctx: CheckContext) -> None:
     it (ATOMIC-5): after each accepted add, replace or remove, ``MEMORY.md`` parses into the
     expected entries and a second session's ``load`` + ``entries`` returns them."""
     count = max(3, ctx.profile.operations)
-    with ExitStack() as stack:
-        writer = ctx.backend.open(ctx.root)
-        stack.callback(writer.close)
-        observer = ctx.backend.open(ctx.root)
-        stack.callback(observer.close)
+    with ctx.sessions(2) as (writer, observer):
         writer.request("load")
         expected: list[str] = []
         for index in range(count):

@@ -4,7 +4,6 @@ and claimed features (CONTRACT-1, CONTRACT-2, CONTRACT-7, CONTRACT-19); the JSON
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from typing import Any
 
 from memspec.conformance.checks._disk import (
@@ -38,10 +37,7 @@ def factory_stays_in_root(ctx: CheckContext) -> None:
     """The factory opens on an existing root, several sessions may be open on it at once, and
     opening, reading and writing touch nothing outside it (CONTRACT-1)."""
     before = outside_root(ctx)
-    with ExitStack() as stack:
-        sessions = [ctx.backend.open(ctx.root) for _ in range(2)]
-        for session in sessions:
-            stack.callback(session.close)
+    with ctx.sessions(2) as sessions:
         for index, session in enumerate(sessions):
             session.request("load")
             answer = session.request("add", target="memory", content=f"Fact {index} of session")
@@ -121,9 +117,7 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
     fields (``message`` str, ``matches`` list of str, ``backup`` a ``NAME.bak.*`` file in the root,
     ``usage`` str, ``duplicate`` bool) have their types when present."""
     put(ctx.root, "user", b"Name: Ada\nand a long note pasted by hand without any delimiter")
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, {"memory": 60, "user": 40})
-        stack.callback(session.close)
+    with ctx.session({"memory": 60, "user": 40}) as session:
         loaded = _shaped(session, "load")
         if not loaded["ok"]:
             raise Violation("CONTRACT-2", f"load answered {loaded}, expected OK")
@@ -175,14 +169,7 @@ def answers_have_contract_shapes(ctx: CheckContext) -> None:
 def mutation_without_load(ctx: CheckContext) -> None:
     """A mutation on a session that never loaded behaves exactly as after a load (CONTRACT-7):
     an add and a remove in fresh, never-loaded sessions keep the entries other sessions wrote."""
-    with ExitStack() as stack:
-
-        def opened() -> Session:
-            session = ctx.backend.open(ctx.root)
-            stack.callback(session.close)
-            return session
-
-        first = opened()
+    with ctx.session() as first:
         first.request("load")
         seeds = ["User prefers tabs", "Editor: vim"]
         for content in seeds:
@@ -199,12 +186,14 @@ def mutation_without_load(ctx: CheckContext) -> None:
         ]
         for op, fields, expected in steps:
             sent = f"{op} memory {fields} on a session that never loaded"
-            answer = opened().request(op, target="memory", **fields)
-            # CONTRACT-7: the mutation is allowed without a load.
-            if answer["code"] != codes.OK:
-                raise Violation("CONTRACT-7", f"{sent} answered {answer}, expected OK")
-            first.request("load")
-            seen = first.request("entries", target="memory")["entries"]
+            # the fresh session stays open until the other one has read what it wrote
+            with ctx.session() as fresh:
+                answer = fresh.request(op, target="memory", **fields)
+                # CONTRACT-7: the mutation is allowed without a load.
+                if answer["code"] != codes.OK:
+                    raise Violation("CONTRACT-7", f"{sent} answered {answer}, expected OK")
+                first.request("load")
+                seen = first.request("entries", target="memory")["entries"]
             # CONTRACT-7: it acted on the entries on disk, as after a load.
             if seen != expected:
                 raise Violation(
@@ -217,11 +206,8 @@ def claimed_features_are_known(ctx: CheckContext) -> None:
     """Every claimed feature is one of the names of the contract, and ``core`` is claimed
     (or implied by claiming nothing) (CONTRACT-19). It needs no feature: a backend that claims
     no ``core`` would otherwise skip it along with every other check, and pass."""
-    session = ctx.backend.open(ctx.root)
-    try:
+    with ctx.session() as session:
         claimed = set(session.features)
-    finally:
-        session.close()
     unknown = sorted(claimed - FEATURE_NAMES)
     # CONTRACT-19: only the contract's feature names may be claimed.
     if unknown:

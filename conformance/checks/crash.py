@@ -18,7 +18,7 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.waits import PROBE_TIMEOUT, ROUND_TIMEOUT, START_TIMEOUT
 from memspec.conformance.processes.workers import Job, Worker, WorkerResult
 from memspec.conformance.tamper.calls import CallRecord, describe_call
-from memspec.conformance.tamper.capability import Tampering, tampering
+from memspec.conformance.tamper.capability import Tampering
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.conformance.verdict.findings import Unverified, Violation
@@ -358,7 +358,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
     flushes, syncs and renames (interposed for a Python backend, by strace for a command);
     after each kill the file is old or new, the target is not locked and leftovers are removed
     by the next mutation (CRASH-1..3)."""
-    tamper = tampering(ctx.backend)
+    tamper = ctx.tampering
     tamper.require()
     confirm_plain_run(ctx, "a kill")
     recovery = _setup(ctx)

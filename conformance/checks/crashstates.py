@@ -27,7 +27,6 @@ from memspec.conformance.crash.persistence import (
 )
 from memspec.conformance.processes.workers import Job
 from memspec.conformance.tamper.calls import CallRecord, describe_call
-from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
 from memspec.conformance.verdict.findings import ClauseFailures, Unverified, Violation
@@ -103,8 +102,7 @@ def snapshot_files(root: Path) -> dict[str, tuple[int, bytes]]:
 
 def _setup(ctx: CheckContext) -> frozenset[str]:
     """Writes the seed entries in a clean session; returns the features it claims."""
-    session = ctx.backend.open(ctx.root, LIMITS)
-    try:
+    with ctx.session(LIMITS) as session:
         session.request("load")
         for seed in SEEDS:
             answer = session.request("add", target="memory", content=seed)
@@ -112,8 +110,6 @@ def _setup(ctx: CheckContext) -> frozenset[str]:
             if answer["code"] != "OK":
                 raise Violation("CRASH-4", f"add memory {seed!r} answered {answer}")
         return frozenset(session.features)
-    finally:
-        session.close()
 
 
 def _check_answers(requests: Sequence[dict[str, Any]], answers: Sequence[Any], state: Any) -> list:
@@ -149,7 +145,7 @@ def record(ctx: CheckContext, batch: bool) -> Recording:
     root = os.path.realpath(ctx.root)
     requests = _requests(batch)
     initial = snapshot_files(ctx.root)
-    tamper = tampering(ctx.backend)
+    tamper = ctx.tampering
     job = Job(ctx.backend, ctx.root, tuple(requests), LIMITS, name="traced")
     records, answers = tamper.record(job, TRACED_SESSION_TIMEOUT, ctx.scratch)
     memory = initial.get("MEMORY.md", (0, None))[1]
@@ -254,14 +250,11 @@ def _problem(
     root.mkdir()
     try:
         materialise(root, state.files)
-        session = ctx.backend.open(root, LIMITS)
-        try:
+        with ctx.session(LIMITS, root=root) as session:
             session.request("load")
             if judgement.recovery:
                 return _judge_recovery(session, state, root)
             return _judge_files(session, recording, state, judgement, root)
-        finally:
-            session.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

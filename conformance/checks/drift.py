@@ -12,7 +12,7 @@ entry another writer added is still in the file.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,9 +111,7 @@ def external_bytes_survive_rewrite(ctx: CheckContext) -> None:
     away are backed up byte-exactly and the ``OK`` names the backup; an appended, delimited entry
     stays or is backed up; two contents give two backups, the same content again none (DRIFT-5,
     content-addressed as in DRIFT-4)."""
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
 
         def seed() -> bytes:
@@ -171,9 +169,7 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
     DRIFT-3)."""
     external = b"User prefers tabs\n" + b"pasted by hand without any delimiter line " * 2
     other = b"a file the user keeps under this name\n"
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, {"memory": 40, "user": 30})
-        stack.callback(session.close)
+    with ctx.session({"memory": 40, "user": 30}) as session:
         session.request("load")
         put(ctx.root, "memory", external)
         first = _refused_with_backup(session, ctx, external, "on a foreign MEMORY.md")
@@ -260,8 +256,7 @@ def own_bytes_are_what_a_store_last_wrote(ctx: CheckContext) -> None:
     rewriting it wrote that copy itself and another session wrote after it, or it wrote the copy
     and then replaced it."""
     confirm_plain_run(ctx, "bytes put back")
-    with ExitStack() as stack:
-        first, second = (stack.enter_context(_loaded(ctx)) for _ in range(2))
+    with _loaded(ctx) as first, _loaded(ctx) as second:
         _created_file_is_backed_up(ctx, first)
         _restored_copy_is_backed_up(ctx, first, second, "api")
         _restored_copy_is_backed_up(ctx, first, first, "web")
@@ -270,9 +265,6 @@ def own_bytes_are_what_a_store_last_wrote(ctx: CheckContext) -> None:
 @contextmanager
 def _loaded(ctx: CheckContext) -> Iterator[Session]:
     """Yields a session opened on the check's root and loaded, and closes it."""
-    session = ctx.backend.open(ctx.root)
-    try:
+    with ctx.session() as session:
         session.request("load")
         yield session
-    finally:
-        session.close()

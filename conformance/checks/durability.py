@@ -29,7 +29,7 @@ def _traced_add(ctx: CheckContext, content: str, name: str) -> list[CallRecord]:
         plan=Plan(trace=True),
         name=name,
     )
-    result = run_planned(job, 60, ctx.scratch).expect_done()
+    result = run_planned(ctx.tampering, job, 60, ctx.scratch).expect_done()
     answer = result.answer(1)
     # ATOMIC-1: the add to be traced must succeed.
     if not (answer is not None and answer["code"] == "OK"):

@@ -112,7 +112,7 @@ def _start(
     ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str
 ) -> WorkerResult:
     job = Job(ctx.backend, ctx.root, ops, plan=plan, name=name)
-    return run_planned(job, TRACED_SESSION_TIMEOUT, ctx.scratch)
+    return run_planned(ctx.tampering, job, TRACED_SESSION_TIMEOUT, ctx.scratch)
 
 
 def _judge_untouched(old: dict[str, str], new: dict[str, str], label: str, clause: str) -> None:

@@ -8,7 +8,6 @@ never hides a live tag. Words around a tag (``Alpha`` ... ``Omega``) must surviv
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
@@ -97,9 +96,7 @@ def _judge(session: Session, raw: str, clause: str, ctx: CheckContext) -> Any:
 
 
 def _corpus(ctx: CheckContext, clause: str, corpus: tuple[str, ...]) -> None:
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         for raw in corpus:
             with ctx.keep_going():
@@ -118,9 +115,7 @@ def frame_is_exact(ctx: CheckContext) -> None:
     they are removed (replaced by a neutral text, they give its frame; FENCE-7); plain text
     gives exactly the frame ``<memory-context>``, line feed, NOTE, two line feeds, the stripped
     text, line feed, ``</memory-context>`` (FENCE-1, CONTRACT-10)."""
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         for raw in BLANK:
             with ctx.keep_going():
@@ -185,9 +180,7 @@ def only_tags_and_notes_change(ctx: CheckContext) -> None:
     """Making recalled text harmless touches only the spans FENCE-2 reads as a tag and FENCE-4 as a
     note (FENCE-7, CONTRACT-10): the text before the first span and after the last comes back as it
     was, so escaping the whole text or dropping more than the tag is caught."""
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         for raw in KEPT_AROUND_TAGS:
             spans = sorted(find_fence_tags(raw) + find_system_notes(raw))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-from contextlib import ExitStack
 
 from memspec.conformance.checks._disk import (
     listing_changes,
@@ -37,9 +36,7 @@ def created_files_are_private(ctx: CheckContext) -> None:
     check plays another writer twice so that a store that keeps backups makes them, and writes
     nothing of its own in the root."""
     confirm_plain_run(ctx, "a file's mode")
-    with umask(0o022), ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, {"user": 100})
-        stack.callback(session.close)
+    with umask(0o022), ctx.session({"user": 100}) as session:
         session.request("load")
         sent = 'add memory "User prefers tabs"'
         _expect(
@@ -82,9 +79,7 @@ def rewrite_keeps_the_mode(ctx: CheckContext) -> None:
     modes = {"memory": 0o640, "user": 0o660}
     put(ctx.root, "memory", b"User prefers tabs", mode=modes["memory"])
     put(ctx.root, "user", b"Name: Ada", mode=modes["user"])
-    with umask(0o022), ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with umask(0o022), ctx.session() as session:
         session.request("load")
         for target, contents in (
             ("memory", ("Editor: vim", "Shell: zsh")),
@@ -112,12 +107,9 @@ def _lock_file_kept(ctx: CheckContext) -> bool:
     """Returns whether the backend keeps a ``MEMORY.md.lock`` (probed on a root of the check's)."""
     probe = ctx.scratch / "files-3-probe-root"
     probe.mkdir()
-    session = ctx.backend.open(probe)
-    try:
+    with ctx.session(root=probe) as session:
         session.request("load")
         session.request("add", target="memory", content="User prefers tabs")
-    finally:
-        session.close()
     return os.path.lexists(probe / "MEMORY.md.lock")
 
 
@@ -137,9 +129,7 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
     }
     for link, destination, _ in links.values():
         os.symlink(destination, link)
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         answers = {
             target: session.request("add", target=target, content="Editor: vim") for target in links
@@ -187,9 +177,7 @@ def symlinked_data_file_is_kept(ctx: CheckContext) -> None:
     links = {"memory": (ctx.root / "MEMORY.md", outside), "user": (ctx.root / "USER.md", missing)}
     for link, destination in links.values():
         os.symlink(destination, link)
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         read = session.request("entries", target="memory")["entries"]
         with ctx.keep_going():
@@ -292,9 +280,7 @@ def nothing_outside_root(ctx: CheckContext) -> None:
     for name in ("MEMORY.md", "USER.md", "MEMORY.md.lock"):
         (ctx.scratch / name).write_bytes(b"decoy outside the root")
     before = outside_root(ctx)
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, {"memory": 300, "user": 300})
-        stack.callback(session.close)
+    with ctx.session({"memory": 300, "user": 300}) as session:
         session.request("load")
         _run(session, _mixed_operations(50, random.Random(5 if ctx.seed is None else ctx.seed)))
         session.request("load")
@@ -313,9 +299,7 @@ def file_count_stays_bounded(ctx: CheckContext) -> None:
     up, so the count after 120 mixed operations is at most the count after the first 20."""
     confirm_plain_run(ctx, "the files a run leaves")
     ops = _mixed_operations(120, random.Random(7 if ctx.seed is None else ctx.seed))
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, {"memory": 300, "user": 300})
-        stack.callback(session.close)
+    with ctx.session({"memory": 300, "user": 300}) as session:
         session.request("load")
         _run(session, ops[:20])
         early = [str(path.relative_to(ctx.root)) for path in root_files(ctx.root)]

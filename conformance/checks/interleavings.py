@@ -17,7 +17,6 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
-from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.verdict.findings import Unverified
 
 NOTES = ("Project uses Go 1.22", "Editor: helix")
@@ -53,7 +52,7 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
     randomized profile the fixed exploration of ``ci`` runs first; the profile's wider one then
     hunts until its share of the budget, and stopping there leaves what ``ci`` verifies
     verified."""
-    tampering(ctx.backend).require()
+    ctx.tampering.require()
     confirm_plain_run(ctx, "a schedule")
     profile = ctx.profile
     allowance = ctx.allowance
@@ -64,7 +63,7 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
 
     def run_one(choose: Chooser) -> Execution:
         with fresh_root(ctx) as root:
-            return execute(ctx.backend, root, program, choose)
+            return execute(ctx.backend, root, program, choose, ctx.tampering)
 
     undecided = []
     for stage in stages:

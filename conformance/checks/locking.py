@@ -195,7 +195,7 @@ def trace_of_add(ctx: CheckContext, index: int = 2) -> list[CallRecord]:
         plan=Plan(trace=True),
         name="traced",
     )
-    return run_planned(job, 60, ctx.scratch).expect_done().calls_during(index)
+    return run_planned(ctx.tampering, job, 60, ctx.scratch).expect_done().calls_during(index)
 
 
 @check("LOCK-1", "LOCK-2", "LOCK-3", id="locking.lock_spans_read_to_rename")

@@ -3,8 +3,6 @@ does not claim it answers binds every backend (PATCH-11)."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 from memspec.conformance.checks._disk import put
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.verdict.findings import Violation
@@ -20,9 +18,7 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
     transports: the in-process one answers for a Python store that does not claim the feature,
     a command backend answers itself."""
     path = put(ctx.root, "memory", STORED)
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         claimed = "patch" in session.features
         sent = {"target": "memory", "old_text": "tabs", "content": "spaces"}

@@ -3,8 +3,6 @@ CONTRACT-9): ``MEMORY.md`` is made a directory, which fails with ``EISDIR`` for 
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
@@ -19,9 +17,7 @@ def unreadable_file_is_not_empty(ctx: CheckContext) -> None:
     takes its place (READ-7)."""
     path = ctx.root / "MEMORY.md"
     path.mkdir()
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         block = session.request("snapshot", target="memory")["snapshot"]
         with ctx.keep_going():

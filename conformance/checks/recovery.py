@@ -5,8 +5,6 @@ to remove."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 from memspec.conformance.checks._disk import backups, put, read_or_none
 from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
@@ -31,19 +29,16 @@ def lowered_limit_is_recoverable(ctx: CheckContext) -> None:
     add works again (DRIFT-7). A backend that claims ``drift-guard`` first saves the file as it
     was in a byte-exact backup that the ``OK`` names (DRIFT-2)."""
     confirm_plain_run(ctx, "a lowered limit")
-    with ExitStack() as stack:
-        wide = ctx.backend.open(ctx.root)
-        stack.callback(wide.close)
+    with ctx.session() as wide:
         wide.request("load")
         for content in (KEPT, LONG):
             answer = wide.request("add", target="memory", content=content)
             if answer["code"] != codes.OK:
                 raise Violation("DRIFT-7", f"add memory {content!r} answered {answer}")
         before = read_or_none(ctx.root / "MEMORY.md")
-        if before is None:
-            raise Violation("DRIFT-7", "two acknowledged adds left no MEMORY.md")
-        narrow = ctx.backend.open(ctx.root, NARROW)
-        stack.callback(narrow.close)
+    if before is None:
+        raise Violation("DRIFT-7", "two acknowledged adds left no MEMORY.md")
+    with ctx.session(NARROW) as narrow:
         narrow.request("load")
         sent = (
             f"with the limit lowered to 40 below the entry {LONG!r}, remove memory 'Project notes'"
@@ -84,9 +79,7 @@ def unreadable_file_says_how_to_repair(ctx: CheckContext) -> None:
     the person who must repair it, and the file byte for byte as it was (DRIFT-7, READ-6); once
     it is re-saved as UTF-8, the remove goes through (DRIFT-7)."""
     confirm_plain_run(ctx, "a repaired file")
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         put(ctx.root, "memory", UNDECODABLE)
         answer = session.request("remove", target="memory", old_text="User")

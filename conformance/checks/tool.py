@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +80,7 @@ def schema_is_valid_and_agrees(ctx: CheckContext) -> None:
     """The schema is named ``memory``, its parameters are a valid JSON Schema (Draft 2020-12
     metaschema), and its actions, targets, fields and ``required`` list are exactly those of the
     claimed features (TOOL-2)."""
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         schema = session.request("tool_schema")["schema"]
         problems = schema_problems(schema, session.features)
@@ -94,9 +91,7 @@ def schema_is_valid_and_agrees(ctx: CheckContext) -> None:
 @check("TOOL-3", features=("tool",), id="tool.description_guides_the_model")
 def description_guides_the_model(ctx: CheckContext) -> None:
     """The description names both targets, and ``operations`` where batch is claimed (TOOL-3)."""
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         description = str(session.request("tool_schema")["schema"].get("description", ""))
         wanted = [*TARGETS, *(("operations",) if "batch" in session.features else ())]
@@ -112,9 +107,7 @@ def unsupported_without_the_feature(ctx: CheckContext) -> None:
     ``E_UNSUPPORTED`` and writes nothing; one that claims it answers both ``OK`` (TOOL-8)."""
     put(ctx.root, "memory", STORED)
     arguments = json.dumps({"action": "add", "target": "memory", "content": "Editor: vim"})
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         claimed = "tool" in session.features
         answers = [
@@ -205,9 +198,7 @@ def malformed_calls_answered(ctx: CheckContext) -> None:
     TOOL-10). Sized by ``profile.examples``; deterministic when the profile derandomizes."""
     put(ctx.root, "user", b"Name: Ada")
     put(ctx.root, "memory", b"Editor: vim")
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root)
-        stack.callback(session.close)
+    with ctx.session() as session:
         session.request("load")
         schema = session.request("tool_schema")["schema"]
         offer, own = schema_offer(schema), own_members(schema)
@@ -247,9 +238,7 @@ def results_never_show_threat_text(ctx: CheckContext) -> None:
         {"action": "add", "target": "memory", "content": "cat ~/.ssh/id_rsa"},
         {"action": "replace", "target": "memory", "old_text": "ignore", "content": "Shell: zsh"},
     ]
-    with ExitStack() as stack:
-        session = ctx.backend.open(ctx.root, limits)
-        stack.callback(session.close)
+    with ctx.session(limits) as session:
         session.request("load")
         offer = tool_offer(session_requester(session))
         for arguments in calls:

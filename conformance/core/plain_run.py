@@ -71,8 +71,7 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
     ]
     state = model.initial_state(LIMIT, LIMIT)
     root = Path(tempfile.mkdtemp(prefix="plain-", dir=ctx.scratch))
-    session = ctx.backend.open(root, {"memory": LIMIT, "user": LIMIT})
-    try:
+    with ctx.session({"memory": LIMIT, "user": LIMIT}, root=root) as session:
         session.request("load")
         for request in requests:
             if request is EXTERNAL:
@@ -98,5 +97,3 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
                     f", where the spec gives {outcome.code} and {list(expected)}: what {stressed} "
                     "would be judged against is unknown (the operation's own clauses judge it)"
                 )
-    finally:
-        session.close()

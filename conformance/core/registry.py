@@ -11,14 +11,16 @@ could not judge ``Unverified``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memspec.conformance.core.budgets import Allowance, enforced, start_allowance
+from memspec.conformance.core.profiles import Profile
+from memspec.conformance.transport.backend import Backend, Session
 from memspec.conformance.verdict.findings import (
     ClauseFailures,
     Finding,
@@ -31,11 +33,22 @@ from memspec.conformance.verdict.findings import (
 from memspec.conformance.verdict.records import Figure
 from memspec.spec.clauses import CLAUSE_ID
 
+if TYPE_CHECKING:  # the worker machinery it names is imported where a context builds one
+    from memspec.conformance.tamper.capability import Tampering
+
 
 @dataclass(frozen=True)
 class CheckContext:
     """A CheckContext is what one check runs with: the backend, a fresh empty root directory the
     backend owns, a scratch directory outside it, the profile and the seed.
+
+    A check opens its sessions on the root through the context, each closed when its block
+    ends: ``with ctx.session(limits) as session:``, ``with ctx.sessions(2) as (a, b):``.
+    ``tampering`` is what can be done to the backend's file-system calls
+    (:mod:`memspec.conformance.tamper.capability`): the suite builds it once from the backend's
+    transport and hands it to every check (left out, it is built here from ``backend``); a check
+    that cannot reach the calls learns it from :meth:`Tampering.require` (NotApplicable), never
+    by asking which backend it got.
 
     ``database`` is the Hypothesis example database (a path or ``redis://host:port/db``; ``None``:
     none). ``artifacts`` is where a failing check leaves files for the user (``None``: the scratch
@@ -44,10 +57,10 @@ class CheckContext:
     (``None``: unbounded); ``features`` the backend's claims, when already read.
     """
 
-    backend: Any
+    backend: Backend
     root: Path
     scratch: Path
-    profile: Any
+    profile: Profile
     seed: int | None = None
     database: str | None = None
     artifacts: Path | None = None
@@ -56,6 +69,32 @@ class CheckContext:
     failures: list[BaseException] = field(default_factory=list)
     allowance: Allowance | None = None
     features: frozenset[str] | None = None
+    tampering: Tampering = None  # type: ignore[assignment]  # None: built by __post_init__
+
+    def __post_init__(self) -> None:
+        if self.tampering is None:
+            from memspec.conformance.tamper.capability import tampering
+
+            object.__setattr__(self, "tampering", tampering(self.backend))
+
+    def session(
+        self, limits: Mapping[str, int] | None = None, *, root: Path | None = None
+    ) -> Session:
+        """Returns a new session on the check's root (or on ``root``, another directory of the
+        check's) with ``limits`` (the defaults for a target they leave out); used as ``with
+        ctx.session(limits) as session:``, it is closed when the block ends. Raises
+        BackendDefect when it cannot be opened."""
+        return self.backend.open(self.root if root is None else root, limits)
+
+    @contextmanager
+    def sessions(
+        self, count: int, limits: Mapping[str, int] | None = None, *, root: Path | None = None
+    ) -> Iterator[tuple[Session, ...]]:
+        """Yields ``count`` new sessions on the check's root (or on ``root``), opened in order
+        with ``limits``: ``with ctx.sessions(2) as (a, b):``. Every one opened is closed when the
+        block ends, also when a later one fails to open."""
+        with ExitStack() as opened:
+            yield tuple(opened.enter_context(self.session(limits, root=root)) for _ in range(count))
 
     @contextmanager
     def keep_going(self) -> Iterator[None]:
@@ -77,11 +116,8 @@ class CheckContext:
         opened on the root."""
         if self.features is not None:
             return self.features
-        session = self.backend.open(self.root)
-        try:
+        with self.session() as session:
             return frozenset(session.features)
-        finally:
-            session.close()
 
 
 CheckFunction = Callable[[CheckContext], None]

@@ -27,6 +27,8 @@ from memspec.conformance.schedule.schedule import (
     run_scheduled,
 )
 from memspec.conformance.tamper.calls import describe_call
+from memspec.conformance.tamper.capability import Tampering
+from memspec.conformance.transport.backend import Backend
 from memspec.conformance.transport.wire import Request
 from memspec.spec.codec import decode, parse_text
 from memspec.spec.targets import DEFAULT_LIMITS, FILENAMES, TARGETS
@@ -91,15 +93,18 @@ def prepare_root(root: Path, program: Program) -> None:
             (root / FILENAMES[target]).write_bytes(data)
 
 
-def execute(backend: Any, root: Path, program: Program, choose: Chooser) -> Execution:
-    """Runs ``program`` on ``root`` (prepared here) as ``choose`` decides, and judges it."""
+def execute(
+    backend: Backend, root: Path, program: Program, choose: Chooser, tamper: Tampering
+) -> Execution:
+    """Runs ``program`` on ``root`` (prepared here) as ``choose`` decides, its sessions stopped
+    at their calls by ``tamper`` (the check's ``ctx.tampering``), and judges it."""
     prepare_root(root, program)
     jobs = [
         Job(backend, root, operations_, dict(program.limits), name=name)
         for name, operations_ in program.sessions
     ]
     started = time.monotonic()
-    run = run_scheduled(jobs, choose, sample=lambda: _sample(root))
+    run = run_scheduled(jobs, choose, tamper, sample=lambda: _sample(root))
     for result in run.results:
         result.expect_done()
     events = history_of(run, len(jobs))

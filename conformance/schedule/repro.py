@@ -21,6 +21,7 @@ from memspec.conformance.schedule.exploration import (
     render_interleaving,
 )
 from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
+from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.conformance.verdict.findings import Violation
@@ -211,9 +212,10 @@ class Replay:
 def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
     """Replays ``repro`` once on a fresh root (``backend`` overrides the file's)."""
     backend = backend or repro.open_backend(timeout)
+    chosen = follow(repro.schedule)
     with tempfile.TemporaryDirectory(prefix="memspec-repro-") as root:
         try:
-            return Replay(execute(backend, Path(root), repro.program, follow(repro.schedule)))
+            return Replay(execute(backend, Path(root), repro.program, chosen, tampering(backend)))
         except ScheduleDiverged as diverged:
             return Replay(None, str(diverged))
 

@@ -15,7 +15,7 @@ from typing import Any
 from memspec.conformance.core.waits import START_TIMEOUT, STEP_TIMEOUT
 from memspec.conformance.processes.workers import Job, WorkerResult
 from memspec.conformance.tamper.calls import CallRecord, Parked, Returned
-from memspec.conformance.tamper.capability import tampering
+from memspec.conformance.tamper.capability import Tampering
 from memspec.conformance.tamper.stops import Scheduled
 from memspec.spec.errors import MemspecError
 
@@ -164,12 +164,14 @@ def _wake_waiters(scheduled: Sequence[Scheduled], chosen: Scheduled) -> None:
 def run_scheduled(
     jobs: Sequence[Job],
     choose: Chooser,
+    tamper: Tampering,
     *,
     sample: Callable[[], Any] | None = None,
     deadline: float = 120.0,
     step_timeout: float = STEP_TIMEOUT,
 ) -> ScheduledRun:
-    """Runs ``jobs`` in scheduled workers, one call at a time as ``choose`` decides (module docs).
+    """Runs ``jobs`` in scheduled workers, stopped at their calls by ``tamper``, one call at a
+    time as ``choose`` decides (module docs).
     ``sample`` is called before the first step and after every step (``samples`` holds ``(start,
     end, value)``); workers running at ``deadline`` seconds are killed. ScheduleDiverged propagates
     after every worker is reaped."""
@@ -182,7 +184,7 @@ def run_scheduled(
     scheduled: list[Scheduled] = []
     traces = tempfile.TemporaryDirectory(prefix="memspec-stops-")
     try:
-        scheduled = [tampering(job.backend).stopped(job, Path(traces.name)) for job in jobs]
+        scheduled = [tamper.stopped(job, Path(traces.name)) for job in jobs]
         for item in scheduled:
             item.settle(locks, START_TIMEOUT)
         _take_sample(run, sample)

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from memspec.conformance.verdict.records import CheckRecord, Figure, RunInfo, su
 from memspec.conformance.verdict.report import level_of, write_reports
 from memspec.conformance.verdict.summary import failing_summary
 from memspec.spec.errors import UsageError
+
+if TYPE_CHECKING:
+    from memspec.conformance.tamper.capability import Tampering
 
 MARKER = "memspec"
 
@@ -263,6 +266,15 @@ def memspec_backend(pytestconfig: pytest.Config) -> Backend:
 
 
 @pytest.fixture(scope="session")
+def memspec_tampering(memspec_backend: Backend) -> Tampering:
+    """What can be done to the backend's file-system calls, built once from its transport and
+    handed to every check (``CheckContext.tampering``)."""
+    from memspec.conformance.tamper.capability import tampering  # worker machinery: imported late
+
+    return tampering(memspec_backend)
+
+
+@pytest.fixture(scope="session")
 def memspec_features(
     memspec_backend: Backend, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> frozenset[str]:
@@ -271,11 +283,8 @@ def memspec_features(
     probed = memspec_settings(pytestconfig).features
     if probed is not None:
         return probed
-    session = memspec_backend.open(tmp_path_factory.mktemp("features"))
-    try:
+    with memspec_backend.open(tmp_path_factory.mktemp("features")) as session:
         return frozenset(session.features)
-    finally:
-        session.close()
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from memspec.conformance.core.registry import (
 )
 from memspec.conformance.examples.probes import run_on_backend
 from memspec.conformance.suite.plugin import give_figures, give_verdict, memspec_settings
+from memspec.conformance.tamper.capability import Tampering
 from memspec.conformance.transport.backend import Backend
 from memspec.conformance.verdict.findings import (
     HarnessError,
@@ -102,6 +103,7 @@ def test_check(
     memspec_root: Path,
     memspec_profile: Profile,
     memspec_features: frozenset[str],
+    memspec_tampering: Tampering,
     pytestconfig: pytest.Config,
     tmp_path: Path,
     request: pytest.FixtureRequest,
@@ -121,6 +123,7 @@ def test_check(
         settings.hypothesis_db,
         artifacts,
         features=memspec_features,
+        tampering=memspec_tampering,
     )
     try:
         run_within_budget(check, context)

@@ -3,8 +3,9 @@ one, kill at one, and stop at each for the scheduler.
 
 :func:`tampering` picks :class:`Interposition` (:mod:`.interpose`) for a backend whose store runs as
 Python code and :class:`Strace` (:mod:`.strace`, :mod:`.stops`) for a command, as the transport
-declares (:class:`~memspec.conformance.transport.backend.Runs`); a check states a
-:class:`~memspec.conformance.tamper.interpose.Plan` or
+declares (:class:`~memspec.conformance.transport.backend.Runs`), and :class:`Unreachable` for any
+other. The suite builds it once per run and hands it to every check as ``ctx.tampering``; a check
+states a :class:`~memspec.conformance.tamper.interpose.Plan` or
 :class:`~memspec.conformance.tamper.interpose.Fault` and never asks which it got.
 """
 
@@ -108,22 +109,47 @@ class Strace:
         return StoppedProcess(job, directory)
 
 
-def tampering(backend: Any) -> Tampering:
-    """Returns what can be done to ``backend``'s file-system calls, from where its store runs;
-    raises NotApplicable for a backend that does not say."""
+class Unreachable:
+    """No way to reach a backend's file-system calls here: every use raises NotApplicable with
+    ``reason``, so a check that needs the calls does not apply to the backend."""
+
+    name = "nothing"
+    kill_attempts = 0
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def require(self) -> None:
+        raise NotApplicable(self.reason)
+
+    def run(self, job: Job, directory: Path, drive: Drive) -> WorkerResult:
+        raise NotApplicable(self.reason)
+
+    def kill(self, job: Job, fault: Fault, directory: Path, drive: Drive) -> Killed:
+        raise NotApplicable(self.reason)
+
+    def record(self, job: Job, timeout: float, directory: Path) -> Recorded:
+        raise NotApplicable(self.reason)
+
+    def stopped(self, job: Job, directory: Path) -> Scheduled:
+        raise NotApplicable(self.reason)
+
+
+def tampering(backend: object) -> Tampering:
+    """Returns what can be done to ``backend``'s file-system calls, from where its store runs
+    (:class:`Unreachable` for a backend that does not say). The suite builds it once and hands
+    it to every check as ``CheckContext.tampering``."""
     runs = getattr(backend, "runs", None)
     if runs is Runs.PYTHON:
         return Interposition()
     if runs is Runs.COMMAND:
         return Strace()
-    raise NotApplicable(
+    return Unreachable(
         f"memspec reaches the file-system calls of Python and command backends, not {backend!r}"
     )
 
 
-def run_planned(job: Job, timeout: float, directory: Path) -> WorkerResult:
+def run_planned(tamper: Tampering, job: Job, timeout: float, directory: Path) -> WorkerResult:
     """Runs ``job`` in a worker to its end (within ``timeout`` seconds) with its plan carried
-    out (:meth:`Tampering.run`)."""
-    return tampering(job.backend).run(
-        job, directory, functools.partial(run_session, timeout=timeout)
-    )
+    out by ``tamper`` (:meth:`Tampering.run`)."""
+    return tamper.run(job, directory, functools.partial(run_session, timeout=timeout))

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, NotRequired, Protocol, TypedDict, cast
+from types import TracebackType
+from typing import Any, ClassVar, NotRequired, Protocol, Self, TypedDict, cast
 
 from memspec.conformance.transport.wire import Answer, Fields, Request
 from memspec.conformance.verdict.blame import Answered, blame, refused_core_action
@@ -80,7 +81,10 @@ class BackendDefect(Finding):
 
 
 class Session(Protocol):
-    """A Session is one store session on a root, behind either transport."""
+    """A Session is one store session on a root, behind either transport, and the context
+    manager that closes it: ``with backend.open(root, limits) as session:`` ends the session
+    when the block ends, however it ends (what closing raises propagates, as from
+    :meth:`close`)."""
 
     features: frozenset[str]
     name: str
@@ -92,6 +96,17 @@ class Session(Protocol):
     def close(self) -> None:
         """Ends the session."""
         ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 class Runs(Enum):
@@ -144,10 +159,10 @@ def describe(backend: Backend) -> BackendInfo:
         except (BackendDefect, UsageError) as error:
             features = (f"could not open a session: {error}",)
         else:
-            features = tuple(sorted(session.features))
-            name = getattr(session, "name", name) or name
-            version = str(getattr(session, "version", "") or "")
-            session.close()
+            with session:
+                features = tuple(sorted(session.features))
+                name = getattr(session, "name", name) or name
+                version = str(getattr(session, "version", "") or "")
     return BackendInfo(backend.label, name, version, features)
 
 
@@ -279,7 +294,7 @@ def _run_jobs(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
 
 
 @dataclass
-class InProcessSession:
+class InProcessSession(Session):
     """A session on a Python store object: requests become method calls (CONTRACT-*), on its
     :class:`SessionThread`. After a timeout the session is dead: every later request is a defect."""
 

@@ -30,6 +30,7 @@ from memspec.conformance.transport.backend import (
     InProcessBackend,
     InProcessSession,
     Runs,
+    Session,
     check_answer,
     request_problem,
 )
@@ -76,7 +77,7 @@ def _keep_tail(stream: IO[str], tail: deque[str]) -> None:
 
 
 @dataclass
-class CommandSession:
+class CommandSession(Session):
     """A session served by one backend process speaking JSON Lines."""
 
     command: str

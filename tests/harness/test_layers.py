@@ -11,8 +11,8 @@ functions too: a lazy import is an import), and fails on
 - a module the table does not place, or places twice.
 
 The table lists, per layer, its modules (``memspec.x.y`` is that module; ``memspec.x.*`` is the
-package ``memspec.x`` and everything under it) and the layers it may import. Imports among the
-modules of one layer are always allowed.
+package ``memspec.x`` and everything under it that no row names by itself) and the layers it may
+import. Imports among the modules of one layer are always allowed.
 """
 
 from __future__ import annotations
@@ -86,18 +86,18 @@ def layer_table() -> list[tuple[str, list[str], set[str]]]:
 
 
 def place(module: str, table: list[tuple[str, list[str], set[str]]]) -> list[str]:
-    """Returns the layers whose module list covers ``module``."""
-    found = []
+    """Returns the layers whose module list covers ``module``: those that name it by itself,
+    else those that name a package holding it."""
+    named, held = [], []
     for layer, names, _ in table:
         for entry in names:
             if entry.endswith(".*"):
                 package = entry[:-2]
-                hit = module == package or module.startswith(package + ".")
-            else:
-                hit = module == entry
-            if hit:
-                found.append(layer)
-    return found
+                if module == package or module.startswith(package + "."):
+                    held.append(layer)
+            elif module == entry:
+                named.append(layer)
+    return named or held
 
 
 def import_graph() -> dict[str, set[tuple[str, int]]]:

@@ -126,6 +126,27 @@ def test_command_backend_session(tmp_path: Path) -> None:
     assert session.process.returncode == 0
 
 
+def test_a_session_closes_itself_when_its_block_ends(tmp_path: Path) -> None:
+    # One session interface: either transport's session is its own context manager.
+    with CommandBackend(SERVE, timeout=30).open(tmp_path) as command:
+        assert command.request("load")["ok"]
+        assert command.process.poll() is None
+    assert command.process.returncode == 0
+    threads = threading.active_count()
+    backend = InProcessBackend("tests.backends.wrappers:thread_bound", 5)
+    with pytest.raises(KeyError), backend.open(tmp_path) as in_process:
+        assert in_process.request("load")["ok"]
+        raise KeyError("the block stops half-way")
+    assert _threads_settle_at(threads)  # closed on the way out: its thread ended
+
+
+def test_a_close_that_fails_is_raised_at_the_end_of_the_block(tmp_path: Path) -> None:
+    backend = InProcessBackend("tests.backends.wrappers:hangs_on_close", 0.2)
+    failed = pytest.raises(BackendDefect, match=r"did not return within 0\.2 s")
+    with failed, backend.open(tmp_path) as session:
+        assert session.request("load")["ok"]
+
+
 @pytest.mark.parametrize(
     ("mode", "message"),
     [

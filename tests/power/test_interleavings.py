@@ -27,6 +27,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import load_repro, replay, repro_of, save_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
+from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.verdict.findings import verdict_of
 from tests.budgeted import run_in_budget
@@ -56,7 +57,7 @@ def _first_failure(backend: InProcessBackend, tmp_path: Path, bound: int = 1) ->
     def run_one(choose: Chooser) -> Execution:
         root = tmp_path / f"root-{next(roots)}"
         root.mkdir()
-        return execute(backend, root, _adders(), choose)
+        return execute(backend, root, _adders(), choose, tampering(backend))
 
     for execution in explore(run_one, bound, 200):
         if execution.finding is not None:
@@ -86,12 +87,14 @@ class _BothReadFirst:
 
 def test_a_schedule_is_followed_exactly(tmp_path: Path) -> None:
     backend = _backend(REFERENCE)
-    first = execute(backend, _mk(tmp_path / "a"), _adders(), keep_running)
+    first = execute(backend, _mk(tmp_path / "a"), _adders(), keep_running, tampering(backend))
     assert first.finding is None
     # keep_running: p0 makes every call of its session before p1 starts.
     processes = [step.process for step in first.run.steps]
     assert processes == sorted(processes)
-    again = execute(backend, _mk(tmp_path / "b"), _adders(), follow(first.schedule))
+    again = execute(
+        backend, _mk(tmp_path / "b"), _adders(), follow(first.schedule), tampering(backend)
+    )
     calls = [(s.process, s.call.name, s.call.kind) for s in again.run.steps]
     assert calls == [(s.process, s.call.name, s.call.kind) for s in first.run.steps]
 
@@ -103,9 +106,9 @@ def _mk(path: Path) -> Path:
 
 def test_the_lock_model_keeps_a_waiting_session_parked(tmp_path: Path) -> None:
     """While p0 holds MEMORY.md.lock, p1 parked at its flock is not enabled (LOCK-1)."""
-    execution = execute(
-        _backend(REFERENCE), _mk(tmp_path / "r"), _adders(), _BothReadFirst().choose
-    )
+    backend = _backend(REFERENCE)
+    root = _mk(tmp_path / "r")
+    execution = execute(backend, root, _adders(), _BothReadFirst().choose, tampering(backend))
     assert execution.finding is None
     steps, enabled = execution.run.steps, execution.run.enabled
     waits = [
@@ -121,9 +124,9 @@ def test_the_lock_model_keeps_a_waiting_session_parked(tmp_path: Path) -> None:
 def test_both_sessions_read_before_either_writes_loses_an_add(tmp_path: Path) -> None:
     """The forced interleaving of the issue: a store that reads before it locks loses an add."""
     chooser = _BothReadFirst()
-    execution = execute(
-        _backend("open_read_before_lock"), _mk(tmp_path / "r"), _adders(), chooser.choose
-    )
+    backend = _backend("open_read_before_lock")
+    root = _mk(tmp_path / "r")
+    execution = execute(backend, root, _adders(), chooser.choose, tampering(backend))
     assert execution.finding is not None and execution.finding.clause == "LOCK-3"
     steps = execution.run.steps
     reads = [s.number for s in steps if s.call.name == "read" and s.call.kind == "data"]
@@ -158,7 +161,8 @@ def test_the_reference_passes_every_schedule_with_one_switch(tmp_path: Path) -> 
     roots = iter(range(10_000))
 
     def run_one(choose: Chooser) -> Execution:
-        return execute(backend, _mk(tmp_path / f"r{next(roots)}"), _adders(), choose)
+        root = _mk(tmp_path / f"r{next(roots)}")
+        return execute(backend, root, _adders(), choose, tampering(backend))
 
     for execution in explore(run_one, 1, 500, summary):
         assert execution.finding is None, render_interleaving(execution)

@@ -29,6 +29,7 @@ from memspec.conformance.schedule.exploration import Program, execute
 from memspec.conformance.schedule.schedule import Decision
 from memspec.conformance.tamper import strace as tamper
 from memspec.conformance.tamper.calls import CallRecord
+from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.tamper.stops import (
     off_root_locks,
     returned,
@@ -179,7 +180,7 @@ def test_a_session_waiting_for_a_socket_lock_is_scheduled(tmp_path: Path) -> Non
         )
     )
     backend = CommandBackend(f"{SERVE} {PROCS}:open_socket_lock")
-    execution = execute(backend, root, program, p1_once_p0_locked)
+    execution = execute(backend, root, program, p1_once_p0_locked, tampering(backend))
     binds = [
         (step.process, step.call.error) for step in execution.run.steps if step.call.name == "bind"
     ]
