@@ -94,7 +94,7 @@ def test_success_duplicate_matches_and_backup_are_carried() -> None:
 )
 def test_an_unknown_answer_is_an_adapter_gap(result: dict[str, Any]) -> None:
     # Never a guessed code: the adapter says it cannot map the answer.
-    with pytest.raises(hermes_adapter.AdapterGap):
+    with pytest.raises(hermes_adapter.Unmapped):
         hermes_adapter.classify(result)
 
 
