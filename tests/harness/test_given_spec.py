@@ -169,3 +169,15 @@ def test_the_plugin_option_overrides_the_ini(pytester: pytest.Pytester) -> None:
         "--memspec-backend", REFERENCE, f"--memspec-spec={spec}", "-k", ADDED, timeout=600,
     )  # fmt: skip
     result.assert_outcomes(passed=1)
+
+
+def test_memspec_examples_runs_the_given_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memspec.conformance.commands.cli import main
+
+    assert main(["examples", "--backend", REFERENCE, "--spec", str(given_spec(tmp_path))]) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL example {CHANGED}" in out, out[-2000:]
+    passed, failed, skipped = (int(word) for word in out.splitlines()[-1].split()[::2])
+    assert failed == 1 and passed + failed + skipped == len(installed_spec().examples) + 1
