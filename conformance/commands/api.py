@@ -1,34 +1,23 @@
 """``memspec.certify``: certify a backend from Python, without a subprocess.
 
-It runs exactly what ``memspec certify`` runs and returns the structured result instead of an exit
-status, so a project can certify its store from its own test suite.
+It builds the same settings and calls the same library function as ``memspec certify``
+(:func:`~memspec.conformance.commands.certify.run_certification`), and returns the structured
+result instead of an exit status, so a project can certify its store from its own test suite.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
-from typing import Any
 
 from memspec.conformance.commands.certify import (
-    CertifyRequest,
     CertifyResult,
-    probe_backend,
+    Factory,
     run_certification,
-    start_coverage,
+    settings_for,
 )
-from memspec.conformance.core.settings import make_settings
-from memspec.conformance.transport.backend import (
-    BackendDefect,
-    InProcessBackend,
-    factory_name,
-)
-from memspec.spec.errors import UsageError
 
 __all__ = ["CertifyResult", "certify"]
-
-Factory = Callable[..., Any]
 
 
 def certify(
@@ -43,6 +32,7 @@ def certify(
     seed: int | None = None,
     select: str | None = None,
     hypothesis_db: str | None = None,
+    spec: str | PathLike[str] | None = None,
     keep_temp: bool = False,
     coverage: bool = False,
     verbose: bool = False,
@@ -60,7 +50,8 @@ def certify(
     ``verbose``, nothing is printed (pytest's output is ``result.output``). ``coverage`` measures a
     Python backend named ``"MODULE:FACTORY"`` (or defined at a module's top level) as
     ``--coverage`` does: the figures are in ``result.notes`` and, with ``report``, in
-    ``coverage.json`` and the reports.
+    ``coverage.json`` and the reports. ``spec`` is a SPEC.md to certify against instead of the
+    installed one, as ``--spec`` is: its examples run, its clauses judge the result.
 
     ``hermes_class`` (``"MODULE:CLASS"`` or ``"PATH.py:CLASS"``) certifies a class with Hermes'
     ``MemoryStore`` shape instead, as ``--hermes-class`` does, with ``hermes_rules``,
@@ -69,66 +60,26 @@ def certify(
     Raises UsageError for a bad argument; a backend that cannot be opened is a result with status 2
     and the reason in its notes.
     """
-    hermes = (hermes_rules, hermes_between, hermes_snapshot)
-    if hermes_class is not None:
-        if backend is not None or backend_cmd is not None:
-            raise UsageError("give one backend: backend, backend_cmd or hermes_class")
-        from memspec.conformance.hermes.store_class import command
-
-        backend_cmd, _ = command(
-            hermes_class,
-            rules=None if hermes_rules is None else str(hermes_rules),
-            between=hermes_between,
-            snapshot=hermes_snapshot,
-        )
-    elif any(value is not None for value in hermes):
-        raise UsageError("hermes_rules, hermes_between and hermes_snapshot need hermes_class")
-    if workers is not None and str(workers) != "auto" and not str(workers).isdigit():
-        raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")
-    name, given = _backend_name(backend, timeout)
-    settings = make_settings(
+    settings = settings_for(
         base=Path.cwd(),
-        backend=name,
+        backend=backend,
         backend_cmd=backend_cmd,
-        given=given,
+        hermes_class=hermes_class,
+        hermes_rules=hermes_rules,
+        hermes_between=hermes_between,
+        hermes_snapshot=hermes_snapshot,
         profile=profile,
         timeout=timeout,
         seed=seed,
         report=report,
         expected_failures=expected_failures,
         hypothesis_db=hypothesis_db,
-    )
-    request = CertifyRequest(
-        settings,
-        workers=str(workers) if workers else None,
+        spec=spec,
+        workers=workers,
         select=select,
-        verbose=verbose,
-        progress=verbose,
-        keep_temp=keep_temp,
         coverage=coverage,
+        verbose=verbose,
+        quiet=not verbose,
+        keep_temp=keep_temp,
     )
-    measured = start_coverage(request) if coverage else None
-    try:
-        request = probe_backend(request)
-    except BackendDefect as defect:
-        if measured is not None:
-            measured.cov.stop()
-        counts = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
-        return CertifyResult(2, counts, [], [f"the backend could not be started: {defect}"])
-    return run_certification(request, measured)
-
-
-def _backend_name(
-    backend: str | Factory | None, timeout: float | None
-) -> tuple[str | None, InProcessBackend | None]:
-    """Returns the ``MODULE:FACTORY`` name of ``backend`` (a factory defined at module level is
-    named, so that every process can import it), or the backend object of a factory that has
-    no importable name."""
-    if backend is None or isinstance(backend, str):
-        return backend, None
-    if not callable(backend):
-        raise UsageError(
-            f"backend must be 'MODULE:FACTORY' or a factory callable, got {type(backend).__name__}"
-        )
-    name = factory_name(backend)
-    return (name, None) if name else (None, InProcessBackend.of_factory(backend, timeout))
+    return run_certification(settings)

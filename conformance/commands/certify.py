@@ -1,6 +1,10 @@
-"""``memspec certify``: the whole harness against one backend, through pytest (CONTRACT certify).
+"""A certification: the whole harness against one backend, through pytest (CONTRACT certify).
 
-Certification is a pytest run of :mod:`memspec.conformance.suite` with the memspec plugin, so a
+The one front door of ``memspec certify``, ``memspec hermes`` and ``memspec.certify()``: each
+builds one :class:`~memspec.conformance.core.settings.Settings` with :func:`settings_for` and
+calls :func:`run_certification`, which returns a :class:`CertifyResult` and prints nothing of its
+own (the commands print it: ``conformance/commands/terminal.py``). Certification is a pytest run
+of :mod:`memspec.conformance.suite` with the memspec plugin, so a
 check behaves the same under certify or a user's own pytest. It writes only where the user said:
 reports where ``--report`` points, temporary files under one scratch directory removed at exit
 (unless ``keep_temp``), Hypothesis's caches under the user cache directory; nothing under the
@@ -15,21 +19,28 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memspec.conformance.core.locations import cache_dir, writable_dir
-from memspec.conformance.core.settings import NAMELESS, ONE_BACKEND, Settings
+from memspec.conformance.core.settings import ONE_BACKEND, Settings, make_settings
 from memspec.conformance.suite.plugin import GivenSettings, recorder_key
-from memspec.conformance.transport.backend import Backend
+from memspec.conformance.transport.backend import (
+    Backend,
+    BackendDefect,
+    InProcessBackend,
+    factory_name,
+)
 from memspec.conformance.transport.jsonlines import INVOCATION_DIR
 from memspec.conformance.verdict.records import CheckRecord, summary_counts
 from memspec.conformance.verdict.report import level_of
 from memspec.conformance.verdict.standing import Level
+from memspec.spec.document import Spec, installed_spec
 from memspec.spec.errors import UsageError
 
 PYTEST_INTERNAL_ERROR = 3
@@ -41,27 +52,12 @@ HARNESS_BUG_STATUS = PYTEST_INTERNAL_ERROR
 an internal error, which a harness error is."""
 
 
-@dataclass(frozen=True)
-class CertifyRequest:
-    """A CertifyRequest is everything ``memspec certify`` was asked to do: the settings every
-    check sees, and how the run goes (processes, selection, coverage, output, temp files)."""
-
-    settings: Settings
-    workers: str | None = None
-    select: str | None = None
-    coverage: bool = False
-    verbose: bool = True
-    """pytest's line per check and every failure's whole message (``certify -v``)."""
-    progress: bool = True
-    """Without ``verbose``, pytest's progress (a character per check), printed as it runs; else
-    nothing is printed while the checks run (``certify -q``, ``memspec.certify()``)."""
-    keep_temp: bool = False
-
-
 @dataclass
 class CertifyResult:
     """The outcome of a certification: ``status`` is the CLI's exit status (0 nothing failed
-    unexpectedly, 1 something did, 2 a usage error); ``output`` what pytest printed when quiet."""
+    unexpectedly, 1 something did, 2 a usage error or a backend that could not be started, 3 only
+    memspec failed); ``output`` what pytest printed when quiet; ``spec`` the SPEC.md the records
+    are judged against."""
 
     status: int
     counts: dict[str, int]
@@ -70,6 +66,9 @@ class CertifyResult:
     output: str = ""
     claimed: frozenset[str] | None = None
     """The features the backend claimed (``None``: not read)."""
+    spec: Spec = field(default_factory=installed_spec, repr=False)
+    started: bool = True
+    """False when the backend could not be started: nothing ran, and the note says why."""
 
     @property
     def ok(self) -> bool:
@@ -78,9 +77,9 @@ class CertifyResult:
 
     @property
     def level(self) -> Level:
-        """The conformance level the records reach, computed from the clause verdicts (SPEC.md,
-        "Conformance levels")."""
-        return level_of(self.records)
+        """The conformance level the records reach, computed from the clause verdicts of the
+        run's spec (SPEC.md, "Conformance levels")."""
+        return level_of(self.records, self.spec)
 
     @property
     def summary(self) -> str:
@@ -91,14 +90,69 @@ class CertifyResult:
         return line + (f" (failed: {', '.join(failed)})" if failed else "")
 
 
-def probe_backend(request: CertifyRequest) -> CertifyRequest:
-    """Opens and closes one session on a scratch root, and returns the request with the
+Factory = Callable[..., Any]
+"""A backend factory: ``FACTORY(root, *, memory_char_limit, user_char_limit) -> Store``."""
+
+
+def settings_for(
+    *,
+    base: Path,
+    backend: str | Factory | None = None,
+    hermes_class: str | None = None,
+    hermes_rules: str | PathLike[str] | None = None,
+    hermes_between: str | None = None,
+    hermes_snapshot: str | None = None,
+    **options: Any,
+) -> Settings:
+    """Returns the settings of a certification started in ``base``: ``backend`` is a
+    ``MODULE:FACTORY`` name or the factory itself; ``hermes_class`` a class with Hermes'
+    ``MemoryStore`` shape, served as a command backend (with ``hermes_rules``, ``hermes_between``
+    and ``hermes_snapshot`` as its options); ``options`` are the other keywords of
+    :func:`~memspec.conformance.core.settings.make_settings`, one per option of certify (raises
+    UsageError, naming what was given and what is expected)."""
+    hermes = (hermes_rules, hermes_between, hermes_snapshot)
+    if hermes_class is not None:
+        if backend is not None or options.get("backend_cmd") is not None:
+            raise UsageError("give one backend: backend, backend_cmd or hermes_class")
+        from memspec.conformance.hermes.store_class import command
+
+        options["backend_cmd"], shape = command(
+            hermes_class,
+            rules=None if hermes_rules is None else str(hermes_rules),
+            between=hermes_between,
+            snapshot=hermes_snapshot,
+            base=base,
+        )
+        options["backend_shape"] = shape.describe()
+    elif any(value is not None for value in hermes):
+        raise UsageError("hermes_rules, hermes_between and hermes_snapshot need hermes_class")
+    name, given = _backend_name(backend, options.get("timeout"))
+    return make_settings(base=base, backend=name, given=given, **options)
+
+
+def _backend_name(
+    backend: str | Factory | None, timeout: float | None
+) -> tuple[str | None, InProcessBackend | None]:
+    """Returns the ``MODULE:FACTORY`` name of ``backend`` (a factory defined at module level is
+    named, so that every process can import it), or the backend object of a factory that has
+    no importable name."""
+    if backend is None or isinstance(backend, str):
+        return backend, None
+    if not callable(backend):
+        raise UsageError(
+            f"backend must be 'MODULE:FACTORY' or a factory callable, got {type(backend).__name__}"
+        )
+    name = factory_name(backend)
+    return (name, None) if name else (None, InProcessBackend.of_factory(backend, timeout))
+
+
+def probe_backend(settings: Settings) -> Settings:
+    """Opens and closes one session on a scratch root, and returns the settings with the
     features the backend claims, read there: the checks open it no more before they run
     (raises BackendDefect; make_settings has already made the report directory)."""
-    settings = request.settings
     if settings.backend is None:
         raise UsageError(ONE_BACKEND)
-    return replace(request, settings=settings.with_features(claimed_features(settings.backend)))
+    return settings.with_features(claimed_features(settings.backend))
 
 
 def claimed_features(backend: Backend) -> frozenset[str]:
@@ -136,8 +190,8 @@ def _suite_relative(nodeid: str) -> str:
     return nodeid
 
 
-def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list[str]:
-    """Returns the pytest command line that certifies the request's backend."""
+def pytest_arguments(settings: Settings, ini: Path, basetemp: Path) -> list[str]:
+    """Returns the pytest command line that certifies the backend of ``settings``."""
     args = ["-c", str(ini), "--rootdir", str(SUITE), "-p", "no:cacheprovider"]
     args += ["--basetemp", str(basetemp)]
     for plugin in PLUGINS:
@@ -147,27 +201,26 @@ def pytest_arguments(request: CertifyRequest, ini: Path, basetemp: Path) -> list
     args += ["--pyargs", "memspec.conformance.suite"]
     # By default the progress alone: the failing clauses follow, grouped by level
     # (core/summary.py); -v adds pytest's line per check and every failure's message.
-    args += ["-v", "--tb=short", "-rfE"] if request.verbose else ["-q", "--tb=no", "-rN"]
-    report = request.settings.report
-    if report is not None:
-        args += ["--junitxml", str(report / "junit.xml")]
-    if request.select:
-        args += ["-k", request.select]
-    if request.workers and not request.coverage:
+    args += ["-v", "--tb=short", "-rfE"] if settings.verbose else ["-q", "--tb=no", "-rN"]
+    if settings.report is not None:
+        args += ["--junitxml", str(settings.report / "junit.xml")]
+    if settings.select:
+        args += ["-k", settings.select]
+    if settings.workers and not settings.coverage:
         # worksteal: a worker that runs out of checks takes pending ones from the others,
         # instead of idling while another still has a queue (the checks differ a hundredfold).
-        args += ["-n", request.workers, "--dist", "worksteal"]
+        args += ["-n", settings.workers, "--dist", "worksteal"]
     return args
 
 
-def start_coverage(request: CertifyRequest) -> Any:
-    """Starts measuring the backend for ``--coverage`` (before anything imports it)."""
+def start_coverage(settings: Settings) -> Any:
+    """Starts measuring the backend for ``--coverage`` (before any check runs it)."""
     from memspec.conformance.commands.coverage import BackendCoverage
 
-    address = request.settings.backend.address() if request.settings.backend else None
+    address = settings.backend.address() if settings.backend else None
     if address is None or not address.factory:
         raise UsageError("--coverage measures Python backends only (--backend)")
-    report = request.settings.report
+    report = settings.report
     return BackendCoverage(address.factory, str(report) if report else None)
 
 
@@ -227,30 +280,41 @@ def run_environment(scratch: Path) -> Iterator[None]:
         hypothesis.configuration.set_hypothesis_home_dir(saved_home)
 
 
-def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyResult:
-    """Runs the certification and returns its result (a quiet request's pytest output is in it);
-    ``measured`` is the :func:`start_coverage` of a ``--coverage`` run."""
+def run_certification(settings: Settings) -> CertifyResult:
+    """Returns the result of certifying the backend of ``settings`` with the whole harness: the
+    library function behind ``memspec certify``, ``memspec hermes`` and ``memspec.certify()``.
+    Measures the backend first with ``coverage``, then opens one session to read what it claims
+    (a backend that cannot be started is a result with status 2, ``started`` false and the
+    reason in its notes), then runs pytest on the suite; a quiet run's pytest output is in the
+    result."""
+    measured = start_coverage(settings) if settings.coverage else None
+    try:
+        settings = probe_backend(settings)
+    except BackendDefect as defect:
+        if measured is not None:
+            measured.cov.stop()
+        counts = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
+        reason = f"the backend could not be started: {defect}"
+        return CertifyResult(2, counts, [], [reason], spec=settings.spec, started=False)
     tally = _Tally()
     plugins: list[Any] = [tally]
     notes: list[str] = []
     if measured is not None:
         plugins.append(measured)
-        if request.workers:
+        if settings.workers:
             notes.append("--coverage runs the checks in one process: -n was ignored")
-    if request.settings.nameless and request.workers:
-        raise UsageError(NAMELESS)
-    plugins.append(GivenSettings(request.settings))
+    plugins.append(GivenSettings(settings))
     scratch = Path(tempfile.mkdtemp(prefix="memspec-certify-"))
     output = io.StringIO()
     try:
         ini = scratch / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
-        shown = request.verbose or request.progress
+        shown = settings.verbose or not settings.quiet
         quiet = contextlib.nullcontext() if shown else contextlib.redirect_stdout(output)
         with run_environment(scratch), quiet:
-            code = int(pytest.main(pytest_arguments(request, ini, scratch / "pytest"), plugins))
+            code = int(pytest.main(pytest_arguments(settings, ini, scratch / "pytest"), plugins))
     finally:
-        if request.keep_temp:
+        if settings.keep_temp:
             notes.append(f"temporary files kept in {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -265,22 +329,23 @@ def run_certification(request: CertifyRequest, measured: Any = None) -> CertifyR
     if counts["xfailed"]:
         notes.append(
             f"{counts['xfailed']} expected failure(s) as listed in "
-            f"{request.settings.expected_failures_file}"
+            f"{settings.expected_failures_file}"
         )
     if measured is not None:
         notes.extend(measured.notes)
-    if request.settings.report is not None:
-        notes.append(f"reports: {request.settings.report / 'report.md'}, report.json, junit.xml")
+    if settings.report is not None:
+        notes.append(f"reports: {settings.report / 'report.md'}, report.json, junit.xml")
     status = _status(code, counts, records)
     if code == PYTEST_NO_TESTS:
         notes.append(
-            f"no check matched -k {request.select!r}: nothing was certified (-k matches check "
+            f"no check matched -k {settings.select!r}: nothing was certified (-k matches check "
             "ids such as DRIFT/drift-backup-byte-exact or LIMIT/properties.limits_hold)"
         )
     if code == PYTEST_INTERNAL_ERROR:
         notes.append("INTERNAL ERROR in memspec: this is a harness bug, not a backend failure")
-    claimed = request.settings.features
-    return CertifyResult(status, counts, records, notes, output.getvalue(), claimed)
+    return CertifyResult(
+        status, counts, records, notes, output.getvalue(), settings.features, settings.spec
+    )
 
 
 def _status(code: int, counts: dict[str, int], records: list[CheckRecord]) -> int:

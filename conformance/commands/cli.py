@@ -28,10 +28,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"memspec: error: {message}\n")
 
 
-def _summary(passed: int, failed: int, skipped: int) -> str:
-    return f"{passed} passed, {failed} failed, {skipped} skipped"
-
-
 def spec_check() -> tuple[list[str], dict[str, int]]:
     """Returns the problems of SPEC.md (empty when it is sound) and its counts."""
     from memspec.conformance.commands.trail import (
@@ -180,24 +176,29 @@ def _cmd_spec(args: argparse.Namespace) -> int:
 
 
 def _cmd_examples(args: argparse.Namespace) -> int:
-    from memspec.conformance.commands.certify import claimed_features
+    from pathlib import Path
+
+    from memspec.conformance.commands.certify import probe_backend
+    from memspec.conformance.commands.terminal import counts_line
+    from memspec.conformance.core.settings import make_settings
     from memspec.conformance.examples.probes import run_on_backend
-    from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
-    from memspec.conformance.transport.jsonlines import CommandBackend
+    from memspec.conformance.transport.backend import BackendDefect
     from memspec.conformance.verdict.findings import Unverified
-    from memspec.spec.document import installed_spec
     from memspec.spec.errors import UsageError
 
-    backend = (
-        InProcessBackend(args.backend, args.timeout)
-        if args.backend
-        else CommandBackend(args.backend_cmd, args.timeout)
+    settings = make_settings(
+        base=Path.cwd(),
+        backend=args.backend,
+        backend_cmd=args.backend_cmd,
+        timeout=args.timeout,
+        spec=args.spec,
     )
     try:
-        claimed = claimed_features(backend)
+        settings = probe_backend(settings)
     except BackendDefect as defect:
         raise UsageError(f"the backend could not be started: {defect}") from None
-    examples = list(installed_spec().examples)
+    backend, claimed = settings.backend, settings.features or frozenset()
+    examples = list(settings.spec.examples)
     failed = skipped = 0
     for example in examples:
         missing = [feature for feature in example.features if feature not in claimed]
@@ -221,7 +222,7 @@ def _cmd_examples(args: argparse.Namespace) -> int:
             print("FAIL " + failure.render(), flush=True)
         elif args.verbose:
             print(f"ok   {example.id}", flush=True)
-    print(_summary(len(examples) - failed - skipped, failed, skipped))
+    print(counts_line(len(examples) - failed - skipped, failed, skipped))
     return 1 if failed else 0
 
 
@@ -235,83 +236,54 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_certify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memspec.conformance.commands.certify import (
-        CertifyRequest,
-        probe_backend,
-        run_certification,
-        start_coverage,
-    )
-    from memspec.conformance.core.profiles import DEFAULT_PROFILE
-    from memspec.conformance.core.settings import make_settings
-    from memspec.conformance.transport.backend import BackendDefect
-    from memspec.conformance.verdict.summary import failing_summary
+    from memspec.conformance.commands.certify import run_certification, settings_for
+    from memspec.conformance.commands.terminal import print_result, print_start
     from memspec.spec.errors import UsageError
 
-    backend_cmd = args.backend_cmd
     hermes = (args.hermes_rules, args.hermes_between, args.hermes_snapshot)
-    if args.hermes_class:
-        from memspec.conformance.hermes.store_class import command
-
-        backend_cmd, shape = command(
-            args.hermes_class,
-            rules=args.hermes_rules,
-            between=args.hermes_between,
-            snapshot=args.hermes_snapshot,
-        )
-        print(f"hermes-class: {shape.describe()}")
-    elif any(value is not None for value in hermes):
+    if not args.hermes_class and any(value is not None for value in hermes):
         raise UsageError(
             "--hermes-rules, --hermes-between and --hermes-snapshot need --hermes-class"
         )
-    settings = make_settings(
+    settings = settings_for(
         base=Path.cwd(),
         backend=args.backend,
-        backend_cmd=backend_cmd,
-        profile=args.profile or DEFAULT_PROFILE,
+        backend_cmd=args.backend_cmd,
+        hermes_class=args.hermes_class,
+        hermes_rules=args.hermes_rules,
+        hermes_between=args.hermes_between,
+        hermes_snapshot=args.hermes_snapshot,
+        profile=args.profile,
         timeout=args.timeout,
         seed=args.seed,
         report=args.report,
         expected_failures=args.expected_failures,
         hypothesis_db=args.hypothesis_db,
-    )
-    request = CertifyRequest(
-        settings,
+        spec=args.spec,
         workers=args.workers,
         select=args.select,
         coverage=args.coverage,
         verbose=args.verbose,
-        progress=not args.quiet,
+        quiet=args.quiet,
         keep_temp=args.keep_temp,
     )
-    measured = start_coverage(request) if request.coverage else None
-    try:
-        request = probe_backend(request)
-    except BackendDefect as defect:
-        print(f"memspec: error: the backend could not be started: {defect}", file=sys.stderr)
-        return 2
-    result = run_certification(request, measured)
-    if result.records:
-        print("\n".join(["", *failing_summary(result.records, result.level, result.claimed)]))
-    for line in result.notes:
-        print(line)
-    if result.records:
-        print(result.level.headline())
-    print(_summary(result.counts["passed"], result.counts["failed"], result.counts["skipped"]))
-    return result.status
+    print_start(settings)
+    return print_result(run_certification(settings))
 
 
 def _cmd_repro(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from memspec.conformance.core.settings import backend_at
     from memspec.conformance.schedule.exploration import render_interleaving
     from memspec.conformance.schedule.repro import load_repro, replay
     from memspec.conformance.tamper.capability import tampering
-    from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
+    from memspec.conformance.transport.backend import Address, BackendDefect
     from memspec.conformance.verdict.findings import NotApplicable, Refusal
 
     repro = load_repro(Path(args.file))
     if args.backend:
-        backend = InProcessBackend(args.backend, args.timeout)
+        backend = backend_at(Address(factory=args.backend), args.timeout)
     else:
         backend = repro.open_backend(args.timeout)
     try:
@@ -418,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
         QUIET,
         SELECT,
         SETTINGS,
+        SPEC,
         TIMEOUT,
         WHICH_BACKEND,
         WORKERS,
@@ -500,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     which_examples = examples.add_mutually_exclusive_group(required=True)
     add_options(which_examples.add_argument, WHICH_BACKEND)
     add_options(examples.add_argument, (TIMEOUT,), defaults={"timeout": CALL_TIMEOUT})
+    add_options(examples.add_argument, (SPEC,))
     examples.add_argument(
         "-v", "--verbose", action="store_true", help="list passing and skipped examples too"
     )

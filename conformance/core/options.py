@@ -1,8 +1,10 @@
-"""The settings of a certification, declared once for every command and the pytest plugin.
+"""The options of a certification, declared once for every command and the pytest plugin.
 
 Each :class:`Option` is added as ``--NAME`` by ``memspec certify``, ``hermes``, ``matrix`` and
 ``sweep`` and as ``--memspec-NAME`` by the plugin, so they never drift apart. Its value type raises
-``argparse.ArgumentTypeError`` naming what was given and what is expected.
+``argparse.ArgumentTypeError`` naming what was given and what is expected. An option's name, with
+``_`` for ``-`` (:attr:`Option.dest`), is the keyword of ``make_settings`` that takes its value
+(``conformance/core/settings.py``), so every caller builds the one settings value the same way.
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ class Option:
     switch: bool = False
     """True for an on/off flag that takes no value."""
 
+    @property
+    def dest(self) -> str:
+        """The option's name as a keyword: ``backend_cmd``."""
+        return self.name.replace("-", "_")
+
 
 BACKEND = Option("backend", "MODULE:FACTORY", "certify the Python backend this factory opens")
 BACKEND_CMD = Option(
@@ -98,6 +105,12 @@ HYPOTHESIS_DB = Option(
     "shared by every machine of a campaign (needs memspec[campaign]; default with a randomized "
     "profile and a report directory: REPORT/hypothesis)",
 )
+SPEC = Option(
+    "spec",
+    "FILE",
+    "certify against this SPEC.md instead of the installed one: its examples run, its clauses "
+    "judge, its version is the report's",
+)
 WORKERS = Option(
     "workers", "N", "run checks in N parallel processes (pytest-xdist), or 'auto'", workers, "-n"
 )
@@ -113,7 +126,7 @@ QUIET = Option(
 )  # fmt: skip
 WHICH_BACKEND = (BACKEND, BACKEND_CMD)
 """The two ways to name the backend: exactly one is given."""
-SETTINGS = (PROFILE, TIMEOUT, SEED, REPORT, EXPECTED_FAILURES, HYPOTHESIS_DB)
+SETTINGS = (PROFILE, TIMEOUT, SEED, REPORT, EXPECTED_FAILURES, HYPOTHESIS_DB, SPEC)
 """The other settings both the CLI and the plugin take."""
 
 
@@ -129,7 +142,7 @@ def add_options(
     chosen = defaults or {}
     for option in options:
         flags = [prefix + option.name] + ([option.short] if option.short and prefix == "--" else [])
-        dest = option.name.replace("-", "_")
+        dest = option.dest
         if prefix != "--":
             dest = prefix.lstrip("-").replace("-", "_") + dest
         if option.switch:

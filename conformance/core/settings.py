@@ -1,27 +1,31 @@
-"""The settings of one certification, built once from ``memspec certify``, ``memspec.certify()`` or
-the pytest plugin's options.
+"""The settings of one certification: one frozen value, built once from ``memspec certify``,
+``memspec.certify()`` or the pytest plugin's options, and handed to every part of the run.
 
-:func:`make_settings` is the one place that checks them and resolves every path against the starting
-directory; :meth:`Settings.to_json` is the form that crosses into pytest-xdist's workers.
+:func:`make_settings` is the one place that checks them, resolves every path against the starting
+directory and reads the run's SPEC.md; :meth:`Settings.to_json` is the form that crosses into
+pytest-xdist's workers, derived from the fields and their types (a field of a type with no codec
+here fails at import, never mid-run).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import tempfile
-from dataclasses import dataclass, replace
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.profiles import Profile, resolve_profile
 from memspec.conformance.core.registry import RETIRED_IDS, all_checks
 from memspec.conformance.core.waits import CALL_TIMEOUT
-from memspec.conformance.transport.backend import Backend, InProcessBackend
+from memspec.conformance.transport.backend import Address, Backend, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
-from memspec.spec.clauses import parse_clauses
-from memspec.spec.document import installed_spec
-from memspec.spec.errors import UsageError
-from memspec.spec.examples import parse_examples
+from memspec.spec.document import Spec, installed_spec, parse_spec, read_spec
+from memspec.spec.errors import SpecError, UsageError
 
 ONE_BACKEND = "give exactly one of --backend MODULE:FACTORY and --backend-cmd CMD"
 NAMELESS = (
@@ -32,73 +36,138 @@ NAMELESS = (
 
 @dataclass(frozen=True)
 class Settings:
-    """Settings are a certification's options, checked and resolved; ``backend`` is ``None`` only
-    under a user's own pytest given no backend option, ``features`` ``None`` until a probe read
-    them."""
+    """Settings are a certification's options, checked and resolved: what to certify (``backend``;
+    ``None`` only under a user's own pytest given no backend option), against which spec
+    (``spec``, the installed SPEC.md unless a file was given), how each check runs, and how the
+    run goes (processes, selection, coverage, output, temporary files). ``features`` is ``None``
+    until a probe of the backend read them."""
 
     backend: Backend | None
-    profile: Profile
+    profile: Profile = field(default_factory=lambda: resolve_profile(None))
     timeout: float = CALL_TIMEOUT
     seed: int | None = None
     report: Path | None = None
     expected_failures: frozenset[str] = frozenset()
     expected_failures_file: Path | None = None
-    spec_path: Path | None = None
+    spec: Spec = field(default_factory=installed_spec)
+    """The one parsed SPEC.md of the run: its examples are the suite's, its clauses judge the
+    records (the report, the level, the summary), its version is the report's."""
     hypothesis_db: str | None = None
     features: frozenset[str] | None = None
     nameless: bool = False
     """Whether the backend is a factory object with no name to import it by: it cannot reach
     another process, so its run has no workers."""
+    backend_shape: str | None = None
+    """For a class certified with ``--hermes-class``, its shape as inspected (what was found
+    where), which certify prints before the run."""
+    workers: str | None = None
+    """pytest-xdist's ``-n`` (certify's; under a user's own pytest, pytest's own options say how
+    the run goes, and these keep their defaults)."""
+    select: str | None = None
+    """pytest's ``-k``: only the checks whose id matches."""
+    coverage: bool = False
+    verbose: bool = False
+    """pytest's line per check and every failure's whole message (``certify -v``)."""
+    quiet: bool = False
+    """Nothing printed while the checks run (``certify -q``; ``memspec.certify()`` unless
+    ``verbose``): pytest's output is kept in the result instead."""
+    keep_temp: bool = False
 
     def with_features(self, features: frozenset[str]) -> Settings:
         """Returns these settings with the features a probe of the backend read."""
         return replace(self, features=features)
 
     def to_json(self) -> dict[str, Any]:
-        """Returns the settings as data, for a worker process (a backend given by object, with
-        no name to import it by, cannot travel: such a run has no workers)."""
+        """Returns the settings as data, for a worker process: each field by the codec of its
+        type (a backend given by object, with no name to import it by, cannot travel: such a
+        run has no workers)."""
         if self.nameless:
             raise UsageError(NAMELESS)
-        backend = self.backend.address() if self.backend is not None else None
-        return {
-            "factory": backend.factory if backend else "",
-            "command": backend.command if backend else "",
-            "cwd": backend.cwd if backend else "",
-            "profile": self.profile.name,
-            "timeout": self.timeout,
-            "seed": self.seed,
-            "report": str(self.report) if self.report else None,
-            "expected_failures": sorted(self.expected_failures),
-            "expected_failures_file": (
-                str(self.expected_failures_file) if self.expected_failures_file else None
-            ),
-            "spec_path": str(self.spec_path) if self.spec_path else None,
-            "hypothesis_db": self.hypothesis_db,
-            "features": sorted(self.features) if self.features is not None else None,
-        }
+        return {name: codec.dump(getattr(self, name)) for name, codec in _CODECS.items()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Settings:
         """Returns the settings :meth:`to_json` gave, in a worker process."""
-        backend: Backend | None = None
-        if data["factory"]:
-            backend = InProcessBackend(data["factory"], data["timeout"])
-        elif data["command"]:
-            backend = CommandBackend(data["command"], data["timeout"], cwd=data["cwd"])
-        path = lambda value: Path(value) if value else None  # noqa: E731
-        features = data["features"]
-        return cls(
-            backend=backend,
-            profile=resolve_profile(data["profile"]),
-            timeout=data["timeout"],
-            seed=data["seed"],
-            report=path(data["report"]),
-            expected_failures=frozenset(data["expected_failures"]),
-            expected_failures_file=path(data["expected_failures_file"]),
-            spec_path=path(data["spec_path"]),
-            hypothesis_db=data["hypothesis_db"],
-            features=frozenset(features) if features is not None else None,
-        )
+        return cls(**{name: codec.load(data[name]) for name, codec in _CODECS.items()})
+
+
+@dataclass(frozen=True)
+class Codec:
+    """A Codec is how a value of one type crosses into a worker process as JSON: ``dump`` makes
+    it built-in types, ``load`` makes it again."""
+
+    dump: Callable[[Any], Any]
+    load: Callable[[Any], Any]
+
+
+def backend_at(address: Address, timeout: float | None) -> Backend:
+    """Returns the backend found at ``address`` (a command, or a ``MODULE:FACTORY``), waiting at
+    most ``timeout`` seconds for one call."""
+    if address.command:
+        return CommandBackend(address.command, timeout or CALL_TIMEOUT, cwd=address.cwd)
+    return InProcessBackend(address.factory, timeout)
+
+
+def _dump_spec(spec: Spec) -> dict[str, str] | None:
+    """The installed SPEC.md travels as nothing (every process has it); a given one as its path
+    and text, so that every worker judges by the very text the run started with."""
+    if spec is installed_spec():
+        return None
+    return {"path": str(spec.path), "text": spec.text}
+
+
+def _load_spec(data: dict[str, str] | None) -> Spec:
+    return installed_spec() if data is None else parse_spec(data["text"], Path(data["path"]))
+
+
+def _dump_backend(backend: Backend) -> dict[str, Any]:
+    return {**asdict(backend.address()), "timeout": backend.timeout}
+
+
+def _load_backend(data: dict[str, Any]) -> Backend:
+    fields_of = {key: value for key, value in data.items() if key != "timeout"}
+    return backend_at(Address(**fields_of), data["timeout"])
+
+
+TYPE_CODECS: dict[type, Codec] = {
+    Path: Codec(str, Path),
+    frozenset: Codec(sorted, frozenset),
+    Profile: Codec(lambda profile: profile.name, resolve_profile),
+    Spec: Codec(_dump_spec, _load_spec),
+    Backend: Codec(_dump_backend, _load_backend),  # type: ignore[type-abstract]  # a Protocol
+}
+"""The codec of each type a field of :class:`Settings` may have beyond JSON's own."""
+_JSON_TYPES = (str, int, float, bool)
+
+
+def codec_of(hint: Any) -> Codec:
+    """Returns the codec of a field's type: JSON's own types pass as they are, ``X | None`` is
+    ``X``'s codec with ``None`` passing as it is; raises TypeError for a type with no codec."""
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    if optional:
+        (hint,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
+    base = typing.get_origin(hint) or hint
+    if base in _JSON_TYPES:
+        return Codec(_same, _same)
+    if base not in TYPE_CODECS:
+        raise TypeError(f"Settings has a field of type {hint!r}, which no codec carries")
+    codec = TYPE_CODECS[base]
+    if not optional:
+        return codec
+    return Codec(
+        lambda value: None if value is None else codec.dump(value),
+        lambda value: None if value is None else codec.load(value),
+    )
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+_CODECS = {
+    each.name: codec_of(typing.get_type_hints(Settings)[each.name]) for each in fields(Settings)
+}
+"""The codec of every field of :class:`Settings`, by name, made once at import."""
 
 
 def make_settings(
@@ -111,18 +180,30 @@ def make_settings(
     profile: str | None = None,
     timeout: float | None = None,
     seed: int | None = None,
-    report: str | Path | None = None,
-    expected_failures: str | Path | None = None,
+    report: str | PathLike[str] | None = None,
+    expected_failures: str | PathLike[str] | None = None,
     hypothesis_db: str | None = None,
-    spec_path: str | Path | None = None,
+    spec: str | PathLike[str] | None = None,
+    backend_shape: str | None = None,
+    workers: int | str | None = None,
+    select: str | None = None,
+    coverage: bool = False,
+    verbose: bool = False,
+    quiet: bool = False,
+    keep_temp: bool = False,
 ) -> Settings:
     """Returns the settings of a run started in directory ``base``, every path resolved against
-    it (raises UsageError, naming what was given and what is expected)."""
+    it and the SPEC.md ``spec`` names read (the installed one when ``None``); raises UsageError,
+    naming what was given and what is expected."""
     named = [bool(backend), bool(backend_cmd), given is not None]
     if sum(named) > 1 or (require_backend and sum(named) != 1):
         raise UsageError(ONE_BACKEND)
     if timeout is not None and not timeout > 0:
         raise UsageError(f"timeout must be positive seconds, got {timeout!r}")
+    if workers is not None and str(workers) != "auto" and not str(workers).isdigit():
+        raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")
+    if given is not None and workers:
+        raise UsageError(NAMELESS)
     seconds = timeout or CALL_TIMEOUT
     chosen: Backend | None = given
     if backend:
@@ -130,11 +211,11 @@ def make_settings(
     elif backend_cmd:
         chosen = CommandBackend(backend_cmd, seconds)
     resolved = resolve_profile(profile)
+    the_spec = spec_of((base / spec).absolute() if spec else None)
     report_dir = (base / report).absolute() if report else None
     if report_dir is not None:
         confirm_writable(report_dir)
     listed = (base / expected_failures).absolute() if expected_failures else None
-    spec_file = (base / spec_path).absolute() if spec_path else None
     if not hypothesis_db and report_dir is not None and not resolved.derandomize:
         hypothesis_db = str(report_dir / "hypothesis")
     return Settings(
@@ -143,12 +224,28 @@ def make_settings(
         timeout=seconds,
         seed=seed,
         report=report_dir,
-        expected_failures=read_expected_failures(listed, spec_file),
+        expected_failures=read_expected_failures(listed, the_spec),
         expected_failures_file=listed,
-        spec_path=spec_file,
+        spec=the_spec,
         hypothesis_db=hypothesis_database(hypothesis_db, base),
         nameless=given is not None,
+        backend_shape=backend_shape,
+        workers=str(workers) if workers else None,
+        select=select,
+        coverage=coverage,
+        verbose=verbose,
+        quiet=quiet,
+        keep_temp=keep_temp,
     )
+
+
+def spec_of(path: Path | None) -> Spec:
+    """Returns the SPEC.md at ``path`` (``None``: the installed one), parsed; a file that cannot
+    be read, is no SPEC.md or is malformed is a UsageError naming it."""
+    try:
+        return read_spec(path)
+    except SpecError as error:
+        raise UsageError(f"the spec {path} is malformed: {error}") from None
 
 
 def confirm_writable(directory: Path) -> None:
@@ -165,18 +262,18 @@ def confirm_writable(directory: Path) -> None:
         ) from None
 
 
-def known_ids(spec_file: Path | None = None) -> frozenset[str]:
-    """Returns every id an expected-failures file may list: the clauses of SPEC.md (the
-    installed one, or ``spec_file``), its examples and the named checks, each also as the test
-    id ``AREA/name`` certify reports."""
-    text = spec_file.read_text(encoding="utf-8") if spec_file is not None else installed_spec().text
-    named = [(example.id, example.clauses) for example in parse_examples(text)]
+def known_ids(spec: Spec | None = None) -> frozenset[str]:
+    """Returns every id an expected-failures file may list: the clauses of ``spec`` (the
+    installed SPEC.md by default), its examples and the named checks, each also as the test id
+    ``AREA/name`` certify reports."""
+    spec = spec or installed_spec()
+    named = [(example.id, example.clauses) for example in spec.examples]
     named += [(check.id, check.clauses) for check in all_checks().values()]
     tests = {f"{clauses[0].rsplit('-', 1)[0]}/{name}" for name, clauses in named if clauses}
-    return frozenset({c.id for c in parse_clauses(text)} | {name for name, _ in named} | tests)
+    return frozenset({c.id for c in spec.clauses} | {name for name, _ in named} | tests)
 
 
-def read_expected_failures(path: Path | None, spec_file: Path | None = None) -> frozenset[str]:
+def read_expected_failures(path: Path | None, spec: Spec | None = None) -> frozenset[str]:
     """Returns the ids listed in an expected-failures file (``#`` starts a comment), a retired
     check id read as the check that does its work now; an id that names no clause, example or
     check is a usage error (a typo would otherwise expect nothing, silently)."""
@@ -188,7 +285,7 @@ def read_expected_failures(path: Path | None, spec_file: Path | None = None) -> 
         raise UsageError(f"cannot read the expected-failures file {str(path)!r}: {error}") from None
     lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     listed = {number: RETIRED_IDS.get(line, line) for number, line in enumerate(lines, 1) if line}
-    known = known_ids(spec_file)
+    known = known_ids(spec)
     unknown = [f"{name} (line {number})" for number, name in listed.items() if name not in known]
     if unknown:
         raise UsageError(

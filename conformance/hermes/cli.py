@@ -249,18 +249,22 @@ def sweep_page(
 
 
 def _cmd_hermes(args: argparse.Namespace) -> int:
-    from memspec.conformance.commands.cli import main
+    from memspec.conformance.commands.certify import run_certification, settings_for
+    from memspec.conformance.commands.terminal import print_result
 
     command = hermes_command(_build(args), args.cache, args.python)
-    argv = ["certify", "--backend-cmd", command, *_certify_options(args, release=True)]
-    for flag, value in (
-        ("--report", args.report),
-        ("--expected-failures", args.expected_failures),
-        ("-k", args.select),
-    ):
-        if value:
-            argv += [flag, value]
-    return main([*argv, "-q"] if args.quiet else argv)
+    settings = settings_for(
+        base=Path.cwd(),
+        backend_cmd=command,
+        profile=args.profile,
+        workers=args.workers,
+        timeout=args.timeout or RELEASE_CALL_TIMEOUT,
+        report=args.report,
+        expected_failures=args.expected_failures,
+        select=args.select,
+        quiet=args.quiet,
+    )
+    return print_result(run_certification(settings))
 
 
 def _out(args: argparse.Namespace) -> Path:

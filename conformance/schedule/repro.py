@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.core.settings import backend_at
 from memspec.conformance.schedule.exploration import (
     Execution,
     Program,
@@ -22,8 +23,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.schedule import ScheduleDiverged, follow
 from memspec.conformance.tamper.capability import tampering
-from memspec.conformance.transport.backend import InProcessBackend
-from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.transport.backend import Address, Backend
 from memspec.conformance.verdict.findings import Violation
 from memspec.spec.errors import UsageError
 from memspec.spec.requests import OPS
@@ -53,11 +53,10 @@ class Repro:
         """The backend in words: its ``MODULE:FACTORY`` or its command."""
         return self.backend or self.command
 
-    def open_backend(self, timeout: float) -> Any:
+    def open_backend(self, timeout: float) -> Backend:
         """Returns the backend the repro names."""
-        if self.command:
-            return CommandBackend(self.command, timeout, cwd=self.cwd or os.getcwd())
-        return InProcessBackend(self.backend, timeout)
+        where = Address(factory=self.backend, command=self.command, cwd=self.cwd or os.getcwd())
+        return backend_at(where, timeout)
 
     def to_json(self) -> dict[str, Any]:
         """Returns the repro as the JSON object of its file."""

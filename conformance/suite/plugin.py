@@ -1,6 +1,8 @@
 """The pytest plugin: certify a backend with pytest (registered as the ``memspec`` pytest11 plugin).
 
-Its options (group ``memspec``, ``--memspec-NAME``) are those of ``memspec certify``; the suite
+Its options (group ``memspec``, ``--memspec-NAME``) are those of ``memspec certify``, made into the
+one settings value by the same ``make_settings``; the SPEC.md certified against is
+``--memspec-spec FILE``, else the ini option ``memspec_spec``, else the installed one. The suite
 itself is ``memspec.conformance.suite``::
 
     pytest --pyargs memspec.conformance.suite --memspec-backend memspec.reference_impl:open_store
@@ -42,13 +44,19 @@ GIVEN_SETTINGS = "memspec-given-settings"
 """The plugin name of :class:`GivenSettings`."""
 WORKER_SETTINGS = "memspec_settings"
 """The key of the settings in an xdist worker's ``workerinput``."""
+OPTIONS = (*WHICH_BACKEND, *SETTINGS)
+"""The options the plugin takes, as ``--memspec-NAME``: each is the ``make_settings`` keyword of
+its name."""
+SPEC_INI = "memspec_spec"
+"""The ini option naming a SPEC.md to certify against (``--memspec-spec`` overrides it)."""
 
 
 @dataclass(eq=False)
 class GivenSettings:
-    """GivenSettings, passed to ``pytest.main`` as a plugin, are the settings ``memspec certify``
-    and ``memspec.certify()`` built, handed to the plugin as an object instead of as options.
-    pytest registers a plugin object under its ``__name__``: the plugin finds it by that name."""
+    """GivenSettings carry the settings ``memspec certify`` and ``memspec.certify()`` built into
+    ``pytest.main``, as a plugin object (no other shape of them: the plugin uses them as they
+    are). pytest registers a plugin object under its ``__name__``: the plugin finds it by that
+    name."""
 
     settings: Settings
     __name__ = GIVEN_SETTINGS
@@ -65,36 +73,32 @@ OUTCOME_ATTRIBUTE = "memspec_outcome"
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Registers the memspec options."""
     group = parser.getgroup(MARKER, "memspec: certify a memory backend")
-    add_options(group.addoption, (*WHICH_BACKEND, *SETTINGS), prefix="--memspec-")
-    parser.addini("memspec_spec", "a SPEC.md to certify against instead of the installed one")
+    add_options(group.addoption, OPTIONS, prefix="--memspec-")
+    parser.addini(
+        SPEC_INI,
+        "a SPEC.md to certify against instead of the installed one (relative to the ini file; "
+        "--memspec-spec overrides it)",
+    )
 
 
 def _resolve(config: pytest.Config) -> Settings:
     """Returns the run's settings: those certify handed over (in an xdist worker, as data), or
-    the plugin's own options (``--memspec-*``) made into settings the same way."""
+    the plugin's own options (``--memspec-*``, and the ``memspec_spec`` ini option) made into
+    settings the same way, by ``make_settings``."""
     workerinput = getattr(config, "workerinput", {})
     if WORKER_SETTINGS in workerinput:
         return Settings.from_json(workerinput[WORKER_SETTINGS])
-    option = config.getoption
-    module, command = option("--memspec-backend"), option("--memspec-backend-cmd")
+    values = {option.dest: config.getoption("--memspec-" + option.name) for option in OPTIONS}
     given: GivenSettings | None = config.pluginmanager.get_plugin(GIVEN_SETTINGS)
     if given is not None:
-        if module or command:
+        if values["backend"] or values["backend_cmd"]:
             raise UsageError("the settings were given by object: pass no --memspec-backend option")
         return given.settings
-    return make_settings(
-        base=config.invocation_params.dir,
-        backend=module,
-        backend_cmd=command,
-        require_backend=False,
-        profile=option("--memspec-profile"),
-        timeout=option("--memspec-timeout"),
-        seed=option("--memspec-seed"),
-        report=option("--memspec-report"),
-        expected_failures=option("--memspec-expected-failures"),
-        hypothesis_db=option("--memspec-hypothesis-db"),
-        spec_path=config.getini("memspec_spec") or None,
-    )
+    base = config.invocation_params.dir
+    if not values["spec"] and config.getini(SPEC_INI):
+        ini_dir = config.inipath.parent if config.inipath else config.rootpath
+        values["spec"] = ini_dir / config.getini(SPEC_INI)
+    return make_settings(base=base, require_backend=False, **values)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -140,9 +144,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     records = config.stash[recorder_key].records
     if not records:
         return
-    level = level_of(records)
+    level = level_of(records, settings.spec)
     terminalreporter.section("memspec")
-    for line in failing_summary(records, level, settings.features):
+    for line in failing_summary(records, level, settings.features, settings.spec):
         terminalreporter.write_line(line)
     terminalreporter.write_line(level.headline())
 
@@ -153,12 +157,10 @@ def memspec_settings(config: pytest.Config) -> Settings:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Says what is being certified."""
+    """Says what is being certified, and against which SPEC.md."""
     settings = memspec_settings(config)
     if settings.backend is None:
         return []
-    from memspec.spec.document import installed_path
-
     database = settings.hypothesis_db
     unseeded = "derandomised" if settings.profile.derandomize else "random"
     return [
@@ -166,24 +168,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"memspec profile: {settings.profile.name}, seed: "
         f"{settings.seed if settings.seed is not None else unseeded}, "
         f"timeout: {settings.timeout:g} s",
-        f"memspec spec: version {_spec_version(settings.spec_path) or 'unknown'}, "
-        f"{settings.spec_path or installed_path()}",
+        f"memspec spec: version {settings.spec.version or 'unknown'}, {settings.spec.path}",
         *([f"memspec hypothesis database: {database}"] if database else []),
     ]
-
-
-def _spec_version(path: Path | None) -> str | None:
-    """Returns the version the run's SPEC.md states (the installed one, or the ``memspec_spec``
-    file ``path``), or ``None`` when it states none."""
-    from memspec.spec.document import installed_version
-    from memspec.spec.versions import VersionSyntaxError, parse_version
-
-    try:
-        if path is None:
-            return installed_version().number
-        return parse_version(path.read_text(encoding="utf-8")).number
-    except (OSError, VersionSyntaxError):
-        return None
 
 
 def _marker(item: pytest.Item) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -481,7 +468,8 @@ class Recorder:
             settings.profile.name,
             settings.seed,
             settings.report,
-            spec_version=_spec_version(settings.spec_path),
+            spec_version=settings.spec.version,
             started=self.started,
         )
-        write_reports(settings.report, info, sorted(self.records, key=lambda r: r.id))
+        records = sorted(self.records, key=lambda r: r.id)
+        write_reports(settings.report, info, records, settings.spec)

@@ -1,11 +1,14 @@
 """The conformance suite: every SPEC.md example and every named check, against one backend.
 
 Test ids are ``AREA/name``, so a run reads as the spec's areas in order. Each test carries the
-``memspec`` marker with the clause ids it verifies and the features it needs.
+``memspec`` marker with the clause ids it verifies and the features it needs. The examples are
+those of the run's spec (``Settings.spec``: the installed SPEC.md, or the file the run was given),
+parametrized when pytest collects the suite (:func:`pytest_generate_tests`), never at import.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -31,12 +34,9 @@ from memspec.conformance.verdict.findings import (
     Unverified,
     verdict_of,
 )
-from memspec.spec.clauses import parse_clauses, uncovered_must_clauses
-from memspec.spec.document import installed_spec
-from memspec.spec.examples import Example, parse_examples
+from memspec.spec.clauses import uncovered_must_clauses
+from memspec.spec.examples import Example
 
-SPEC = installed_spec().text
-EXAMPLES = parse_examples(SPEC)
 CHECKS = all_checks()
 
 
@@ -44,7 +44,7 @@ def _area(clauses: tuple[str, ...]) -> str:
     return clauses[0].rsplit("-", 1)[0]
 
 
-def _example_params() -> list[object]:
+def _example_params(examples: Sequence[Example]) -> list[object]:
     return [
         pytest.param(
             example,
@@ -53,7 +53,7 @@ def _example_params() -> list[object]:
             ),
             id=f"{_area(example.clauses)}/{example.id}",
         )
-        for example in EXAMPLES
+        for example in examples
     ]
 
 
@@ -68,13 +68,19 @@ def _check_params() -> list[object]:
     ]
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrizes :func:`test_example` with the examples of the run's spec."""
+    if metafunc.definition.name == "test_example":
+        examples = memspec_settings(metafunc.config).spec.examples
+        metafunc.parametrize("example", _example_params(examples))
+
+
 def unsupported(request: pytest.FixtureRequest, error: NotApplicable | Unverified) -> NoReturn:
     """Skips the check because it does not apply or could not judge, with its verdict as data."""
     give_verdict(request.node, verdict_of(error))
     pytest.skip(str(error))
 
 
-@pytest.mark.parametrize("example", _example_params())
 def test_example(
     example: Example,
     memspec_backend: Backend,
@@ -136,12 +142,11 @@ def test_check(
 
 @pytest.mark.memspec(clauses=["CONTRACT-1"], features=[])
 def test_every_must_clause_is_checked(pytestconfig: pytest.Config) -> None:
-    """Fails the run when SPEC.md states a MUST clause that no example and no check verifies."""
-    spec_override = pytestconfig.getini("memspec_spec")
-    text = Path(spec_override).read_text(encoding="utf-8") if spec_override else SPEC
-    examples = parse_examples(text)
-    covered = [cid for example in examples for cid in example.clauses]
-    missing = uncovered_must_clauses(parse_clauses(text), [*covered, *clauses_with_checks()])
+    """Fails the run when the run's SPEC.md states a MUST clause that no example and no check
+    verifies."""
+    spec = memspec_settings(pytestconfig).spec
+    covered = [cid for example in spec.examples for cid in example.clauses]
+    missing = uncovered_must_clauses(list(spec.clauses), [*covered, *clauses_with_checks()])
     # Every MUST clause of the spec certified against is verified by an example or a check: a
     # clause nothing verifies is a gap of that spec or of memspec, never the backend's failure.
     if missing:

@@ -131,10 +131,15 @@ class Address:
 
 class Backend(Protocol):
     """A Backend opens sessions on roots; ``label`` names it in reports, ``runs`` says where
-    its store runs and :meth:`address` how to find it again."""
+    its store runs, :meth:`address` and ``timeout`` how to find it again."""
 
     label: str
     runs: ClassVar[Runs]
+
+    @property
+    def timeout(self) -> float | None:
+        """The longest wait for one call, in seconds (``None``: the default wait)."""
+        ...
 
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> Session:
         """Opens a new session on ``root`` (raises BackendDefect when it cannot)."""

@@ -33,6 +33,7 @@ from memspec.conformance.verdict.standing import ClauseVerdict, clause_verdict
 from memspec.spec.errors import UsageError
 
 PROJECT = Path(__file__).resolve().parents[2]
+REFERENCE = "memspec.reference_impl:open_store"
 
 # Refusal texts of the released memory tools (hermes-agent 0.13.0 to 0.19.0, async 0.20.x).
 REFUSALS = [
@@ -377,6 +378,41 @@ def test_bad_input_is_one_line_and_status_2(args: list[str], error: str) -> None
     result = _memspec(*args)
     assert result.returncode == 2
     assert error in result.stderr and "Traceback" not in result.stderr
+
+
+def test_hermes_certifies_through_the_library_certify_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``memspec hermes`` builds the settings and calls the library function ``memspec certify``
+    and ``memspec.certify()`` call, never the certify command line; a release waits longer for
+    an answer, and the output is certify's."""
+    from memspec.conformance.commands import certify as library
+    from memspec.conformance.commands import cli
+    from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
+    from memspec.conformance.hermes import cli as hermes_cli
+
+    serve = f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"
+    monkeypatch.setattr(hermes_cli, "hermes_command", lambda build, cache, python: serve)
+    main = cli.main
+    monkeypatch.setattr(cli, "main", lambda argv=None: pytest.fail("hermes re-entered the CLI"))
+    seen: list[Any] = []
+
+    def recording(settings: Any) -> Any:
+        seen.append(settings)
+        return run(settings)
+
+    run = library.run_certification
+    monkeypatch.setattr(library, "run_certification", recording)
+    report = tmp_path / "report"
+    argv = ["hermes", "--source", str(tmp_path), "--profile", "smoke", "-k", "FORMAT", "-q"]
+    assert main([*argv, "--report", str(report)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2].startswith("conformance level: ")
+    assert lines[-1].endswith(" 0 failed, 0 skipped")
+    (settings,) = seen
+    assert settings.timeout == RELEASE_CALL_TIMEOUT and settings.backend.label == serve
+    assert (settings.quiet, settings.select, settings.profile.name) == (True, "FORMAT", "smoke")
+    assert json.loads((report / "report.json").read_text(encoding="utf-8"))["summary"]["passed"]
 
 
 def test_matrix_certifies_backends_and_shows_a_broken_one(tmp_path: Path) -> None:

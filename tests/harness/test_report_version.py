@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 
 import memspec.spec
 from memspec.conformance.commands import cli
+from memspec.conformance.core.settings import make_settings
 from memspec.conformance.hermes.matrix import (
     Column,
     Matrix,
@@ -19,21 +21,26 @@ from memspec.conformance.hermes.matrix import (
     render_markdown,
     spec_version_of,
 )
-from memspec.conformance.suite.plugin import _spec_version
+from memspec.spec.errors import UsageError
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 SCHEMA = PROJECT / "conformance" / "verdict" / "report.schema.json"
 GOOD = "# spec\n\nVersion 3 (2027-01-02). Text.\n\n## Changes\n\n### Version 3 (2027-01-02)\n\nx\n"
+CLAUSE = "\n**FORMAT-1** (MUST) A clause.\n"
+REFERENCE = "memspec.reference_impl:open_store"
 
 
-def test_the_plugin_reads_the_version_of_the_spec_it_runs(tmp_path: Path) -> None:
-    assert _spec_version(None) == memspec.spec.SPEC_VERSION
+def test_the_settings_carry_the_version_of_the_spec_they_run(tmp_path: Path) -> None:
+    # The report header, report.json and report.md read the version of the run's spec.
+    installed = make_settings(base=tmp_path, backend=REFERENCE)
+    assert installed.spec.version == memspec.spec.SPEC_VERSION
     versioned = tmp_path / "SPEC.md"
-    versioned.write_text(GOOD, encoding="utf-8")
-    assert _spec_version(versioned) == "3"
-    versioned.write_text("# no version", encoding="utf-8")
-    assert _spec_version(versioned) is None
-    assert _spec_version(tmp_path / "missing.md") is None
+    versioned.write_text(GOOD + CLAUSE, encoding="utf-8")
+    assert make_settings(base=tmp_path, backend=REFERENCE, spec=versioned).spec.version == "3"
+    versioned.write_text("# no version\n\n" + CLAUSE, encoding="utf-8")
+    assert make_settings(base=tmp_path, backend=REFERENCE, spec=versioned).spec.version is None
+    with pytest.raises(UsageError, match="cannot read the spec"):
+        make_settings(base=tmp_path, backend=REFERENCE, spec="missing.md")
 
 
 def _column(run: dict[str, Any]) -> Column:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import memspec
-from memspec.conformance.core import records
+from memspec.conformance.verdict import records
 from memspec.conformance.verdict.records import filesystem_type
 
 REFERENCE = "memspec.reference_impl:open_store"
