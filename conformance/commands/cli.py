@@ -279,7 +279,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     from memspec.conformance.schedule.repro import load_repro, replay
     from memspec.conformance.tamper.capability import tampering
     from memspec.conformance.transport.backend import Address, BackendDefect
-    from memspec.conformance.verdict.findings import NotApplicable, Refusal
+    from memspec.conformance.verdict.findings import NotApplicable, Refusal, Unverified
 
     repro = load_repro(Path(args.file))
     if args.backend:
@@ -288,7 +288,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
         backend = repro.open_backend(args.timeout)
     try:
         tampering(backend).require()
-    except NotApplicable as reason:
+    except (NotApplicable, Unverified) as reason:
         print(f"memspec: error: {args.file} cannot be replayed here: {reason}", file=sys.stderr)
         return 2
     expected = (repro.failure or {}).get("clause", "")

@@ -46,7 +46,7 @@ from memspec.conformance.crash.persistence import MODELS
 from memspec.conformance.tamper import strace
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
-from memspec.conformance.verdict.findings import Kind, NotApplicable, Unverified, verdict_of
+from memspec.conformance.verdict.findings import Kind, Unverified, verdict_of
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
@@ -101,10 +101,11 @@ def test_each_model_catches_its_defects(store: str, tmp_path: Path) -> None:
         for model in models:
             failure, figures = crashstates.judge_model(ctx, recording, model, judgement)
             assert figures["states"] >= figures["judged"] >= 1
-            verdicts.append(failure.split(":", 1)[0] if failure else None)
+            verdicts.append(failure.clause if failure else None)
             if failure:
-                assert f"under {model}" in failure and "recorded by interposition" in failure
-                assert AT_FAULT[store.split(":")[1]] in failure, failure
+                text = failure.text
+                assert f"under {model}" in text and "recorded by interposition" in text
+                assert AT_FAULT[store.split(":")[1]] in text, failure
     assert tuple(verdicts) == CAUGHT[store]
 
 
@@ -145,12 +146,13 @@ def test_a_mutation_answered_unlike_the_model_leaves_the_crash_clauses_unverifie
 def test_without_strace_a_command_backend_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No strace: the check does not apply to a command backend, and says why."""
+    """No strace: the check cannot judge a command backend, and says why (its clauses read not
+    verified, which holds the level back, never "not verifiable")."""
     strace.strace_problem.cache_clear()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     try:
         ctx = _context(tmp_path, CommandBackend(f"memspec serve --backend {REFERENCE}"))
-        with pytest.raises(NotApplicable, match="strace is not installed"):
+        with pytest.raises(Unverified, match="strace is not installed"):
             crashstates.record(ctx, False)
     finally:
         strace.strace_problem.cache_clear()

@@ -29,7 +29,7 @@ from memspec.conformance.schedule.repro import load_repro, replay, repro_of, sav
 from memspec.conformance.schedule.schedule import Chooser, Decision, follow, keep_running
 from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.transport.backend import InProcessBackend
-from memspec.conformance.verdict.findings import verdict_of
+from memspec.conformance.verdict.findings import Violation, verdict_of
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
@@ -225,7 +225,7 @@ def test_certify_checks_pass_on_the_reference_and_save_repros_on_racy_stores(
     preemption_bounded_schedules(context(REFERENCE, _mk(tmp_path / "ref")))
     random_schedules(context(REFERENCE, _mk(tmp_path / "ref2")))
     racy = _mk(tmp_path / "racy")
-    with pytest.raises(AssertionError, match=r"(?s)LOCK-3 .*\n\nReplay it with: memspec repro "):
+    with pytest.raises(Violation, match=r"(?s)LOCK-3: .*\n\nReplay it with: memspec repro "):
         preemption_bounded_schedules(context("open_no_lock", racy))
     (saved,) = racy.glob("repro-*.json")
     assert replay(load_repro(saved)).reproduced
@@ -242,7 +242,7 @@ def test_random_schedules_catch_a_lock_on_the_data_file_and_replay_it(tmp_path: 
         PROFILES["ci"],
         artifacts=where,
     )
-    with pytest.raises(AssertionError, match=r"(?s)(LOCK-3|ATOMIC-2) .*Replay it with") as failed:
+    with pytest.raises(Violation, match=r"(?s)(LOCK-3|ATOMIC-2): .*Replay it with") as failed:
         random_schedules(context)
     # the verdict blames the clause the checker named, not every clause the check cites
     assert verdict_of(failed.value).blamed in ("LOCK-3", "ATOMIC-2")
