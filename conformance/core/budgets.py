@@ -19,7 +19,7 @@ from typing import Any
 
 import hypothesis
 
-from memspec.conformance.verdict.findings import NotApplicable
+from memspec.conformance.verdict.findings import Unverified
 
 SEARCH_SHARE = 0.75
 """The share of its budget a search may use before it stops itself (the rest is for the final
@@ -139,9 +139,10 @@ def column(profile: str) -> Mapping[str, float]:
     return {check_id: getattr(budget, profile) for check_id, budget in BUDGETS.items()}
 
 
-class BudgetSpent(NotApplicable, unittest.SkipTest):
-    """A check was stopped at its budget before it finished: it is reported as skipped (not
-    verified), with what it covered. Raise the budget of the check in
+class BudgetSpent(Unverified, unittest.SkipTest):
+    """A check was stopped at its budget before it finished: it is reported as skipped, its
+    clauses "not verified" (never "not verifiable", which would hold no level back), with what
+    it covered. Raise the budget of the check in
     ``conformance/core/budgets.py``, or choose a smaller profile, if the backend is slow but sound.
     ``budget_spent`` says how much of which budget was used."""
 
