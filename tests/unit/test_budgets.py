@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import unittest
 from dataclasses import fields
 from pathlib import Path
 from typing import ClassVar
@@ -27,7 +28,13 @@ from memspec.conformance.core.budgets import (
 )
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.search import PropertyRun
-from memspec.conformance.verdict.findings import HarnessError, NotApplicable, Violation
+from memspec.conformance.verdict.findings import (
+    HarnessError,
+    Kind,
+    Unverified,
+    Violation,
+    verdict_of,
+)
 
 CHECK_IDS = Path(__file__).resolve().parents[1] / "data" / "check_ids.json"
 
@@ -61,7 +68,9 @@ def test_a_budget_is_positive_seconds(value: object) -> None:
 
 def test_budget_spent_is_a_skip_that_hypothesis_reraises() -> None:
     spent = _allowance(1, started=time.monotonic() - 10).cut("3 examples, none failing")
-    assert isinstance(spent, NotApplicable)
+    # a cut check judged nothing: its clauses read not verified, never not verifiable
+    assert isinstance(spent, Unverified) and isinstance(spent, unittest.SkipTest)
+    assert verdict_of(spent).kind == Kind.UNVERIFIED
     assert "search cut at 10 s of its 1 s budget (profile ci)" in str(spent)
     assert "3 examples, none failing" in str(spent)
 
