@@ -1,0 +1,48 @@
+"""One finding, one clause: a backend broken in one way fails the clause of that way, not every
+clause the check that caught it cites (a fence tag left in the recalled text is FENCE-2's, not
+also FENCE-5's; a wrong frame FENCE-1's, not also CONTRACT-10's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.verdict.findings import Finding, verdict_of
+from tests.budgeted import run_in_budget
+
+CHECKS = all_checks()
+
+
+def blamed(backend: str, check: str, tmp_path: Path) -> set[str]:
+    """Runs ``check`` on ``backend`` at ``ci``; returns every clause its failure blames."""
+    root, scratch = tmp_path / "root", tmp_path / "scratch"
+    root.mkdir()
+    scratch.mkdir()
+    ctx = CheckContext(InProcessBackend(backend), root, scratch, PROFILES["ci"])
+    with pytest.raises(Finding) as failed:
+        run_in_budget(CHECKS[check], ctx)
+    verdict = verdict_of(failed.value)
+    return {failure.clause for failure in verdict.failures} or {verdict.blamed}
+
+
+@pytest.mark.parametrize(
+    ("backend", "check", "clause"),
+    [
+        # a disguised tag left in the text: FENCE-2, though the check also cites FENCE-5
+        ("tests.backends.naive_broken:CaseSensitiveFence", "fence.disguised_tags_are_removed",
+         "FENCE-2"),
+        # a frame of unstripped text: FENCE-1, though the check also cites CONTRACT-10
+        ("tests.backends.naive_broken:UnstrippedFence", "fence.frame_is_exact", "FENCE-1"),
+        # a forged note kept: FENCE-4, not FENCE-5
+        ("tests.backends.naive_broken:KeepsForgedNotes", "fence.forged_notes_are_removed",
+         "FENCE-4"),
+    ],
+)  # fmt: skip
+def test_a_fence_broken_one_way_fails_one_clause(
+    backend: str, check: str, clause: str, tmp_path: Path
+) -> None:
+    assert blamed(backend, check, tmp_path) == {clause}
