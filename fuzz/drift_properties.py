@@ -192,9 +192,7 @@ def external_edits_are_kept(ctx: CheckContext) -> None:
         )
         edits = st.one_of(foreign_edits((limit,)), external_edits((limit,)))
         rounds = st.lists(st.tuples(edits, operations), min_size=1, max_size=3)
-        return st.fixed_dictionaries(
-            {"limit": st.just(limit), "seed": st.just(seed), "rounds": rounds}
-        )
+        return rounds.map(lambda drawn: {"limit": limit, "seed": seed, "rounds": drawn})
 
     cases = st.tuples(st.sampled_from(LIMITS), seeds).flatmap(lambda drawn: scenario(*drawn))
 

@@ -55,7 +55,7 @@ class DriftLedger:
         backups: dict[str, bytes],
         answer: Answer | None = None,
         root: Path | None = None,
-    ) -> str | None:
+    ) -> Problem | None:
         """Records the store's change of ``target``'s file from ``before`` to ``after`` (no change:
         nothing happens) and returns the DRIFT-5 violation it is, if any. ``backups`` maps backup
         names to bytes; with the ``answer`` of the change and the ``root``, an ``OK`` must also

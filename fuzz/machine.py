@@ -19,7 +19,7 @@ from hypothesis.stateful import (
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.examples.failure import show
-from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.conformance.verdict.blame import UNKNOWN, Answered, blame
 from memspec.conformance.verdict.findings import Violation
 from memspec.fuzz.ledger import DriftLedger
@@ -252,12 +252,12 @@ class MemoryMachine(RuleBasedStateMachine):
             raise Violation(problem.clause, f"{sent} answered {answer}: {problem.text}")
         if answer["code"] == codes.E_DRIFT and before is not None:
             backups = self.world.backups(target)
-            problem = judge_drift_refusal(
+            refusal = judge_drift_refusal(
                 answer, before, backups, root=self.world.root, target=target
             )
             # DRIFT-3: E_DRIFT names a byte-exact NAME.bak.<suffix> in the root, with a message.
-            if problem is not None:
-                raise Violation.of(problem, f"{sent}; the backups hold {backups!r}")
+            if refusal is not None:
+                raise Violation.of(refusal, f"{sent}; the backups hold {backups!r}")
         changed = model.disk(found.state, target) != model.disk(self.state, target)
         # ATOMIC-5: the result of an acknowledged change is in the file when the answer comes.
         if answer["ok"] and changed and after == before:
@@ -285,7 +285,7 @@ class MemoryMachine(RuleBasedStateMachine):
         self,
         sent: str,
         op: Mutation,
-        answer: dict[str, Any],
+        answer: Answer,
         files: tuple[bytes | None, bytes | None],
         state: model.State,
     ) -> None:
@@ -386,7 +386,7 @@ class MemoryMachine(RuleBasedStateMachine):
         data = model.disk(self.state, target)
         return classify_bytes(data, model.limit_of(self.state, target)).kind == "foreign"
 
-    def _decided_on_its_copy(self, session: str, op: Mutation, answer: dict[str, Any]) -> bool:
+    def _decided_on_its_copy(self, session: str, op: Mutation, answer: Answer) -> bool:
         """Whether ``answer`` (its code and fields) is one the spec allows had the file still
         held what ``session`` last loaded or wrote, which others have changed since: a decision
         on that copy, not on the file re-read under the lock (LOCK-2)."""

@@ -24,8 +24,9 @@ class MemoryProvider(Protocol):
 
     name: str
 
-    def prefetch(self, query: str) -> str:
-        """Returns the raw text recalled for ``query`` ("" for nothing)."""
+    def prefetch(self, query: str) -> object:
+        """Returns the raw text recalled for ``query`` ("" for nothing); anything else a provider
+        returns is logged and ignored by the orchestrator (PROV-3)."""
         ...
 
     def sync_turn(self, user: str, assistant: str) -> None:

@@ -180,10 +180,11 @@ def fence_problems(block: object, *, raw: object = None, note: bool = True) -> l
     if not isinstance(block, str):
         return [FenceProblem("FENCE-1", f"fence() returned {type(block).__name__}, expected a str")]
     if block == "":
-        visible = isinstance(raw, str) and any(
-            not c.isspace() and c not in IGNORABLE_CHARACTERS for c in raw
-        )
-        if visible and not _spans(raw):
+        if (
+            isinstance(raw, str)
+            and any(not c.isspace() and c not in IGNORABLE_CHARACTERS for c in raw)
+            and not _spans(raw)
+        ):
             text = f"fence() returned '' for recalled text that needs no sanitising: {raw!r}"
             return [FenceProblem("FENCE-1", text)]
         return []

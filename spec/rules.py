@@ -394,7 +394,7 @@ def misapplied_clause(
         return None
     chosen_clause, others_clause = clauses
     if isinstance(op, Remove):
-        others_removed = [list(before[:k] + before[k + 1 :]) for k in range(len(before))]
+        others_removed = [[*before[:k], *before[k + 1 :]] for k in range(len(before))]
         return None if list(got) in others_removed or foreign else others_clause
     edited = [k for k in range(len(before)) if len(got) == len(before) and got[k] != before[k]]
     if edited == [index]:

@@ -129,7 +129,7 @@ def header_difference(
         return ()
     barred = len(got_head) == 3 and got_head[0] == got_head[2] == BAR
     titles = [line for line in got_head if line != BAR]
-    found = () if barred else ("SNAP-4",)
+    found: tuple[str, ...] = () if barred else ("SNAP-4",)
     if len(titles) == 1 and titles[0] != want_head[1]:
         found += header_clauses(want_head[1], titles[0])
     elif len(titles) != 1:
@@ -269,14 +269,12 @@ def snapshot_difference(
     CONTRACT-9): byte for byte, except that an expected ``[BLOCKED:`` or ``[UNREADABLE:``
     placeholder matches any that starts the same way, names the file and holds none of
     ``raw_entries`` (SNAP-12)."""
-    if expected is None or actual is None:
-        if expected is None and actual is None:
-            return None
-        if actual is None:
-            head = expected.split("\n")
-            title = head[1] if len(head) > 2 else expected
-            return f"expected the block headed {title!r}, got null"
-        return f"expected null (no block), got {actual!r}"
+    if expected is None:
+        return None if actual is None else f"expected null (no block), got {actual!r}"
+    if actual is None:
+        head = expected.split("\n")
+        title = head[1] if len(head) > 2 else expected
+        return f"expected the block headed {title!r}, got null"
     if not isinstance(actual, str):
         return f"expected a str snapshot, got {type(actual).__name__} {actual!r}"
     if expected == actual:

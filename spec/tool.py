@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -50,7 +50,7 @@ EDIT_ACTIONS: Final[tuple[str, ...]] = ("replace", "patch")
 LISTING: Final = "current_entries"
 
 
-def offered_actions(features: Sequence[str] | frozenset[str]) -> tuple[str, ...]:
+def offered_actions(features: Collection[str]) -> tuple[str, ...]:
     """Returns the single-call actions a backend with ``features`` offers (TOOL-2): the three
     of ``core`` and ``patch`` where claimed."""
     return CORE_ACTIONS + (("patch",) if "patch" in features else ())
@@ -151,7 +151,9 @@ def schema_problems(schema: object, features: Sequence[str] | frozenset[str]) ->
         problems.append(_schema("the schema has no description (a non-empty string)"))
     parameters = schema.get("parameters")
     try:
-        Draft202012Validator.check_schema(parameters)
+        # check_schema judges any JSON value, whatever its stubs ask: a SchemaError says what
+        # is wrong with one that is no schema (None, a list, a string)
+        Draft202012Validator.check_schema(parameters)  # type: ignore[arg-type]  # any value
     except SchemaError as error:
         return [*problems, _schema(f"parameters is not a valid JSON Schema: {error.message}")]
     if not isinstance(parameters, Mapping):
@@ -292,7 +294,7 @@ def call_problems(arguments: object, actions: Sequence[str], batch: bool) -> lis
             problems += _item_problems(index, item)
         return problems
     action = arguments.get("action")
-    if action not in actions:
+    if not isinstance(action, str) or action not in actions:
         choices = (*actions, "operations") if batch else tuple(actions)
         return [*problems, Malformed("action", choices)]
     for name in NEEDED[action]:
@@ -328,13 +330,13 @@ def parse_call(text: object, actions: Sequence[str], batch: bool) -> ToolCall | 
         ]
         return ToolCall(Batch(target, items))
     content, old_text = arguments.get("content"), arguments.get("old_text")
-    operation: Mutation = {
+    builders: dict[str, Callable[[], Mutation]] = {
         "add": lambda: Add(target, content),
         "replace": lambda: Replace(target, old_text, content),
         "remove": lambda: Remove(target, old_text),
         "patch": lambda: Patch(target, old_text, content),
-    }[arguments["action"]]()
-    return ToolCall(operation)
+    }
+    return ToolCall(builders[arguments["action"]]())
 
 
 def watched_target(arguments: object) -> str:
@@ -377,7 +379,8 @@ def overwritten_entries(operation: Mutation, before: Sequence[str]) -> list[str]
     """Returns, in order, the entries a replace or patch (a batch's replace items included)
     overwrote when applied to ``before`` (TOOL-11): each the whole entry as it was in the
     working copy. ``[]`` for an add or a remove."""
-    working, found = tuple(before), []
+    working = tuple(before)
+    found: list[str] = []
     for action, content, old_text in steps(operation):
         if action in EDIT_ACTIONS:
             index, _ = choose_entry(working, old_text)

@@ -283,13 +283,17 @@ def one_external_provider(ctx: CheckContext) -> None:
     takes no place (PROV-3), and no provider tool named ``memory`` shadows the built-in tool,
     nor does a tool appear twice (PROV-5); the turns recall from the provider kept."""
     put(ctx.root, "memory", b"User prefers tabs")
-    first = {
+    first: Script = {
         "name": "first",
         "tools": ["first_search", "memory", "first_search", "first_store"],
         "recall": _recall("Recall of the first provider", "Second recall of the first"),
     }
-    second = {"name": "second", "tools": ["second_search"], "recall": _recall("Second's recall")}
-    offline = {"name": "offline", "unavailable": True}
+    second: Script = {
+        "name": "second",
+        "tools": ["second_search"],
+        "recall": _recall("Second's recall"),
+    }
+    offline: Script = {"name": "offline", "unavailable": True}
     with _sessions(ctx, 1) as (session,):
         run = AgentRun(ctx, session)
         run.start([first, second], clause="PROV-2")

@@ -21,6 +21,7 @@ from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.capability import Tampering
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect
+from memspec.conformance.transport.wire import Request
 from memspec.conformance.verdict.findings import Unverified, Violation
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import refuses_worked_on_file
@@ -67,7 +68,7 @@ def _difference(found: tuple[str, ...], allowed: tuple[str, ...]) -> str:
     return "; ".join(parts)
 
 
-def _describe_op(request: dict[str, Any]) -> str:
+def _describe_op(request: Request) -> str:
     if request["op"] == "add":
         return f"add {_tag(request['content'])}"
     if request["op"] == "replace":
@@ -99,7 +100,7 @@ class Recovery:
         head = f"<k{next(self.counter)}> {label} "
         return head + "x" * max(0, ENTRY_WIDTH - len(head))
 
-    def opening(self) -> tuple[dict[str, Any], ...]:
+    def opening(self) -> tuple[Request, ...]:
         """Returns the operations that open a round: load, entries, probe add."""
         return (
             {"op": "load"},
@@ -194,7 +195,7 @@ class Recovery:
                     (entries_on_disk(state, "memory") or (), f"before {_describe_op(op.request)}"),
                     (entries_on_disk(after, "memory") or (), f"after {_describe_op(op.request)}"),
                 ]
-            code = (op.answer or {}).get("code")
+            code = None if op.answer is None else op.answer.get("code")
             if code != outcome.code:
                 # CRASH-1 can be judged only if the backend answered like the model; the answer
                 # itself is the business of the operation's own clauses and checks.
@@ -246,7 +247,8 @@ def _setup(ctx: CheckContext) -> Recovery:
     """Writes the seed entries in a clean session and notes the stray files it keeps."""
     recovery = Recovery(ctx)
     seeds = tuple(recovery.entry("seed") for _ in range(SEED_ENTRIES))
-    ops = ({"op": "load"}, *({"op": "add", "target": "memory", "content": s} for s in seeds))
+    adds: list[Request] = [{"op": "add", "target": "memory", "content": s} for s in seeds]
+    ops: tuple[Request, ...] = ({"op": "load"}, *adds)
     with Worker(Job(ctx.backend, ctx.root, ops, LIMITS, name="setup")) as worker:
         worker.finish(ROUND_TIMEOUT).expect_done()
     # a crash cannot be judged against seed adds that never reached the file
@@ -256,9 +258,7 @@ def _setup(ctx: CheckContext) -> Recovery:
     return recovery
 
 
-def _job(
-    recovery: Recovery, mutations: list[dict[str, Any]], name: str, plan: Plan | None = None
-) -> Job:
+def _job(recovery: Recovery, mutations: list[Request], name: str, plan: Plan | None = None) -> Job:
     """Returns the job of one round: the opening, then ``mutations``."""
     ctx = recovery.ctx
     ops = (*recovery.opening(), *mutations)
@@ -267,7 +267,7 @@ def _job(
 
 def _round(
     recovery: Recovery,
-    mutations: list[dict[str, Any]],
+    mutations: list[Request],
     name: str,
     *,
     rng: random.Random | None = None,
@@ -298,10 +298,10 @@ def _drive(job: Job, rng: random.Random | None) -> WorkerResult:
     return result
 
 
-def _random_mutations(recovery: Recovery, rng: random.Random) -> list[dict[str, Any]]:
+def _random_mutations(recovery: Recovery, rng: random.Random) -> list[Request]:
     """Returns adds, replaces and removes of entries sure to be present, as requests."""
     present = recovery.sure_entries()
-    mutations: list[dict[str, Any]] = []
+    mutations: list[Request] = []
     for _ in range(MUTATIONS_PER_ROUND):
         roll = rng.random()
         if roll < 0.5 or len(present) < 4:
@@ -362,7 +362,7 @@ def kill_at_each_write_step(ctx: CheckContext) -> None:
     tamper.require()
     confirm_plain_run(ctx, "a kill")
     recovery = _setup(ctx)
-    target = {"op": "add", "target": "memory", "content": recovery.entry("traced")}
+    target: Request = {"op": "add", "target": "memory", "content": recovery.entry("traced")}
     traced = _job(recovery, [target], "traced", Plan(trace=True))
     traced_round = tamper.run(traced, ctx.scratch, _drive_whole)
     recovery.judge(traced_round, "")
@@ -401,7 +401,7 @@ def _kill(
     never judged: the check is then not applicable."""
     problem: str | None = None
     for attempt in range(tamper.kill_attempts):
-        add = {"op": "add", "target": "memory", "content": recovery.entry(label)}
+        add: Request = {"op": "add", "target": "memory", "content": recovery.entry(label)}
         job = _job(recovery, [add], f"{label}-{attempt}")
         killed = tamper.kill(job, fault, recovery.ctx.scratch, _drive_whole)
         if killed.unplaced:

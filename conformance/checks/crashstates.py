@@ -29,6 +29,7 @@ from memspec.conformance.processes.workers import Job
 from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
+from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.conformance.verdict.findings import ClauseFailures, Unverified, Violation
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import refuses_worked_on_file
@@ -41,9 +42,9 @@ LIMITS = {"memory": LIMIT}
 SEEDS = ("<s1> seed: user prefers tabs", "<s2> seed: project uses Go", "<s3> seed: editor vim")
 
 
-def _requests(batch: bool) -> list[dict[str, Any]]:
+def _requests(batch: bool) -> list[Request]:
     """The traced mutations: an add, a replace, a remove and, with ``batch``, a batch."""
-    requests: list[dict[str, Any]] = [
+    requests: list[Request] = [
         {"op": "add", "target": "memory", "content": "<a1> added: deploys on Fridays"},
         {
             "op": "replace",
@@ -54,7 +55,7 @@ def _requests(batch: bool) -> list[dict[str, Any]]:
         {"op": "remove", "target": "memory", "old_text": "<s3>"},
     ]
     if batch:
-        operations = [
+        operations: list[BatchItem] = [
             {"action": "add", "content": "<b1> batch: tests run with pytest"},
             {"action": "remove", "old_text": "<s1>"},
         ]
@@ -62,7 +63,7 @@ def _requests(batch: bool) -> list[dict[str, Any]]:
     return requests
 
 
-def _describe(request: dict[str, Any]) -> str:
+def _describe(request: Request) -> str:
     if request["op"] == "add":
         return f"add {request['content'][:4]}"
     if request["op"] == "replace":
@@ -79,7 +80,7 @@ class Recording:
 
     initial: dict[str, tuple[int, bytes]]
     ops: list[Op]
-    requests: list[dict[str, Any]]
+    requests: list[Request]
     expected: list[tuple[str, ...]]
     traces: list[str]
     recorder: str
@@ -112,7 +113,7 @@ def _setup(ctx: CheckContext) -> frozenset[str]:
         return frozenset(session.features)
 
 
-def _check_answers(requests: Sequence[dict[str, Any]], answers: Sequence[Any], state: Any) -> list:
+def _check_answers(requests: Sequence[Request], answers: Sequence[Any], state: Any) -> list:
     """Steps the spec model through the answered mutations; returns the entries after each."""
     expected = [entries_on_disk(state, "memory") or ()]
     for request, answer in zip(requests, answers, strict=False):

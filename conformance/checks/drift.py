@@ -43,21 +43,30 @@ class Edit:
     bug: str
 
 
-APPENDED, DELIMITED, PARAGRAPH, SECOND = (
-    Edit(what, op, fields, bug)
-    for what, op, fields, bug in (
-        ("appended 8 KB without a delimiter line to the last entry", "replace",
-         {"old_text": "Editor", "new_content": "Editor: neovim"},
-         "hermes-agent #26045 (a replace destroyed text another tool appended)"),
-        ("appended an entry after a delimiter line", "remove", {"old_text": "Editor"},
-         "a rewrite from a stale copy drops another writer's entry"),
-        ("rewrote the file as one paragraph without delimiter lines", "replace",
-         {"old_text": "Shell", "new_content": "Shell: fish"},
-         "hermes-agent #56464 (one replace cut 28 entries to 5)"),
-        ("rewrote the file as another paragraph", "remove", {"old_text": "Timezone"},
-         "hermes-agent #56464 (one replace cut 28 entries to 5)"),
-    )
-)  # fmt: skip
+APPENDED = Edit(
+    "appended 8 KB without a delimiter line to the last entry",
+    "replace",
+    {"old_text": "Editor", "new_content": "Editor: neovim"},
+    "hermes-agent #26045 (a replace destroyed text another tool appended)",
+)
+DELIMITED = Edit(
+    "appended an entry after a delimiter line",
+    "remove",
+    {"old_text": "Editor"},
+    "a rewrite from a stale copy drops another writer's entry",
+)
+PARAGRAPH = Edit(
+    "rewrote the file as one paragraph without delimiter lines",
+    "replace",
+    {"old_text": "Shell", "new_content": "Shell: fish"},
+    "hermes-agent #56464 (one replace cut 28 entries to 5)",
+)
+SECOND = Edit(
+    "rewrote the file as another paragraph",
+    "remove",
+    {"old_text": "Timezone"},
+    "hermes-agent #56464 (one replace cut 28 entries to 5)",
+)
 
 
 def _entries(data: bytes | None) -> list[str]:

@@ -7,8 +7,8 @@ More in docs/architecture.md, "Module notes".
 from __future__ import annotations
 
 import errno
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from memspec.conformance.checks._disk import assert_written
 from memspec.conformance.core.registry import CheckContext, check
@@ -18,6 +18,7 @@ from memspec.conformance.tamper.calls import describe_call
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.tamper.strace import restore_root
+from memspec.conformance.transport.wire import Request
 from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
@@ -93,7 +94,7 @@ WRITE_SCENARIOS = (
 )
 
 
-def _add(content: str, target: str = "memory") -> dict[str, Any]:
+def _add(content: str, target: str = "memory") -> Request:
     return {"op": "add", "target": target, "content": content}
 
 
@@ -104,13 +105,18 @@ def _files(result: WorkerResult, index: int) -> dict[str, str]:
     return dict(answer["files"])
 
 
-def _run(ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str) -> WorkerResult:
+def _entries_read(result: WorkerResult) -> list[str] | None:
+    """Returns the entries the job's ``entries`` request read (``None`` when it got no answer
+    or the answer has none)."""
+    answer = result.answer(ENTRIES)
+    return None if answer is None else answer.get("entries")
+
+
+def _run(ctx: CheckContext, ops: tuple[Request, ...], plan: Plan, name: str) -> WorkerResult:
     return _start(ctx, ops, plan, name).expect_done()
 
 
-def _start(
-    ctx: CheckContext, ops: tuple[dict[str, Any], ...], plan: Plan, name: str
-) -> WorkerResult:
+def _start(ctx: CheckContext, ops: tuple[Request, ...], plan: Plan, name: str) -> WorkerResult:
     job = Job(ctx.backend, ctx.root, ops, plan=plan, name=name)
     return run_planned(ctx.tampering, job, TRACED_SESSION_TIMEOUT, ctx.scratch)
 
@@ -155,7 +161,7 @@ def _entries(label: str) -> tuple[str, str, str, str]:
     return first, second, faulty, after
 
 
-def _faulty_add_between(first: str, second: str, faulty: str, after: str) -> tuple[Any, ...]:
+def _faulty_add_between(first: str, second: str, faulty: str, after: str) -> tuple[Request, ...]:
     """Two adds, the faulty add between two observations of the files, one more add, a load and
     the entries: the operations of every fault scenario."""
     return (
@@ -211,7 +217,7 @@ def _fault_scenario(ctx: CheckContext, scenario: Scenario, number: int, kept: li
             f"after {label} on one add, the next add answered {answer}; expected OK",
         )
     kept.append(after)
-    entries = (result.answer(ENTRIES) or {}).get("entries")
+    entries = _entries_read(result)
     # ATOMIC-4: every acknowledged entry is still there, and nothing else.
     if not (entries == kept):
         raise Violation(
@@ -263,7 +269,12 @@ def _judge_after_a_defect(
     with ctx.keep_going():
         now = harness_step(ctx.root, {"op": "observe"})["files"]
         _judge_untouched(_files(result, BEFORE), now, label, scenario.clause)
-    ops = ({"op": "load"}, _add(after), {"op": "load"}, {"op": "entries", "target": "memory"})
+    ops: tuple[Request, ...] = (
+        {"op": "load"},
+        _add(after),
+        {"op": "load"},
+        {"op": "entries", "target": "memory"},
+    )
     recovered = _run(ctx, ops, Plan(trace=False), f"{result.name}-next")
     answer = recovered.answer(1)
     # ATOMIC-4, READ-7: the fault was transient, so a new session adds again.
@@ -290,7 +301,7 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
     kept = _scenarios(ctx, READ_SCENARIOS)
     data = ("\n§\n".join(kept)).encode("utf-8")
     garbled = b"\xff\xfe" + data
-    ops = (
+    ops: tuple[Request, ...] = (
         {"op": "load"},
         {"op": "put", "target": "memory", "hex": garbled.hex()},
         {"op": "observe"},
@@ -342,7 +353,7 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
             "durability.write_protocol_is_durable judges the missing directory fsync (ATOMIC-3)"
         )
     label = f"EIO on the fsync of the directory ({describe_call(fired[0])})"
-    answer = result.answer(FAULTY) or {}
+    answer: Mapping[str, object] = result.answer(FAULTY) or {}
     # ATOMIC-3: a failed directory fsync after the rename is still OK, with a message.
     if not (answer.get("code") == codes.OK and answer.get("message")):
         raise Violation(
@@ -354,7 +365,7 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     # ATOMIC-3: the acknowledged entry is in the file readers see.
     if faulty.encode() not in data:
         raise Violation("ATOMIC-3", f"with {label}, add answered OK but MEMORY.md holds {data!r}")
-    entries = (result.answer(ENTRIES) or {}).get("entries")
+    entries = _entries_read(result)
     # ATOMIC-3: the next add works and every acknowledged entry is kept.
     if entries != [first, second, faulty, after]:
         raise Violation(
@@ -370,7 +381,7 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     """An E_DRIFT whose backup's directory fsync fails still answers E_DRIFT, naming the backup,
     which holds the foreign bytes (DRIFT-3; the backup is in place, only not confirmed durable)."""
     foreign = ("Pasted by hand, no delimiter line. " * 70).encode()
-    ops = (
+    ops: tuple[Request, ...] = (
         {"op": "load"},
         _add("Directory sync: kept entry"),
         {"op": "put", "target": "memory", "hex": foreign.hex()},
@@ -381,7 +392,7 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-drift")
     if not [call for call in result.calls if call.effect]:
         return
-    answer = result.answer(FAULTY) or {}
+    answer: Mapping[str, object] = result.answer(FAULTY) or {}
     files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
     problem = judge_drift_refusal(answer, foreign, files, root=ctx.root)
     # DRIFT-3: the refusal names its byte-exact backup even when syncing the directory failed.

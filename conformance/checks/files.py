@@ -247,17 +247,14 @@ def _mixed_operations(count: int, rng: random.Random) -> list[Request]:
         elif roll < 0.7:
             ops.append({"op": "remove", "target": target, "old_text": "note"})
         else:
-            ops.append(
-                rng.choice(
-                    [
-                        {"op": "add", "target": target, "content": "   "},
-                        {"op": "add", "target": target, "content": "a\n§\nb"},
-                        {"op": "add", "target": target, "content": "x" * 400},
-                        {"op": "remove", "target": target, "old_text": "nowhere to be found"},
-                        {"op": "add", "target": "notes", "content": "wrong target"},
-                    ]
-                )
-            )
+            refused: list[Request] = [
+                {"op": "add", "target": target, "content": "   "},
+                {"op": "add", "target": target, "content": "a\n§\nb"},
+                {"op": "add", "target": target, "content": "x" * 400},
+                {"op": "remove", "target": target, "old_text": "nowhere to be found"},
+                {"op": "add", "target": "notes", "content": "wrong target"},
+            ]
+            ops.append(rng.choice(refused))
     return ops
 
 

@@ -17,6 +17,7 @@ from memspec.conformance.schedule.exploration import (
 )
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser
+from memspec.conformance.transport.wire import Request
 from memspec.conformance.verdict.findings import Unverified
 
 NOTES = ("Project uses Go 1.22", "Editor: helix")
@@ -26,19 +27,18 @@ SEED_ENTRY = b"User prefers tabs over spaces"
 def _adds(*per_session: int) -> Program:
     """Sessions that load and then add ``per_session[i]`` entries each, to a store holding one."""
     sessions = tuple(
-        (
-            f"p{index}",
-            (
-                {"op": "load"},
-                *(
-                    {"op": "add", "target": "memory", "content": f"Note {index}.{n}: {NOTES[n]}"}
-                    for n in range(count)
-                ),
-            ),
-        )
-        for index, count in enumerate(per_session)
+        (f"p{index}", _load_then_add(index, count)) for index, count in enumerate(per_session)
     )
     return Program(sessions, files={"memory": SEED_ENTRY})
+
+
+def _load_then_add(index: int, count: int) -> tuple[Request, ...]:
+    """Returns the requests of session ``p{index}``: a load, then ``count`` adds of notes."""
+    adds: list[Request] = [
+        {"op": "add", "target": "memory", "content": f"Note {index}.{n}: {NOTES[n]}"}
+        for n in range(count)
+    ]
+    return ({"op": "load"}, *adds)
 
 
 @check(

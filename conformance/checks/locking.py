@@ -29,6 +29,7 @@ from memspec.conformance.tamper.calls import (
 from memspec.conformance.tamper.capability import run_planned
 from memspec.conformance.tamper.interpose import Plan
 from memspec.conformance.tamper.stops import LOCK_CALLS
+from memspec.conformance.transport.wire import Request
 from memspec.conformance.verdict.findings import Violation
 from memspec.spec.root_files import file_kind
 
@@ -43,6 +44,16 @@ LISTED = 8
 def _entry(process: int, index: int, width: int) -> str:
     head = f"p{process} add {index:03d} "
     return head + "x" * max(0, width - len(head))
+
+
+def _load_then_add(process: int, operations: int, width: int) -> tuple[Request, ...]:
+    """Returns the requests of process ``process``: a load, then ``operations`` adds of its
+    entries."""
+    adds: list[Request] = [
+        {"op": "add", "target": "memory", "content": _entry(process, i, width)}
+        for i in range(operations)
+    ]
+    return ({"op": "load"}, *adds)
 
 
 def _label(entry: str) -> str:
@@ -81,13 +92,7 @@ def concurrent_adds_are_all_kept(ctx: CheckContext) -> None:
         Job(
             ctx.backend,
             ctx.root,
-            (
-                {"op": "load"},
-                *(
-                    {"op": "add", "target": "memory", "content": _entry(p, i, width)}
-                    for i in range(operations)
-                ),
-            ),
+            _load_then_add(p, operations, width),
             limits,
             name=f"p{p}",
         )

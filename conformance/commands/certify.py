@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -170,6 +170,10 @@ SUITE = Path(__file__).resolve().parents[1] / "suite"
 """The folder of the suite certify runs (``memspec.conformance.suite``), pytest's root."""
 
 
+NodeIdT = TypeVar("NodeIdT")
+"""A pytest node id, whatever its type in the pytest that runs."""
+
+
 class _Tally:
     """Keeps hold of the pytest config so the records can be read after the run, and has pytest
     show each check by its id (``test_conformance.py::test_check[AREA/id]``) rather than by
@@ -182,11 +186,13 @@ class _Tally:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
-        config.cwd_relative_nodeid = _suite_relative  # type: ignore[method-assign]
+        # pytest has no hook for how it shows a node id: this config's method is replaced
+        config.cwd_relative_nodeid = _suite_relative  # type: ignore[method-assign]  # no hook
 
 
-def _suite_relative(nodeid: str) -> str:
-    """A node id as pytest shows it: relative to the suite's folder, its root."""
+def _suite_relative(nodeid: NodeIdT) -> NodeIdT:
+    """A node id as pytest shows it: relative to the suite's folder, its root (a ``str``, or a
+    ``NodeId`` in newer pytest)."""
     return nodeid
 
 

@@ -11,7 +11,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from memspec.conformance.core.locations import import_from, keep_bytecode
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"memspec: error: {message}\n")
 
@@ -198,6 +198,7 @@ def _cmd_examples(args: argparse.Namespace) -> int:
     except BackendDefect as defect:
         raise UsageError(f"the backend could not be started: {defect}") from None
     backend, claimed = settings.backend, settings.features or frozenset()
+    assert backend is not None  # probe_backend refuses settings without one
     examples = list(settings.spec.examples)
     failed = skipped = 0
     for example in examples:
@@ -322,7 +323,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     return 1 if reproduced else 0
 
 
-def _add_factory(parser: _Parser) -> None:
+def _add_factory(parser: argparse.ArgumentParser) -> None:
     """Adds the required ``--backend MODULE:FACTORY`` of the commands that take only a Python
     backend (``serve``, ``examples``)."""
     parser.add_argument(

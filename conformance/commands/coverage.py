@@ -7,6 +7,7 @@ run, so an author sees what certification never touched. Checks run in one proce
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 from pathlib import Path
 from typing import TypedDict
@@ -58,12 +59,14 @@ class BackendCoverage:
         self.notes: list[str] = []
         # a package is a source directory; a module file is measured by name (coverage's
         # ``source`` takes directories and packages: a file there measures nothing)
-        where = (
-            {"include": [str(self.source)]}
-            if self.source.is_file()
-            else {"source": [str(self.source)]}
+        measured, one_file = [str(self.source)], self.source.is_file()
+        self.cov = coverage.Coverage(
+            branch=True,
+            data_file=None,
+            config_file=False,
+            include=measured if one_file else None,
+            source=None if one_file else measured,
         )
-        self.cov = coverage.Coverage(branch=True, data_file=None, config_file=False, **where)
         self.cov.start()
 
     @pytest.hookimpl(trylast=True)
@@ -134,7 +137,7 @@ class BackendCoverage:
                 "missing_branches": partial,
             }
         if files:
-            total = self.cov.report(file=_Null(), show_missing=False)
+            total = self.cov.report(file=io.StringIO(), show_missing=False)
         return {
             "source": str(self.source),
             "percent": total,
@@ -142,11 +145,6 @@ class BackendCoverage:
             "missing_branches": missing_branches,
             "files": files,
         }
-
-
-class _Null:
-    def write(self, text: str) -> int:
-        return len(text)
 
 
 def _ranges(lines: list[int]) -> str:

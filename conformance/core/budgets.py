@@ -294,7 +294,7 @@ def run_search(test: Callable[[], None], allowance: Allowance | None) -> None:
     watch = SearchWatch(allowance)
     hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
     hooks.inner_test = watch.wrap(hooks.inner_test)
-    chosen = getattr(test, "_hypothesis_internal_use_settings", None) or hypothesis.settings.default
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None) or hypothesis.settings()
     planned = chosen.max_examples
     try:
         test()

@@ -134,7 +134,7 @@ TYPE_CODECS: dict[type, Codec] = {
     frozenset: Codec(sorted, frozenset),
     Profile: Codec(lambda profile: profile.name, resolve_profile),
     Spec: Codec(_dump_spec, _load_spec),
-    Backend: Codec(_dump_backend, _load_backend),  # type: ignore[type-abstract]  # a Protocol
+    Backend: Codec(_dump_backend, _load_backend),
 }
 """The codec of each type a field of :class:`Settings` may have beyond JSON's own."""
 _JSON_TYPES = (str, int, float, bool)

@@ -21,7 +21,7 @@ from memspec.spec import codes
 from memspec.spec.examples import Example
 from memspec.spec.threats import find_threats
 
-_ADD_TABS = ("add", {"target": "memory", "content": "User prefers tabs"})
+_ADD_TABS: tuple[str, Fields] = ("add", {"target": "memory", "content": "User prefers tabs"})
 
 
 CONTROL_CALLS: dict[str, tuple[tuple[str, Fields], ...]] = {
@@ -31,7 +31,8 @@ CONTROL_CALLS: dict[str, tuple[tuple[str, Fields], ...]] = {
                                         "new_content": "User prefers spaces"})),
     "remove": (_ADD_TABS, ("remove", {"target": "memory", "old_text": "tabs"})),
     "patch": (_ADD_TABS, ("patch", {"target": "memory", "old_text": "tabs", "content": "spaces"})),
-    "batch": (("batch", {"target": "memory", "operations": [dict(_ADD_TABS[1], action="add")]}),),
+    "batch": (("batch", {"target": "memory",
+                         "operations": [{"action": "add", "content": "User prefers tabs"}]}),),
     "entries": (_ADD_TABS, ("entries", {"target": "memory"})),
     "snapshot": (_ADD_TABS, ("load", {}), ("snapshot", {"target": "memory"})),
     "tool_call": (("tool_call", {"arguments": json.dumps(dict(_ADD_TABS[1], action="add"))}),),
@@ -48,7 +49,7 @@ def _raises_anyway(backend: Backend, root: Path, op: str) -> bool:
     try:
         with _probe(backend, root, {}) as probe:
             for name, fields in CONTROL_CALLS[op]:
-                probe.request("a", name, dict(fields))
+                probe.request("a", name, fields.copy())
     except BackendDefect:
         return True
     return False
@@ -96,7 +97,7 @@ def run_on_backend(
         elif failure is not None and failure.unless_refused_alone:
             rule, code, fields = failure.unless_refused_alone
             with _probe(backend, Path(scratch) / "alone", example.limits) as probe:
-                alone = probe.request("a", "add", dict(fields))
+                alone = probe.request("a", "add", fields.copy())
             if alone.get("code") != code:  # the condition is missing, not out of order
                 reason = f"{failure.reason}; alone, add {fields} answered {alone.get('code')} too"
                 failure = replace(failure, blamed=(rule,), reason=reason, stops=True)
@@ -205,7 +206,8 @@ def _unknown_threat(
         return None
     expected = failure.expected if isinstance(failure.expected, dict) else {}
     if expected.get("code") == codes.E_THREAT and sent.get("op") not in ("add", None):
-        items = sent.get("operations") if isinstance(sent.get("operations"), list) else [sent]
+        operations = sent.get("operations")
+        items = operations if isinstance(operations, list) else [sent]
         texts = [
             text for item in items if isinstance(item, dict)
             for text in (item.get("content"), item.get("new_content"))
@@ -213,9 +215,12 @@ def _unknown_threat(
         ]  # fmt: skip
     else:
         return None
+    target = sent.get("target")
+    if not isinstance(target, str):  # a request the spec refuses for its target first
+        return None
     with _probe(backend, root, example.limits) as probe:
         for text in texts:
-            answer = probe.request("a", "add", {"target": sent.get("target"), "content": text})
+            answer = probe.request("a", "add", {"target": target, "content": text})
             if answer.get("code") == codes.OK:
                 return text
     return None

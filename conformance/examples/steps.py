@@ -59,14 +59,14 @@ def _alone(
     if not ordered or answer.get("code") in (codes.OK, code):
         return None
     fields = step_fields(step)
-    target = fields.get("target")
+    target = fields["target"]  # a mutation step names its target first (parse_step)
     if code == codes.E_TARGET:
         return "CONTRACT-4", code, {"target": target, "content": "User prefers tabs"}
     expected = driver.spec_outcome()
     rule = expected.rule if expected is not None else ""
     if step.op not in ("add", "replace") or rule not in CONTENT_RULES or not is_target(target):
         return None
-    content = fields.get("new_content" if step.op == "replace" else "content")
+    content = fields["new_content"] if step.op == "replace" else fields["content"]
     return rule, code, {"target": target, "content": content}
 
 
@@ -74,7 +74,7 @@ CONTENT_RULES = frozenset({"ENTRY-2", "ENTRY-3", "ENTRY-4", "ENTRY-7"})
 """The clauses that decide a refusal of content for what it is, whatever the file holds."""
 
 
-def _outcome_problem(step: Step, answer: Answer) -> str | None:
+def _outcome_problem(step: Step, answer: Mapping[str, object]) -> str | None:
     want = step.expect
     if answer.get("code") != want["code"]:
         return f"expected code {want['code']}, got {answer.get('code')}"
@@ -194,7 +194,9 @@ def _found_before(found: list[ExampleFailure], completed: bool) -> ExampleFailur
 def _expects_success(step: Step) -> bool:
     """Whether a mutation step expects ``OK``, or a tool step a result that is not a failure."""
     expect = step.expect if isinstance(step.expect, dict) else {}
-    result = expect.get("result") if isinstance(expect.get("result"), dict) else {}
+    result = expect.get("result")
+    if not isinstance(result, dict):
+        result = {}
     return expect.get("code") == codes.OK or (
         step.op == "tool" and result.get("success") is not False
     )
@@ -273,29 +275,31 @@ def _run_step(
         return None
     if step.op == "snapshot":
         answer = driver.request(step.session, "snapshot", {"target": target})
-        got = answer.get("snapshot")
+        block = answer.get("snapshot")
         data = driver.disk(target)
         entries = model_entries(data)
         hidden = [e for e in entries or [] if find_threats(e)]
-        problem = snapshot_difference(want, got, target, hidden)
+        problem = snapshot_difference(want, block, target, hidden)
         if problem is None:
             return None
-        failure = fail({"op": "snapshot", "target": target}, got, want, problem)
+        failure = fail({"op": "snapshot", "target": target}, block, want, problem)
         live = None if data is None else load_block(target, entries, limits[target], find_threats)
         blamed = (
-            part_difference(want, got, target, hidden)
-            or duplicates_difference(entries, got, target, limits[target], find_threats)
-            or state_difference(want, got, live)
+            part_difference(want, block, target, hidden)
+            or duplicates_difference(entries, block, target, limits[target], find_threats)
+            or state_difference(want, block, live)
             or _state_clauses(failure)
         )
-        shown = tuple((target, text) for text in _threats_shown(got)) if "SCAN-6" in blamed else ()
+        shown = (
+            tuple((target, text) for text in _threats_shown(block)) if "SCAN-6" in blamed else ()
+        )
         return replace(failure, blamed=blamed, shown_threats=shown)
     if step.op == "disk":
-        got = driver.disk(target)
-        if got != want:
-            why = "; ".join(filter(None, ("file bytes differ", first_difference(want, got))))
-            failure = fail({"read": FILENAMES.get(target, target)}, got, want, why)
-            canonical_only = only_not_canonical(want, got)
+        on_disk = driver.disk(target)
+        if on_disk != want:
+            why = "; ".join(filter(None, ("file bytes differ", first_difference(want, on_disk))))
+            failure = fail({"read": FILENAMES.get(target, target)}, on_disk, want, why)
+            canonical_only = only_not_canonical(want, on_disk)
             return replace(
                 failure, blamed=("FORMAT-4",) if canonical_only else _state_clauses(failure)
             )

@@ -200,7 +200,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
     for item in items:
         if _marker(item)[0]:
-            item.repr_failure = _findings_without_frames(item.repr_failure)  # type: ignore[method-assign]
+            shown = _findings_without_frames(item.repr_failure)
+            item.repr_failure = shown  # type: ignore[method-assign]  # one item's, on purpose
     if config.getoption("dist", "no") != "no" and memspec_settings(config).backend is not None:
         profile = memspec_settings(config).profile
         items.sort(key=lambda item: -budget_of(item, profile))
@@ -390,8 +391,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     given = item.stash.get(verdict_key, None)
     excinfo = call.excinfo
     failed = report.failed or hasattr(report, "wasxfail")
-    skip = excinfo is None or excinfo.errisinstance(pytest.skip.Exception)
-    verdict = verdict_of(excinfo.value) if failed and not skip and not given else given
+    raised = None if excinfo is None else excinfo.value
+    if isinstance(raised, pytest.skip.Exception):
+        raised = None  # a skip is no verdict
+    verdict = verdict_of(raised) if failed and raised is not None and not given else given
     stale = None
     xfail = item.get_closest_marker("xfail")
     if call.when == "call" and report.failed and excinfo is None and xfail is not None:

@@ -133,8 +133,12 @@ class Backend(Protocol):
     """A Backend opens sessions on roots; ``label`` names it in reports, ``runs`` says where
     its store runs, :meth:`address` and ``timeout`` how to find it again."""
 
-    label: str
     runs: ClassVar[Runs]
+
+    @property
+    def label(self) -> str:
+        """The backend's name in reports: its ``MODULE:FACTORY`` or its command."""
+        ...
 
     @property
     def timeout(self) -> float | None:
@@ -157,7 +161,8 @@ def describe(backend: Backend) -> BackendInfo:
     """Returns what a report says of ``backend``: its label, and the name, version and claimed
     features one session on a scratch root gives (when none can be opened, the features are
     one item saying why)."""
-    name, version, features = backend.label, "", ("?",)
+    name, version = backend.label, ""
+    features: tuple[str, ...] = ("?",)
     with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
         try:
             session = backend.open(Path(scratch))

@@ -34,7 +34,7 @@ from memspec.conformance.transport.backend import (
     check_answer,
     request_problem,
 )
-from memspec.conformance.transport.wire import Answer, Request, fields_of
+from memspec.conformance.transport.wire import Answer, Request
 from memspec.conformance.verdict.findings import ADAPTER_GAP_MARK, AdapterGap
 from memspec.spec import codes
 from memspec.spec.errors import UsageError
@@ -275,7 +275,7 @@ def _error(request_id: Any, code: str, message: str) -> Answer:
     return {"id": request_id, "ok": False, "code": code, "message": message}
 
 
-def _open_request(backend: InProcessBackend, request: Request) -> InProcessSession:
+def _open_request(backend: InProcessBackend, request: Mapping[str, Any]) -> InProcessSession:
     root = request.get("root")
     limits = {
         "memory": request.get("memory_char_limit", DEFAULT_LIMITS["memory"]),
@@ -318,8 +318,10 @@ def handle_line(
         return _error(request_id, codes.E_UNSUPPORTED, f"unknown op {op!r}"), session
     if session is None:
         return _error(request_id, codes.E_INVALID, "send 'open' first"), session
+    # the line is any JSON object, not yet a Request: the session checks its fields (UsageError)
+    fields = {key: value for key, value in request.items() if key not in ("op", "id")}
     try:
-        answer = session.request(op, **fields_of(request))
+        answer = session.request(op, **fields)
     except UsageError as error:
         return _error(request_id, codes.E_INVALID, str(error)), session
     return {"id": request_id, **answer}, session

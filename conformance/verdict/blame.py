@@ -87,19 +87,18 @@ class Answered:
 def blame(seen: Answered) -> tuple[Problem, ...]:
     """Returns the clauses the answer of ``seen`` breaks, each with one line saying how (rules in
     the module docstring); empty when the spec allows the answer."""
-    shape = _shape(seen)
-    if shape or seen.expected is None:
+    shape, answer, expected = _shape(seen), seen.answer, seen.expected
+    # an answer _shape finds nothing wrong with is a mapping; isinstance says so to mypy too
+    if shape or expected is None or not isinstance(answer, Mapping):
         return shape
-    answer: Mapping[str, Any] = seen.answer  # type: ignore[assignment]  # _shape checked it
-    expected = seen.expected
     code = answer.get("code")
     if seen.written and code != codes.OK:
         clause = _written_clause(str(seen.request.get("op")), str(code))
         return (Problem(clause, f"{_sent(seen)} answered {code}, yet its text is in the file"),)
     if code != expected.code:
-        clause = "LOCK-2" if seen.stale else code_clause(seen)
+        owners = ("LOCK-2",) if seen.stale else _owners(code_clause(seen))
         said = f"{_sent(seen)} answered {code}; the spec answers {expected.code}"
-        return tuple(Problem(c, said) for c in _owners(clause))
+        return tuple(Problem(c, said) for c in owners)
     problem = _field_problem(answer, expected)
     if problem is None:
         return ()

@@ -241,7 +241,8 @@ def conformance_level(clauses: Iterable[Clause], checks: Iterable[CheckRecord]) 
         "core": [c for c in must if c.feature is None],
         "full": must,
     }
-    reached, unverifiable = "none", ()
+    reached = "none"
+    unverifiable: tuple[str, ...] = ()
     for name in LEVELS[1:]:
         strict = name == "full"
         standing = {c.id: weighed[c.id].standing(strict=strict) for c in groups[name]}

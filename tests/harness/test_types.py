@@ -1,5 +1,7 @@
-"""memspec's five installed packages type-check: mypy, with the ``[tool.mypy]`` section of
-``pyproject.toml``, finds no error in them, and every ``# type: ignore`` says why.
+"""memspec type-checks whole: mypy, with the ``[tool.mypy]`` section of ``pyproject.toml``, finds
+no error anywhere in ``memspec`` and the packages installed under it (``memspec.spec``,
+``memspec.reference_impl``, ``memspec.conformance``, ``memspec.fuzz``, ``memspec.doctor``),
+and every ``# type: ignore`` says why.
 
 mypy cannot follow the import hook of an editable install, and the folders are not named as
 they are installed (``spec/`` is ``memspec.spec``), so ``mypy -p memspec`` run in the
@@ -26,33 +28,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-
-NOT_YET_CHECKED = (
-    "spec/tool.py",
-    "spec/agent.py",
-    "spec/drift_refusal.py",
-    "spec/snapshot.py",
-    "spec/fence.py",
-    "spec/rules.py",
-    "reference_impl/tool.py",
-    "reference_impl/agent.py",
-    "conformance/__init__.py",
-    "conformance/__main__.py",
-    "conformance/checks/",
-    "conformance/commands/",
-    "conformance/core/",
-    "conformance/examples/",
-    "conformance/suite/",
-    "conformance/transport/",
-    "conformance/verdict/",
-    "conformance/history/checkers.py",
-    "conformance/hermes/cli.py",
-    "fuzz/",
-)
-"""The files and folders (ending in ``/``), relative to the repository, whose mypy errors and
-unexplained ``# type: ignore`` comments are tolerated for now: they are being rewritten, and
-their types are mended after that. mypy still reads them, so the other modules are checked
-against their real types; only their own errors are left out."""
 
 MYPY_LINE = re.compile(r"^(?P<path>memspec/\S+?\.py):\d+:(?:\d+:)? (?P<severity>error|note):")
 """A line of mypy's report about one place: ``memspec/spec/model.py:56: error: ...``."""
@@ -109,14 +84,6 @@ def repo_path(installed: str) -> str:
     return installed
 
 
-def tolerated(path: str) -> bool:
-    """Whether ``path`` (relative to the repository) is in :data:`NOT_YET_CHECKED`."""
-    return any(
-        path.startswith(entry) if entry.endswith("/") else path == entry
-        for entry in NOT_YET_CHECKED
-    )
-
-
 def unexplained_ignores(path: Path) -> list[str]:
     """Returns the lines of ``path`` whose ``# type: ignore`` names no error code or gives no
     reason after it (``# type: ignore[code]  # reason`` is the accepted form)."""
@@ -131,15 +98,31 @@ def unexplained_ignores(path: Path) -> list[str]:
     return found
 
 
+def report_failures(report: list[str]) -> list[str]:
+    """Returns mypy's report (its lines before the summary), each place named by its path in
+    the repository, when it holds an error in any file or a line about no one place (a module
+    it could not find twice, say); ``[]`` when it holds notes alone, or nothing."""
+    shown: list[str] = []
+    failing = False
+    for line in report:
+        match = MYPY_LINE.match(line)
+        if match is None:
+            shown.append(line)
+            failing = True
+            continue
+        shown.append(repo_path(match["path"]) + line[match.end("path") :])
+        failing = failing or match["severity"] == "error"
+    return shown if failing else []
+
+
 def checked_sources() -> list[tuple[str, Path]]:
-    """Returns the source files of the five packages that are not tolerated, with their paths
-    relative to the repository."""
+    """Returns the source files of the installed packages, with their paths relative to the
+    repository."""
     found: list[tuple[str, Path]] = []
     for folder in package_folders().values():
         for path in sorted(folder.rglob("*.py")):
-            relative = path.relative_to(REPO).as_posix()
-            if "__pycache__" not in path.parts and not tolerated(relative):
-                found.append((relative, path))
+            if "__pycache__" not in path.parts:
+                found.append((path.relative_to(REPO).as_posix(), path))
     return found
 
 
@@ -164,22 +147,9 @@ def test_mypy_finds_no_error_in_the_installed_packages(
     checked = re.search(r"(\d+) source files?\)?$", summary)
     assert checked, f"no summary line in mypy's report:\n{out}"
     assert int(checked[1]) >= len(source_files(top)), summary
-    # What mypy said of the files not tolerated, with their paths in the repository; a line
-    # about no one place (a module it could not find twice, say) fails too.
-    shown: list[str] = []
-    failing = False
-    for line in report:
-        match = MYPY_LINE.match(line)
-        if match is None:
-            shown.append(line)
-            failing = True
-            continue
-        path = repo_path(match["path"])
-        if not tolerated(path):
-            shown.append(path + line[match.end("path") :])
-            failing = failing or match["severity"] == "error"
-    if failing:
-        pytest.fail("mypy found errors:\n" + "\n".join(shown), pytrace=False)
+    failures = report_failures(report)
+    if failures:
+        pytest.fail("mypy found errors:\n" + "\n".join(failures), pytrace=False)
 
 
 def test_every_type_ignore_names_its_codes_and_says_why() -> None:
@@ -211,6 +181,16 @@ def test_a_bare_or_unexplained_type_ignore_is_found(tmp_path: Path) -> None:
     assert [line.split(":")[0] for line in unexplained_ignores(source)] == ["1", "2", "3"]
 
 
-def test_every_tolerated_path_exists() -> None:
-    for entry in NOT_YET_CHECKED:
-        assert (REPO / entry).exists(), f"NOT_YET_CHECKED names {entry}, which is gone"
+def test_an_error_in_any_file_fails_and_is_shown_where_it_is() -> None:
+    error = "memspec/conformance/checks/crash.py:194:5: error: Argument 1 is bad  [arg-type]"
+    note = "memspec/conformance/checks/crash.py:194:5: note: See the docs"
+    assert report_failures([error, note]) == [
+        "conformance/checks/crash.py:194:5: error: Argument 1 is bad  [arg-type]",
+        "conformance/checks/crash.py:194:5: note: See the docs",
+    ]
+    assert report_failures(["memspec/__init__.py:3: error: Name 'x' is not defined"]) == [
+        "memspec/__init__.py:3: error: Name 'x' is not defined"
+    ]
+    assert report_failures(["memspec: error: no module named memspec.gone"]) != []
+    assert report_failures([note]) == []
+    assert report_failures([]) == []
