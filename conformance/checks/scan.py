@@ -183,6 +183,7 @@ def attack_corpus(ctx: CheckContext) -> None:
         put(ctx.root, "memory", encode_entries(texts))
         session.request("load")
         block = session.request("snapshot", target="memory")["snapshot"]
+
         # an attack the store accepted at write time is its patterns' failure (SCAN-2, SCAN-3,
         # SCAN-4, judged above): shown as it is at load, it says nothing of SCAN-6
         def known(text: str) -> tuple[str, ...]:
