@@ -48,12 +48,12 @@ def test_strace_catches_a_command_backend(tmp_path: Path, monkeypatch: pytest.Mo
     recording = crashstates.record(ctx, "batch" in crashstates._setup(ctx))
     assert recording.recorder == "strace"
     failure, _ = crashstates.judge_model(ctx, recording, "posix-weak", crashstates.OLD_OR_NEW)
-    assert failure is not None and failure.startswith("CRASH-4: under posix-weak")
-    assert "recorded by strace" in failure
+    assert failure is not None and failure.clause == "CRASH-4", failure
+    assert failure.text.startswith("under posix-weak") and "recorded by strace" in failure.text
     assert re.search(
         r"the rename at step \d+ may persist before the data written at step \d+: "
         "fsync the temp file",
-        failure,
+        failure.text,
     ), failure
 
 
