@@ -100,10 +100,10 @@ def run_example(example: Example, driver: Driver) -> ExampleFailure | None:
     limits = {**DEFAULT_LIMITS, **example.limits}
     for step in example.steps:
         if step.op != "put" and step.session not in opened:
-            # a session loads when it first appears: a crash there is the load's, not the step's
+            # a session loads when it first appears: a crash there is the load's, not that of a
+            # mutation that needed the session; a read (load, entries, snapshot) owns it
             opened.add(step.session)
-            opening = replace(step, op="load", args=(), expect={"code": codes.OK}, given=False)
-            crashed = _opening_crash(opening, driver, failure_factory(example, opening), example)
+            crashed = _opening_crash(step, driver, example)
             if crashed is not None:
                 return _found_before([*partial, crashed], completed=False) if partial else crashed
         fail = failure_factory(example, step)
@@ -155,16 +155,23 @@ def _defect_failure(
     )
 
 
-def _opening_crash(
-    opening: Step, driver: Driver, fail: Fail, example: Example
-) -> ExampleFailure | None:
-    """Opens ``opening``'s session with its first load; returns the failure of a backend that
-    broke there, described as that load (``load``, before the step that needed the session)."""
+READS = frozenset({"load", "entries", "snapshot"})
+"""The steps that read what a session loads: a crash of the load that opens their session is
+theirs, what their clauses ask of reading that state."""
+
+
+def _opening_crash(step: Step, driver: Driver, example: Example) -> ExampleFailure | None:
+    """Opens ``step``'s session with its first load; returns the failure of a backend that broke
+    there: ``step``'s own when it reads (:data:`READS`), else that load's (CONTRACT-6, described
+    as the load before ``step``), never a failure of the mutation that was not sent."""
     try:
-        driver.request(opening.session, "load", {})
+        driver.request(step.session, "load", {})
     except BackendDefect as defect:
-        failure = _defect_failure(opening, defect, fail, example)
-        said = f"load (opening session {opening.session}, before line {opening.line})"
+        if step.op in READS:
+            return _defect_failure(step, defect, failure_factory(example, step), example)
+        opening = replace(step, op="load", args=(), expect={"code": codes.OK}, given=False)
+        failure = _defect_failure(opening, defect, failure_factory(example, opening), example)
+        said = f"load (opening session {step.session}, before line {step.line})"
         return replace(failure, step=said)
     return None
 

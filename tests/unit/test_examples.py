@@ -453,3 +453,21 @@ def test_one_reading_difference_is_the_reading_clauses_alone(tmp_path: Path) -> 
     store = InProcessBackend("tests.unit.test_examples:exact_delimiter_reader")
     failure = run_on_backend(example, store, tmp_path)
     assert failure is not None and failure.blamed == ("READ-3",), failure
+
+
+def test_a_crash_loading_the_state_a_read_judges_is_the_reads(tmp_path: Path) -> None:
+    # the example's first session step is a load of the file put before it: a crash there is
+    # what the example judges (reading that file), and the raise is that state's own (a load on
+    # a fresh root works), so the example's clause fails beside CONTRACT-6
+    sketch = parse_examples(
+        "```memspec id=sketch clauses=READ-2\n"
+        'put memory "User prefers tabs"\n'
+        "load\n"
+        'entries memory == ["User prefers tabs"]\n'
+        "```\n"
+    )[0]
+    assert run_on_model(sketch) is None
+    store = InProcessBackend("tests.unit.test_examples:load_breaks_on_file")
+    failure = run_on_backend(sketch, store, tmp_path)
+    assert failure is not None and failure.step == "load", failure
+    assert set(failure.blamed) == {"CONTRACT-6", "READ-2"}, failure
