@@ -15,6 +15,7 @@ import unittest
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import hypothesis
@@ -146,11 +147,12 @@ class BudgetSpent(NotApplicable, unittest.SkipTest):
     """A check was stopped at its budget before it finished: it is reported as skipped (not
     verified), with what it covered. Raise the budget of the check in
     ``conformance/core/budgets.py``, or choose a smaller profile, if the backend is slow but sound.
-    ``budget_spent`` says how much of which budget was used."""
+    ``how`` says what stopped it, where, and when (:meth:`Allowance.search_stop`,
+    :meth:`Allowance.harness_stop`)."""
 
-    def __init__(self, message: str, budget_spent: str = "") -> None:
+    def __init__(self, message: str, how: str = "") -> None:
         super().__init__(message)
-        self.budget_spent = budget_spent
+        self.how = how
 
 
 @dataclass(frozen=True)
@@ -189,23 +191,55 @@ class Allowance:
         """Whether a search has used its share of the budget (:data:`SEARCH_SHARE`)."""
         return self.elapsed() >= self.seconds * SEARCH_SHARE
 
-    def spent(self) -> str:
-        """Says how much of which budget is used: ``"45 s of its 60 s budget (profile ci)"``."""
+    def search_stop(self) -> str:
+        """Says how a search that stops itself stopped: ``"stopped itself at 3/4 of its 60 s
+        budget (45 s, profile ci)"``."""
+        return (
+            f"stopped itself at {_share(SEARCH_SHARE)} of its {self.seconds:g} s budget "
+            f"({_seconds(self.elapsed())}, profile {self.profile})"
+        )
+
+    def harness_stop(self) -> str:
+        """Says how the harness stopped the check at its :attr:`limit`: interrupted at the whole
+        budget, or under fixed work stopped as hung at :data:`HANG_GUARD` times it
+        (``"was stopped by the harness as hung at 10 times its 60 s budget (600 s, profile
+        ci: fixed work, so the backend or the check hung)"``)."""
         if self.fixed_work:
             return (
-                f"{self.elapsed():.0f} s, {HANG_GUARD} times its {self.seconds:g} s budget "
-                f"(profile {self.profile}, fixed work: the backend or the check hung)"
+                f"was stopped by the harness as hung at {HANG_GUARD} times its {self.seconds:g} s "
+                f"budget ({_seconds(self.elapsed())}, profile {self.profile}: fixed work, so the "
+                "backend or the check hung)"
             )
-        return f"{self.elapsed():.0f} s of its {self.seconds:g} s budget (profile {self.profile})"
+        return (
+            f"was interrupted by the harness at its whole {self.seconds:g} s budget "
+            f"({_seconds(self.elapsed())}, profile {self.profile})"
+        )
 
     def cut(self, covered: str) -> BudgetSpent:
-        """Returns the verdict of a search that stopped at its budget having covered ``covered``
-        (e.g. ``"7 examples, none failing"``)."""
+        """Returns the verdict of a search that stopped itself at :data:`SEARCH_SHARE` of its
+        budget having covered ``covered`` (e.g. ``"7 examples, none failing"``)."""
+        stop = self.search_stop()
         return BudgetSpent(
-            f"{self.check_id}: search cut at {self.spent()}, having covered {covered}; what it "
-            "did not reach is not verified",
-            self.spent(),
+            f"{self.check_id}: the search {stop} after {covered}; what it did not reach is "
+            "not verified",
+            stop,
         )
+
+
+def _share(share: float) -> str:
+    """Returns a share of a budget as a fraction: ``"3/4"``."""
+    fraction = Fraction(share).limit_denominator(100)
+    return f"{fraction.numerator}/{fraction.denominator}"
+
+
+def _seconds(seconds: float) -> str:
+    """Returns a time taken as it is read: ``"46 s"``, ``"0.3 s"`` under ten seconds."""
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
+def _count(number: int, noun: str) -> str:
+    """Returns ``"1 run"``, ``"3 runs"``."""
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -> Allowance:
@@ -258,18 +292,22 @@ class SearchWatch:
 
     def covered(self) -> str:
         """Says what the search ran: ``"12 examples, none failing"``."""
-        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
+        return f"{_count(self.examples, 'example')}, none failing"
 
     def verdict(self, cut: BudgetSpent) -> BaseException:
         """Returns what a search cut at its budget ends with: the last failure it found, noting
-        that shrinking stopped there, or ``cut`` itself when it found none."""
+        when and how shrinking stopped, or, when it found none, ``cut`` itself (saying what the
+        search had run when the harness interrupted it)."""
         failure = self.last_failure
         if failure is None:
-            return cut
+            if cut is self.stopped:
+                return cut
+            return BudgetSpent(f"{cut}; the search had run {self.covered()}", cut.how)
+        runs = f"{_count(self.examples, 'run')} ({self.failures} failing)"
         failure.add_note(
-            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
-            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
-            "smallest found by then, not necessarily the smallest there is"
+            f"memspec: the search found this failure, then {cut.how} while shrinking it, after "
+            f"{runs}; the failing example above is the smallest found by then, not necessarily "
+            "the smallest there is"
         )
         return failure
 
@@ -334,10 +372,11 @@ def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]
         return
 
     def stop(signum: int, frame: Any) -> None:
+        how = allowance.harness_stop()
         raise BudgetSpent(
-            f"{allowance.check_id}: stopped by the harness after {allowance.spent()}, before it "
-            f"finished; covered by then: {describe_figures(figures)}; the rest is not verified",
-            allowance.spent(),
+            f"{allowance.check_id}: the check {how}, before it finished; covered by then: "
+            f"{describe_figures(figures)}; the rest is not verified",
+            how,
         )
 
     previous = signal.signal(signal.SIGALRM, stop)
