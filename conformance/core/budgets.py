@@ -19,7 +19,9 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import hypothesis
+from hypothesis.errors import HypothesisException
 
+from memspec.conformance.core.findings import Blame, Kind
 from memspec.conformance.core.registry import NotApplicable
 
 if TYPE_CHECKING:
@@ -254,19 +256,30 @@ def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -
 class SearchWatch:
     """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it has
     used its share of the check's budget (``allowance``; ``None``: never). It keeps the last
-    failure, the smallest found when shrinking is cut."""
+    failure, the smallest found when shrinking is cut.
+
+    It also holds the search to the clauses of the first failure it found (``blame``): from then
+    on a failure that blames other clauses is not a failure of this search but a rejected
+    example (``hypothesis.reject()``), so shrinking never slips to another clause, and the clause
+    a check blames never depends on how far shrinking got — on a loaded machine as on a quiet
+    one. A harness error is never set aside: it is memspec's own bug, reported whatever it
+    displaces. For example, a first failure on ENTRY-3 whose smaller variants fail FORMAT-5
+    instead is reported on ENTRY-3, shrunk as far as ENTRY-3 still fails."""
 
     allowance: Allowance | None
     examples: int = 0
     failures: int = 0
     last_failure: BaseException | None = field(default=None, repr=False)
     stopped: BudgetSpent | None = field(default=None, repr=False)
+    blame: Blame | None = None
+    set_aside: int = 0
+    """Failures that blamed other clauses than the first, rejected."""
 
     def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
         """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
         once the search share is spent raises BudgetSpent instead of running — under fixed work
         only while shrinking a failure found (the examples always all run: the verdict does not
-        depend on the machine's speed)."""
+        depend on the machine's speed); a failure of other clauses than the first is rejected."""
 
         @functools.wraps(body)
         def watched(*args: Any, **kwargs: Any) -> Any:
@@ -281,14 +294,25 @@ class SearchWatch:
             self.examples += 1
             try:
                 return body(*args, **kwargs)
-            except BudgetSpent:
-                raise
+            except (BudgetSpent, HypothesisException):
+                raise  # a cut, or Hypothesis' own flow (assume, reject, frozen data): no failure
             except Exception as error:
+                if not self.keeps_blame(error):
+                    self.set_aside += 1
+                    hypothesis.reject()
                 self.failures += 1
                 self.last_failure = error
                 raise
 
         return watched
+
+    def keeps_blame(self, error: BaseException) -> bool:
+        """Whether the failure ``error`` counts for this search: it is the first (whose blame is
+        then kept), it blames what the first blamed, or it is a harness error."""
+        blame = Blame.of(error)
+        if self.blame is None:
+            self.blame = blame
+        return blame == self.blame or blame.kind == Kind.HARNESS_ERROR
 
     def covered(self) -> str:
         """Says what the search ran: ``"12 examples, none failing"``."""
@@ -303,7 +327,8 @@ class SearchWatch:
             if cut is self.stopped:
                 return cut
             return BudgetSpent(f"{cut}; the search had run {self.covered()}", cut.how)
-        runs = f"{_count(self.examples, 'run')} ({self.failures} failing)"
+        aside = f", {self.set_aside} failing on other clauses set aside" if self.set_aside else ""
+        runs = f"{_count(self.examples, 'run')} ({self.failures} failing{aside})"
         failure.add_note(
             f"memspec: the search found this failure, then {cut.how} while shrinking it, after "
             f"{runs}; the failing example above is the smallest found by then, not necessarily "
