@@ -1,6 +1,9 @@
 """How every searching check runs Hypothesis (conformance/core/search.py, core/budgets.py): the
-clause a failure is blamed on comes from the failing case as found, never from how far shrinking
-got.
+seed a derandomized search runs from, and the clause a failure is blamed on, which comes from
+the failing case as found, never from how far shrinking got.
+
+That editing the state machine's source leaves the programs ``ci`` explores as they were is
+shown on the real check in ``tests/harness/test_ci_programs.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, rule
 
 from memspec.conformance.core.findings import Blame, ClauseFailures, Kind
-from memspec.conformance.core.search import PropertyRun
+from memspec.conformance.core.profiles import PROFILES
+from memspec.conformance.core.registry import CheckContext
+from memspec.conformance.core.search import PropertyRun, plan, search_seed
+from memspec.spec.versions import installed_version
 
 BIG = 1000
 
@@ -143,3 +149,43 @@ def test_a_blame_is_the_kind_and_the_clauses_a_report_shows() -> None:
     assert Blame.of(both).clauses == {"LOCK-3", "DRIFT-5"}
     assert [f.clause for f in both.failures] == ["LOCK-3", "DRIFT-5"]
     assert Blame.of(KeyError("x")).kind == Kind.HARNESS_ERROR
+
+
+def _context(tmp_path: Path, profile: str, seed: int | None, check_id: str) -> CheckContext:
+    return CheckContext(object(), tmp_path, tmp_path, PROFILES[profile], seed, check_id=check_id)
+
+
+def test_a_derandomized_search_runs_from_the_spec_version_and_the_check_id(tmp_path: Path) -> None:
+    seed = search_seed("machine.memory_machine")
+    assert seed == search_seed("machine.memory_machine", installed_version().number)
+    assert seed != search_seed("machine.memory_machine", "0.1")
+    assert seed != search_seed("properties.limits_hold")
+    for profile in ("smoke", "ci"):
+        run = plan(_context(tmp_path, profile, None, "machine.memory_machine"))
+        assert run.seed == seed and run.settings.database is None
+        # the reproduction names no seed: the same command derives it again
+        assert "--seed" not in run.reproduce
+
+
+def test_a_given_seed_wins_over_the_derived_one(tmp_path: Path) -> None:
+    run = plan(_context(tmp_path, "ci", 7, "machine.memory_machine"))
+    assert run.seed == 7 and run.reproduce.endswith("-k machine.memory_machine --seed 7")
+
+
+def test_the_seed_is_the_one_hypothesis_runs_from(tmp_path: Path) -> None:
+    # Two tests of different source under one check id draw the same examples.
+    drawn: dict[str, list[int]] = {"first": [], "second": []}
+    run = plan(_context(tmp_path, "ci", None, "properties.limits_hold"))
+
+    @given(st.integers())
+    def first(number: int) -> None:
+        drawn["first"].append(number)
+
+    @given(st.integers())
+    def second(number: int) -> None:
+        # a different body: Hypothesis' own derandomization would draw other numbers
+        drawn["second"].append(number + 0)
+
+    run.run(run.apply(first))
+    run.run(run.apply(second))
+    assert drawn["first"] == drawn["second"] and len(set(drawn["first"])) > 10
