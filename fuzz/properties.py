@@ -136,7 +136,14 @@ def delimiter_round_trip(ctx: CheckContext) -> None:
         {"op": st.just("add"), "target": st.sampled_from(TARGETS), "content": text}
     )
     any_request = requests(**claimed_ops(features), content=text)
-    program = st.lists(st.one_of(adds, any_request), min_size=1, max_size=6)
+    # Every program first adds text spliced with § (FORMAT-3, ENTRY-3): left to the mix, ci's
+    # 50 examples met a delimiter line under 18 of 21 seeds tried, so ENTRY-3 hung on the seed.
+    spliced = st.fixed_dictionaries(
+        {"op": st.just("add"), "target": st.sampled_from(TARGETS), "content": section_texts()}
+    )
+    program = st.tuples(spliced, st.lists(st.one_of(adds, any_request), max_size=5)).map(
+        lambda drawn: [drawn[0], *drawn[1]]
+    )
     limits = st.sampled_from(((DEFAULT_LIMITS["memory"], DEFAULT_LIMITS["user"]), (40, 30)))
 
     @given(limits=limits, program=program, edit=cosmetic_edits())

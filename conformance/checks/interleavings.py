@@ -83,7 +83,7 @@ def preemption_bounded_schedules(ctx: CheckContext) -> None:
             if execution.undecided:
                 undecided.append(execution.undecided)
             if hunting and not first and allowance is not None and allowance.search_spent():
-                ctx.figures["stopped at its budget after ci's exploration"] = True
+                ctx.figures["hunt after ci's exploration"] = allowance.search_stop()
                 break
         if first:
             ctx.figures["ci's exploration"] = f"{summary.runs} schedules, bound {bound}"

@@ -15,11 +15,13 @@ import unittest
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from fractions import Fraction
 from typing import Any
 
 import hypothesis
+from hypothesis.errors import HypothesisException
 
-from memspec.conformance.verdict.findings import Unverified
+from memspec.conformance.verdict.findings import Blame, Kind, Unverified
 
 SEARCH_SHARE = 0.75
 """The share of its budget a search may use before it stops itself (the rest is for the final
@@ -144,11 +146,12 @@ class BudgetSpent(Unverified, unittest.SkipTest):
     clauses "not verified" (never "not verifiable", which would hold no level back), with what
     it covered. Raise the budget of the check in
     ``conformance/core/budgets.py``, or choose a smaller profile, if the backend is slow but sound.
-    ``budget_spent`` says how much of which budget was used."""
+    ``how`` says what stopped it, where, and when (:meth:`Allowance.search_stop`,
+    :meth:`Allowance.harness_stop`)."""
 
-    def __init__(self, message: str, budget_spent: str = "") -> None:
+    def __init__(self, message: str, how: str = "") -> None:
         super().__init__(message)
-        self.budget_spent = budget_spent
+        self.how = how
 
 
 @dataclass(frozen=True)
@@ -187,23 +190,55 @@ class Allowance:
         """Whether a search has used its share of the budget (:data:`SEARCH_SHARE`)."""
         return self.elapsed() >= self.seconds * SEARCH_SHARE
 
-    def spent(self) -> str:
-        """Says how much of which budget is used: ``"45 s of its 60 s budget (profile ci)"``."""
+    def search_stop(self) -> str:
+        """Says how a search that stops itself stopped: ``"stopped itself at 3/4 of its 60 s
+        budget (45 s, profile ci)"``."""
+        return (
+            f"stopped itself at {_share(SEARCH_SHARE)} of its {self.seconds:g} s budget "
+            f"({_seconds(self.elapsed())}, profile {self.profile})"
+        )
+
+    def harness_stop(self) -> str:
+        """Says how the harness stopped the check at its :attr:`limit`: interrupted at the whole
+        budget, or under fixed work stopped as hung at :data:`HANG_GUARD` times it
+        (``"was stopped by the harness as hung at 10 times its 60 s budget (600 s, profile
+        ci: fixed work, so the backend or the check hung)"``)."""
         if self.fixed_work:
             return (
-                f"{self.elapsed():.0f} s, {HANG_GUARD} times its {self.seconds:g} s budget "
-                f"(profile {self.profile}, fixed work: the backend or the check hung)"
+                f"was stopped by the harness as hung at {HANG_GUARD} times its {self.seconds:g} s "
+                f"budget ({_seconds(self.elapsed())}, profile {self.profile}: fixed work, so the "
+                "backend or the check hung)"
             )
-        return f"{self.elapsed():.0f} s of its {self.seconds:g} s budget (profile {self.profile})"
+        return (
+            f"was interrupted by the harness at its whole {self.seconds:g} s budget "
+            f"({_seconds(self.elapsed())}, profile {self.profile})"
+        )
 
     def cut(self, covered: str) -> BudgetSpent:
-        """Returns the verdict of a search that stopped at its budget having covered ``covered``
-        (e.g. ``"7 examples, none failing"``)."""
+        """Returns the verdict of a search that stopped itself at :data:`SEARCH_SHARE` of its
+        budget having covered ``covered`` (e.g. ``"7 examples, none failing"``)."""
+        stop = self.search_stop()
         return BudgetSpent(
-            f"{self.check_id}: search cut at {self.spent()}, having covered {covered}; what it "
-            "did not reach is not verified",
-            self.spent(),
+            f"{self.check_id}: the search {stop} after {covered}; what it did not reach is "
+            "not verified",
+            stop,
         )
+
+
+def _share(share: float) -> str:
+    """Returns a share of a budget as a fraction: ``"3/4"``."""
+    fraction = Fraction(share).limit_denominator(100)
+    return f"{fraction.numerator}/{fraction.denominator}"
+
+
+def _seconds(seconds: float) -> str:
+    """Returns a time taken as it is read: ``"46 s"``, ``"0.3 s"`` under ten seconds."""
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
+def _count(number: int, noun: str) -> str:
+    """Returns ``"1 run"``, ``"3 runs"``."""
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -> Allowance:
@@ -218,19 +253,30 @@ def start_allowance(check_id: str, profile: Any, seconds: float | None = None) -
 class SearchWatch:
     """A SearchWatch counts the examples a Hypothesis search runs and stops the search once it has
     used its share of the check's budget (``allowance``; ``None``: never). It keeps the last
-    failure, the smallest found when shrinking is cut."""
+    failure, the smallest found when shrinking is cut.
+
+    It also holds the search to the clauses of the first failure it found (``blame``): from then
+    on a failure that blames other clauses is not a failure of this search but a rejected
+    example (``hypothesis.reject()``), so shrinking never slips to another clause, and the clause
+    a check blames never depends on how far shrinking got — on a loaded machine as on a quiet
+    one. A harness error is never set aside: it is memspec's own bug, reported whatever it
+    displaces. For example, a first failure on ENTRY-3 whose smaller variants fail FORMAT-5
+    instead is reported on ENTRY-3, shrunk as far as ENTRY-3 still fails."""
 
     allowance: Allowance | None
     examples: int = 0
     failures: int = 0
     last_failure: BaseException | None = field(default=None, repr=False)
     stopped: BudgetSpent | None = field(default=None, repr=False)
+    blame: Blame | None = None
+    set_aside: int = 0
+    """Failures that blamed other clauses than the first, rejected."""
 
     def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
         """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
         once the search share is spent raises BudgetSpent instead of running — under fixed work
         only while shrinking a failure found (the examples always all run: the verdict does not
-        depend on the machine's speed)."""
+        depend on the machine's speed); a failure of other clauses than the first is rejected."""
 
         @functools.wraps(body)
         def watched(*args: Any, **kwargs: Any) -> Any:
@@ -245,29 +291,45 @@ class SearchWatch:
             self.examples += 1
             try:
                 return body(*args, **kwargs)
-            except BudgetSpent:
-                raise
+            except (BudgetSpent, HypothesisException):
+                raise  # a cut, or Hypothesis' own flow (assume, reject, frozen data): no failure
             except Exception as error:
+                if not self.keeps_blame(error):
+                    self.set_aside += 1
+                    hypothesis.reject()
                 self.failures += 1
                 self.last_failure = error
                 raise
 
         return watched
 
+    def keeps_blame(self, error: BaseException) -> bool:
+        """Whether the failure ``error`` counts for this search: it is the first (whose blame is
+        then kept), it blames what the first blamed, or it is a harness error."""
+        blame = Blame.of(error)
+        if self.blame is None:
+            self.blame = blame
+        return blame == self.blame or blame.kind == Kind.HARNESS_ERROR
+
     def covered(self) -> str:
         """Says what the search ran: ``"12 examples, none failing"``."""
-        return f"{self.examples} example{'s' * (self.examples != 1)}, none failing"
+        return f"{_count(self.examples, 'example')}, none failing"
 
     def verdict(self, cut: BudgetSpent) -> BaseException:
         """Returns what a search cut at its budget ends with: the last failure it found, noting
-        that shrinking stopped there, or ``cut`` itself when it found none."""
+        when and how shrinking stopped, or, when it found none, ``cut`` itself (saying what the
+        search had run when the harness interrupted it)."""
         failure = self.last_failure
         if failure is None:
-            return cut
+            if cut is self.stopped:
+                return cut
+            return BudgetSpent(f"{cut}; the search had run {self.covered()}", cut.how)
+        aside = f", {self.set_aside} failing on other clauses set aside" if self.set_aside else ""
+        runs = f"{_count(self.examples, 'run')} ({self.failures} failing{aside})"
         failure.add_note(
-            f"memspec: shrinking was cut at the check's budget after {self.examples} runs "
-            f"({self.failures} failing): {cut.budget_spent}; the failing example above is the "
-            "smallest found by then, not necessarily the smallest there is"
+            f"memspec: the search found this failure, then {cut.how} while shrinking it, after "
+            f"{runs}; the failing example above is the smallest found by then, not necessarily "
+            "the smallest there is"
         )
         return failure
 
@@ -332,10 +394,11 @@ def enforced(allowance: Allowance, figures: Mapping[str, Any]) -> Iterator[None]
         return
 
     def stop(signum: int, frame: Any) -> None:
+        how = allowance.harness_stop()
         raise BudgetSpent(
-            f"{allowance.check_id}: stopped by the harness after {allowance.spent()}, before it "
-            f"finished; covered by then: {describe_figures(figures)}; the rest is not verified",
-            allowance.spent(),
+            f"{allowance.check_id}: the check {how}, before it finished; covered by then: "
+            f"{describe_figures(figures)}; the rest is not verified",
+            how,
         )
 
     previous = signal.signal(signal.SIGALRM, stop)

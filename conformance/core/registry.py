@@ -101,7 +101,7 @@ class CheckContext:
         """Runs the block; a violation or a backend defect (CONTRACT-6) in it is recorded and
         the check goes on with its next, independent assertion, so that one defect never masks
         another; :meth:`Check.run` then ends the check in one
-        :class:`~memspec.conformance.core.findings.ClauseFailures`."""
+        :class:`~memspec.conformance.verdict.findings.ClauseFailures`."""
         try:
             yield
         except Finding as error:

@@ -2,11 +2,17 @@
 and the fence, tool and agent checks alike: settings from the profile, the seed, the example
 database, and the one-command reproduction every failure ends with.
 
+A derandomized search (``smoke``, ``ci``) runs from a seed derived from the SPEC.md version and
+the check's id (:func:`search_seed`), not from the digest of the test's source that Hypothesis
+derandomizes with: editing memspec's code, a comment or a failure path of the state machine,
+leaves the programs ``ci`` explores, and so a backend's ``ci`` verdict, as they were.
+
 More in docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import shlex
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +27,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from memspec.conformance.core.budgets import Allowance, run_search
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.verdict.findings import HarnessError, Violation
+from memspec.spec.document import installed_version
 
 HEALTH_CHECKS_OFF = [
     HealthCheck.too_slow,
@@ -75,10 +82,22 @@ def backend_flag(backend: Any) -> str:
     return f"--backend {shlex.quote(getattr(backend, 'spec', getattr(backend, 'label', '?')))}"
 
 
+def search_seed(check_id: str, spec_version: str | None = None) -> int:
+    """Returns the seed a derandomized search of check ``check_id`` runs from: a digest of the
+    SPEC.md version (``spec_version``, by default the installed one) and the check's id, so the
+    same on every machine, whatever memspec's code looks like. What changes it — and so the
+    programs ``ci`` explores — is a new version of the spec or a renamed check; what else
+    changes them is the check's generators and rules themselves, and Hypothesis' version."""
+    version = installed_version().number if spec_version is None else spec_version
+    digest = hashlib.sha256(f"memspec search\0{version}\0{check_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 @dataclass(frozen=True)
 class PropertyRun:
-    """A PropertyRun is how one check runs Hypothesis: its settings, seed, reproduction and
-    budget (``allowance``)."""
+    """A PropertyRun is how one check runs Hypothesis: its settings, the seed it runs from (the
+    one given, one drawn, or under a derandomized profile :func:`search_seed`; ``None``: the
+    example database's run, randomized), its reproduction and budget (``allowance``)."""
 
     check_id: str
     settings: settings
@@ -117,6 +136,9 @@ def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
         )
     elif not derandomize and seed is None:
         seed = random.SystemRandom().randrange(2**32)
+    # A given or drawn seed is named in the reproduction; a derandomized profile runs from the
+    # spec's and the check's seed, which the same command derives again.
+    runs_from = search_seed(check_id) if derandomize else seed
     chosen = settings(
         **{
             "max_examples": profile.examples,
@@ -138,7 +160,7 @@ def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
         command += f" --seed {seed}"
     if opened is not None:
         command += f" --hypothesis-db {shlex.quote(str(database))}"
-    return PropertyRun(check_id, chosen, seed, f"Reproduce with: {command}", ctx.allowance)
+    return PropertyRun(check_id, chosen, runs_from, f"Reproduce with: {command}", ctx.allowance)
 
 
 @contextmanager

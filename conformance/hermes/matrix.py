@@ -4,7 +4,7 @@ Both are made from ``report.json`` files (CONTRACT-17), so a matrix can be rende
 running anything. Each cell is one clause's verdict for one backend by
 :func:`memspec.conformance.core.verdicts.clause_verdict`, as in a report (a clause of an unclaimed
 feature reads ``skip``); each column states the level from
-:func:`~memspec.conformance.core.findings.conformance_level`. The library returns text, never
+:func:`~memspec.conformance.verdict.standing.conformance_level`. The library returns text, never
 prints.
 """
 

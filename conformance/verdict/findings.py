@@ -284,3 +284,21 @@ def verdict_of(error: BaseException) -> Verdict:
         return Verdict(error.kind, blamed, shorten(("backend defect: " if defect else "") + reason))
     # a bare assertion is memspec's own invariant: a check states a verdict as a Violation
     return Verdict(Kind.HARNESS_ERROR, "", shorten(f"{type(error).__name__}: {reason}"))
+
+
+@dataclass(frozen=True)
+class Blame:
+    """A Blame is what one failure holds against the backend: its kind and the clauses it blames
+    (those of its ``failures``, else its ``blamed`` clause; "" for every clause the check
+    cites). Two failures with equal blames read the same in a report, however their messages
+    differ."""
+
+    kind: Kind
+    clauses: frozenset[str]
+
+    @classmethod
+    def of(cls, error: BaseException) -> Blame:
+        """Returns the blame of the failure ``error``, from its verdict (:func:`verdict_of`)."""
+        verdict = verdict_of(error)
+        named = frozenset(failure.clause for failure in verdict.failures)
+        return cls(verdict.kind, named or frozenset({verdict.blamed}))

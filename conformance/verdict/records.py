@@ -39,7 +39,7 @@ class CheckRecord:
 
     ``status`` is ``passed``, ``failed``, ``skipped`` or ``xfailed``; ``figures`` are the numbers
     the check reported. A check that did not pass carries its verdict as data
-    (``core/findings.py``): ``kind`` (or ``stale`` for a listed expected failure that passed),
+    (``verdict/findings.py``): ``kind`` (or ``stale`` for a listed expected failure that passed),
     ``blamed`` ("" for every clause it cites), ``reason``, ``missing_features``, and for a check
     that went on after a failure, ``failures`` and ``completed``; ``adapter_gap`` marks an
     unverified check that memspec's adapter of the store could not map (``AdapterGap``).

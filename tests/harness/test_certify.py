@@ -127,7 +127,8 @@ def test_reports_are_written(tmp_path: Path) -> None:
 
 
 def test_stale_expected_failure_fails(tmp_path: Path) -> None:
-    # CONTRACT-18: listed failures are expected; a listed id that passes fails the run.
+    # CONTRACT-18: listed failures are expected; a listed id that passes fails the run. At ci
+    # the snapshot property draws a percent that float arithmetic rounds up, too (SNAP-6).
     expected = tmp_path / "expected.txt"
     expected.write_text(
         "snap-percent-integer-arithmetic  # float percent, known\nsnap-percent-capped\n"

@@ -19,7 +19,7 @@ import pytest
 
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
-from memspec.conformance.core.search import plan
+from memspec.conformance.core.search import plan, search_seed
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.verdict.findings import HarnessError
 from memspec.fuzz.machine import MemoryMachine
@@ -119,7 +119,9 @@ def _context(
 
 def test_ci_runs_derandomized_without_a_database(tmp_path: Path) -> None:
     run = plan(_context(tmp_path, "ci", None, str(tmp_path / "db"), "properties.limits_hold"))
-    assert run.settings.derandomize and run.settings.database is None and run.seed is None
+    assert run.settings.derandomize and run.settings.database is None
+    # from the seed of the spec version and the check, not from the test's source
+    assert run.seed == search_seed("properties.limits_hold")
     assert run.reproduce == (
         f"Reproduce with: memspec certify --backend {REFERENCE} -k properties.limits_hold"
     )

@@ -8,6 +8,7 @@ and the reference store passes every schedule explored.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -270,7 +271,11 @@ def test_a_thorough_exploration_cut_after_cis_passes_and_ci_still_catches(tmp_pa
 
     passing = context(REFERENCE, _mk(tmp_path / "ref"))
     check.function(passing)
-    assert passing.figures["stopped at its budget after ci's exploration"] is True
+    # what happened: the hunt stopped itself at three quarters of its budget
+    hunt = passing.figures["hunt after ci's exploration"]
+    assert re.fullmatch(
+        r"stopped itself at 3/4 of its 1 s budget \([0-9.]+ s, profile thorough\)", str(hunt)
+    )
     assert passing.figures["ci's exploration"].endswith("schedules, bound 1")
     assert passing.figures["every schedule within the bound run"] is False
     with pytest.raises(AssertionError, match="LOCK-3"):

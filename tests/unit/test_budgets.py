@@ -4,6 +4,7 @@ and reported as cut, never as passed (conformance/core/budgets.py, conformance/c
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 import unittest
@@ -71,14 +72,23 @@ def test_budget_spent_is_a_skip_that_hypothesis_reraises() -> None:
     # a cut check judged nothing: its clauses read not verified, never not verifiable
     assert isinstance(spent, Unverified) and isinstance(spent, unittest.SkipTest)
     assert verdict_of(spent).kind == Kind.UNVERIFIED
-    assert "search cut at 10 s of its 1 s budget (profile ci)" in str(spent)
-    assert "3 examples, none failing" in str(spent)
+    # what happened: the search stopped itself at three quarters of its budget, after its runs
+    assert str(spent).startswith(
+        "area.check: the search stopped itself at 3/4 of its 1 s budget (10 s, profile ci) "
+        "after 3 examples, none failing; "
+    )
+    assert spent.how == "stopped itself at 3/4 of its 1 s budget (10 s, profile ci)"
 
 
 def test_the_harness_stops_a_check_at_its_budget_and_names_what_it_covered() -> None:
     figures = {"schedules run": 7}
     started = time.monotonic()
-    stopped = pytest.raises(BudgetSpent, match=r"stopped by the harness.*schedules run 7")
+    stopped = pytest.raises(
+        BudgetSpent,
+        match=r"^area\.check: the check was interrupted by the harness at its whole 0\.2 s "
+        r"budget \(0\.[0-9] s, profile ci\), before it finished; covered by then: "
+        r"schedules run 7;",
+    )
     with stopped, enforced(_allowance(0.2), figures):
         time.sleep(5)
     assert time.monotonic() - started < 2
@@ -106,8 +116,27 @@ def test_a_search_with_no_time_left_is_cut_not_passed() -> None:
     def never_fails(number: int) -> None:
         pass
 
-    with pytest.raises(BudgetSpent, match="having covered 0 examples, none failing"):
+    with pytest.raises(BudgetSpent, match=r"stopped itself .* after 0 examples, none failing"):
         _run(_allowance(1, started=time.monotonic() - 10), never_fails)
+
+
+def test_a_search_the_harness_interrupts_says_so_and_what_it_ran() -> None:
+    # Each example outlasts the budget: the search never gets to stop itself, the harness
+    # interrupts the first example at the whole budget.
+    @given(st.integers())
+    def slow(number: int) -> None:
+        time.sleep(30)
+
+    allowance = _allowance(2)
+    with pytest.raises(BudgetSpent) as raised, enforced(allowance, {}):
+        _run(allowance, slow)
+    message = str(raised.value)
+    assert re.fullmatch(
+        r"area\.check: the check was interrupted by the harness at its whole 2 s budget "
+        r"\(2\.[0-9] s, profile ci\), before it finished; covered by then: nothing it "
+        r"reported; the rest is not verified; the search had run 1 example, none failing",
+        message,
+    ), message
 
 
 class SpentAfterAFailure(Allowance):
@@ -132,8 +161,36 @@ def test_a_search_cut_while_shrinking_reports_its_failure_and_says_so() -> None:
         _run(allowance, fails)
     message = str(raised.value)
     assert message.startswith("LOCK-3: lost")
-    assert "shrinking was cut at the check's budget after 1 runs (1 failing)" in message
+    assert (
+        "memspec: the search found this failure, then stopped itself at 3/4 of its 60 s budget "
+        "(0.0 s, profile ci) while shrinking it, after 1 run (1 failing)"
+    ) in message
     assert "Reproduce with: here" in message
+
+
+def test_shrinking_the_harness_interrupts_says_so() -> None:
+    # The first example fails at once; the next outlasts the budget, so the harness, not the
+    # search, stops the shrinking.
+    runs: list[int] = []
+
+    @given(st.lists(st.integers(), min_size=3))
+    def fails_then_hangs(numbers: list[int]) -> None:
+        runs.append(1)
+        if len(runs) > 1:
+            time.sleep(30)
+        raise Violation("LOCK-3", "lost")
+
+    allowance = _allowance(2)
+    with pytest.raises(AssertionError) as raised, enforced(allowance, {}):
+        _run(allowance, fails_then_hangs)
+    message = str(raised.value)
+    assert message.startswith("LOCK-3: lost"), message
+    assert re.search(
+        r"the search found this failure, then was interrupted by the harness at its whole 2 s "
+        rf"budget \(2\.[0-9] s, profile ci\) while shrinking it, after {len(runs)} runs "
+        r"\(1 failing\)",
+        message,
+    ), message
 
 
 def test_a_search_within_its_budget_is_untouched() -> None:
@@ -195,7 +252,13 @@ def test_under_fixed_work_shrinking_is_still_held_to_the_budget() -> None:
 
     with pytest.raises(AssertionError) as raised:
         _run(_fixed(1, started=time.monotonic() - 10), fails)
-    assert "shrinking was cut at the check's budget after 1 runs" in str(raised.value)
+    message = str(raised.value)
+    # the search stopped itself at 3/4 of its budget: not the harness, not at ten times it
+    assert (
+        "then stopped itself at 3/4 of its 1 s budget (10 s, profile ci) while shrinking it, "
+        "after 1 run (1 failing)"
+    ) in message
+    assert "times its" not in message and "hung" not in message
 
 
 def test_under_fixed_work_the_harness_stops_only_a_hung_check() -> None:
@@ -203,8 +266,13 @@ def test_under_fixed_work_the_harness_stops_only_a_hung_check() -> None:
     assert allowance.limit == pytest.approx(0.02 * HANG_GUARD)
     with enforced(allowance, {}):
         time.sleep(0.05)  # past the budget, far below the guard: runs to its end
-    stopped = pytest.raises(BudgetSpent, match=r"10 times its 0.02 s budget .*hung")
-    with stopped, enforced(_fixed(0.02, started=time.monotonic()), {}):
+    stopped = pytest.raises(
+        BudgetSpent,
+        match=r"^area\.check: the check was stopped by the harness as hung at 10 times its "
+        r"0\.02 s budget \(0\.[0-9] s, profile ci: fixed work, so the backend or the check "
+        r"hung\), before it finished; covered by then: schedules run 3;",
+    )
+    with stopped, enforced(_fixed(0.02, started=time.monotonic()), {"schedules run": 3}):
         time.sleep(5)
 
 
@@ -242,7 +310,7 @@ def test_a_hunt_cut_after_the_fixed_sample_passes_and_one_cut_before_it_does_not
         run.run(run.apply(never_fails))
 
     hunt(_hunting(after=5, share=0.25))
-    with pytest.raises(BudgetSpent, match="having covered 4 examples"):
+    with pytest.raises(BudgetSpent, match="after 4 examples, none failing"):
         hunt(_hunting(after=4, share=0.25))
     assert _hunting(0, 0.05).sample(200) == 10 and _fixed(1, 0).sample(200) is None
     assert PROFILES["thorough"].sample_share == PROFILES["ci"].examples / 1000
