@@ -324,6 +324,12 @@ def clause_verdict(
         # the checks that judge it stopped on other clauses: a feature another one needs is
         # not why it is unknown
         return ClauseVerdict("skip", "not verified: " + "; ".join(stopped), judged)
+    unjudged = [c for c in weighed.skipped if c.kind == Kind.UNVERIFIED]
+    if weighed.feature_skipped and not weighed.verifying and unjudged:
+        # nothing judged it, for a reason of its own beside a feature another check needs: that
+        # reason is why it is unknown, not the other check's feature (a patch for DRIFT-2)
+        first = unjudged[0]
+        return ClauseVerdict("skip", failure_reason(first), (first.id,))
     if weighed.feature_skipped:
         check = weighed.feature_skipped[0]
         reason = f"needs feature {', '.join(check.missing_features)}, not claimed"

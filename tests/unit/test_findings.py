@@ -358,3 +358,21 @@ def test_a_clause_whose_checks_stopped_is_not_verified_whatever_another_needs() 
     verdict = clause_verdict("DRIFT-3", records)
     assert verdict.status == "skip"
     assert verdict.reason == "not verified: DRIFT/drift-backup-byte-exact stopped on DRIFT-2"
+
+
+def test_a_clause_nothing_judged_says_its_own_reason_before_another_checks_feature() -> None:
+    # DRIFT-2's examples were unverified, and one check citing it needs patch: the clause is
+    # unknown because of the former, not because patch is not claimed
+    records = [
+        CheckRecord.from_json({
+            "id": "DRIFT/drift-foreign-file-refused", "clauses": ["DRIFT-2"], "status": "skipped",
+            "kind": "unverified", "reason": "the given add did not set up the foreign file",
+        }),
+        CheckRecord.from_json({
+            "id": "PATCH/patch-on-foreign", "clauses": ["DRIFT-2", "PATCH-8"],
+            "status": "skipped", "kind": "unsupported", "reason": "needs feature patch",
+            "missing_features": ["patch"],
+        }),
+    ]  # fmt: skip
+    verdict = clause_verdict("DRIFT-2", records)
+    assert verdict.status == "skip" and "did not set up" in verdict.reason, verdict
