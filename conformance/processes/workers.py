@@ -381,8 +381,8 @@ class WorkerResult:
     """A WorkerResult is what became of one worker: its operations, calls and ``status``: ``done``,
     ``killed``, ``died`` (on its own), ``timeout``, ``defect`` (``defect`` holds message, sent and
     received), ``refused`` (an action of ``core``: :meth:`Worker.finish` raises
-    :class:`~memspec.conformance.verdict.findings.Refusal`), ``error`` (a harness bug; ``message`` has
-    the traceback) or ``barrier`` (another worker never came)."""
+    :class:`~memspec.conformance.verdict.findings.Refusal`), ``error`` (a harness bug;
+    ``message`` has the traceback) or ``barrier`` (another worker never came)."""
 
     name: str
     status: WorkerStatus
