@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.examples.failure import show
-from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.fuzz.ledger import DriftLedger
 from memspec.fuzz.oracle import ARGUMENT_CODES, allowed_answers, match_answer
@@ -28,7 +28,13 @@ from memspec.fuzz.strategies import (
     requests,
 )
 from memspec.spec import codes, model
-from memspec.spec.codec import classify_bytes, only_not_canonical
+from memspec.spec.codec import (
+    classify_bytes,
+    decode,
+    encode_entries,
+    only_not_canonical,
+    parse_text,
+)
 from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
 from memspec.spec.requests import mutation_of
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -111,6 +117,11 @@ def _drift_step(
         # DRIFT-1: the store works on the entries the file parses into and writes them canonically
         # (the right entries in other bytes are FORMAT-4's).
         if found is None or model.disk(found.state, target) != after:
+            if _wrong_on_canonical_too(world, request, before, answer, features):
+                return (
+                    f"{met} answered {answer['code']} and left {after!r}, and the same on the "
+                    f"canonical file of its entries; the spec allows (code, file): {options}"
+                )
             raise Violation(
                 "FORMAT-4" if canonical_only else "DRIFT-1",
                 f"{met} answered {answer['code']} and left {after!r}; the spec allows (code, "
@@ -160,6 +171,32 @@ def _drift_step(
         if problem is not None:
             raise Violation.of(problem, f"after {sent}")
     return None
+
+
+def _wrong_on_canonical_too(
+    world: FuzzRoot,
+    request: Request,
+    cosmetic: bytes | None,
+    answer: Answer,
+    features: frozenset[str],
+) -> bool:
+    """Whether ``request``, sent on a fresh root holding the canonical file of the entries the
+    ``cosmetic`` file parses into, gets the same code as ``answer`` and an answer or file the spec
+    does not allow there either: the store does that on any file, so the difference is the
+    operation's own clauses' (the examples judge them), not a misread cosmetic file's (DRIFT-1)."""
+    text = None if cosmetic is None else decode(cosmetic)
+    if text is None:
+        return False
+    target = request["target"]
+    with FuzzRoot(world.ctx, {target: world.limits[target]}) as control:
+        control.put(target, encode_entries(parse_text(text)))
+        allowed = allowed_answers(
+            control.model_state(), mutation_of(request["op"], request), features
+        )
+        again = control.request("a", request["op"], **fields_of(request))
+        found = match_answer(allowed, again, control.disk(target), target)
+        wrong = found is None or model.disk(found.state, target) != control.disk(target)
+    return wrong and again.get("code") == answer.get("code")
 
 
 @check(

@@ -63,6 +63,11 @@ class ExampleFailure:
     that decides it, its code, and a request that meets that condition alone, on a fresh root;
     when the backend does not refuse that one either, the condition is missing altogether and
     its own clause fails, not the order (:func:`run_on_backend` tells)."""
+    unless_within_limits: str = ""
+    """For an ``E_LIMIT`` an example of the order of conditions got where it expected an earlier
+    refusal: the clause that decides the expected one. When the example, run again with limits
+    no step reaches, answers that step otherwise than the expected refusal too, the condition is
+    missing altogether and that clause fails, not the order (:func:`run_on_backend` tells)."""
 
     def to_json(self) -> dict[str, Any]:
         """Returns the failure as a JSON-ready record."""

@@ -19,6 +19,7 @@ from memspec.conformance.transport.wire import Fields
 from memspec.conformance.verdict.findings import Unverified
 from memspec.spec import codes
 from memspec.spec.examples import Example
+from memspec.spec.targets import TARGETS
 from memspec.spec.threats import find_threats
 
 _ADD_TABS: tuple[str, Fields] = ("add", {"target": "memory", "content": "User prefers tabs"})
@@ -101,6 +102,8 @@ def run_on_backend(
             if alone.get("code") != code:  # the condition is missing, not out of order
                 reason = f"{failure.reason}; alone, add {fields} answered {alone.get('code')} too"
                 failure = replace(failure, blamed=(rule,), reason=reason, stops=True)
+        elif failure is not None and failure.unless_within_limits:
+            failure = _unless_known_within_limits(failure, example, backend, Path(scratch))
         elif failure is not None and failure.given:
             raise Unverified(
                 f"example {example.id}: its given step at line {failure.line} ({failure.step}) "
@@ -134,6 +137,35 @@ def _run_once(
         return run_example(example, driver), driver
     finally:
         driver.close()
+
+
+ROOMY_LIMIT = 1_000_000
+"""A limit no step of an example reaches: what an example shows without its limit condition."""
+
+
+def _unless_known_within_limits(
+    failure: ExampleFailure, example: Example, backend: Backend, scratch: Path
+) -> ExampleFailure:
+    """Returns ``failure`` blamed on the expected refusal's own clause alone when the example,
+    run again on a fresh root with limits no step reaches, answers the failing step without that
+    refusal too: the backend does not judge the condition at all, so its order against the limit
+    (CONTRACT-5) is not what failed. Otherwise (it refuses as expected, or fails elsewhere) the
+    failure stands as found."""
+    roomy = replace(example, limits=dict.fromkeys(TARGETS, ROOMY_LIMIT))
+    root = scratch / "within-limits"
+    root.mkdir()
+    again, _ = _run_once(roomy, backend, root)
+    received = again.received if again is not None else None
+    code = received.get("code") if isinstance(received, dict) else None
+    expected = failure.expected if isinstance(failure.expected, dict) else {}
+    if again is None or again.line != failure.line or code in (None, expected.get("code")):
+        return failure
+    reason = (
+        f"{failure.reason}; with limits no step reaches, the same step answered {code}: the "
+        f"condition is not judged at all ({failure.unless_within_limits}), not judged after "
+        "the limit"
+    )
+    return replace(failure, blamed=(failure.unless_within_limits,), reason=reason)
 
 
 SESSION_CLAUSES = frozenset({"LOCK-2"})

@@ -70,6 +70,22 @@ def _alone(
     return rule, code, {"target": target, "content": content}
 
 
+def _over_the_limit_first(
+    step: Step, answer: Answer, failure: ExampleFailure, driver: Driver
+) -> str:
+    """Returns, for an ``E_LIMIT`` an example of the order of conditions got where it expected a
+    refusal that comes before the limit (CONTRACT-5), the clause deciding the expected one: the
+    limit may be judged too early, or the expected condition may not be judged at all, which a
+    run within limits no step reaches tells; "" for anything else."""
+    code = step.expect["code"]
+    if not codes.PRECEDENCE_CLAUSES & set(failure.clauses) or answer.get("code") != codes.E_LIMIT:
+        return ""
+    expected = driver.spec_outcome()
+    if expected is None or expected.code != code or code in (codes.OK, codes.E_LIMIT):
+        return ""
+    return expected.rule or ""
+
+
 CONTENT_RULES = frozenset({"ENTRY-2", "ENTRY-3", "ENTRY-4", "ENTRY-7"})
 """The clauses that decide a refusal of content for what it is, whatever the file holds."""
 
@@ -263,6 +279,8 @@ def _run_step(
             return failure  # the state the example judges was never set up: nothing is judged
         if diverged and (alone := _alone(step, answer, failure, driver)):
             return replace(failure, blamed=blamed, unless_refused_alone=alone)
+        if diverged and (rule := _over_the_limit_first(step, answer, failure, driver)):
+            return replace(failure, blamed=blamed, stops=True, unless_within_limits=rule)
         return replace(failure, blamed=blamed, stops=diverged and bool(blamed))
     target = step.args[0]
     want = step.expect.get("value")

@@ -37,7 +37,12 @@ from memspec.conformance.transport.wire import (
     Unanswered,
     fields_of,
 )
-from memspec.conformance.verdict.findings import AdapterGap, HarnessError, Refusal
+from memspec.conformance.verdict.findings import (
+    DEFECT_CLAUSE,
+    AdapterGap,
+    HarnessError,
+    Refusal,
+)
 from memspec.spec.requests import MUTATIONS
 from memspec.spec.targets import FILENAMES
 
@@ -190,6 +195,8 @@ class Broke:
     message: str
     sent: Any
     received: Any
+    clause: str = DEFECT_CLAUSE
+    """The clause broken (CONTRACT-2 for an answer of the wrong shape, :class:`BackendDefect`)."""
 
 
 @dataclass(frozen=True)
@@ -341,7 +348,7 @@ def _run_session(
 
 def _broke(index: int | None, defect: BackendDefect) -> Broke:
     sent, received = _plain(defect.sent), _plain(defect.received)
-    return Broke(index, time.monotonic(), str(defect), sent, received)
+    return Broke(index, time.monotonic(), str(defect), sent, received, defect.clause)
 
 
 # -- the harness side -------------------------------------------------------------------------
@@ -419,7 +426,10 @@ class WorkerResult:
             raise AdapterGap(self.message)
         defect = self.defect or Broke(None, 0.0, "", None, None)
         raise BackendDefect(
-            f"session {self.name}: {defect.message or self.message}", defect.sent, defect.received
+            f"session {self.name}: {defect.message or self.message}",
+            defect.sent,
+            defect.received,
+            clause=defect.clause,
         )
 
 

@@ -33,9 +33,11 @@ from memspec.spec.codec import (
     WHITESPACE,
     FileState,
     classify_bytes,
+    decode,
     encode_entries,
     is_encodable,
     normalize_content,
+    parse_text,
     serialize,
 )
 from memspec.spec.operations import Add, Batch, Mutation, Remove, Replace, thaw
@@ -529,6 +531,23 @@ class RawBytesDriftGuard(Wrapper):
         return answer
 
 
+class CosmeticLosesFirstEntry(Wrapper):
+    """Misreads a cosmetic file (a BOM, CRLF, blank lines around ``§``): a mutation that
+    succeeds on one writes the entries back without the first (DRIFT-1). On a canonical file it
+    is the reference, so the difference is the cosmetic file's alone."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        if not is_target(op.target):
+            return super().mutate(op)
+        before = self.read(op.target)
+        cosmetic = classify_bytes(before, self.limits[op.target]).kind == "cosmetic"
+        answer = super().mutate(op)
+        text = decode(self.read(op.target) or b"")
+        if cosmetic and answer.get("ok") and text is not None:
+            self.path(op.target).write_bytes(encode_entries(parse_text(text)[1:]))
+        return answer
+
+
 class RewritesWithoutBackup(Wrapper):
     """Does not recognise a foreign file: before a mutation it cuts every entry over the limit
     down to the limit and rewrites the file, keeping no copy, so text appended without
@@ -726,6 +745,7 @@ other_header_wording = factory_of(OtherHeaderWording)
 usage_without_delimiters = factory_of(UsageWithoutDelimiters)
 empty_block = factory_of(EmptyBlock)
 raw_bytes_drift_guard = factory_of(RawBytesDriftGuard)
+cosmetic_loses_first_entry = factory_of(CosmeticLosesFirstEntry)
 rewrites_without_backup = factory_of(RewritesWithoutBackup)
 misnamed_core = factory_of(MisnamedCore)
 raises_on_add = factory_of(RaisesOnAdd)

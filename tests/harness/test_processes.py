@@ -26,7 +26,7 @@ from memspec.conformance.processes.workers import (
     run_together,
 )
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
-from memspec.conformance.transport.backend import InProcessBackend
+from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.conformance.verdict.findings import HarnessError
 
@@ -59,6 +59,19 @@ def test_worker_records_every_operation(tmp_path: Path) -> None:
     assert [event["type"] for event in events] == ["invoke", "ok", "invoke", "fail"]
     assert events[1]["value"]["code"] == "OK" and events[1]["process"] == 0
     assert len(history([result], ops=None)) == 6
+
+
+def test_a_worker_keeps_the_clause_of_a_defect(tmp_path: Path) -> None:
+    """An answer of the wrong shape read in a worker is CONTRACT-2's there too, not the
+    CONTRACT-6 of a backend that raised or hung (a zoo member whose entries are a tuple failed
+    CONTRACT-6 in the fault checks)."""
+    ops = (*_adds("User prefers tabs"), {"op": "entries", "target": "memory"})
+    result = run_session(
+        Job(InProcessBackend("tests.backends.naive_broken:TupleEntries"), tmp_path, ops)
+    )
+    with pytest.raises(BackendDefect) as defect:
+        result.expect_done()
+    assert defect.value.clause == "CONTRACT-2", defect.value
 
 
 def test_killed_worker_leaves_its_operation_info(tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ CAUGHT = [
     (f"{BROKEN}:accepts_delimiter_line", "properties.delimiter_round_trip", "ENTRY-3"),
     (f"{BROKEN}:raw_bytes_drift_guard", "drift_properties.external_edits_are_kept", "DRIFT-1"),
     (f"{BROKEN}:rewrites_without_backup", "drift_properties.external_edits_are_kept", "DRIFT-2"),
+    # entries lost only where the file was cosmetic: a misread cosmetic file, DRIFT-1's
+    (f"{BROKEN}:cosmetic_loses_first_entry", "drift_properties.external_edits_are_kept", "DRIFT-1"),
     ("tests.backends.naive_broken:SinglePassFence", "properties.fence_escape", "FENCE-3"),
     # it strips no note, and no tag but the lower-case one: either is a clause it breaks
     ("tests.backends.naive_broken:CaseSensitiveFence", "properties.fence_escape", "FENCE-2|4"),
@@ -184,6 +186,25 @@ def test_content_the_spec_refuses_is_not_blamed_on_the_limits(tmp_path: Path) ->
     with FuzzRoot(CheckContext(backend, root, tmp_path, PROFILES["ci"]), {"memory": 40}) as world:
         _limit_step(world, {"op": "add", "target": "memory", "content": "§"}, frozenset())
         assert world.entries("a", "memory") == []  # lost, as ENTRY-3 says it would be
+
+
+def test_a_difference_the_canonical_file_shows_too_is_not_drift(tmp_path: Path) -> None:
+    """A store that cuts content down to fit does so on any file: on a cosmetic one its wrong
+    answer is the limit clauses' (the examples judge them), not a misread cosmetic file's
+    (DRIFT-1, blamed this way on five zoo members whose defect has nothing to do with drift)."""
+    from memspec.fuzz.drift_properties import _drift_step
+    from memspec.fuzz.ledger import DriftLedger
+    from memspec.fuzz.roots import FuzzRoot
+
+    root = tmp_path / "root"
+    root.mkdir()
+    backend = InProcessBackend("tests.backends.wrappers:truncates_to_fit", 10.0)
+    context = CheckContext(backend, root, tmp_path, PROFILES["ci"])
+    with FuzzRoot(context, {"memory": 40}) as world:
+        world.put("memory", "\ufeffUser prefers tabs".encode())
+        add = {"op": "add", "target": "memory", "content": "x" * 40}
+        cut = _drift_step(world, DriftLedger(), add, frozenset({"core"}))  # type: ignore[arg-type]
+    assert cut is not None and "the same on the canonical file of its entries" in cut, cut
 
 
 def replayed_blame(backend: str, tmp_path: Path, program: Callable[[Any], None]) -> str:

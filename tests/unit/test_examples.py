@@ -232,7 +232,9 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         # its own limit), not the limit rule's in general
         ("wrappers:shared_limit", "limit-per-target", ("LIMIT-6",)),
         # where the order of conditions is judged, another refusal is the ordering clause's
-        ("wrappers:first_of_ambiguous", "precedence-match-before-limit", ("CONTRACT-5",)),
+        # when the store judges the expected condition at all (a batch's limit judged per item,
+        # before a later item's match)
+        ("wrappers:batch_limit_per_item", "precedence-batch-match-before-limit", ("CONTRACT-5",)),
         # external bytes in no backup and no longer in the file are lost (DRIFT-5); the same
         # content backed up twice is DRIFT-4's
         ("naive_broken:NoRewriteBackup", "drift-pasted-entry-removed-with-a-backup", ("DRIFT-5",)),
@@ -369,14 +371,25 @@ no_target_check = factory_of(NoTargetCheck)
         ("no_delimiter_check", "replace-new-content-validated-first", ("ENTRY-3",)),
         # it answers no bad target at all (CONTRACT-4), in whatever order (CONTRACT-5)
         ("no_target_check", "precedence-arguments-before-file", ("CONTRACT-4",)),
-        # a store that knows the condition and checks it after the file: the order's
-        ("first_of_ambiguous", "precedence-match-before-limit", ("CONTRACT-5",)),
+        # a store that acts on the first of several candidates judges no ambiguity at all:
+        # with limits no step reaches it answers OK, so its E_LIMIT is not the order's
+        ("first_of_ambiguous", "precedence-match-before-limit", ("MATCH-5",)),
+        # the same for a patch that edits every occurrence of a repeated span (PATCH-3) and one
+        # that does not scan its result (PATCH-6)
+        ("patches_every_occurrence", "patch-precedence", ("PATCH-3",)),
+        ("patch_skips_result_scan", "patch-precedence-of-threats", ("PATCH-6",)),
+        # a store that knows the condition and checks it after the limit: the order's
+        ("batch_limit_per_item", "precedence-batch-match-before-limit", ("CONTRACT-5",)),
     ],
 )
 def test_a_condition_missing_altogether_is_not_blamed_on_the_order(
     factory: str, example: str, blamed: tuple[str, ...], tmp_path: Path
 ) -> None:
-    module = "tests.backends.wrappers" if factory == "first_of_ambiguous" else __name__
+    module = (
+        __name__ if factory.startswith("no_")
+        else "tests.backends.naive_broken" if factory.startswith("patch")
+        else "tests.backends.wrappers"
+    )  # fmt: skip
     store = InProcessBackend(f"{module}:{factory}")
     failure = run_on_backend(BY_ID[example], store, tmp_path)
     assert failure is not None and failure.blamed == blamed, failure
