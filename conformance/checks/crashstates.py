@@ -31,6 +31,7 @@ from memspec.conformance.tamper.fstrace import ops_from_calls
 from memspec.conformance.transport.backend import Runs
 from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.conformance.verdict.findings import ClauseFailures, Unverified, Violation
+from memspec.spec import codes
 from memspec.spec.codec import classify_bytes
 from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
@@ -304,6 +305,10 @@ def _judge_recovery(session: Any, state: CrashState, root: Path) -> Problem | No
             f"after the crash the next add answered {answer} for a {kind} file, which "
             "is worked on as it is",
         )
+    # READ-6: a file the crash left undecodable refuses every mutation, lock or none (that
+    # torn file is CRASH-1's, judged on the state itself).
+    if kind == "unreadable" and answer.get("code") == codes.E_UNREADABLE:
+        return None
     # CRASH-3: nothing a crash leaves keeps the next mutation from completing.
     if answer.get("code") != "OK":
         return Problem(

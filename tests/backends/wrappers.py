@@ -35,6 +35,7 @@ from memspec.spec.codec import (
     classify_bytes,
     decode,
     encode_entries,
+    has_delimiter_line,
     is_encodable,
     normalize_content,
     parse_text,
@@ -151,14 +152,16 @@ class SplitsOnBareSection(Wrapper):
 
 
 class AcceptsDelimiterLine(Wrapper):
-    """Stores content holding a line that is ``§`` alone as it is (hermes-agent #54403): the file
+    """Adds content holding a line that is ``§`` alone as it is (hermes-agent #54403): the file
     then reads back as several entries (ENTRY-3, FORMAT-5)."""
 
     def mutate(self, op: Mutation) -> dict[str, Any]:
         answer = super().mutate(op)
-        if answer["code"] != codes.E_DELIMITER or not isinstance(op, Add | Replace):
+        content = op.content if isinstance(op, Add) else None
+        if answer["code"] != codes.E_DELIMITER or not isinstance(content, str):
             return answer
-        content = op.content if isinstance(op, Add) else op.new_content
+        if not has_delimiter_line(content):
+            return answer  # a lone surrogate (ENTRY-4) is refused with the same code
         current = self.read(op.target) or b""
         raw = content.strip(WHITESPACE).encode("utf-8", "replace")
         self.path(op.target).write_bytes(current + (b"\n\xc2\xa7\n" if current else b"") + raw)
@@ -423,18 +426,6 @@ class DedupBlock(Wrapper):
         return self.frozen.get(target, block)
 
 
-class PlainNumbers(Wrapper):
-    """Writes the header's numbers without thousands separators: ``1364/2200`` (SNAP-7)."""
-
-    def snapshot(self, target: str) -> str | None:
-        block = self.inner.snapshot(target)
-        if block is None:
-            return None
-        head, rest = block.split("\n", 2)[:2], block.split("\n", 2)[2]
-        head[1] = re.sub(r"(\d),(\d{3})", r"\1\2", head[1])
-        return "\n".join([*head, rest])
-
-
 class _RewritesHeaders(Wrapper):
     """Rewrites the header line of every block it shows — in ``snapshot`` and in the agent's
     system prompt alike, as a port that renders its own header would — with :meth:`header`."""
@@ -468,6 +459,14 @@ class _RewritesHeaders(Wrapper):
         return self._in_prompt(self.inner.agent_rebuild(point))
 
 
+class PlainNumbers(_RewritesHeaders):
+    """Writes the header's numbers without thousands separators, ``1364/2200``, in ``snapshot``
+    and in the agent's prompt alike (SNAP-7)."""
+
+    def header(self, line: str, body: str) -> str:
+        return re.sub(r"(\d),(\d{3})", r"\1\2", line)
+
+
 class OtherHeaderWording(_RewritesHeaders):
     """Titles the memory block ``MEMORY (personal notes)``: the header's wording only (SNAP-5);
     every other clause holds, and no other may fail."""
@@ -490,14 +489,39 @@ class UsageWithoutDelimiters(_RewritesHeaders):
 
 
 class EmptyBlock(Wrapper):
-    """Answers a block with an empty body for a target without entries, instead of null
-    (SNAP-3)."""
+    """Answers a block with an empty body for a target without entries, instead of null, in
+    ``snapshot`` and in the agent's prompt alike (SNAP-3)."""
 
     def snapshot(self, target: str) -> str | None:
         block = self.inner.snapshot(target)
         if block is not None:
             return block
         return render_snapshot(target, [""], self.limits[target], find_threats)
+
+    def _in_prompt(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Puts each empty block where the store's block goes, memory's before user's."""
+        system = answer.get("system")
+        if not isinstance(system, str):
+            return answer
+        user = self.inner.snapshot("user")
+        if self.inner.snapshot("memory") is None:
+            empty = self.snapshot("memory") or ""
+            at = system.rfind(user) if user else -1
+            system = (
+                system[:at] + empty + "\n\n" + system[at:] if at >= 0 else system + "\n\n" + empty
+            )
+        if user is None:
+            system += "\n\n" + (self.snapshot("user") or "")
+        return {**answer, "system": system}
+
+    def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_start(base, providers))
+
+    def agent_turn(self, user: str, reply: str) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_turn(user, reply))
+
+    def agent_rebuild(self, point: str) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_rebuild(point))
 
 
 # --- drift --------------------------------------------------------------------------------------

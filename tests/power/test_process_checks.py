@@ -18,7 +18,7 @@ from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CHECKS, CheckContext
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
-from memspec.conformance.verdict.findings import ClauseFailures
+from memspec.conformance.verdict.findings import ClauseFailures, verdict_of
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
@@ -122,3 +122,23 @@ def test_a_store_that_raises_on_a_failed_write_is_still_judged_on_its_file(
     assert failure.value.completed, failure.value
     atomic = [f.reason for f in failure.value.failures if f.clause == "ATOMIC-4"]
     assert all("raised or died" in reason for reason in atomic), atomic
+
+
+def test_a_torn_file_that_is_not_utf8_is_not_a_lock(tmp_path: Path) -> None:
+    """A store writing in place that a kill leaves with half a character refuses the next add
+    with E_UNREADABLE, as READ-6 asks of an undecodable file: that torn file is CRASH-1's, not a
+    lock left behind (CRASH-3 was failed this way)."""
+    backend = InProcessBackend("tests.backends.naive_broken:SlowInPlaceWriter")
+    with pytest.raises(AssertionError) as failure:
+        run_in_budget(CHECKS["crash.kill_at_each_write_step"], _context(tmp_path, backend))
+    assert {f.clause for f in verdict_of(failure.value).failures} == {"CRASH-1"}, failure.value
+
+
+def test_a_last_session_stuck_on_a_crash_is_not_also_a_hang(tmp_path: Path) -> None:
+    """The last clean session of the crash check, stuck on the marker a kill left and killed by
+    the harness for it, is CRASH-3's; the kill is not a backend that hung besides (CONTRACT-6)."""
+    backend = InProcessBackend(f"{PROCS}:open_marker_lock")
+    with pytest.raises(AssertionError) as failure:
+        run_in_budget(CHECKS["crash.kill_at_each_write_step"], _context(tmp_path, backend))
+    clauses = {f.clause for f in verdict_of(failure.value).failures}
+    assert "CRASH-3" in clauses and "CONTRACT-6" not in clauses, failure.value
