@@ -32,7 +32,7 @@ from memspec.conformance.transport.backend import Runs
 from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.conformance.verdict.findings import ClauseFailures, Unverified, Violation
 from memspec.spec import codes
-from memspec.spec.codec import classify_bytes
+from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.drift_refusal import refuses_worked_on_file
 from memspec.spec.model import entries_on_disk, initial_state, step
 from memspec.spec.problems import Problem
@@ -261,6 +261,33 @@ def _problem(
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _data(root: Path) -> bytes | None:
+    data = root / "MEMORY.md"
+    return data.read_bytes() if data.exists() else None
+
+
+def _batch_halves(recording: Recording, state: CrashState) -> list[tuple[str, ...]]:
+    """Returns the entries after each proper, non-empty prefix of the items of the batch in flight
+    in ``state`` (none when no batch is): what a batch applied item by item leaves when a crash
+    cuts it, which BATCH-2 forbids."""
+    index = state.acknowledged
+    if not state.in_flight or index >= len(recording.requests):
+        return []
+    request = recording.requests[index]
+    items = request.get("operations")
+    if request["op"] != "batch" or not isinstance(items, list):
+        return []
+    model = initial_state(LIMIT, memory=encode_entries(recording.expected[index]))
+    halves: list[tuple[str, ...]] = []
+    for item in items[:-1]:
+        fields = {key: value for key, value in item.items() if key != "action"}
+        single: Request = {"op": item["action"], "target": "memory", **fields}  # type: ignore[typeddict-item]  # an item's fields are the op's
+        _, model = step(model, mutation_of(single["op"], single))
+        halves.append(entries_on_disk(model, "memory") or ())
+    final = recording.expected[index + 1] if index + 1 < len(recording.expected) else None
+    return [half for half in halves if half not in (recording.expected[index], final)]
+
+
 def _judge_files(
     session: Any, recording: Recording, state: CrashState, judgement: Judgement, root: Path
 ) -> Problem | None:
@@ -269,6 +296,14 @@ def _judge_files(
     choices = " or ".join(_show(entries) for entries in dict.fromkeys(allowed))
     clause = "CRASH-1" if state.model == "process-crash" else judgement.clause
     found = tuple(session.request("entries", target="memory")["entries"])
+    halves = _batch_halves(recording, state)
+    # BATCH-2: a batch is all or nothing; a state holding some of its items is the batch's.
+    if found in halves or classify_bytes(_data(root), LIMIT).entries in halves:
+        return Problem(
+            "BATCH-2",
+            f"a fresh session finds {_show(found)}, the batch in flight with only some of its "
+            f"items applied; the spec allows only {choices}",
+        )
     # CRASH-1, CRASH-4, CRASH-5: the file is as an allowed mutation left it.
     if found not in allowed:
         return Problem(

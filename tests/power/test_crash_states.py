@@ -128,6 +128,16 @@ def test_the_check_fails_with_its_clause(tmp_path: Path) -> None:
         run_in_budget(CHECKS["crashstates.crash_states_are_old_or_new"], ctx)
 
 
+def test_a_batch_cut_between_its_items_is_the_batch_clause(tmp_path: Path) -> None:
+    """A store that applies a batch item by item, writing after each, leaves a state with some
+    of its items when a crash cuts it: a batch seen half done (BATCH-2), not a torn file
+    (CRASH-1) nor an unsynced one (CRASH-4)."""
+    ctx = _context(tmp_path, InProcessBackend("tests.backends.wrappers:batch_item_by_item"))
+    with pytest.raises(AssertionError) as failure:
+        run_in_budget(CHECKS["crashstates.crash_states_are_old_or_new"], ctx)
+    assert {f.clause for f in verdict_of(failure.value).failures} == {"BATCH-2"}, failure.value
+
+
 @pytest.mark.parametrize(
     "name", ["crashstates.crash_states_are_old_or_new", "crash.kill_at_random_moments"]
 )
