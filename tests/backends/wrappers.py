@@ -426,7 +426,24 @@ class DedupBlock(Wrapper):
         return self.frozen.get(target, block)
 
 
-class _RewritesHeaders(Wrapper):
+class _ShowsItsBlocksInPrompt(Wrapper):
+    """Puts in the agent's system prompt the blocks it shows in ``snapshot``, as a port that
+    renders its blocks one way for both would: :meth:`_in_prompt` changes each answer's."""
+
+    def _in_prompt(self, answer: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_start(base, providers))
+
+    def agent_turn(self, user: str, reply: str) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_turn(user, reply))
+
+    def agent_rebuild(self, point: str) -> dict[str, Any]:
+        return self._in_prompt(self.inner.agent_rebuild(point))
+
+
+class _RewritesHeaders(_ShowsItsBlocksInPrompt):
     """Rewrites the header line of every block it shows — in ``snapshot`` and in the agent's
     system prompt alike, as a port that renders its own header would — with :meth:`header`."""
 
@@ -448,15 +465,6 @@ class _RewritesHeaders(Wrapper):
             if block and isinstance(answer.get("system"), str):
                 answer["system"] = answer["system"].replace(block, self._rewrite(block))
         return answer
-
-    def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
-        return self._in_prompt(self.inner.agent_start(base, providers))
-
-    def agent_turn(self, user: str, reply: str) -> dict[str, Any]:
-        return self._in_prompt(self.inner.agent_turn(user, reply))
-
-    def agent_rebuild(self, point: str) -> dict[str, Any]:
-        return self._in_prompt(self.inner.agent_rebuild(point))
 
 
 class PlainNumbers(_RewritesHeaders):
@@ -488,7 +496,7 @@ class UsageWithoutDelimiters(_RewritesHeaders):
         return line[: found.start()] + f"[{usage_label(used, limit)}]"
 
 
-class EmptyBlock(Wrapper):
+class EmptyBlock(_ShowsItsBlocksInPrompt):
     """Answers a block with an empty body for a target without entries, instead of null, in
     ``snapshot`` and in the agent's prompt alike (SNAP-3)."""
 
@@ -513,15 +521,6 @@ class EmptyBlock(Wrapper):
         if user is None:
             system += "\n\n" + (self.snapshot("user") or "")
         return {**answer, "system": system}
-
-    def agent_start(self, base: str, providers: list[Any]) -> dict[str, Any]:
-        return self._in_prompt(self.inner.agent_start(base, providers))
-
-    def agent_turn(self, user: str, reply: str) -> dict[str, Any]:
-        return self._in_prompt(self.inner.agent_turn(user, reply))
-
-    def agent_rebuild(self, point: str) -> dict[str, Any]:
-        return self._in_prompt(self.inner.agent_rebuild(point))
 
 
 # --- drift --------------------------------------------------------------------------------------
