@@ -52,6 +52,9 @@ from memspec.spec.provider import (
     writes_from,
 )
 
+SHUTDOWN_ALL_LIMIT = 20.0
+"""How long the recall check waits for Hermes' ``shutdown_all``: its 5-second drain, then the
+provider's ``shutdown()`` to twice its budget, and a margin."""
 SESSION = "memspec-session-1"
 """The session id the checks initialise a provider with."""
 TOOL_CALLS = 200
@@ -502,7 +505,7 @@ def synced_turns_are_recalled(ctx: CheckContext) -> None:
                 messages=messages_of(turns[: index + 1]),
             )
         first.manager_call(manager, "on_session_end", messages_of(turns))
-        closed = first.manager_call(manager, "shutdown_all", limit=30.0)
+        closed = first.manager_call(manager, "shutdown_all", limit=SHUTDOWN_ALL_LIMIT)
         why = _depends(first.events())
         if closed.hung:
             raise Unverified(
@@ -583,6 +586,11 @@ def memory_writes_are_mirrored(ctx: CheckContext) -> None:
         problem = repeated_recall_problem(REPEATED, recall.value)
         if problem is not None:
             _raise_first(ctx, [problem])
+        if not isinstance(recall.value, str):
+            raise Unverified(
+                "an add given twice could not be looked for: prefetch() returned no str "
+                "(PLUGIN-9 judges it)"
+            )
 
 
 @check("PLUGIN-15", id="provider.session_hooks_hold", features=())
@@ -759,13 +767,20 @@ def profiles_never_cross(ctx: CheckContext) -> None:
                         f"while the instance on {homes[own]} synced a turn, "
                         f"{', '.join(changed[:5])} changed under {homes[other]}",
                     )
+        unread = 0
         for own, other in ((0, 1), (1, 0)):
             recall = session.call(
                 "prefetch", facts[other].question, instance=indexes[own], session_id=SESSION
             )
+            unread += not isinstance(recall.value, str)
             # PLUGIN-19: one instance never recalls what only the other was given.
             problem = crossed_problem(
                 facts[other].word, recall.value, str(homes[own]), str(homes[other])
             )
             if problem is not None:
                 _raise_first(ctx, [problem])
+        if unread:
+            raise Unverified(
+                "what each instance recalls could not be read: prefetch() returned no str "
+                "(PLUGIN-9 judges it)"
+            )

@@ -155,9 +155,9 @@ def portable(value: object, depth: int = 0) -> object:
 
 
 class Caller:
-    """The thread that calls the provider, as the agent's thread does: one at a time, in order.
-    A call that has not returned within its limit is abandoned with its thread, and the next
-    call gets a new thread."""
+    """The thread that calls the provider, as the agent's thread does: one at a time, in order,
+    from a thread that is not a daemon. A call that has not returned within its limit is
+    abandoned with its thread, and the next call gets a new thread."""
 
     def __init__(self) -> None:
         self._count = 0
@@ -167,7 +167,9 @@ class Caller:
         jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._count += 1
         name = f"{OWN_THREAD}caller-{self._count}"
-        threading.Thread(target=self._serve, args=(jobs,), daemon=True, name=name).start()
+        # not a daemon, as the agent's main thread is not: a thread the provider starts from a
+        # call inherits that (the process ends with os._exit, whatever is left running)
+        threading.Thread(target=self._serve, args=(jobs,), daemon=False, name=name).start()
         return jobs
 
     @staticmethod

@@ -1,7 +1,7 @@
 """Hermes memory provider plugins broken on purpose, one defect each, for the power test of the
-PLUGIN checks (``tests/power/test_provider_power.py``): each is the sound ``FileProvider``
-(``tests/backends/providers.py``) with one hook overridden, and :data:`DEFECTS` names the one
-clause certification must catch it on, and no other.
+PLUGIN checks (``tests/power/test_provider_power.py``, which names the one clause certification
+must catch each on, and no other): each is the sound ``FileProvider``
+(``tests/backends/providers.py``) with one hook overridden.
 
 Like the sound provider, they run inside a Hermes environment only.
 """
@@ -107,17 +107,3 @@ class ForgetsTurns(FileProvider):
     def sync_turn(self, user_content: str, assistant_content: str, **kwargs: Any) -> None:
         self._turns.append(f"{user_content} {assistant_content}")
 
-
-DEFECTS = {
-    "HangsInPrefetch": "PLUGIN-9",
-    "RaisesInSyncTurn": "PLUGIN-11",
-    "FencesItsRecall": "PLUGIN-10",
-    "WritesOutsideHome": "PLUGIN-7",
-    "TakesACoreToolName": "PLUGIN-4",
-    "AnswersPlainText": "PLUGIN-5",
-    "WritesInEveryContext": "PLUGIN-8",
-    "HangsInShutdown": "PLUGIN-17",
-    "LeavesAThread": "PLUGIN-18",
-    "ForgetsTurns": "PLUGIN-13",
-}
-"""Each broken provider, by class name, and the one clause it must fail."""
