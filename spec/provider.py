@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memspec.spec import targets
 from memspec.spec.fence import find_fence_tags, find_system_notes
 from memspec.spec.problems import Problem
 
@@ -88,8 +89,8 @@ SECONDARY_CONTEXTS = ("subagent", "cron", "flush")
 """The ``agent_context`` values in which a provider writes nothing (PLUGIN-8)."""
 MIRRORED_ACTIONS = ("add", "replace", "remove")
 """The built-in tool's actions Hermes mirrors to a provider (PLUGIN-14)."""
-TARGETS = ("memory", "user")
-"""The built-in tool's targets (PLUGIN-14)."""
+TARGETS = targets.TARGETS
+"""The built-in tool's targets (PLUGIN-14): the stores' own."""
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A function name a model's API accepts (PLUGIN-4)."""
 SQL_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE|DROP|ALTER)\b", re.IGNORECASE)

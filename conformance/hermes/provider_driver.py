@@ -161,10 +161,10 @@ class Caller:
 
     def __init__(self) -> None:
         self._count = 0
-        self._jobs: queue.SimpleQueue[Callable[[], None]] | None = None
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] | None = None
 
-    def _start(self) -> queue.SimpleQueue[Callable[[], None]]:
-        jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    def _start(self) -> queue.SimpleQueue[Callable[[], None] | None]:
+        jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._count += 1
         name = f"{OWN_THREAD}caller-{self._count}"
         # not a daemon, as the agent's main thread is not: a thread the provider starts from a
@@ -173,9 +173,18 @@ class Caller:
         return jobs
 
     @staticmethod
-    def _serve(jobs: queue.SimpleQueue[Callable[[], None]]) -> None:
+    def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
         while True:
-            jobs.get()()
+            job = jobs.get()
+            if job is None:
+                return
+            job()
+
+    def stop(self) -> None:
+        """Lets the current thread end once its call returns."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+            self._jobs = None
 
     def call(self, function: Callable[[], Any], limit: float) -> dict[str, Any]:
         """Returns how ``function()`` ended: ``value``, ``raised`` or ``hung``, and ``seconds``."""
@@ -197,7 +206,7 @@ class Caller:
         started = time.monotonic()
         self._jobs.put(job)
         if not done.wait(limit):
-            self._jobs = None  # that thread is stuck in the provider; the next call gets another
+            self.stop()  # that thread is stuck in the provider; the next call gets another
             return {"hung": True, "seconds": time.monotonic() - started}
         return outcome
 

@@ -9,6 +9,7 @@ Like the sound provider, they run inside a Hermes environment only.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from pathlib import Path
@@ -80,6 +81,17 @@ class WritesInEveryContext(FileProvider):
         super().initialize(session_id, **{**kwargs, "agent_context": "primary"})
 
 
+class ChecksTheNetwork(FileProvider):
+    """Its ``is_available()`` asks its service whether it is up (PLUGIN-3: no network there)."""
+
+    def is_available(self) -> bool:
+        try:
+            socket.create_connection(("memory.example.com", 443), timeout=2).close()
+        except OSError:
+            return False
+        return True
+
+
 class HangsInShutdown(FileProvider):
     """Its shutdown waits for a flush that never ends (PLUGIN-17)."""
 
@@ -106,4 +118,3 @@ class ForgetsTurns(FileProvider):
 
     def sync_turn(self, user_content: str, assistant_content: str, **kwargs: Any) -> None:
         self._turns.append(f"{user_content} {assistant_content}")
-

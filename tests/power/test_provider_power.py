@@ -25,6 +25,7 @@ BROKEN = {
     "HangsInShutdown": "PLUGIN-17",
     "LeavesAThread": "PLUGIN-18",
     "ForgetsTurns": "PLUGIN-13",
+    "ChecksTheNetwork": "PLUGIN-3",
 }
 """Each broken provider, by class name, and the one clause it must fail."""
 

@@ -1,0 +1,117 @@
+"""memspec's driver of a provider (``conformance/hermes/provider_driver.py``) on its own, without
+a Hermes environment: what its audit hook records and refuses, how a call that hangs is
+reported, how values cross as JSON, and the collector ``register(ctx)`` is given."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memspec.conformance.hermes import provider_driver
+from memspec.conformance.hermes.provider_driver import Caller, Driver, portable
+
+WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+
+def driver(home: Path) -> Driver:
+    watched = Driver(io.StringIO())
+    watched.allowed = {os.path.realpath(home)}
+    watched.watching = True
+    return watched
+
+
+def test_writes_are_recorded_and_refused_outside_the_homes(tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    watched = driver(home)
+    watched.audit("open", (str(home / "notes.db"), None, WRITE))
+    watched.audit("open", (str(elsewhere / "x"), "r", os.O_RDONLY))  # a read: nothing
+    with pytest.raises(PermissionError, match="refuses writes outside"):
+        watched.audit("os.rename", (str(home / "a"), str(elsewhere / "b"), None, None))
+    watched.audit("open", (7, None, WRITE))  # a descriptor: its path was judged when opened
+    recorded = [(e["op"], Path(e["path"]).name, e["blocked"]) for e in watched.events]
+    assert recorded == [("open", "notes.db", False), ("os.rename", "b", True)]
+    # an SQLite database created is a write; one that exists is not
+    (home / "old.db").parent.mkdir()
+    (home / "old.db").write_bytes(b"")
+    watched.audit("sqlite3.connect", (str(home / "old.db"),))
+    watched.audit("sqlite3.connect", (str(home / "new.db"),))
+    assert [Path(e["path"]).name for e in watched.events[2:]] == ["new.db"]
+
+
+def test_the_network_and_processes_are_refused_and_recorded(tmp_path: Path) -> None:
+    watched = driver(tmp_path)
+    with pytest.raises(socket.gaierror):
+        watched.audit("socket.getaddrinfo", ("api.example.com", 443, 0, 0, 0))
+    with pytest.raises(OSError, match="unreachable"):
+        watched.audit("socket.connect", (None, ("10.0.0.1", 443)))
+    with pytest.raises(PermissionError):
+        watched.audit("subprocess.Popen", ("curl", ["curl", "x"], None, None))
+    assert [e["kind"] for e in watched.events] == ["network", "network", "process"]
+    assert "api.example.com" in watched.events[0]["address"]
+    watched.watching = False  # Hermes' own imports: refused all the same, not recorded
+    with pytest.raises(OSError):
+        watched.audit("socket.connect", (None, ("10.0.0.1", 443)))
+    assert len(watched.events) == 3
+
+
+def test_a_hook_is_timed_whoever_calls_it_and_keeps_its_signature(tmp_path: Path) -> None:
+    watched = driver(tmp_path)
+
+    class Provider:
+        def sync_turn(self, user: str, reply: str, *, messages: list[str] | None = None) -> None:
+            watched.audit("open", (str(tmp_path / "turns"), None, WRITE))
+
+        def prefetch(self, query: str) -> str:
+            raise RuntimeError("down")
+
+    provider = Provider()
+    watched.wrap(provider)
+    import inspect
+
+    assert "messages" in inspect.signature(provider.sync_turn).parameters  # Hermes reads it
+    provider.sync_turn("u", "r", messages=[])
+    with pytest.raises(RuntimeError):
+        provider.prefetch("q")
+    hooks = [e for e in watched.events if e["kind"] == "hook"]
+    assert [(h["method"], h["raised"]) for h in hooks] == [
+        ("sync_turn", None),
+        ("prefetch", "RuntimeError: down"),
+    ]
+    write = next(e for e in watched.events if e["kind"] == "write")
+    assert write["hook"] == "sync_turn" and all(h["end"] is not None for h in hooks)
+
+
+def test_a_call_that_hangs_is_reported_and_the_next_gets_a_thread() -> None:
+    caller = Caller()
+    release = threading.Event()
+    hung = caller.call(release.wait, 0.2)
+    assert hung["hung"] and hung["seconds"] >= 0.2
+    assert caller.call(lambda: 7, 5.0)["value"] == 7
+    raised = caller.call(lambda: 1 / 0, 5.0)
+    assert raised["raised"].startswith("ZeroDivisionError")
+    # a thread the provider starts from a call is not a daemon, as from the agent's thread
+    started = caller.call(lambda: threading.Thread(target=time.sleep, args=(0,)).daemon, 5.0)
+    assert started["value"] is False
+    release.set()
+    caller.stop()  # its threads are not daemons: they end when told, or with the process
+
+
+def test_values_cross_as_json() -> None:
+    assert portable(("a", 1, None, [True, {"k": 1.5}])) == ["a", 1, None, [True, {"k": 1.5}]]
+    assert portable({1: object})["1"] == {"$repr": "<class 'object'>"}
+
+
+def test_the_collector_keeps_every_provider_given() -> None:
+    given: list[object] = []
+    collector = provider_driver._Collector(given)
+    collector.register_tool("x", schema={})
+    collector.register_hook("on_x", lambda: None)
+    collector.register_memory_provider("first")
+    collector.register_memory_provider("second")
+    assert given == ["first", "second"]
