@@ -192,6 +192,21 @@ def registration_problem(registered: int | None) -> Problem | None:
     )
 
 
+def interface_problem(is_provider: bool, class_name: str, lacking: Sequence[str]) -> Problem | None:
+    """Returns the PLUGIN-1 problem of a provider that is not an instance of Hermes'
+    ``MemoryProvider`` (``register(ctx)`` registered something else, which Hermes 0.19.0 takes),
+    naming the hooks of the interface its class lacks, or ``None``."""
+    if is_provider:
+        return None
+    missing = f"; it lacks {', '.join(lacking)}" if lacking else ""
+    return Problem(
+        "PLUGIN-1",
+        f"register(ctx) registered a {class_name}, not an instance of Hermes' MemoryProvider"
+        f"{missing} (Hermes 0.19.0 takes it, and its manager catches and logs each call of a hook "
+        "it lacks; here each is answered by the interface's default)",
+    )
+
+
 def name_problem(value: object, type_name: str) -> Problem | None:
     """Returns the PLUGIN-2 problem of a provider ``name``, or ``None``."""
     if type_name != "str" or not isinstance(value, str):

@@ -32,6 +32,7 @@ from memspec.spec.provider import (
     availability_problems,
     call_problems,
     crossed_problem,
+    interface_problem,
     is_write,
     lingering_threads,
     load_problems,
@@ -145,6 +146,14 @@ def loads_as_hermes_does(ctx: CheckContext) -> None:
         with ctx.keep_going():
             # PLUGIN-1: register(ctx) registers exactly one provider.
             problem = registration_problem(registered if isinstance(registered, int) else None)
+            if problem is not None:
+                raise Violation.of(problem)
+        with ctx.keep_going():
+            # PLUGIN-1: what is registered is an instance of Hermes' MemoryProvider.
+            lacking = [str(hook) for hook in info.get("lacking") or ()]
+            problem = interface_problem(
+                info.get("interface") is not False, str(info.get("class")), lacking
+            )
             if problem is not None:
                 raise Violation.of(problem)
         load = info.get("load") or {}

@@ -67,6 +67,14 @@ CALLBACK = "$callback"
 USER_NAMESPACE = "_hermes_user_memory"
 """The package a user's plugin folder is imported under, as Hermes 0.19.0 names it."""
 HOME_NAME = re.compile(r"\b([A-Z][A-Z0-9_]*_HOME)\b")
+PACKAGE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^=\s]+)$")
+"""A target that names a distribution installed here (``memspec provider --package``)."""
+PROVIDER_ENTRY_POINTS = "hermes_agent.memory_providers"
+"""The entry-point group some provider packages name their plugin folder in (Hermes 0.19.0 reads
+none: its users copy or link the folder into ``$HERMES_HOME/plugins``)."""
+MARKERS = ("register_memory_provider", "MemoryProvider")
+"""What Hermes 0.19.0 looks for in the first 8,192 characters of a user's plugin folder's
+``__init__.py`` to take it for a memory provider (``_is_memory_provider_dir``)."""
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 FILE_EVENTS = {
     "os.rename": (1,),
@@ -232,6 +240,8 @@ class Driver:
         self.base: type | None = None
         self.registered: int | None = None
         """How many providers ``register(ctx)`` registered (``None``: not loaded by it)."""
+        self.distribution: metadata.Distribution | None = None
+        """The distribution a ``NAME==VERSION`` target named (``None``: another target)."""
         for name in ("HOME", "HERMES_HOME", "TMPDIR"):
             path = _path_of(os.environ.get(name))
             if path:
@@ -371,6 +381,9 @@ class Driver:
     @staticmethod
     def _home_names(target: str, cwd: str) -> Iterator[str]:
         folder = Path(cwd, target)
+        if not folder.exists() and PACKAGE.match(target):
+            with contextlib.suppress(LoadError):
+                folder = package_folder(target)[1]
         if folder.is_dir():
             roots = [folder]
         else:
@@ -395,18 +408,22 @@ class Driver:
                 yield from HOME_NAME.findall(text)
 
     def _import_folder(self, folder: Path) -> ModuleType:
-        """Imports a plugin folder as Hermes 0.19.0 imports a user's: ``__init__.py`` as the
-        package ``_hermes_user_memory.<name>``, its siblings importable relatively."""
+        """Imports a plugin folder as Hermes 0.19.0 imports it: ``__init__.py`` as the package
+        ``_hermes_user_memory.<name>`` (a user's), or ``plugins.memory.<name>`` for one of the
+        providers the release bundles; its siblings importable relatively."""
         init = folder / "__init__.py"
         if not folder.is_dir():
             raise LoadError(f"{folder} is not a directory")
         if not init.is_file():
             raise LoadError(f"{folder} has no __init__.py: not a provider plugin folder")
-        if USER_NAMESPACE not in sys.modules:
-            namespace = importlib.machinery.ModuleSpec(USER_NAMESPACE, None, is_package=True)
-            namespace.submodule_search_locations = []
-            sys.modules[USER_NAMESPACE] = importlib.util.module_from_spec(namespace)
-        name = f"{USER_NAMESPACE}.{folder.name}"
+        if folder.resolve().parent == bundled_dir():
+            name = f"plugins.memory.{folder.name}"
+        else:
+            if USER_NAMESPACE not in sys.modules:
+                namespace = importlib.machinery.ModuleSpec(USER_NAMESPACE, None, is_package=True)
+                namespace.submodule_search_locations = []
+                sys.modules[USER_NAMESPACE] = importlib.util.module_from_spec(namespace)
+            name = f"{USER_NAMESPACE}.{folder.name}"
         spec = importlib.util.spec_from_file_location(
             name, init, submodule_search_locations=[str(folder)]
         )
@@ -423,6 +440,9 @@ class Driver:
 
     def _import_target(self, target: str, cwd: str) -> tuple[ModuleType, str | None]:
         folder = Path(cwd, target)
+        if not folder.exists() and PACKAGE.match(target):
+            self.distribution, folder = package_folder(target)
+            return self._import_folder(folder), None
         if ":" not in target or folder.exists():
             if not folder.exists():
                 raise LoadError(f"{folder} does not exist (give a plugin folder or MODULE:CLASS)")
@@ -450,13 +470,9 @@ class Driver:
                 raise LoadError(f"register(ctx) raised {_describe(error)}") from None
             self.registered = len(registered)
             if registered:
-                provider = registered[-1]  # Hermes' collector keeps the last one given
-                if not isinstance(provider, base):
-                    raise LoadError(
-                        f"register(ctx) registered a {type(provider).__name__}, not a "
-                        "MemoryProvider"
-                    )
-                return provider
+                # Hermes' collector keeps the last one given, whatever it is (PLUGIN-1 judges
+                # one that is not a MemoryProvider)
+                return registered[-1]
             self.via = "subclass"
             self.provider_class = self._subclass()
         assert self.provider_class is not None
@@ -473,9 +489,15 @@ class Driver:
             found = getattr(self.module, name, None)
             if isinstance(found, type) and issubclass(found, self.base) and found is not self.base:
                 return found
+        hint = (
+            f" (if {self.distribution.metadata['Name']}'s installer writes a plugin folder, give "
+            "that folder as TARGET)"
+            if self.distribution is not None
+            else ""
+        )
         raise LoadError(
             f"{self.module.__name__} registers no provider and defines no MemoryProvider "
-            "subclass: not a provider"
+            f"subclass: not a provider{hint}"
         )
 
     def load(self, target: str, cwd: str) -> Any:
@@ -503,12 +525,24 @@ class Driver:
             self.via, self.provider_class = "subclass", self._subclass()
         return self._instance()
 
+    def lacking(self, provider: Any) -> list[str]:
+        """Returns the hooks of the interface ``provider`` lacks (one that is not a
+        ``MemoryProvider`` may: ``register(ctx)`` can register anything, PLUGIN-1)."""
+        return [method for method in HOOKS if not callable(getattr(provider, method, None))]
+
     def wrap(self, provider: Any) -> None:
         """Times every hook of ``provider`` whoever calls it (the driver or Hermes' manager),
         recording each call, its end and what it raised; the wrapper keeps the hook's
-        signature (Hermes reads it)."""
+        signature (Hermes reads it). A hook the provider lacks is given the interface's
+        default, as a subclass would inherit it: PLUGIN-1 alone judges what it lacks."""
+        base = self.base
         for method in HOOKS:
             original = getattr(provider, method, None)
+            if not callable(original) and base is not None:
+                default = getattr(base, method, None)
+                if not callable(default) or getattr(default, "__isabstractmethod__", False):
+                    continue
+                original = default.__get__(provider, type(provider))
             if not callable(original):
                 continue
             try:
@@ -550,12 +584,14 @@ class Driver:
         ``get_tool_schemas()`` returns."""
         base = self.base
         cls = type(provider)
+
+        def overrides(method: str) -> bool:
+            return getattr(cls, method, None) not in (None, getattr(base, method, None))
+
         found = []
-        if all(
-            getattr(cls, m, None) is not getattr(base, m, None) for m in ("prefetch", "sync_turn")
-        ):
+        if overrides("prefetch") and overrides("sync_turn"):
             found.append("recall")
-        if getattr(cls, "on_memory_write", None) is not getattr(base, "on_memory_write", None):
+        if overrides("on_memory_write"):
             found.append("mirror")
         return found
 
@@ -583,6 +619,7 @@ class Driver:
             core = [str(name) for name in getattr(toolsets, "_HERMES_CORE_TOOLS", [])]
         except Exception:
             core = []
+        bundled_dir()  # Hermes' plugins package, imported before the watching begins
         self.trace_sqlite()
         self.baseline = {thread.ident or 0 for thread in threading.enumerate()}
         started = time.monotonic()
@@ -597,6 +634,7 @@ class Driver:
             return {"ok": False, "error": error}
         provider = outcome["value"]
         features = self.claims(provider)
+        lacking = self.lacking(provider)
         self.wrap(provider)
         self.instances.append(provider)
         name = self.caller.call(lambda: provider.name, 5.0)
@@ -609,6 +647,8 @@ class Driver:
             "class": f"{type(provider).__module__}.{type(provider).__qualname__}",
             "via": self.via,
             "registered": self.registered,
+            "interface": self.base is not None and isinstance(provider, self.base),
+            "lacking": lacking,
             "features": sorted(features),
             "version": self._version(),
             "hermes": _hermes_release(),
@@ -619,6 +659,8 @@ class Driver:
         }
 
     def _version(self) -> str:
+        if self.distribution is not None:
+            return str(self.distribution.version)
         module = self.module
         version = getattr(module, "__version__", None)
         if isinstance(version, str):
@@ -762,6 +804,60 @@ class _Collector:
 
     def register_cli_command(self, *args: Any, **kwargs: Any) -> None:
         """Does nothing, as Hermes' collector."""
+
+
+@functools.cache
+def bundled_dir() -> Path | None:
+    """Returns the folder of the providers this Hermes release bundles (``plugins/memory``), or
+    ``None`` when it has none; Hermes imports them as ``plugins.memory.<name>``."""
+    try:
+        found = importlib.util.find_spec("plugins.memory")
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.submodule_search_locations:
+        return None
+    return Path(next(iter(found.submodule_search_locations))).resolve()
+
+
+def package_folder(target: str) -> tuple[metadata.Distribution, Path]:
+    """Returns the distribution ``NAME==VERSION`` names, installed here, and the plugin folder it
+    installs: the package its ``hermes_agent.memory_providers`` entry point names, else its
+    first top-level package whose ``__init__.py`` Hermes 0.19.0 would take for a memory
+    provider's (:data:`MARKERS`). Raises LoadError (one line) when there is none."""
+    found = PACKAGE.match(target)
+    assert found is not None
+    name, version = found.group("name"), found.group("version")
+    try:
+        distribution = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise LoadError(f"{name} is not installed in this environment") from None
+    if distribution.version != version:
+        raise LoadError(f"{name} {distribution.version} is installed here, not {version}")
+    named = [
+        entry.value.partition(":")[0].split(".")[0]
+        for entry in distribution.entry_points
+        if entry.group == PROVIDER_ENTRY_POINTS
+    ]
+    tops = sorted(
+        {
+            str(path).split("/")[0]
+            for path in distribution.files or []
+            if str(path).count("/") == 1 and str(path).endswith("/__init__.py")
+        }
+    )
+    for top in dict.fromkeys(named + tops):
+        folder = Path(str(distribution.locate_file(top)))
+        try:
+            head = (folder / "__init__.py").read_text(encoding="utf-8", errors="replace")[:8192]
+        except OSError:
+            continue
+        if any(marker in head for marker in MARKERS):
+            return distribution, folder
+    raise LoadError(
+        f"{name} {version} installs no plugin folder (no top-level package whose __init__.py "
+        "names register_memory_provider or MemoryProvider, as Hermes looks for): name its "
+        "provider as MODULE:CLASS"
+    )
 
 
 def _hermes_release() -> str:

@@ -2,7 +2,9 @@
 
 ``memspec provider TARGET`` builds (or reuses) the environment of a Hermes release as
 ``memspec hermes`` does (``releases.py``), and certifies the provider ``TARGET`` names — a plugin
-folder, or ``MODULE:CLASS`` importable from the directory memspec was called from — through the
+folder, or ``MODULE:CLASS`` importable from the directory memspec was called from; with
+``--package NAME[==VERSION]``, the plugin folder that package installs, in an environment of its
+own where it is installed from the package index beside Hermes — through the
 one library run of a certification, whose backend is the provider driven by memspec's driver
 (``provider_driver.py``, through ``transport/provider.py``). Its output, reports and exit status
 are ``memspec certify``'s. More in docs/providers.md.
@@ -39,6 +41,29 @@ DEFAULT_HERMES = "0.19.0"
 """The hermes-agent release a provider is certified in unless ``--hermes-version`` names another:
 the one the PLUGIN clauses cite."""
 _MODULE_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_REQUIREMENT = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(==(?P<version>[^=\s]+))?$")
+
+
+def package_release(requirement: str) -> Release:
+    """Returns the release ``--package`` names: ``NAME==VERSION`` as given, ``NAME`` as the
+    newest version on the package index; raises UsageError (one line) for anything else, and
+    for a package the index does not list."""
+    from memspec.conformance.hermes.releases import index_versions
+
+    found = _REQUIREMENT.match(requirement.strip())
+    if found is None:
+        raise UsageError(
+            f"--package expects a distribution NAME or NAME==VERSION, got {requirement!r}"
+        )
+    name, version = found.group("name"), found.group("version")
+    # the index is asked first: a release it does not list costs no Hermes environment
+    versions = index_versions(name)
+    if version is not None and version not in versions:
+        listed = ", ".join(versions[-10:]) or "none"
+        raise UsageError(f"{name} {version} is not on the package index; it has {listed}")
+    if not versions:
+        raise UsageError(f"the package index lists no release of {name}")
+    return Release(name, version or versions[-1])
 
 
 def target_problem(target: str, base: Path) -> str | None:
@@ -57,14 +82,22 @@ def target_problem(target: str, base: Path) -> str | None:
     return None
 
 
-def provider_command(target: str, hermes: str, cache: str | None, python: str | None) -> str:
-    """Returns the command that drives ``target`` in the environment of hermes-agent ``hermes``,
-    building the environment first if needed (it prints what it prepares)."""
+def provider_command(
+    target: str,
+    hermes: str,
+    cache: str | None,
+    python: str | None,
+    package: Release | None = None,
+) -> str:
+    """Returns the command that drives ``target`` in the environment of hermes-agent ``hermes``
+    (with ``package`` installed beside it), building the environment first if needed (it prints
+    what it prepares)."""
     from memspec.conformance.transport.provider import driver_command
 
     release = Release("hermes-agent", hermes)
-    print(f"memspec: preparing {release.label} (cache {cache_dir(cache)})", flush=True)
-    interpreter = ensure_venv(release, cache_dir(cache), python)
+    beside = f" with {package.label}" if package is not None else ""
+    print(f"memspec: preparing {release.label}{beside} (cache {cache_dir(cache)})", flush=True)
+    interpreter = ensure_venv(release, cache_dir(cache), python, beside=package)
     print(f"memspec: {describe_venv(interpreter)}", flush=True)
     return driver_command(interpreter, DRIVER, target)
 
@@ -76,10 +109,16 @@ def _cmd_provider(args: argparse.Namespace) -> int:
     from memspec.conformance.transport.provider import provider_label
 
     base = Path.cwd()
-    problem = target_problem(args.target, base)
-    if problem is not None:
-        raise UsageError(problem)
-    command = provider_command(args.target, args.hermes_version, args.cache, args.python)
+    if args.target is not None:
+        problem = target_problem(args.target, base)
+        if problem is not None:
+            raise UsageError(problem)
+    elif not args.package:
+        raise UsageError("give a provider: a plugin folder, MODULE:CLASS, or --package NAME")
+    package = package_release(args.package) if args.package else None
+    # a package's own plugin folder is named to the driver as NAME==VERSION (found there)
+    target = args.target if args.target is not None else package.label if package else ""
+    command = provider_command(target, args.hermes_version, args.cache, args.python, package)
     settings = settings_for(
         base=base,
         provider_cmd=command,
@@ -90,6 +129,7 @@ def _cmd_provider(args: argparse.Namespace) -> int:
         expected_failures=args.expected_failures,
         select=args.select,
         quiet=args.quiet,
+        verbose=args.verbose,
     )
     backend = settings.backend
     assert backend is not None  # make_settings made the provider's backend
@@ -112,8 +152,16 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "target",
         metavar="TARGET",
+        nargs="?",
         help="a provider plugin folder (as Hermes loads one: register(ctx), else its "
-        "MemoryProvider subclass) or MODULE:CLASS importable from this directory",
+        "MemoryProvider subclass) or MODULE:CLASS importable from this directory (or from "
+        "--package's environment); with --package, default: the plugin folder it installs",
+    )
+    parser.add_argument(
+        "--package",
+        metavar="NAME[==VERSION]",
+        help="install this provider package from the package index (default: its newest "
+        "version) beside Hermes, in an environment of its own, and certify its plugin folder",
     )
     parser.add_argument(
         "--hermes-version",
@@ -132,6 +180,12 @@ def add_parser(commands: Any) -> None:
         "--python",
         metavar="PATH",
         help="the interpreter Hermes environments are created with (default: this one)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print a line per check and every failure's whole message, not only the progress",
     )
     add_options(parser.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
     add_options(parser.add_argument, (PROFILE, WORKERS, TIMEOUT), defaults={"profile": "ci"})

@@ -46,3 +46,21 @@ def test_a_store_run_never_starts_a_provider_check() -> None:
     result = memspec("certify", "--backend", "memspec.reference_impl:open_store", "-k", "PLUGIN")
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     assert "no check matched -k" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((), "give a provider: a plugin folder, MODULE:CLASS, or --package NAME"),
+        (("--package", "not a package"), "--package expects a distribution NAME or NAME==VERSION"),
+        (("--package", "x==1==2"), "--package expects a distribution NAME or NAME==VERSION"),
+    ],
+)
+def test_no_provider_named_is_refused_before_the_index_is_asked(
+    args: tuple[str, ...], said: str, tmp_path: Path
+) -> None:
+    result = memspec("provider", *args, "--cache", str(tmp_path / "cache"))
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"memspec: error: {said}")
+    assert not (tmp_path / "cache").exists()

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.hermes_env import PROJECT, hermes_python
+from tests.hermes_env import PROJECT, hermes_python, needs_index, package_python
 
 PROVIDERS = "tests/data/providers"
 
 
 def provider(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     hermes_python()  # skips the test where the environment cannot be built
+    return memspec_provider(*args, timeout=timeout)
+
+
+def memspec_provider(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "memspec.conformance", "provider", *args],
         cwd=PROJECT,
@@ -77,3 +81,66 @@ def test_what_is_no_provider_is_one_line_and_status_2(target: str, said: str) ->
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("memspec: error: "), result.stderr
     assert said in lines[0] and "Traceback" not in result.stdout + result.stderr
+
+
+def one_line_status_2(result: subprocess.CompletedProcess[str], said: str) -> None:
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memspec: error: "), result.stderr
+    assert said in lines[0] and "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_register_that_registers_a_lookalike_fails_plugin_1() -> None:
+    # Hermes 0.19.0 takes what register(ctx) gives it; a class that is not a MemoryProvider
+    # is certified all the same, and PLUGIN-1 names the hooks it lacks
+    result = provider(f"{PROVIDERS}/registers_a_stranger", "-k", "loads_as_hermes_does", "-v")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "not an instance of Hermes' MemoryProvider; it lacks" in result.stdout
+    assert "on_memory_write" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("package", "said"),
+    [
+        ("memspec-no-such-provider-8d1f", "the package index lists no release of"),
+        ("hermes-local-memory==99.1", "hermes-local-memory 99.1 is not on the package index"),
+    ],
+)
+def test_a_package_not_on_the_index_is_one_line_and_status_2(
+    package: str, said: str, tmp_path: Path
+) -> None:
+    needs_index()
+    result = memspec_provider("--package", package, "--cache", str(tmp_path / "cache"))
+    one_line_status_2(result, said)
+    assert not (tmp_path / "cache").exists()  # the index is asked before anything is built
+
+
+def test_a_package_is_loaded_from_the_plugin_folder_it_installs() -> None:
+    package_python("yantrikdb-hermes-plugin", "0.27.1")
+    result = memspec_provider(
+        "--package", "yantrikdb-hermes-plugin==0.27.1", "-k", "loads_as_hermes_does", "-q"
+    )
+    assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-3000:]
+    assert (
+        "(_hermes_user_memory.yantrikdb_hermes_plugin.YantrikDBMemoryProvider, loaded by "
+        "register(ctx), 1 registration(s)) in hermes-agent 0.19.0" in result.stdout
+    )
+
+
+def test_a_package_whose_installer_writes_the_plugin_folder(tmp_path: Path) -> None:
+    python = package_python("hermes-local-memory", "0.3.1")
+    # its own folder is no plugin Hermes loads: the line says to give the installer's folder
+    result = memspec_provider("--package", "hermes-local-memory==0.3.1", "-k", "loads_as")
+    one_line_status_2(result, "give that folder as TARGET")
+    # the package's own installer writes the folder (its shim) into a scratch Hermes home
+    installer = python.parent / "hermes-local-memory"
+    subprocess.run(
+        [str(installer), "install-shim", "--hermes-home", str(tmp_path)], check=True, timeout=120
+    )
+    folder = tmp_path / "plugins" / "local_memory"
+    result = memspec_provider(
+        "--package", "hermes-local-memory==0.3.1", str(folder), "-k", "loads_as", "-q"
+    )
+    assert "loaded by register(ctx), 1 registration(s)" in result.stdout, result.stdout[-3000:]
+    # its provider is a class of its own, not a MemoryProvider (PLUGIN-1)
+    assert result.returncode == 1 and "LocalMemoryProvider, not an instance" in result.stdout

@@ -115,3 +115,109 @@ def test_the_collector_keeps_every_provider_given() -> None:
     collector.register_memory_provider("first")
     collector.register_memory_provider("second")
     assert given == ["first", "second"]
+
+
+class Interface:
+    """A stand-in for Hermes' ``MemoryProvider``: one abstract hook, defaults for the others."""
+
+    def initialize(self, session_id: str, **kwargs: object) -> None:
+        raise NotImplementedError
+
+    initialize.__isabstractmethod__ = True  # type: ignore[attr-defined]
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        return ""
+
+    def sync_turn(self, user: str, reply: str, *, session_id: str = "") -> None:
+        return None
+
+    def on_memory_write(self, action: str, target: str, content: str) -> None:
+        return None
+
+    def backup_paths(self) -> list[str]:
+        return []
+
+
+def test_a_provider_that_is_not_one_gets_the_interface_defaults_and_claims_only_its_own(
+    tmp_path: Path,
+) -> None:
+    watched = driver(tmp_path)
+    watched.base = Interface
+
+    class Lookalike:  # mirrors part of the interface, subclasses nothing
+        def prefetch(self, query: str, *, session_id: str = "") -> str:
+            return "recalled"
+
+        def sync_turn(self, user: str, reply: str) -> None:
+            return None
+
+    provider = Lookalike()
+    # its claims are what its own class defines: recall, not mirror (it has no on_memory_write)
+    assert watched.claims(provider) == ["recall"]
+    lacking = watched.lacking(provider)
+    assert "on_memory_write" in lacking and "backup_paths" in lacking and "prefetch" not in lacking
+    watched.wrap(provider)
+    # a hook it lacks answers as the interface's default, timed as its own; an abstract one
+    # stays missing (calling it raises, on its own clause)
+    assert provider.backup_paths() == []  # type: ignore[attr-defined]
+    assert provider.on_memory_write("add", "memory", "x") is None  # type: ignore[attr-defined]
+    assert not hasattr(provider, "initialize")
+    assert [e["method"] for e in watched.events if e["kind"] == "hook"] == [
+        "backup_paths",
+        "on_memory_write",
+    ]
+
+
+def fake_distribution(site: Path, name: str, version: str, files: dict[str, str]) -> None:
+    """Writes a distribution ``name`` ``version`` into the directory ``site``: its files and a
+    ``.dist-info`` whose RECORD lists them (an entry point from ``entry_points.txt`` text)."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for path, text in files.items():
+        if path == "entry_points.txt":
+            (info / path).write_text(text)
+            continue
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(text)
+    (info / "RECORD").write_text("".join(f"{p},,\n" for p in files if p != "entry_points.txt"))
+
+
+def test_a_package_names_the_plugin_folder_it_installs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    fake_distribution(
+        site,
+        "memspec-fake-provider",
+        "1.2",
+        {
+            "fake_tools/__init__.py": "HELPERS = 1\n",  # first in order, and no provider
+            "fake_provider/__init__.py": "def register(ctx):\n    ctx.register_memory_provider(1)",
+            "fake_provider/store.py": "",
+        },
+    )
+    fake_distribution(
+        site,
+        "memspec-fake-pointed",
+        "3.0",
+        {
+            "entry_points.txt": "[hermes_agent.memory_providers]\npointed = pointed_plugin\n",
+            "another/__init__.py": "class MemoryProvider: pass\n",
+            "pointed_plugin/__init__.py": "from agent.memory_provider import MemoryProvider\n",
+        },
+    )
+    fake_distribution(site, "memspec-fake-none", "0.1", {"plain/__init__.py": "X = 1\n"})
+    monkeypatch.syspath_prepend(str(site))
+    found = provider_driver.package_folder("memspec-fake-provider==1.2")
+    # the first top-level package that Hermes' look at its __init__.py takes for a provider
+    assert found[1] == site / "fake_provider" and found[0].version == "1.2"
+    # the package an entry point of hermes_agent.memory_providers names comes first
+    assert provider_driver.package_folder("memspec-fake-pointed==3.0")[1] == site / "pointed_plugin"
+    for target, said in [
+        ("memspec-fake-none==0.1", "installs no plugin folder"),
+        ("memspec-fake-provider==9.9", "1.2 is installed here, not 9.9"),
+        ("memspec-not-installed==1.0", "is not installed in this environment"),
+    ]:
+        with pytest.raises(provider_driver.LoadError, match=said):
+            provider_driver.package_folder(target)

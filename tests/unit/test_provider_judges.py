@@ -16,6 +16,7 @@ from memspec.spec.provider import (
     availability_problems,
     call_problems,
     crossed_problem,
+    interface_problem,
     is_write,
     lingering_threads,
     load_problems,
@@ -89,6 +90,12 @@ def test_registration_and_name() -> None:
     assert registration_problem(None) is None and registration_problem(1) is None
     assert "no provider" in str(registration_problem(0))
     assert "2 times" in str(registration_problem(2))
+    # PLUGIN-1: what register(ctx) registers is a MemoryProvider; a lookalike names its gaps
+    assert interface_problem(True, "p.Provider", []) is None
+    lookalike = interface_problem(False, "p.Lookalike", ["queue_prefetch", "on_turn_start"])
+    assert lookalike is not None and lookalike.clause == "PLUGIN-1"
+    assert "p.Lookalike, not an instance of Hermes' MemoryProvider" in lookalike.text
+    assert "it lacks queue_prefetch, on_turn_start" in lookalike.text
     assert name_problem("notes", "str") is None
     assert "empty" in str(name_problem("  ", "str"))
     assert "reserves" in str(name_problem("builtin", "str"))
