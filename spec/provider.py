@@ -545,24 +545,52 @@ def under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
+FileState = tuple[int, str]
+"""What :func:`changed_files` compares of a file: its size and a mark of its content (its
+modification time, or for an SQLite database a digest of what it holds)."""
+SQLITE_SIDE_FILES = ("-wal", "-journal", "-shm")
+"""The files beside an SQLite database: what they hold is judged as the database's content (a
+reader writes ``-shm``; a checkpoint moves ``-wal`` into the database and removes it)."""
+
+
+def changed_files(before: Mapping[str, FileState], after: Mapping[str, FileState]) -> list[str]:
+    """Returns the files written between two looks at a directory tree (PLUGIN-8: what a C
+    library writes is seen there, not among the audit events): each file that holds something
+    and is new or has another size or mark, and each file that held something and is gone. The
+    files beside an SQLite database (:data:`SQLITE_SIDE_FILES`) are never one; a file empty
+    before and after, or created empty, is none."""
+    found = []
+    for path in sorted(set(before) | set(after)):
+        if path.endswith(SQLITE_SIDE_FILES):
+            continue
+        old, new = before.get(path), after.get(path)
+        written = new is not None and new[0] > 0 and new != old
+        removed = new is None and old is not None and old[0] > 0
+        if written or removed:
+            found.append(path)
+    return found
+
+
 def stray_write_problems(
     events: Iterable[Mapping[str, Any]],
     homes: Collection[str],
     backups: Collection[str],
     temporary: str,
     left: Collection[str],
+    caches: Collection[str] = (),
 ) -> list[Problem]:
     """Returns the PLUGIN-7 problems of a provider's writes: each path written outside the
-    ``hermes_home``s it was given (``homes``) and the paths ``backup_paths()`` named
-    (``backups``), except a file under ``temporary`` that is not among the files ``left`` there
-    once ``shutdown()`` returned. One problem per path, the first write of each."""
+    ``hermes_home``s it was given (``homes``), the paths ``backup_paths()`` named (``backups``)
+    and the user's cache directory (``caches``: a model downloaded is no profile's memory),
+    except a file under ``temporary`` that is not among the files ``left`` there once
+    ``shutdown()`` returned. One problem per path, the first write of each."""
     problems = []
     seen: set[str] = set()
     for event in events:
         path = str(event.get("path") or "")
         if not is_write(event) or not path or path in seen:
             continue
-        if under(path, homes) or under(path, backups):
+        if under(path, homes) or under(path, backups) or under(path, caches):
             continue
         if under(path, [temporary]) and path not in left:
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.transport.provider import ProviderSession
+from memspec.conformance.transport.provider import XDG, ProviderSession
 from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.spec.provider import (
     FACTS,
@@ -29,8 +30,10 @@ from memspec.spec.provider import (
     TARGETS,
     THREAD_GRACE,
     Call,
+    FileState,
     availability_problems,
     call_problems,
+    changed_files,
     crossed_problem,
     interface_problem,
     is_write,
@@ -50,6 +53,7 @@ from memspec.spec.provider import (
     tool_names,
     tool_result_problem,
     tool_schema_problems,
+    under,
     writes_from,
 )
 
@@ -240,23 +244,27 @@ def tool_calls_answer_json(ctx: CheckContext) -> None:
         if not schemas.returned() or not isinstance(schemas.value, list):
             raise Unverified("get_tool_schemas() gave no list of tools (PLUGIN-4 judges it)")
         calls: list[Call] = []
+        planned = []
         for schema in schemas.value:
             function = normalize_tool(schema)
             name = function.get("name") if isinstance(function, dict) else None
-            if not isinstance(name, str):
-                continue
-            for label, arguments in tool_arguments(schema):
-                if len(calls) >= TOOL_CALLS:
-                    break
-                call = session.call("handle_tool_call", name, arguments)
-                calls.append(call)
-                shown = f"handle_tool_call({name!r}) with {label}"
-                # PLUGIN-5: within its budget, never raising, a JSON text.
-                _raise_first(ctx, call_problems(call, "PLUGIN-5", what=shown))
-                problem = tool_result_problem(repr(name), label, call)
-                if problem is not None:
-                    _raise_first(ctx, [problem])
+            if isinstance(name, str):
+                planned += [(name, label, arguments) for label, arguments in tool_arguments(schema)]
+        for name, label, arguments in planned[:TOOL_CALLS]:
+            call = session.call("handle_tool_call", name, arguments)
+            calls.append(call)
+            shown = f"handle_tool_call({name!r}) with {label}"
+            # PLUGIN-5: within its budget, never raising, a JSON text.
+            _raise_first(ctx, call_problems(call, "PLUGIN-5", what=shown))
+            problem = tool_result_problem(repr(name), label, call)
+            if problem is not None:
+                _raise_first(ctx, [problem])
+            if call.hung:
+                # the provider is still inside that call: what later calls did would say more
+                # of it than of their tools (the clause has failed already)
+                break
         ctx.figures["tool_calls"] = len(calls)
+        ctx.figures["tool_calls_not_made"] = len(planned[:TOOL_CALLS]) - len(calls)
         _seconds(ctx, "handle_tool_call_max_s", calls)
 
 
@@ -326,7 +334,8 @@ def writes_stay_at_home(ctx: CheckContext) -> None:
         backups = declared.value if declared.returned() and isinstance(declared.value, list) else []
         left = {_resolved(p) for p in session.temporary.rglob("*") if p.is_file()}
         ctx.figures["writes"] = sum(1 for e in events if is_write(e))
-        # PLUGIN-7: every write under hermes_home or a path backup_paths() names.
+        # PLUGIN-7: every write under hermes_home, a path backup_paths() names or the user's
+        # cache directory.
         _raise_first(
             ctx,
             stray_write_problems(
@@ -335,8 +344,47 @@ def writes_stay_at_home(ctx: CheckContext) -> None:
                 [_resolved(p) for p in backups if isinstance(p, str)],
                 _resolved(session.temporary),
                 left,
+                [_resolved(session.home / XDG["XDG_CACHE_HOME"])],
             ),
         )
+
+
+def _tree(roots: Sequence[Path], skip: str) -> dict[str, FileState]:
+    """Returns each file under ``roots`` (but under ``skip``), resolved, with its size and a mark
+    of its content: what :func:`changed_files` compares."""
+    found: dict[str, FileState] = {}
+    for root in roots:
+        for folder, directories, files in os.walk(root):
+            directories[:] = [d for d in directories if _resolved(Path(folder, d)) != skip]
+            for name in files:
+                path = Path(folder, name)
+                try:
+                    status = path.stat()
+                except OSError:
+                    continue
+                found[_resolved(path)] = _database_state(path) or (
+                    status.st_size,
+                    str(status.st_mtime_ns),
+                )
+    return found
+
+
+def _database_state(path: Path) -> FileState | None:
+    """Returns the size and digest of what the SQLite database ``path`` holds, read through
+    SQLite (what its ``-wal`` holds included; a checkpoint changes the file, not this), or
+    ``None`` when it is no database that can be read."""
+    try:
+        with path.open("rb") as file:
+            if file.read(16) != b"SQLite format 3\x00":
+                return None
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        try:
+            dump = "\n".join(connection.iterdump()).encode("utf-8", "surrogateescape")
+        finally:
+            connection.close()
+    except (OSError, sqlite3.Error):
+        return None
+    return len(dump), "sqlite:" + hashlib.sha256(dump).hexdigest()
 
 
 def _shown_write(write: Mapping[str, Any]) -> str:
@@ -353,6 +401,9 @@ def secondary_contexts_write_nothing(ctx: CheckContext) -> None:
         with provider(ctx, root) as session:
             started(session, context=context)
             since = session.now()
+            session.settle()
+            cache = _resolved(session.home / XDG["XDG_CACHE_HOME"])
+            before = _tree((session.root, session.home), cache)
             turns = [(FACTS[1].user, FACTS[1].reply)]
             session.call("sync_turn", *turns[0], session_id=SESSION, messages=messages_of(turns))
             session.call(
@@ -369,15 +420,22 @@ def secondary_contexts_write_nothing(ctx: CheckContext) -> None:
             session.settle()
             session.call("shutdown")
             session.settle()
-            writes = writes_from(session.events(), since)
+            writes = [
+                write
+                for write in writes_from(session.events(), since)
+                if not under(str(write.get("path") or ""), [cache])
+            ]
+            # what a C library wrote is seen on disk only: each file changed since initialize
+            changed = changed_files(before, _tree((session.root, session.home), cache))
+            named = {str(write.get("path")) for write in writes}
+            shown = [_shown_write(write) for write in writes[:3]]
+            shown += [f"{path} changed on disk" for path in changed if path not in named][:3]
             # PLUGIN-8: a provider initialised in a non-primary context writes nothing.
-            if writes:
-                shown = "; ".join(_shown_write(write) for write in writes[:3])
+            if shown:
                 with ctx.keep_going():
                     raise Violation(
                         "PLUGIN-8",
-                        f"initialised with agent_context {context!r}, it wrote "
-                        f"{len(writes)} time(s): {shown}",
+                        f"initialised with agent_context {context!r}, it wrote: {'; '.join(shown)}",
                     )
 
 

@@ -81,6 +81,31 @@ class WritesInEveryContext(FileProvider):
         super().initialize(session_id, **{**kwargs, "agent_context": "primary"})
 
 
+class WritesThroughAnOpenFile(FileProvider):
+    """It opens its file once, in ``initialize``, and appends every turn through that handle
+    whatever the context: no write after ``initialize`` is an ``open`` an audit hook sees, only
+    the file on disk changes (PLUGIN-8)."""
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        super().initialize(session_id, **kwargs)
+        assert self._path is not None
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self._path.open("a", encoding="utf-8")
+
+    def _append(self, record: dict[str, str]) -> None:
+        file = getattr(self, "_file", None)
+        if file is None or file.closed:
+            return
+        with self._lock:
+            file.write(json.dumps(record) + "\n")
+            file.flush()
+
+    def shutdown(self) -> None:
+        file = getattr(self, "_file", None)
+        if file is not None:
+            file.close()
+
+
 class ChecksTheNetwork(FileProvider):
     """Its ``is_available()`` asks its service whether it is up (PLUGIN-3: no network there)."""
 

@@ -22,6 +22,7 @@ BROKEN = {
     "TakesACoreToolName": "PLUGIN-4",
     "AnswersPlainText": "PLUGIN-5",
     "WritesInEveryContext": "PLUGIN-8",
+    "WritesThroughAnOpenFile": "PLUGIN-8",
     "HangsInShutdown": "PLUGIN-17",
     "LeavesAThread": "PLUGIN-18",
     "ForgetsTurns": "PLUGIN-13",

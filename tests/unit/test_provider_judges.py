@@ -4,6 +4,9 @@ everything else)."""
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from memspec.spec.clauses import PROVIDER, STORE, ClauseSyntaxError, parse_clauses
@@ -15,6 +18,7 @@ from memspec.spec.provider import (
     Call,
     availability_problems,
     call_problems,
+    changed_files,
     crossed_problem,
     interface_problem,
     is_write,
@@ -188,16 +192,36 @@ def test_writes_stay_under_hermes_home_or_declared_paths() -> None:
         write("/run/declared/state.json"),
         write("/tmp/run/tmp/gone"),
         write("/tmp/run/tmp/kept"),
-        write("/run/scratch-home/.cache/x"),
-        write("/run/scratch-home/.cache/x"),
+        write("/run/scratch-home/.hermes/x"),
+        write("/run/scratch-home/.hermes/x"),
+        write("/run/scratch-home/.cache/models/x"),
     ]
+    caches = ["/run/scratch-home/.cache"]
     found = stray_write_problems(
-        events, ["/run/home"], ["/run/declared"], "/tmp/run/tmp", {"/tmp/run/tmp/kept"}
+        events, ["/run/home"], ["/run/declared"], "/tmp/run/tmp", {"/tmp/run/tmp/kept"}, caches
     )
     assert clauses(found) == ["PLUGIN-7", "PLUGIN-7"]
-    assert "/tmp/run/tmp/kept" in found[0].text and "scratch-home" in found[1].text
+    assert "/tmp/run/tmp/kept" in found[0].text and ".hermes/x" in found[1].text
+    # the user's cache directory holds no profile's memory: a write there is no stray
+    assert not stray_write_problems([write("/run/scratch-home/.cache/m")], [], [], "/t", (), caches)
+    assert stray_write_problems([write("/run/scratch-home/.cache/m")], [], [], "/t", ())
     # a home is not a prefix of a longer name
     assert stray_write_problems([write("/run/home2/x")], ["/run/home"], [], "/t", set())
+
+
+def test_files_changed_on_disk_are_writes() -> None:
+    before = {
+        "/h/db": (4096, "a"),
+        "/h/db-wal": (0, "1"),
+        "/h/db-shm": (32768, "1"),
+        "/h/old": (9, "1"),
+    }
+    # nothing changed: nothing written, whatever a reader or a checkpoint did beside the database
+    assert changed_files(before, {"/h/db": (4096, "a"), "/h/old": (9, "1")}) == []
+    after = {"/h/db": (4096, "b"), "/h/new": (3, "2"), "/h/empty": (0, "2"), "/h/db-wal": (8, "2")}
+    # the database holds something else, a file came with something in it, a file that held
+    # something went; an empty file is none
+    assert changed_files(before, after) == ["/h/db", "/h/new", "/h/old"]
 
 
 def test_load_side_effects_and_threads() -> None:
@@ -212,3 +236,21 @@ def test_load_side_effects_and_threads() -> None:
         {"name": "done", "daemon": False, "alive": False},
     ]
     assert ["writer" in p.text for p in lingering_threads(threads)] == [True]
+
+
+def test_a_database_is_judged_by_what_it_holds(tmp_path: Path) -> None:
+    from memspec.conformance.checks.provider import _database_state
+
+    database = tmp_path / "memory.db"
+    connection = sqlite3.connect(database)
+    connection.execute("pragma journal_mode=wal")
+    connection.execute("create table facts(text)")
+    connection.commit()
+    open_state = _database_state(database)
+    connection.close()  # the checkpoint moves the -wal into the file: what it holds is the same
+    assert _database_state(database) == open_state is not None
+    with sqlite3.connect(database) as again:
+        again.execute("insert into facts values ('a turn')")
+    assert _database_state(database) != open_state
+    (tmp_path / "notes.txt").write_text("not a database")
+    assert _database_state(tmp_path / "notes.txt") is None
