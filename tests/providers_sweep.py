@@ -112,6 +112,23 @@ SUBJECTS: tuple[Subject, ...] = (
 _ABC = "hermes-agent 0.19.0 `agent/memory_provider.py`"
 _HOLO = "`plugins/memory/holographic/__init__.py`"
 _LOCAL = "hermes-local-memory 0.3.1 `hermes_local_memory/provider.py`"
+_YANTRIK = "yantrikdb-hermes-plugin 0.27.1 `yantrikdb_hermes_plugin/__init__.py`"
+_MNEMO = "mnemosyne-hermes 0.7.6 `mnemosyne_hermes/__init__.py`"
+_EMBED = (
+    "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
+)
+_SHARED = (
+    f"{_MNEMO}:3859 puts the shared surface database (its `mnemosyne_shared_*` tools) at "
+    '`Path.home() / ".mnemosyne" / "data" / "shared" / "mnemosyne.db"` unless '
+    "configured, outside `hermes_home` (its own setting's description, :2130, says "
+    "`<mnemosyne>/data/shared`), and it names no `backup_paths()` (it keeps the interface's "
+    "`[]`): `hermes backup` misses it. Declaring the path in `backup_paths()` passes."
+)
+_PRE_COMPRESS = (
+    f"{_MNEMO}:5223-5233, `on_pre_compress` returns `None`; the interface declares `-> str`, "
+    f'"Return empty string for no contribution" ({_ABC}:220-230). Hermes 0.19.0\'s manager '
+    "skips a falsy result (Deviations, PLUGIN-16)."
+)
 NOTES: dict[tuple[str, str], str] = {
     ("holographic", "PLUGIN-11"): (
         f"{_HOLO}:222 defines `sync_turn(self, user_content, assistant_content, *, "
@@ -133,6 +150,91 @@ NOTES: dict[tuple[str, str], str] = {
         "the signature and calls it with three arguments (Deviations, PLUGIN-14), another "
         "host gets `TypeError` on every mirrored write."
     ),
+    ("yantrikdb", "PLUGIN-5"): (
+        f'{_YANTRIK}:2556, `_do_remember` calls `(args.get("text") or "").strip()` on '
+        "whatever `text` is, and `handle_tool_call` (:2478-2551) catches only its own "
+        "`YantrikDBError` kinds: a `text` that is a number raises `AttributeError` out of the "
+        "tool. Hermes 0.19.0 turns the raise into an error result of its own (Deviations, "
+        "PLUGIN-5)."
+    ),
+    ("yantrikdb", "PLUGIN-6"): (
+        f"{_YANTRIK}:1788, `initialize` builds its engine synchronously "
+        "(`make_backend` → `EmbeddedYantrikDBClient`, `yantrikdb_hermes_plugin/embedded.py`:"
+        "392-445, the embedded engine and its embedder): 7.2 s measured alone, no network "
+        "attempt made. Hermes 0.19.0 calls `initialize_all` on the agent's start-up path "
+        "(`agent/agent_init.py`:1507): the agent waits that long before its first turn "
+        "(#51492). The 5-second budget is memspec's (PLUGIN-6)."
+    ),
+    ("yantrikdb", "PLUGIN-8"): (
+        f"{_YANTRIK}:1725 skips a session only for `cron` and `flush`; with `agent_context` "
+        "`subagent` it starts its engine, and `sync_turn` (:2249) and the other writers test "
+        "only that flag, so a subagent's turns land in the user's database (the engine writes "
+        "through its own code, seen on disk: the database holds more after than before). The "
+        f'interface ({_ABC}:74-76): "Providers should skip writes for non-primary '
+        "contexts\". Hermes 0.19.0's own agent starts providers as `primary` only "
+        "(`agent/agent_init.py`:1467), so it bites another host or a later release."
+    ),
+    ("yantrikdb", "PLUGIN-11"): (
+        f"{_YANTRIK}:2227-2233, `sync_turn` takes no `messages` (interface: {_ABC}:116-123); "
+        "Hermes 0.19.0's manager leaves it out for it (Deviations, PLUGIN-11)."
+    ),
+    ("yantrikdb", "PLUGIN-14"): (
+        f"{_YANTRIK}:4576, `on_memory_write(self, action, target, content)` takes no "
+        f"`metadata` (interface: {_ABC}:280-286); Hermes 0.19.0's manager calls it with three "
+        "arguments (Deviations, PLUGIN-14)."
+    ),
+    ("mnemosyne", "PLUGIN-5"): (
+        f"{_EMBED}: with the network unreachable, every call that embeds (here "
+        "`mnemosyne_remember`) tries to load the embedding model again — `_get_model` keeps no "
+        "failure, only a model, and fastembed's download retries take about 39 s — so the tool "
+        "had not returned at 20 s. The sweep stops at the first tool call that hangs."
+    ),
+    ("mnemosyne", "PLUGIN-7"): _SHARED,
+    ("mnemosyne", "PLUGIN-9"): (
+        f"{_EMBED}, reached from `prefetch` ({_MNEMO}:2812-2931, under the lock of "
+        "`_beam_session_scope`, :3062-3066): each prefetch tries the download again, about "
+        "39 s, so no prefetch returns within 2 s — nor within Hermes' own 8 s (the issue's "
+        "observation: Hermes drops its recall every turn)."
+    ),
+    ("mnemosyne", "PLUGIN-11"): (
+        f"{_EMBED}, reached from `sync_turn` ({_MNEMO}:3107, `beam.remember` with "
+        "`extract_entities=True`, :3156-3180) on the caller's thread: about 39 s a turn, "
+        'where the interface asks for a queue ("Should be non-blocking").'
+    ),
+    ("mnemosyne", "PLUGIN-14"): (
+        f"{_MNEMO}:5352, `on_memory_write(self, action, target, content)` takes no `metadata` "
+        f"(interface: {_ABC}:280-286); Hermes 0.19.0's manager calls it with three arguments "
+        "(Deviations, PLUGIN-14)."
+    ),
+    ("mnemosyne", "PLUGIN-15"): (
+        f"{_MNEMO}:5265, `on_session_switch` takes the lock that `_beam_session_scope` "
+        "(:3062-3066) holds across a whole recall or write, embedder included: behind a "
+        "`sync_turn` still retrying the model download it waits with it. In Hermes the same "
+        "happens behind a prefetch abandoned at 8 s."
+    ),
+    ("mnemosyne", "PLUGIN-16"): _PRE_COMPRESS,
+    ("mnemosyne", "PLUGIN-17"): (
+        f"{_MNEMO}:5384-5412, `shutdown` takes the same lock (:5409) unless a consolidation "
+        "overran, so it waits for the call still retrying the model download (about 39 s) "
+        "past its 5-second budget."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-7"): _SHARED,
+    ("mnemosyne-no-embeddings", "PLUGIN-10"): (
+        f"{_MNEMO}:2909-2931 formats each recalled memory with `_format_prefetch_content` "
+        "(:327-341), which only shortens it: a turn that held `</memory-context>` comes back "
+        "with the tag, and the host's fence (FENCE-1) is closed early by recalled text "
+        "(#33248). The filter at :1277 looks for `[System note:` only."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-13"): (
+        f'By design: {_MNEMO}:2812-2817, `prefetch` is "strictly session-scoped" (the '
+        "comment at :2836-2843: recall keeps session scoping), and `sync_turn` stores each "
+        "turn with the default scope `session` (:1571, :3156-3162): a turn is recalled in "
+        "the session it was synced in, not in the next one. The SHOULD's stated deviation."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-14"): (
+        f"{_MNEMO}:5352, `on_memory_write` takes no `metadata`, as above."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-16"): _PRE_COMPRESS,
     ("local-memory", "PLUGIN-1"): (
         f"{_LOCAL}:320, `class LocalMemoryProvider:` subclasses nothing (its docstring: it "
         '"intentionally mirrors the subset of Hermes\' MemoryProvider lifecycle"), and the '

@@ -240,6 +240,9 @@ class Driver:
         self.base: type | None = None
         self.registered: int | None = None
         """How many providers ``register(ctx)`` registered (``None``: not loaded by it)."""
+        self.homes: dict[int, str] = {}
+        """The ``hermes_home`` each instance was initialised with: its hooks run in that profile
+        (:func:`in_profile`)."""
         self.distribution: metadata.Distribution | None = None
         """The distribution a ``NAME==VERSION`` target named (``None``: another target)."""
         for name in ("HOME", "HERMES_HOME", "TMPDIR"):
@@ -613,6 +616,8 @@ class Driver:
         import agent.memory_manager
         import agent.memory_provider
 
+        with contextlib.suppress(ImportError):
+            importlib.import_module("hermes_constants")  # the profile override (in_profile)
         try:
             import toolsets
 
@@ -704,12 +709,16 @@ class Driver:
             return {"ok": False, "error": f"no instance {index}"}
         provider = self.instances[index]
         args, kwargs = self._arguments(request)
+        if method == "initialize" and isinstance(kwargs.get("hermes_home"), str):
+            self.homes[index] = kwargs["hermes_home"]
+        home = self.homes.get(index)
         if method == "name":
             outcome = self.caller.call(lambda: provider.name, float(request.get("limit") or 10.0))
         else:
             function = getattr(provider, method)
             outcome = self.caller.call(
-                lambda: function(*args, **kwargs), float(request.get("limit") or 10.0)
+                lambda: in_profile(home, function, *args, **kwargs),
+                float(request.get("limit") or 10.0),
             )
         if method == "backup_paths" and isinstance(outcome.get("value"), list):
             self.allowed.update(p for p in map(_path_of, outcome["value"]) if p)
@@ -804,6 +813,23 @@ class _Collector:
 
     def register_cli_command(self, *args: Any, **kwargs: Any) -> None:
         """Does nothing, as Hermes' collector."""
+
+
+def in_profile(home: str | None, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Returns ``function(*args, **kwargs)`` run in the profile of ``home`` as Hermes' gateway
+    runs a profile's turn when it serves several from one process (hermes-agent 0.19.0,
+    ``gateway/run.py``, ``_profile_runtime_scope``): ``hermes_constants.get_hermes_home()``
+    answers ``home`` meanwhile. Without ``home``, or in a release without the override, it is
+    the call alone."""
+    setter = getattr(sys.modules.get("hermes_constants"), "set_hermes_home_override", None)
+    resetter = getattr(sys.modules.get("hermes_constants"), "reset_hermes_home_override", None)
+    if home is None or setter is None or resetter is None:
+        return function(*args, **kwargs)
+    token = setter(home)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        resetter(token)
 
 
 @functools.cache

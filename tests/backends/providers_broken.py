@@ -45,14 +45,14 @@ class FencesItsRecall(FileProvider):
 
 
 class WritesOutsideHome(FileProvider):
-    """It keeps a cache of its last session under the user's home, outside ``hermes_home``
-    (PLUGIN-7)."""
+    """It keeps its last session in the default Hermes home, ``~/.hermes``, whatever
+    ``hermes_home`` it is given (PLUGIN-7: the interface's own warning)."""
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         super().initialize(session_id, **kwargs)
-        cache = Path.home() / ".cache" / "memspec-file-provider"
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "last-session").write_text(session_id, encoding="utf-8")
+        state = Path.home() / ".hermes" / "memspec-file-provider"
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "last-session").write_text(session_id, encoding="utf-8")
 
 
 class TakesACoreToolName(FileProvider):

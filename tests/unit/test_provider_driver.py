@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -221,3 +222,20 @@ def test_a_package_names_the_plugin_folder_it_installs(
     ]:
         with pytest.raises(provider_driver.LoadError, match=said):
             provider_driver.package_folder(target)
+
+
+def test_a_hook_runs_in_the_profile_of_its_hermes_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextvars
+    import types
+
+    override: contextvars.ContextVar[str | None] = contextvars.ContextVar("home", default=None)
+    constants = types.ModuleType("hermes_constants")
+    constants.set_hermes_home_override = override.set  # type: ignore[attr-defined]
+    constants.reset_hermes_home_override = override.reset  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "hermes_constants", constants)
+    # as Hermes' gateway runs a profile's turn: get_hermes_home() answers the profile's home
+    assert provider_driver.in_profile("/profiles/b", override.get) == "/profiles/b"
+    assert override.get() is None  # and only meanwhile
+    assert provider_driver.in_profile(None, override.get) is None
+    monkeypatch.delitem(sys.modules, "hermes_constants")
+    assert provider_driver.in_profile("/profiles/b", lambda: 7) == 7  # a release without it
