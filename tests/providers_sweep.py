@@ -485,7 +485,8 @@ def unsettled(outcomes: Sequence[Outcome]) -> list[str]:
     for outcome in outcomes:
         key = outcome.subject.key
         if outcome.report is None:
-            found.append(f"{key}: no report ({outcome.output.strip().splitlines()[-1:]})")
+            last = (outcome.output.strip().splitlines() or ["no output"])[-1]
+            found.append(f"{key}: no report ({last})")
             continue
         failing = outcome.failing
         found += [
