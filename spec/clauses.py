@@ -1,10 +1,12 @@
 """The clauses of SPEC.md: stable ids, levels, text and scope (see "How to read this").
 
 A clause is a line that starts ``**AREA-N** (MUST|SHOULD|MAY)``; its text runs to the end of the
-paragraph. Ids are stable: a clause may be reworded or withdrawn, never renumbered. The **Scope**
-table of "How to read this" names the clauses that bind only a backend claiming a feature (the row
-``| `batch` | BATCH-1, BATCH-2 |`` gives them the feature ``batch``); the **Data-protecting
-clauses** table those that bind every backend whatever it claims.
+paragraph. Ids are stable: a clause may be reworded or withdrawn, never renumbered. The **Subjects**
+table of "How to read this" gives areas to a subject other than the store (the row
+``| `provider` | PLUGIN |`` makes every PLUGIN clause a provider's); the **Scope** table names the
+clauses that bind only a backend claiming a feature (the row ``| `batch` | BATCH-1, BATCH-2 |``
+gives them the feature ``batch``); the **Data-protecting clauses** table those that bind every
+backend whatever it claims.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class ClauseSyntaxError(SpecError):
     """SPEC.md states a clause twice or malformed: a bug in the spec, not in a backend."""
 
 
+SUBJECTS_TABLE = "**Subjects.**"
+STORE = "store"
+"""The subject of every area the Subjects table gives to no other: a store of the contract."""
+PROVIDER = "provider"
+"""The subject of a Hermes memory provider plugin (the PLUGIN area)."""
+AREA_NAME = re.compile(r"[A-Z]+")
 SCOPE_TABLE = "**Scope.**"
 PROTECTING_TABLE = "**Data-protecting clauses.**"
 FEATURE_CELL = re.compile(r"`([a-z][a-z-]*)`")
@@ -51,6 +59,8 @@ class Clause:
     line: int
     feature: str | None = None
     protects_data: bool = False
+    subject: str = STORE
+    """What the clause judges (SPEC.md, "Subjects"): ``store`` or ``provider``."""
 
     @property
     def checked_by(self) -> tuple[tuple[str, str], ...]:
@@ -107,6 +117,22 @@ def _scopes(text: str, stated: dict[str, Clause]) -> tuple[dict[str, str], set[s
     return features, protecting
 
 
+def _subjects(text: str) -> dict[str, str]:
+    """Returns the subject of each area the Subjects table gives to a subject other than the
+    store (raises ClauseSyntaxError for a malformed row or an area given twice)."""
+    subjects: dict[str, str] = {}
+    for row in table_after(text, SUBJECTS_TABLE):
+        named = FEATURE_CELL.fullmatch(row[0])
+        areas = [cell.strip() for cell in row[1].split(",")] if len(row) > 1 else []
+        if not named or not areas or not all(AREA_NAME.fullmatch(area) for area in areas):
+            raise ClauseSyntaxError(f"SPEC.md: a row of the Subjects table is malformed: {row}")
+        for area in areas:
+            if area in subjects:
+                raise ClauseSyntaxError(f"SPEC.md: the area {area} is given two subjects")
+            subjects[area] = named.group(1)
+    return subjects
+
+
 def parse_clauses(text: str) -> list[Clause]:
     """Returns every clause of a SPEC.md text, in document order, with its scope."""
     clauses: list[Clause] = []
@@ -131,8 +157,14 @@ def parse_clauses(text: str) -> list[Clause]:
             )
         seen[clause.id] = clause.line
     features, protecting = _scopes(text, {clause.id: clause for clause in clauses})
+    subjects = _subjects(text)
     return [
-        replace(clause, feature=features.get(clause.id), protects_data=clause.id in protecting)
+        replace(
+            clause,
+            feature=features.get(clause.id),
+            protects_data=clause.id in protecting,
+            subject=subjects.get(clause.area, STORE),
+        )
         for clause in clauses
     ]
 

@@ -3,13 +3,16 @@ clauses, its examples or its version.
 
 A run certifies against one spec: the installed SPEC.md, or a file given instead (the pytest
 plugin's ``memspec_spec`` option, certify's ``--spec``). :func:`read_spec` parses a file once per
-path and content, so every part of a run that asks for the same file gets the same value.
+path and content, so every part of a run that asks for the same file gets the same value. A run
+certifies one subject, a store or a provider (SPEC.md, "Subjects"), and judges by the view of the
+spec :meth:`Spec.of_subject` gives: that subject's clauses and examples alone.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -23,13 +26,17 @@ from memspec.spec.versions import SpecVersion, parse_version
 class Spec:
     """A Spec is one SPEC.md, parsed: where it was read from (``path``; ``None`` for text given
     directly), its ``clauses`` and ``examples`` in the order of the text, and the ``version``
-    its version line states (``None`` when it states none)."""
+    its version line states (``None`` when it states none). ``subject`` is ``None`` for the
+    whole text, or the subject whose view it is (:meth:`of_subject`): its clauses and examples
+    are then that subject's, and ``elsewhere`` holds the ids of the other subjects' clauses."""
 
     path: Path | None
     text: str = field(repr=False)
     clauses: tuple[Clause, ...] = field(repr=False)
     examples: tuple[Example, ...] = field(repr=False)
     version: str | None
+    subject: str | None = None
+    elsewhere: frozenset[str] = field(default=frozenset(), repr=False)
 
     @functools.cached_property
     def _by_id(self) -> dict[str, Clause]:
@@ -38,6 +45,27 @@ class Spec:
     def clause(self, clause_id: str) -> Clause | None:
         """Returns the clause ``clause_id`` states, or ``None``."""
         return self._by_id.get(clause_id)
+
+    def of_subject(self, subject: str) -> Spec:
+        """Returns the view of this spec that a certification of ``subject`` judges by: the
+        clauses of that subject, and the examples that cite one of them or no clause of
+        another subject (SPEC.md, "Subjects")."""
+        whole = self if self.subject is None else self.whole()
+        clauses = tuple(c for c in whole.clauses if c.subject == subject)
+        elsewhere = frozenset(c.id for c in whole.clauses if c.subject != subject)
+        view = replace(whole, clauses=clauses, subject=subject, elsewhere=elsewhere)
+        examples = tuple(e for e in whole.examples if view.judges(e.clauses))
+        return replace(view, examples=examples)
+
+    def whole(self) -> Spec:
+        """Returns the whole text's spec, every subject's clauses and examples."""
+        return self if self.subject is None else parse_spec(self.text, self.path)
+
+    def judges(self, clause_ids: Iterable[str]) -> bool:
+        """Whether an example or check citing ``clause_ids`` is part of a run by this spec: it
+        cites a clause of the spec's subject, or none of another subject's."""
+        cited = list(clause_ids)
+        return not cited or any(clause not in self.elsewhere for clause in cited)
 
 
 def parse_spec(text: str, path: Path | None = None) -> Spec:
@@ -62,8 +90,11 @@ def installed_text() -> str:
 
 
 @functools.cache
-def installed_spec() -> Spec:
-    """Returns the installed SPEC.md, parsed (once per process)."""
+def installed_spec(subject: str | None = None) -> Spec:
+    """Returns the installed SPEC.md, parsed (once per process), or the view of ``subject``
+    (:meth:`Spec.of_subject`)."""
+    if subject is not None:
+        return installed_spec().of_subject(subject)
     return parse_spec(installed_text(), installed_path())
 
 

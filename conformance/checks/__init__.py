@@ -16,6 +16,7 @@ from memspec.conformance.checks import (
     locking,  # noqa: F401
     patch,  # noqa: F401
     protocol,  # noqa: F401
+    provider,  # noqa: F401
     read,  # noqa: F401
     recovery,  # noqa: F401
     scan,  # noqa: F401

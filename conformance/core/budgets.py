@@ -65,6 +65,9 @@ thorough budget is the largest (the Node backend under strace takes about 12 min
 RANDOM_SCHEDULES = Budget(smoke=30, ci=60, thorough=600)
 """A Hypothesis search of drawn schedules; a racy store fails within seconds and then shrinks,
 so its budget bounds the shrinking, and a cut search that ran ``ci``'s sample passes."""
+PROVIDERS = Budget(smoke=120, ci=180, thorough=600)
+"""A provider plugin's checks: a process of a Hermes environment per session, and hooks that may
+run to the limit at which the driver counts them hung (twice their budget)."""
 
 BUDGETS: dict[str, Budget] = {
     "atomic.acknowledged_is_visible": QUICK,
@@ -116,6 +119,24 @@ BUDGETS: dict[str, Budget] = {
     "properties.snapshot_frozen_until_load": PROPERTIES,
     "protocol.answers_echo_ids_in_order": QUICK,
     "protocol.unknown_op_is_unsupported": QUICK,
+    "provider.loads_as_hermes_does": PROVIDERS,
+    "provider.name_is_stable": PROVIDERS,
+    "provider.availability_is_cheap": PROVIDERS,
+    "provider.tool_schemas_are_valid": PROVIDERS,
+    "provider.tool_calls_answer_json": PROVIDERS,
+    "provider.initialize_takes_hermes_arguments": PROVIDERS,
+    "provider.writes_stay_at_home": PROVIDERS,
+    "provider.secondary_contexts_write_nothing": PROVIDERS,
+    "provider.prefetch_returns_promptly": PROVIDERS,
+    "provider.recall_is_fenced_and_bounded": PROVIDERS,
+    "provider.sync_is_non_blocking": PROVIDERS,
+    "provider.synced_turns_are_recalled": PROVIDERS,
+    "provider.memory_writes_are_mirrored": PROVIDERS,
+    "provider.session_hooks_hold": PROVIDERS,
+    "provider.other_hooks_hold": PROVIDERS,
+    "provider.shutdown_is_prompt": PROVIDERS,
+    "provider.no_thread_outlives_shutdown": PROVIDERS,
+    "provider.profiles_never_cross": PROVIDERS,
     "read.unreadable_file_is_not_empty": QUICK,
     "recovery.lowered_limit_is_recoverable": QUICK,
     "recovery.unreadable_file_says_how_to_repair": QUICK,

@@ -28,6 +28,7 @@ COMMANDS = (
     "memspec matrix",
     "memspec sweep",
     "python -m tests.zoo",
+    "python -m tests.providers_sweep",
     "python -m benchmarks.mutation",
     "python -m benchmarks.bench",
     "python -m benchmarks.certify_time",

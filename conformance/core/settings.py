@@ -21,9 +21,11 @@ from typing import Any
 
 from memspec.conformance.core.profiles import Profile, resolve_profile
 from memspec.conformance.core.registry import RETIRED_IDS, all_checks
-from memspec.conformance.core.waits import CALL_TIMEOUT
-from memspec.conformance.transport.backend import Address, Backend, InProcessBackend
+from memspec.conformance.core.waits import CALL_TIMEOUT, RELEASE_CALL_TIMEOUT
+from memspec.conformance.transport.backend import Address, Backend, InProcessBackend, subject_of
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.transport.provider import ProviderBackend
+from memspec.spec.clauses import PROVIDER, STORE
 from memspec.spec.document import Spec, installed_spec, parse_spec, read_spec
 from memspec.spec.errors import SpecError, UsageError
 
@@ -103,21 +105,33 @@ class Codec:
 def backend_at(address: Address, timeout: float | None) -> Backend:
     """Returns the backend found at ``address`` (a command, or a ``MODULE:FACTORY``), waiting at
     most ``timeout`` seconds for one call."""
+    if address.subject == PROVIDER:
+        return ProviderBackend(address.command, timeout or RELEASE_CALL_TIMEOUT, cwd=address.cwd)
     if address.command:
         return CommandBackend(address.command, timeout or CALL_TIMEOUT, cwd=address.cwd)
     return InProcessBackend(address.factory, timeout)
 
 
-def _dump_spec(spec: Spec) -> dict[str, str] | None:
-    """The installed SPEC.md travels as nothing (every process has it); a given one as its path
-    and text, so that every worker judges by the very text the run started with."""
-    if spec is installed_spec():
+def _dump_spec(spec: Spec) -> dict[str, str | None] | None:
+    """The installed SPEC.md as a store's run reads it travels as nothing (every process has it);
+    another subject's view of it as that subject; a given file as its path, text and subject, so
+    that every worker judges by the very text the run started with."""
+    if spec is installed_spec(STORE):
         return None
-    return {"path": str(spec.path), "text": spec.text}
+    installed = installed_spec()
+    if spec.text == installed.text and spec.path == installed.path:
+        return {"subject": spec.subject}
+    return {"path": str(spec.path), "text": spec.text, "subject": spec.subject}
 
 
-def _load_spec(data: dict[str, str] | None) -> Spec:
-    return installed_spec() if data is None else parse_spec(data["text"], Path(data["path"]))
+def _load_spec(data: dict[str, str | None] | None) -> Spec:
+    if data is None:
+        return installed_spec(STORE)
+    text, path, subject = data.get("text"), data.get("path"), data.get("subject")
+    if text is None:
+        return installed_spec(subject)
+    whole = parse_spec(text, Path(str(path)))
+    return whole if subject is None else whole.of_subject(subject)
 
 
 def _dump_backend(backend: Backend) -> dict[str, Any]:
@@ -175,6 +189,7 @@ def make_settings(
     base: Path,
     backend: str | None = None,
     backend_cmd: str | None = None,
+    provider_cmd: str | None = None,
     given: Backend | None = None,
     require_backend: bool = True,
     profile: str | None = None,
@@ -193,9 +208,11 @@ def make_settings(
     keep_temp: bool = False,
 ) -> Settings:
     """Returns the settings of a run started in directory ``base``, every path resolved against
-    it and the SPEC.md ``spec`` names read (the installed one when ``None``); raises UsageError,
-    naming what was given and what is expected."""
-    named = [bool(backend), bool(backend_cmd), given is not None]
+    it and the SPEC.md ``spec`` names read (the installed one when ``None``), as the view of the
+    subject the backend is (SPEC.md, "Subjects": ``provider_cmd`` names a provider plugin's
+    driver, ``memspec provider``); raises UsageError, naming what was given and what is
+    expected."""
+    named = [bool(backend), bool(backend_cmd), bool(provider_cmd), given is not None]
     if sum(named) > 1 or (require_backend and sum(named) != 1):
         raise UsageError(ONE_BACKEND)
     if timeout is not None and not timeout > 0:
@@ -210,8 +227,12 @@ def make_settings(
         chosen = InProcessBackend(backend, seconds)
     elif backend_cmd:
         chosen = CommandBackend(backend_cmd, seconds)
+    elif provider_cmd:
+        chosen = ProviderBackend(provider_cmd, timeout or RELEASE_CALL_TIMEOUT, cwd=str(base))
     resolved = resolve_profile(profile)
-    the_spec = spec_of((base / spec).absolute() if spec else None)
+    subject = subject_of(chosen) if chosen is not None else STORE
+    the_spec = spec_of((base / spec).absolute()).of_subject(subject) if spec else None
+    the_spec = the_spec or installed_spec(subject)
     report_dir = (base / report).absolute() if report else None
     if report_dir is not None:
         confirm_writable(report_dir)

@@ -446,3 +446,6 @@ def add_parsers(commands: Any) -> None:
     _page_option(sweep, "sweep")
     _common(sweep, "smoke")
     sweep.set_defaults(run=_cmd_sweep)
+    from memspec.conformance.hermes.providers import add_parser as add_provider
+
+    add_provider(commands)

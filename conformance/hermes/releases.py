@@ -261,12 +261,13 @@ def _build_wheel(source: Path, into: Path) -> Path:
     return wheels[0]
 
 
-def _venv_name(build: Build, wheel: Path | None) -> str:
+def _venv_name(build: Build, wheel: Path | None, beside: Release | None = None) -> str:
+    extra = f"+{beside.package}-{beside.version}" if beside is not None else ""
     if isinstance(build, Release):
-        return f"{build.package}-{build.version}"
+        return f"{build.package}-{build.version}{extra}"
     assert wheel is not None
     stem = "-".join(wheel.name.split("-")[:2])
-    return f"local-{stem}-{wheel_digest(wheel)}"
+    return f"local-{stem}-{wheel_digest(wheel)}{extra}"
 
 
 def describe_venv(python: Path) -> str:
@@ -278,14 +279,19 @@ def describe_venv(python: Path) -> str:
     return f"{ready['installed']}{agent}"
 
 
-def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
+def ensure_venv(
+    build: Build, cache: Path, python: str | None = None, beside: Release | None = None
+) -> Path:
     """Returns the interpreter of ``build``'s environment, building it first if needed; raises
-    UsageError (one line) when the release cannot be found, reached, served or built."""
+    UsageError (one line) when the release cannot be found, reached, served or built.
+    ``beside`` is a distribution installed in it too, with its dependencies (a memory provider
+    plugin's, for ``memspec provider --package``): that environment is one of its own."""
     with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch:
         wheel = None
         if isinstance(build, LocalBuild):
             wheel = build.path if build.path.is_file() else _build_wheel(build.path, Path(scratch))
-        return _ensure(build, wheel, cache / "hermes" / _venv_name(build, wheel), python)
+        venv = cache / "hermes" / _venv_name(build, wheel, beside)
+        return _ensure(build, wheel, venv, python, beside)
 
 
 def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None:
@@ -303,6 +309,21 @@ def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None
             ready["agent"] = f"not installed: {last_line(str(failure), 'pip failed')}"
             return
     ready["agent"] = ", ".join(pins) or "nothing more"
+
+
+def _install_beside(venv: Path, beside: Release, ready: Ready) -> None:
+    """Installs ``beside`` with its dependencies into the environment ``venv`` (whose Hermes
+    build is installed) and records it in ``ready``; removes the environment and raises
+    UsageError (one line) when pip cannot."""
+    pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
+    try:
+        _run([*pip, beside.label], f"installing {beside.label}")
+    except (_Failed, UsageError) as failure:
+        shutil.rmtree(venv, ignore_errors=True)
+        if isinstance(failure, UsageError):
+            raise
+        raise UsageError(_pip_problem(beside.package, beside.version, str(failure))) from None
+    ready["installed"] = f"{ready['installed']}; beside it {beside.label}"
 
 
 def last_line(output: str, default: str = "no output") -> str:
@@ -336,7 +357,9 @@ def _add_agent_needs(venv: Path, label: str, ready: Ready) -> None:
     (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
 
 
-def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) -> Path:
+def _ensure(
+    build: Build, wheel: Path | None, venv: Path, python: str | None, beside: Release | None = None
+) -> Path:
     """Returns the interpreter of the environment ``venv``: at once when its ready file says it
     is finished, else under the lock, where the ready file is read again (another memspec may
     have finished it meanwhile) and the environment built or completed."""
@@ -367,6 +390,8 @@ def _ensure(build: Build, wheel: Path | None, venv: Path, python: str | None) ->
             raise
         ready = {"build": build.label, "installed": installed.describe()}
         _install_agent_needs(venv, installed, ready)
+        if beside is not None:
+            _install_beside(venv, beside, ready)
         (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
         return venv_python(venv)
     finally:

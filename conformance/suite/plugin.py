@@ -198,6 +198,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "the memspec suite needs a backend: pass --memspec-backend MODULE:FACTORY or "
             "--memspec-backend-cmd CMD"
         )
+    _keep_the_subject(config, items)
     for item in items:
         if _marker(item)[0]:
             shown = _findings_without_frames(item.repr_failure)
@@ -218,6 +219,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     strict=True, reason=f"listed in the expected-failures file as {sorted(hits)}"
                 )
             )
+
+
+def _keep_the_subject(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselects the suite's tests of the other subject (SPEC.md, "Subjects"): a check whose
+    clauses are all another subject's, and the example test of a run whose spec has no example
+    (a provider's), which pytest would otherwise show as an empty parameter set."""
+    spec = memspec_settings(config).spec
+    dropped = [
+        item
+        for item in items
+        if not spec.judges(_marker(item)[0])
+        or (
+            getattr(item, "originalname", "") == EXAMPLE_TEST
+            and Path(item.path) == SUITE_TESTS
+            and not _marker(item)[0]
+        )
+    ]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+
+
+EXAMPLE_TEST = "test_example"
+"""The suite's test of one SPEC.md example."""
+SUITE_TESTS = Path(__file__).resolve().with_name("test_conformance.py")
+"""The suite's tests (``suite/test_conformance.py``)."""
 
 
 def _findings_without_frames(default: Any) -> Any:

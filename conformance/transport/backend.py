@@ -28,6 +28,7 @@ from memspec.conformance.verdict.blame import Answered, blame, refused_core_acti
 from memspec.conformance.verdict.findings import DEFECT_CLAUSE, Finding, Kind, Refusal
 from memspec.conformance.verdict.records import BackendInfo
 from memspec.spec import codes
+from memspec.spec.clauses import PROVIDER, STORE
 from memspec.spec.errors import UsageError
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
@@ -117,16 +118,21 @@ class Runs(Enum):
     """Python code in the process that opens the session: a worker process can interpose it."""
     COMMAND = "command"
     """A process of its own that each session starts: strace can trace it."""
+    PROVIDER = "provider"
+    """A Hermes memory provider plugin, driven in a process of its own by memspec's driver,
+    which watches its files itself (``transport/provider.py``): the subject ``provider``."""
 
 
 @dataclass(frozen=True)
 class Address:
     """Where a backend is found again by a later run: a Python backend's ``MODULE:FACTORY``
-    (``factory``), or a ``command`` and the directory it runs in (``cwd``)."""
+    (``factory``), or a ``command`` and the directory it runs in (``cwd``); ``subject`` is
+    ``provider`` for a command that drives a provider plugin (SPEC.md, "Subjects")."""
 
     factory: str = ""
     command: str = ""
     cwd: str = ""
+    subject: str = STORE
 
 
 class Backend(Protocol):
@@ -155,6 +161,12 @@ class Backend(Protocol):
 
 
 """The clause of its own that a refusal of a core action breaks, besides CONTRACT-2."""
+
+
+def subject_of(backend: Backend) -> str:
+    """Returns what certifying ``backend`` certifies (SPEC.md, "Subjects"): ``provider`` for a
+    provider plugin, ``store`` for every other backend."""
+    return PROVIDER if backend.runs is Runs.PROVIDER else STORE
 
 
 def describe(backend: Backend) -> BackendInfo:

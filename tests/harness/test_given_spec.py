@@ -31,7 +31,7 @@ def given_spec(directory: Path) -> Path:
     """Writes a copy of the installed SPEC.md with another version, one example's expected code
     changed, and one clause with an example of its own added; returns its path."""
     text = installed_spec().text
-    version = "Version 2.1 (2026-12-02)."
+    version = "Version 2.2 (2026-12-06)."
     changed = f'```memspec id={CHANGED} clauses=FORMAT-1\nadd memory "User prefers tabs" -> OK\n'
     assert version in text and changed in text, "the installed SPEC.md moved: update this test"
     text = text.replace(version, "Version 9.4 (2027-01-01).")

@@ -80,12 +80,13 @@ def test_a_page_is_title_stamp_body_without_paths(tmp_path: Path) -> None:
 def _parser_help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
     from benchmarks import bench, certify_time, mutation
     from memspec.conformance.commands import cli
-    from tests import zoo
+    from tests import providers_sweep, zoo
 
     mains = {
         "memspec matrix": lambda: cli.main(["matrix", "--help"]),
         "memspec sweep": lambda: cli.main(["sweep", "--help"]),
         "python -m tests.zoo": lambda: zoo.main(["--help"]),
+        "python -m tests.providers_sweep": lambda: providers_sweep.main(["--help"]),
         "python -m benchmarks.mutation": lambda: mutation.main(["--help"]),
         "python -m benchmarks.bench": lambda: bench.main(["--help"]),
         "python -m benchmarks.certify_time": lambda: certify_time.main(["--help"]),

@@ -146,7 +146,8 @@ def test_scope_and_data_protecting_clauses_come_from_spec() -> None:
     protecting = sorted(clause.id for clause in CLAUSES if clause.protects_data)
     assert protecting == sorted(
         ["ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "CRASH-1", "DRIFT-1", "DRIFT-5", "LIMIT-3",
-         "LOCK-2", "LOCK-3", "READ-6", "READ-7", "SNAP-9"]
+         "LOCK-2", "LOCK-3", "READ-6", "READ-7", "SNAP-9",
+         "PLUGIN-7", "PLUGIN-8", "PLUGIN-19"]  # a provider's (SPEC.md, "Subjects")
     )  # fmt: skip
     assert all(by_id[cid].level == "MUST" and by_id[cid].feature is None for cid in protecting)
 

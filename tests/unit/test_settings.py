@@ -19,6 +19,7 @@ from memspec.conformance.core.settings import (
 )
 from memspec.conformance.transport.backend import Address, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.spec.clauses import STORE
 from memspec.spec.document import installed_spec, read_spec
 from memspec.spec.errors import UsageError
 
@@ -27,7 +28,7 @@ REFERENCE = "memspec.reference_impl:open_store"
 
 def _given_spec(directory: Path) -> Path:
     path = directory / "SPEC.md"
-    path.write_text(installed_spec().text.replace("Version 2.1 (", "Version 7.0 ("), "utf-8")
+    path.write_text(installed_spec().text.replace("Version 2.2 (", "Version 7.0 ("), "utf-8")
     return path
 
 
@@ -67,12 +68,13 @@ def test_every_field_crosses_to_a_worker(tmp_path: Path) -> None:
 
 
 def test_the_installed_spec_travels_as_nothing_and_comes_back_as_itself() -> None:
+    # a store's run judges by the installed SPEC.md's store view (SPEC.md, "Subjects")
     settings = make_settings(base=Path.cwd(), backend=REFERENCE)
-    assert settings.spec is installed_spec()
+    assert settings.spec is installed_spec(STORE)
     data = settings.to_json()
     assert data["spec"] is None
     back = Settings.from_json(data)
-    assert back.spec is installed_spec() and back == settings
+    assert back.spec is installed_spec(STORE) and back == settings
 
 
 def test_a_field_of_a_type_no_codec_carries_is_refused() -> None:

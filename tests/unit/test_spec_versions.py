@@ -78,7 +78,7 @@ def test_spec_check_fails_without_a_version_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     unversioned = re.sub(
-        r"^Version 2\.1 \(.*$", "", installed_spec().text, count=1, flags=re.MULTILINE
+        r"^Version 2\.2 \(.*$", "", installed_spec().text, count=1, flags=re.MULTILINE
     )
     monkeypatch.setattr("memspec.spec.document.installed_text", lambda: unversioned)
     assert cli.main(["spec", "--check"]) == 1
@@ -88,10 +88,10 @@ def test_spec_check_fails_without_a_version_line(
 def test_spec_check_fails_without_a_changelog_section(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = installed_spec().text.replace("### Version 2.1 (", "### Version 9 (", 1)
+    text = installed_spec().text.replace("### Version 2.2 (", "### Version 9 (", 1)
     monkeypatch.setattr("memspec.spec.document.installed_text", lambda: text)
     assert cli.main(["spec", "--check"]) == 1
-    assert "has no section '### Version 2.1" in capsys.readouterr().out
+    assert "has no section '### Version 2.2" in capsys.readouterr().out
 
 
 def test_dump_json_keeps_its_shape_and_carries_the_version(

@@ -1,0 +1,372 @@
+"""Provider plugins as the harness sees them: a backend whose sessions each drive one Hermes
+memory provider in a process of its own (PLUGIN, subject ``provider``).
+
+:class:`ProviderBackend` is named by the command that starts memspec's driver
+(``conformance/hermes/provider_driver.py``) in a Hermes environment with the provider's target
+as its last argument. Each session starts that process with ``HOME``, the ``XDG_*_HOME``
+directories, every other ``*_HOME`` and ``TMPDIR`` pointed at scratch directories beside the
+session's root, and ``HERMES_HOME`` at the root itself; it loads the provider, and then calls
+its hooks, Hermes' ``MemoryManager`` around it, and asks what the provider wrote, tried on the
+network and left running. A call that hangs is reported as hung by the driver, which goes on; a
+driver that dies or stops answering is a :class:`BackendDefect` of the clause of the hook it was
+running (``spec/provider.py``, ``HOOK_CLAUSES``).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import subprocess
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, ClassVar, cast
+
+from memspec.conformance.core.locations import backend_environment
+from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
+from memspec.conformance.transport.backend import Address, BackendDefect, Runs, Session
+from memspec.conformance.transport.jsonlines import invocation_dir
+from memspec.conformance.transport.wire import Answer
+from memspec.spec.clauses import PROVIDER
+from memspec.spec.errors import UsageError
+from memspec.spec.provider import HOOK_CLAUSES, Call, limit_of
+
+EXCHANGE_MARGIN = 15.0
+"""Seconds the harness waits for the driver's answer beyond the limit the driver waits for the
+provider: the driver always answers, even for a call that hung."""
+STDERR_TAIL = 20
+_EOF = object()
+XDG = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+}
+
+
+def scratch_of(root: Path) -> tuple[Path, Path]:
+    """Returns the scratch ``HOME`` and ``TMPDIR`` of the sessions on ``root``: directories
+    beside it, the same for every session on the root, so that a later process of the same
+    profile finds what an earlier one left there (a provider's ``backup_paths()`` under
+    ``HOME``)."""
+    return root.with_name(root.name + ".home"), root.with_name(root.name + ".tmp")
+
+
+def provider_environment(root: Path, home: Path, temporary: Path) -> dict[str, str]:
+    """Returns the environment of a provider's process: memspec's own, with ``HERMES_HOME`` the
+    root, ``HOME``, the XDG directories and every other ``*_HOME`` in the scratch ``HOME``, and
+    ``TMPDIR`` the scratch temporary directory."""
+    environment = backend_environment()
+    for name in list(environment):
+        if name.endswith("_HOME"):
+            environment[name] = str(home / ".memspec-homes" / name)
+    environment.update({name: str(home / below) for name, below in XDG.items()})
+    environment.update(
+        HOME=str(home),
+        HERMES_HOME=str(root),
+        TMPDIR=str(temporary),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONNOUSERSITE="1",
+    )
+    environment.pop("PYTHONPATH", None)
+    return environment
+
+
+def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(_EOF)
+
+
+def _keep_tail(stream: IO[str], tail: deque[str]) -> None:
+    for line in stream:
+        tail.append(line.rstrip("\n"))
+
+
+@dataclass
+class ProviderSession(Session):
+    """A session that drives one provider plugin in the driver's process: ``info`` is what
+    loading it answered (its class, how it was loaded, the Hermes release, the core tool names,
+    when loading began and ended), ``features`` the claims its code makes, ``home`` and
+    ``temporary`` the scratch directories of its process."""
+
+    command: str
+    root: Path
+    timeout: float
+    cwd: str
+    features: frozenset[str] = frozenset()
+    name: str = ""
+    version: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    home: Path = field(init=False)
+    temporary: Path = field(init=False)
+    process: subprocess.Popen[str] = field(init=False, repr=False)
+    _lines: queue.Queue[object] = field(init=False, repr=False)
+    _stderr: deque[str] = field(init=False, repr=False)
+    _next_id: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        try:
+            argv = shlex.split(self.command)
+        except ValueError as error:
+            raise UsageError(f"not a valid command: {self.command!r}: {error}") from None
+        self.home, self.temporary = scratch_of(self.root)
+        self.home.mkdir(exist_ok=True)
+        self.temporary.mkdir(exist_ok=True)
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
+                cwd=self.home,
+                env=provider_environment(self.root, self.home, self.temporary),
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise BackendDefect(
+                f"could not start {argv[0]!r}: {error.strerror or error}",
+                {"command": self.command},
+                clause=HOOK_CLAUSES["load"],
+            ) from None
+        self._lines = queue.Queue()
+        self._stderr = deque(maxlen=STDERR_TAIL)
+        assert self.process.stdout is not None and self.process.stderr is not None
+        threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
+        threading.Thread(
+            target=_keep_tail, args=(self.process.stderr, self._stderr), daemon=True
+        ).start()
+        loaded = self._exchange(
+            {"op": "load", "cwd": self.cwd, "limit": self.timeout}, "load", self.timeout
+        )
+        if not loaded.get("ok"):
+            self.kill()
+            raise BackendDefect(
+                f"the provider could not be loaded: {loaded.get('error')}",
+                {"op": "load", "target": shlex.split(self.command)[-1]},
+                loaded,
+                clause=HOOK_CLAUSES["load"],
+            )
+        self.info = loaded
+        self.features = frozenset(str(f) for f in loaded.get("features") or ())
+        self.name = str(loaded.get("name") or loaded.get("class") or "")
+        self.version = str(loaded.get("version") or "")
+
+    def _exchange(self, request: dict[str, Any], method: str, limit: float) -> dict[str, Any]:
+        """Sends one request to the driver and returns its answer (raises BackendDefect, of the
+        clause of ``method``, when the driver dies or does not answer)."""
+        request = {"id": self._next_id, **request}
+        self._next_id += 1
+        clause = HOOK_CLAUSES.get(method, HOOK_CLAUSES["load"])
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise self._defect("the provider's process ended", request, clause) from None
+        try:
+            received = self._lines.get(timeout=limit + EXCHANGE_MARGIN)
+        except queue.Empty:
+            raise self._defect(
+                f"the provider's process did not answer within {limit + EXCHANGE_MARGIN:g} s",
+                request,
+                clause,
+            ) from None
+        if received is _EOF:
+            status = self.process.wait(timeout=5)
+            raise self._defect(
+                f"the provider's process ended (status {status}) during {method}", request, clause
+            )
+        try:
+            answer = json.loads(cast(str, received))
+        except ValueError:
+            raise self._defect(
+                f"the driver printed a line that is not JSON: {cast(str, received)[:200]!r}",
+                request,
+                clause,
+            ) from None
+        if not isinstance(answer, dict) or answer.get("id") != request["id"]:
+            raise self._defect("the driver answered out of turn", request, clause)
+        answer.pop("id")
+        if str(answer.get("error", "")).startswith("BUG IN MEMSPEC"):
+            from memspec.conformance.verdict.findings import HarnessError
+
+            raise HarnessError(f"{answer['error']}\n{answer.get('trace', '')}")
+        return answer
+
+    def _defect(self, message: str, sent: Any, clause: str) -> BackendDefect:
+        self.kill()
+        tail = "\n".join(self._stderr)
+        detail = [line.strip() for line in self._stderr if line.strip()]
+        if tail:
+            message += f"\n--- stderr of the provider's process (last lines) ---\n{tail}"
+        return BackendDefect(message, sent, None, detail[-1] if detail else "", clause=clause)
+
+    def request(self, op: str, **fields: Any) -> Answer:
+        """Sends one request of the driver's protocol and returns its answer as it came."""
+        return cast(Answer, self._exchange({"op": op, **fields}, op, self.timeout))
+
+    def call(
+        self, method: str, *args: Any, instance: int = 0, limit: float | None = None, **kwargs: Any
+    ) -> Call:
+        """Calls the provider's hook ``method`` (``name`` reads the property) and returns how
+        it ended; the driver waits ``limit`` seconds (default: :func:`limit_of`) before it
+        reports the call hung."""
+        wait = limit if limit is not None else limit_of(method)
+        request = {
+            "op": "call",
+            "instance": instance,
+            "method": method,
+            "args": list(args),
+            "kwargs": kwargs,
+            "limit": wait,
+        }
+        return self._call(request, method, wait)
+
+    def _call(self, request: dict[str, Any], method: str, wait: float) -> Call:
+        answer = self._exchange(request, method, wait)
+        if not answer.get("ok"):
+            raise UsageError(f"the driver refused {method}: {answer.get('error')}")
+        return Call.of(method, answer)
+
+    def instance(self) -> int:
+        """Loads another instance of the provider in the same process, as Hermes would again;
+        returns its index."""
+        answer = self._exchange({"op": "instance", "limit": self.timeout}, "load", self.timeout)
+        if not answer.get("ok"):
+            raise BackendDefect(
+                f"a second instance could not be loaded: {answer.get('error')}",
+                {"op": "instance"},
+                answer,
+                clause=HOOK_CLAUSES["load"],
+            )
+        return int(answer["instance"])
+
+    def manager(self, instance: int = 0) -> tuple[int, Call]:
+        """Builds a Hermes ``MemoryManager`` and adds the provider ``instance`` to it, as the agent
+        does; returns the manager's index and how ``add_provider`` ended."""
+        wait = limit_of("get_tool_schemas")
+        answer = self._exchange(
+            {"op": "manager", "instance": instance, "limit": wait}, "get_tool_schemas", wait
+        )
+        return int(answer.get("manager", 0)), Call.of("get_tool_schemas", answer)
+
+    def manager_call(
+        self, manager: int, method: str, *args: Any, limit: float = 20.0, **kwargs: Any
+    ) -> Call:
+        """Calls ``method`` of Hermes' manager ``manager`` and returns how it ended."""
+        request = {
+            "op": "manager_call",
+            "manager": manager,
+            "method": method,
+            "args": list(args),
+            "kwargs": kwargs,
+            "limit": limit,
+        }
+        answer = self._exchange(request, "load", limit)
+        if not answer.get("ok"):
+            raise UsageError(f"the driver refused {method}: {answer.get('error')}")
+        return Call(
+            method,
+            answer.get("value"),
+            str(answer.get("type") or "NoneType"),
+            answer.get("raised"),
+            bool(answer.get("hung")),
+            float(answer.get("seconds") or 0.0),
+        )
+
+    def events(self) -> list[dict[str, Any]]:
+        """Returns everything the driver recorded since loading began: each hook called (its
+        method, start, end, what it raised), write, network attempt and process start."""
+        answer = self._exchange({"op": "events"}, "load", self.timeout)
+        return list(answer.get("events") or [])
+
+    def settle(self, quiet: float = 0.5, limit: float = 5.0) -> bool:
+        """Waits until the provider has been quiet ``quiet`` seconds (no hook running, nothing
+        recorded), at most ``limit``; returns whether it settled."""
+        answer = self._exchange({"op": "settle", "quiet": quiet, "limit": limit}, "load", limit)
+        return bool(answer.get("settled"))
+
+    def threads(self) -> list[dict[str, Any]]:
+        """Returns the threads started since loading began, but the driver's own."""
+        return list(self._exchange({"op": "threads"}, "load", self.timeout).get("threads") or [])
+
+    def now(self) -> float:
+        """Returns the driver's clock, the one every event is timed by."""
+        return float(self._exchange({"op": "now"}, "load", self.timeout).get("now") or 0.0)
+
+    def kill(self) -> None:
+        """Ends the provider's process at once."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        """Closes the driver's input, which ends its process at once; kills it if it lingers."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            self.kill()
+
+
+@dataclass
+class ProviderBackend:
+    """A provider plugin, named by the command that starts memspec's driver on it in a Hermes
+    environment (its last argument is the provider's target: a plugin folder or
+    ``MODULE:CLASS``). ``cwd`` is the directory a relative target and ``MODULE`` are found
+    from; ``timeout`` bounds loading the provider (import, ``register``, constructor)."""
+
+    command: str
+    timeout: float = RELEASE_CALL_TIMEOUT
+    cwd: str = field(default_factory=invocation_dir)
+    runs: ClassVar[Runs] = Runs.PROVIDER
+
+    @property
+    def target(self) -> str:
+        """The provider's target as given: a plugin folder or ``MODULE:CLASS``."""
+        return shlex.split(self.command)[-1]
+
+    @property
+    def label(self) -> str:
+        """The name reports use: the provider's target."""
+        return f"provider {self.target}"
+
+    def address(self) -> Address:
+        """Returns the driver's command, the directory it resolves the target from and the
+        subject ``provider``."""
+        return Address(command=self.command, cwd=self.cwd, subject=PROVIDER)
+
+    def open(self, root: Path, limits: Mapping[str, int] | None = None) -> ProviderSession:
+        """Starts the driver with ``root`` as the provider's ``hermes_home`` and loads the
+        provider (raises BackendDefect, of PLUGIN-1, when it cannot be loaded)."""
+        return ProviderSession(self.command, root, self.timeout, self.cwd)
+
+
+def driver_command(python: Path, driver: Path, target: str) -> str:
+    """Returns the command that starts the driver ``driver`` with ``python`` (isolated mode,
+    no bytecode written) on the provider ``target``."""
+    return " ".join(shlex.quote(str(part)) for part in (python, "-I", "-B", driver, target))
+
+
+def provider_label(session: Session) -> str:
+    """Returns one line on a loaded provider: its name, class, how it was loaded, and the
+    Hermes release it runs in (for the start of a run)."""
+    info = getattr(session, "info", {})
+    registered = info.get("registered")
+    how = {
+        "register": f"register(ctx), {registered} registration(s)",
+        "subclass": "its subclass",
+        "class": "the class named",
+    }.get(str(info.get("via")), "?")
+    return (
+        f"{session.name!r} ({info.get('class')}, loaded by {how}) in {info.get('hermes')}; "
+        f"claims {', '.join(sorted(session.features)) or 'nothing optional'}"
+    )

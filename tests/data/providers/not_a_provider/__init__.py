@@ -1,0 +1,3 @@
+"""A plugin folder that registers nothing and defines no ``MemoryProvider`` subclass."""
+
+ANSWER = 42

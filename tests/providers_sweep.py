@@ -1,0 +1,667 @@
+"""The sweep of real Hermes memory providers: each certified with ``memspec provider`` as a user
+installs it, and each clause it fails argued from its own code.
+
+:data:`SUBJECTS` are the providers that run on one machine without an account: packages from the
+package index (installed with ``--package`` beside hermes-agent 0.19.0, in an environment of
+their own) and the provider hermes-agent 0.19.0 bundles that needs nothing (``holographic``).
+:data:`NOTES` say, for each clause a subject fails, where in the provider's code the behaviour
+is (file and line of the version named) and why it is the code's own; :data:`ELSEWHERE` lists
+the other memory providers on the index, each with why it is not certified here. Run from the
+project root::
+
+    python -m tests.providers_sweep                        # every subject, profile ci
+    python -m tests.providers_sweep -k mnemosyne           # subjects whose key holds a word
+    python -m tests.providers_sweep --page docs/results/providers.md
+    python -m tests.providers_sweep --out DIR              # keep the reports and the run
+    python -m tests.providers_sweep --from DIR --page FILE # render a kept run again
+
+Every certification runs in a process of its own with the network refused (memspec's driver),
+its reports under ``--out`` (a temporary directory by default); a package's installer, where the
+package's documentation says to run one, runs with a scratch ``HOME`` and Hermes home. Exit
+status: 0 when every failing clause of every subject has its note and every note its failure, 1
+when not (a verdict not argued yet, or a note gone stale: either is for a person to settle by
+reading the code again), 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memspec.conformance.core.locations import cache_dir
+from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.hermes.providers import DEFAULT_HERMES
+from memspec.conformance.hermes.releases import Release, ensure_venv
+from memspec.spec.errors import UsageError
+
+PROJECT = Path(__file__).resolve().parent.parent
+PROG = "python -m tests.providers_sweep"
+CERTIFY_TIMEOUT = 3600.0
+"""Seconds one subject's certification may take before it is reported as timed out."""
+HERMES = Release("hermes-agent", DEFAULT_HERMES)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A Subject is one provider as a user installs it: ``package`` (``NAME==VERSION``) from
+    the package index, or ``bundled``, the folder of a provider hermes-agent ships under
+    ``plugins/memory``. ``installer`` is the package's own command that writes its plugin folder
+    into a Hermes home (``{home}`` stands for it), ``plugin`` that folder below the home;
+    ``environment`` holds the variables the user sets; ``how`` says how it is installed."""
+
+    key: str
+    title: str
+    how: str
+    package: str | None = None
+    bundled: str | None = None
+    installer: tuple[str, ...] = ()
+    plugin: str = ""
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+
+SUBJECTS: tuple[Subject, ...] = (
+    Subject(
+        "holographic",
+        "holographic (bundled with hermes-agent 0.19.0)",
+        "bundled: `plugins/memory/holographic`, loaded as `plugins.memory.holographic`",
+        bundled="holographic",
+    ),
+    Subject(
+        "yantrikdb",
+        "yantrikdb-hermes-plugin 0.27.1",
+        "`--package`: its top-level package is the plugin folder (`register(ctx)`), as "
+        "`yantrikdb-hermes install` copies it into `$HERMES_HOME/plugins/yantrikdb`",
+        package="yantrikdb-hermes-plugin==0.27.1",
+    ),
+    Subject(
+        "mnemosyne",
+        "mnemosyne-hermes 0.7.6",
+        "`--package`: the package its `hermes_agent.memory_providers` entry point names, as "
+        "`mnemosyne-hermes install` links it into `$HERMES_HOME/plugins/mnemosyne`",
+        package="mnemosyne-hermes==0.7.6",
+    ),
+    Subject(
+        "mnemosyne-no-embeddings",
+        "mnemosyne-hermes 0.7.6, `MNEMOSYNE_NO_EMBEDDINGS=1`",
+        "as above, with the embedder turned off as its documentation offers for offline use",
+        package="mnemosyne-hermes==0.7.6",
+        environment={"MNEMOSYNE_NO_EMBEDDINGS": "1"},
+    ),
+    Subject(
+        "local-memory",
+        "hermes-local-memory 0.3.1",
+        "`--package` with the folder its own installer writes "
+        "(`hermes-local-memory install-shim --hermes-home HOME`, the documented step): "
+        "`plugins/local_memory`, whose `register(ctx)` registers `LocalMemoryProvider()`",
+        package="hermes-local-memory==0.3.1",
+        installer=("hermes-local-memory", "install-shim", "--hermes-home", "{home}"),
+        plugin="plugins/local_memory",
+    ),
+)
+"""The providers certified, in the order of the page."""
+
+_ABC = "hermes-agent 0.19.0 `agent/memory_provider.py`"
+_HOLO = "`plugins/memory/holographic/__init__.py`"
+_LOCAL = "hermes-local-memory 0.3.1 `hermes_local_memory/provider.py`"
+_YANTRIK = "yantrikdb-hermes-plugin 0.27.1 `yantrikdb_hermes_plugin/__init__.py`"
+_MNEMO = "mnemosyne-hermes 0.7.6 `mnemosyne_hermes/__init__.py`"
+_EMBED = (
+    "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
+)
+_SHARED = (
+    f"{_MNEMO}:3859 puts the shared surface database (its `mnemosyne_shared_*` tools) at "
+    '`Path.home() / ".mnemosyne" / "data" / "shared" / "mnemosyne.db"` unless '
+    "configured, outside `hermes_home` (its own setting's description, :2130, says "
+    "`<mnemosyne>/data/shared`), and it names no `backup_paths()` (it keeps the interface's "
+    "`[]`): `hermes backup` misses it. Declaring the path in `backup_paths()` passes."
+)
+_PRE_COMPRESS = (
+    f"{_MNEMO}:5223-5233, `on_pre_compress` returns `None`; the interface declares `-> str`, "
+    f'"Return empty string for no contribution" ({_ABC}:220-230). Hermes 0.19.0\'s manager '
+    "skips a falsy result (Deviations, PLUGIN-16)."
+)
+NOTES: dict[tuple[str, str], str] = {
+    ("holographic", "PLUGIN-11"): (
+        f"{_HOLO}:222 defines `sync_turn(self, user_content, assistant_content, *, "
+        'session_id="")`, without the `messages` keyword the interface declares '
+        f"({_ABC}:116-123). Hermes 0.19.0's manager reads the signature and leaves `messages` "
+        "out, so Hermes never calls it so (Deviations, PLUGIN-11); another host calling the "
+        "interface as declared gets `TypeError`."
+    ),
+    ("holographic", "PLUGIN-13"): (
+        f'By design: {_HOLO}:222-225, `sync_turn` does nothing ("Holographic memory stores '
+        'explicit facts via tools, not auto-sync"), and `on_session_end` (:237-242) extracts '
+        "facts only when `auto_extract` is set, `false` by default (:12, :153). It recalls "
+        "what its tools and the built-in tool's writes stored, never a turn: the SHOULD's "
+        "stated deviation, no level held back."
+    ),
+    ("holographic", "PLUGIN-14"): (
+        f"{_HOLO}:244 defines `on_memory_write(self, action, target, content)`, without the "
+        f"`metadata` the interface declares ({_ABC}:280-286); Hermes 0.19.0's manager reads "
+        "the signature and calls it with three arguments (Deviations, PLUGIN-14), another "
+        "host gets `TypeError` on every mirrored write."
+    ),
+    ("yantrikdb", "PLUGIN-5"): (
+        f'{_YANTRIK}:2556, `_do_remember` calls `(args.get("text") or "").strip()` on '
+        "whatever `text` is, and `handle_tool_call` (:2478-2551) catches only its own "
+        "`YantrikDBError` kinds: a `text` that is a number raises `AttributeError` out of the "
+        "tool. Hermes 0.19.0 turns the raise into an error result of its own (Deviations, "
+        "PLUGIN-5)."
+    ),
+    ("yantrikdb", "PLUGIN-6"): (
+        f"{_YANTRIK}:1788, `initialize` builds its engine synchronously "
+        "(`make_backend` → `EmbeddedYantrikDBClient`, `yantrikdb_hermes_plugin/embedded.py`:"
+        "392-445, the embedded engine and its embedder): 7.2 s measured alone, no network "
+        "attempt made. Hermes 0.19.0 calls `initialize_all` on the agent's start-up path "
+        "(`agent/agent_init.py`:1507): the agent waits that long before its first turn "
+        "(#51492). The 5-second budget is memspec's (PLUGIN-6)."
+    ),
+    ("yantrikdb", "PLUGIN-8"): (
+        f"{_YANTRIK}:1725 skips a session only for `cron` and `flush`; with `agent_context` "
+        "`subagent` it starts its engine, and `sync_turn` (:2249) and the other writers test "
+        "only that flag, so a subagent's turns land in the user's database (the engine writes "
+        "through its own code, seen on disk: the database holds more after than before). The "
+        f'interface ({_ABC}:74-76): "Providers should skip writes for non-primary '
+        "contexts\". Hermes 0.19.0's own agent starts providers as `primary` only "
+        "(`agent/agent_init.py`:1467), so it bites another host or a later release."
+    ),
+    ("yantrikdb", "PLUGIN-11"): (
+        f"{_YANTRIK}:2227-2233, `sync_turn` takes no `messages` (interface: {_ABC}:116-123); "
+        "Hermes 0.19.0's manager leaves it out for it (Deviations, PLUGIN-11)."
+    ),
+    ("yantrikdb", "PLUGIN-14"): (
+        f"{_YANTRIK}:4576, `on_memory_write(self, action, target, content)` takes no "
+        f"`metadata` (interface: {_ABC}:280-286); Hermes 0.19.0's manager calls it with three "
+        "arguments (Deviations, PLUGIN-14)."
+    ),
+    ("mnemosyne", "PLUGIN-5"): (
+        f"{_EMBED}: with the network unreachable, every call that embeds (here "
+        "`mnemosyne_remember`) tries to load the embedding model again — `_get_model` keeps no "
+        "failure, only a model, and fastembed's download retries take about 39 s — so the tool "
+        "had not returned at 20 s. The sweep stops at the first tool call that hangs."
+    ),
+    ("mnemosyne", "PLUGIN-7"): _SHARED,
+    ("mnemosyne", "PLUGIN-9"): (
+        f"{_EMBED}, reached from `prefetch` ({_MNEMO}:2812-2931, under the lock of "
+        "`_beam_session_scope`, :3062-3066): each prefetch tries the download again, about "
+        "39 s, so no prefetch returns within 2 s — nor within Hermes' own 8 s (the issue's "
+        "observation: Hermes drops its recall every turn)."
+    ),
+    ("mnemosyne", "PLUGIN-11"): (
+        f"{_EMBED}, reached from `sync_turn` ({_MNEMO}:3107, `beam.remember` with "
+        "`extract_entities=True`, :3156-3180) on the caller's thread: about 39 s a turn, "
+        'where the interface asks for a queue ("Should be non-blocking").'
+    ),
+    ("mnemosyne", "PLUGIN-14"): (
+        f"{_MNEMO}:5352, `on_memory_write(self, action, target, content)` takes no `metadata` "
+        f"(interface: {_ABC}:280-286); Hermes 0.19.0's manager calls it with three arguments "
+        "(Deviations, PLUGIN-14)."
+    ),
+    ("mnemosyne", "PLUGIN-15"): (
+        f"{_MNEMO}:5265, `on_session_switch` takes the lock that `_beam_session_scope` "
+        "(:3062-3066) holds across a whole recall or write, embedder included: behind a "
+        "`sync_turn` still retrying the model download it waits with it. In Hermes the same "
+        "happens behind a prefetch abandoned at 8 s."
+    ),
+    ("mnemosyne", "PLUGIN-16"): _PRE_COMPRESS,
+    ("mnemosyne", "PLUGIN-17"): (
+        f"{_MNEMO}:5384-5412, `shutdown` takes the same lock (:5409) unless a consolidation "
+        "overran, so it waits for the call still retrying the model download (about 39 s) "
+        "past its 5-second budget."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-7"): _SHARED,
+    ("mnemosyne-no-embeddings", "PLUGIN-10"): (
+        f"{_MNEMO}:2909-2931 formats each recalled memory with `_format_prefetch_content` "
+        "(:327-341), which only shortens it: a turn that held `</memory-context>` comes back "
+        "with the tag, and the host's fence (FENCE-1) is closed early by recalled text "
+        "(#33248). The filter at :1277 looks for `[System note:` only."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-13"): (
+        f'By design: {_MNEMO}:2812-2817, `prefetch` is "strictly session-scoped" (the '
+        "comment at :2836-2843: recall keeps session scoping), and `sync_turn` stores each "
+        "turn with the default scope `session` (:1571, :3156-3162): a turn is recalled in "
+        "the session it was synced in, not in the next one. The SHOULD's stated deviation."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-14"): (
+        f"{_MNEMO}:5352, `on_memory_write` takes no `metadata`, as above."
+    ),
+    ("mnemosyne-no-embeddings", "PLUGIN-16"): _PRE_COMPRESS,
+    ("local-memory", "PLUGIN-1"): (
+        f"{_LOCAL}:320, `class LocalMemoryProvider:` subclasses nothing (its docstring: it "
+        '"intentionally mirrors the subset of Hermes\' MemoryProvider lifecycle"), and the '
+        "shim its installer writes (`hermes_local_memory/hermes_plugin.py`:39-40, "
+        "`ctx.register_memory_provider(LocalMemoryProvider())`) registers it. It lacks eight "
+        "hooks of the interface; Hermes 0.19.0 takes it and its manager catches each call of "
+        "one it lacks."
+    ),
+    ("local-memory", "PLUGIN-11"): (
+        f'{_LOCAL}:716, `sync_turn(self, user_content, assistant_content, *, session_id="")` '
+        f"takes no `messages` (interface: {_ABC}:116-123); the issue's `TypeError`. Hermes "
+        "0.19.0's manager leaves `messages` out for it (Deviations, PLUGIN-11)."
+    ),
+    ("local-memory", "PLUGIN-13"): (
+        f"{_LOCAL}:716-731 stores each turn as two messages; `prefetch` (:733-740) builds its "
+        "context from `LocalMemoryStore.build_context` "
+        "(`hermes_local_memory/store.py`:706-725), which reads the peer card, the durable "
+        "facts and a search of facts, never the messages: a turn is recalled only once a "
+        "fact is drawn from it (its tools, its maintenance review). The SHOULD's stated "
+        "deviation."
+    ),
+}
+"""For each (subject key, clause) the sweep finds failing: where the provider's code does it
+(file and line in the version certified) and why the verdict is the code's own."""
+
+ELSEWHERE: tuple[tuple[str, str], ...] = (
+    (
+        "byterover (bundled)",
+        "the `brv` command of ByteRover (`is_available`, "
+        "`plugins/memory/byterover/__init__.py`:235-237) and its account",
+    ),
+    (
+        "hindsight (bundled)",
+        "a Hindsight server or its cloud (`mode`, default `cloud`, "
+        "`plugins/memory/hindsight/__init__.py`:720-730)",
+    ),
+    (
+        "honcho (bundled)",
+        "Honcho's API: an API key or a server URL (`plugins/memory/honcho/__init__.py`:302-307)",
+    ),
+    (
+        "mem0 (bundled)",
+        "Mem0's platform (an API key), a Mem0 host, or a vector store server "
+        "(`plugins/memory/mem0/__init__.py`:226-233)",
+    ),
+    (
+        "openviking (bundled)",
+        "an OpenViking server (`OPENVIKING_ENDPOINT`, "
+        "`plugins/memory/openviking/__init__.py`:1832-1841)",
+    ),
+    ("retaindb (bundled)", "RetainDB's API key (`plugins/memory/retaindb/__init__.py`:478-479)"),
+    (
+        "supermemory (bundled)",
+        "Supermemory's API key (`plugins/memory/supermemory/__init__.py`:567-575)",
+    ),
+    ("aidumem 17.0.2", "its description: self-hosted, with Qdrant recall (a Qdrant server)"),
+    ("betterdb-hermes-memory 0.1.0", "its description: Valkey with valkey-search (a server)"),
+    ("chronalyn 1.1.0", "its description: orchestrates Hindsight (a server) with Mnemosyne"),
+    (
+        "cognee-integration-hermes-agent 1.3.2",
+        "its description: Cognee Cloud, or cognee run locally (with a language model)",
+    ),
+    ("colony-hermes 1.2.1", "its description: a Colony sidecar (a server process)"),
+    ("colony-memory-hermes 0.2.0", "its description: The Colony's vault (a service)"),
+    (
+        "hermes-hy-memory 0.2.8, hyatlas-memory 1.4.2",
+        "their descriptions: Tencent Hunyuan's HY Memory framework (a service)",
+    ),
+    ("hermes-maximem-vity 1.3.0", "its description: Vity by Maximem AI (a service)"),
+    ("hermes-memanto 0.1.1", "its description: backed by Moorcheh (a service)"),
+    ("hermes-memori 0.1.8", "its description: Memori Labs' service"),
+    ("hermes-memory-libravdb 0.7.0", "its description: LibraVDB over gRPC (a server)"),
+    ("hermes-memory-pgvector 1.0.0, hexus 0.9.2", "their descriptions: Postgres with pgvector"),
+    ("hermes-memoryrouter 0.1.1", "its description: MemoryRouter (a service)"),
+    ("hermes-mnemostack 1.0.3", "its description: a mnemostack service or a Qdrant server"),
+    ("hermes-mongodb-memory 0.2.0", "its description: MongoDB (a server)"),
+    ("hermes-muninndb-plugin 0.3.0", "its description: MuninnDB (a server)"),
+    ("hermes-neo4j-context-graph 0.1.0a0", "its description: Neo4j (a server)"),
+    ("hermes-next 0.7.1", "its description: OpenViking storage and the MemOS engine (servers)"),
+    ("hermes-nexusyn 1.0.0", "its description: server-side distillation (a service)"),
+    ("hermes-onemem 0.2.0", "its description: records sessions on the Sui chain (the network)"),
+    ("hermes-plugin-qdrant-memory 0.5.1", "its description: Qdrant (a server)"),
+    ("hermes-tiered-memory 1.0.2", "its description: Hindsight as its second tier (a server)"),
+    ("hermes-xmemo 1.2.1", "its description: XMemo (a service)"),
+    ("hindsight-hermes 0.5.0", "its description: Hindsight (a server or its cloud)"),
+    ("hydradb-hermes 1.0.2", "its description: HydraDB (a service)"),
+    ("memex-hermes 0.2.2", "its description: the memex-mvp corpus (a service)"),
+    ("memorylake-hermes 1.1.3", "its description: MemoryLake (a service, with web search)"),
+    ("mnemopay-hermes 1.1.1", "its description: a micropayment wallet (an account)"),
+    ("next-wiki-hermes-memory 0.3.0", "its description: next-wiki's memory API (a server)"),
+    ("pacomind-hermes 1.8.4", "its description: PacoMind (a service)"),
+    ("rushdb-hermes-memory 0.2.0", "its description: RushDB (a server or its cloud)"),
+    ("sonzai-hermes 1.0.0", "its description: Sonzai (a service)"),
+    ("soulchain-hermes 0.3.8", "its description: memory anchored on a chain (Base)"),
+    ("spectron-hermes 0.3.0", "its description: SurrealDB (a server)"),
+)
+"""The other memory providers on the package index (``NAME VERSION``), each with why it is not
+certified here."""
+NOT_YET: tuple[str, ...] = (
+    "atomicmemory-hermes 0.2.3",
+    "augmem-hermes 0.1.0",
+    "forge-hermes-plugin 0.3.81",
+    "fragmented-memory 2.1.0",
+    "hermes-brain-memory 0.1.0",
+    "hermes-cashew 0.10.2",
+    "hermes-itsuki 0.1.0",
+    "hermes-kiokuko 0.1.25",
+    "hermes-llmwiki 0.1.1",
+    "hermes-local-rag 1.6.0",
+    "hermes-membase 0.2.0",
+    "hermes-memra 4.5.0",
+    "hermes-mnemory 0.1.0",
+    "hermes-okf 0.5.9",
+    "hermes-scope-recall 3.15.1",
+    "hermes-semantic-memory 0.1.0",
+    "hologram-cognitive 0.4.0",
+    "keepsake-memory 1.1.1",
+    "knos-hermes 0.1.0",
+    "mowave-loci 0.1.0",
+    "nyx-memory 7.16.0",
+    "plur-hermes 0.22.1",
+    "protagine-hermes 1.11.0",
+    "rag-memory-plugin 1.0.0",
+    "recall-memory-hermes 0.3.0",
+    "remnic-hermes 1.0.10",
+    "sibyl-memory-hermes 0.5.0",
+    "tabularius 1.0.0",
+    "verbatim-memory 1.0.0",
+)
+"""Memory providers on the index whose descriptions promise local use, not certified yet: each
+is for :data:`SUBJECTS` once its installation and its code are read."""
+
+
+@dataclass
+class Outcome:
+    """How one subject's certification ended: ``status`` (memspec's exit status, or ``None``
+    when it timed out), the report read back (level, counts, clauses), and the wall time."""
+
+    subject: Subject
+    status: int | None
+    wall: float
+    output: str
+    report: dict[str, Any] | None = None
+
+    @property
+    def failing(self) -> dict[str, str]:
+        """Returns each failing clause with what failed (the first failure of it, without its
+        clause prefix)."""
+        found: dict[str, str] = {}
+        for check in (self.report or {}).get("checks", []):
+            if check.get("status") != "failed":
+                continue
+            failures = check.get("failures") or [
+                {"clause": check.get("blamed"), "reason": check.get("reason", "")}
+            ]
+            for failure in failures:
+                clause = str(failure.get("clause") or "")
+                reason = str(failure.get("reason") or "").removeprefix(f"{clause}: ")
+                found.setdefault(clause, reason.splitlines()[0] if reason else "")
+        rows = (self.report or {}).get("clauses", [])
+        return {
+            row["clause"]: found.get(row["clause"], "") for row in rows if row["status"] == "fail"
+        }
+
+    @property
+    def unjudged(self) -> dict[str, str]:
+        """Returns each clause neither passed nor failed, with its status and why."""
+        return {
+            row["clause"]: f"{row['status']}: {'; '.join(row.get('why') or []) or 'not judged'}"
+            for row in (self.report or {}).get("clauses", [])
+            if row["status"] not in ("pass", "fail")
+        }
+
+    def figure(self, name: str) -> Any:
+        """Returns the figure ``name`` of the first check that has it, or ``None``."""
+        for check in (self.report or {}).get("checks", []):
+            if name in (check.get("figures") or {}):
+                return check["figures"][name]
+        return None
+
+
+def interpreter(subject: Subject, cache: Path) -> Path:
+    """Returns the interpreter of the environment ``subject`` runs in, building it if needed."""
+    beside = None
+    if subject.package is not None:
+        name, _, version = subject.package.partition("==")
+        beside = Release(name, version)
+    return ensure_venv(HERMES, cache, beside=beside)
+
+
+def certify_arguments(subject: Subject, python: Path, scratch: Path) -> list[str]:
+    """Returns the arguments of ``memspec provider`` for ``subject``, running its installer into
+    ``scratch`` first where it has one."""
+    arguments = ["--package", subject.package] if subject.package else []
+    if subject.bundled is not None:
+        found = subprocess.run(
+            [str(python), "-I", "-c", "import plugins.memory as m; print(m.__path__[0])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [*arguments, str(Path(found.stdout.strip()) / subject.bundled)]
+    if subject.installer:
+        home = scratch / "hermes-home"
+        home.mkdir(parents=True, exist_ok=True)
+        command = [part.replace("{home}", str(home)) for part in subject.installer]
+        command[0] = str(python.parent / command[0])
+        environment = {**os.environ, "HOME": str(home), "HERMES_HOME": str(home)}
+        subprocess.run(command, env=environment, capture_output=True, check=True, timeout=300)
+        return [*arguments, str(home / subject.plugin)]
+    return arguments
+
+
+def certify(subject: Subject, cache: Path, out: Path, profile: str) -> Outcome:
+    """Certifies ``subject`` at ``profile``, its reports under ``out/<key>``; returns the
+    outcome."""
+    python = interpreter(subject, cache)
+    report = out / subject.key
+    with tempfile.TemporaryDirectory(prefix="memspec-sweep-") as scratch:
+        arguments = certify_arguments(subject, python, Path(scratch))
+        command = [sys.executable, "-m", "memspec.conformance", "provider", *arguments]
+        command += ["--cache", str(cache), "--profile", profile, "--report", str(report), "-q"]
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                command,
+                cwd=PROJECT,
+                env={**os.environ, **subject.environment},
+                capture_output=True,
+                text=True,
+                timeout=CERTIFY_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(subject, None, time.monotonic() - started, "timed out")
+        wall = time.monotonic() - started
+    try:
+        read = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        read = None
+    return Outcome(subject, done.returncode, wall, done.stdout + done.stderr, read)
+
+
+def unsettled(outcomes: Sequence[Outcome]) -> list[str]:
+    """Returns what a person must settle: each failing clause without its note, each note whose
+    clause no longer fails, each subject whose certification did not finish."""
+    found = []
+    for outcome in outcomes:
+        key = outcome.subject.key
+        if outcome.report is None:
+            last = (outcome.output.strip().splitlines() or ["no output"])[-1]
+            found.append(f"{key}: no report ({last})")
+            continue
+        failing = outcome.failing
+        found += [
+            f"{key}: {clause} fails, no note" for clause in failing if (key, clause) not in NOTES
+        ]
+        found += [
+            f"{key}: the note on {clause} is stale (it no longer fails)"
+            for (subject, clause) in NOTES
+            if subject == key and clause not in failing
+        ]
+    return found
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.2f} s" if isinstance(value, int | float) else "–"
+
+
+def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
+    """Returns the body of the page: the table of subjects, each failing clause argued, and the
+    providers not certified, each with why."""
+    lines = [
+        f"{len(outcomes)} Hermes memory providers that run on one machine without an account, "
+        f"each certified with `memspec provider` in hermes-agent {DEFAULT_HERMES} (profile "
+        f"`{profile}`), the network refused, as a user installs it. Each clause a provider fails "
+        "is argued below from its own code (file and line of the version certified).",
+        "",
+        "| provider | level | passed | failed | not judged | failing clauses | initialize | "
+        "slowest prefetch | slowest sync_turn | certify |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for outcome in outcomes:
+        report = outcome.report or {}
+        summary = report.get("summary", {})
+        level = report.get("level", {}).get("name", "–") if report else "no report"
+        lines.append(
+            f"| {outcome.subject.title} | {level} | {summary.get('passed', '–')} | "
+            f"{summary.get('failed', '–')} | {len(outcome.unjudged)} | "
+            f"{', '.join(outcome.failing) or 'none'} | "
+            f"{_seconds(outcome.figure('initialize_s'))} | "
+            f"{_seconds(outcome.figure('prefetch_max_s'))} | "
+            f"{_seconds(outcome.figure('sync_turn_max_s'))} | {outcome.wall:.0f} s |"
+        )
+    for outcome in outcomes:
+        lines += ["", f"## {outcome.subject.title}", "", f"Installed: {outcome.subject.how}."]
+        run = (outcome.report or {}).get("run", {})
+        if run:
+            features = ", ".join(run.get("features") or []) or "nothing optional"
+            lines.append(f"Name `{run.get('name')}`, claims {features}.")
+        if outcome.report is None:
+            lines += ["", f"No report: {outcome.output.strip()[-500:]}"]
+            continue
+        for clause, failure in outcome.failing.items():
+            note = NOTES.get((outcome.subject.key, clause), "(not argued yet)")
+            lines += ["", f"- **{clause}** fails: {failure}", f"  {note}"]
+        for clause, why in outcome.unjudged.items():
+            lines += ["", f"- {clause} {why}"]
+    lines += [
+        "",
+        "## Not certified here",
+        "",
+        "The other memory providers on the package index need what one machine with the network "
+        "refused does not have:",
+        "",
+        "| package | why |",
+        "|---|---|",
+    ]
+    lines += [f"| {package} | {why} |" for package, why in ELSEWHERE]
+    lines += [
+        "",
+        "Not certified yet, though their descriptions promise local use (each is for the sweep "
+        "once its installation and its code are read): " + ", ".join(NOT_YET) + ".",
+    ]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Certify real Hermes memory providers; write the results page."
+    )
+    parser.add_argument(
+        "-k",
+        dest="words",
+        metavar="WORD",
+        action="append",
+        default=[],
+        help="subjects whose key holds WORD",
+    )
+    parser.add_argument(
+        "--profile", metavar="NAME", default="ci", help="the certification profile (default ci)"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="keep each subject's reports and the run there"
+    )
+    parser.add_argument("--cache", metavar="DIR", help="where Hermes environments are kept")
+    parser.add_argument("--page", metavar="FILE", help="write the results page there")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="render the run kept in DIR by --out instead of certifying (after NOTES changed)",
+    )
+    return parser
+
+
+def save_run(outcomes: Sequence[Outcome], out: Path) -> None:
+    """Writes what :func:`read_run` needs beside the reports in ``out``: each subject's exit
+    status, wall time and output."""
+    kept = {
+        o.subject.key: {"status": o.status, "wall": o.wall, "output": o.output} for o in outcomes
+    }
+    (out / "sweep.json").write_text(json.dumps(kept, indent=1), encoding="utf-8")
+
+
+def read_run(source: Path, subjects: Sequence[Subject]) -> list[Outcome]:
+    """Returns the outcomes of the run kept in ``source`` (by ``--out``), for ``subjects``."""
+    kept = json.loads((source / "sweep.json").read_text(encoding="utf-8"))
+    outcomes = []
+    for subject in subjects:
+        if subject.key not in kept:
+            continue
+        entry = kept[subject.key]
+        try:
+            report = json.loads((source / subject.key / "report.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            report = None
+        outcomes.append(Outcome(subject, entry["status"], entry["wall"], entry["output"], report))
+    return outcomes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command; returns its exit status."""
+    args = build_parser().parse_args(argv)
+    run = PageRun.start(PROG, argv)
+    subjects = [s for s in SUBJECTS if not args.words or any(w in s.key for w in args.words)]
+    if not subjects:
+        print(f"{PROG}: error: no subject matches {args.words}", file=sys.stderr)
+        return 2
+    if args.page and writable_page(args.page):
+        print(f"{PROG}: error: {writable_page(args.page)}", file=sys.stderr)
+        return 2
+    cache = cache_dir(args.cache)
+    with tempfile.TemporaryDirectory(prefix="memspec-providers-") as temporary:
+        out = Path(args.out).absolute() if args.out else Path(temporary)
+        out.mkdir(parents=True, exist_ok=True)
+        if args.source:
+            try:
+                outcomes = read_run(Path(args.source), subjects)
+            except (OSError, ValueError, KeyError) as error:
+                print(
+                    f"{PROG}: error: cannot read the run in {args.source}: {error}", file=sys.stderr
+                )
+                return 2
+            subjects = []
+        else:
+            outcomes = []
+        for subject in subjects:
+            print(f"{PROG}: certifying {subject.title}", flush=True)
+            try:
+                outcome = certify(subject, cache, out, args.profile)
+            except (UsageError, subprocess.SubprocessError) as error:
+                outcome = Outcome(subject, None, 0.0, f"could not be prepared: {error}")
+            outcomes.append(outcome)
+            failing = ", ".join(outcome.failing) or "none"
+            print(f"  status {outcome.status}, {outcome.wall:.0f} s, failing: {failing}")
+        if args.out and not args.source:
+            save_run(outcomes, out)
+    if args.page:
+        body = render_page(outcomes, args.profile)
+        run.write(args.page, "Real Hermes memory providers", body)
+        print(f"{PROG}: wrote {args.page}")
+    problems = unsettled(outcomes)
+    for problem in problems:
+        print(f"{PROG}: to settle: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The sweep of real providers (``tests/providers_sweep.py``) on a report of its own making: what
+fails is read from the report's checks, a failing clause without its note and a note whose
+clause passes are both for a person to settle, and the page shows each note beside its
+failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests import providers_sweep
+from tests.providers_sweep import Outcome, Subject, render_page, unsettled
+
+SUBJECT = Subject("demo", "demo-provider 1.0", "`--package`", package="demo-provider==1.0")
+
+
+def report(failing: dict[str, str]) -> dict[str, Any]:
+    checks = [
+        {
+            "id": f"PLUGIN/check-{clause}",
+            "status": "failed",
+            "blamed": clause,
+            "reason": f"{clause}: {why}\n\nmore",
+            "failures": [],
+            "figures": {"initialize_s": 0.25},
+        }
+        for clause, why in failing.items()
+    ]
+    clauses = [
+        {"clause": c, "status": "fail" if c in failing else "pass", "why": []}
+        for c in ("PLUGIN-9", "PLUGIN-11")
+    ]
+    clauses.append({"clause": "PLUGIN-12", "status": "unchecked", "why": []})
+    return {
+        "run": {"name": "demo", "features": ["recall"]},
+        "summary": {"passed": 1, "failed": len(failing)},
+        "level": {"name": "safe"},
+        "checks": checks,
+        "clauses": clauses,
+    }
+
+
+def test_failures_notes_and_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome = Outcome(SUBJECT, 1, 12.0, "", report({"PLUGIN-11": "sync_turn() raised"}))
+    assert outcome.failing == {"PLUGIN-11": "sync_turn() raised"}
+    assert outcome.unjudged == {"PLUGIN-12": "unchecked: not judged"}
+    assert outcome.figure("initialize_s") == 0.25
+    monkeypatch.setattr(providers_sweep, "NOTES", {})
+    assert unsettled([outcome]) == ["demo: PLUGIN-11 fails, no note"]
+    notes = {("demo", "PLUGIN-11"): "demo.py:7 takes no messages.", ("demo", "PLUGIN-9"): "x"}
+    monkeypatch.setattr(providers_sweep, "NOTES", notes)
+    # a note whose clause passes is stale: the code or the judge changed
+    assert unsettled([outcome]) == ["demo: the note on PLUGIN-9 is stale (it no longer fails)"]
+    page = render_page([outcome], "ci")
+    assert "| demo-provider 1.0 | safe | 1 | 1 | 1 | PLUGIN-11 | 0.25 s |" in page
+    assert "- **PLUGIN-11** fails: sync_turn() raised\n  demo.py:7 takes no messages." in page
+    # a subject that left no report is said so, never read as passing
+    lost = Outcome(SUBJECT, None, 0.0, "timed out")
+    assert unsettled([lost]) == ["demo: no report (timed out)"]
