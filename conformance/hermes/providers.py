@@ -13,6 +13,7 @@ are ``memspec certify``'s. More in docs/providers.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import tempfile
 from pathlib import Path
@@ -102,6 +103,14 @@ def provider_command(
     return driver_command(interpreter, DRIVER, target)
 
 
+PROVIDER_TIMEOUT = dataclasses.replace(
+    TIMEOUT,
+    help=f"longest wait for one call to the provider, loading included; default "
+    f"{RELEASE_CALL_TIMEOUT:g} (each hook's own budget is its clause's)",
+)
+"""``--timeout`` as ``provider`` takes it: the driver imports Hermes and the provider first."""
+
+
 def _cmd_provider(args: argparse.Namespace) -> int:
     from memspec.conformance.commands.certify import run_certification, settings_for
     from memspec.conformance.commands.terminal import print_result
@@ -188,5 +197,7 @@ def add_parser(commands: Any) -> None:
         help="print a line per check and every failure's whole message, not only the progress",
     )
     add_options(parser.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
-    add_options(parser.add_argument, (PROFILE, WORKERS, TIMEOUT), defaults={"profile": "ci"})
+    add_options(
+        parser.add_argument, (PROFILE, WORKERS, PROVIDER_TIMEOUT), defaults={"profile": "ci"}
+    )
     parser.set_defaults(run=_cmd_provider)
