@@ -336,7 +336,7 @@ def _add_factory(parser: argparse.ArgumentParser) -> None:
 
 def add_serve_command(commands: argparse._SubParsersAction[_Parser]) -> None:
     """Adds the ``serve`` subcommand to ``commands``."""
-    from memspec.conformance.core.options import add_command
+    from memspec.conformance.core.subcommands import add_command
 
     serve_cmd = add_command(commands, "serve", "serve a Python backend over JSON Lines")
     _add_factory(serve_cmd)
@@ -395,10 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
         TIMEOUT,
         WHICH_BACKEND,
         WORKERS,
-        add_command,
         add_options,
         positive_int,
     )
+    from memspec.conformance.core.subcommands import add_command
     from memspec.conformance.core.waits import CALL_TIMEOUT
 
     parser, commands = _top_parser()

@@ -159,14 +159,3 @@ def add_options(
             type=option.type,
             default=chosen.get(option.name),
         )
-
-
-def add_command(commands: Any, name: str, summary: str) -> argparse.ArgumentParser:
-    """Adds the subcommand ``name`` to ``commands`` (an ``add_subparsers`` action): ``summary``
-    is its line in ``memspec --help`` and the description of its own ``--help``, and the parser
-    is kept as the ``command_parser`` default so that a usage error names this subcommand."""
-    parser: argparse.ArgumentParser = commands.add_parser(
-        name, help=summary, description=summary[0].upper() + summary[1:] + "."
-    )
-    parser.set_defaults(command_parser=parser)
-    return parser

@@ -23,10 +23,10 @@ from memspec.conformance.core.options import (
     SELECT,
     TIMEOUT,
     WORKERS,
-    add_command,
     add_options,
 )
 from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
 from memspec.conformance.hermes.failure_notes import NO_EXPLANATION, explain
 from memspec.conformance.hermes.matrix import (

@@ -28,9 +28,9 @@ from memspec.conformance.core.options import (
     SELECT,
     TIMEOUT,
     WORKERS,
-    add_command,
     add_options,
 )
+from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
 from memspec.conformance.hermes.releases import Release, describe_venv, ensure_venv
 from memspec.spec.errors import UsageError

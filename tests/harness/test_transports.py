@@ -344,3 +344,21 @@ def test_a_traced_command_never_starts_twice(tmp_path: Path) -> None:
     for name in ("first", "second", "third"):
         _open_and_close(backend, tmp_path / name)
         assert prestart.ready() is None
+
+
+def test_serve_imports_no_search_library(tmp_path: Path) -> None:
+    """``memspec serve`` starts once per session of a command backend: its start imports neither
+    Hypothesis nor pytest (importing Hypothesis through the options' profiles cost each start
+    about 0.7 s, for a thousand starts in a certification)."""
+    opened = json.dumps({"id": 1, "op": "open", "root": str(tmp_path)})
+    started = subprocess.run(
+        [*SERVE.split()[:1], "-X", "importtime", *SERVE.split()[1:]],
+        input=opened + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(started.stdout.splitlines()[0])["ok"], started.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in started.stderr.splitlines()}
+    assert not {name for name in imported if name.split(".")[0] in ("hypothesis", "pytest")}
