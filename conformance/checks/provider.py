@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.transport.provider import XDG, ProviderSession
-from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
+from memspec.conformance.transport.provider import XDG, ProviderSession, open_provider
+from memspec.conformance.verdict.findings import Unverified, Violation
 from memspec.spec.provider import (
     FACTS,
     MIRRORED_ACTIONS,
@@ -80,9 +80,7 @@ REPEATED_QUERY = "What is the user's bicycle called? Pomegranate-Axiom-31"
 def provider(ctx: CheckContext, root: Path | None = None) -> Iterator[ProviderSession]:
     """Yields a new session of the provider on the check's root (or ``root``), its process
     ended when the block ends."""
-    with ctx.session(root=root) as session:
-        if not isinstance(session, ProviderSession):
-            raise HarnessError(f"a provider check ran against {ctx.backend.label}, not a provider")
+    with open_provider(ctx.backend, ctx.root if root is None else root) as session:
         yield session
 
 

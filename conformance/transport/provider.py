@@ -350,6 +350,19 @@ class ProviderBackend:
         return ProviderSession(self.command, root, self.timeout, self.cwd)
 
 
+def open_provider(backend: object, root: Path) -> ProviderSession:
+    """Opens a session of the provider plugin ``backend`` on ``root`` (its ``hermes_home``): what
+    the provider checks are handed to reach a provider, whose calls a store's session lacks.
+    Raises HarnessError for a backend that is no provider (the suite runs the provider checks
+    only on one)."""
+    session = backend.open(root) if isinstance(backend, ProviderBackend) else None
+    if session is None:
+        from memspec.conformance.verdict.findings import HarnessError
+
+        raise HarnessError(f"a provider check ran against {backend!r}, not a provider plugin")
+    return session
+
+
 def driver_command(python: Path, driver: Path, target: str) -> str:
     """Returns the command that starts the driver ``driver`` with ``python`` (isolated mode,
     no bytecode written) on the provider ``target``."""
