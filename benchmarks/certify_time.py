@@ -10,7 +10,9 @@ Sections:
 
 - ``certify``: wall time of ``CI=true memspec certify ... -n WORKERS`` (profile ``ci``) of each
   backend, ``--repeat`` times, with the load average before and after each run, the summary line
-  and the slowest checks of the first run (from its ``junit.xml``). The default backends are the
+  and the slowest checks of the first run (from its ``junit.xml``); for a backend that fails,
+  the time to its first failure: when the progress line showed the first ``F``, against the
+  run's whole wall time. The default backends are the
   reference in-process, the reference through ``memspec serve``, and the two racy stores of
   ``tests/backends/procs.py``: ``open_no_lock`` (takes no lock) and ``open_data_file_lock``
   (locks ``MEMORY.md`` itself, whose inode each rename replaces).
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import selectors
 import shlex
 import statistics
 import subprocess
@@ -59,15 +63,59 @@ exec %s
 (pytest names the running test in ``PYTEST_CURRENT_TEST``, which the processes inherit)."""
 
 
+PROGRESS = re.compile(r"[.FsExX]*")
+"""A progress line of pytest's, as far as it has come: one character per check run."""
+
+
 @dataclass(frozen=True)
 class Run:
     """A Run is one certification: wall seconds, load average before and after, summary, the
-    slowest checks (id, seconds, status)."""
+    slowest checks (id, seconds, status), and the seconds after its start at which its progress
+    showed the first failing check (``None``: none failed)."""
 
     seconds: float
     load: tuple[float, float]
     summary: str
     slowest: tuple[tuple[str, float, str], ...]
+    first_failure: float | None = None
+
+
+def read_progress(
+    command: list[str], env: dict[str, str], timeout: float
+) -> tuple[str, int, float | None]:
+    """Runs ``command`` (a certification that prints its progress) and returns its output, its
+    exit status and the seconds after its start at which a progress line first showed ``F``
+    (``None``: never). Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds, the
+    process killed."""
+    started = time.monotonic()
+    first: float | None = None
+    output, line = bytearray(), bytearray()
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    ) as process, selectors.DefaultSelector() as selector:  # fmt: skip
+        assert process.stdout is not None
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while True:
+            left = timeout - (time.monotonic() - started)
+            if left <= 0:
+                process.kill()
+                raise subprocess.TimeoutExpired(command, timeout)
+            if not selector.select(left):
+                continue
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            for byte in chunk:
+                if byte == ord("\n"):
+                    line.clear()
+                    continue
+                line.append(byte)
+                if first is None and byte == ord("F") and PROGRESS.fullmatch(line.decode()):
+                    first = time.monotonic() - started
+            output += chunk
+        status = process.wait()
+    return output.decode("utf-8", "replace"), status, first
 
 
 def slowest_checks(junit: str, count: int) -> tuple[tuple[str, float, str], ...]:
@@ -84,16 +132,16 @@ def slowest_checks(junit: str, count: int) -> tuple[tuple[str, float, str], ...]
 def certify_once(flag: str, backend: str, workers: int, env: dict[str, str]) -> Run:
     """Certifies ``backend`` once (profile ci) and returns the Run."""
     with tempfile.TemporaryDirectory(prefix="memspec-bench-") as report:
-        command = ["memspec", "certify", flag, backend, "-n", str(workers), "-q"]
+        command = ["memspec", "certify", flag, backend, "-n", str(workers)]
         before = os.getloadavg()[0]
         started = time.monotonic()
+        first: float | None = None
         try:
-            done = subprocess.run(
-                [*command, "--report", report], capture_output=True, text=True,
-                env={**env, "CI": "true"}, timeout=TIMEOUT,
-            )  # fmt: skip
-            lines = done.stdout.strip().splitlines()
-            summary = lines[-1] if lines else f"no output (status {done.returncode})"
+            output, status, first = read_progress(
+                [*command, "--report", report], {**env, "CI": "true"}, TIMEOUT
+            )
+            lines = output.strip().splitlines()
+            summary = lines[-1] if lines else f"no output (status {status})"
         except subprocess.TimeoutExpired:
             summary = f"timed out after {TIMEOUT:g} s"
         seconds = time.monotonic() - started
@@ -101,7 +149,7 @@ def certify_once(flag: str, backend: str, workers: int, env: dict[str, str]) -> 
         slowest = (
             slowest_checks(junit.read_text(encoding="utf-8"), SLOWEST) if junit.is_file() else ()
         )
-    return Run(seconds, (before, os.getloadavg()[0]), summary, slowest)
+    return Run(seconds, (before, os.getloadavg()[0]), summary, slowest, first)
 
 
 def count_sessions(command: str, workers: int) -> tuple[int, Counter[str]]:
@@ -159,6 +207,17 @@ def render_certify(results: dict[str, list[Run]]) -> str:
             lines.append(
                 f"| `{backend}` | {number} | {run.seconds:.0f} s | {load} | {run.summary} |"
             )
+    failing = {backend: runs for backend, runs in results.items() if runs[0].first_failure}
+    if failing:
+        lines += ["", "Time to the first failure (the first `F` of the progress line):", ""]
+    for backend, runs in failing.items():
+        shown = ", ".join(
+            f"{run.first_failure:.0f} s of {run.seconds:.0f} s"
+            if run.first_failure is not None
+            else f"none shown in {run.seconds:.0f} s"
+            for run in runs
+        )
+        lines.append(f"- `{backend}`: {shown}")
     for backend, runs in results.items():
         lines += ["", f"Slowest checks of `{backend}` (first run):", ""]
         lines += [

@@ -1,9 +1,10 @@
 """The random-schedule check: generated programs under schedules Hypothesis draws (LOCK-3).
 
 ``random_schedules`` runs programs of three sessions of a Python backend under the deterministic
-scheduler (:mod:`memspec.conformance.schedule`), the switches drawn and shrunk by Hypothesis; its
+scheduler (:mod:`memspec.conformance.schedule`), the switches drawn by Hypothesis; its
 systematic sibling is ``interleavings.preemption_bounded_schedules``. A failure saves a repro file
-that ``memspec repro FILE`` replays.
+that ``memspec repro FILE`` replays. Under ``smoke`` and ``ci`` a race found ends the search, as
+found; ``thorough`` shrinks it towards the fewest switches within its budget.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memspec.conformance.core.plain_run import confirm_plain_run
@@ -22,6 +23,12 @@ from memspec.conformance.history.programs import generate_program, limits_for
 from memspec.conformance.schedule.exploration import Program, execute, fresh_root
 from memspec.conformance.schedule.repro import fail_with_repro
 from memspec.conformance.schedule.schedule import Chooser, Decision
+
+SCHEDULES_RUN = "schedules run"
+"""The figure of the schedules the check ran, Hypothesis' replay of a failure included."""
+FIRST_FAILING = "first failing schedule"
+"""The figure of the number of the first schedule that failed, counted as ``SCHEDULES_RUN`` is:
+the runs after it are the cost of a race found (one, the replay, under ``ci``)."""
 
 SWITCH = st.integers(0, 255)
 """The one draw of every decision, whoever is enabled: a replay that meets other sessions than
@@ -59,9 +66,11 @@ def random_schedules(ctx: CheckContext) -> None:
     confirm_plain_run(ctx, "a schedule")
     count, length = ctx.profile.schedule_sessions, ctx.profile.schedule_operations
     batch = "batch" in ctx.claimed_features()
-    run = plan(ctx)
     examples = max(5, ctx.profile.examples // 5)  # each example starts its sessions' processes
-    run = replace(run, settings=settings(run.settings, max_examples=examples))
+    # A shrink step is a whole scheduled run: a race found ends the search (search.plan). The
+    # draws are the schedule, which the failure shows as a timeline and saves in its repro file.
+    run = replace(plan(ctx, max_examples=examples, shrink=False), draws_shown=False)
+    figures = ctx.figures
 
     @given(seed=st.integers(0, 2**16), data=st.data())
     def schedules(seed: int, data: Any) -> None:
@@ -73,7 +82,9 @@ def random_schedules(ctx: CheckContext) -> None:
         with fresh_root(ctx) as root:
             chooser = hypothesis_chooser(data)
             execution = execute(ctx.backend, root, program, chooser, ctx.tampering)
+        figures[SCHEDULES_RUN] = number = int(figures.get(SCHEDULES_RUN, 0)) + 1
         if execution.finding is not None:
+            figures.setdefault(FIRST_FAILING, number)
             fail_with_repro(ctx, execution, seed)
 
     run.run(run.apply(schedules))

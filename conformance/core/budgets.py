@@ -63,8 +63,9 @@ SCHEDULES = Budget(smoke=30, ci=60, thorough=1800)
 run a few seconds; cut short, the bound is not explored and the check is not verified, so its
 thorough budget is the largest (the Node backend under strace takes about 12 minutes)."""
 RANDOM_SCHEDULES = Budget(smoke=30, ci=60, thorough=600)
-"""A Hypothesis search of drawn schedules; a racy store fails within seconds and then shrinks,
-so its budget bounds the shrinking, and a cut search that ran ``ci``'s sample passes."""
+"""A Hypothesis search of drawn schedules; a racy store fails within seconds, which ends the
+search under ``smoke`` and ``ci``; under ``thorough`` it then shrinks, so its budget bounds the
+shrinking, and a cut search that ran ``ci``'s sample passes."""
 PROVIDERS = Budget(smoke=120, ci=180, thorough=600)
 """A provider plugin's checks: a process of a Hermes environment per session, and hooks that may
 run to the limit at which the driver counts them hung (twice their budget)."""
@@ -292,6 +293,9 @@ class SearchWatch:
     blame: Blame | None = None
     set_aside: int = 0
     """Failures that blamed other clauses than the first, rejected."""
+    shrinking: bool = True
+    """Whether the search shrinks a failure it found (its phases hold Hypothesis' shrink), or
+    only replays it."""
 
     def wrap(self, body: Callable[..., Any]) -> Callable[..., Any]:
         """Returns ``body`` (a test's inner function) watched: every call is counted, and a call
@@ -347,6 +351,12 @@ class SearchWatch:
             return BudgetSpent(f"{cut}; the search had run {self.covered()}", cut.how)
         aside = f", {self.set_aside} failing on other clauses set aside" if self.set_aside else ""
         runs = f"{_count(self.examples, 'run')} ({self.failures} failing{aside})"
+        if not self.shrinking:
+            failure.add_note(
+                f"memspec: the search found this failure, then {cut.how} before replaying it, "
+                f"after {runs}; the failing example above is the one found"
+            )
+            return failure
         failure.add_note(
             f"memspec: the search found this failure, then {cut.how} while shrinking it, after "
             f"{runs}; the failing example above is the smallest found by then, not necessarily "
@@ -374,10 +384,10 @@ def run_search(test: Callable[[], None], allowance: Allowance | None) -> None:
     cut; a search cut before any failure ends in :class:`BudgetSpent` — unless, under a
     randomized profile, it had already run the fixed sample ``ci`` runs (:meth:`Allowance.sample`):
     then it verified at least what ``ci`` does, on any machine, and passes."""
-    watch = SearchWatch(allowance)
+    chosen = getattr(test, "_hypothesis_internal_use_settings", None) or hypothesis.settings()
+    watch = SearchWatch(allowance, shrinking=hypothesis.Phase.shrink in chosen.phases)
     hooks: Any = test.hypothesis  # type: ignore[attr-defined]  # set by @given
     hooks.inner_test = watch.wrap(hooks.inner_test)
-    chosen = getattr(test, "_hypothesis_internal_use_settings", None) or hypothesis.settings()
     planned = chosen.max_examples
     try:
         test()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -36,6 +37,8 @@ HEALTH_CHECKS_OFF = [
     HealthCheck.large_base_example,
 ]
 """A backend's speed is not the property under test, and adversarial data is large on purpose."""
+DRAW_NOTE = re.compile(r"Draw [0-9]+( \(.*\))?: ")
+"""How Hypothesis notes a value drawn from ``st.data()`` when it prints a failing example."""
 
 
 class NamespacedDatabase(ExampleDatabase):
@@ -104,6 +107,10 @@ class PropertyRun:
     seed: int | None
     reproduce: str
     allowance: Allowance | None = None
+    draws_shown: bool = True
+    """Whether a failure shows the values the test drew from ``st.data()`` (Hypothesis' "Draw
+    N: ..." notes); a check whose draws are a schedule, which its own message shows as a
+    timeline, leaves them out."""
 
     def apply(self, test: Callable[[], None], *, with_settings: bool = True) -> Callable[[], None]:
         """Returns ``test`` (a ``@given`` test) with this run's seed, and its settings unless the
@@ -118,10 +125,18 @@ class PropertyRun:
             run_search(test, self.allowance)
 
 
-def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
+def plan(ctx: CheckContext, *, shrink: bool = True, **extra: Any) -> PropertyRun:
     """Returns the PropertyRun of the check running under ``ctx`` (its id, profile, seed and
     database); ``extra`` are further Hypothesis settings such as ``stateful_step_count`` or a
-    check's own ``max_examples``."""
+    check's own ``max_examples``.
+
+    ``shrink=False`` is for a search whose every example is costly, where a shrink step costs a
+    whole example (three processes and a schedule of a hundred steps or more): under a profile
+    of fixed work (``smoke``, ``ci``) the first failure found ends the search, Hypothesis'
+    shrink phase left out, so Hypothesis replays the failure once and it is reported as found.
+    Its blame is the same either way (:class:`~memspec.conformance.core.budgets.SearchWatch`
+    keeps the first failure's clauses while shrinking): shrinking only makes the example shown
+    smaller. A hunting profile (``thorough``) still shrinks it, within its budget."""
     check_id = ctx.check_id
     if not check_id:
         raise HarnessError("a property check was run without its id: call it as Check.run(ctx)")
@@ -139,6 +154,9 @@ def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
     # A given or drawn seed is named in the reproduction; a derandomized profile runs from the
     # spec's and the check's seed, which the same command derives again.
     runs_from = search_seed(check_id) if derandomize else seed
+    # The loaded Hypothesis profile's phases, but not explain: its notes cost runs; nor shrink
+    # for a search not shrunk under fixed work: the failure it finds ends it.
+    left_out = {Phase.explain} | ({Phase.shrink} if not shrink and profile.derandomize else set())
     chosen = settings(
         **{
             "max_examples": profile.examples,
@@ -148,8 +166,7 @@ def plan(ctx: CheckContext, **extra: Any) -> PropertyRun:
             "suppress_health_check": HEALTH_CHECKS_OFF,
             "report_multiple_bugs": False,
             "print_blob": False,
-            # The loaded Hypothesis profile's phases, but not explain: its notes cost runs.
-            "phases": tuple(phase for phase in settings().phases if phase is not Phase.explain),
+            "phases": tuple(phase for phase in settings().phases if phase not in left_out),
             **extra,
         }
     )
@@ -170,7 +187,9 @@ def failure_report(run: PropertyRun) -> Iterator[None]:
     try:
         yield
     except Violation as error:
-        parts = [*getattr(error, "__notes__", ()), run.reproduce]
+        notes = getattr(error, "__notes__", ())
+        shown = [note for note in notes if run.draws_shown or not DRAW_NOTE.match(note)]
+        parts = [*shown, run.reproduce]
         raise error.extended("\n".join(part for part in parts if part)) from None
     except Exception as error:
         error.add_note(run.reproduce)

@@ -31,6 +31,7 @@ from memspec.conformance.schedule.schedule import Chooser, Decision, follow, kee
 from memspec.conformance.tamper.capability import tampering
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.verdict.findings import Violation, verdict_of
+from memspec.fuzz.interleavings import FIRST_FAILING, SCHEDULES_RUN
 from tests.budgeted import run_in_budget
 
 REFERENCE = "memspec.reference_impl:open_store"
@@ -251,6 +252,38 @@ def test_random_schedules_catch_a_lock_on_the_data_file_and_replay_it(tmp_path: 
     repro = load_repro(saved)
     assert repro.seed is not None and len(repro.program.sessions) == 3
     assert all(replay(repro).reproduced for _ in range(10))
+
+
+def test_a_race_found_by_random_schedules_ends_the_search(tmp_path: Path) -> None:
+    """Under ci the first failing schedule ends the search: Hypothesis replays it once, and that
+    is all (shrinking a schedule costs a whole run per step: it ran on to the budget's share,
+    45 s of a 51 s certification). The verdict, the repro file and the reproduction are those of
+    the race as found."""
+    where = _mk(tmp_path / "w")
+    context = CheckContext(
+        _backend("open_no_lock"),
+        _mk(where / "root"),
+        _mk(where / "scratch"),
+        PROFILES["ci"],
+        artifacts=where,
+    )
+    with pytest.raises(Violation) as failed:
+        random_schedules(context)
+    figures = context.figures
+    first = int(figures[FIRST_FAILING])
+    # one run after the first failing schedule: its replay
+    assert figures[SCHEDULES_RUN] == first + 1, figures
+    assert verdict_of(failed.value).blamed == "LOCK-3"
+    message = str(failed.value)
+    assert "\n\nReplay it with: memspec repro " in message and "Draw 1:" not in message
+    assert message.endswith(
+        "Reproduce with: memspec certify --backend tests.backends.procs:open_no_lock "
+        "-k interleavings.random_schedules"
+    ), message[-300:]
+    (saved,) = where.glob("repro-random_schedules.json")
+    repro = load_repro(saved)
+    assert repro.failure is not None and repro.failure["clause"] == "LOCK-3"
+    assert replay(repro).reproduced
 
 
 def test_a_thorough_exploration_cut_after_cis_passes_and_ci_still_catches(tmp_path: Path) -> None:

@@ -261,6 +261,29 @@ def test_under_fixed_work_shrinking_is_still_held_to_the_budget() -> None:
     assert "times its" not in message and "hung" not in message
 
 
+def test_a_search_that_does_not_shrink_says_its_failure_is_the_one_found() -> None:
+    # Found once the budget's share was spent, the failure is reported as found, unreplayed.
+    from hypothesis import Phase, settings
+
+    @given(st.lists(st.integers(), min_size=3))
+    def fails(numbers: list[int]) -> None:
+        raise Violation("LOCK-3", "lost")
+
+    quick = settings(max_examples=20, database=None, derandomize=True, deadline=None)
+    unshrunk = settings(quick, phases=[Phase.generate])
+    allowance = _fixed(1, started=time.monotonic() - 10)
+    run = PropertyRun("area.check", unshrunk, None, "Reproduce with: here", allowance)
+    with pytest.raises(AssertionError) as raised:
+        run.run(run.apply(fails))
+    message = str(raised.value)
+    assert message.startswith("LOCK-3: lost")
+    assert (
+        "then stopped itself at 3/4 of its 1 s budget (10 s, profile ci) before replaying it, "
+        "after 1 run (1 failing); the failing example above is the one found"
+    ) in message
+    assert "shrinking" not in message and "smallest" not in message
+
+
 def test_under_fixed_work_the_harness_stops_only_a_hung_check() -> None:
     allowance = _fixed(0.02, started=time.monotonic())
     assert allowance.limit == pytest.approx(0.02 * HANG_GUARD)

@@ -9,11 +9,12 @@ shown on the real check in ``tests/harness/test_ci_programs.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, rule
@@ -190,3 +191,57 @@ def test_the_seed_is_the_one_hypothesis_runs_from(tmp_path: Path) -> None:
     run.run(run.apply(first))
     run.run(run.apply(second))
     assert drawn["first"] == drawn["second"] and len(set(drawn["first"])) > 10
+
+
+def test_a_search_not_shrunk_ends_at_its_first_failure_under_fixed_work(tmp_path: Path) -> None:
+    # Each example of such a search is costly (a schedule of three processes): the failure found
+    # is replayed once and reported as found, blamed on its clause, with its reproduction.
+    run = plan(_context(tmp_path, "ci", None, "interleavings.random_schedules"), shrink=False)
+    runs: list[int] = []
+
+    @given(st.integers(0, 10**6), st.data())
+    def property_(number: int, data: Any) -> None:
+        runs.append(number)
+        data.draw(st.integers(0, 255))  # a drawn switch: the message leaves its note out
+        if number >= BIG:
+            raise Violation("LOCK-3", f"{number} is too big")
+
+    with pytest.raises(AssertionError) as raised:
+        run.run(run.apply(property_))
+    first = next(at for at, number in enumerate(runs) if number >= BIG)
+    # one run after the first failure: Hypothesis' replay of it, the same example
+    assert runs[first + 1 :] == [runs[first]], runs
+    message = str(raised.value)
+    assert message.startswith(f"LOCK-3: {runs[first]} is too big"), message
+    assert message.endswith(run.reproduce) and run.check_id in run.reproduce
+    assert "Draw 1:" in message  # a run's draws are shown unless it says otherwise
+
+
+def test_only_a_hunting_profile_shrinks_a_search_that_is_not_shrunk(tmp_path: Path) -> None:
+    def phases(profile: str, shrink: bool) -> tuple[Phase, ...]:
+        context = _context(tmp_path, profile, None, "interleavings.random_schedules")
+        return tuple(plan(context, shrink=shrink).settings.phases)
+
+    for profile in ("smoke", "ci"):
+        assert Phase.shrink not in phases(profile, False)
+        assert Phase.shrink in phases(profile, True)
+    assert Phase.shrink in phases("thorough", False)
+    # explain's notes cost runs, under every profile
+    assert not any(Phase.explain in phases(name, True) for name in PROFILES)
+
+
+def test_a_run_that_hides_its_draws_shows_the_rest_of_the_failing_example(tmp_path: Path) -> None:
+    run = plan(_context(tmp_path, "ci", None, "interleavings.random_schedules"), shrink=False)
+    run = replace(run, draws_shown=False)
+
+    @given(st.integers(BIG, 2 * BIG), st.data())
+    def property_(number: int, data: Any) -> None:
+        data.draw(st.integers(0, 255))
+        data.draw(st.integers(0, 255), label="switch")
+        raise Violation("LOCK-3", f"{number} is too big")
+
+    with pytest.raises(AssertionError) as raised:
+        run.run(run.apply(property_))
+    message = str(raised.value)
+    assert "Draw " not in message and "property_(" in message, message
+    assert message.endswith(run.reproduce)
