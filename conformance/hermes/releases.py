@@ -5,6 +5,7 @@ More in docs/architecture.md, "Module notes".
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -323,11 +324,26 @@ def describe_venv(python: Path) -> str:
 def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
     """Returns the interpreter of ``build``'s environment, building it first if needed; raises
     UsageError (one line) when the release cannot be found, reached, served or built."""
-    with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch, _pip_settings(cache):
         wheel = None
         if isinstance(build, LocalBuild):
             wheel = build.path if build.path.is_file() else _build_wheel(build.path, Path(scratch))
         return _ensure(build, wheel, cache / "hermes" / _venv_name(build, wheel), python)
+
+
+@contextlib.contextmanager
+def _pip_settings(cache: Path) -> Iterator[None]:
+    """Has the pip runs that build an environment keep their cache under memspec's ``cache``
+    and skip their version check (which writes under the user's home), unless the user set
+    either: certification writes nothing outside the report, the cache and temporary files."""
+    wanted = {"PIP_CACHE_DIR": str(cache / "pip"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    added = [name for name in wanted if name not in os.environ]
+    os.environ.update({name: wanted[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None:
