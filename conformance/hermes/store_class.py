@@ -475,7 +475,7 @@ class HermesClassStore:
         if isinstance(both, Mapping):
             block = both.get(target)
         elif isinstance(both, tuple | list) and len(both) == len(TARGETS):
-            block = both[list(TARGETS).index(target)]
+            block = both[0 if target == TARGETS[0] else 1]
         elif hasattr(both, target) and not isinstance(both, str):
             block = getattr(both, target)
         else:
