@@ -318,7 +318,16 @@ def describe_venv(python: Path) -> str:
     agent = f"; for the agent: {ready['agent']}" if "agent" in ready else ""
     homes = ready.get("home_variables")
     home = f"; homes pointed at a scratch directory: {', '.join(homes)}" if homes else ""
-    return f"{ready['installed']}{agent}{home}"
+    built = ""
+    if "agent_built" in ready:
+        declined = ready.get("agent_declined", "")
+        built = "; an agent was built" if ready["agent_built"] else f"; no agent: {declined}"
+    add = ""
+    if "writes" in ready:
+        add = f"; a recorded add: {', '.join(ready['writes']) or 'neither crash-safe nor durable'}"
+    elif "writes_unknown" in ready:
+        add = f"; no add recorded: {ready['writes_unknown']}"
+    return f"{ready['installed']}{agent}{home}{built}{add}"
 
 
 def ensure_venv(build: Build, cache: Path, python: str | None = None) -> Path:
@@ -364,9 +373,12 @@ def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None
         except _Failed as failure:
             failed = failed or last_line(str(failure), "pip failed")
             continue
-        ready["agent"] = ", ".join(pins) or "nothing more"
-        if failed:
-            ready["agent"] += f" (the whole Requires-Dist set failed: {failed})"
+        if not pins:
+            ready["agent"] = "nothing more"
+        elif needs is installed.agent:
+            ready["agent"] = f"its {len(pins)} runtime Requires-Dist lines"
+        else:
+            ready["agent"] = f"{', '.join(pins)} (the whole Requires-Dist set failed: {failed})"
         return
     ready["agent"] = f"not installed: {failed}"
 

@@ -57,7 +57,7 @@ class MemoryStore:
         return get_memory_dir() / ("USER.md" if target == "user" else "MEMORY.md")
 
     def load_from_disk(self):
-        get_memory_dir().mkdir(parents=True, exist_ok=True)
+        FORK_HOME.mkdir(parents=True, exist_ok=True)  # its state database, logs, SOUL.md
         (FORK_HOME / "state.db").write_text("sessions", encoding="utf-8")
         for target in ("memory", "user"):
             path = self._path(target)
