@@ -127,12 +127,12 @@ def listing(directory: Path) -> list[tuple[str, int, bytes]]:
 
 class Places:
     """A run's places: a "real home" and an invocation directory, each holding a file of the
-    user's, and the cache, temporary and report directories certification may write."""
+    user's, and the cache and report directories certification may write."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.home, self.cwd = tmp_path / "home", tmp_path / "cwd"
-        self.cache, self.temp, self.report = (tmp_path / n for n in ("cache", "tmp", "report"))
-        for directory in (self.home, self.cwd, self.cache, self.temp):
+        self.cache, self.report = tmp_path / "cache", tmp_path / "report"
+        for directory in (self.home, self.cwd, self.cache):
             directory.mkdir()
         (self.home / ".profile").write_text("the user's own\n", encoding="utf-8")
         (self.cwd / "notes.txt").write_text("the user's own\n", encoding="utf-8")
@@ -143,10 +143,11 @@ class Places:
         self.before = (listing(self.home), listing(self.cwd))
 
     def environment(self) -> dict[str, str]:
-        """The run's environment: this home, this cache, this temporary directory."""
+        """The run's environment: this home and this cache (temporary files go to the system's
+        temporary directory, whose socket paths must stay short)."""
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMSPEC_"))}
         return {**keep, "HOME": str(self.home), "MEMSPEC_CACHE_DIR": str(self.cache),
-                "TMPDIR": str(self.temp), "PYTHONPATH": str(PROJECT)}  # fmt: skip
+                "PYTHONPATH": str(PROJECT)}  # fmt: skip
 
     def memspec(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
