@@ -367,6 +367,30 @@ def test_a_recorded_write_outweighs_the_writers_text() -> None:
     assert "crash-safe" in hermes_adapter.store_features(SimpleNamespace, ["crash-safe"])
 
 
+REFUSING_OPEN = """
+import json, sys
+request = json.loads(sys.stdin.readline())
+answer = {"id": request["id"], "ok": False, "code": "E_INVALID",
+          "message": "MemoryStore() missing 1 required positional argument: 'user_path'"}
+print(json.dumps(answer), flush=True)
+"""
+
+
+def test_a_refused_open_says_why(tmp_path: Path) -> None:
+    from memspec.conformance.transport.backend import BackendDefect
+    from memspec.conformance.transport.jsonlines import CommandBackend
+
+    script = tmp_path / "refuses.py"
+    script.write_text(textwrap.dedent(REFUSING_OPEN), encoding="utf-8")
+    backend = CommandBackend(f"{sys.executable} {script}", timeout=30, prestart=False)
+    with pytest.raises(BackendDefect) as refused:
+        backend.open(tmp_path)
+    assert str(refused.value).startswith(
+        "the backend refused to open the root: MemoryStore() missing 1 required positional "
+        "argument: 'user_path'"
+    ), str(refused.value)
+
+
 def test_hermes_help_states_the_timeout_a_release_gets() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "memspec.conformance", "hermes", "--help"],
