@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -226,7 +226,7 @@ ALWAYS_HOME = ("HOME", "HERMES_HOME")
 ``~`` and ``Path.home()``, ``HERMES_HOME`` for Hermes' own modules."""
 
 
-def home_variables(sources: Any) -> tuple[str, ...]:
+def home_variables(sources: Iterable[str]) -> tuple[str, ...]:
     """Returns the variables a build reads for a home directory, found in the texts ``sources``
     (its Python files), with :data:`ALWAYS_HOME` first: each is pointed at the session's
     scratch directory, so that nothing the build writes under a home reaches the user's
@@ -235,7 +235,7 @@ def home_variables(sources: Any) -> tuple[str, ...]:
     return (*ALWAYS_HOME, *sorted(found - set(ALWAYS_HOME)))
 
 
-def isolate(home: str, variables: Any) -> None:
+def isolate(home: str, variables: Iterable[str]) -> None:
     """Points every variable of ``variables`` (and :data:`ALWAYS_HOME`) at ``home``."""
     for name in (*ALWAYS_HOME, *variables):
         os.environ[name] = home
@@ -592,7 +592,7 @@ def _sources() -> list[str]:
     return texts
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs one session; Hermes' exceptions end it with status 1 and a traceback on stderr.
     Every home the build reads (:func:`home_variables`, as recorded when the environment was
     prepared, else found now) is a private scratch directory, removed at the end. With
