@@ -467,18 +467,24 @@ def _agent_module() -> Any:
 
 
 PROBE_BASE = "You are memspec's probe of this agent."
+PROBE_TURN = ("memspec probe", "Noted.")
+"""The user message and the scripted reply of the probe's one turn."""
 
 
 def build_agent(agent: Any) -> str:
     """Builds the release's agent as ``agent_start`` does (its identity, its store, its
-    providers, its system prompt) and returns ``""``, or why it could not be built: the
-    exception its code raised, as one line (an import that exits on a missing dependency, a
-    policy that refuses the model's endpoint)."""
+    providers, its system prompt) and has it take one turn as ``agent_turn`` does; returns
+    ``""``, or why not: the exception its code raised, as one line (an import that exits on a
+    missing dependency, a policy that refuses the model's endpoint, a turn that reaches for the
+    network, as simplicio-agent's token counter fetching its encoding)."""
+    stage = "building the agent"
     try:
         agent.start(PROBE_BASE, [])
+        stage = "the built agent's first turn"
+        agent.turn(*PROBE_TURN)
     except (Exception, SystemExit) as error:
         text = (str(error).strip().splitlines() or [""])[0][:300]
-        return f"building the agent failed: {type(error).__name__}: {text}"
+        return f"{stage} failed: {type(error).__name__}: {text}"
     return ""
 
 

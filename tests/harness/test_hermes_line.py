@@ -280,14 +280,19 @@ def test_memspec_hermes_on_a_fork_with_a_renamed_home_writes_only_where_it_may(
 
 
 class _Agent:
-    """An agent session whose build does what ``start`` is given."""
+    """An agent session whose build, or else whose first turn, raises what it is given."""
 
-    def __init__(self, error: BaseException | None) -> None:
-        self.error, self.started = error, 0
+    def __init__(self, error: BaseException | None, at_turn: bool = False) -> None:
+        self.error, self.at_turn, self.started, self.turns = error, at_turn, 0, 0
 
     def start(self, base: str, providers: list[Any]) -> None:
         self.started += 1
-        if self.error is not None:
+        if self.error is not None and not self.at_turn:
+            raise self.error
+
+    def turn(self, user: str, reply: str) -> None:
+        self.turns += 1
+        if self.error is not None and self.at_turn:
             raise self.error
 
 
@@ -296,7 +301,14 @@ def test_agent_is_claimed_only_on_a_built_agent(monkeypatch: pytest.MonkeyPatch)
     # run_agent.py without rich) or a refused endpoint is the reason.
     monkeypatch.setattr(hermes_adapter, "recorded", dict)
     built = _Agent(None)
-    assert hermes_adapter.agent_evidence(built) == "" and built.started == 1
+    assert hermes_adapter.agent_evidence(built) == "" and (built.started, built.turns) == (1, 1)
+    offline = _Agent(
+        ConnectionError("Failed to resolve 'openaipublic.blob.core.windows.net'"), True
+    )
+    assert hermes_adapter.agent_evidence(offline) == (
+        "the built agent's first turn failed: ConnectionError: Failed to resolve "
+        "'openaipublic.blob.core.windows.net'"
+    )
     exits = hermes_adapter.agent_evidence(_Agent(SystemExit("missing dependencies: rich")))
     assert exits == "building the agent failed: SystemExit: missing dependencies: rich"
     refused = hermes_adapter.agent_evidence(_Agent(RuntimeError("LOCAL_INFERENCE_PAUSED: x")))
