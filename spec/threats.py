@@ -250,7 +250,10 @@ _TABLE: Final[tuple[tuple[str, str], ...]] = (
         r"(?:back\s+)?(?:to|with)\s+(?:the\s+|an?\s+|your\s+)?"
         rf"(?:{_C2_FRAMEWORK}|c2|command(?:\s|-)+and(?:\s|-)+control)\b"
         r"|\b(?:c2|command(?:\s|-)+and(?:\s|-)+control)\s+(?:servers?|channels?|infrastructure"
-        r"|beacons?|endpoints?|nodes?|listeners?|hosts?)\b",
+        r"|beacons?|endpoints?|nodes?|listeners?|hosts?)\b"
+        r"|\b(?:c2|command(?:\s|-)+and(?:\s|-)+control)\s+(?:will\s+be|is|are|can\s+be|shall\s+be"
+        r"|gets?)\s+(?:reached|contacted|established|accessed|maintained)\s+(?:via|through|over"
+        r"|at|using)\b",
     ),
     (
         "hardcoded_secret",

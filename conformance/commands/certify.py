@@ -150,20 +150,37 @@ def probe_backend(settings: Settings) -> Settings:
     """Opens and closes one session on a scratch root, and returns the settings with the
     features the backend claims, read there: the checks open it no more before they run
     (raises BackendDefect; make_settings has already made the report directory)."""
+    return _probe(settings)[0]
+
+
+def _probe(settings: Settings) -> tuple[Settings, tuple[str, ...]]:
+    """Returns :func:`probe_backend`'s settings and the backend's reasons for the features it
+    declined (:func:`claims`)."""
     if settings.backend is None:
         raise UsageError(ONE_BACKEND)
-    return settings.with_features(claimed_features(settings.backend))
+    features, declined = claims(settings.backend)
+    return settings.with_features(features), declined
 
 
 def claimed_features(backend: Backend) -> frozenset[str]:
     """Returns the features ``backend`` claims, read from one session opened and closed on a
     scratch root (raises BackendDefect when it cannot be started)."""
+    return claims(backend)[0]
+
+
+def claims(backend: Backend) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Returns the features ``backend`` claims and, for a command backend, the lines in which
+    it said why it does not claim others (``agent feature not claimed: ...``, read from its
+    stderr), both from one session opened and closed on a scratch root (raises BackendDefect
+    when it cannot be started)."""
     with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
         session = backend.open(Path(scratch))
         try:
-            return frozenset(session.features)
+            features = frozenset(session.features)
         finally:
             session.close()
+    # Only a process has a stderr to say it on; an in-process session has no such lines.
+    return features, tuple(getattr(session, "declined", ()))
 
 
 SUITE = Path(__file__).resolve().parents[1] / "suite"
@@ -295,7 +312,7 @@ def run_certification(settings: Settings) -> CertifyResult:
     result."""
     measured = start_coverage(settings) if settings.coverage else None
     try:
-        settings = probe_backend(settings)
+        settings, declined = _probe(settings)
     except BackendDefect as defect:
         if measured is not None:
             measured.cov.stop()
@@ -304,7 +321,7 @@ def run_certification(settings: Settings) -> CertifyResult:
         return CertifyResult(2, counts, [], [reason], spec=settings.spec, started=False)
     tally = _Tally()
     plugins: list[Any] = [tally]
-    notes: list[str] = []
+    notes: list[str] = list(declined)
     if measured is not None:
         plugins.append(measured)
         if settings.workers:

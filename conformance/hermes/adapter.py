@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -214,15 +214,58 @@ def source_of(function: Any) -> str:
         return ""
 
 
-def store_features(store_class: type) -> list[str]:
+HOME_READ = re.compile(
+    r"""(?:environ\s*\.\s*(?:get|setdefault|pop)\s*\(|getenv\s*\(|environ\s*\[)\s*"""
+    r"""["']([A-Z][A-Z0-9_]*_HOME)["']"""
+)
+"""A read of an environment variable named ``…_HOME`` (``os.environ.get("NASTECH_HOME")``,
+``os.getenv``, ``os.environ[...]``): where a build, or a fork that renamed ``HERMES_HOME``,
+takes a home directory from."""
+ALWAYS_HOME = ("HOME", "HERMES_HOME")
+"""Pointed at the session's scratch directory whatever the build reads: ``HOME`` for every
+``~`` and ``Path.home()``, ``HERMES_HOME`` for Hermes' own modules."""
+
+
+def home_variables(sources: Iterable[str]) -> tuple[str, ...]:
+    """Returns the variables a build reads for a home directory, found in the texts ``sources``
+    (its Python files), with :data:`ALWAYS_HOME` first: each is pointed at the session's
+    scratch directory, so that nothing the build writes under a home reaches the user's
+    (README, "What certification writes")."""
+    found = {name for text in sources if "_HOME" in text for name in HOME_READ.findall(text)}
+    return (*ALWAYS_HOME, *sorted(found - set(ALWAYS_HOME)))
+
+
+def isolate(home: str, variables: Iterable[str]) -> None:
+    """Points every variable of ``variables`` (and :data:`ALWAYS_HOME`) at ``home``."""
+    for name in (*ALWAYS_HOME, *variables):
+        os.environ[name] = home
+
+
+def recorded() -> dict[str, Any]:
+    """Returns what ``memspec hermes`` recorded of this environment when it prepared it (its
+    ready file, ``memspec-ready`` under ``sys.prefix``): home variables, whether an agent was
+    built, what a write does; empty for an environment built some other way."""
+    try:
+        ready = json.loads((Path(sys.prefix) / "memspec-ready").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return ready if isinstance(ready, dict) else {}
+
+
+WRITE_FEATURES = ("crash-safe", "durable")
+"""The features a recorded write decides (``writes``), not the code's text."""
+
+
+def store_features(store_class: type, writes: Any = None) -> list[str]:
     """Returns the contract features a class with Hermes' ``MemoryStore`` shape really has, each
     from a mechanism found in its code (docs/hermes.md lists them): ``core`` always, so a store
     that refuses ``replace`` fails the clauses that need it instead of being excused from them;
-    ``multi-process`` for a ``_file_lock``; ``crash-safe`` for a ``_write_file`` that renames a
-    temp file over the file, and ``durable`` when it also fsyncs the directory (no release
-    does: ATOMIC-3 is skipped, never passed); ``drift-guard`` for ``_detect_external_drift``;
+    ``multi-process`` for a ``_file_lock``; ``drift-guard`` for ``_detect_external_drift``;
     ``threat-scan`` for an ``add`` that calls a ``_scan…`` function; ``batch`` for
-    ``apply_batch``."""
+    ``apply_batch``. ``crash-safe`` and ``durable`` come from ``writes``, what a recorded write
+    of the store did (memspec's strace of one add: a temp file renamed over the file; with it
+    synced and the directory synced after, durable), when there is a record; without one,
+    from a ``_write_file`` that renames a temp file over the file (and fsyncs the directory)."""
     features = ["core"]
     if callable(getattr(store_class, "apply_batch", None)):
         features.append("batch")
@@ -233,15 +276,18 @@ def store_features(store_class: type) -> list[str]:
     else:
         if hasattr(store_class, "_file_lock"):
             features.append("multi-process")
-    writer = source_of(getattr(store_class, "_write_file", None))
-    renames = re.search(
-        r"\b(atomic_replace|os\.replace|aiofiles\.os\.replace|os\.rename)\(",
-        writer,
-    )
-    if renames and re.search(r"mkstemp|\.tmp", writer):
-        features.append("crash-safe")
-        if "O_DIRECTORY" in writer and "fsync" in writer:
-            features.append("durable")
+    if isinstance(writes, list):
+        features.extend(feature for feature in WRITE_FEATURES if feature in writes)
+    else:
+        writer = source_of(getattr(store_class, "_write_file", None))
+        renames = re.search(
+            r"\b(atomic_replace|os\.replace|aiofiles\.os\.replace|os\.rename)\(",
+            writer,
+        )
+        if renames and re.search(r"mkstemp|\.tmp", writer):
+            features.append("crash-safe")
+            if "O_DIRECTORY" in writer and "fsync" in writer:
+                features.append("durable")
     if hasattr(store_class, "_detect_external_drift"):
         features.append("drift-guard")
     if re.search(r"\b_scan\w*\(", source_of(getattr(store_class, "add", None))):
@@ -255,12 +301,14 @@ def detect_features(
     fence: Any,
     actions: tuple[str, ...] = (),
     parses: bool = True,
+    writes: Any = None,
 ) -> list[str]:
     """Returns the contract features the installed release really has (CONTRACT-19): its
-    store's (:func:`store_features`), ``batch`` only when the tool also takes ``operations``,
-    ``fence`` with the agent's fence builder, ``patch`` when the tool offers it, and ``tool``
-    only with the agent's own argument parser."""
-    features = store_features(store_class)
+    store's (:func:`store_features`, ``writes`` what a recorded write did), ``batch`` only
+    when the tool also takes ``operations``, ``fence`` with the agent's fence builder,
+    ``patch`` when the tool offers it, and ``tool`` only with the agent's own argument
+    parser."""
+    features = store_features(store_class, writes)
     if "batch" in features and "operations" not in inspect.signature(tool).parameters:
         features.remove("batch")
     if fence is not None:
@@ -291,7 +339,10 @@ class HermesSession:
         self.loop = asyncio.new_event_loop() if self.is_async else None
         self.actions = schema_actions(module)
         parses = argument_parser() is not None
-        self.features = detect_features(module.MemoryStore, self.tool, fence, self.actions, parses)
+        writes = recorded().get("writes")
+        self.features = detect_features(
+            module.MemoryStore, self.tool, fence, self.actions, parses, writes
+        )
         if not parses:
             print(
                 f"tool feature not claimed: the agent has no {PARSER} in {PARSER_MODULE}; it "
@@ -415,6 +466,40 @@ def _agent_module() -> Any:
     return module
 
 
+PROBE_BASE = "You are memspec's probe of this agent."
+PROBE_TURN = ("memspec probe", "Noted.")
+"""The user message and the scripted reply of the probe's one turn."""
+
+
+def build_agent(agent: Any) -> str:
+    """Builds the release's agent as ``agent_start`` does (its identity, its store, its
+    providers, its system prompt) and has it take one turn as ``agent_turn`` does; returns
+    ``""``, or why not: the exception its code raised, as one line (an import that exits on a
+    missing dependency, a policy that refuses the model's endpoint, a turn that reaches for the
+    network, as simplicio-agent's token counter fetching its encoding)."""
+    stage = "building the agent"
+    try:
+        agent.start(PROBE_BASE, [])
+        stage = "the built agent's first turn"
+        agent.turn(*PROBE_TURN)
+    except (Exception, SystemExit) as error:
+        text = (str(error).strip().splitlines() or [""])[0][:300]
+        return f"{stage} failed: {type(error).__name__}: {text}"
+    return ""
+
+
+def agent_evidence(agent: Any) -> str:
+    """Returns ``""`` when an agent of this release was built (``agent`` is only claimed then),
+    else why not: what ``memspec hermes`` recorded when it built one in the environment, or,
+    without a record, a build here and now (:func:`build_agent`)."""
+    ready = recorded()
+    if "agent_built" not in ready:
+        return build_agent(agent)
+    if ready["agent_built"] is True:
+        return ""
+    return str(ready.get("agent_declined") or "no agent was built in this environment")
+
+
 def _open(request: Request) -> tuple[HermesSession, Answer]:
     root = request.get("root")
     if not isinstance(root, str) or not os.path.isdir(root):
@@ -431,8 +516,11 @@ def _open(request: Request) -> tuple[HermesSession, Answer]:
     found = installed_distribution()  # one scan of the environment's distributions
     session.agent, why = agents.open_agent(found, Path(home) if home else None, session.limits)
     if session.agent is not None:
+        why = agent_evidence(session.agent)
+    if session.agent is not None and not why:
         session.features.append("agent")
     else:
+        session.agent = None
         print(f"agent feature not claimed: {why}", file=sys.stderr)
     name, version = name_and_version(found)
     variant = "async" if session.is_async else "sync"
@@ -478,11 +566,56 @@ def serve(stdin: Any, stdout: Any) -> int:
     return 0
 
 
-def main() -> int:
-    """Runs one session; Hermes' exceptions end it with status 1 and a traceback on stderr."""
+def probe_agent() -> dict[str, Any]:
+    """Returns whether the release's agent can be built here, as ``memspec hermes`` records it
+    (``agent_built`` and, when not, ``agent_declined``, the reason)."""
+    home = os.environ.get("HERMES_HOME")
+    agent, why = _agent_module().open_agent(
+        installed_distribution(), Path(home) if home else None, (2200, 1375)
+    )
+    why = why or build_agent(agent)
+    return {"agent_built": not why, **({"agent_declined": why} if why else {})}
+
+
+def probe_write(root: Path) -> dict[str, Any]:
+    """Loads a store on ``root`` and adds one entry through the tool: the write whose system
+    calls ``memspec hermes`` records (under strace) to decide ``crash-safe`` and ``durable``."""
+    session = HermesSession(root, 2200, 1375)
+    session.handle("load", {})
+    return dict(session.handle("add", {"target": "memory", "content": "memspec probe entry"}))
+
+
+def _sources() -> list[str]:
+    """Returns the Python files of the distribution that ships the memory tool, as text."""
+    found = installed_distribution()
+    texts = []
+    for path in (found.files or []) if found is not None else []:
+        if str(path).endswith(".py"):
+            try:
+                texts.append(Path(found.locate_file(path)).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+    return texts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs one session; Hermes' exceptions end it with status 1 and a traceback on stderr.
+    Every home the build reads (:func:`home_variables`, as recorded when the environment was
+    prepared, else found now) is a private scratch directory, removed at the end. With
+    ``--probe-agent`` or ``--probe-write ROOT`` it prints one JSON line of evidence instead
+    (:func:`probe_agent`, :func:`probe_write`)."""
+    argv = sys.argv[1:] if argv is None else argv
     home = tempfile.mkdtemp(prefix="memspec-hermes-home-")
-    os.environ["HERMES_HOME"] = home
+    variables = recorded().get("home_variables")
+    if not isinstance(variables, list):
+        variables = home_variables(_sources())
+    isolate(home, variables)
     try:
+        if argv[:1] in (["--probe-agent"], ["--probe-write"]):
+            protocol, sys.stdout = sys.stdout, sys.stderr  # what the build prints is not ours
+            found = probe_agent() if argv[0] == "--probe-agent" else probe_write(Path(argv[1]))
+            protocol.write(json.dumps(found) + "\n")
+            return 0
         return serve(sys.stdin, sys.stdout)
     except Exception:
         print("hermes raised (a backend defect, CONTRACT-6):", file=sys.stderr)

@@ -27,6 +27,12 @@ API_SEAM = "_interruptible_api_call"
 ASYNC_API_SEAM = "_execute_model_request"
 ASYNC_START = "__aenter__"
 REBUILD_HOOK = "_invalidate_system_prompt"
+MODEL_HOST = "memspec-model.invalid"
+MODEL_URL = f"https://{MODEL_HOST}/v1"
+"""The stand-in model's endpoint, which the agent is built with and never reaches (its one
+model call is replaced at :attr:`Line.seam`). Not a loopback, private or single-label host:
+a local-inference policy (simplicio-agent's refuses ``127.0.0.1``) lets it through; ``.invalid``
+never resolves (RFC 2606), and :func:`refuse_model_host` answers its look-ups at once."""
 
 
 class BadRequest(Exception):
@@ -451,6 +457,25 @@ def _plain(messages: Any) -> list[ApiMessage]:
     ]
 
 
+def refuse_model_host() -> None:
+    """Makes a look-up of :data:`MODEL_HOST` fail at once, in this process, so that anything
+    of the agent that tries the endpoint (a model list, a context-length query) fails as an
+    unreachable host would, without asking a name server."""
+    import socket
+
+    lookup = socket.getaddrinfo
+    if getattr(lookup, "memspec_refuses", False):
+        return
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == MODEL_HOST:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return lookup(host, *args, **kwargs)
+
+    getaddrinfo.memspec_refuses = True  # type: ignore[attr-defined]  # a marker on a function
+    socket.getaddrinfo = getaddrinfo
+
+
 class HermesAgentSession:
     """The agent ops over one contract session, served by the release's ``AIAgent``."""
 
@@ -492,7 +517,7 @@ class HermesAgentSession:
         assert self.parts is not None
         agent = self.parts.AIAgent(
             api_key="memspec-no-key",
-            base_url="http://127.0.0.1:9/v1",
+            base_url=MODEL_URL,
             model="memspec-scripted",
             provider="custom",
             quiet_mode=True,
@@ -590,6 +615,7 @@ class HermesAgentSession:
             )
         scripts = [parse_provider(script, n) for n, script in enumerate(providers)]
         if self.parts is None:
+            refuse_model_host()
             self.parts = import_parts()
             self.provider_class = scripted_provider_class(self.parts.MemoryProvider, self.line)
         self._configure(base)

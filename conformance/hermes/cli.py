@@ -6,6 +6,7 @@ More in docs/architecture.md, "Module notes".
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from memspec.conformance.core.options import (
     SELECT,
     TIMEOUT,
     WORKERS,
+    Option,
     add_options,
 )
 from memspec.conformance.core.results_page import PageRun, writable_page
@@ -344,8 +346,21 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser, profile: str) -> None:
-    add_options(parser.add_argument, (PROFILE, WORKERS, TIMEOUT), defaults={"profile": profile})
+RELEASE_TIMEOUT = dataclasses.replace(
+    TIMEOUT,
+    help=f"longest wait for one call of a Hermes release; default {RELEASE_CALL_TIMEOUT:g} "
+    "(its first agent op imports the agent)",
+)
+"""``--timeout`` as ``hermes`` and ``sweep`` take it: every backend they certify is a release."""
+MATRIX_TIMEOUT = dataclasses.replace(
+    TIMEOUT, help=f"{TIMEOUT.help}, {RELEASE_CALL_TIMEOUT:g} for a Hermes release (--hermes)"
+)
+
+
+def _common(
+    parser: argparse.ArgumentParser, profile: str, timeout: Option = RELEASE_TIMEOUT
+) -> None:
+    add_options(parser.add_argument, (PROFILE, WORKERS, timeout), defaults={"profile": profile})
     parser.add_argument(
         "--cache",
         metavar="DIR",
@@ -411,7 +426,7 @@ def add_parsers(commands: Any) -> None:
         "--from-report", action="append", default=[], metavar="DIR", help="a saved certification"
     )
     _page_option(matrix, "matrix")
-    _common(matrix, "ci")
+    _common(matrix, "ci", MATRIX_TIMEOUT)
     matrix.set_defaults(run=_cmd_matrix)
 
     sweep = add_command(commands, "sweep", "certify every release in a range; a timeline")

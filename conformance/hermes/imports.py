@@ -182,10 +182,16 @@ class Needs:
     missing: tuple[str, ...]
 
 
+def runtime_lines(requires: Iterable[str]) -> tuple[str, ...]:
+    """Returns the ``Requires-Dist`` lines a plain ``pip install`` of the distribution installs
+    (those of no extra), as written: pip decides their other markers."""
+    return tuple(line.strip() for line in requires if "extra ==" not in line.replace("'", '"'))
+
+
 def requirement_pins(requires: Iterable[str], modules: Iterable[str]) -> Needs:
     """Returns the ``Requires-Dist`` lines (without extras) that provide ``modules``, as
     written, and the modules none of them provides."""
-    lines = [line.strip() for line in requires if "extra ==" not in line.replace("'", '"')]
+    lines = runtime_lines(requires)
     pins: list[str] = []
     missing: list[str] = []
     for module in sorted(set(modules)):

@@ -5,6 +5,7 @@ More in docs/architecture.md, "Module notes".
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -17,25 +18,36 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, cast
 
+from memspec.conformance.hermes.adapter import WRITE_FEATURES, home_variables
 from memspec.conformance.hermes.imports import (
     MEMORY_TOOL,
     Needs,
     agent_closure,
+    agent_modules,
     import_closure,
     memory_modules,
     requirement_pins,
+    runtime_lines,
 )
+from memspec.conformance.tamper.calls import CallRecord
+from memspec.conformance.tamper.fstrace import QUIET, SECCOMP_BPF, STRACE_ARGUMENTS, read_strace
+from memspec.conformance.tamper.strace import strace_problem
 from memspec.spec.errors import MemspecError, UsageError
 
 PACKAGES = ("hermes-agent", "async-hermes-agent")  # the upstream lines; any fork certifies too
 PIP_TIMEOUT = 900.0
 LOCK_TIMEOUT = 1800.0
 READY = "memspec-ready"
+READY_FORMAT = 2
+"""The ready file's format: 2 records what the agent's build needs from the distribution's own
+``Requires-Dist`` lines, the variables the build reads for a home, whether an agent was built
+and what a write does; an environment of an earlier format is completed before it is used."""
+PROBE_TIMEOUT = 300.0
 ADAPTER = Path(__file__).resolve().parent / "adapter.py"
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([ab]|rc|\.post|\.dev)?[0-9]*$")
 _PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
@@ -171,12 +183,22 @@ class Distribution(TypedDict):
 
 class Ready(TypedDict, total=False):
     """What the ready file of an environment records: the build, what was installed, and what
-    the agent's imports got (``agent``) from the ``Requires-Dist`` lines ``agent_needs``."""
+    the agent got (``agent``) from the ``Requires-Dist`` lines ``agent_needs``; from format 2
+    (:data:`READY_FORMAT`) the evidence the adapter claims by: ``home_variables`` (every one
+    points at the session's scratch directory), ``agent_built`` (and why not,
+    ``agent_declined``) and ``writes``, the features a recorded write showed (or why no write
+    could be recorded, ``writes_unknown``)."""
 
     build: str
     installed: str
     agent: str
     agent_needs: list[str]
+    format: int
+    home_variables: list[str]
+    agent_built: bool
+    agent_declined: str
+    writes: list[str]
+    writes_unknown: str
 
 
 NOTHING_NEEDED = Needs((), ())
@@ -190,7 +212,13 @@ class Installed:
     version: str
     needs: Needs
     agent: Needs = NOTHING_NEEDED
-    """What the modules the ``agent`` ops drive need beyond :attr:`needs`."""
+    """What the agent needs beyond :attr:`needs`: every runtime ``Requires-Dist`` line of the
+    distribution (what a user's ``pip install`` gets), when it has an agent."""
+    followed: Needs = NOTHING_NEEDED
+    """The lines that provide what the modules the ``agent`` ops drive import (read with
+    ``ast``): installed when the whole set cannot be."""
+    homes: tuple[str, ...] = ()
+    """The variables the build reads for a home (:func:`~.adapter.home_variables`)."""
 
     def describe(self) -> str:
         """Returns one line naming the distribution and what was installed beside it."""
@@ -219,12 +247,25 @@ def find_memory_tool(distributions: Sequence[Distribution], label: str) -> Insta
         external = import_closure(found["files"], read, modules)
         needs = requirement_pins(found["requires"], external)
         driven = requirement_pins(found["requires"], agent_closure(found["files"], read))
-        agent = Needs(
+        followed = Needs(
             tuple(pin for pin in driven.pins if pin not in needs.pins),
             tuple(name for name in driven.missing if name not in needs.missing),
         )
-        return Installed(found["name"], found["version"], needs, agent)
+        runtime = runtime_lines(found["requires"]) if agent_modules(found["files"]) else ()
+        agent = Needs(tuple(line for line in runtime if line not in needs.pins), ())
+        homes = home_variables(_texts(found["files"], read))
+        return Installed(found["name"], found["version"], needs, agent, followed, homes)
     raise UsageError(f"{label} ships no Hermes memory tool (no {MEMORY_TOOL} among its files)")
+
+
+def _texts(files: Sequence[str], read: Callable[[str], str]) -> Iterator[str]:
+    """Yields the text of each Python file among ``files``."""
+    for path in files:
+        if path.endswith(".py"):
+            try:
+                yield read(path)
+            except OSError:
+                continue
 
 
 def _inspect(venv: Path, label: str) -> Installed:
@@ -276,7 +317,18 @@ def describe_venv(python: Path) -> str:
     if "installed" not in ready:
         return "an environment built by an earlier memspec"
     agent = f"; for the agent: {ready['agent']}" if "agent" in ready else ""
-    return f"{ready['installed']}{agent}"
+    homes = ready.get("home_variables")
+    home = f"; homes pointed at a scratch directory: {', '.join(homes)}" if homes else ""
+    built = ""
+    if "agent_built" in ready:
+        declined = ready.get("agent_declined", "")
+        built = "; an agent was built" if ready["agent_built"] else f"; no agent: {declined}"
+    add = ""
+    if "writes" in ready:
+        add = f"; a recorded add: {', '.join(ready['writes']) or 'neither crash-safe nor durable'}"
+    elif "writes_unknown" in ready:
+        add = f"; no add recorded: {ready['writes_unknown']}"
+    return f"{ready['installed']}{agent}{home}{built}{add}"
 
 
 def ensure_venv(
@@ -286,7 +338,7 @@ def ensure_venv(
     UsageError (one line) when the release cannot be found, reached, served or built.
     ``beside`` is a distribution installed in it too, with its dependencies (a memory provider
     plugin's, for ``memspec provider --package``): that environment is one of its own."""
-    with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch, _pip_settings(cache):
         wheel = None
         if isinstance(build, LocalBuild):
             wheel = build.path if build.path.is_file() else _build_wheel(build.path, Path(scratch))
@@ -294,21 +346,47 @@ def ensure_venv(
         return _ensure(build, wheel, venv, python, beside)
 
 
+@contextlib.contextmanager
+def _pip_settings(cache: Path) -> Iterator[None]:
+    """Has the pip runs that build an environment keep their cache under memspec's ``cache``
+    and skip their version check (which writes under the user's home), unless the user set
+    either: certification writes nothing outside the report, the cache and temporary files."""
+    wanted = {"PIP_CACHE_DIR": str(cache / "pip"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    added = [name for name in wanted if name not in os.environ]
+    os.environ.update({name: wanted[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None:
-    """Installs what the modules the ``agent`` ops drive import (``installed.agent``) and
-    records it in ``ready``: ``agent`` says what was installed (or why not), ``agent_needs``
-    lists the ``Requires-Dist`` lines the adapter then finds installed before it claims the
-    feature. A failed install leaves the memory environment usable, without the agent."""
-    pins = installed.agent.pins
-    ready["agent_needs"] = list(pins)
-    if pins:
-        pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
+    """Installs what the agent needs, from the distribution's own metadata: its runtime
+    ``Requires-Dist`` lines (``installed.agent``), else, when pip cannot install them all, the
+    lines that provide what the driven modules import (``installed.followed``); records it in
+    ``ready``: ``agent`` says what was installed (or why not), ``agent_needs`` the lines the
+    adapter then finds installed before it claims the feature. A failed install leaves the
+    memory environment usable, without the agent."""
+    pip = [str(venv_python(venv)), "-m", "pip", "install", "--quiet"]
+    failed = ""
+    for needs in (installed.agent, installed.followed):
+        pins = needs.pins
+        ready["agent_needs"] = list(pins)
         try:
-            _run([*pip, *pins], f"installing the agent's imports {', '.join(pins)}")
+            if pins:
+                _run([*pip, *pins], f"installing the agent's requirements {', '.join(pins)}")
         except _Failed as failure:
-            ready["agent"] = f"not installed: {last_line(str(failure), 'pip failed')}"
-            return
-    ready["agent"] = ", ".join(pins) or "nothing more"
+            failed = failed or last_line(str(failure), "pip failed")
+            continue
+        if not pins:
+            ready["agent"] = "nothing more"
+        elif needs is installed.agent:
+            ready["agent"] = f"its {len(pins)} runtime Requires-Dist lines"
+        else:
+            ready["agent"] = f"{', '.join(pins)} (the whole Requires-Dist set failed: {failed})"
+        return
+    ready["agent"] = f"not installed: {failed}"
 
 
 def _install_beside(venv: Path, beside: Release, ready: Ready) -> None:
@@ -348,13 +426,113 @@ def read_ready(venv: Path) -> Ready | None:
     return cast(Ready, ready) if isinstance(ready, dict) else {"build": text.strip()}
 
 
-def _add_agent_needs(venv: Path, label: str, ready: Ready) -> None:
-    """Installs the agent's imports into a ready environment built without them (by a memspec
-    before the agent feature), once; the ready file (``ready``, as read) then says so."""
-    if "agent" in ready:
+def _complete(venv: Path, label: str, ready: Ready) -> None:
+    """Brings a ready environment of an earlier format (:data:`READY_FORMAT`) up to date,
+    once: the agent's requirements from the distribution's metadata, then the evidence
+    (:func:`_gather_evidence`); the ready file (``ready``, as read) then says so."""
+    if ready.get("format") == READY_FORMAT:
         return
-    _install_agent_needs(venv, _inspect(venv, label), ready)
+    installed = _inspect(venv, label)
+    _install_agent_needs(venv, installed, ready)
+    _gather_evidence(venv, installed, ready)
     (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
+
+
+def _gather_evidence(venv: Path, installed: Installed, ready: Ready) -> None:
+    """Records in ``ready`` what the adapter claims by, each seen rather than read from one
+    function's text: the variables the build reads for a home, whether the release's agent is
+    built (``adapter.py --probe-agent``, in a scratch home) and which of ``crash-safe`` and
+    ``durable`` one add of its store showed under strace (:func:`record_write`)."""
+    ready["home_variables"] = list(installed.homes)
+    (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")  # the probes read it
+    python = venv_python(venv)
+    built = _probe(python, ["--probe-agent"])
+    if isinstance(built, str):
+        ready["agent_built"], ready["agent_declined"] = False, built
+    else:
+        ready["agent_built"] = built.get("agent_built") is True
+        if not ready["agent_built"]:
+            ready["agent_declined"] = str(built.get("agent_declined") or "no agent was built")
+    writes = record_write(python)
+    if isinstance(writes, str):
+        ready["writes_unknown"] = writes
+    else:
+        ready["writes"] = writes
+    ready["format"] = READY_FORMAT
+
+
+def _probe(
+    python: Path, argv: Sequence[str], prefix: Sequence[str] = ()
+) -> dict[str, object] | str:
+    """Returns the JSON line ``adapter.py ARGV`` prints in ``python``'s environment, or why it
+    printed none (one line)."""
+    command = [*prefix, str(python), "-I", str(ADAPTER), *argv]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"the probe {' '.join(argv)} did not finish: {error}"
+    try:
+        found = json.loads(last_line(done.stdout, "null"))
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        return f"the probe {' '.join(argv)} failed: {last_line(done.stderr)}"
+    return found
+
+
+def record_write(python: Path) -> list[str] | str:
+    """Returns which of ``crash-safe`` and ``durable`` the store of ``python``'s environment
+    shows when it adds one entry (``adapter.py --probe-write``, recorded under strace and read
+    by :func:`write_features`), or why no write could be recorded."""
+    problem = strace_problem()
+    if problem is not None:
+        return problem
+    with tempfile.TemporaryDirectory(prefix="memspec-write-") as scratch:
+        root, trace = Path(scratch) / "root", Path(scratch) / "trace"
+        root.mkdir()
+        strace = ["strace", SECCOMP_BPF, QUIET, *STRACE_ARGUMENTS, "-o", str(trace)]
+        answer = _probe(python, ["--probe-write", str(root)], strace)
+        if isinstance(answer, str):
+            return answer
+        if answer.get("ok") is not True:
+            return f"the recorded add was refused: {json.dumps(answer)[:200]}"
+        try:
+            records = read_strace(trace.read_text(encoding="utf-8"), str(root), {}).records
+        except (OSError, ValueError) as error:
+            return f"the strace record of the write could not be read: {error}"
+    return write_features(records, str(root / "MEMORY.md"))
+
+
+def write_features(records: Sequence[CallRecord], target: str) -> list[str]:
+    """Returns the features one recorded write of ``target`` shows (CRASH, ATOMIC): ``crash-safe``
+    when the new content was written to another file that was then renamed over ``target``;
+    ``durable`` when that file was also synced before the rename and the directory after it.
+
+    >>> from memspec.conformance.tamper.calls import CallRecord, Details
+    >>> def call(name, path, kind="temp", source=None):
+    ...     return CallRecord(name, path, kind, Details(source=source))
+    >>> write = [call("write", "/r/.t"), call("replace", "/r/MEMORY.md", "data", "/r/.t")]
+    >>> write_features(write, "/r/MEMORY.md")
+    ['crash-safe']
+    >>> synced = [write[0], call("fsync", "/r/.t"), write[1], call("fsync", "/r", "dir")]
+    >>> write_features(synced, "/r/MEMORY.md")
+    ['crash-safe', 'durable']
+    >>> write_features([call("write", "/r/MEMORY.md", "data")], "/r/MEMORY.md")
+    []
+    """
+    for index, record in enumerate(records):
+        source = record.details.source
+        if record.name not in ("replace", "rename") or record.path != target or not source:
+            continue
+        before, after = records[:index], records[index + 1 :]
+        if not any(r.name in ("write", "pwrite64", "writev") and r.path == source for r in before):
+            continue
+        synced = any(r.name in ("fsync", "fdatasync") and r.path == source for r in before)
+        dir_synced = any(r.name in ("fsync", "fdatasync") and r.kind == "dir" for r in after)
+        return list(WRITE_FEATURES) if synced and dir_synced else [WRITE_FEATURES[0]]
+    return []
 
 
 def _ensure(
@@ -363,7 +541,7 @@ def _ensure(
     """Returns the interpreter of the environment ``venv``: at once when its ready file says it
     is finished, else under the lock, where the ready file is read again (another memspec may
     have finished it meanwhile) and the environment built or completed."""
-    if "agent" in (read_ready(venv) or {}) and venv_python(venv).exists():
+    if (read_ready(venv) or {}).get("format") == READY_FORMAT and venv_python(venv).exists():
         return venv_python(venv)
     try:
         venv.parent.mkdir(parents=True, exist_ok=True)
@@ -373,7 +551,7 @@ def _ensure(
     try:
         ready = read_ready(venv)
         if ready is not None and venv_python(venv).exists():
-            _add_agent_needs(venv, build.label, ready)
+            _complete(venv, build.label, ready)
             return venv_python(venv)
         shutil.rmtree(venv, ignore_errors=True)
         try:
@@ -392,6 +570,7 @@ def _ensure(
         _install_agent_needs(venv, installed, ready)
         if beside is not None:
             _install_beside(venv, beside, ready)
+        _gather_evidence(venv, installed, ready)
         (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
         return venv_python(venv)
     finally:

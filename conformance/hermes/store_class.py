@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -30,7 +31,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from memspec.conformance.hermes.adapter import ERROR_CODES, Unmapped, source_of, store_features
+from memspec.conformance.hermes.adapter import (
+    ALWAYS_HOME,
+    ERROR_CODES,
+    Unmapped,
+    home_variables,
+    isolate,
+    source_of,
+    store_features,
+)
 from memspec.conformance.hermes.adapter import classify as hermes_classify
 from memspec.conformance.transport.jsonlines import ADAPTER_GAP_STATUS
 from memspec.conformance.verdict.findings import ADAPTER_GAP_MARK, AdapterGap
@@ -39,13 +48,21 @@ from memspec.spec.errors import UsageError
 from memspec.spec.targets import DEFAULT_LIMITS, TARGETS
 
 LOADERS = ("load_from_disk", "load")
-SNAPSHOTS = ("format_for_system_prompt", "snapshot_block", "snapshot", "system_prompt_block")
+SNAPSHOTS = (
+    "format_for_system_prompt",
+    "snapshot_block",
+    "snapshot",
+    "system_prompt_block",
+    "snapshot_for_prompt",
+)
 ENTRY_METHODS = ("entries_for", "get_entries", "_entries_for")
 BETWEEN = ("reset_consolidation_failures",)
 """Methods called before every mutation when the class has one: each contract call is one turn
 of the agent, and Hermes' store counts failed consolidations per turn."""
 DIRECTORY_WORDS = re.compile(r"dir|directory|root|path|home|folder|base", re.IGNORECASE)
 DIRECTORY_FUNCTION = re.compile(r"^_?(get_)?\w*(memory|memories)\w*_dir(ectory)?$")
+FILE_WORDS = re.compile(r"(path|file)$", re.IGNORECASE)
+"""How a constructor parameter that takes one file is named: ``memory_path``, ``user_file``."""
 RULE = re.compile(r"^(?P<pattern>.+?)\s+->\s+(?P<code>[A-Z_]+)\s*$")
 
 
@@ -100,6 +117,7 @@ class Shape:
     cls: type
     directory: str
     place: str
+    """The argument, function or attribute; for ``files``, the memory file's argument."""
     limits: tuple[str, str]
     load: str
     entries: str
@@ -108,6 +126,11 @@ class Shape:
     batch: str | None
     between: str | None
     features: tuple[str, ...]
+    user_file: str = ""
+    """For ``files`` (a class that takes its two files), the user file's argument."""
+    whole_snapshot: bool = False
+    """Whether the snapshot method takes no target and answers both blocks (a mapping by
+    target, or the pair memory, user)."""
 
     @property
     def module(self) -> ModuleType:
@@ -116,6 +139,8 @@ class Shape:
     def describe(self) -> str:
         """Returns one line saying what was found, for the terminal and the report."""
         where = {
+            "files": f"constructor arguments {self.place!r} (MEMORY.md) and "
+            f"{self.user_file!r} (USER.md)",
             "argument": f"constructor argument {self.place!r}",
             "function": f"module function {self.place}() (patched per session)",
             "attribute": f"attribute {self.place!r} (set per session)",
@@ -124,7 +149,9 @@ class Shape:
             f"directory from {where}",
             f"limits {self.limits[0]}, {self.limits[1]}",
             f"load {self.load}()",
-            f"snapshot {self.snapshot}(target)",
+            f"snapshot {self.snapshot}()"
+            if self.whole_snapshot
+            else f"snapshot {self.snapshot}(target)",
             "entries "
             + (
                 "memory_entries/user_entries"
@@ -160,7 +187,18 @@ def inspect_shape(cls: type, *, snapshot: str | None = None, between: str | None
             f"{name} is not Hermes-shaped: its constructor takes no memory and user character "
             f"limits (it takes {', '.join(parameters) or 'nothing'})"
         )
-    directory, place = _directory(cls, parameters, limits)
+    directory, place, user_file = _directory(cls, parameters, limits)
+    filled = {*limits, place, user_file} if directory in ("argument", "files") else set(limits)
+    unfilled = [
+        n for n, p in parameters.items()
+        if n not in filled and p.default is inspect.Parameter.empty and p.kind != p.VAR_POSITIONAL
+    ]  # fmt: skip
+    if unfilled:
+        raise NotHermesShaped(
+            f"{name}: its constructor needs {unfilled[0]!r}, which memspec cannot fill (it "
+            f"gives the limits and the {'files' if directory == 'files' else 'directory'} "
+            "only); give it a default, or wrap the class in one that takes a directory"
+        )
     shown = snapshot or next((m for m in SNAPSHOTS if callable(getattr(cls, m, None))), None)
     if shown is None or not callable(getattr(cls, shown, None)):
         wanted = f"{snapshot}()" if snapshot else f"one of {', '.join(SNAPSHOTS)}"
@@ -174,7 +212,7 @@ def inspect_shape(cls: type, *, snapshot: str | None = None, between: str | None
     batch = "apply_batch" if callable(getattr(cls, "apply_batch", None)) else None
     return Shape(
         cls, directory, place, limits, load, entries, shown, batch, hook,
-        tuple(store_features(cls)),
+        tuple(store_features(cls)), user_file, not _takes(getattr(cls, shown), 1),
     )  # fmt: skip
 
 
@@ -210,20 +248,45 @@ def _limit_parameters(parameters: Mapping[str, inspect.Parameter]) -> tuple[str,
     return (memory, user) if memory and user and memory != user else None
 
 
+def _file_parameters(
+    parameters: Mapping[str, inspect.Parameter], limits: tuple[str, str]
+) -> tuple[str, str] | None:
+    """Returns the constructor's two file parameters, the memory file's and the user file's
+    (``memory_path``, ``user_path``: agent-kai's shape), or ``None`` when it has not both."""
+
+    def find(word: str) -> str | None:
+        return next(
+            (
+                n
+                for n in parameters
+                if n not in limits and word in n.lower() and FILE_WORDS.search(n)
+            ),
+            None,
+        )
+
+    memory, user = find("mem"), find("user")
+    return (memory, user) if memory and user and memory != user else None
+
+
 def _directory(
     cls: type[object], parameters: Mapping[str, inspect.Parameter], limits: tuple[str, str]
-) -> tuple[str, str]:
-    """Returns where the class takes its directory from: a constructor argument whose name says
-    so, a module function that names the memory directory (Hermes' ``get_memory_dir``, read
-    from ``HERMES_HOME``), or an attribute the constructor sets to a path."""
+) -> tuple[str, str, str]:
+    """Returns where the class takes its directory from, as (how, where, the user file's
+    argument): its two files as constructor arguments (``files``: the root's ``MEMORY.md`` and
+    ``USER.md`` are given), a constructor argument whose name says it is a directory, a module
+    function that names the memory directory (Hermes' ``get_memory_dir``, read from
+    ``HERMES_HOME``), or an attribute the constructor sets to a path."""
+    files = _file_parameters(parameters, limits)
+    if files is not None:
+        return "files", files[0], files[1]
     for name in parameters:
         if name not in limits and DIRECTORY_WORDS.search(name):
-            return "argument", name
+            return "argument", name, ""
     module = sys.modules.get(cls.__module__)
     source = source_of(cls)
     for name, value in vars(module or {}).items():
         if callable(value) and DIRECTORY_FUNCTION.match(name) and f"{name}(" in source:
-            return "function", name
+            return "function", name, ""
     required = [
         n for n, p in parameters.items() if n not in limits and p.default is inspect.Parameter.empty
     ]
@@ -234,7 +297,7 @@ def _directory(
         )
     for name in re.findall(r"self\.(\w+)\s*(?::[^=\n]+)?=", source_of(cls.__init__)):
         if DIRECTORY_WORDS.search(name) and not name.endswith("limit"):
-            return "attribute", name
+            return "attribute", name, ""
     raise NotHermesShaped(
         f"{cls.__qualname__}: cannot find the directory it writes to: no constructor argument, "
         "memory-directory function or path attribute"
@@ -284,12 +347,35 @@ def parse_rules(path: Path) -> tuple[tuple[str, str], ...]:
     return tuple(rules)
 
 
+def result_fields(result: Any) -> Mapping[str, Any] | None:
+    """Returns a store's result as Hermes' result dict: the dict itself, or the fields of a typed
+    result object (a dataclass, a named tuple, a pydantic model, an object with public
+    attributes) without those that are ``None`` (a field the result does not carry); ``None``
+    for what has no fields (a string, a number)."""
+    if isinstance(result, Mapping):
+        return result
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    elif callable(getattr(result, "_asdict", None)):
+        fields = dict(result._asdict())
+    elif callable(getattr(result, "model_dump", None)):
+        fields = dict(result.model_dump())
+    elif hasattr(result, "__dict__") and not isinstance(result, type):
+        fields = {k: v for k, v in vars(result).items() if not k.startswith("_")}
+    else:
+        return None
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 def classify(result: Any, rules: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    """Returns the contract Outcome of a Hermes result dict, its refusal text read by ``rules``
-    and then Hermes' table (:func:`~memspec.conformance.hermes.adapter.classify`); raises
-    AdapterGap naming an answer neither maps."""
-    if not isinstance(result, Mapping):
+    """Returns the contract Outcome of a Hermes result dict (or a typed result object, read by
+    :func:`result_fields`), its refusal text read by ``rules`` and then Hermes' table
+    (:func:`~memspec.conformance.hermes.adapter.classify`); raises AdapterGap naming an answer
+    neither maps."""
+    fields = result_fields(result)
+    if fields is None:
         raise AdapterGap(f"the store answered a {type(result).__name__}, not a result dict")
+    result = fields
     try:
         return dict(hermes_classify(result, (*rules, *ERROR_CODES)))
     except Unmapped:
@@ -319,6 +405,9 @@ class HermesClassStore:
         arguments: dict[str, Any] = dict(zip(shape.limits, self.limits, strict=True))
         if shape.directory == "argument":
             arguments[shape.place] = self.root
+        if shape.directory == "files":
+            arguments[shape.place] = self.root / "MEMORY.md"
+            arguments[shape.user_file] = self.root / "USER.md"
         self._aim()
         self.store = shape.cls(**arguments)
         if shape.directory == "attribute":
@@ -374,7 +463,29 @@ class HermesClassStore:
         if target not in TARGETS:
             raise ValueError(f"target must be 'memory' or 'user', got {target!r}")
         self._aim()
-        block = getattr(self.store, self.shape.snapshot)(target)
+        if not self.shape.whole_snapshot:
+            block = getattr(self.store, self.shape.snapshot)(target)
+            return block if block else None
+        return self._block_of(getattr(self.store, self.shape.snapshot)(), target)
+
+    def _block_of(self, both: Any, target: str) -> str | None:
+        """Returns ``target``'s block of what a target-less snapshot method answered: a mapping
+        by target, the pair (memory, user), or an object with an attribute per target; a
+        single text cannot be told apart by target (an adapter gap, naming the method)."""
+        if isinstance(both, Mapping):
+            block = both.get(target)
+        elif isinstance(both, tuple | list) and len(both) == len(TARGETS):
+            block = both[0 if target == TARGETS[0] else 1]
+        elif hasattr(both, target) and not isinstance(both, str):
+            block = getattr(both, target)
+        else:
+            gap = AdapterGap(
+                f"{self.shape.snapshot}() answered a {type(both).__name__}, not a block per "
+                "target (a mapping, a pair or attributes memory and user); name a snapshot "
+                "method that takes the target with --hermes-snapshot"
+            )
+            print(f"{ADAPTER_GAP_MARK}: {gap}", file=sys.stderr, flush=True)
+            os._exit(ADAPTER_GAP_STATUS)
         return block if block else None
 
 
@@ -394,27 +505,62 @@ def command(
         rules_path = (base / rules).absolute()
         parse_rules(rules_path)
         argv += ["--rules", str(rules_path)]
-    with _scratch_home():
+    homes = home_variables(_sources(target.rpartition(":")[0]))
+    with _scratch_home(homes):
         shape = inspect_shape(load_class(target), snapshot=snapshot, between=between)
+    for variable in homes[len(ALWAYS_HOME) :]:
+        argv += ["--home-variable", variable]
     argv += ["--between", between] if between else []
     argv += ["--snapshot", snapshot] if snapshot else []
     return shlex.join(argv), shape
 
 
+MAX_SOURCES = 2000
+"""At most this many files of a class's package are read for the home variables it reads."""
+
+
+def _sources(where: str) -> list[str]:
+    """Returns the Python files of the package that holds the class named by ``where`` (its
+    module's file, for a top-level module or a ``PATH.py``), as text: where the variables it
+    reads for a home are looked for. Nothing is imported to find them."""
+    origin: Path | None = Path(where) if where.endswith(".py") else None
+    if origin is None:
+        try:
+            found = importlib.util.find_spec(where.split(".")[0])
+        except (ImportError, ValueError):
+            found = None
+        origin = Path(found.origin) if found is not None and found.origin else None
+    if origin is None or not origin.is_file():
+        return []
+    package = origin.name == "__init__.py"
+    files = sorted(origin.parent.rglob("*.py"))[:MAX_SOURCES] if package else [origin]
+    texts = []
+    for file in files:
+        try:
+            texts.append(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
 @contextlib.contextmanager
-def _scratch_home() -> Iterator[str]:
-    """Points ``HERMES_HOME`` at a scratch directory while a store's module is imported or run,
-    so that nothing reaches the user's own memory."""
-    before = os.environ.get("HERMES_HOME")
+def _scratch_home(variables: Sequence[str] = ()) -> Iterator[str]:
+    """Points ``HOME``, ``HERMES_HOME`` and every other variable of ``variables`` (the homes the
+    class's package reads, :func:`~memspec.conformance.hermes.adapter.home_variables`) at a
+    scratch directory while a store's module is imported or run, so that nothing reaches the
+    user's own home or memory."""
+    names = (*ALWAYS_HOME, *variables)
+    before = {name: os.environ.get(name) for name in names}
     with tempfile.TemporaryDirectory(prefix="memspec-hermes-class-home-") as home:
-        os.environ["HERMES_HOME"] = home
+        isolate(home, variables)
         try:
             yield home
         finally:
-            if before is None:
-                os.environ.pop("HERMES_HOME", None)
-            else:
-                os.environ["HERMES_HOME"] = before
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def factory(shape: Shape, rules: Sequence[tuple[str, str]]) -> Callable[..., HermesClassStore]:
@@ -451,9 +597,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rules", metavar="FILE")
     parser.add_argument("--between", metavar="METHOD")
     parser.add_argument("--snapshot", metavar="METHOD")
+    parser.add_argument("--home-variable", action="append", default=[], metavar="NAME")
     args = parser.parse_args(argv)
     protocol = _protocol_stream()
-    with _scratch_home():
+    with _scratch_home(args.home_variable):
         try:
             rules = parse_rules(Path(args.rules)) if args.rules else ()
             shape = inspect_shape(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shlex
 import subprocess
 import sys
@@ -48,6 +49,9 @@ ADAPTER_GAP_STATUS = 3
 """A backend that is memspec's own adapter of a store written elsewhere (Hermes' tool, a
 Hermes-shaped class) ends with this status and a stderr line starting with ADAPTER_GAP_MARK when the
 store answered something the adapter cannot map: :class:`AdapterGap`, never a guessed code."""
+DECLINED = re.compile(r"^[a-z][a-z-]* feature not claimed: ")
+"""How a backend says on stderr why it does not claim a feature it might have (Hermes' adapter:
+``agent feature not claimed: ...``): certify prints each such line of its first session."""
 SHOWN_LINE = 200
 """How many characters of a line that is not JSON a defect shows."""
 _EOF = object()
@@ -136,7 +140,10 @@ class CommandSession(Session):
             }
         )
         if not opened.get("ok"):
-            raise BackendDefect("the backend refused to open the root", {"op": "open"}, opened)
+            why = f": {opened.get('message')}" if opened.get("message") else ""
+            raise BackendDefect(
+                f"the backend refused to open the root{why}", {"op": "open"}, opened
+            )
         claimed = opened.get("features") or ["core"]
         if not isinstance(claimed, list) or not all(isinstance(f, str) for f in claimed):
             raise BackendDefect(
@@ -214,6 +221,14 @@ class CommandSession(Session):
         if problem is not None:
             raise UsageError(problem)
         return self._exchange(cast(Request, {"op": op, **fields}))
+
+    @property
+    def declined(self) -> tuple[str, ...]:
+        """The lines the backend wrote on stderr saying why it does not claim a feature
+        (:data:`DECLINED`), once it has ended (read after :meth:`close`)."""
+        if self.process.poll() is not None:
+            self._stderr_pump.join(STDERR_DRAIN)
+        return tuple(line.strip() for line in self._stderr if DECLINED.match(line))
 
     def kill(self) -> None:
         """Ends the backend process at once."""

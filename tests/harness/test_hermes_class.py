@@ -19,6 +19,7 @@ from tests.backends.hermes_shaped import ShapedStore
 from tests.harness.test_certify import certify
 
 SHAPED = "tests.backends.hermes_shaped"
+TWO_FILES = "tests.backends.hermes_two_files"
 RULES = "tests/data/hermes-shaped.rules"
 GERMAN_RULES = "tests/data/hermes-shaped-german.rules"
 MATCHING = "match-no-candidate or match-ambiguous-distinct or entry-delimiter-line-refused"
@@ -106,6 +107,8 @@ def test_the_per_port_hooks(tmp_path: Path) -> None:
          "has no snapshot method render_block()"),
         ([f"{SHAPED}:ShapedStore", "--hermes-between", "start_turn"],
          "has no method start_turn()"),
+        ([f"{TWO_FILES}:NeedsClientStore"],
+         "its constructor needs 'client', which memspec cannot fill"),
     ],
 )  # fmt: skip
 def test_a_class_or_file_that_will_not_do_gets_one_line(args: list[str], said: str) -> None:
@@ -114,6 +117,35 @@ def test_a_class_or_file_that_will_not_do_gets_one_line(args: list[str], said: s
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_class_of_another_shape_certifies_with_no_glue(tmp_path: Path) -> None:
+    """agent-kai's shape: two file paths, typed result objects, a target-less snapshot."""
+    directory = tmp_path / "report"
+    select = f"{MATCHING} or snap-exact-rendering or snap-headers or remove-deletes-one-entry"
+    result = certify("--hermes-class", f"{TWO_FILES}:TwoFileStore", "--hermes-rules", RULES,
+                     "--profile", "smoke", "-k", select, "--report", str(directory),
+                     "-q")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "constructor arguments 'memory_path' (MEMORY.md) and 'user_path' (USER.md)" in (
+        result.stdout
+    )
+    assert "snapshot snapshot_for_prompt();" in result.stdout
+    found = json.loads((directory / "report.json").read_text(encoding="utf-8"))
+    assert len(statuses(found)) >= 6 and set(statuses(found).values()) == {"passed"}, found
+
+
+def test_a_typed_result_reads_as_hermes_result_dict() -> None:
+    from tests.backends.hermes_two_files import MemoryResult
+
+    refused = MemoryResult(False, error="No entry matched 'x'.", usage="1% — 9/2,200")
+    assert classify(refused, ()) == {
+        "ok": False, "code": "E_NOMATCH", "message": "No entry matched 'x'.",
+        "usage": "1% — 9/2,200",
+    }  # fmt: skip
+    assert classify(MemoryResult(True, message="Done."), ())["code"] == "OK"
+    with pytest.raises(AdapterGap, match="answered a str, not a result dict"):
+        classify("Done.", ())
 
 
 def test_hermes_options_need_the_class() -> None:

@@ -1,0 +1,416 @@
+"""The Hermes line as forks ship it: what ``memspec hermes`` claims is seen, not assumed.
+
+A small Hermes-shaped build whose home variable is renamed (``FAKEFORK_HOME``, as nastech-agent
+renamed ``HERMES_HOME`` to ``NASTECH_HOME``) is served by the adapter and certified through every
+transport with a "real home" of the test's own: nothing may be written there, nor in the
+directory certification is called from (README, "What certification writes"). The agent is
+claimed only on a built agent, with a reason printed otherwise; the stand-in model endpoint is
+one a local-inference policy lets through. A real fork is certified in
+``tests/integration/test_hermes_renamed_home.py``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from memspec.conformance.hermes import adapter as hermes_adapter
+from memspec.conformance.hermes import agent as hermes_agent
+from memspec.conformance.hermes.releases import write_features
+from memspec.conformance.tamper.calls import CallRecord, Details
+
+PROJECT = Path(__file__).resolve().parents[2]
+REFERENCE = "memspec.reference_impl:open_store"
+FEW = "remove-deletes-one-entry or match-no-candidate"
+
+FORK_TOOL = """
+import json
+import os
+from pathlib import Path
+
+# A fork's home: HERMES_HOME renamed, ~ when it is not set (nastech-agent's hermes_constants).
+FORK_HOME = Path(os.environ.get("FAKEFORK_HOME", Path.home() / ".fakefork"))
+DELIMITER = "\\n§\\n"
+
+
+def get_memory_dir():
+    return FORK_HOME / "memories"
+
+
+class MemoryStore:
+    def __init__(self, memory_char_limit=2200, user_char_limit=1375):
+        self.memory_entries, self.user_entries = [], []
+
+    def _path(self, target):
+        return get_memory_dir() / ("USER.md" if target == "user" else "MEMORY.md")
+
+    def load_from_disk(self):
+        FORK_HOME.mkdir(parents=True, exist_ok=True)  # its state database, logs, SOUL.md
+        (FORK_HOME / "state.db").write_text("sessions", encoding="utf-8")
+        for target in ("memory", "user"):
+            path = self._path(target)
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            setattr(self, target + "_entries", [e for e in text.split(DELIMITER) if e])
+
+    def _save(self, target):
+        entries = getattr(self, target + "_entries")
+        self._path(target).write_text(DELIMITER.join(entries), encoding="utf-8")
+
+    def format_for_system_prompt(self, target):
+        return None
+
+    def add(self, target, content):
+        getattr(self, target + "_entries").append(content)
+        self._save(target)
+        home = "private" if FORK_HOME == Path(os.environ["HERMES_HOME"]) else str(FORK_HOME)
+        return {"success": True, "message": "Entry added to the " + home + " home."}
+
+    def remove(self, target, old_text):
+        entries = getattr(self, target + "_entries")
+        found = [e for e in entries if old_text in e]
+        if not found:
+            return {"success": False, "error": "No entry matched '" + old_text + "'."}
+        entries.remove(found[0])
+        self._save(target)
+        return {"success": True, "message": "Entry removed."}
+
+
+def memory_tool(action=None, target="memory", content=None, old_text=None, store=None):
+    if action == "add":
+        return json.dumps(store.add(target, content))
+    if action == "remove":
+        return json.dumps(store.remove(target, old_text))
+    return json.dumps({"success": False, "error": "Unknown action '" + str(action) + "'."})
+"""
+FORK_FILES = {"tools/__init__.py": "", "tools/memory_tool.py": textwrap.dedent(FORK_TOOL)}
+DIST_INFO = "fakefork-1.0.dist-info"
+METADATA = "Metadata-Version: 2.1\nName: fakefork\nVersion: 1.0\n"
+WHEEL = "Wheel-Version: 1.0\nGenerator: memspec-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
+def fork_files() -> dict[str, str]:
+    """Returns the fake fork's installed files, its dist-info included (RECORD lists them all)."""
+    files = {**FORK_FILES, f"{DIST_INFO}/METADATA": METADATA, f"{DIST_INFO}/WHEEL": WHEEL}
+    record = "".join(f"{path},,\n" for path in [*files, f"{DIST_INFO}/RECORD"])
+    return {**files, f"{DIST_INFO}/RECORD": record}
+
+
+def fork_wheel(directory: Path) -> Path:
+    """Writes the fake fork as a wheel in ``directory`` and returns its path."""
+    wheel = directory / "fakefork-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in fork_files().items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def listing(directory: Path) -> list[tuple[str, int, bytes]]:
+    """Returns every path under ``directory`` with its mode and, for a file, its bytes."""
+    found = []
+    for path in sorted(directory.rglob("*")):
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+        found.append((str(path.relative_to(directory)), path.lstat().st_mode, data))
+    return found
+
+
+class Places:
+    """A run's places: a "real home" and an invocation directory, each holding a file of the
+    user's, and the cache and report directories certification may write."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.home, self.cwd = tmp_path / "home", tmp_path / "cwd"
+        self.cache, self.report = tmp_path / "cache", tmp_path / "report"
+        for directory in (self.home, self.cwd, self.cache):
+            directory.mkdir()
+        (self.home / ".profile").write_text("the user's own\n", encoding="utf-8")
+        (self.cwd / "notes.txt").write_text("the user's own\n", encoding="utf-8")
+        self.before = (listing(self.home), listing(self.cwd))
+
+    def again(self) -> None:
+        """Takes the home and the invocation directory as they are now as the reference."""
+        self.before = (listing(self.home), listing(self.cwd))
+
+    def environment(self) -> dict[str, str]:
+        """The run's environment: this home and this cache (temporary files go to the system's
+        temporary directory, whose socket paths must stay short)."""
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMSPEC_"))}
+        return {**keep, "HOME": str(self.home), "MEMSPEC_CACHE_DIR": str(self.cache),
+                "PYTHONPATH": str(PROJECT)}  # fmt: skip
+
+    def memspec(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memspec.conformance", *args],
+            cwd=self.cwd,
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def untouched(self) -> bool:
+        """Whether the home and the invocation directory are byte for byte as they were."""
+        return (listing(self.home), listing(self.cwd)) == self.before
+
+
+# -- the home variables a build reads --------------------------------------------------------
+
+
+def test_every_home_variable_a_build_reads_is_found() -> None:
+    sources = [
+        'HOME_DIR = Path(os.environ.get("NASTECH_HOME", Path.home() / ".nastech"))',
+        "kanban = os.getenv('NASTECH_KANBAN_HOME')\nos.environ [ \"XDG_STATE_HOME\" ]",
+        'os.environ.get("HERMES_HOME")  # restated first, with HOME',
+        'os.environ.get("PATH"); os.environ.get("NOT_A_HOME_VAR"); print("FAKE_HOME")',
+    ]
+    assert hermes_adapter.home_variables(sources) == (
+        "HOME", "HERMES_HOME", "NASTECH_HOME", "NASTECH_KANBAN_HOME", "XDG_STATE_HOME",
+    )  # fmt: skip
+
+
+def test_a_fork_with_a_renamed_home_writes_nothing_in_the_real_home(tmp_path: Path) -> None:
+    """The adapter, serving the fake fork installed on its path: the fork's home variable is
+    found in its files and pointed at the session's scratch directory, with HOME."""
+    build = tmp_path / "build"
+    for path, text in fork_files().items():
+        (build / path).parent.mkdir(parents=True, exist_ok=True)
+        (build / path).write_text(text, encoding="utf-8")
+    places = Places(tmp_path)
+    root = tmp_path / "root"
+    root.mkdir()
+    lines = [
+        {"id": 0, "op": "open", "root": str(root)},
+        {"id": 1, "op": "load"},
+        {"id": 2, "op": "add", "target": "memory", "content": "User prefers tabs"},
+    ]
+    result = subprocess.run(
+        [sys.executable, str(Path(hermes_adapter.__file__))],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**places.environment(), "PYTHONPATH": str(build)},
+        cwd=places.cwd,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    # The fork's FAKEFORK_HOME is the private home memspec made (HERMES_HOME), not ~/.fakefork.
+    assert answers[2]["message"] == "Entry added to the private home.", answers
+    assert places.untouched(), listing(places.home)
+
+
+# -- no writes outside the report, the cache and temporary files, for every transport ---------
+
+
+TRANSPORTS = {
+    "in-process": ["certify", "--backend", REFERENCE],
+    "command": ["certify", "--backend-cmd",
+                f"{sys.executable} -m memspec.conformance serve --backend {REFERENCE}"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_certification_writes_only_the_report_the_cache_and_temporary_files(
+    tmp_path: Path, transport: str
+) -> None:
+    places = Places(tmp_path)
+    args = [*TRANSPORTS[transport], "--profile", "smoke", "-k", FEW, "-q"]
+    result = places.memspec(*args, "--report", str(places.report))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert (places.report / "report.json").exists()
+    assert places.untouched(), (listing(places.home), listing(places.cwd))
+
+
+def test_the_check_of_what_is_written_sees_a_backend_that_writes_in_the_home(
+    tmp_path: Path,
+) -> None:
+    places = Places(tmp_path)
+    backend = "tests.backends.home_writer:open_store"
+    result = places.memspec("certify", "--backend", backend, "--profile", "smoke", "-k", FEW)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert not places.untouched()
+    assert (places.home / ".home-writer" / "state").exists()
+
+
+def test_memspec_hermes_on_a_fork_with_a_renamed_home_writes_only_where_it_may(
+    tmp_path: Path,
+) -> None:
+    """The whole ``memspec hermes`` path on the fake fork's wheel: its environment built in the
+    cache, its evidence recorded, the adapter's sessions run in private homes; and the reason
+    it does not claim ``agent`` is printed on the terminal. Building the environment runs
+    ``python -m venv`` and pip, whose own doings are not memspec's (pip's user agent asks
+    ``rustc --version``, and a rustup there writes ``~/.rustup``): the home is compared across
+    a certification of the environment built."""
+    places = Places(tmp_path)
+    wheel = fork_wheel(tmp_path)
+    args = ["hermes", "--wheel", str(wheel), "--python", sys.executable, "--cache",
+            str(places.cache), "--profile", "smoke", "-k", FEW,
+            "--report", str(places.report)]  # fmt: skip
+    built = places.memspec(*args)
+    assert built.returncode in (0, 1), built.stdout[-3000:] + built.stderr[-2000:]
+    places.again()
+    result = places.memspec(*args)
+    assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-2000:]
+    assert "homes pointed at a scratch directory: HOME, HERMES_HOME, FAKEFORK_HOME" in (
+        result.stdout
+    ), result.stdout[:2000]
+    declined = [line for line in result.stdout.splitlines() if "feature not claimed" in line]
+    assert [line.split(":")[0] for line in declined] == [
+        "tool feature not claimed",
+        "agent feature not claimed",
+    ], declined
+    assert declined[1] == "agent feature not claimed: the release ships no run_agent.py"
+    assert places.untouched(), (listing(places.home), listing(places.cwd))
+
+
+# -- the agent, claimed on evidence ------------------------------------------------------------
+
+
+class _Agent:
+    """An agent session whose build, or else whose first turn, raises what it is given."""
+
+    def __init__(self, error: BaseException | None, at_turn: bool = False) -> None:
+        self.error, self.at_turn, self.started, self.turns = error, at_turn, 0, 0
+
+    def start(self, base: str, providers: list[Any]) -> None:
+        self.started += 1
+        if self.error is not None and not self.at_turn:
+            raise self.error
+
+    def turn(self, user: str, reply: str) -> None:
+        self.turns += 1
+        if self.error is not None and self.at_turn:
+            raise self.error
+
+
+def test_agent_is_claimed_only_on_a_built_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a record, the session builds one; an import that exits (sentinelos-agent's
+    # run_agent.py without rich) or a refused endpoint is the reason.
+    monkeypatch.setattr(hermes_adapter, "recorded", dict)
+    built = _Agent(None)
+    assert hermes_adapter.agent_evidence(built) == "" and (built.started, built.turns) == (1, 1)
+    offline = _Agent(
+        ConnectionError("Failed to resolve 'openaipublic.blob.core.windows.net'"), True
+    )
+    assert hermes_adapter.agent_evidence(offline) == (
+        "the built agent's first turn failed: ConnectionError: Failed to resolve "
+        "'openaipublic.blob.core.windows.net'"
+    )
+    exits = hermes_adapter.agent_evidence(_Agent(SystemExit("missing dependencies: rich")))
+    assert exits == "building the agent failed: SystemExit: missing dependencies: rich"
+    refused = hermes_adapter.agent_evidence(_Agent(RuntimeError("LOCAL_INFERENCE_PAUSED: x")))
+    assert refused == "building the agent failed: RuntimeError: LOCAL_INFERENCE_PAUSED: x"
+    # With memspec hermes's record, no session builds one again.
+    record = {"agent_built": False, "agent_declined": "building the agent failed: X"}
+    monkeypatch.setattr(hermes_adapter, "recorded", lambda: record)
+    unused = _Agent(None)
+    assert hermes_adapter.agent_evidence(unused) == record["agent_declined"]
+    monkeypatch.setattr(hermes_adapter, "recorded", lambda: {"agent_built": True})
+    assert hermes_adapter.agent_evidence(unused) == "" and unused.started == 0
+
+
+def _local(base_url: str) -> bool:
+    """simplicio-agent 0.28.9's classifier of a local endpoint (agent/local_inference_policy.py,
+    ``_is_local_endpoint``), restated: loopback, private, link-local, single-label or .local."""
+    host = (urlparse(base_url).hostname or "").lower()
+    if host in {"localhost", "::1"} or (host and "." not in host):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host.endswith(".local")
+    return address.is_private or address.is_loopback or address.is_link_local
+
+
+def test_the_stand_in_model_is_an_endpoint_no_local_inference_policy_refuses() -> None:
+    assert _local("http://127.0.0.1:9/v1")  # the endpoint of memspec before
+    assert not _local(hermes_agent.MODEL_URL)
+    hermes_agent.refuse_model_host()
+    with pytest.raises(socket.gaierror):
+        socket.getaddrinfo(hermes_agent.MODEL_HOST, 443)
+
+
+# -- crash-safe and durable, from what a write does ---------------------------------------------
+
+
+def _call(name: str, path: str, kind: str = "temp", source: str | None = None) -> CallRecord:
+    return CallRecord(name, path, kind, Details(source=source))
+
+
+def test_crash_safe_and_durable_come_from_the_recorded_write() -> None:
+    target = "/r/MEMORY.md"
+    in_place = [_call("open", target, "data"), _call("write", target, "data")]
+    renamed = [_call("write", "/r/.t"), _call("replace", target, "data", "/r/.t")]
+    synced = [renamed[0], _call("fsync", "/r/.t"), renamed[1], _call("fsync", "/r", "dir")]
+    unsynced_dir = synced[:3]
+    assert write_features(in_place, target) == []
+    assert write_features(renamed, target) == ["crash-safe"]
+    assert write_features(unsynced_dir, target) == ["crash-safe"]
+    assert write_features(synced, target) == ["crash-safe", "durable"]
+
+
+class _WritesInPlace:
+    """A store whose ``_write_file`` reads as crash-safe (temp file, rename), as the text-based
+    detection read it, though what it does is decided elsewhere."""
+
+    def _write_file(self) -> None:
+        tmp = "MEMORY.md.tmp"
+        os.replace(tmp, "MEMORY.md")
+
+
+def test_a_recorded_write_outweighs_the_writers_text() -> None:
+    # nastech-agent's _write_file delegates to utils.atomic_write_text: its text has no rename,
+    # its write does; the recorded write decides either way.
+    assert "crash-safe" in hermes_adapter.store_features(_WritesInPlace)
+    assert "crash-safe" not in hermes_adapter.store_features(_WritesInPlace, [])
+    assert "crash-safe" in hermes_adapter.store_features(SimpleNamespace, ["crash-safe"])
+
+
+REFUSING_OPEN = """
+import json, sys
+request = json.loads(sys.stdin.readline())
+answer = {"id": request["id"], "ok": False, "code": "E_INVALID",
+          "message": "MemoryStore() missing 1 required positional argument: 'user_path'"}
+print(json.dumps(answer), flush=True)
+"""
+
+
+def test_a_refused_open_says_why(tmp_path: Path) -> None:
+    from memspec.conformance.transport.backend import BackendDefect
+    from memspec.conformance.transport.jsonlines import CommandBackend
+
+    script = tmp_path / "refuses.py"
+    script.write_text(textwrap.dedent(REFUSING_OPEN), encoding="utf-8")
+    backend = CommandBackend(f"{sys.executable} {script}", timeout=30, prestart=False)
+    with pytest.raises(BackendDefect) as refused:
+        backend.open(tmp_path)
+    assert str(refused.value).startswith(
+        "the backend refused to open the root: MemoryStore() missing 1 required positional "
+        "argument: 'user_path'"
+    ), str(refused.value)
+
+
+def test_hermes_help_states_the_timeout_a_release_gets() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memspec.conformance", "hermes", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert "default 60 (its first agent op imports the agent)" in result.stdout
+    assert "default 10" not in result.stdout
