@@ -1,0 +1,114 @@
+"""report.html: written beside report.md from the same records, opening on the level and its
+blockers, every clause by area, each failure with its evidence and character-level diff, and
+everything a backend sent escaped (the browser's view is in tests/harness/test_pages_browser.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from memspec.conformance.verdict.findings import Evidence, Mismatch, Violation, verdict_of
+from memspec.conformance.verdict.records import CheckRecord, RunInfo, Status
+from memspec.conformance.verdict.report import write_reports
+from memspec.conformance.verdict.webpage import diff, script_hash
+from memspec.spec.document import installed_spec
+
+INFO = RunInfo("b:open", "b", "1", ("core",), "ci", None, "linux", "3.11", "ext4", "0", "2")
+HOSTILE = "</pre><script>alert('owned')</script><img src=x onerror=alert(1)>"
+
+
+def failed(check: str, clauses: tuple[str, ...], error: Exception, message: str) -> CheckRecord:
+    verdict = verdict_of(error)
+    return CheckRecord(check, clauses, ("core",), Status.FAILED, message, 0.1, {}, **vars(verdict))
+
+
+def passed(check: str, clauses: tuple[str, ...]) -> CheckRecord:
+    return CheckRecord(check, clauses, ("core",), Status.PASSED, "", 0.1)
+
+
+def example_failure() -> CheckRecord:
+    evidence = Evidence.of(
+        'add memory "x"', {"op": "add"}, "\ufeffUser prefers tabs", "User prefers tabs"
+    )
+    error = Mismatch(
+        "example: the file differs", "MEMORY.md differs", ["FORMAT-4"], evidence=evidence
+    )
+    return failed("FORMAT/format-canonical", ("FORMAT-4",), error, "example: the file differs")
+
+
+def written(tmp_path: Path, records: list[CheckRecord]) -> str:
+    write_reports(tmp_path, INFO, records)
+    return (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_report_opens_on_the_level_and_what_holds_it_back(tmp_path: Path) -> None:
+    records = [example_failure(), passed("READ/x", ("READ-6",))]
+    page = written(tmp_path, records)
+    level = json.loads((tmp_path / "report.json").read_text())["level"]
+    # the level line states the level report.json holds, before any clause
+    shown = re.search(r'<p id="level"[^>]*>conformance level: (\w+)</p>', page)
+    assert shown is not None and shown.group(1) == level["name"]
+    assert page.index('id="level"') < page.index('id="clauses"')
+    # every blocker of report.json is listed, linked to its clause
+    blockers = page[page.index('id="blockers"') : page.index("</ul>", page.index('id="blockers"'))]
+    for blocker in level["blocked_by"]:
+        clause = blocker.split()[0]
+        assert f'href="#c-{clause}"' in blockers
+
+
+def test_every_clause_is_listed_by_area_with_its_verdict(tmp_path: Path) -> None:
+    page = written(tmp_path, [example_failure(), passed("READ/x", ("READ-6",))])
+    rows = json.loads((tmp_path / "report.json").read_text())["clauses"]
+    assert len(rows) == len(installed_spec().clauses)
+    for row in rows:
+        found = re.search(rf'id="c-{row["clause"]}" data-verdict="([^"]*)"', page)
+        assert found is not None and found.group(1) == row["status"], row["clause"]
+    # a verdict is a symbol and a word, never a colour alone
+    assert '<span class="mark v-fail">✗ fail</span>' in page
+    assert '<span class="mark v-pass">✓ pass</span>' in page
+
+
+def test_a_failure_expands_to_its_evidence_and_its_diff(tmp_path: Path) -> None:
+    page = written(tmp_path, [example_failure()])
+    start = page.index('id="c-FORMAT-4"')
+    clause = page[start : page.index('<div class="clause"', start + 1)]
+    assert "<details>" in clause and "<dt>received</dt>" in clause
+    # the clause text comes from the parsed spec
+    assert "A store writes only the canonical form" in clause
+    # the byte order mark is shown as the terminal shows it, and marked as what was added
+    assert "<ins>\\ufeff</ins>" in clause
+    assert "first difference at code point 0" in clause
+
+
+def test_everything_a_backend_sent_is_escaped(tmp_path: Path) -> None:
+    error = Violation("READ-6", HOSTILE)
+    record = failed("READ/x", ("READ-6",), error, f"READ-6: {HOSTILE}")
+    page = written(tmp_path, [record])
+    # the one script is the page's own, allowed by its hash; the backend's text is text
+    assert page.count("<script") == 1 and "<img" not in page
+    assert "&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;" in page
+    own = re.search(r"<script>(.*)</script>", page, re.S)
+    assert own is not None and script_hash(own.group(1)) in page
+
+
+def test_the_page_is_self_contained(tmp_path: Path) -> None:
+    page = written(tmp_path, [example_failure()])
+    # no external script, style, font or image: nothing the page could fetch
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "@import" not in page and "url(" not in page
+    assert "default-src 'none'" in page
+
+
+def test_the_diff_is_character_level_and_only_between_values_of_one_kind() -> None:
+    shown = diff(["a\u00a0b", "c"], ["a b", "c"])
+    assert "<del>\\u00a0</del>" in shown and "<ins> </ins>" in shown
+    assert diff("same", "same") == "" and diff({"ok": True}, "E_LIMIT") == ""
+
+
+def test_evidence_survives_report_json(tmp_path: Path) -> None:
+    record = example_failure()
+    back = CheckRecord.from_json(json.loads(json.dumps(record.to_json())))
+    assert back.evidence == record.evidence
+    assert back.evidence is not None and back.evidence.received == "\ufeffUser prefers tabs"
