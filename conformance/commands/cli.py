@@ -495,6 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     from memspec.doctor.cli import add_parser as add_doctor
 
     add_doctor(commands)
+    from memspec.conformance.commands.site import add_site_command
+
+    add_site_command(commands)
     return parser
 
 

@@ -73,11 +73,12 @@ border:1px solid var(--line);border-radius:.3rem;margin:.6rem 0}
 .filters legend{font-weight:600;float:left;margin-right:.4rem}
 table{border-collapse:collapse;margin:.4rem 0}
 th,td{border:1px solid var(--line);padding:.2rem .45rem;text-align:left;vertical-align:top}
-th{background:#f2f2f2}
+th{background:#f2f2f2}th,td{overflow-wrap:normal}
 .scroll{overflow-x:auto;max-width:100%}
 .grid td{white-space:nowrap;text-align:center}.grid th[scope=row]{white-space:nowrap}
 figure{margin:.6rem 0}figure svg{max-width:100%;height:auto}
 ul.inline{display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;padding-left:1.1rem}
+nav ul.inline{list-style:none;padding:0}
 [hidden]{display:none!important}
 """
 

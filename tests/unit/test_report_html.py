@@ -9,33 +9,12 @@ import json
 import re
 from pathlib import Path
 
-from memspec.conformance.verdict.findings import Evidence, Mismatch, Violation, verdict_of
-from memspec.conformance.verdict.records import CheckRecord, RunInfo, Status
+from memspec.conformance.verdict.findings import Violation
+from memspec.conformance.verdict.records import CheckRecord
 from memspec.conformance.verdict.report import write_reports
 from memspec.conformance.verdict.webpage import diff, script_hash
 from memspec.spec.document import installed_spec
-
-INFO = RunInfo("b:open", "b", "1", ("core",), "ci", None, "linux", "3.11", "ext4", "0", "2")
-HOSTILE = "</pre><script>alert('owned')</script><img src=x onerror=alert(1)>"
-
-
-def failed(check: str, clauses: tuple[str, ...], error: Exception, message: str) -> CheckRecord:
-    verdict = verdict_of(error)
-    return CheckRecord(check, clauses, ("core",), Status.FAILED, message, 0.1, {}, **vars(verdict))
-
-
-def passed(check: str, clauses: tuple[str, ...]) -> CheckRecord:
-    return CheckRecord(check, clauses, ("core",), Status.PASSED, "", 0.1)
-
-
-def example_failure() -> CheckRecord:
-    evidence = Evidence.of(
-        'add memory "x"', {"op": "add"}, "\ufeffUser prefers tabs", "User prefers tabs"
-    )
-    error = Mismatch(
-        "example: the file differs", "MEMORY.md differs", ["FORMAT-4"], evidence=evidence
-    )
-    return failed("FORMAT/format-canonical", ("FORMAT-4",), error, "example: the file differs")
+from tests.sample_runs import HOSTILE, INFO, example_failure, failed, passed
 
 
 def written(tmp_path: Path, records: list[CheckRecord]) -> str:
