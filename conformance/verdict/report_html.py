@@ -173,14 +173,17 @@ def _filters(areas: Sequence[str], statuses: Sequence[str]) -> str:
     )
 
 
-def _evidence(record: CheckRecord, shown_messages: dict[str, str], clause: str) -> list[str]:
-    """Returns the evidence of one failed check: its verdict, the example's step and values with
-    their diff, and its message (once per page; later clauses link to it)."""
+def _evidence(
+    record: CheckRecord, shown_messages: dict[str, str], clause: str, said: str
+) -> list[str]:
+    """Returns the evidence of one failed check: its verdict (unless ``said``, the clause's
+    line, already holds it), the example's step and values with their diff, and its message
+    (once per page; later clauses link to it)."""
     kind = "" if record.kind == Kind.VIOLATION else f" — {record.kind}"
     expected = " (expected failure)" if record.status == Status.XFAILED else ""
     lines = [f"<h4><code>{esc(record.id)}</code>{esc(kind)}{expected}</h4>"]
     reason = next((f.reason for f in record.failures if f.clause == clause), record.reason)
-    if reason:
+    if reason and reason not in said:
         lines.append(f"<p>{esc(reason)}</p>")
     found = record.evidence
     if found is not None:
@@ -191,7 +194,7 @@ def _evidence(record: CheckRecord, shown_messages: dict[str, str], clause: str) 
             f"<dt>received</dt><dd>{esc(shown(found.received))}</dd>"
             f"<dt>expected</dt><dd>{esc(shown(found.expected))}</dd></dl>"
         )
-        lines.append(diff(found.expected, found.received))
+        lines.append(diff(found.expected, found.received, said + reason))
     if record.message.strip():
         first = shown_messages.get(record.id)
         if first is not None:
@@ -223,7 +226,7 @@ def _clause(row: Row, spec: Spec, records: Sequence[CheckRecord], messages: dict
         body.append(f"<blockquote>{esc(' '.join(stated.text.split()))}</blockquote>")
     if row.status in ("fail", "expected fail") and stated is not None:
         for record in weigh(stated, records).failing:
-            body += _evidence(record, messages, row.clause)
+            body += _evidence(record, messages, row.clause, "; ".join(row.why))
     elif row.checks:
         body.append(
             "<p>checks: " + ", ".join(f"<code>{esc(c)}</code>" for c in row.checks) + "</p>"

@@ -104,9 +104,10 @@ def shown(value: Any) -> str:
     return visible(json.dumps(value, ensure_ascii=False))
 
 
-def diff(expected: Any, received: Any) -> str:
+def diff(expected: Any, received: Any, said: str = "") -> str:
     """Returns the character-level difference of two JSON values as HTML: the first
-    difference in words (:func:`~memspec.conformance.verdict.diffs.first_difference`), then the
+    difference in words (:func:`~memspec.conformance.verdict.diffs.first_difference`; left out
+    when ``said``, the text shown above it, already says it), then the
     expected text with what the received one lacks struck through (``<del>``) and the received
     text with what it adds underlined (``<ins>``), each character as the terminal shows it; ""
     when the values are equal or of different kinds (nothing to compare character by
@@ -128,7 +129,7 @@ def diff(expected: Any, received: Any) -> str:
         if j2 > j1:
             new.append(f"<ins>{right}</ins>")
     where = first_difference(expected, received)
-    lead = f"<p>{esc(where)}</p>" if where else ""
+    lead = f"<p>{esc(where)}</p>" if where and where not in said else ""
     return (
         f'{lead}<div class="diff" role="group" aria-label="difference">'
         f"expected: {''.join(old)}\nreceived: {''.join(new)}</div>"

@@ -7,6 +7,7 @@ Chromium, its driver or selenium is missing.
 
 Screenshots are kept as artifacts in ``screenshots/`` under pytest's base temporary directory
 (``/tmp/pytest-of-$USER/pytest-N/screenshots/`` by default; ``--basetemp DIR`` chooses it).
+Chromium is started as ``tests/browser.py`` says.
 """
 
 from __future__ import annotations
@@ -24,50 +25,10 @@ from typing import Any
 import pytest
 
 from memspec.conformance.commands.site import build_site
+from tests.browser import chromium, missing
 from tests.sample_runs import HOSTILE, sample_report, sample_results
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
-"""Chromium's flags: no window, no sandbox (a container's root), and no connection of its own
-(a closed network refuses them, and a page must need none)."""
-
-
-def _missing() -> str | None:
-    for program, package in (("chromium", "chromium"), ("chromedriver", "chromium-driver")):
-        if shutil.which(program) is None:
-            return f"{program} is not installed (Debian package {package})"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[test]')"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
-
-
-def _driver(profile: Path, javascript: bool = True) -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in (*FLAGS, f"--user-data-dir={profile}", "--window-size=1100,900"):
-        options.add_argument(flag)
-    options.binary_location = str(shutil.which("chromium"))
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    if not javascript:
-        options.add_experimental_option(
-            "prefs", {"profile.managed_default_content_settings.javascript": 2}
-        )
-    return webdriver.Chrome(service=Service(str(shutil.which("chromedriver"))), options=options)
+pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +60,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def browser() -> Iterator[Any]:
     """One headless Chromium on a fresh profile, quit at the end of the module."""
     profile = Path(tempfile.mkdtemp(prefix="memspec-chromium-"))
-    driver = _driver(profile)
+    driver = chromium(profile)
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
@@ -208,7 +169,7 @@ def test_pages_are_readable_360_pixels_wide(browser: Any, pages: dict, screensho
 def test_the_report_reads_without_javascript(pages: dict, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    driver = _driver(tmp_path / "profile", javascript=False)
+    driver = chromium(tmp_path / "profile", javascript=False)
     try:
         driver.get(pages["report"].as_uri())
         assert driver.find_element(By.ID, "level").text.startswith("conformance level: ")
