@@ -198,7 +198,9 @@ def _evidence(
     if record.message.strip():
         first = shown_messages.get(record.id)
         if first is not None:
-            lines.append(f'<p>Its whole message is under <a href="#c-{first}">{first}</a>.</p>')
+            lines.append(
+                f'<p>Its whole message is under <a href="#c-{esc(first)}">{esc(first)}</a>.</p>'
+            )
         else:
             anchor = f"m-{_slug(record.id)}"
             shown_messages[record.id] = clause
