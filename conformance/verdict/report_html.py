@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from memspec.conformance.verdict.findings import Kind
@@ -31,6 +32,32 @@ from memspec.spec.document import Spec
 
 MESSAGE_LIMIT = 6000
 """Characters of a check's message shown (report.json holds it whole)."""
+MESSAGES_BUDGET = 500_000
+"""Characters of messages one page shows in all: past it, each further message is cut to
+:data:`MESSAGE_TAIL_LIMIT`, so that a page stays light (well under 1 MiB) however many checks
+fail."""
+MESSAGE_TAIL_LIMIT = 600
+
+
+@dataclass
+class Messages:
+    """Messages are the checks' messages a page has shown: under which clause each one is, and
+    how many characters of the budget are left."""
+
+    under: dict[str, str] = field(default_factory=dict)
+    left: int = MESSAGES_BUDGET
+
+    def take(self, text: str) -> str:
+        """Returns the part of ``text`` the page shows, saying how much report.json holds
+        beyond it, and spends it from the budget."""
+        limit = MESSAGE_LIMIT if self.left > 0 else MESSAGE_TAIL_LIMIT
+        shown = text[:limit]
+        self.left -= len(shown)
+        if len(text) > limit:
+            shown += f"\n… ({len(text) - limit} more characters in report.json)"
+        return shown
+
+
 NEEDED_FOR = {"safe": "safe", "core": "core", "full": "full", SHOULD: "advice"}
 """The words of the level filter: the level a failure of the clause holds back."""
 
@@ -173,9 +200,7 @@ def _filters(areas: Sequence[str], statuses: Sequence[str]) -> str:
     )
 
 
-def _evidence(
-    record: CheckRecord, shown_messages: dict[str, str], clause: str, said: str
-) -> list[str]:
+def _evidence(record: CheckRecord, messages: Messages, clause: str, said: str) -> list[str]:
     """Returns the evidence of one failed check: its verdict (unless ``said``, the clause's
     line, already holds it), the example's step and values with their diff, and its message
     (once per page; later clauses link to it)."""
@@ -196,28 +221,22 @@ def _evidence(
         )
         lines.append(diff(found.expected, found.received, said + reason))
     if record.message.strip():
-        first = shown_messages.get(record.id)
+        first = messages.under.get(record.id)
         if first is not None:
             lines.append(
                 f'<p>Its whole message is under <a href="#c-{esc(first)}">{esc(first)}</a>.</p>'
             )
         else:
             anchor = f"m-{_slug(record.id)}"
-            shown_messages[record.id] = clause
-            text = record.message.strip()
-            cut = (
-                f"\n… ({len(text) - MESSAGE_LIMIT} more characters in report.json)"
-                if len(text) > MESSAGE_LIMIT
-                else ""
-            )
+            messages.under[record.id] = clause
             lines.append(
                 f'<details id="{anchor}"><summary>the whole message</summary>'
-                f"<pre>{esc(text[:MESSAGE_LIMIT] + cut)}</pre></details>"
+                f"<pre>{esc(messages.take(record.message.strip()))}</pre></details>"
             )
     return lines
 
 
-def _clause(row: Row, spec: Spec, records: Sequence[CheckRecord], messages: dict[str, str]) -> str:
+def _clause(row: Row, spec: Spec, records: Sequence[CheckRecord], messages: Messages) -> str:
     stated = spec.clause(row.clause)
     needed = blocked_level(stated) if stated is not None else SHOULD
     area = stated.area if stated is not None else row.clause.rsplit("-", 1)[0]
@@ -251,7 +270,7 @@ def _harness_errors(records: Sequence[CheckRecord]) -> list[str]:
         "backend; please report them</h2>"
     ]
     for record in errors:
-        text = record.message.strip()[:MESSAGE_LIMIT]
+        text = record.message.strip()[:MESSAGE_LIMIT]  # harness errors: few, and memspec's own
         lines.append(
             f"<details><summary><code>{esc(record.id)}</code> {esc(record.reason)}</summary>"
             f"<pre>{esc(text)}</pre></details>"
@@ -299,7 +318,7 @@ def render_report(
     body += _harness_errors(records)
     body.append(f'<h2 id="clauses">Every clause by area ({len(rows)})</h2>')
     body.append(_filters(list(areas), present))
-    messages: dict[str, str] = {}
+    messages = Messages()
     for area, members in areas.items():
         tally = ", ".join(
             f"{n} {s}" for s in order if (n := sum(1 for r in members if r.status == s))

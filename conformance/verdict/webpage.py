@@ -28,6 +28,9 @@ MARKS = {
     "unchecked": "?",
 }
 """The symbol beside each clause verdict's word: the verdict never reads from colour alone."""
+DIFF_LIMIT = 6_000
+"""Characters of two values' JSON beyond which :func:`diff` gives the first difference alone
+(a character-level diff takes time quadratic in their length)."""
 
 STYLE = """
 :root{--pass:#0072b2;--fail:#c2410c;--skip:#8a6d00;--na:#6b6b6b;--ink:#1d1d1d;--line:#c9c9c9;
@@ -98,10 +101,11 @@ def mark(status: str) -> str:
     return f'<span class="mark {css}">{MARKS.get(status, "")} {esc(status)}</span>'
 
 
-def shown(value: Any) -> str:
+def shown(value: Any, limit: int = 4000) -> str:
     """Returns a JSON value as the terminal shows it: JSON text with every invisible or
-    ambiguous character written as its escape."""
-    return visible(json.dumps(value, ensure_ascii=False))
+    ambiguous character written as its escape, cut after ``limit`` characters."""
+    text = visible(json.dumps(value, ensure_ascii=False))
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more)"
 
 
 def diff(expected: Any, received: Any, said: str = "") -> str:
@@ -111,11 +115,15 @@ def diff(expected: Any, received: Any, said: str = "") -> str:
     expected text with what the received one lacks struck through (``<del>``) and the received
     text with what it adds underlined (``<ins>``), each character as the terminal shows it; ""
     when the values are equal or of different kinds (nothing to compare character by
-    character)."""
+    character); for values longer than :data:`DIFF_LIMIT`, the first difference alone."""
     if expected == received or type(expected) is not type(received):
         return ""
     want = json.dumps(expected, ensure_ascii=False)
     got = json.dumps(received, ensure_ascii=False)
+    where = first_difference(expected, received)
+    lead = f"<p>{esc(where)}</p>" if where and where not in said else ""
+    if len(want) + len(got) > DIFF_LIMIT:
+        return lead
     old, new = [], []
     matcher = difflib.SequenceMatcher(None, want, got, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -128,8 +136,6 @@ def diff(expected: Any, received: Any, said: str = "") -> str:
             old.append(f"<del>{left}</del>")
         if j2 > j1:
             new.append(f"<ins>{right}</ins>")
-    where = first_difference(expected, received)
-    lead = f"<p>{esc(where)}</p>" if where and where not in said else ""
     return (
         f'{lead}<div class="diff" role="group" aria-label="difference">'
         f"expected: {''.join(old)}\nreceived: {''.join(new)}</div>"

@@ -91,3 +91,28 @@ def test_evidence_survives_report_json(tmp_path: Path) -> None:
     back = CheckRecord.from_json(json.loads(json.dumps(record.to_json())))
     assert back.evidence == record.evidence
     assert back.evidence is not None and back.evidence.received == "\ufeffUser prefers tabs"
+
+
+def test_a_page_stays_light_however_much_fails(tmp_path: Path) -> None:
+    # every clause failed by a check of its own with a long message: the page shows the
+    # messages up to a budget, then their heads, and stays under 1 MiB
+    records = [
+        failed(f"{c.area}/{c.id}", (c.id,), Violation(c.id, "x"), f"{c.id}: " + "ab\n" * 10_000)
+        for c in installed_spec().clauses
+    ]
+    page = written(tmp_path, records)
+    assert len(page.encode("utf-8")) < 1024 * 1024
+    rows = json.loads((tmp_path / "report.json").read_text())["clauses"]
+    failing = [row for row in rows if row["status"] == "fail"]
+    assert page.count("more characters in report.json)") == len(failing) > 80
+    # the first messages are shown at length (6,000 characters), the last ones by their heads
+    left = [int(n) for n in re.findall(r"\((\d+) more characters in report\.json\)", page)]
+    assert min(left) < 30_000 - 5_000 and max(left) > 30_000 - 1_000
+
+
+def test_a_long_value_gives_its_first_difference_alone() -> None:
+    long = "a" * 5000
+    assert diff(long + "b", long + "c") == (
+        "<p>first difference at code point 5000: expected &#x27;…aaaaaaaaaaaab&#x27;, "
+        "received &#x27;…aaaaaaaaaaaac&#x27;</p>"
+    )
