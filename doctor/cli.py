@@ -12,6 +12,7 @@ import re
 import shlex
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,13 @@ from memspec.doctor.repair import Action, repair
 HEALTHY, ATTENTION, BAD_INPUT = 0, 1, 2
 
 
-def add_parser(commands: Any) -> None:
-    """Adds ``doctor`` to the ``memspec`` subcommands."""
+HtmlPage = Callable[[Diagnosis, dict[str, Limit], str], str]
+"""What renders a diagnosis as a page: the diagnosis, its limits and the repair command."""
+
+
+def add_parser(commands: Any, html_page: HtmlPage | None = None) -> None:
+    """Adds ``doctor`` to the ``memspec`` subcommands; with ``html_page``, its ``--html FILE``,
+    which writes the page that renders."""
     doctor = commands.add_parser(
         "doctor",
         help="check a real memory directory; --fix repairs what loses nothing",
@@ -46,6 +52,12 @@ def add_parser(commands: Any) -> None:
             "config.yaml, else the spec's default)",
         )
     doctor.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    if html_page is not None:
+        doctor.add_argument(
+            "--html",
+            metavar="FILE",
+            help="also write the diagnosis as one self-contained page to FILE",
+        )
     doctor.add_argument(
         "--fix",
         action="store_true",
@@ -60,7 +72,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="with --fix: also move entries over the limit out of the file (its backup keeps them)",
     )
-    doctor.set_defaults(run=run, command_parser=doctor)
+    doctor.set_defaults(run=run, command_parser=doctor, html=None, html_page=html_page)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             raise DoctorError(f"no such directory: {directory}")
         if not directory.is_dir():
             raise DoctorError(f"not a directory: {directory}")
+        if args.html is not None and not Path(args.html).absolute().parent.is_dir():
+            raise DoctorError(f"--html {args.html}: no such directory")
         limits, _ = read_limits(
             directory, {"memory": args.memory_char_limit, "user": args.user_char_limit}
         )
@@ -87,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
                 directory, values, move_oversized=args.move_oversized, dry_run=args.dry_run
             )
         found = diagnose(directory, values)
+        if args.html is not None:
+            page = args.html_page(found, limits, this_command(args))
+            Path(args.html).write_text(page, encoding="utf-8", errors="backslashreplace")
     except DoctorError as error:
         print(f"memspec doctor: error: {error}", file=sys.stderr)
         return BAD_INPUT

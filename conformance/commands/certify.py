@@ -357,7 +357,9 @@ def run_certification(settings: Settings) -> CertifyResult:
     if measured is not None:
         notes.extend(measured.notes)
     if settings.report is not None:
-        notes.append(f"reports: {settings.report / 'report.md'}, report.json, junit.xml")
+        notes.append(
+            f"reports: {settings.report / 'report.md'}, report.html, report.json, junit.xml"
+        )
     status = _status(code, counts, records)
     if code == PYTEST_NO_TESTS:
         notes.append(

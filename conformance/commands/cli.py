@@ -492,9 +492,13 @@ def build_parser() -> argparse.ArgumentParser:
     from memspec.conformance.hermes.cli import add_parsers
 
     add_parsers(commands)
+    from memspec.conformance.commands.doctor_page import render_html
     from memspec.doctor.cli import add_parser as add_doctor
 
-    add_doctor(commands)
+    add_doctor(commands, html_page=render_html)
+    from memspec.conformance.commands.site import add_site_command
+
+    add_site_command(commands)
     return parser
 
 

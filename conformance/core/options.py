@@ -91,7 +91,9 @@ TIMEOUT = Option(
 )
 SEED = Option("seed", "N", "seed of the randomised checks (default: derandomised by profile)", int)
 REPORT = Option(
-    "report", "DIR", "write report.json and report.md (memspec certify: and junit.xml) to DIR"
+    "report",
+    "DIR",
+    "write report.json, report.md and report.html (memspec certify: and junit.xml) to DIR",
 )
 EXPECTED_FAILURES = Option(
     "expected-failures",

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from memspec.conformance.core.diffs import visible
 from memspec.conformance.transport.wire import Fields
+from memspec.conformance.verdict.diffs import visible
 from memspec.spec.codec import (
     decode,
     parse_text,
@@ -109,7 +109,7 @@ class ExampleFailure:
 
 def show(value: Any) -> str:
     """Returns ``value`` as readable JSON, every invisible or ambiguous character escaped
-    (:func:`~memspec.conformance.core.diffs.visible`)."""
+    (:func:`~memspec.conformance.verdict.diffs.visible`)."""
     return visible(json.dumps(plain(value), ensure_ascii=False))
 
 

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, cast
 
-from memspec.conformance.core.diffs import first_difference
 from memspec.conformance.examples.failure import (
     ExampleFailure,
     Fail,
@@ -22,6 +21,7 @@ from memspec.conformance.examples.world import Driver
 from memspec.conformance.transport.backend import BackendDefect
 from memspec.conformance.transport.wire import Answer, Fields
 from memspec.conformance.verdict.blame import Answered, blame
+from memspec.conformance.verdict.diffs import first_difference
 from memspec.conformance.verdict.findings import DEFECT_CLAUSE, Refusal
 from memspec.spec import codes
 from memspec.spec.codec import (

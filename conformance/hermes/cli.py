@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from memspec.conformance.hermes.matrix import (
     Change,
     Column,
     Matrix,
+    matrix_json,
     render_html,
     render_markdown,
     render_timeline_html,
@@ -129,7 +131,10 @@ def _write(path: Path, text: str) -> None:
 
 def _page_run(args: argparse.Namespace) -> PageRun | None:
     """Returns the stamp's run of this ``matrix`` or ``sweep`` when ``--page`` is given: the
-    command line as typed (rebuilt from the parsed options when memspec was called in-process)."""
+    command line as typed (rebuilt from the parsed options when memspec was called in-process).
+    Checks first that ``--json`` can be written, before any backend is certified."""
+    if args.json and not Path(args.json).absolute().parent.is_dir():
+        raise UsageError(f"--json {args.json}: no such directory")
     if not args.page:
         return None
     if writable_page(args.page):
@@ -161,6 +166,7 @@ _REBUILT = (
     ("-n", "workers"),
     ("--timeout", "timeout"),
     ("--page", "page"),
+    ("--json", "json"),
 )
 
 MATRIX_INTRO = """Each backend certified with `memspec certify` (each in its own process). A clause
@@ -303,6 +309,9 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         level = matrix.level(index).name
         print(f"{column.label}: level {level}; " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     print(f"matrix: {out / 'matrix.md'}, {out / 'matrix.html'}")
+    if args.json:
+        _write(Path(args.json), json.dumps(matrix_json(matrix, "The clause matrix"), indent=1))
+        print(f"saved matrix: {args.json}")
     if run:
         print(f"page: {run.write(args.page, 'The clause matrix', matrix_page(matrix))}")
     return 0
@@ -339,6 +348,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _write(out / "matrix.md", render_markdown(matrix, title))
     print(f"{len(changes)} clause verdicts changed across {len(releases)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
+    if args.json:
+        _write(Path(args.json), json.dumps(matrix_json(matrix, title), indent=1))
+        print(f"saved matrix: {args.json}")
     if run:
         body = sweep_page(matrix, changes, args.package, args.profile, later)
         page_title = f"Release sweep: {args.package} {versions[0]} to {last}"
@@ -377,6 +389,11 @@ def _common(
 def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "--page", metavar="FILE", help=f"also write the results page (docs/results/{name}.md)"
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help=f"also save the matrix as JSON (docs/results/{name}.json), which memspec site renders",
     )
     parser.set_defaults(command=name)
 

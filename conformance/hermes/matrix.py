@@ -15,8 +15,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
+from memspec.conformance.verdict.findings import shorten
 from memspec.conformance.verdict.records import CheckRecord
 from memspec.conformance.verdict.standing import (
     ClauseVerdict,
@@ -106,6 +107,52 @@ class Matrix:
         for row in self.cells:
             counts[row[index].status] += 1
         return counts
+
+
+SAVED_FORMAT = "memspec-matrix"
+"""The ``format`` of the JSON a matrix or sweep saves (``--json FILE``)."""
+
+
+def matrix_json(matrix: Matrix, title: str) -> dict[str, Any]:
+    """Returns what ``matrix --json`` and ``sweep --json`` save of a matrix: per column its
+    label, its run and its records (each message cut to its first line: the verdicts are
+    data, :meth:`Matrix.build` judges them again), so a page can be rendered again from it
+    (:func:`columns_from_json`)."""
+
+    def kept(record: CheckRecord) -> dict[str, Any]:
+        lines = [line for line in record.message.splitlines() if line.strip()]
+        return {**record.to_json(), "message": shorten(lines[0]) if lines else "", "evidence": None}
+
+    return {
+        "format": SAVED_FORMAT,
+        "version": 1,
+        "title": title,
+        "spec_version": installed_version().number,
+        "columns": [
+            {"label": c.label, "run": dict(c.run), "checks": [kept(r) for r in c.checks]}
+            for c in matrix.columns
+        ],
+    }
+
+
+def columns_from_json(payload: Any, source: str) -> list[Column]:
+    """Returns the columns a saved matrix holds (:func:`matrix_json`); raises UsageError naming
+    ``source`` when it is not one."""
+    try:
+        if payload["format"] != SAVED_FORMAT:
+            raise ValueError(payload["format"])
+        columns = []
+        for column in payload["columns"]:
+            if not isinstance(column["run"], dict):
+                raise TypeError(column["run"])
+            run = cast(RunRecord, column["run"])
+            checks = tuple(CheckRecord.from_json(check) for check in column["checks"])
+            columns.append(Column(str(column["label"]), run, checks))
+        return columns
+    except (KeyError, TypeError, ValueError):
+        raise UsageError(
+            f"{source} is not a saved matrix (the JSON of memspec matrix or sweep --json)"
+        ) from None
 
 
 def spec_version_of(run: RunRecord) -> str:

@@ -482,7 +482,7 @@ class Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Makes the exit status 3 (pytest's internal error) when the only failures are
-        memspec's own (harness errors); writes report.json and report.md when
+        memspec's own (harness errors); writes report.json, report.md and report.html when
         ``--memspec-report`` is given."""
         counts = summary_counts(self.records)
         failed = session.exitstatus == pytest.ExitCode.TESTS_FAILED

@@ -23,11 +23,13 @@ from memspec.conformance.core.registry import (
     clauses_with_checks,
     run_within_budget,
 )
+from memspec.conformance.examples.failure import plain
 from memspec.conformance.examples.probes import run_on_backend
 from memspec.conformance.suite.plugin import give_figures, give_verdict, memspec_settings
 from memspec.conformance.tamper.capability import Tampering
 from memspec.conformance.transport.backend import Backend
 from memspec.conformance.verdict.findings import (
+    Evidence,
     HarnessError,
     Mismatch,
     NotApplicable,
@@ -96,9 +98,12 @@ def test_example(
     except (NotApplicable, Unverified) as error:
         unsupported(request, error)
     if failure is not None:
+        evidence = Evidence.of(
+            failure.step, plain(failure.sent), plain(failure.received), plain(failure.expected)
+        )
         raise Mismatch(
             failure.render(), failure.summary(), failure.blamed, failure.completed,
-            dict(failure.clause_reasons),
+            dict(failure.clause_reasons), evidence,
         )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ More in docs/architecture.md, "Module notes".
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -111,11 +112,41 @@ class Violation(Finding, AssertionError):
         return cls(problem.clause, f"{problem.text} ({context})" if context else problem.text)
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """Evidence is what an example's failing step showed, as JSON values: the ``step`` as a
+    person reads it, the request ``sent``, the answer ``received`` and what the spec
+    ``expected``. A report renders it as labelled blocks and a character-level diff; the
+    verdict never reads it."""
+
+    step: str
+    sent: Any
+    received: Any
+    expected: Any
+
+    @classmethod
+    def of(cls, step: str, sent: Any, received: Any, expected: Any) -> Evidence:
+        """Returns the evidence of a step, each value made JSON-ready (a value JSON cannot
+        carry, as its ``repr``)."""
+        ready = [json.loads(json.dumps(v, default=repr)) for v in (sent, received, expected)]
+        return cls(step, *ready)
+
+    @classmethod
+    def from_json(cls, fields: Mapping[str, Any] | None) -> Evidence | None:
+        """Returns the evidence a record's ``evidence`` holds (``None`` when it holds none, or
+        something else than evidence)."""
+        if not isinstance(fields, Mapping) or not isinstance(fields.get("step"), str):
+            return None
+        step, sent = fields["step"], fields.get("sent")
+        return cls(step, sent, fields.get("received"), fields.get("expected"))
+
+
 class Mismatch(Finding, AssertionError):
     """The backend's answers differ from what an example expects; ``summary`` is the one line
     that says where (the step and the difference), the message the whole account. ``blamed``
-    are the clauses that own the difference (empty: every clause the example cites) and
-    ``completed`` whether the example ran to its end."""
+    are the clauses that own the difference (empty: every clause the example cites),
+    ``completed`` whether the example ran to its end and ``evidence`` what its step sent,
+    received and expected."""
 
     kind = Kind.VIOLATION
 
@@ -126,8 +157,10 @@ class Mismatch(Finding, AssertionError):
         blamed: Sequence[str] = (),
         completed: bool = False,
         reasons: Mapping[str, str] | None = None,
+        evidence: Evidence | None = None,
     ) -> None:
         super().__init__(message)
+        self.evidence = evidence
         self.summary = summary
         self.blamed = tuple(blamed)
         self.completed = completed
@@ -198,7 +231,7 @@ class Verdict:
     """A Verdict is how a check that did not pass ended: its kind, the clause it blames ("" for
     every clause the check cites), one line saying why, and the features it lacked; for a check
     that went on after a failure, every clause it found broken (``failures``) and whether it ran
-    to its end (``completed``)."""
+    to its end (``completed``); for an example, what its failing step showed (``evidence``)."""
 
     kind: Kind
     blamed: str = ""
@@ -207,6 +240,7 @@ class Verdict:
     failures: tuple[ClauseFailure, ...] = ()
     completed: bool = False
     adapter_gap: bool = False
+    evidence: Evidence | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Returns the verdict's fields as JSON-ready built-in types (``report.json``'s)."""
@@ -224,6 +258,7 @@ class Verdict:
             tuple(ClauseFailure(**failure) for failure in fields.get("failures") or ()),
             bool(fields.get("completed")),
             bool(fields.get("adapter_gap")),
+            Evidence.from_json(fields.get("evidence")),
         )
 
 
@@ -270,7 +305,12 @@ def verdict_of(error: BaseException) -> Verdict:
             ClauseFailure(clause, shorten(error.reasons.get(clause, reason)))
             for clause in error.blamed
         )
-        return Verdict(Kind.VIOLATION, error.blamed[0], reason, (), failures, error.completed)
+        return Verdict(
+            Kind.VIOLATION, error.blamed[0], reason, (), failures, error.completed,
+            evidence=error.evidence,
+        )  # fmt: skip
+    if isinstance(error, Mismatch):
+        return Verdict(Kind.VIOLATION, "", reason, evidence=error.evidence)
     if isinstance(error, Refusal):
         failures = tuple(ClauseFailure(clause, reason) for clause in error.clauses)
         return Verdict(Kind.VIOLATION, error.clauses[0], reason, (), failures, completed=False)

@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.verdict.findings import ClauseFailure, Kind, Verdict, shorten
+from memspec.conformance.verdict.findings import ClauseFailure, Evidence, Kind, Verdict, shorten
 
 Figure = bool | int | float | str
 """One figure a check reports (``CheckContext.figures``): a count, seconds, a flag, a name."""
@@ -42,7 +42,8 @@ class CheckRecord:
     (``verdict/findings.py``): ``kind`` (or ``stale`` for a listed expected failure that passed),
     ``blamed`` ("" for every clause it cites), ``reason``, ``missing_features``, and for a check
     that went on after a failure, ``failures`` and ``completed``; ``adapter_gap`` marks an
-    unverified check that memspec's adapter of the store could not map (``AdapterGap``).
+    unverified check that memspec's adapter of the store could not map (``AdapterGap``);
+    ``evidence`` what a failed example's step sent, received and expected.
     """
 
     id: str
@@ -59,6 +60,7 @@ class CheckRecord:
     failures: tuple[ClauseFailure, ...] = ()
     completed: bool = False
     adapter_gap: bool = False
+    evidence: Evidence | None = None
 
     @classmethod
     def from_report(

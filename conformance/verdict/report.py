@@ -1,5 +1,7 @@
 """The reports of a run: ``report.json`` (run info, the level, one record per check, the clause
-table) and ``report.md`` (what to fix, then the clause table, the figures and every failure).
+table), ``report.md`` (what to fix, then the clause table, the figures and every failure) and
+``report.html`` (the same, as a page that opens each failure on its evidence:
+:mod:`~memspec.conformance.verdict.report_html`).
 
 The library never prints: the CLI renders the terminal summary from the same records.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from memspec.conformance.verdict.findings import Kind
 from memspec.conformance.verdict.records import CheckRecord, RunInfo, Status, summary_counts
+from memspec.conformance.verdict.report_html import render_report
 from memspec.conformance.verdict.standing import Level, bears_on, clause_verdict, conformance_level
 from memspec.conformance.verdict.summary import (
     adapter_gaps,
@@ -149,8 +152,8 @@ def _markdown(
 def write_reports(
     directory: Path, info: RunInfo, records: Sequence[CheckRecord], spec: Spec | None = None
 ) -> None:
-    """Writes ``report.json`` and ``report.md`` into ``directory`` (created if missing), judging
-    the records against ``spec`` (the installed SPEC.md by default)."""
+    """Writes ``report.json``, ``report.md`` and ``report.html`` into ``directory`` (created if
+    missing), judging the records against ``spec`` (the installed SPEC.md by default)."""
     directory.mkdir(parents=True, exist_ok=True)
     spec = spec or installed_spec()
     rows = clause_matrix(spec.clauses, records, info.features)
@@ -164,6 +167,7 @@ def write_reports(
     }
     _write(directory / "report.json", json.dumps(payload, indent=1) + "\n")
     _write(directory / "report.md", _markdown(info, records, rows, level, spec))
+    _write(directory / "report.html", render_report(info, records, rows, level, spec))
 
 
 def _write(path: Path, text: str) -> None:

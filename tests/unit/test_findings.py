@@ -337,7 +337,8 @@ def test_a_report_quoting_a_lone_surrogate_is_written(tmp_path: Path) -> None:
     info = RunInfo("b", "b", "1", ("core",), "ci", None, "linux", "3.11", "ext4", "0", "2.1")
     write_reports(tmp_path, info, [record])
     assert "\\ud800" in (tmp_path / "report.md").read_text(encoding="utf-8")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
+    assert "\\ud800" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json", "report.md"]
 
 
 def test_a_clause_whose_checks_stopped_is_not_verified_whatever_another_needs() -> None:

@@ -1,0 +1,85 @@
+"""``memspec site``: the results pages rendered from the JSON their commands save (``matrix
+--json``, ``sweep --json``, ``tests.zoo --json``, ``benchmarks.bench --json``), the grid judged
+again from the saved records by the rules of a report; a page without its JSON is listed with
+the command that saves it; bad input is a usage error (the browser's view is in
+tests/integration/test_pages_browser.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from memspec.conformance.commands import cli
+from memspec.conformance.hermes.matrix import Column, Matrix, columns_from_json
+from memspec.spec.document import installed_spec
+from tests.sample_runs import sample_results
+
+
+def test_the_site_renders_each_saved_run(tmp_path: Path, capsys) -> None:
+    results = sample_results(tmp_path / "results")
+    assert cli.main(["site", "--results", str(results), "--out", str(tmp_path / "site")]) == 0
+    written = sorted(p.name for p in (tmp_path / "site").iterdir())
+    assert written == ["benchmarks.html", "index.html", "matrix.html", "zoo.html"]
+    assert "page: " in capsys.readouterr().out
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    # the sweep saved no JSON here: the index says which command saves it
+    assert "memspec sweep … --json docs/results/sweep.json" in index
+    matrix = (tmp_path / "site" / "matrix.html").read_text(encoding="utf-8")
+    assert "Measured by <code>memspec matrix --page docs/results/matrix.md</code>" in matrix
+
+
+def test_the_grid_holds_the_verdict_of_every_clause_and_backend(tmp_path: Path) -> None:
+    results = sample_results(tmp_path / "results")
+    saved = json.loads((results / "matrix.json").read_text(encoding="utf-8"))
+    matrix = Matrix.build(columns_from_json(saved, "matrix.json"))
+    cli.main(["site", "--results", str(results), "--out", str(tmp_path / "site")])
+    page = (tmp_path / "site" / "matrix.html").read_text(encoding="utf-8")
+    grid = page[page.index('id="grid"') :]
+    symbols = {"pass": "✓", "fail": "✗", "skip": "–", "n/a": "○"}
+    assert len(matrix.clauses) == len(installed_spec().clauses)
+    for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
+        found = re.search(rf'id="c-{clause.id}">.*?</tr>', grid)
+        assert found is not None, clause.id
+        cells = re.findall(r'<td class="v-([a-z]+)"[^>]*>([^<]*)</td>', found.group())
+        want = [("na" if v.status == "n/a" else v.status, symbols[v.status]) for v in row]
+        assert cells == want, clause.id
+    # the levels of the backends are the report's
+    assert "<td>sample 1</td><td>none</td>" in page and "<td>clean 1</td><td>full</td>" in page
+
+
+def test_matrix_saves_the_json_the_site_renders(tmp_path: Path, monkeypatch) -> None:
+    # matrix --json keeps the records; read back they judge every clause as the reports do
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for name, failing in (("a", ["FORMAT-4"]), ("b", [])):
+        checks = [{"id": f"X/{c}", "clauses": [c], "status": "failed", "message": "E\nboom",
+                   "kind": "violation", "blamed": c, "reason": "E"} for c in failing]  # fmt: skip
+        checks.append({"id": "X/ok", "clauses": ["FORMAT-2"], "status": "passed", "message": ""})
+        run = {"backend": "b", "name": name, "version": "1", "features": ["core"], "profile": "ci"}
+        (saved / name).mkdir()
+        (saved / name / "report.json").write_text(json.dumps({"run": run, "checks": checks}))
+    monkeypatch.setattr("sys.argv", ["pytest"])
+    argv = ["matrix", "--from-report", str(saved / "a"), "--from-report", str(saved / "b")]
+    target = tmp_path / "matrix.json"
+    assert cli.main([*argv, "--out", str(tmp_path / "out"), "--json", str(target)]) == 0
+    columns = columns_from_json(json.loads(target.read_text()), str(target))
+    again = Matrix.build(columns)
+    original = Matrix.build([Column.load(saved / "a"), Column.load(saved / "b")])
+    assert again.cells == original.cells and [c.label for c in columns] == ["a 1", "b 1"]
+
+
+def test_bad_input_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    results = sample_results(tmp_path / "results")
+    (results / "zoo.json").write_text('{"not": "a zoo"}', encoding="utf-8")
+    assert cli.main(["site", "--results", str(results), "--out", str(tmp_path / "s")]) == 2
+    assert "zoo.json is not the JSON python -m tests.zoo --json writes" in capsys.readouterr().err
+    (results / "zoo.json").unlink()
+    (results / "matrix.json").write_text("[1]", encoding="utf-8")
+    assert cli.main(["site", "--results", str(results), "--out", str(tmp_path / "s")]) == 2
+    assert "is not a saved matrix" in capsys.readouterr().err
+    assert cli.main(["site", "--results", str(tmp_path / "nowhere"), "--out", "x"]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    missing = str(tmp_path / "no" / "m.json")
+    assert cli.main(["matrix", "--from-report", str(results), "--json", missing]) == 2
+    assert "--json" in capsys.readouterr().err
