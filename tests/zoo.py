@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -413,6 +414,7 @@ def certify_member(
     (``checks``: only the checks matching this ``-k`` expression)."""
     with tempfile.TemporaryDirectory(prefix="memspec-zoo-") as scratch:
         report = (out / member.name) if out else Path(scratch, "report")
+        shutil.rmtree(report, ignore_errors=True)  # an earlier run's report is not this one's
         command = [sys.executable, "-m", "memspec.conformance", "certify", "--backend"]
         command += [member.backend, "--profile", profile, "--report", str(report), "-q"]
         command += ["-k", checks] if checks else []
