@@ -311,7 +311,10 @@ const THREAT_PATTERNS = [                                                    // 
     R`(?:back\s+)?(?:to|with)\s+(?:the\s+|an?\s+|your\s+)?`,
     R`(?:${C2_FRAMEWORK}|c2|command(?:\s|-)+and(?:\s|-)+control)\b`,
     R`|\b(?:c2|command(?:\s|-)+and(?:\s|-)+control)\s+(?:servers?|channels?|infrastructure`,
-    R`|beacons?|endpoints?|nodes?|listeners?|hosts?)\b`)],
+    R`|beacons?|endpoints?|nodes?|listeners?|hosts?)\b`,
+    R`|\b(?:c2|command(?:\s|-)+and(?:\s|-)+control)\s+(?:will\s+be|is|are|can\s+be|shall\s+be`,
+    R`|gets?)\s+(?:reached|contacted|established|accessed|maintained)\s+(?:via|through|over`,
+    R`|at|using)\b`)],
   ['hardcoded_secret', join(
     R`(?:api[_-]?key|access[_-]?key|secret[_-]?key|token|secret|passw(?:or)?d)["']?\s*[=:]\s*`,
     R`["'][a-z0-9+/=_-]{20}`)],
