@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.options import add_command
 from memspec.conformance.core.results_page import read_stamp
+from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.hermes.matrix import (
     GENERATED_NOTE,
     Matrix,
