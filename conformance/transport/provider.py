@@ -207,8 +207,13 @@ class ProviderSession(Session):
         }
         return self._call(request, method, wait)
 
-    def _call(self, request: dict[str, Any], method: str, wait: float) -> Call:
-        answer = self._exchange(request, method, wait)
+    def _call(
+        self, request: dict[str, Any], method: str, wait: float, blamed: str | None = None
+    ) -> Call:
+        """Sends the call ``request`` of ``method`` and returns how it ended; a driver that dies
+        or does not answer is a defect of the clause of the hook ``blamed`` (``method``'s by
+        default)."""
+        answer = self._exchange(request, blamed or method, wait)
         if not answer.get("ok"):
             raise UsageError(f"the driver refused {method}: {answer.get('error')}")
         return Call.of(method, answer)
@@ -247,17 +252,7 @@ class ProviderSession(Session):
             "kwargs": kwargs,
             "limit": limit,
         }
-        answer = self._exchange(request, "load", limit)
-        if not answer.get("ok"):
-            raise UsageError(f"the driver refused {method}: {answer.get('error')}")
-        return Call(
-            method,
-            answer.get("value"),
-            str(answer.get("type") or "NoneType"),
-            answer.get("raised"),
-            bool(answer.get("hung")),
-            float(answer.get("seconds") or 0.0),
-        )
+        return self._call(request, method, limit, blamed="load")
 
     def events(self) -> list[dict[str, Any]]:
         """Returns everything the driver recorded since loading began: each hook called (its
