@@ -615,36 +615,28 @@ def writes_from(events: Iterable[Mapping[str, Any]], since: float) -> list[Mappi
 def load_problems(events: Iterable[Mapping[str, Any]]) -> list[Problem]:
     """Returns the PLUGIN-1 problems of what loading did: each write and each network attempt
     (loading does neither)."""
-    problems = []
-    for event in events:
-        if is_write(event):
-            problems.append(
-                Problem("PLUGIN-1", f"loading wrote: {event.get('op')} of {event.get('path')}")
-            )
-        elif event.get("kind") == "network":
-            problems.append(
-                Problem(
-                    "PLUGIN-1",
-                    f"loading tried the network: {event.get('op')} {event.get('address')}",
-                )
-            )
-    return problems
+    return _side_effects(events, "PLUGIN-1", "loading")
 
 
 def side_effect_problems(events: Iterable[Mapping[str, Any]], what: str) -> list[Problem]:
     """Returns the PLUGIN-3 problems of ``is_available()`` or ``backup_paths()``: each write and
     each network attempt made while it ran."""
+    return _side_effects(events, "PLUGIN-3", what)
+
+
+def _side_effects(events: Iterable[Mapping[str, Any]], clause: str, what: str) -> list[Problem]:
+    """Returns a problem of ``clause`` for each write and each network attempt among
+    ``events``, which ``what`` (loading, a hook) made."""
     problems = []
     for event in events:
         if is_write(event):
             problems.append(
-                Problem("PLUGIN-3", f"{what} wrote: {event.get('op')} of {event.get('path')}")
+                Problem(clause, f"{what} wrote: {event.get('op')} of {event.get('path')}")
             )
         elif event.get("kind") == "network":
             problems.append(
                 Problem(
-                    "PLUGIN-3",
-                    f"{what} tried the network: {event.get('op')} {event.get('address')}",
+                    clause, f"{what} tried the network: {event.get('op')} {event.get('address')}"
                 )
             )
     return problems

@@ -14,7 +14,7 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.provider import XDG, ProviderSession, open_provider
 from memspec.conformance.verdict.findings import Unverified, Violation
+from memspec.spec.problems import Problem
 from memspec.spec.provider import (
     FACTS,
     MIRRORED_ACTIONS,
@@ -112,11 +113,31 @@ def started(
     return call
 
 
-def _raise_first(ctx: CheckContext, problems: Sequence[Any], context: str = "") -> None:
-    """Records each problem as a violation, going on after each (``ctx.keep_going``)."""
+@contextmanager
+def started_provider(
+    ctx: CheckContext, root: Path | None = None, *, context: str = "primary"
+) -> Iterator[ProviderSession]:
+    """Yields a new session of the provider on the check's root (or ``root``), initialised by
+    :func:`started` as the primary agent does (or in ``context``), its process ended when the
+    block ends."""
+    with provider(ctx, root) as session:
+        started(session, context=context)
+        yield session
+
+
+def _record(ctx: CheckContext, problems: Iterable[Problem | None]) -> None:
+    """Records each problem found (each that is not ``None``) as a violation, going on after
+    each (``ctx.keep_going``)."""
     for problem in problems:
-        with ctx.keep_going():
-            raise Violation.of(problem, context)
+        if problem is not None:
+            with ctx.keep_going():
+                raise Violation.of(problem)
+
+
+def _fail(ctx: CheckContext, clause: str, text: str) -> None:
+    """Records a violation of ``clause`` that ``text`` tells, going on after it
+    (``ctx.keep_going``)."""
+    _record(ctx, [Problem(clause, text)])
 
 
 def _window(events: Sequence[Mapping[str, Any]], method: str) -> list[Mapping[str, Any]]:
@@ -145,24 +166,23 @@ def loads_as_hermes_does(ctx: CheckContext) -> None:
         info = session.info
         registered = info.get("registered")
         ctx.figures["loaded_by"] = str(info.get("via"))
-        with ctx.keep_going():
-            # PLUGIN-1: register(ctx) registers exactly one provider.
-            problem = registration_problem(registered if isinstance(registered, int) else None)
-            if problem is not None:
-                raise Violation.of(problem)
-        with ctx.keep_going():
-            # PLUGIN-1: what is registered is an instance of Hermes' MemoryProvider.
-            lacking = [str(hook) for hook in info.get("lacking") or ()]
-            problem = interface_problem(
-                info.get("interface") is not False, str(info.get("class")), lacking
-            )
-            if problem is not None:
-                raise Violation.of(problem)
+        lacking = [str(hook) for hook in info.get("lacking") or ()]
+        _record(
+            ctx,
+            [
+                # PLUGIN-1: register(ctx) registers exactly one provider.
+                registration_problem(registered if isinstance(registered, int) else None),
+                # PLUGIN-1: what is registered is an instance of Hermes' MemoryProvider.
+                interface_problem(
+                    info.get("interface") is not False, str(info.get("class")), lacking
+                ),
+            ],
+        )
         load = info.get("load") or {}
         start, end = float(load.get("start", 0.0)), float(load.get("end", 0.0))
         during = [e for e in session.events() if start <= float(e.get("t", -1.0)) <= end]
         # PLUGIN-1: loading writes nothing and makes no network attempt.
-        _raise_first(ctx, load_problems(e for e in during if e.get("kind") != "hook"))
+        _record(ctx, load_problems(e for e in during if e.get("kind") != "hook"))
 
 
 @check("PLUGIN-2", id="provider.name_is_stable", features=())
@@ -170,7 +190,7 @@ def name_is_stable(ctx: CheckContext) -> None:
     with provider(ctx) as session:
         before = session.call("name")
         # PLUGIN-2: name is read within its budget, a non-empty str other than 'builtin'.
-        _raise_first(ctx, call_problems(before, "PLUGIN-2", what="reading name"))
+        _record(ctx, call_problems(before, "PLUGIN-2", what="reading name"))
         if not before.returned():
             return
         problem = name_problem(before.value, before.type)
@@ -195,14 +215,12 @@ def availability_is_cheap(ctx: CheckContext) -> None:
         ctx.figures["backup_paths_s"] = round(paths.seconds, 4)
         for call in (available, paths):
             # PLUGIN-3: before initialize, within 1 s, without raising.
-            _raise_first(
-                ctx, call_problems(call, "PLUGIN-3", what=f"{call.method}() before initialize")
-            )
+            _record(ctx, call_problems(call, "PLUGIN-3", what=f"{call.method}() before initialize"))
             # PLUGIN-3: it writes nothing and makes no network attempt.
             during = _window(events, call.method)
-            _raise_first(ctx, side_effect_problems(during, f"{call.method}()"))
+            _record(ctx, side_effect_problems(during, f"{call.method}()"))
         # PLUGIN-3: a bool, and a list of absolute paths.
-        _raise_first(ctx, availability_problems(available, paths))
+        _record(ctx, availability_problems(available, paths))
 
 
 @check("PLUGIN-4", id="provider.tool_schemas_are_valid", features=())
@@ -211,33 +229,28 @@ def tool_schemas_are_valid(ctx: CheckContext) -> None:
         core = [str(name) for name in session.info.get("core_tools") or ()]
         before = session.call("get_tool_schemas")
         # PLUGIN-4: answered before initialize, within its budget, without raising.
-        _raise_first(
-            ctx, call_problems(before, "PLUGIN-4", what="get_tool_schemas() before initialize")
-        )
+        _record(ctx, call_problems(before, "PLUGIN-4", what="get_tool_schemas() before initialize"))
         if not before.returned():
             return
         ctx.figures["tools"] = len(tool_names(before.value))
         # PLUGIN-4: function schemas, valid names and JSON Schema parameters, no core tool name.
-        _raise_first(ctx, tool_schema_problems(before.value, core))
+        _record(ctx, tool_schema_problems(before.value, core))
         started(session)
         after = session.call("get_tool_schemas")
-        _raise_first(
-            ctx, call_problems(after, "PLUGIN-4", what="get_tool_schemas() after initialize")
-        )
+        _record(ctx, call_problems(after, "PLUGIN-4", what="get_tool_schemas() after initialize"))
         # PLUGIN-4: the same tools before and after initialize.
         if after.returned() and tool_names(after.value) != tool_names(before.value):
-            with ctx.keep_going():
-                raise Violation(
-                    "PLUGIN-4",
-                    f"the tools were {tool_names(before.value)} before initialize "
-                    f"and {tool_names(after.value)} after",
-                )
+            _fail(
+                ctx,
+                "PLUGIN-4",
+                f"the tools were {tool_names(before.value)} before initialize "
+                f"and {tool_names(after.value)} after",
+            )
 
 
 @check("PLUGIN-5", id="provider.tool_calls_answer_json", features=("provider-tools",))
 def tool_calls_answer_json(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         schemas = session.call("get_tool_schemas")
         if not schemas.returned() or not isinstance(schemas.value, list):
             raise Unverified("get_tool_schemas() gave no list of tools (PLUGIN-4 judges it)")
@@ -253,10 +266,8 @@ def tool_calls_answer_json(ctx: CheckContext) -> None:
             calls.append(call)
             shown = f"handle_tool_call({name!r}) with {label}"
             # PLUGIN-5: within its budget, never raising, a JSON text.
-            _raise_first(ctx, call_problems(call, "PLUGIN-5", what=shown))
-            problem = tool_result_problem(repr(name), label, call)
-            if problem is not None:
-                _raise_first(ctx, [problem])
+            _record(ctx, call_problems(call, "PLUGIN-5", what=shown))
+            _record(ctx, [tool_result_problem(repr(name), label, call)])
             if call.hung:
                 # the provider is still inside that call: what later calls did would say more
                 # of it than of their tools (the clause has failed already)
@@ -273,7 +284,7 @@ def initialize_takes_hermes_arguments(ctx: CheckContext) -> None:
         call = session.call("initialize", **keywords)
         ctx.figures["initialize_s"] = round(call.seconds, 4)
         # PLUGIN-6: the primary agent's keywords and one unknown, within 5 s, never raising.
-        _raise_first(
+        _record(
             ctx,
             call_problems(
                 call, "PLUGIN-6", what=f"initialize() with Hermes' keywords {sorted(keywords)}"
@@ -334,7 +345,7 @@ def writes_stay_at_home(ctx: CheckContext) -> None:
         ctx.figures["writes"] = sum(1 for e in events if is_write(e))
         # PLUGIN-7: every write under hermes_home, a path backup_paths() names or the user's
         # cache directory.
-        _raise_first(
+        _record(
             ctx,
             stray_write_problems(
                 events,
@@ -396,8 +407,7 @@ def secondary_contexts_write_nothing(ctx: CheckContext) -> None:
     for context in SECONDARY_CONTEXTS:
         root = ctx.scratch / context
         root.mkdir()
-        with provider(ctx, root) as session:
-            started(session, context=context)
+        with started_provider(ctx, root, context=context) as session:
             since = session.now()
             session.settle()
             cache = _resolved(session.home / XDG["XDG_CACHE_HOME"])
@@ -430,27 +440,24 @@ def secondary_contexts_write_nothing(ctx: CheckContext) -> None:
             shown += [f"{path} changed on disk" for path in changed if path not in named][:3]
             # PLUGIN-8: a provider initialised in a non-primary context writes nothing.
             if shown:
-                with ctx.keep_going():
-                    raise Violation(
-                        "PLUGIN-8",
-                        f"initialised with agent_context {context!r}, it wrote: {'; '.join(shown)}",
-                    )
+                _fail(
+                    ctx,
+                    "PLUGIN-8",
+                    f"initialised with agent_context {context!r}, it wrote: {'; '.join(shown)}",
+                )
 
 
 @check("PLUGIN-9", id="provider.prefetch_returns_promptly", features=())
 def prefetch_returns_promptly(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         calls: list[Call] = []
 
         def prefetch(label: str, query: str) -> bool:
             call = session.call("prefetch", query, session_id=SESSION)
             calls.append(call)
             # PLUGIN-9: a str within 2 s, never raising.
-            _raise_first(ctx, call_problems(call, "PLUGIN-9", what=f"prefetch() of {label}"))
-            problem = prefetch_type_problem(label, call)
-            if problem is not None:
-                _raise_first(ctx, [problem])
+            _record(ctx, call_problems(call, "PLUGIN-9", what=f"prefetch() of {label}"))
+            _record(ctx, [prefetch_type_problem(label, call)])
             return not call.hung
 
         for label, query in PREFETCH_QUERIES:
@@ -469,8 +476,7 @@ def prefetch_returns_promptly(ctx: CheckContext) -> None:
 
 @check("PLUGIN-10", id="provider.recall_is_fenced_and_bounded", features=())
 def recall_is_fenced_and_bounded(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         turns = [
             (HOSTILE_TURN, "Noted."),
             ("Please remember this long note: " + "lorem " * 2500, "Noted."),
@@ -494,15 +500,14 @@ def recall_is_fenced_and_bounded(ctx: CheckContext) -> None:
                 continue
             judged += 1
             # PLUGIN-10: no fence tag, no system note, at most 10,000 characters.
-            _raise_first(ctx, recall_problems(call.value, label))
+            _record(ctx, recall_problems(call.value, label))
         if not judged:
             raise Unverified("prefetch() never returned a str (PLUGIN-9 judges it)")
 
 
 @check("PLUGIN-11", id="provider.sync_is_non_blocking", features=())
 def sync_is_non_blocking(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         turns = [(fact.user, fact.reply) for fact in FACTS]
         calls: list[Call] = []
         for index, (user, reply) in enumerate(turns):
@@ -516,10 +521,8 @@ def sync_is_non_blocking(ctx: CheckContext) -> None:
             queued = session.call("queue_prefetch", user, session_id=SESSION)
             calls += [sync, queued]
             # PLUGIN-11: each returns within 1 s, never raising, messages taken.
-            _raise_first(
-                ctx, call_problems(sync, "PLUGIN-11", what=f"sync_turn() of turn {index + 1}")
-            )
-            _raise_first(
+            _record(ctx, call_problems(sync, "PLUGIN-11", what=f"sync_turn() of turn {index + 1}"))
+            _record(
                 ctx,
                 call_problems(queued, "PLUGIN-11", what=f"queue_prefetch() after turn {index + 1}"),
             )
@@ -615,8 +618,7 @@ def synced_turns_are_recalled(ctx: CheckContext) -> None:
 
 @check("PLUGIN-14", id="provider.memory_writes_are_mirrored", features=("mirror",))
 def memory_writes_are_mirrored(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         calls = []
         for _ in range(2):
             calls.append(
@@ -641,16 +643,14 @@ def memory_writes_are_mirrored(ctx: CheckContext) -> None:
                 calls.append(session.call("on_memory_write", action, target, MIRRORED))
         for call in calls:
             # PLUGIN-14: every action and target, with and without metadata, never raising.
-            _raise_first(ctx, call_problems(call, "PLUGIN-14", what="on_memory_write()"))
+            _record(ctx, call_problems(call, "PLUGIN-14", what="on_memory_write()"))
         _seconds(ctx, "on_memory_write_max_s", calls)
         session.settle()
         session.call("queue_prefetch", REPEATED_QUERY, session_id=SESSION)
         session.settle()
         recall = session.call("prefetch", REPEATED_QUERY, session_id=SESSION)
         # PLUGIN-14: an add given twice is recalled at most once.
-        problem = repeated_recall_problem(REPEATED, recall.value)
-        if problem is not None:
-            _raise_first(ctx, [problem])
+        _record(ctx, [repeated_recall_problem(REPEATED, recall.value)])
         if not isinstance(recall.value, str):
             raise Unverified(
                 "an add given twice could not be looked for: prefetch() returned no str "
@@ -660,8 +660,7 @@ def memory_writes_are_mirrored(ctx: CheckContext) -> None:
 
 @check("PLUGIN-15", id="provider.session_hooks_hold", features=())
 def session_hooks_hold(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         turn = (FACTS[2].user, FACTS[2].reply)
         before_sync = session.call(
             "sync_turn", *turn, session_id=SESSION, messages=messages_of([turn])
@@ -687,7 +686,7 @@ def session_hooks_hold(ctx: CheckContext) -> None:
         ]
         for call in calls:
             # PLUGIN-15: within its budget, never raising, unknown keywords taken.
-            _raise_first(ctx, call_problems(call, "PLUGIN-15"))
+            _record(ctx, call_problems(call, "PLUGIN-15"))
         turn = (FACTS[3].user, FACTS[3].reply)
         after_sync = session.call(
             "sync_turn", *turn, session_id="memspec-session-3", messages=messages_of([turn])
@@ -697,17 +696,16 @@ def session_hooks_hold(ctx: CheckContext) -> None:
         # switch too is its own clause's).
         for before, after in ((before_sync, after_sync), (before_recall, after_recall)):
             if after.raised and not before.raised:
-                with ctx.keep_going():
-                    raise Violation(
-                        "PLUGIN-15",
-                        f"after the session switched, {after.method}() raised {after.raised}",
-                    )
+                _fail(
+                    ctx,
+                    "PLUGIN-15",
+                    f"after the session switched, {after.method}() raised {after.raised}",
+                )
 
 
 @check("PLUGIN-16", id="provider.other_hooks_hold", features=())
 def other_hooks_hold(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         turns = [(FACTS[4].user, FACTS[4].reply)]
         calls = [
             session.call(
@@ -732,14 +730,11 @@ def other_hooks_hold(ctx: CheckContext) -> None:
         blocks = [session.call("system_prompt_block"), session.call("system_prompt_block")]
         for call in [*calls, *blocks]:
             # PLUGIN-16: within its budget, never raising, unknown keywords taken.
-            _raise_first(ctx, call_problems(call, "PLUGIN-16"))
+            _record(ctx, call_problems(call, "PLUGIN-16"))
         for call in (calls[1], *blocks):
             # PLUGIN-16: on_pre_compress and system_prompt_block return a str.
             if call.returned() and call.type != "str":
-                with ctx.keep_going():
-                    raise Violation(
-                        "PLUGIN-16", f"{call.method}() returned a {call.type}, not a str"
-                    )
+                _fail(ctx, "PLUGIN-16", f"{call.method}() returned a {call.type}, not a str")
         # PLUGIN-16: system_prompt_block is static: the same when asked twice.
         if all(b.returned() for b in blocks) and blocks[0].value != blocks[1].value:
             raise Violation(
@@ -750,25 +745,23 @@ def other_hooks_hold(ctx: CheckContext) -> None:
 
 @check("PLUGIN-17", id="provider.shutdown_is_prompt", features=())
 def shutdown_is_prompt(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         turn = (FACTS[0].user, FACTS[0].reply)
         session.call("sync_turn", *turn, session_id=SESSION, messages=messages_of([turn]))
         first = session.call("shutdown")
         ctx.figures["shutdown_s"] = round(first.seconds, 4)
         # PLUGIN-17: shutdown() within 5 s, never raising.
-        _raise_first(ctx, call_problems(first, "PLUGIN-17"))
+        _record(ctx, call_problems(first, "PLUGIN-17"))
         if first.hung:
             return
         second = session.call("shutdown")
         # PLUGIN-17: a second shutdown() too.
-        _raise_first(ctx, call_problems(second, "PLUGIN-17", what="a second shutdown()"))
+        _record(ctx, call_problems(second, "PLUGIN-17", what="a second shutdown()"))
 
 
 @check("PLUGIN-18", id="provider.no_thread_outlives_shutdown", features=())
 def no_thread_outlives_shutdown(ctx: CheckContext) -> None:
-    with provider(ctx) as session:
-        started(session)
+    with started_provider(ctx) as session:
         turn = (FACTS[0].user, FACTS[0].reply)
         session.call("sync_turn", *turn, session_id=SESSION, messages=messages_of([turn]))
         session.call("queue_prefetch", FACTS[0].question, session_id=SESSION)
@@ -781,7 +774,7 @@ def no_thread_outlives_shutdown(ctx: CheckContext) -> None:
         threads = session.threads()
         ctx.figures["threads_left"] = sum(1 for t in threads if t.get("alive"))
         # PLUGIN-18: no thread it started outlives shutdown() unless it is a daemon.
-        _raise_first(ctx, lingering_threads(threads))
+        _record(ctx, lingering_threads(threads))
 
 
 @check("PLUGIN-19", id="provider.profiles_never_cross", features=())
@@ -813,12 +806,12 @@ def profiles_never_cross(ctx: CheckContext) -> None:
             ]
             # PLUGIN-19: nothing under the other hermes_home changes while one instance works.
             if changed:
-                with ctx.keep_going():
-                    raise Violation(
-                        "PLUGIN-19",
-                        f"while the instance on {homes[own]} synced a turn, "
-                        f"{', '.join(changed[:5])} changed under {homes[other]}",
-                    )
+                _fail(
+                    ctx,
+                    "PLUGIN-19",
+                    f"while the instance on {homes[own]} synced a turn, "
+                    f"{', '.join(changed[:5])} changed under {homes[other]}",
+                )
         unread = 0
         for own, other in ((0, 1), (1, 0)):
             recall = session.call(
@@ -829,8 +822,7 @@ def profiles_never_cross(ctx: CheckContext) -> None:
             problem = crossed_problem(
                 facts[other].word, recall.value, str(homes[own]), str(homes[other])
             )
-            if problem is not None:
-                _raise_first(ctx, [problem])
+            _record(ctx, [problem])
         if unread:
             raise Unverified(
                 "what each instance recalls could not be read: prefetch() returned no str "

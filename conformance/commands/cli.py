@@ -490,8 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(repro.add_argument, (TIMEOUT,), defaults={"timeout": CALL_TIMEOUT})
     repro.set_defaults(run=_cmd_repro)
     from memspec.conformance.hermes.cli import add_parsers
+    from memspec.conformance.hermes.providers import add_parser as add_provider
 
     add_parsers(commands)
+    add_provider(commands)
     from memspec.conformance.commands.doctor_page import render_html
     from memspec.doctor.cli import add_parser as add_doctor
 

@@ -1,4 +1,6 @@
-"""The ``hermes``, ``matrix`` and ``sweep`` subcommands of ``memspec`` (they print; see cli.py).
+"""The ``hermes``, ``matrix`` and ``sweep`` subcommands of ``memspec`` (they print; see cli.py),
+and what ``memspec provider`` shares with them: ``--cache``, ``--python`` and a release's
+environment prepared.
 
 More in docs/architecture.md, "Module notes".
 """
@@ -14,7 +16,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.core.options import (
@@ -55,7 +57,22 @@ from memspec.conformance.hermes.releases import (
 )
 from memspec.spec.errors import UsageError
 
+if TYPE_CHECKING:
+    from memspec.conformance.core.settings import Settings
+
 CERTIFY_TIMEOUT = 7200.0
+CACHE = Option(
+    "cache",
+    "DIR",
+    "where Hermes environments are kept (default $MEMSPEC_CACHE_DIR, "
+    "$XDG_CACHE_HOME/memspec or ~/.cache/memspec)",
+)
+PYTHON = Option(
+    "python", "PATH", "the interpreter Hermes environments are created with (default: this one)"
+)
+RUN_OPTIONS = (REPORT, EXPECTED_FAILURES, SELECT, QUIET)
+"""The options of certify that ``hermes`` and ``provider`` take as they are, beside
+``--profile``, ``--workers`` and ``--timeout`` (:func:`release_settings` reads them all)."""
 
 
 def _release(text: str) -> Release:
@@ -67,12 +84,41 @@ def _release(text: str) -> Release:
     return Release(package, version)
 
 
+def prepare(
+    release: Build, cache: str | None, python: str | None, beside: Release | None = None
+) -> Path:
+    """Returns the interpreter of ``release``'s environment (with ``beside`` installed in it
+    too) in the cache ``--cache`` names, built with ``--python`` first if needed; prints what it
+    prepares and what it found."""
+    extra = f" with {beside.label}" if beside is not None else ""
+    print(f"memspec: preparing {release.label}{extra} (cache {cache_dir(cache)})", flush=True)
+    interpreter = ensure_venv(release, cache_dir(cache), python, beside=beside)
+    print(f"memspec: {describe_venv(interpreter)}", flush=True)
+    return interpreter
+
+
 def hermes_command(release: Build, cache: str | None, python: str | None) -> str:
     """Returns the ``--backend-cmd`` of ``release``, building its environment if needed."""
-    print(f"memspec: preparing {release.label} (cache {cache_dir(cache)})", flush=True)
-    interpreter = ensure_venv(release, cache_dir(cache), python)
-    print(f"memspec: {describe_venv(interpreter)}", flush=True)
-    return adapter_command(interpreter)
+    return adapter_command(prepare(release, cache, python))
+
+
+def release_settings(args: argparse.Namespace, **backend: Any) -> Settings:
+    """Returns the settings of certifying, in a Hermes environment, the backend ``backend``
+    names (``backend_cmd=`` or ``provider_cmd=``, with any other keyword of certify) with the
+    options of ``args``; ``--timeout`` is :data:`RELEASE_CALL_TIMEOUT` unless given."""
+    from memspec.conformance.commands.certify import settings_for
+
+    return settings_for(
+        base=Path.cwd(),
+        profile=args.profile,
+        workers=args.workers,
+        timeout=args.timeout or RELEASE_CALL_TIMEOUT,
+        report=args.report,
+        expected_failures=args.expected_failures,
+        select=args.select,
+        quiet=args.quiet,
+        **backend,
+    )
 
 
 def _build(args: argparse.Namespace) -> Build:
@@ -257,22 +303,11 @@ def sweep_page(
 
 
 def _cmd_hermes(args: argparse.Namespace) -> int:
-    from memspec.conformance.commands.certify import run_certification, settings_for
+    from memspec.conformance.commands.certify import run_certification
     from memspec.conformance.commands.terminal import print_result
 
     command = hermes_command(_build(args), args.cache, args.python)
-    settings = settings_for(
-        base=Path.cwd(),
-        backend_cmd=command,
-        profile=args.profile,
-        workers=args.workers,
-        timeout=args.timeout or RELEASE_CALL_TIMEOUT,
-        report=args.report,
-        expected_failures=args.expected_failures,
-        select=args.select,
-        quiet=args.quiet,
-    )
-    return print_result(run_certification(settings))
+    return print_result(run_certification(release_settings(args, backend_cmd=command)))
 
 
 def _out(args: argparse.Namespace) -> Path:
@@ -373,17 +408,7 @@ def _common(
     parser: argparse.ArgumentParser, profile: str, timeout: Option = RELEASE_TIMEOUT
 ) -> None:
     add_options(parser.add_argument, (PROFILE, WORKERS, timeout), defaults={"profile": profile})
-    parser.add_argument(
-        "--cache",
-        metavar="DIR",
-        help="where Hermes environments are kept (default $MEMSPEC_CACHE_DIR, "
-        "$XDG_CACHE_HOME/memspec or ~/.cache/memspec)",
-    )
-    parser.add_argument(
-        "--python",
-        metavar="PATH",
-        help="the interpreter Hermes environments are created with (default: this one)",
-    )
+    add_options(parser.add_argument, (CACHE, PYTHON))
 
 
 def _page_option(parser: argparse.ArgumentParser, name: str) -> None:
@@ -412,7 +437,7 @@ def add_parsers(commands: Any) -> None:
     build.add_argument("--wheel", metavar="PATH", help="a local wheel of a Hermes build")
     build.add_argument("--source", metavar="DIR", help="a source directory of a Hermes build")
     hermes.add_argument("--version", help="a release on the index (default: the latest)")
-    add_options(hermes.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
+    add_options(hermes.add_argument, RUN_OPTIONS)
     _common(hermes, "ci")
     hermes.set_defaults(run=_cmd_hermes)
 
@@ -478,6 +503,3 @@ def add_parsers(commands: Any) -> None:
     _page_option(sweep, "sweep")
     _common(sweep, "smoke")
     sweep.set_defaults(run=_cmd_sweep)
-    from memspec.conformance.hermes.providers import add_parser as add_provider
-
-    add_provider(commands)

@@ -19,20 +19,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from memspec.conformance.core.locations import cache_dir
-from memspec.conformance.core.options import (
-    EXPECTED_FAILURES,
-    PROFILE,
-    QUIET,
-    REPORT,
-    SELECT,
-    TIMEOUT,
-    WORKERS,
-    add_options,
-)
+from memspec.conformance.core.options import PROFILE, TIMEOUT, WORKERS, add_options
 from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
-from memspec.conformance.hermes.releases import Release, describe_venv, ensure_venv
+from memspec.conformance.hermes.cli import (
+    CACHE,
+    PYTHON,
+    RUN_OPTIONS,
+    prepare,
+    release_settings,
+)
+from memspec.conformance.hermes.releases import Release
 from memspec.spec.errors import UsageError
 
 DRIVER = Path(__file__).resolve().with_name("provider_driver.py")
@@ -95,11 +92,7 @@ def provider_command(
     what it prepares)."""
     from memspec.conformance.transport.provider import driver_command
 
-    release = Release("hermes-agent", hermes)
-    beside = f" with {package.label}" if package is not None else ""
-    print(f"memspec: preparing {release.label}{beside} (cache {cache_dir(cache)})", flush=True)
-    interpreter = ensure_venv(release, cache_dir(cache), python, beside=package)
-    print(f"memspec: {describe_venv(interpreter)}", flush=True)
+    interpreter = prepare(Release("hermes-agent", hermes), cache, python, package)
     return driver_command(interpreter, DRIVER, target)
 
 
@@ -112,7 +105,7 @@ PROVIDER_TIMEOUT = dataclasses.replace(
 
 
 def _cmd_provider(args: argparse.Namespace) -> int:
-    from memspec.conformance.commands.certify import run_certification, settings_for
+    from memspec.conformance.commands.certify import run_certification
     from memspec.conformance.commands.terminal import print_result
     from memspec.conformance.transport.backend import BackendDefect
     from memspec.conformance.transport.provider import provider_label
@@ -128,18 +121,7 @@ def _cmd_provider(args: argparse.Namespace) -> int:
     # a package's own plugin folder is named to the driver as NAME==VERSION (found there)
     target = args.target if args.target is not None else package.label if package else ""
     command = provider_command(target, args.hermes_version, args.cache, args.python, package)
-    settings = settings_for(
-        base=base,
-        provider_cmd=command,
-        profile=args.profile,
-        workers=args.workers,
-        timeout=args.timeout or RELEASE_CALL_TIMEOUT,
-        report=args.report,
-        expected_failures=args.expected_failures,
-        select=args.select,
-        quiet=args.quiet,
-        verbose=args.verbose,
-    )
+    settings = release_settings(args, provider_cmd=command, verbose=args.verbose)
     backend = settings.backend
     assert backend is not None  # make_settings made the provider's backend
     try:
@@ -179,24 +161,14 @@ def add_parser(commands: Any) -> None:
         help=f"the hermes-agent release whose environment runs the provider (default "
         f"{DEFAULT_HERMES})",
     )
-    parser.add_argument(
-        "--cache",
-        metavar="DIR",
-        help="where Hermes environments are kept (default $MEMSPEC_CACHE_DIR, "
-        "$XDG_CACHE_HOME/memspec or ~/.cache/memspec)",
-    )
-    parser.add_argument(
-        "--python",
-        metavar="PATH",
-        help="the interpreter Hermes environments are created with (default: this one)",
-    )
+    add_options(parser.add_argument, (CACHE, PYTHON))
     parser.add_argument(
         "-v",
         "--verbose",
         action="store_true",
         help="print a line per check and every failure's whole message, not only the progress",
     )
-    add_options(parser.add_argument, (REPORT, EXPECTED_FAILURES, SELECT, QUIET))
+    add_options(parser.add_argument, RUN_OPTIONS)
     add_options(
         parser.add_argument, (PROFILE, WORKERS, PROVIDER_TIMEOUT), defaults={"profile": "ci"}
     )

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, ClassVar, cast
+from typing import IO, Any, ClassVar, NamedTuple, cast
 
 from memspec.conformance.core.locations import backend_environment
 from memspec.conformance.core.waits import CALL_TIMEOUT
@@ -54,7 +54,8 @@ DECLINED = re.compile(r"^[a-z][a-z-]* feature not claimed: ")
 ``agent feature not claimed: ...``): certify prints each such line of its first session."""
 SHOWN_LINE = 200
 """How many characters of a line that is not JSON a defect shows."""
-_EOF = object()
+EOF = object()
+"""What :func:`read_output`'s queue holds after a process's last line of stdout."""
 
 
 INVOCATION_DIR = "MEMSPEC_INVOCATION_DIR"
@@ -72,12 +73,53 @@ def invocation_dir() -> str:
 def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
     for line in stream:
         lines.put(line)
-    lines.put(_EOF)
+    lines.put(EOF)
 
 
 def _keep_tail(stream: IO[str], tail: deque[str]) -> None:
     for line in stream:
         tail.append(line.rstrip("\n"))
+
+
+class Output(NamedTuple):
+    """The output of a started process as two threads of its own read it: ``lines``, each line
+    of its stdout as it comes (then :data:`EOF`); ``stderr``, the last :data:`STDERR_TAIL`
+    lines of its stderr; ``stderr_reader``, the thread that reads them (join it to wait for
+    the last lines of a process that has ended)."""
+
+    lines: queue.Queue[object]
+    stderr: deque[str]
+    stderr_reader: threading.Thread
+
+
+def read_output(process: subprocess.Popen[str]) -> Output:
+    """Starts reading the stdout and stderr of ``process`` (started with text pipes, as
+    :func:`.prestart.start` does) in daemon threads and returns where what they read goes."""
+    assert process.stdout is not None and process.stderr is not None
+    lines: queue.Queue[object] = queue.Queue()
+    stderr: deque[str] = deque(maxlen=STDERR_TAIL)
+    threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
+    reader = threading.Thread(target=_keep_tail, args=(process.stderr, stderr), daemon=True)
+    reader.start()
+    return Output(lines, stderr, reader)
+
+
+def kill_process(process: subprocess.Popen[str]) -> None:
+    """Ends ``process`` at once and waits for it."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def close_process(process: subprocess.Popen[str], wait: float) -> None:
+    """Closes the stdin of ``process`` and waits ``wait`` seconds for it to end; kills it if it
+    does not."""
+    try:
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(timeout=wait)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        kill_process(process)
 
 
 @dataclass
@@ -123,14 +165,7 @@ class CommandSession(Session):
             except BaseException:
                 self.kill()
                 raise
-        self._lines = queue.Queue()
-        self._stderr = deque(maxlen=STDERR_TAIL)
-        assert self.process.stdout is not None and self.process.stderr is not None
-        threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
-        self._stderr_pump = threading.Thread(
-            target=_keep_tail, args=(self.process.stderr, self._stderr), daemon=True
-        )
-        self._stderr_pump.start()
+        self._lines, self._stderr, self._stderr_pump = read_output(self.process)
         opened = self._exchange(
             {
                 "op": "open",
@@ -183,7 +218,7 @@ class CommandSession(Session):
                 "--timeout if it is slow, not hung",
                 request,
             ) from None
-        if received is _EOF:
+        if received is EOF:
             status = self.process.wait(timeout=self.timeout)
             self._stderr_pump.join(STDERR_DRAIN)  # its last lines say why it ended
             gap = [line for line in self._stderr if line.startswith(ADAPTER_GAP_MARK)]
@@ -232,18 +267,11 @@ class CommandSession(Session):
 
     def kill(self) -> None:
         """Ends the backend process at once."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        kill_process(self.process)
 
     def close(self) -> None:
         """Closes stdin and waits for the backend to exit; kills it if it does not."""
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-            self.process.wait(timeout=self.timeout)
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            self.kill()
+        close_process(self.process, self.timeout)
 
 
 @dataclass

@@ -18,17 +18,23 @@ import json
 import queue
 import shlex
 import subprocess
-import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from memspec.conformance.core.locations import backend_environment
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
+from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import Address, BackendDefect, Runs, Session
-from memspec.conformance.transport.jsonlines import invocation_dir
+from memspec.conformance.transport.jsonlines import (
+    EOF,
+    close_process,
+    invocation_dir,
+    kill_process,
+    read_output,
+)
 from memspec.conformance.transport.wire import Answer
 from memspec.spec.clauses import PROVIDER
 from memspec.spec.errors import UsageError
@@ -37,8 +43,6 @@ from memspec.spec.provider import HOOK_CLAUSES, Call, limit_of
 EXCHANGE_MARGIN = 15.0
 """Seconds the harness waits for the driver's answer beyond the limit the driver waits for the
 provider: the driver always answers, even for a call that hung."""
-STDERR_TAIL = 20
-_EOF = object()
 XDG = {
     "XDG_CONFIG_HOME": ".config",
     "XDG_DATA_HOME": ".local/share",
@@ -75,17 +79,6 @@ def provider_environment(root: Path, home: Path, temporary: Path) -> dict[str, s
     return environment
 
 
-def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(_EOF)
-
-
-def _keep_tail(stream: IO[str], tail: deque[str]) -> None:
-    for line in stream:
-        tail.append(line.rstrip("\n"))
-
-
 @dataclass
 class ProviderSession(Session):
     """A session that drives one provider plugin in the driver's process: ``info`` is what
@@ -117,17 +110,8 @@ class ProviderSession(Session):
         self.home.mkdir(exist_ok=True)
         self.temporary.mkdir(exist_ok=True)
         try:
-            self.process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="surrogateescape",
-                cwd=self.home,
-                env=provider_environment(self.root, self.home, self.temporary),
-                start_new_session=True,
+            self.process = prestart.start(
+                argv, str(self.home), provider_environment(self.root, self.home, self.temporary)
             )
         except OSError as error:
             raise BackendDefect(
@@ -135,13 +119,7 @@ class ProviderSession(Session):
                 {"command": self.command},
                 clause=HOOK_CLAUSES["load"],
             ) from None
-        self._lines = queue.Queue()
-        self._stderr = deque(maxlen=STDERR_TAIL)
-        assert self.process.stdout is not None and self.process.stderr is not None
-        threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
-        threading.Thread(
-            target=_keep_tail, args=(self.process.stderr, self._stderr), daemon=True
-        ).start()
+        self._lines, self._stderr, _ = read_output(self.process)
         loaded = self._exchange(
             {"op": "load", "cwd": self.cwd, "limit": self.timeout}, "load", self.timeout
         )
@@ -178,7 +156,7 @@ class ProviderSession(Session):
                 request,
                 clause,
             ) from None
-        if received is _EOF:
+        if received is EOF:
             status = self.process.wait(timeout=5)
             raise self._defect(
                 f"the provider's process ended (status {status}) during {method}", request, clause
@@ -229,8 +207,13 @@ class ProviderSession(Session):
         }
         return self._call(request, method, wait)
 
-    def _call(self, request: dict[str, Any], method: str, wait: float) -> Call:
-        answer = self._exchange(request, method, wait)
+    def _call(
+        self, request: dict[str, Any], method: str, wait: float, blamed: str | None = None
+    ) -> Call:
+        """Sends the call ``request`` of ``method`` and returns how it ended; a driver that dies
+        or does not answer is a defect of the clause of the hook ``blamed`` (``method``'s by
+        default)."""
+        answer = self._exchange(request, blamed or method, wait)
         if not answer.get("ok"):
             raise UsageError(f"the driver refused {method}: {answer.get('error')}")
         return Call.of(method, answer)
@@ -269,17 +252,7 @@ class ProviderSession(Session):
             "kwargs": kwargs,
             "limit": limit,
         }
-        answer = self._exchange(request, "load", limit)
-        if not answer.get("ok"):
-            raise UsageError(f"the driver refused {method}: {answer.get('error')}")
-        return Call(
-            method,
-            answer.get("value"),
-            str(answer.get("type") or "NoneType"),
-            answer.get("raised"),
-            bool(answer.get("hung")),
-            float(answer.get("seconds") or 0.0),
-        )
+        return self._call(request, method, limit, blamed="load")
 
     def events(self) -> list[dict[str, Any]]:
         """Returns everything the driver recorded since loading began: each hook called (its
@@ -303,18 +276,11 @@ class ProviderSession(Session):
 
     def kill(self) -> None:
         """Ends the provider's process at once."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        kill_process(self.process)
 
     def close(self) -> None:
         """Closes the driver's input, which ends its process at once; kills it if it lingers."""
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-            self.process.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            self.kill()
+        close_process(self.process, 5)
 
 
 @dataclass
