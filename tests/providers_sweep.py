@@ -690,8 +690,11 @@ def save_run(outcomes: Sequence[Outcome], out: Path) -> None:
 
 
 def read_run(source: Path, subjects: Sequence[Subject]) -> list[Outcome]:
-    """Returns the outcomes of the run kept in ``source`` (by ``--out``), for ``subjects``."""
+    """Returns the outcomes of the run kept in ``source`` (by ``--out``), for ``subjects``
+    (raises OSError, ValueError, KeyError or TypeError for a run that is not kept there)."""
     kept = json.loads((source / "sweep.json").read_text(encoding="utf-8"))
+    if not isinstance(kept, dict):
+        raise ValueError("its sweep.json is not the one --out keeps")
     outcomes = []
     for subject in subjects:
         if subject.key not in kept:
