@@ -14,6 +14,7 @@ project root::
     python -m tests.providers_sweep --page docs/results/providers.md
     python -m tests.providers_sweep --out DIR              # keep the reports and the run
     python -m tests.providers_sweep --from DIR --page FILE # render a kept run again
+    python -m tests.providers_sweep --json docs/results/providers.json  # the run as JSON too
 
 Every certification runs in a process of its own with the network refused (memspec's driver),
 its reports under ``--out`` (a temporary directory by default); a package's installer, where the
@@ -21,6 +22,29 @@ package's documentation says to run one, runs with a scratch ``HOME`` and Hermes
 status: 0 when every failing clause of every subject has its note and every note its failure, 1
 when not (a verdict not argued yet, or a note gone stale: either is for a person to settle by
 reading the code again), 2 for a usage error.
+
+``--json FILE`` (with a run or with ``--from``) writes the run as the JSON ``memspec site``
+renders (:func:`run_json`)::
+
+    {"sweep": "providers", "hermes": "0.19.0", "profile": "ci",
+     "clauses": [{"clause": "PLUGIN-1", "level": "MUST"}, ...],     # the provider's clauses
+     "subjects": [{
+        "key": "holographic", "title": ..., "how": ..., "package": "NAME==VERSION" or null,
+        "bundled": "FOLDER" or null, "environment": {...},
+        "status": 1 or null (timed out, not prepared), "wall": 46.0 (seconds),
+        "level": "safe" or null (no report), "blocked_by": [...],
+        "counts": {"passed": 15, "failed": 3, "skipped": 1, ...} or null, "not_judged": 1,
+        "verdicts": [{"clause": "PLUGIN-11", "status": "fail", "why": "..."}, ...],
+        "failing": [{"clause": "PLUGIN-11", "failure": "...", "note": "..." or null}],
+        "unjudged": [{"clause": "PLUGIN-12", "why": "unchecked: not judged"}],
+        "figures": {"initialize_s": 0.18, "prefetch_max_s": ..., "sync_turn_max_s": ...},
+        "output": "the last lines memspec printed, when it left no report" or null}],
+     "elsewhere": [{"package": ..., "why": ...}], "not_yet": ["NAME VERSION", ...],
+     "unsettled": ["what a person must settle", ...]}
+
+``verdicts`` are the clause rows of the subject's ``report.json`` (``pass``, ``fail``, ``expected
+fail``, ``skip``, ``n/a``, ``unchecked``), ``note`` the subject's :data:`NOTES` entry (``null``:
+not argued yet).
 """
 
 from __future__ import annotations
@@ -41,6 +65,7 @@ from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.core.results_page import PageRun, writable_page
 from memspec.conformance.hermes.providers import DEFAULT_HERMES
 from memspec.conformance.hermes.releases import Release, ensure_venv
+from memspec.spec.document import installed_spec
 from memspec.spec.errors import UsageError
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -562,6 +587,67 @@ def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
     return "\n".join(lines)
 
 
+FIGURES = ("initialize_s", "prefetch_max_s", "sync_turn_max_s")
+"""The figures of a subject the page and its JSON show: the slowest call of each hook."""
+
+
+def run_json(outcomes: Sequence[Outcome], profile: str) -> dict[str, Any]:
+    """Returns the run as the JSON ``--json`` writes (its schema is in the module docstring):
+    each subject's outcome and verdicts, each failing clause with its note, and the providers
+    not certified."""
+    subjects = []
+    for outcome in outcomes:
+        subject, report = outcome.subject, outcome.report
+        level = (report or {}).get("level", {})
+        subjects.append(
+            {
+                "key": subject.key, "title": subject.title, "how": subject.how,
+                "package": subject.package, "bundled": subject.bundled,
+                "environment": dict(subject.environment),
+                "status": outcome.status, "wall": outcome.wall,
+                "level": level.get("name") if report else None,
+                "blocked_by": list(level.get("blocked_by") or []),
+                "counts": report.get("summary") if report else None,
+                "not_judged": len(outcome.unjudged),
+                "verdicts": [
+                    {"clause": row["clause"], "status": row["status"],
+                     "why": "; ".join(row.get("why") or [])}
+                    for row in (report or {}).get("clauses", [])
+                ],
+                "failing": [
+                    {"clause": clause, "failure": failure,
+                     "note": NOTES.get((subject.key, clause))}
+                    for clause, failure in outcome.failing.items()
+                ],
+                "unjudged": [{"clause": c, "why": why} for c, why in outcome.unjudged.items()],
+                "figures": {name: outcome.figure(name) for name in FIGURES},
+                "output": None if report else outcome.output.strip()[-500:],
+            }
+        )  # fmt: skip
+    clauses = installed_spec().of_subject("provider").clauses
+    return {
+        "sweep": "providers",
+        "hermes": DEFAULT_HERMES,
+        "profile": profile,
+        "clauses": [{"clause": clause.id, "level": clause.level} for clause in clauses],
+        "subjects": subjects,
+        "elsewhere": [{"package": package, "why": why} for package, why in ELSEWHERE],
+        "not_yet": list(NOT_YET),
+        "unsettled": unsettled(outcomes),
+    }
+
+
+def writable_json(path: str) -> str | None:
+    """Returns why ``path`` cannot take the JSON (its directory is missing, or it is a
+    directory), or None."""
+    target = Path(path).absolute()
+    if not target.parent.is_dir():
+        return f"--json {path}: no such directory"
+    if target.is_dir():
+        return f"--json {path}: is a directory, not a file"
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Certify real Hermes memory providers; write the results page."
@@ -583,6 +669,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache", metavar="DIR", help="where Hermes environments are kept")
     parser.add_argument("--page", metavar="FILE", help="write the results page there")
     parser.add_argument(
+        "--json", metavar="FILE", help="also write the run as JSON (what memspec site renders)"
+    )
+    parser.add_argument(
         "--from",
         dest="source",
         metavar="DIR",
@@ -601,8 +690,11 @@ def save_run(outcomes: Sequence[Outcome], out: Path) -> None:
 
 
 def read_run(source: Path, subjects: Sequence[Subject]) -> list[Outcome]:
-    """Returns the outcomes of the run kept in ``source`` (by ``--out``), for ``subjects``."""
+    """Returns the outcomes of the run kept in ``source`` (by ``--out``), for ``subjects``
+    (raises OSError, ValueError, KeyError or TypeError for a run that is not kept there)."""
     kept = json.loads((source / "sweep.json").read_text(encoding="utf-8"))
+    if not isinstance(kept, dict):
+        raise ValueError("its sweep.json is not the one --out keeps")
     outcomes = []
     for subject in subjects:
         if subject.key not in kept:
@@ -611,6 +703,8 @@ def read_run(source: Path, subjects: Sequence[Subject]) -> list[Outcome]:
         try:
             report = json.loads((source / subject.key / "report.json").read_text("utf-8"))
         except (OSError, ValueError):
+            report = None
+        if not isinstance(report, dict):
             report = None
         outcomes.append(Outcome(subject, entry["status"], entry["wall"], entry["output"], report))
     return outcomes
@@ -627,6 +721,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.page and writable_page(args.page):
         print(f"{PROG}: error: {writable_page(args.page)}", file=sys.stderr)
         return 2
+    if args.json and writable_json(args.json):
+        print(f"{PROG}: error: {writable_json(args.json)}", file=sys.stderr)
+        return 2
     cache = cache_dir(args.cache)
     with tempfile.TemporaryDirectory(prefix="memspec-providers-") as temporary:
         out = Path(args.out).absolute() if args.out else Path(temporary)
@@ -634,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.source:
             try:
                 outcomes = read_run(Path(args.source), subjects)
-            except (OSError, ValueError, KeyError) as error:
+            except (OSError, ValueError, KeyError, TypeError) as error:
                 print(
                     f"{PROG}: error: cannot read the run in {args.source}: {error}", file=sys.stderr
                 )
@@ -657,6 +754,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         body = render_page(outcomes, args.profile)
         run.write(args.page, "Real Hermes memory providers", body)
         print(f"{PROG}: wrote {args.page}")
+    if args.json:
+        try:
+            Path(args.json).write_text(
+                json.dumps(run_json(outcomes, args.profile), indent=1) + "\n", encoding="utf-8"
+            )
+        except OSError as error:
+            print(f"{PROG}: error: cannot write {args.json}: {error.strerror}", file=sys.stderr)
+            return 2
+        print(f"{PROG}: wrote {args.json}")
     problems = unsettled(outcomes)
     for problem in problems:
         print(f"{PROG}: to settle: {problem}")

@@ -18,8 +18,14 @@ from memspec.conformance.verdict.report import write_reports
 from memspec.spec.document import installed_spec
 
 INFO = RunInfo("b:open", "b", "1", ("core",), "ci", None, "linux", "3.11", "ext4", "0", "2")
+FEATURES = ("mirror", "provider-tools", "recall")
+PROVIDER_INFO = RunInfo("provider holographic", "holographic", "", FEATURES, "ci", None, "linux",
+                        "3.11", "ext4", "0", "2")  # fmt: skip
 HOSTILE = "</pre><script>alert('owned')</script><img src=x onerror=alert(1)>"
 """A backend's answer that would run a script if a page did not escape it."""
+TURN = "sync_turn() of turn 1 raised TypeError: unexpected keyword argument 'messages'"
+SLOW = "is_available() took 2.5 s; its budget is 1 s"
+"""What the sample provider's two failing checks found."""
 WANT, GOT = "User prefers tabs", "\ufeffUser prefers tabs"
 """The file an example expects, and what a backend that writes a byte order mark wrote."""
 
@@ -63,10 +69,37 @@ def sample_report(directory: Path) -> Path:
     return directory / "report.html"
 
 
+def sample_providers_run(directory: Path) -> Path:
+    """Returns ``directory`` after writing a run of the providers sweep into it as ``--out``
+    keeps one (``sweep.json`` and each subject's reports, written by the one report writer):
+    holographic fails PLUGIN-11 (which the sweep's notes argue) and PLUGIN-3 (which they do
+    not) and passes every other clause; hermes-local-memory timed out, leaving no report."""
+    spec = installed_spec().of_subject("provider")
+    records = [
+        failed("PLUGIN/sync_turn", ("PLUGIN-11",), Violation("PLUGIN-11", TURN), TURN),
+        failed("PLUGIN/available", ("PLUGIN-3",), Violation("PLUGIN-3", SLOW), SLOW),
+    ]
+    records += [
+        passed(f"PLUGIN/{clause.id.lower()}", (clause.id,))
+        for clause in spec.clauses
+        if clause.id not in ("PLUGIN-11", "PLUGIN-3")
+    ]
+    write_reports(directory / "holographic", PROVIDER_INFO, records, spec)
+    kept = {
+        "holographic": {"status": 1, "wall": 46.0, "output": ""},
+        "local-memory": {"status": None, "wall": 3600.0, "output": "timed out"},
+    }
+    (directory / "sweep.json").write_text(json.dumps(kept), encoding="utf-8")
+    return directory
+
+
 def sample_results(directory: Path) -> Path:
     """Returns ``directory`` after writing a results directory into it: the matrix of two
-    backends (the sample run, and one that fails nothing) as ``matrix --json`` saves it, a zoo
-    and benchmark figures as their commands save them, each beside a stamped Markdown page."""
+    backends (the sample run, and one that fails nothing) as ``matrix --json`` saves it, a zoo,
+    the providers sweep of :func:`sample_providers_run` and benchmark figures as their commands
+    save them, each beside a stamped Markdown page."""
+    from tests import providers_sweep
+
     directory.mkdir(parents=True, exist_ok=True)
     clean = [r if r.status == Status.PASSED else passed(r.id, r.clauses) for r in sample_records()]
     run = cast(RunRecord, {"backend": "b", "name": "b", "features": ["core"], "profile": "ci"})
@@ -96,7 +129,12 @@ def sample_results(directory: Path) -> Path:
         "lin": {"4x25": lin},
     }  # fmt: skip
     (directory / "benchmarks.json").write_text(json.dumps(figures), encoding="utf-8")
-    for name in ("matrix", "zoo", "benchmarks", "sweep"):
+    kept = providers_sweep.read_run(
+        sample_providers_run(directory / "providers-run"), providers_sweep.SUBJECTS
+    )
+    saved_run = providers_sweep.run_json(kept, "ci")
+    (directory / "providers.json").write_text(json.dumps(saved_run), encoding="utf-8")
+    for name in ("matrix", "zoo", "benchmarks", "sweep", "providers"):
         block = stamp(f"memspec {name} --page docs/results/{name}.md", dt.date(2026, 12, 1), "M")
         (directory / f"{name}.md").write_text(f"# {name}\n\n{block}\nbody\n", encoding="utf-8")
     return directory

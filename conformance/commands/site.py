@@ -8,6 +8,10 @@ Markdown itself; the Markdown pages stay the source of truth.
   the level of each backend and a summary per area; the sweep adds the verdicts that changed;
 - ``zoo.json`` (``python -m tests.zoo --json``): what caught each member, and the time to
   detection per area;
+- ``providers.json`` (``python -m tests.providers_sweep --json``): the grid of real Hermes memory
+  providers × PLUGIN clauses coloured by verdict, the level, counts and time of each, each
+  failing clause with the note that argues it from the provider's code, and the providers not
+  certified, each with why;
 - ``benchmarks.json`` (``python -m benchmarks.bench --json``): each section as a chart (drawn by
   matplotlib as inline SVG, extra ``site``) and as the table of its figures.
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +40,7 @@ from memspec.conformance.hermes.matrix import (
     spec_version_of,
     timeline,
 )
-from memspec.conformance.verdict.webpage import esc, mark, page
+from memspec.conformance.verdict.webpage import MARKS, esc, mark, page
 from memspec.spec.errors import UsageError
 
 SYMBOLS = {"pass": "✓", "fail": "✗", "skip": "–", "n/a": "○"}
@@ -56,6 +61,11 @@ SOURCES = (
     Source("matrix", "The clause matrix", "memspec matrix … --json docs/results/matrix.json"),
     Source("sweep", "Release sweep", "memspec sweep … --json docs/results/sweep.json"),
     Source("zoo", "The zoo", "python -m tests.zoo … --json docs/results/zoo.json"),
+    Source(
+        "providers",
+        "Real Hermes memory providers",
+        "python -m tests.providers_sweep … --json docs/results/providers.json",
+    ),
     Source(
         "benchmarks",
         "Benchmarks",
@@ -134,9 +144,11 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 
 def _cell(status: str, reason: str) -> str:
-    css = "na" if status == "n/a" else status
+    """Returns a grid cell: a clause verdict's symbol, coloured as its mark is, its reason in
+    the title."""
+    css = status.replace("/", "").replace(" ", "-")
     tip = f"{status}: {reason}" if reason else status
-    return f'<td class="v-{css}" title="{esc(tip)}">{SYMBOLS.get(status, "?")}</td>'
+    return f'<td class="v-{css}" title="{esc(tip)}">{MARKS.get(status, "?")}</td>'
 
 
 def render_grid(matrix: Matrix) -> str:
@@ -267,8 +279,8 @@ def render_zoo(records: Any) -> str:
     )
 
 
-def _seconds(value: object) -> str:
-    return f"{value:.1f} s" if isinstance(value, int | float) else "—"
+def _seconds(value: object, digits: int = 1) -> str:
+    return f"{value:.{digits}f} s" if isinstance(value, int | float) else "—"
 
 
 def _section(figures: dict[str, Any], name: str, draw: Callable[[Any], list[str]]) -> list[str]:
@@ -380,6 +392,152 @@ def render_benchmarks(figures: Any) -> str:
     return "\n".join(parts)
 
 
+# --- the providers ---------------------------------------------------------------------------
+
+PROVIDERS_KEYS = {"clauses", "subjects", "elsewhere", "not_yet"}
+SUBJECT_KEYS = {"key", "title", "status", "wall", "level", "counts", "verdicts", "failing"}
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: object) -> str:
+    """Returns Markdown text of a note as HTML: escaped, each `code span` as ``<code>``."""
+    return CODE_SPAN.sub(r"<code>\1</code>", esc(text))
+
+
+def render_providers(saved: Any) -> str:
+    """Returns the providers page's body from the run ``python -m tests.providers_sweep --json``
+    saved: the level, counts and time of each provider, the grid of providers × PLUGIN clauses,
+    each failing clause with its note, and the providers not certified with why."""
+    try:
+        shaped = set(saved) >= PROVIDERS_KEYS and all(
+            set(subject) >= SUBJECT_KEYS for subject in saved["subjects"]
+        )
+        body = _providers(saved) if shaped else None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        body = None
+    if body is None:
+        raise UsageError("providers.json is not the JSON python -m tests.providers_sweep writes")
+    return body
+
+
+def _providers(saved: dict[str, Any]) -> str:
+    subjects: list[dict[str, Any]] = saved["subjects"]
+    clauses = [c["clause"] for c in saved["clauses"]]
+    levels = {c["clause"]: c["level"] for c in saved["clauses"]}
+    legend = " ".join(mark(status) for status in MARKS)
+    summary = _table(
+        ["provider", "level", "passed", "failed", "skipped", "not judged", "failing clauses",
+         "initialize", "slowest prefetch", "slowest sync_turn", "exit status", "certify"],
+        [
+            [
+                s["title"], s["level"] or "no report", *_counts(s),
+                ", ".join(f["clause"] for f in s["failing"]) or "none",
+                *(_seconds(s.get("figures", {}).get(name), 2) for name in
+                  ("initialize_s", "prefetch_max_s", "sync_turn_max_s")),
+                "timed out or not prepared" if s["status"] is None else s["status"],
+                _seconds(s["wall"], 0),
+            ]
+            for s in subjects
+        ],
+    )  # fmt: skip
+    head = "".join(
+        f'<th scope="col">{esc(c)} <small>{esc(levels[c])}</small></th>' for c in clauses
+    )
+    rows = []
+    for s in subjects:
+        verdicts = {v["clause"]: v for v in s["verdicts"]}
+        if s["counts"] is None:
+            last = s.get("output") or "no output"
+            cells = f'<td class="v-na" colspan="{len(clauses)}">no report: {esc(last)}</td>'
+        else:
+            cells = "".join(
+                _cell(verdicts[c]["status"], verdicts[c]["why"])
+                if c in verdicts
+                else _cell("unchecked", "not in this provider's report")
+                for c in clauses
+            )
+        rows.append(
+            f'<tr><th scope="row" id="p-{esc(s["key"])}">{esc(s["title"])}</th>{cells}</tr>'
+        )
+    argued = [_argued(s) for s in subjects]
+    elsewhere = "".join(
+        f"<tr><td>{_inline(e['package'])}</td><td>{_inline(e['why'])}</td></tr>"
+        for e in saved["elsewhere"]
+    )
+    unsettled = "".join(f"<li>{esc(u)}</li>" for u in saved.get("unsettled") or [])
+    return "\n".join(
+        [
+            f"<p>{len(subjects)} Hermes memory providers that run on one machine without an "
+            f"account, each certified with <code>memspec provider</code> in hermes-agent "
+            f"{esc(saved.get('hermes', '?'))} (profile <code>{esc(saved.get('profile', '?'))}"
+            "</code>), the network refused, as a user installs it. Each clause a provider "
+            "fails is argued below from its own code.</p>",
+            "<h2>Level of each provider</h2>",
+            summary,
+            "<h2>Every clause</h2>",
+            f"<p>{legend} (a cell's title holds the reason; the sections below hold every "
+            "failure with its note)</p>",
+            f'<div class="scroll"><table class="grid" id="grid"><thead><tr><th>provider</th>'
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>",
+            "<h2>Each failing clause, argued</h2>",
+            *argued,
+            *(
+                ["<h2>To settle</h2>", "<p>What a person must settle by reading the code again "
+                 f"(the command exits 1 while any is left):</p><ul>{unsettled}</ul>"]
+                if unsettled else []
+            ),
+            '<h2 id="not-certified">Not certified here</h2>',
+            "<p>The other memory providers on the package index need what one machine with the "
+            "network refused does not have:</p>",
+            '<div class="scroll"><table><thead><tr><th>package</th><th>why</th></tr></thead>'
+            f"<tbody>{elsewhere}</tbody></table></div>",
+            "<p>Not certified yet, though their descriptions promise local use (each is for the "
+            "sweep once its installation and its code are read): "
+            f"{esc(', '.join(saved['not_yet']) or 'none')}.</p>",
+        ]
+    )  # fmt: skip
+
+
+def _counts(subject: dict[str, Any]) -> list[object]:
+    counts = subject["counts"]
+    if counts is None:
+        return ["–", "–", "–", "–"]
+    return [counts["passed"], counts["failed"], counts["skipped"], subject.get("not_judged", "–")]
+
+
+def _argued(subject: dict[str, Any]) -> str:
+    """Returns a provider's section: how it is installed, each failing clause with what failed
+    and the note that argues it (or that none does yet), each clause neither passed nor failed
+    with its verdict and why."""
+    parts = [f'<h3 id="s-{esc(subject["key"])}">{esc(subject["title"])}</h3>']
+    if subject.get("how"):
+        parts.append(f"<p>Installed: {_inline(subject['how'])}.</p>")
+    if subject["counts"] is None:
+        parts.append(f"<p>No report: <code>{esc(subject.get('output') or 'no output')}</code></p>")
+        return "".join(parts)
+    failing = []
+    for failure in subject["failing"]:
+        note = failure["note"]
+        argued = (
+            f"<blockquote>{_inline(note)}</blockquote>"
+            if note
+            else f"<p>{mark('unchecked')} not argued yet: no note for this clause</p>"
+        )
+        failing.append(
+            f"<li>{mark('fail')} <b>{esc(failure['clause'])}</b> {esc(failure['failure'])}"
+            f"{argued}</li>"
+        )
+    parts.append(f"<ul>{''.join(failing)}</ul>" if failing else "<p>It fails no clause.</p>")
+    unjudged = [
+        f"<li>{mark(v['status'])} <b>{esc(v['clause'])}</b> {esc(v['why'] or 'not judged')}</li>"
+        for v in subject["verdicts"]
+        if v["status"] not in ("pass", "fail")
+    ]
+    if unjudged:
+        parts.append(f"<p>Neither passed nor failed:</p><ul>{''.join(unjudged)}</ul>")
+    return "".join(parts)
+
+
 # --- the site ----------------------------------------------------------------------------------
 
 
@@ -390,6 +548,8 @@ def _body(source: Source, payload: Any, where: Path) -> str:
         return changes + render_grid(matrix)
     if source.name == "zoo":
         return render_zoo(payload)
+    if source.name == "providers":
+        return render_providers(payload)
     return render_benchmarks(payload)
 
 

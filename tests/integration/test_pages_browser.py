@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from memspec.conformance.commands.site import build_site
+from memspec.spec.document import installed_spec
 from tests.browser import chromium, missing
 from tests.sample_runs import HOSTILE, sample_report, sample_results
 
@@ -155,7 +156,7 @@ def test_a_backends_markup_is_shown_as_text(browser: Any, pages: dict) -> None:
 
 
 def test_pages_are_readable_360_pixels_wide(browser: Any, pages: dict, screenshots: Path) -> None:
-    for name in ("report", "matrix", "doctor"):
+    for name in ("report", "matrix", "providers", "doctor"):
         browser.get(pages[name].as_uri())
         browser.execute_cdp_cmd(
             "Emulation.setDeviceMetricsOverride",
@@ -194,6 +195,28 @@ def test_the_matrix_page_shows_the_grid(browser: Any, pages: dict, screenshots: 
     assert cells[0].get_attribute("class") == "v-fail"
     assert "FORMAT/format-canonical" in (cells[0].get_attribute("title") or "")
     browser.save_screenshot(str(screenshots / "matrix.png"))
+    assert _errors(browser) == []
+
+
+def test_the_providers_page_shows_each_provider(
+    browser: Any, pages: dict, screenshots: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, pages["providers"])
+    row = browser.find_element(By.XPATH, "//table[@id='grid']//th[@id='p-holographic']/..")
+    cells = row.find_elements(By.TAG_NAME, "td")
+    clauses = [c.id for c in installed_spec().of_subject("provider").clauses]
+    # one cell per PLUGIN clause: the two the sample fails a cross on their colour, the rest ticks
+    failing = {"PLUGIN-3", "PLUGIN-11"}
+    assert [c.text for c in cells] == ["✗" if c in failing else "✓" for c in clauses]
+    assert {cells[clauses.index(c)].get_attribute("class") for c in failing} == {"v-fail"}
+    # the note that argues a failure is on the screen, under its provider
+    note = browser.find_element(By.CSS_SELECTOR, "#s-holographic + p + ul blockquote")
+    assert note.is_displayed() and "sync_turn" in note.text
+    timed_out = browser.find_element(By.XPATH, "//th[@id='p-local-memory']/../td")
+    assert timed_out.text == "no report: timed out"
+    browser.save_screenshot(str(screenshots / "providers.png"))
     assert _errors(browser) == []
 
 
