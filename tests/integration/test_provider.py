@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from memspec.conformance.core.locations import cache_dir
+from tests.harness.test_hermes_line import Places, listing
 from tests.hermes_env import PROJECT, hermes_python, needs_index, package_python
 
 PROVIDERS = "tests/data/providers"
@@ -144,3 +146,20 @@ def test_a_package_whose_installer_writes_the_plugin_folder(tmp_path: Path) -> N
     assert "loaded by register(ctx), 1 registration(s)" in result.stdout, result.stdout[-3000:]
     # its provider is a class of its own, not a MemoryProvider (PLUGIN-1)
     assert result.returncode == 1 and "LocalMemoryProvider, not an instance" in result.stdout
+
+
+def test_a_provider_certification_writes_only_the_report_the_cache_and_temporary_files(
+    tmp_path: Path,
+) -> None:
+    """The provider transport, as the other transports (tests/harness/test_hermes_line.py): a
+    "real home" and an invocation directory of the test's own are byte for byte as they were
+    after ``memspec provider`` certified a plugin that writes (its store under the Hermes home
+    memspec gives it). The environment is built beforehand, under the user's own home."""
+    hermes_python()
+    places = Places(tmp_path)
+    plugin = str(PROJECT / PROVIDERS / "file_plugin")
+    args = ["provider", plugin, "--cache", str(cache_dir()), "--report", str(places.report)]
+    result = places.memspec(*args, "--profile", "smoke", "-q")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (places.report / "report.html").is_file()
+    assert places.untouched(), (listing(places.home), listing(places.cwd))
