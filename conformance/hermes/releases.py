@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -17,11 +18,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, cast
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from memspec.conformance.hermes.adapter import WRITE_FEATURES, home_variables
 from memspec.conformance.hermes.imports import (
@@ -289,13 +293,80 @@ def wheel_digest(wheel: Path) -> str:
         raise UsageError(f"cannot read the wheel {wheel}: {error}") from None
 
 
-def _build_wheel(source: Path, into: Path) -> Path:
-    """Returns the wheel pip builds from the source directory ``source`` (without deps)."""
-    argv = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into)]
+def requires_python(source: Path) -> str | None:
+    """Returns the ``requires-python`` of the source directory ``source`` (its pyproject.toml's
+    ``[project]`` table), or ``None`` when it names none or cannot be read (pip then decides)."""
+    try:
+        with (source / "pyproject.toml").open("rb") as file:
+            project = tomllib.load(file).get("project")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    wanted = project.get("requires-python") if isinstance(project, dict) else None
+    return wanted.strip() if isinstance(wanted, str) and wanted.strip() else None
+
+
+def python_version(python: str | None) -> str:
+    """Returns the version of the interpreter ``python`` (this one when ``None``), as
+    ``3.11.7``; raises UsageError (one line) when it cannot be run."""
+    if python is None:
+        return platform.python_version()
+    code = "import platform; print(platform.python_version())"
+    try:
+        return _run([python, "-I", "-c", code], f"asking {python} its version", 60.0).strip()
+    except _Failed as failure:
+        raise UsageError(f"--python {python} did not run: {last_line(str(failure))}") from None
+
+
+def wrong_python(label: str, wanted: str, version: str, python: str | None) -> str:
+    """Returns the one line that says a build needs another Python than the one memspec would
+    build it with, and how to give one (``--python``)."""
+    used = f"--python {python} is" if python else f"this interpreter ({sys.executable}) is"
+    return (
+        f"{label} needs Python {wanted} (its requires-python) and {used} Python {version}: "
+        f"install a Python that fits and give it with --python PATH"
+    )
+
+
+def _python_problem(label: str, source: Path | None, python: str | None, output: str) -> str:
+    """Returns the one line for a build refused for its Python, from the build's
+    ``requires-python`` or from what pip said (``requires a different Python: V not in 'S'``),
+    or ``""`` when the failure is another."""
+    said = re.search(r"requires a different Python: (\S+) not in '([^']*)'", output)
+    if said is not None:
+        return wrong_python(label, said.group(2), said.group(1), python)
+    wanted = requires_python(source) if source is not None else None
+    if wanted is None:
+        return ""
+    version = python_version(python)
+    if _fits(version, wanted) is not False:
+        return ""
+    return wrong_python(label, wanted, version, python)
+
+
+def _fits(version: str, wanted: str) -> bool | None:
+    """Whether ``version`` satisfies the specifier ``wanted``; ``None`` when ``wanted`` is no
+    specifier packaging reads (pip then decides)."""
+    try:
+        return SpecifierSet(wanted).contains(version, prereleases=True)
+    except InvalidSpecifier:
+        return None
+
+
+def _build_wheel(source: Path, into: Path, python: str | None = None) -> Path:
+    """Returns the wheel pip builds from the source directory ``source`` (without deps), with
+    the interpreter the environment will have (``python``, else this one); raises UsageError
+    (one line, naming ``--python``) when the source's ``requires-python`` excludes it."""
+    problem = _python_problem(str(source), source, python, "")
+    if problem:
+        raise UsageError(problem)
+    argv = [python or sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into)]
     try:
         _run([*argv, str(source)], f"building a wheel from {source}")
     except _Failed as failure:
-        raise UsageError(f"pip could not build {source}: {last_line(str(failure))}") from None
+        problem = _python_problem(str(source), None, python, str(failure))
+        raise UsageError(
+            problem or f"pip could not build {source}: {last_line(str(failure))}"
+        ) from None
     wheels = sorted(into.glob("*.whl"))
     if not wheels:
         raise UsageError(f"pip built no wheel from {source}")
@@ -341,7 +412,9 @@ def ensure_venv(
     with tempfile.TemporaryDirectory(prefix="memspec-wheel-") as scratch, _pip_settings(cache):
         wheel = None
         if isinstance(build, LocalBuild):
-            wheel = build.path if build.path.is_file() else _build_wheel(build.path, Path(scratch))
+            wheel = build.path
+            if not build.path.is_file():
+                wheel = _build_wheel(build.path, Path(scratch), python)
         venv = cache / "hermes" / _venv_name(build, wheel, beside)
         return _ensure(build, wheel, venv, python, beside)
 
@@ -560,8 +633,9 @@ def _ensure(
             shutil.rmtree(venv, ignore_errors=True)
             if isinstance(build, Release):
                 raise UsageError(_pip_problem(build.package, build.version, str(failure))) from None
+            problem = _python_problem(build.label, None, python, str(failure))
             raise UsageError(
-                f"pip failed installing {build.label}: {last_line(str(failure))}"
+                problem or f"pip failed installing {build.label}: {last_line(str(failure))}"
             ) from None
         except UsageError:
             shutil.rmtree(venv, ignore_errors=True)

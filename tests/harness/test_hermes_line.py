@@ -414,3 +414,73 @@ def test_hermes_help_states_the_timeout_a_release_gets() -> None:
     )
     assert "default 60 (its first agent op imports the agent)" in result.stdout
     assert "default 10" not in result.stdout
+
+
+# -- a source checkout that needs another Python ----------------------------------------------
+
+FUTURE_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "fakefork"
+version = "1.0"
+requires-python = ">=3.99"
+"""
+
+
+def test_a_source_that_needs_another_python_says_which_in_one_line(tmp_path: Path) -> None:
+    """A checkout whose ``requires-python`` excludes the interpreter (Hermes' main asks for
+    3.14) stops before pip runs, in one line naming what it needs, what it was offered and
+    ``--python PATH``, with status 2; nothing is built or cached."""
+    places = Places(tmp_path)
+    source = tmp_path / "checkout"
+    (source / "tools").mkdir(parents=True)
+    (source / "pyproject.toml").write_text(FUTURE_PYPROJECT, encoding="utf-8")
+    (source / "tools" / "memory_tool.py").write_text(FORK_TOOL, encoding="utf-8")
+    for python in (None, sys.executable):
+        chosen = ["--python", python] if python else []
+        result = places.memspec(
+            "hermes", "--source", str(source), *chosen, "--cache", str(places.cache), "-q"
+        )
+        assert result.returncode == 2, result.stdout + result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        version = ".".join(map(str, sys.version_info[:3]))
+        assert line == (
+            f"memspec: error: {source} needs Python >=3.99 (its requires-python) and "
+            f"{f'--python {python}' if python else f'this interpreter ({sys.executable})'} is "
+            f"Python {version}: install a Python that fits and give it with --python PATH"
+        )
+    assert not (places.cache / "hermes").exists() and places.untouched()
+
+
+def test_the_wheel_of_a_source_is_built_with_the_python_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--python`` builds the wheel as well as the environment: a checkout that only the
+    given interpreter may build is built by it, and pip's refusal of a Python reads as the
+    same one line."""
+    from memspec.conformance.hermes import releases
+
+    (tmp_path / "pyproject.toml").write_text(FUTURE_PYPROJECT, encoding="utf-8")
+    ran: list[list[str]] = []
+
+    def run(argv: list[str], what: str, timeout: float = 0) -> str:
+        ran.append(list(argv))
+        if "-c" in argv:
+            return "3.99.1\n"
+        raise releases._Failed(
+            "ERROR: Package 'fakefork' requires a different Python: 3.99.1 not in '<3.99'\n"
+        )
+
+    monkeypatch.setattr(releases, "_run", run)
+    with pytest.raises(releases.UsageError) as refused:
+        releases._build_wheel(tmp_path, tmp_path / "into", "/opt/py399/bin/python")
+    assert [argv[0] for argv in ran] == ["/opt/py399/bin/python"] * 2
+    assert ran[1][1:4] == ["-m", "pip", "wheel"]
+    assert str(refused.value) == (
+        f"{tmp_path} needs Python <3.99 (its requires-python) and --python "
+        "/opt/py399/bin/python is Python 3.99.1: install a Python that fits and give it with "
+        "--python PATH"
+    )
