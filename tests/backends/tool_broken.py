@@ -13,10 +13,14 @@ from typing import Any
 
 from memspec.reference_impl.store import Store
 from memspec.spec.codec import usage
-from memspec.spec.operations import Replace
 from memspec.spec.snapshot import usage_label
 from memspec.spec.threats import find_threats
-from memspec.spec.tool import ToolCall, parse_arguments, parse_call, watched_target
+from memspec.spec.tool import (
+    only_missing_old_text,
+    parse_arguments,
+    parse_call,
+    watched_target,
+)
 
 
 class ToolFront(Store):
@@ -97,13 +101,18 @@ class RaisesOnBadJson(ToolFront):
 
 class MissingOldTextDeadEnd(ToolFront):
     """Answers a missing ``old_text`` with "old_text is required" and nothing to choose from
-    (TOOL-10; hermes-agent #43412)."""
+    (TOOL-10; hermes-agent #43412). The rest of the answer is right: the error names
+    ``old_text`` and the action that needs it (TOOL-6), and the live ``usage`` and
+    ``entry_count`` are there (TOOL-7), so the one defect is the missing listing."""
 
     def broken(
         self, arguments: str, result: dict[str, Any], before: tuple[str, ...]
     ) -> dict[str, Any]:
-        if "current_entries" in result and "E_LIMIT" not in str(result.get("error")):
-            return {"success": False, "error": "old_text is required for this action"}
+        problems = parse_call(arguments, ("add", "replace", "remove", "patch"), True)
+        if isinstance(problems, list) and only_missing_old_text(problems):
+            action = problems[0].expected[0]
+            result.pop("current_entries", None)
+            return {**result, "error": f"old_text is required for the action '{action}'"}
         return result
 
 
@@ -162,7 +171,13 @@ class NoBatchAdvice(ToolFront):
 class HidesReplace(ToolFront):
     """Its schema offers ``patch`` in place of core's ``replace``, and the tool refuses a replace
     call, as the 0.22 Hermes line's does (TOOL-2). An example whose call uses ``replace`` is then
-    not verified, never failed on its own clause."""
+    not verified, never failed on its own clause. The refusal is the answer its own schema owes
+    a call of an action it does not offer: the error names ``action`` and every action the
+    schema offers (TOOL-6), and it lists no entries (TOOL-12), so the one defect is the schema's.
+    """
+
+    ACTIONS = ("add", "remove", "patch")
+    """The single-call actions its schema offers."""
 
     def tool_schema(self) -> dict[str, Any]:
         schema = super().tool_schema()
@@ -171,15 +186,17 @@ class HidesReplace(ToolFront):
         return schema
 
     def tool_call(self, arguments: str) -> str:
-        parsed = parse_call(arguments, ("add", "replace", "remove", "patch"), True)
-        if isinstance(parsed, ToolCall) and isinstance(parsed.operation, Replace):
-            target = parsed.operation.target
+        call = parse_arguments(arguments)
+        if isinstance(call, dict) and call.get("action") == "replace":
+            target = watched_target(arguments)
             entries = self.entries(target)
+            offered = ", ".join((*self.ACTIONS, "operations"))
             return json.dumps({
-                "success": False, "error": "'replace' is not available; use 'patch'",
+                "success": False,
+                "error": f"'replace' is not available; action must be one of: {offered}",
                 "usage": usage_label(usage(entries), self.limits[target]),
                 "entry_count": len(entries),
-            })  # fmt: skip
+            }, ensure_ascii=False)  # fmt: skip
         return super().tool_call(arguments)
 
 

@@ -46,3 +46,44 @@ def test_a_fence_broken_one_way_fails_one_clause(
     backend: str, check: str, clause: str, tmp_path: Path
 ) -> None:
     assert blamed(backend, check, tmp_path) == {clause}
+
+
+def passes(backend: str, check: str, tmp_path: Path) -> bool:
+    """Runs ``check`` on ``backend`` at ``ci``; returns whether it passed (a failure is
+    re-raised, so that its clauses show)."""
+    root, scratch = tmp_path / "root", tmp_path / "scratch"
+    root.mkdir()
+    scratch.mkdir()
+    run_in_budget(CHECKS[check], CheckContext(InProcessBackend(backend), root, scratch,
+                                              PROFILES["ci"]))  # fmt: skip
+    return True
+
+
+TOOL = "tests.backends.tool_broken"
+
+
+@pytest.mark.parametrize(
+    "check", ["tool.malformed_calls_answered", "tool.results_never_show_threat_text"]
+)
+def test_a_missing_old_text_that_lists_nothing_fails_tool_10_alone(
+    check: str, tmp_path: Path
+) -> None:
+    # the error names old_text and the action, and the live usage is there: only the listing
+    # of the entries is missing (TOOL-10), not also TOOL-6's words or TOOL-7's usage
+    assert blamed(f"{TOOL}:missing_old_text_dead_end", check, tmp_path) == {"TOOL-10"}
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "tool.malformed_calls_answered",
+        "tool.results_never_show_threat_text",
+        "tool.generated_calls_are_judged",
+    ],
+)
+def test_a_tool_that_hides_replace_fails_only_its_schema(check: str, tmp_path: Path) -> None:
+    # its refusal of replace is what its own schema owes an action it does not offer: the error
+    # names 'action' and the actions offered (TOOL-6), no entries listed (TOOL-12); the defect
+    # is the schema's alone (TOOL-2, tool.schema_is_valid_and_agrees)
+    # (tests/power/test_zoo.py proves its schema fails TOOL-2)
+    assert passes(f"{TOOL}:hides_replace", check, tmp_path)
