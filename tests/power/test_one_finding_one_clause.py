@@ -87,3 +87,26 @@ def test_a_tool_that_hides_replace_fails_only_its_schema(check: str, tmp_path: P
     # is the schema's alone (TOOL-2, tool.schema_is_valid_and_agrees)
     # (tests/power/test_zoo.py proves its schema fails TOOL-2)
     assert passes(f"{TOOL}:hides_replace", check, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        # splits entries on every §: the direct add leaves the same entries (FORMAT-3, FORMAT-5)
+        "tests.backends.wrappers:splits_on_bare_section",
+        # the memory limit on USER.md: the direct add reports the same usage (LIMIT-6)
+        "tests.backends.wrappers:shared_limit",
+    ],
+)
+def test_a_store_defect_the_direct_operation_shows_is_not_the_tools(
+    backend: str, tmp_path: Path
+) -> None:
+    # a tool call is its store operation (TOOL-5): where the same request sent as the direct
+    # operation on a root in the same state deviates from the model the same way, the deviation
+    # is the store's, which its own examples and the state machine judge, not TOOL-5's or TOOL-7's
+    assert passes(backend, "tool.generated_calls_are_judged", tmp_path)
+
+
+def test_a_tool_defect_is_still_the_tools(tmp_path: Path) -> None:
+    # a usage from before the write differs from what the direct operation reports: TOOL-7
+    assert blamed(f"{TOOL}:stale_usage", "tool.generated_calls_are_judged", tmp_path) == {"TOOL-7"}
