@@ -39,6 +39,7 @@ from memspec.spec.snapshot import (
     duplicates_difference,
     load_block,
     part_difference,
+    render_snapshot,
     shown_entries,
     snapshot_difference,
     state_difference,
@@ -313,6 +314,7 @@ def _run_step(
             part_difference(want, block, target, hidden)
             or duplicates_difference(entries, block, target, limits[target], find_threats)
             or state_difference(want, block, live)
+            or _shows_the_session(want, block, step, driver, limits[target])
             or _state_clauses(failure)
         )
         shown = (
@@ -330,6 +332,25 @@ def _run_step(
             )
         return None
     return _check_backups(step, driver.backups(target), driver.disk(target), fail)
+
+
+def _shows_the_session(
+    want: str | None, block: object, step: Step, driver: Driver, limit: int
+) -> tuple[str, ...]:
+    """Returns ``("SNAP-1",)`` when ``block`` is the block of the entries ``step``'s session
+    reports now, which the frozen block ``want`` is not (:func:`state_difference`): the snapshot
+    follows the session's own writes, though the file also holds another session's later one
+    (which the block of the file as it is now would show). Else ``()``, also when the session's
+    entries cannot be read."""
+    target = step.args[0]
+    try:
+        answer = driver.request(step.session, "entries", {"target": target})
+    except BackendDefect:  # the read broke: the block is judged without it
+        return ()
+    entries = answer.get("entries")
+    if not (isinstance(entries, list) and all(isinstance(e, str) for e in entries)):
+        return ()
+    return state_difference(want, block, render_snapshot(target, entries, limit, find_threats))
 
 
 OUTCOME_CLAUSES = frozenset({"CONTRACT-3", "CONTRACT-4"})

@@ -261,6 +261,9 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         # a block of the file as it is now, where the one frozen at load belongs (SNAP-1); a
         # block with no entries where none belongs (SNAP-3)
         ("wrappers:live_snapshot", "snap-empty-target-is-null", ("SNAP-1",)),
+        # the block of the session's own entries, after another session wrote the file: SNAP-1,
+        # not the TOOL-7 of the example whose snapshot step it is
+        ("wrappers:live_snapshot", "tool-result-shows-live-state", ("SNAP-1",)),
         ("wrappers:empty_block", "remove-last-entry-empties-file", ("SNAP-3",)),
         # a tool result's field fails the clause the spec's judge finds wrong with it
         ("tool_broken:stale_usage", "tool-replace-says-what-it-overwrote", ("TOOL-7",)),
