@@ -100,7 +100,7 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
                 send = session_requester(world.session(name))
                 if name not in offers:
                     offers[name] = tool_offer(send)
-                files = {target: world.disk(target) for target in TARGETS}
+                files: dict[str, bytes | None] = {t: world.disk(t) for t in TARGETS}
                 answer, problems = judged_tool_call(
                     send, world.disk, arguments, TOOL_LIMITS,
                     offer=offers[name], scan="threat-scan" in features,
