@@ -185,12 +185,15 @@ def attack_corpus(ctx: CheckContext) -> None:
         block = session.request("snapshot", target="memory")["snapshot"]
 
         # an attack the store accepted at write time is its patterns' failure (SCAN-2, SCAN-3,
-        # SCAN-4, judged above): shown as it is at load, it says nothing of SCAN-6
+        # SCAN-4, judged above): shown as it is at load, it says nothing of SCAN-6, and blocked
+        # at load it is what SCAN-6 asks
+        raw = {text for text in accepted if text in str(block)}
+
         def known(text: str) -> tuple[str, ...]:
-            return () if text in accepted else find_threats(text)
+            return () if text in raw else find_threats(text)
 
         expected = render_snapshot("memory", texts, LIMIT, known)
-        blocked = [text for text in texts if text not in accepted]
+        blocked = [text for text in texts if text not in raw]
         problem = snapshot_difference(expected, block, "memory", blocked)
         shown = [
             (item, "shown as it is")

@@ -110,3 +110,18 @@ def test_a_store_defect_the_direct_operation_shows_is_not_the_tools(
 def test_a_tool_defect_is_still_the_tools(tmp_path: Path) -> None:
     # a usage from before the write differs from what the direct operation reports: TOOL-7
     assert blamed(f"{TOOL}:stale_usage", "tool.generated_calls_are_judged", tmp_path) == {"TOOL-7"}
+
+
+@pytest.mark.parametrize(
+    ("backend", "clause"),
+    [
+        # its write-time scan misses full-width text, its load-time scan blocks it: SCAN-3 only
+        ("tests.backends.naive_broken:ScansWithoutNfkc", "SCAN-3"),
+        # no load-time scan at all: SCAN-6 still
+        ("tests.backends.naive_broken:NoLoadScan", "SCAN-6"),
+    ],
+)
+def test_an_attack_accepted_at_write_time_and_blocked_at_load_is_not_scan_6s(
+    backend: str, clause: str, tmp_path: Path
+) -> None:
+    assert blamed(backend, "scan.attack_corpus", tmp_path) == {clause}
