@@ -442,11 +442,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.hookimpl(wrapper=True)
 def pytest_report_to_serializable(report: pytest.TestReport) -> Any:
-    """Sends the outcome of a memspec check between pytest processes (xdist) as JSON."""
+    """Sends the outcome of a memspec check between pytest processes (xdist) as JSON text in
+    ASCII: the evidence of a failure may hold a lone surrogate (ENTRY-4's content), which JSON
+    escapes and the channel between the processes cannot carry as a string."""
     data = yield
     outcome = getattr(report, OUTCOME_ATTRIBUTE, None)
     if isinstance(data, dict) and isinstance(outcome, Outcome):
-        data[OUTCOME_ATTRIBUTE] = outcome.to_json()
+        data[OUTCOME_ATTRIBUTE] = json.dumps(outcome.to_json(), ensure_ascii=True)
     return data
 
 
@@ -454,8 +456,9 @@ def pytest_report_to_serializable(report: pytest.TestReport) -> Any:
 def pytest_report_from_serializable(data: dict[str, Any]) -> Any:
     """Rebuilds the outcome of a memspec check sent between pytest processes."""
     report = yield
-    if report is not None and isinstance(data.get(OUTCOME_ATTRIBUTE), dict):
-        setattr(report, OUTCOME_ATTRIBUTE, Outcome.from_json(data[OUTCOME_ATTRIBUTE]))
+    sent = data.get(OUTCOME_ATTRIBUTE)
+    if report is not None and isinstance(sent, str):
+        setattr(report, OUTCOME_ATTRIBUTE, Outcome.from_json(json.loads(sent)))
     return report
 
 

@@ -57,6 +57,22 @@ def test_certify_reference_passes(tmp_path: Path) -> None:
     assert counts["failed"] == 0 and counts["passed"] > 80
 
 
+def test_a_failure_whose_evidence_holds_a_lone_surrogate_crosses_the_worker_channel(
+    tmp_path: Path,
+) -> None:
+    """The evidence of a failed ENTRY-4 example holds the lone surrogate it sent; with checks in
+    worker processes (-n 2) it reaches the report, and the run does not end in a harness error
+    (hermes-agent, which stores such content, stopped after 40 checks)."""
+    backend = "tests.backends.wrappers:raises_on_surrogate"
+    result = certify("--backend", backend, "-k", "entry-lone-surrogate", "-n", "2", "--report",
+                     str(tmp_path), "-q")  # fmt: skip
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "INTERNAL ERROR" not in result.stdout + result.stderr
+    records = report(tmp_path)["checks"]
+    sent = [r["evidence"]["sent"] for r in records if r.get("evidence")]
+    assert any("\ud800" in value.get("content", "") for value in sent), sent
+
+
 def test_exit_status_and_summary_line(tmp_path: Path) -> None:
     # CONTRACT-16: 1 when something failed, and the last line is the summary.
     result = certify("--backend", "tests.backends.wrappers:float_percent", "-k", "SNAP", "-q")

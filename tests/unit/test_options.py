@@ -20,6 +20,7 @@ from memspec.conformance.core.options import (
     positive_seconds,
     profile_name,
 )
+from memspec.conformance.hermes.cli import MATRIX_TIMEOUT, RELEASE_TIMEOUT
 
 OPTIONS = (*WHICH_BACKEND, *SETTINGS)
 
@@ -44,9 +45,10 @@ def test_memspec_certify_offers_every_setting_as_declared() -> None:
     ("command", "options"),
     [
         ("certify", (WORKERS, SELECT, QUIET)),
-        ("hermes", (PROFILE, WORKERS, TIMEOUT, SELECT, QUIET)),
-        ("matrix", (PROFILE, WORKERS, TIMEOUT)),
-        ("sweep", (PROFILE, WORKERS, TIMEOUT)),
+        # a release's calls wait longer: hermes and sweep say so, matrix for its --hermes
+        ("hermes", (PROFILE, WORKERS, RELEASE_TIMEOUT, SELECT, QUIET)),
+        ("matrix", (PROFILE, WORKERS, MATRIX_TIMEOUT)),
+        ("sweep", (PROFILE, WORKERS, RELEASE_TIMEOUT)),
         ("repro", (TIMEOUT,)),
     ],
 )
