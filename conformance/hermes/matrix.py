@@ -25,7 +25,7 @@ from memspec.conformance.verdict.standing import (
     clause_verdict,
     conformance_level,
 )
-from memspec.spec.clauses import Clause, parse_clauses
+from memspec.spec.clauses import PROVIDER, STORE, Clause
 from memspec.spec.document import installed_spec, installed_version
 from memspec.spec.errors import UsageError
 
@@ -75,6 +75,14 @@ class Column:
         return cls(label or default, run, records)
 
 
+def _subject_of(columns: Sequence[Column]) -> str:
+    """Returns the subject the ``columns`` certify: PROVIDER when their checks cite provider
+    clauses alone (``memspec provider`` reports), else STORE."""
+    provider = {c.id for c in installed_spec(PROVIDER).clauses}
+    cited = {clause for column in columns for check in column.checks for clause in check.clauses}
+    return PROVIDER if cited and cited <= provider else STORE
+
+
 @dataclass(frozen=True)
 class Matrix:
     """A Matrix is one verdict per clause and backend, clauses in SPEC.md order."""
@@ -85,8 +93,10 @@ class Matrix:
 
     @classmethod
     def build(cls, columns: Sequence[Column]) -> Matrix:
-        """Returns the matrix of ``columns`` over every clause of SPEC.md."""
-        clauses = tuple(parse_clauses(installed_spec().text))
+        """Returns the matrix of ``columns`` over the clauses of SPEC.md of their subject
+        (SPEC.md, "Subjects"): a provider plugin's when every column is one, else a store's,
+        so that a store's level is never held back by the other subject's clauses."""
+        clauses = installed_spec(_subject_of(columns)).clauses
         cells = tuple(
             tuple(
                 clause_verdict(clause.id, column.checks, column.run.get("features") or ())
