@@ -487,3 +487,18 @@ def test_a_crash_loading_the_state_a_read_judges_is_the_reads(tmp_path: Path) ->
     failure = run_on_backend(sketch, store, tmp_path)
     assert failure is not None and failure.step == "load", failure
     assert set(failure.blamed) == {"CONTRACT-6", "READ-2"}, failure
+
+
+def test_a_block_of_the_sessions_entries_is_not_snap_1s_when_nothing_was_written_since() -> None:
+    """A block that shows the session's entries is SNAP-1's only when the file changed since
+    the load: with the file's block still the frozen one, it shows how the entries were read
+    (hermes-agent's block of a "§" piece of a blank file is READ-4's), and the session is not
+    even asked."""
+    from memspec.conformance.examples.steps import _shows_the_session
+
+    class Unasked:
+        def request(self, *args: object) -> dict[str, object]:
+            raise AssertionError("the session was asked for its entries")
+
+    step = parse_step("snapshot memory == null")
+    assert _shows_the_session(None, "a block", None, step, Unasked(), 2200) == ()  # type: ignore[arg-type]
