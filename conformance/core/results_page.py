@@ -104,6 +104,8 @@ def _machine_paths() -> list[tuple[str, str]]:
     project = Path(__file__).resolve().parents[2]
     pairs = [(str(Path.cwd()), "."), (str(project), "."), (tempfile.gettempdir(), "$TMPDIR")]
     pairs.append((str(Path.home()), "~"))
+    if sys.prefix != sys.base_prefix:  # the virtual environment memspec runs in
+        pairs.append((sys.prefix, "$VIRTUAL_ENV"))
     return sorted({p for p in pairs if p[0] not in ("", "/")}, key=lambda p: -len(p[0]))
 
 

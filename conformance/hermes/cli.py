@@ -30,7 +30,7 @@ from memspec.conformance.core.options import (
     Option,
     add_options,
 )
-from memspec.conformance.core.results_page import PageRun, writable_page
+from memspec.conformance.core.results_page import PageRun, scrub_paths, writable_page
 from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
 from memspec.conformance.hermes.failure_notes import NO_EXPLANATION, explain
@@ -345,7 +345,10 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         print(f"{column.label}: level {level}; " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     print(f"matrix: {out / 'matrix.md'}, {out / 'matrix.html'}")
     if args.json:
-        _write(Path(args.json), json.dumps(matrix_json(matrix, "The clause matrix"), indent=1))
+        _write(
+            Path(args.json),
+            scrub_paths(json.dumps(matrix_json(matrix, "The clause matrix"), indent=1)),
+        )
         print(f"saved matrix: {args.json}")
     if run:
         print(f"page: {run.write(args.page, 'The clause matrix', matrix_page(matrix))}")
@@ -384,7 +387,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(changes)} clause verdicts changed across {len(releases)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
     if args.json:
-        _write(Path(args.json), json.dumps(matrix_json(matrix, title), indent=1))
+        _write(Path(args.json), scrub_paths(json.dumps(matrix_json(matrix, title), indent=1)))
         print(f"saved matrix: {args.json}")
     if run:
         body = sweep_page(matrix, changes, args.package, args.profile, later)

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -64,6 +65,10 @@ def test_command_line_is_retypable_and_names_no_path_of_this_machine(tmp_path: P
     line = command_line("python -m tests.zoo", ["--out", str(tmp_path), "--page", str(PROJECT)])
     assert not MACHINE_PATHS.search(line), line
     assert scrub_paths(f"{PROJECT}/docs/results/zoo.md") == "docs/results/zoo.md"
+    # a saved run's messages name the interpreter pytest ran under: a virtual environment's
+    if sys.prefix != sys.base_prefix:
+        shown = scrub_paths(f"[gw0] linux -- Python 3 {sys.prefix}/bin/python3")
+        assert shown == "[gw0] linux -- Python 3 $VIRTUAL_ENV/bin/python3", shown
 
 
 def test_a_page_is_title_stamp_body_without_paths(tmp_path: Path) -> None:
