@@ -191,9 +191,8 @@ def render_grid(matrix: Matrix) -> str:
     notes = []
     for index, column in enumerate(matrix.columns):
         items = [
-            f"<li>{mark(row[index].status)} <b>{clause.id}</b> {esc(row[index].reason)}</li>"
-            for clause, row in zip(matrix.clauses, matrix.cells, strict=True)
-            if row[index].status in ("fail", "skip")
+            f"<li>{mark(verdict.status)} <b>{clause.id}</b> {esc(verdict.reason)}</li>"
+            for clause, verdict in matrix.fails_and_skips(index)
         ]
         if items:
             notes.append(

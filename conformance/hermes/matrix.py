@@ -106,6 +106,14 @@ class Matrix:
         )
         return cls(clauses, tuple(columns), cells)
 
+    def fails_and_skips(self, index: int) -> list[tuple[Clause, ClauseVerdict]]:
+        """Returns the clauses column ``index`` fails or skips, with their verdicts, in order."""
+        return [
+            (clause, row[index])
+            for clause, row in zip(self.clauses, self.cells, strict=True)
+            if row[index].status in ("fail", "skip")
+        ]
+
     def level(self, index: int) -> Level:
         """Returns the conformance level column ``index`` reached (SPEC.md, "Conformance
         levels"), computed from its checks by the same rule as its report."""
@@ -198,9 +206,8 @@ def render_markdown(matrix: Matrix, title: str = "memspec clause matrix") -> str
         lines.append(f"| {clause.id} | {clause.level} | " + " | ".join(cells) + " |")
     for index, column in enumerate(matrix.columns):
         notes = [
-            f"- {clause.id} {row[index].status}: {_md(row[index].reason)}"
-            for clause, row in zip(matrix.clauses, matrix.cells, strict=True)
-            if row[index].status in ("fail", "skip")
+            f"- {clause.id} {verdict.status}: {_md(verdict.reason)}"
+            for clause, verdict in matrix.fails_and_skips(index)
         ]
         if notes:
             lines += ["", f"### {_md(column.label)}: fails and skips", "", *notes]
