@@ -50,6 +50,7 @@ not argued yet).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import subprocess
@@ -680,13 +681,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def save_run(outcomes: Sequence[Outcome], out: Path) -> None:
+def save_run(outcomes: Sequence[Outcome], out: Path, run: PageRun) -> None:
     """Writes what :func:`read_run` needs beside the reports in ``out``: each subject's exit
-    status, wall time and output."""
+    status, wall time and output, and (in ``run.json``) the date and machine of the run."""
     kept = {
         o.subject.key: {"status": o.status, "wall": o.wall, "output": o.output} for o in outcomes
     }
     (out / "sweep.json").write_text(json.dumps(kept, indent=1), encoding="utf-8")
+    certified = {"date": run.date.isoformat(), "machine": run.machine}
+    (out / "run.json").write_text(json.dumps(certified, indent=1), encoding="utf-8")
+
+
+def rendered_from(source: Path, run: PageRun) -> PageRun:
+    """Returns ``run`` (which renders a kept run) stamped with the date and machine of the run
+    kept in ``source`` (its ``run.json``), whose figures the page shows; ``run`` itself when
+    none is kept (raises OSError or ValueError for a ``run.json`` that is not the one kept)."""
+    path = source / "run.json"
+    if not path.exists():
+        return run
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(kept, dict) or not {"date", "machine"} <= kept.keys():
+        raise ValueError("its run.json is not the one --out keeps")
+    return PageRun(run.command, dt.date.fromisoformat(kept["date"]), str(kept["machine"]))
 
 
 def read_run(source: Path, subjects: Sequence[Subject]) -> list[Outcome]:
@@ -731,6 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.source:
             try:
                 outcomes = read_run(Path(args.source), subjects)
+                run = rendered_from(Path(args.source), run)
             except (OSError, ValueError, KeyError, TypeError) as error:
                 print(
                     f"{PROG}: error: cannot read the run in {args.source}: {error}", file=sys.stderr
@@ -749,7 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             failing = ", ".join(outcome.failing) or "none"
             print(f"  status {outcome.status}, {outcome.wall:.0f} s, failing: {failing}")
         if args.out and not args.source:
-            save_run(outcomes, out)
+            save_run(outcomes, out, run)
     if args.page:
         body = render_page(outcomes, args.profile)
         run.write(args.page, "Real Hermes memory providers", body)

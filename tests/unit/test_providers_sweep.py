@@ -58,3 +58,24 @@ def test_failures_notes_and_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     # a subject that left no report is said so, never read as passing
     lost = Outcome(SUBJECT, None, 0.0, "timed out")
     assert unsettled([lost]) == ["demo: no report (timed out)"]
+
+
+def test_a_rendered_run_keeps_the_date_and_machine_it_was_certified_on(tmp_path) -> None:
+    import datetime as dt
+
+    from memspec.conformance.core.results_page import PageRun
+
+    certified = PageRun("python -m tests.providers_sweep --out X", dt.date(2026, 12, 1), "M 11.5")
+    providers_sweep.save_run([Outcome(SUBJECT, 1, 30.0, "", report({}))], tmp_path, certified)
+    rendering = PageRun("python -m tests.providers_sweep --from X", dt.date(2026, 12, 6), "M 0.4")
+    stamped = providers_sweep.rendered_from(tmp_path, rendering)
+    assert (stamped.command, stamped.date, stamped.machine) == (
+        rendering.command,
+        certified.date,
+        certified.machine,
+    )
+    (tmp_path / "run.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"run\.json"):
+        providers_sweep.rendered_from(tmp_path, rendering)
+    (tmp_path / "run.json").unlink()
+    assert providers_sweep.rendered_from(tmp_path, rendering) is rendering
