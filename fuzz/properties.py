@@ -20,6 +20,7 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.examples.failure import show
 from memspec.conformance.transport.wire import Request, fields_of
+from memspec.conformance.verdict.blame import Answered, blame
 from memspec.conformance.verdict.findings import Violation
 from memspec.fuzz.oracle import (
     ARGUMENT_CODES,
@@ -201,8 +202,11 @@ def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> 
         and not arguments
         and match_answer(allowed, answer, after, target) is None
     ):
+        # the one blame names the limit clause: the operation's own, or LIMIT-6 when the answer
+        # shows the store counted against another limit than the target's
+        blamed = blame(Answered(request, answer, allowed[0].outcome))
         raise Violation(
-            "LIMIT-2",
+            blamed[0].clause if blamed else "LIMIT-2",
             f"{sent} on {before!r} (limit {limit}) answered {answer['code']}; the spec "
             f"allows {[a.outcome.code for a in allowed]}",
         )

@@ -272,6 +272,9 @@ LIMIT_RULES = {
 """The clause whose limit check refuses each operation (LIMIT-2, REPLACE-3, PATCH-7, BATCH-4;
 a remove never grows a target, LIMIT-5)."""
 
+LIMIT_RULES_BY_OP = {kind.__name__.lower(): rule for kind, rule in LIMIT_RULES.items()}
+""":data:`LIMIT_RULES` by the ``op`` of a request."""
+
 
 def limit_rule(
     op: Mutation, result: Sequence[str], current: Sequence[str], other: int | None

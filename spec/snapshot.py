@@ -92,11 +92,16 @@ def header_clauses(expected: str, actual: str) -> tuple[str, ...]:
     if want is None or got is None:
         return ("SNAP-5",)
     clauses = []
-    if want["title"] != got["title"] or _number(want["limit"]) != _number(got["limit"]):
+    other_limit = _holds_another_limit(want, got)
+    if other_limit:
+        clauses.append("LIMIT-6")
+    if want["title"] != got["title"] or (
+        _number(want["limit"]) != _number(got["limit"]) and not other_limit
+    ):
         clauses.append("SNAP-5")
     if _number(want["used"]) != _number(got["used"]):
         clauses.append("SNAP-8")
-    elif want["percent"] != got["percent"]:
+    elif want["percent"] != got["percent"] and not other_limit:
         clauses.append("SNAP-6")
     if (want["used"], want["limit"]) != (got["used"], got["limit"]) and (
         _number(want["used"]),
@@ -104,6 +109,38 @@ def header_clauses(expected: str, actual: str) -> tuple[str, ...]:
     ) == (_number(got["used"]), _number(got["limit"])):
         clauses.append("SNAP-7")
     return tuple(clauses) or ("SNAP-5",)
+
+
+def _holds_another_limit(want: re.Match[str], got: re.Match[str]) -> bool:
+    """Whether ``got`` (a header or label) counts what ``want`` counts against another limit,
+    with the percent SNAP-6 gives for the limit it states: the store holds that limit for the
+    target, whose own limit is LIMIT-6's; its usage is shown as it should be."""
+    used, limit = _number(got["used"]), _number(got["limit"])
+    return (
+        limit != _number(want["limit"])
+        and used == _number(want["used"])
+        and int(got["percent"]) == (min(100, used * 100 // limit) if limit > 0 else 100)
+    )
+
+
+def label_clauses(expected: str, actual: object) -> tuple[str, ...]:
+    """Returns the clauses that own the difference between two ``usage`` labels (SNAP-11):
+    LIMIT-6 when ``actual`` states another limit than the target's, shown as SNAP-11 says;
+    SNAP-11 for any other difference; ``()`` when they are the same."""
+    if actual == expected:
+        return ()
+    want = _HEADER.fullmatch(f"x [{expected}]")
+    got = _HEADER.fullmatch(f"x [{actual}]") if isinstance(actual, str) else None
+    if want and got and _holds_another_limit(want, got):
+        return ("LIMIT-6",)
+    return ("SNAP-11",)
+
+
+def label_limit(label: object) -> int | None:
+    """Returns the limit a ``usage`` label (:func:`usage_label`) states, or None for anything
+    that is not such a label."""
+    found = _HEADER.fullmatch(f"x [{label}]") if isinstance(label, str) else None
+    return _number(found["limit"]) if found else None
 
 
 def _number(digits: str) -> int:

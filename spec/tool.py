@@ -30,7 +30,7 @@ from memspec.spec.rules import (
     preview,
     steps,
 )
-from memspec.spec.snapshot import BLOCKED_PREFIX, blocked_placeholder, usage_label
+from memspec.spec.snapshot import BLOCKED_PREFIX, blocked_placeholder, label_clauses, usage_label
 from memspec.spec.targets import FILENAMES, TARGETS
 from memspec.spec.threats import find_threats
 
@@ -607,7 +607,9 @@ def _live_problems(
                 f"the result says {name} {result[name]!r}, but entries() after the call give "
                 f"{value!r}"
             )
-            problems.append(ResultProblem("TOOL-7", text, name))
+            # a usage counted against another limit than the target's is the limit's (LIMIT-6)
+            other = name == "usage" and label_clauses(value, result[name]) == ("LIMIT-6",)
+            problems.append(ResultProblem("LIMIT-6" if other else "TOOL-7", text, name))
     return problems
 
 

@@ -35,7 +35,8 @@ from typing import Any
 from memspec.spec import codes
 from memspec.spec.drift_refusal import wrong_drift_clause
 from memspec.spec.problems import Problem
-from memspec.spec.rules import Outcome
+from memspec.spec.rules import LIMIT_RULES_BY_OP, Outcome
+from memspec.spec.snapshot import label_clauses, label_limit
 from memspec.spec.tool import CORE_ACTIONS
 
 MISREAD = {
@@ -119,6 +120,9 @@ def code_clause(seen: Answered) -> str | tuple[str, ...]:
     if drifted:
         return drifted
     cited = set(seen.cited)
+    limit_clause = _limit_clause(seen)
+    if limit_clause and limit_clause not in cited:
+        return _cited_for(codes.E_LIMIT, cited) or limit_clause
     if expected.code == codes.OK and answered == codes.E_THREAT:
         # the scan refused ordinary text: the cited scan clauses own it, else the corpus of
         # ordinary text (SCAN-2)
@@ -138,6 +142,25 @@ def code_clause(seen: Answered) -> str | tuple[str, ...]:
         return _cited_for(answered, cited) or MISREAD.get(answered, UNKNOWN)
     rule = expected.rule or UNKNOWN
     return rule if rule in cited else (_cited_for(expected.code, cited) or rule)
+
+
+def _limit_clause(seen: Answered) -> str | None:
+    """Returns the clause of a limit decision the backend made otherwise than the model (one of
+    the two answered ``E_LIMIT``, the other ``OK``), by the limit the answer's ``usage`` label
+    states: LIMIT-6 when it is not the target's own (the store counted against another limit),
+    the operation's own limit clause (:data:`~memspec.spec.rules.LIMIT_RULES_BY_OP`) when the
+    model refused only because the result would fit the other target's limit (its rule LIMIT-6)
+    and nothing shows the store used that limit; None for any other answer."""
+    assert seen.expected is not None and isinstance(seen.answer, Mapping)
+    expected, answered = seen.expected, seen.answer.get("code")
+    if {expected.code, answered} != {codes.OK, codes.E_LIMIT}:
+        return None
+    own, stated = label_limit(expected.usage), label_limit(seen.answer.get("usage"))
+    if own is not None and stated is not None and stated != own:
+        return "LIMIT-6"
+    if expected.rule == "LIMIT-6":
+        return LIMIT_RULES_BY_OP.get(str(seen.request.get("op")))
+    return None
 
 
 def _cited_for(code: str, cited: Collection[str]) -> tuple[str, ...]:
@@ -180,7 +203,8 @@ def _field_problem(answer: Mapping[str, Any], outcome: Outcome) -> Problem | Non
         )
     given = answer.get("usage")
     if given is not None and outcome.usage is not None and given != outcome.usage:
-        return Problem("SNAP-11", f"usage {given!r}, expected {outcome.usage!r}")
+        clause = label_clauses(outcome.usage, given)[0]
+        return Problem(clause, f"usage {given!r}, expected {outcome.usage!r}")
     if given is not None and outcome.code in (codes.E_TARGET, codes.E_UNREADABLE):
         return Problem("SNAP-11", f"usage {given!r} on {outcome.code}, which has no file to count")
     return None

@@ -129,3 +129,25 @@ def test_a_refusal_that_fits_the_other_targets_limit_is_limit_6s() -> None:
     state = model.initial_state(40, 100)
     outcome, _ = model.step(state, Add("memory", "x" * 50))
     assert (outcome.code, outcome.rule) == (codes.E_LIMIT, "LIMIT-6")
+
+
+def test_a_limit_decision_is_limit_6s_only_where_the_answer_shows_another_limit() -> None:
+    # the model refuses 50 chars on memory (limit 40) that would fit user's 100 (LIMIT-6 rule)
+    state = model.initial_state(40, 100)
+    refusal, _ = model.step(state, Add("memory", "x" * 50))
+
+    def seen(answer: dict[str, object], expected: Outcome, op: str = "add") -> tuple[str, ...]:
+        found = blame(Answered({"op": op, "target": "memory"}, answer, expected, "absent"))
+        return tuple(problem.clause for problem in found)
+
+    # truncated to fit, counted against memory's own 40: the add's limit clause, not LIMIT-6
+    assert seen({"ok": True, "code": "OK", "usage": "100% — 40/40 chars"}, refusal) == ("LIMIT-2",)
+    assert seen({"ok": True, "code": "OK"}, refusal) == ("LIMIT-2",)
+    assert seen({"ok": True, "code": "OK"}, refusal, "replace") == ("REPLACE-3",)
+    # accepted against user's 100: the store counted with the other target's limit
+    assert seen({"ok": True, "code": "OK", "usage": "50% — 50/100 chars"}, refusal) == ("LIMIT-6",)
+    # an add that fits memory's 40, refused by a store counting against a limit of 17
+    fits, _ = model.step(state, Add("memory", "x" * 20))
+    refused = {"ok": False, "code": "E_LIMIT", "usage": "0% — 0/17 chars"}
+    assert seen(refused, fits) == ("LIMIT-6",)
+    assert seen({"ok": False, "code": "E_LIMIT", "usage": "0% — 0/40 chars"}, fits) == ("LIMIT-2",)

@@ -336,3 +336,19 @@ def test_a_block_without_the_files_duplicates_is_read_5s() -> None:
     assert full_header is not None and deduplicated is not None
     with_full_header = "\n".join(full_header.split("\n")[:3] + deduplicated.split("\n")[3:])
     assert snapshot_clause("memory", read, with_full_header) == "READ-5"
+
+
+def test_a_header_or_label_of_another_limit_is_limit_6s() -> None:
+    from memspec.spec.snapshot import header_clauses, label_clauses
+
+    title = "USER PROFILE (who the user is)"
+    want = f"{title} [42% — 17/40 chars]"
+    # counted against 60, shown as SNAP-5 and SNAP-6 say for 60: the store holds another limit
+    assert header_clauses(want, f"{title} [28% — 17/60 chars]") == ("LIMIT-6",)
+    # a percent that is not the stated limit's, or another count, stays the header's own
+    assert header_clauses(want, f"{title} [42% — 17/60 chars]") == ("SNAP-5",)
+    assert header_clauses(want, f"{title} [41% — 17/40 chars]") == ("SNAP-6",)
+    assert header_clauses(want, "MEMORY [28% — 17/60 chars]") == ("LIMIT-6", "SNAP-5")
+    assert label_clauses("42% — 17/40 chars", "28% — 17/60 chars") == ("LIMIT-6",)
+    assert label_clauses("42% — 17/40 chars", "42% - 17/40 chars") == ("SNAP-11",)
+    assert label_clauses("42% — 17/40 chars", "42% — 17/40 chars") == ()
