@@ -133,13 +133,19 @@ SAVED_FORMAT = "memspec-matrix"
 
 def matrix_json(matrix: Matrix, title: str) -> dict[str, Any]:
     """Returns what ``matrix --json`` and ``sweep --json`` save of a matrix: per column its
-    label, its run and its records (each message cut to its first line: the verdicts are
-    data, :meth:`Matrix.build` judges them again), so a page can be rendered again from it
-    (:func:`columns_from_json`)."""
+    label, its run and its records (each message cut to its first line, without evidence,
+    figures or fields at their default: the verdicts are data, :meth:`Matrix.build` judges
+    them again), so a page can be rendered again from it (:func:`columns_from_json`)."""
 
     def kept(record: CheckRecord) -> dict[str, Any]:
         lines = [line for line in record.message.splitlines() if line.strip()]
-        return {**record.to_json(), "message": shorten(lines[0]) if lines else "", "evidence": None}
+        fields = {**record.to_json(), "message": shorten(lines[0]) if lines else ""}
+        dropped = {"evidence", "figures"}
+        return {
+            name: value
+            for name, value in fields.items()
+            if name in ("id", "clauses", "status") or (name not in dropped and value)
+        }
 
     return {
         "format": SAVED_FORMAT,

@@ -69,6 +69,9 @@ def test_matrix_saves_the_json_the_site_renders(tmp_path: Path, monkeypatch) -> 
     again = Matrix.build(columns)
     original = Matrix.build([Column.load(saved / "a"), Column.load(saved / "b")])
     assert again.cells == original.cells and [c.label for c in columns] == ["a 1", "b 1"]
+    # a passed check is saved as its id, clauses and status: nothing at its default
+    passed = json.loads(target.read_text())["columns"][1]["checks"][0]
+    assert set(passed) <= {"id", "clauses", "status", "features", "duration"}, passed
 
 
 def test_bad_input_is_a_usage_error(tmp_path: Path, capsys) -> None:
