@@ -683,10 +683,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def save_run(outcomes: Sequence[Outcome], out: Path, run: PageRun) -> None:
     """Writes what :func:`read_run` needs beside the reports in ``out``: each subject's exit
-    status, wall time and output, and (in ``run.json``) the date and machine of the run."""
-    kept = {
-        o.subject.key: {"status": o.status, "wall": o.wall, "output": o.output} for o in outcomes
-    }
+    status, wall time and output, and (in ``run.json``) the date and machine of the run. The
+    subjects of a run kept there before stay, but those certified again: ``-k`` adds to a kept
+    run (``run.json`` then names the last run)."""
+    try:
+        kept = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    if not isinstance(kept, dict):
+        kept = {}
+    for o in outcomes:
+        kept[o.subject.key] = {"status": o.status, "wall": o.wall, "output": o.output}
     (out / "sweep.json").write_text(json.dumps(kept, indent=1), encoding="utf-8")
     certified = {"date": run.date.isoformat(), "machine": run.machine}
     (out / "run.json").write_text(json.dumps(certified, indent=1), encoding="utf-8")

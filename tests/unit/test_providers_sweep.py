@@ -79,3 +79,19 @@ def test_a_rendered_run_keeps_the_date_and_machine_it_was_certified_on(tmp_path)
         providers_sweep.rendered_from(tmp_path, rendering)
     (tmp_path / "run.json").unlink()
     assert providers_sweep.rendered_from(tmp_path, rendering) is rendering
+
+
+def test_a_run_with_some_subjects_adds_to_the_run_kept_there(tmp_path) -> None:
+    import datetime as dt
+
+    from memspec.conformance.core.results_page import PageRun
+
+    run = PageRun("python -m tests.providers_sweep --out X", dt.date(2026, 12, 1), "M")
+    other = Subject("other", "other-provider 2.0", "`--package`", package="other-provider==2.0")
+    providers_sweep.save_run([Outcome(SUBJECT, 1, 30.0, "", report({}))], tmp_path, run)
+    providers_sweep.save_run([Outcome(other, 0, 12.0, "", report({}))], tmp_path, run)
+    read = providers_sweep.read_run(tmp_path, (SUBJECT, other))
+    assert [(o.subject.key, o.status, o.wall) for o in read] == [
+        ("demo", 1, 30.0),
+        ("other", 0, 12.0),
+    ]
