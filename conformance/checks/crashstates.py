@@ -28,7 +28,7 @@ from memspec.conformance.crash.persistence import (
 from memspec.conformance.processes.workers import Job
 from memspec.conformance.tamper.calls import CallRecord, describe_call
 from memspec.conformance.tamper.fstrace import ops_from_calls
-from memspec.conformance.transport.backend import Runs
+from memspec.conformance.transport.backend import BackendDefect, Runs
 from memspec.conformance.transport.wire import BatchItem, Request
 from memspec.conformance.verdict.findings import ClauseFailures, Unverified, Violation
 from memspec.spec import codes
@@ -257,8 +257,23 @@ def _problem(
             if judgement.recovery:
                 return _judge_recovery(session, state, root)
             return _judge_files(session, recording, state, judgement, root)
+    except BackendDefect as defect:
+        if not (judgement.recovery and defect.hung):
+            raise
+        # CRASH-3: a fresh session that hangs on the files a crash left is held by them (a
+        # lock file whose existence means locked, as a rule): nothing a crash leaves keeps the
+        # next mutation from completing
+        return Problem(
+            "CRASH-3",
+            f"after the crash a fresh session's {_short_sent(defect.sent)} did not return "
+            "within its timeout: a crash must never leave the target locked",
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _short_sent(sent: object) -> str:
+    return str(sent.get("op", "request")) if isinstance(sent, dict) else "request"
 
 
 def _data(root: Path) -> bytes | None:

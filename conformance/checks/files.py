@@ -17,7 +17,7 @@ from memspec.conformance.checks._disk import (
 )
 from memspec.conformance.core.plain_run import confirm_plain_run
 from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.transport.backend import Session
+from memspec.conformance.transport.backend import BackendDefect, Session
 from memspec.conformance.transport.wire import Answer, Request, fields_of
 from memspec.conformance.verdict.findings import Violation
 from memspec.spec import codes
@@ -129,11 +129,24 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
     }
     for link, destination, _ in links.values():
         os.symlink(destination, link)
-    with ctx.session() as session:
-        session.request("load")
-        answers = {
-            target: session.request("add", target=target, content="Editor: vim") for target in links
-        }
+    try:
+        with ctx.session() as session:
+            session.request("load")
+            answers = {
+                target: session.request("add", target=target, content="Editor: vim")
+                for target in links
+            }
+    except BackendDefect as defect:
+        if not defect.hung:
+            raise
+        # CRASH-3: the one thing unusual here is a name at the lock's path; a store it holds
+        # takes a file's mere existence to mean locked, which a crash can leave forever
+        raise Violation(
+            "CRASH-3",
+            "with MEMORY.md.lock and USER.md.lock symbolic links, the add did not return within "
+            "its timeout: the store waits on a file's existence at the lock's name, which is no "
+            "lock the kernel releases (use flock on a lock file opened with O_NOFOLLOW)",
+        ) from None
     for target, (link, destination, expected) in links.items():
         sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'
         # FILES-3: the link is left in place, pointing where it pointed.

@@ -61,7 +61,9 @@ class BackendDefect(Finding):
     """The backend broke the contract at the transport level: it raised, hung, died, or answered
     with something that is not a valid response. ``sent`` and ``received`` say exactly what;
     ``clause`` is the clause broken: CONTRACT-6 (it raised, hung or died) unless a narrower one
-    applies (CONTRACT-2: an answer of the wrong shape)."""
+    applies (CONTRACT-2: an answer of the wrong shape); ``hung`` says the call did not return
+    within its timeout (a check whose state explains a hang, such as a lock a crash left,
+    blames that state's clause)."""
 
     kind = Kind.DEFECT
 
@@ -72,6 +74,8 @@ class BackendDefect(Finding):
         received: Any = None,
         detail: str = "",
         clause: str = DEFECT_CLAUSE,
+        *,
+        hung: bool = False,
     ) -> None:
         super().__init__(message)
         self.sent = sent
@@ -79,6 +83,7 @@ class BackendDefect(Finding):
         self.detail = detail
         """The backend's last words where it printed any (its exception, as a rule)."""
         self.clause = clause
+        self.hung = hung
 
 
 class Session(Protocol):
@@ -350,7 +355,7 @@ class InProcessSession(Session):
         except TimeoutError as error:
             self.dead = True
             raise BackendDefect(
-                f"the backend {error}; raise --timeout if it is slow, not hung", sent
+                f"the backend {error}; raise --timeout if it is slow, not hung", sent, hung=True
             ) from None
         except Exception as error:
             raise BackendDefect(

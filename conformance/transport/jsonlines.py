@@ -188,13 +188,15 @@ class CommandSession(Session):
         self.name = str(opened.get("backend") or self.command)
         self.version = str(opened.get("version") or "")
 
-    def _defect(self, message: str, sent: Any, received: Any = None) -> BackendDefect:
+    def _defect(
+        self, message: str, sent: Any, received: Any = None, *, hung: bool = False
+    ) -> BackendDefect:
         self.kill()
         tail = "\n".join(self._stderr)
         if tail:
             message += f"\n--- stderr of the backend (last lines) ---\n{tail}"
         last = [line.strip() for line in self._stderr if line.strip()]
-        return BackendDefect(message, sent, received, last[-1] if last else "")
+        return BackendDefect(message, sent, received, last[-1] if last else "", hung=hung)
 
     def _exchange(self, request: Request) -> Answer:
         request = {"id": self._next_id, **request}
@@ -217,6 +219,7 @@ class CommandSession(Session):
                 f"the backend did not answer within {self.timeout:g} s; raise "
                 "--timeout if it is slow, not hung",
                 request,
+                hung=True,
             ) from None
         if received is EOF:
             status = self.process.wait(timeout=self.timeout)

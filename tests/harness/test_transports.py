@@ -145,6 +145,7 @@ def test_a_close_that_fails_is_raised_at_the_end_of_the_block(tmp_path: Path) ->
     failed = pytest.raises(BackendDefect, match=r"did not return within 0\.2 s")
     with failed, backend.open(tmp_path) as session:
         assert session.request("load")["ok"]
+    assert failed.excinfo is not None and failed.excinfo.value.hung
 
 
 @pytest.mark.parametrize(
@@ -162,6 +163,7 @@ def test_command_backend_faults_are_defects(tmp_path: Path, mode: str, message: 
     with pytest.raises(BackendDefect, match=message) as caught:
         session.request("add", target="memory", content="x")
     assert caught.value.sent["op"] == "add"
+    assert caught.value.hung == (mode == "hang")  # only a timeout says the call hung
     assert session.process.poll() is not None  # killed, never left hanging
     if mode == "crash":
         assert "about to crash" in str(caught.value)  # stderr tail is shown
