@@ -57,6 +57,11 @@ def request_problem(op: object, fields: Mapping[str, Any]) -> str | None:
     return f"{op} takes no field {extra[0]!r}" if extra else None
 
 
+RAISE_CLAUSES = {"tool_call": "TOOL-6"}
+"""The clause a raise out of an operation breaks where one is narrower than CONTRACT-6: the
+memory tool answers every argument text and never raises (TOOL-6)."""
+
+
 class BackendDefect(Finding):
     """The backend broke the contract at the transport level: it raised, hung, died, or answered
     with something that is not a valid response. ``sent`` and ``received`` say exactly what;
@@ -362,6 +367,7 @@ class InProcessSession(Session):
                 f"the backend raised {type(error).__name__}: {error}",
                 sent,
                 "".join(traceback.format_exception(error)[-3:]),
+                clause=RAISE_CLAUSES.get(str(sent.get("op")), DEFECT_CLAUSE),
             ) from None
 
     def _call(self, op: str, fields: Fields) -> Any:

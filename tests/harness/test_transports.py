@@ -183,8 +183,14 @@ def test_bad_commands(tmp_path: Path, command: str) -> None:
 
 def test_in_process_defects(tmp_path: Path) -> None:
     session = InProcessBackend("tests.backends.wrappers:raises_on_add", 5).open(tmp_path)
-    with pytest.raises(BackendDefect, match="raised RuntimeError: boom"):
+    with pytest.raises(BackendDefect, match="raised RuntimeError: boom") as raised:
         session.request("add", target="memory", content="x")
+    assert raised.value.clause == "CONTRACT-6"
+    # the memory tool never raises, whatever text it is given (TOOL-6)
+    tool = InProcessBackend("tests.backends.tool_broken:raises_on_bad_json", 5).open(tmp_path)
+    with pytest.raises(BackendDefect, match="raised JSONDecodeError") as raised:
+        tool.request("tool_call", arguments="not json")
+    assert raised.value.clause == "TOOL-6"
     hung = InProcessBackend("tests.backends.wrappers:hangs_on_add", 0.2).open(tmp_path)
     with pytest.raises(BackendDefect, match=r"did not return within 0\.2 s"):
         hung.request("add", target="memory", content="x")
