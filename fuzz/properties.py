@@ -20,7 +20,7 @@ from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.core.search import plan
 from memspec.conformance.examples.failure import show
 from memspec.conformance.transport.wire import Request, fields_of
-from memspec.conformance.verdict.blame import Answered, blame
+from memspec.conformance.verdict.blame import Answered, blame, written_clause
 from memspec.conformance.verdict.findings import Violation
 from memspec.fuzz.oracle import (
     ARGUMENT_CODES,
@@ -184,10 +184,11 @@ def _limit_step(world: FuzzRoot, request: Request, features: frozenset[str]) -> 
     before = world.disk(target)
     answer = world.request("a", request["op"], **fields_of(request))
     after = world.disk(target)
-    # LIMIT-3: a refusal writes nothing: nothing is truncated, dropped or shortened.
+    # LIMIT-3: a refusal writes nothing: nothing is truncated, dropped or shortened (a batch's
+    # items written in part are BATCH-2's, all or nothing).
     if not answer["ok"] and after != before:
         raise Violation(
-            "LIMIT-3",
+            written_clause(request["op"], answer["code"]),
             f"{sent} was refused with {answer['code']} but changed the file from "
             f"{before!r} to {after!r}",
         )

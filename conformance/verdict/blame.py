@@ -14,7 +14,9 @@ batch over the limit); blame adds what an answer alone cannot say:
 - another code than the model's is the clause of the condition the answer misread: ``E_DRIFT``
   on a file a mutation works on is DRIFT-1's, on a foreign file the mutation may repair
   DRIFT-7's; ``E_THREAT`` for ordinary text the scan's (SCAN-2's, the patterns'); a refused
-  duplicate DUP-1's (DUP-2's when full); a batch refused for a limit its result meets BATCH-4's;
+  duplicate DUP-1's (DUP-2's when full); a batch refused for a limit its result meets, or for
+  the limit where an item's own condition refuses it, BATCH-4's (the limit is the final
+  result's);
   a refusal the model does not make, the clause of that refusal's condition
   (:data:`MISREAD`); a refusal the model makes and the backend does not, the model's rule;
 - an answer with the model's code and other fields breaks the field's clause: ``matches``
@@ -94,7 +96,7 @@ def blame(seen: Answered) -> tuple[Problem, ...]:
         return shape
     code = answer.get("code")
     if seen.written and code != codes.OK:
-        clause = _written_clause(str(seen.request.get("op")), str(code))
+        clause = written_clause(str(seen.request.get("op")), str(code))
         return (Problem(clause, f"{_sent(seen)} answered {code}, yet its text is in the file"),)
     if code != expected.code:
         owners = ("LOCK-2",) if seen.stale else _owners(code_clause(seen))
@@ -134,6 +136,10 @@ def code_clause(seen: Answered) -> str | tuple[str, ...]:
     ordering = tuple(sorted(cited & codes.PRECEDENCE_CLAUSES))
     if ordering and answered != codes.OK and expected.code != codes.OK:
         return ordering  # an example of the order of conditions owns another condition's code
+    if op == "batch" and answered == codes.E_LIMIT and expected.code not in (codes.OK, answered):
+        return (
+            "BATCH-4"  # the limit judged before the items' own conditions: not the final result's
+        )
     order = codes.PRECEDENCE
     earlier = answered in order and expected.code in order
     if expected.code == codes.OK or (
@@ -175,7 +181,7 @@ def _owners(clause: str | tuple[str, ...]) -> tuple[str, ...]:
     return (clause,) if isinstance(clause, str) else clause
 
 
-def _written_clause(op: str, code: str) -> str:
+def written_clause(op: str, code: str) -> str:
     """The clause a refused mutation breaks when its text is in the file anyway: a batch's is
     BATCH-2 (all or nothing), a refusal for the limit LIMIT-3 (it writes nothing), any other
     CONTRACT-3 (a refusal changes nothing)."""

@@ -15,6 +15,7 @@ the later ones by the snake_case names at the end of this module.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -25,7 +26,14 @@ from memspec.spec import codes
 from memspec.spec.codec import WHITESPACE, FileState, classify_bytes, normalize_content
 from memspec.spec.fence import FENCE_NOTE, find_fence_tags, find_system_notes, frame
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Replace
-from memspec.spec.rules import Outcome, argument_error, choose_entry, patch_entry
+from memspec.spec.rules import (
+    Outcome,
+    argument_error,
+    choose_entry,
+    content_error,
+    patch_entry,
+    span_starts,
+)
 from memspec.spec.snapshot import render_snapshot
 from memspec.spec.targets import FILENAMES
 from memspec.spec.threats import INVISIBLE_CONTENT, find_threats
@@ -620,7 +628,12 @@ class PatchesEveryOccurrence(Patches):
 
     def patched(self, entry: str, old_text: str, content: str) -> str | Outcome:
         span = normalize_content(old_text)
-        return normalize_content(entry.replace(span, normalize_content(content)))
+        if span_starts(entry, span) <= 1:
+            return patch_entry(entry, old_text, content)
+        # the rest of patch is the spec's: the result's own rules still apply (PATCH-6)
+        result = normalize_content(entry.replace(span, normalize_content(content)))
+        refusal = content_error(result)
+        return result if refusal is None else dataclasses.replace(refusal, rule="PATCH-6")
 
 
 class PatchesWholeEntry(Patches):

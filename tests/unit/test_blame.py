@@ -151,3 +151,14 @@ def test_a_limit_decision_is_limit_6s_only_where_the_answer_shows_another_limit(
     refused = {"ok": False, "code": "E_LIMIT", "usage": "0% — 0/17 chars"}
     assert seen(refused, fits) == ("LIMIT-6",)
     assert seen({"ok": False, "code": "E_LIMIT", "usage": "0% — 0/40 chars"}, fits) == ("LIMIT-2",)
+
+
+def test_a_batch_refused_for_the_limit_before_its_items_conditions_is_batch_4s() -> None:
+    # an item whose old_text matches nothing owes E_NOMATCH; a store that judged the limit item by
+    # item answered E_LIMIT first: the limit is the final result's (BATCH-4)
+    missing = Outcome(codes.E_NOMATCH, rule="MATCH-2")
+    assert clauses(missing, codes.E_LIMIT, "batch") == ("BATCH-4",)
+    assert clauses(missing, codes.E_LIMIT, "add") != ("BATCH-4",)
+    # an example of the order of conditions keeps what it cites
+    ordered = clauses(missing, codes.E_LIMIT, "batch", cited=("CONTRACT-5", "BATCH-4"))
+    assert ordered == ("CONTRACT-5",)
