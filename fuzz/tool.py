@@ -114,10 +114,11 @@ def generated_calls_are_judged(ctx: CheckContext) -> None:
     run.run(run.apply(results_are_judged))
 
 
-STORE_CLAUSES = frozenset({"TOOL-5", "TOOL-7"})
+STORE_CLAUSES = frozenset({"TOOL-5", "TOOL-7", "LIMIT-6"})
 """The clauses whose problems compare a call's effect with the model's (TOOL-5: the success and
-the entries after it; TOOL-7: the usage and count it reports against those entries): a deviation
-the store operation itself shows is found there too, and is the store's."""
+the entries after it; TOOL-7: the usage and count it reports against those entries, LIMIT-6 when
+that usage states another limit): a deviation the store operation itself shows is found there
+too, and is the store's."""
 
 
 def tools_own(
@@ -160,11 +161,14 @@ def tools_own(
     # the entries after the call deviate from the model's, and the store operation leaves the same
     store_entries = owed is not None and direct_after == list(after) != list(owed)
     owed_usage = usage_label(usage(owed), limit) if owed is not None else None
+    store_shows_usage = (store_usage is not None and store_usage == result.get("usage")) or (
+        store_entries and result.get("usage") == owed_usage
+    )
     same = {
         ("TOOL-5", "success"): direct.get("ok") == result.get("success"),
         ("TOOL-5", None): direct_after == list(after),
-        ("TOOL-7", "usage"): (store_usage is not None and store_usage == result.get("usage"))
-        or (store_entries and result.get("usage") == owed_usage),
+        ("TOOL-7", "usage"): store_shows_usage,
+        ("LIMIT-6", "usage"): store_shows_usage,
         ("TOOL-7", "entry_count"): store_entries and result.get("entry_count") == len(owed or ()),
     }
     kept = [problem for problem in problems if not same.get((problem.clause, problem.field))]

@@ -10,6 +10,7 @@ import pytest
 
 from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
+from memspec.conformance.core.waits import CALL_TIMEOUT
 from memspec.conformance.transport.backend import InProcessBackend
 from memspec.conformance.verdict.findings import Finding, verdict_of
 from tests.budgeted import run_in_budget
@@ -18,11 +19,12 @@ CHECKS = all_checks()
 
 
 def blamed(backend: str, check: str, tmp_path: Path) -> set[str]:
-    """Runs ``check`` on ``backend`` at ``ci``; returns every clause its failure blames."""
+    """Runs ``check`` on ``backend`` at ``ci``, each call given certify's default timeout;
+    returns every clause its failure blames."""
     root, scratch = tmp_path / "root", tmp_path / "scratch"
     root.mkdir()
     scratch.mkdir()
-    ctx = CheckContext(InProcessBackend(backend), root, scratch, PROFILES["ci"])
+    ctx = CheckContext(InProcessBackend(backend, CALL_TIMEOUT), root, scratch, PROFILES["ci"])
     with pytest.raises(Finding) as failed:
         run_in_budget(CHECKS[check], ctx)
     verdict = verdict_of(failed.value)
@@ -43,6 +45,32 @@ def blamed(backend: str, check: str, tmp_path: Path) -> set[str]:
     ],
 )  # fmt: skip
 def test_a_fence_broken_one_way_fails_one_clause(
+    backend: str, check: str, clause: str, tmp_path: Path
+) -> None:
+    assert blamed(backend, check, tmp_path) == {clause}
+
+
+@pytest.mark.parametrize(
+    ("backend", "check", "clause"),
+    [
+        # a marker lock a crash left holds the next session until it times out: CRASH-3, not
+        # CONTRACT-6 (the hang is what the crash left, not the backend's at large)
+        ("tests.backends.procs:open_marker_lock", "crashstates.every_crash_state_recovers",
+         "CRASH-3"),
+        ("tests.backends.procs:open_marker_lock", "files.symlinked_lock_is_refused", "CRASH-3"),
+        # a tool that raises on text that is not JSON: TOOL-6 (it never raises), not CONTRACT-6
+        ("tests.backends.tool_broken:raises_on_bad_json", "tool.malformed_calls_answered",
+         "TOOL-6"),
+        # a batch's limit judged item by item refuses where an item's old_text matches nothing:
+        # BATCH-4, not LIMIT-2
+        ("tests.backends.wrappers:batch_limit_per_item", "properties.limits_hold", "BATCH-4"),
+        # the memory limit on USER.md shows in USER.md's header as that limit, with its percent:
+        # LIMIT-6, not SNAP-5 and SNAP-6
+        ("tests.backends.wrappers:shared_limit", "properties.snapshot_frozen_until_load",
+         "LIMIT-6"),
+    ],
+)  # fmt: skip
+def test_a_defect_seen_through_another_clause_is_its_own(
     backend: str, check: str, clause: str, tmp_path: Path
 ) -> None:
     assert blamed(backend, check, tmp_path) == {clause}
