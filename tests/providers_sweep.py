@@ -132,6 +132,13 @@ SUBJECTS: tuple[Subject, ...] = (
         installer=("hermes-local-memory", "install-shim", "--hermes-home", "{home}"),
         plugin="plugins/local_memory",
     ),
+    Subject(
+        "llmwiki",
+        "hermes-llmwiki 0.1.1",
+        "`--package`: its top-level package `hermes_llmwiki`, whose `register(ctx)` registers "
+        "`LlmwikiMemoryProvider()` (its README: `pip install hermes-llmwiki`)",
+        package="hermes-llmwiki==0.1.1",
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -140,6 +147,7 @@ _HOLO = "`plugins/memory/holographic/__init__.py`"
 _LOCAL = "hermes-local-memory 0.3.1 `hermes_local_memory/provider.py`"
 _YANTRIK = "yantrikdb-hermes-plugin 0.27.1 `yantrikdb_hermes_plugin/__init__.py`"
 _MNEMO = "mnemosyne-hermes 0.7.6 `mnemosyne_hermes/__init__.py`"
+_WIKI = "hermes-llmwiki 0.1.1 `hermes_llmwiki/__init__.py`"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -281,6 +289,21 @@ NOTES: dict[tuple[str, str], str] = {
         "facts and a search of facts, never the messages: a turn is recalled only once a "
         "fact is drawn from it (its tools, its maintenance review). The SHOULD's stated "
         "deviation."
+    ),
+    ("llmwiki", "PLUGIN-7"): (
+        f"{_WIKI}:626 puts the vault at `~/Documents/selfwiki` unless `config.yaml` names "
+        "another, outside `hermes_home`, and `initialize` (:152-159) makes its folders with "
+        "`ensure_dir`, `mkdir(parents=True)` (`hermes_llmwiki/writer.py`:37-41). `backup_paths()` "
+        "(:588-593) names the vault, so the turns it writes there are declared; what is not is "
+        "`~/Documents`, which it creates where the home has none."
+    ),
+    ("llmwiki", "PLUGIN-13"): (
+        f"By design: {_WIKI}:185-225, `sync_turn` appends each turn to the day's chronicle "
+        "note (`chronicle/daily/`), and `prefetch` (:239-252) searches only the compiled layer "
+        "(`entities`, `concepts`, `comparisons`, `projects`, `queries`: "
+        "`hermes_llmwiki/search.py`:30); a turn reaches it once `hermes llmwiki curate` "
+        "(`hermes_llmwiki/cli.py`:111) or the model's `create_entity` writes it there. The "
+        "SHOULD's stated deviation."
     ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
