@@ -139,6 +139,16 @@ SUBJECTS: tuple[Subject, ...] = (
         "`LlmwikiMemoryProvider()` (its README: `pip install hermes-llmwiki`)",
         package="hermes-llmwiki==0.1.1",
     ),
+    Subject(
+        "okf",
+        "hermes-okf 0.5.9",
+        "`--package` with the folder its own installer writes (`hermes-okf install-plugin`, "
+        "the documented step, into `~/.hermes/plugins/hermes-okf`), whose `__init__.py` imports "
+        "its `HermesOKFMemoryProvider`",
+        package="hermes-okf==0.5.9",
+        installer=("hermes-okf", "install-plugin"),
+        plugin=".hermes/plugins/hermes-okf",
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -148,6 +158,8 @@ _LOCAL = "hermes-local-memory 0.3.1 `hermes_local_memory/provider.py`"
 _YANTRIK = "yantrikdb-hermes-plugin 0.27.1 `yantrikdb_hermes_plugin/__init__.py`"
 _MNEMO = "mnemosyne-hermes 0.7.6 `mnemosyne_hermes/__init__.py`"
 _WIKI = "hermes-llmwiki 0.1.1 `hermes_llmwiki/__init__.py`"
+_OKF = "hermes-okf 0.5.9 `hermes_okf/memory_plugin.py`"
+_OKF_WRITE = "`hermes_okf/hermes_integration.py`:291-312"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -304,6 +316,20 @@ NOTES: dict[tuple[str, str], str] = {
         "`hermes_llmwiki/search.py`:30); a turn reaches it once `hermes llmwiki curate` "
         "(`hermes_llmwiki/cli.py`:111) or the model's `create_entity` writes it there. The "
         "SHOULD's stated deviation."
+    ),
+    ("okf", "PLUGIN-8"): (
+        f"{_OKF}:79-130, `initialize` never reads `agent_context`, and `sync_turn` (:238-256) "
+        "and `on_memory_write` (:338-349) write to the bundle whatever it was "
+        f"({_OKF_WRITE}, `write_concept` under `okf_memory/hermes/observations`): a "
+        f"subagent's turns land in the user's memory. The interface ({_ABC}:74-76): \"Providers "
+        'should skip writes for non-primary contexts".'
+    ),
+    ("okf", "PLUGIN-13"): (
+        f'{_OKF}:250-256, `sync_turn` passes the user\'s words to `on_memory_write("user", '
+        f"...)`, which writes them as the day's one concept `user_profile_<date>` ({_OKF_WRITE}: "
+        "`write_concept` overwrites the file, `hermes_okf/bundle.py`:105-130), and the "
+        'assistant\'s to `on_memory_write("assistant", ...)`, which stores nothing: of the '
+        "turns of a day only the last is kept to be recalled."
     ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
