@@ -149,6 +149,14 @@ SUBJECTS: tuple[Subject, ...] = (
         installer=("hermes-okf", "install-plugin"),
         plugin=".hermes/plugins/hermes-okf",
     ),
+    Subject(
+        "verbatim",
+        "verbatim-memory 1.0.0",
+        "`--package`: the package its `hermes_agent.memory_providers` entry point names "
+        "(`verbatim`), whose `register(ctx)` registers `VerbatimMemoryProvider()` (its README: "
+        "`pip install verbatim-memory`)",
+        package="verbatim-memory==1.0.0",
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -160,6 +168,7 @@ _MNEMO = "mnemosyne-hermes 0.7.6 `mnemosyne_hermes/__init__.py`"
 _WIKI = "hermes-llmwiki 0.1.1 `hermes_llmwiki/__init__.py`"
 _OKF = "hermes-okf 0.5.9 `hermes_okf/memory_plugin.py`"
 _OKF_WRITE = "`hermes_okf/hermes_integration.py`:291-312"
+_VERBATIM = "verbatim-memory 1.0.0 `verbatim/provider.py`"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -330,6 +339,16 @@ NOTES: dict[tuple[str, str], str] = {
         "`write_concept` overwrites the file, `hermes_okf/bundle.py`:105-130), and the "
         'assistant\'s to `on_memory_write("assistant", ...)`, which stores nothing: of the '
         "turns of a day only the last is kept to be recalled."
+    ),
+    ("verbatim", "PLUGIN-13"): (
+        f"By design: {_VERBATIM}:93-99, the host's default scope is `conversation_scope` "
+        '(`verbatim/core/identity.py`:95-107: "missing identity stays conversation-private", '
+        "visibility `CONVERSATION`); `sync_turn` captures each turn in the session's partition "
+        "(`verbatim/adapters/hermes_v3.py`:373-400, `_scope` :753-763), and `prefetch` "
+        "(:357-376) recalls in the scope of the session asking (`_session_scope`, :758-767), "
+        "which `can_read` (`verbatim/core/identity.py`:44-60) lets read a conversation's "
+        "evidence only in that conversation: a turn is recalled in the session it was synced "
+        "in, not in the next one. The SHOULD's stated deviation."
     ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
