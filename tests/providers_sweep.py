@@ -444,6 +444,18 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
         "on `https://itsuki.app` (`hermes_itsuki/config.py`:19)",
     ),
     (
+        "hermes-kiokuko 0.1.25",
+        "a later Hermes: its host check (`_memory_sync_probe`, "
+        "`hermes_kiokuko/compatibility.py`:105-147) wants `MemoryManager.sync_all` to run "
+        "`sync_turn` in the caller's context, which Hermes 0.19.0's worker does not carry "
+        "(`agent/memory_manager.py`:628-684, `executor.submit(fn)` at :710), so `initialize` "
+        "(`hermes_kiokuko/provider.py`:24-26, `hermes_kiokuko/runtime.py`:18-20, "
+        "`compatibility.py`:251-254) raises `HOST_CONTRACT_MISMATCH` (memspec's run); it is "
+        "installed with `hermes plugins install` (its pip package's "
+        "`hermes_kiokuko/memory_plugin/__init__.py` names neither mark Hermes 0.19.0 looks for), "
+        "and runs only in a home `setup` configured (`hermes_kiokuko/config.py`:53-63, :114-150)",
+    ),
+    (
         "hermes-local-rag 1.6.0",
         "the EmbeddingGemma 300M model from Hugging Face (gated: a token and Gemma's terms, "
         "`local_rag/dashboard/plugin_api.py`:43-44): `is_available` needs the model file "
@@ -564,16 +576,21 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
 """The other memory providers on the package index (``NAME VERSION``), each with why it is not
 certified here."""
 NOT_YET: tuple[str, ...] = (
-    "hermes-kiokuko 0.1.25",
-    "hermes-llmwiki 0.1.1",
-    "hermes-okf 0.5.9",
     "hermes-scope-recall 3.15.1",
     "nyx-memory 7.16.0",
     "recall-memory-hermes 0.3.0",
-    "verbatim-memory 1.0.0",
 )
 """Memory providers on the index whose descriptions promise local use, not certified yet: each
-is for :data:`SUBJECTS` once its installation and its code are read."""
+is for :data:`SUBJECTS` once memspec can run it as its installation does. Their code is read, and
+each waits on memspec: nyx-memory 7.16.0 refuses to open its store in a process that carries
+pytest's variables (``nexsandglass/core/prodguard.py``:33-52), and the provider's process gets
+memspec's own; recall-memory-hermes 0.3.0 (recall-sqlite 0.2.0, ``recall/store.py``:80) calls
+``enable_load_extension``, which an interpreter built without loadable SQLite extensions (this
+machine's default) lacks, and its ``register`` calls Hermes' ``load_config``, whose first call in
+a process creates the Hermes home's folders (``hermes_cli/config.py``:922-969), as a running
+Hermes did at its start and memspec's driver never does; hermes-scope-recall 3.15.1 binds only
+to a home its installer (``scope-recall apply-install``) wrote a manifest into, and memspec gives
+every session a home of its own."""
 
 
 @dataclass
