@@ -423,7 +423,7 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
         "hermes-brain-memory 0.1.0",
         "the `brain` command of the npm package brain-memory, run as a process for every hook: "
         "`is_available` looks it up on `PATH` "
-        "(`hermes_brain_memory/_vendor/brain/provider.py`:522-527), `_run_brain` (:555-583) runs "
+        "(`hermes_brain_memory/_vendor/brain/provider.py`:522-527), `_run_brain` (:552-588) runs "
         "it with `subprocess.run`; memspec's driver starts no process of a provider's",
     ),
     (
@@ -547,7 +547,7 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
     ),
     (
         "rag-memory-plugin 1.0.0",
-        "not a memory provider: `register(context)` (`rag_memory/plugin.py`:67-140) builds its "
+        "not a memory provider: `register(context)` (`rag_memory/plugin.py`:67-151) builds its "
         "store and registers hooks and tools, no `MemoryProvider`",
     ),
     (
