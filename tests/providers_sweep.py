@@ -132,6 +132,31 @@ SUBJECTS: tuple[Subject, ...] = (
         installer=("hermes-local-memory", "install-shim", "--hermes-home", "{home}"),
         plugin="plugins/local_memory",
     ),
+    Subject(
+        "llmwiki",
+        "hermes-llmwiki 0.1.1",
+        "`--package`: its top-level package `hermes_llmwiki`, whose `register(ctx)` registers "
+        "`LlmwikiMemoryProvider()` (its README: `pip install hermes-llmwiki`)",
+        package="hermes-llmwiki==0.1.1",
+    ),
+    Subject(
+        "okf",
+        "hermes-okf 0.5.9",
+        "`--package` with the folder its own installer writes (`hermes-okf install-plugin`, "
+        "the documented step, into `~/.hermes/plugins/hermes-okf`), whose `__init__.py` imports "
+        "its `HermesOKFMemoryProvider`",
+        package="hermes-okf==0.5.9",
+        installer=("hermes-okf", "install-plugin"),
+        plugin=".hermes/plugins/hermes-okf",
+    ),
+    Subject(
+        "verbatim",
+        "verbatim-memory 1.0.0",
+        "`--package`: the package its `hermes_agent.memory_providers` entry point names "
+        "(`verbatim`), whose `register(ctx)` registers `VerbatimMemoryProvider()` (its README: "
+        "`pip install verbatim-memory`)",
+        package="verbatim-memory==1.0.0",
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -140,6 +165,10 @@ _HOLO = "`plugins/memory/holographic/__init__.py`"
 _LOCAL = "hermes-local-memory 0.3.1 `hermes_local_memory/provider.py`"
 _YANTRIK = "yantrikdb-hermes-plugin 0.27.1 `yantrikdb_hermes_plugin/__init__.py`"
 _MNEMO = "mnemosyne-hermes 0.7.6 `mnemosyne_hermes/__init__.py`"
+_WIKI = "hermes-llmwiki 0.1.1 `hermes_llmwiki/__init__.py`"
+_OKF = "hermes-okf 0.5.9 `hermes_okf/memory_plugin.py`"
+_OKF_WRITE = "`hermes_okf/hermes_integration.py`:291-312"
+_VERBATIM = "verbatim-memory 1.0.0 `verbatim/provider.py`"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -282,6 +311,45 @@ NOTES: dict[tuple[str, str], str] = {
         "fact is drawn from it (its tools, its maintenance review). The SHOULD's stated "
         "deviation."
     ),
+    ("llmwiki", "PLUGIN-7"): (
+        f"{_WIKI}:626 puts the vault at `~/Documents/selfwiki` unless `config.yaml` names "
+        "another, outside `hermes_home`, and `initialize` (:152-159) makes its folders with "
+        "`ensure_dir`, `mkdir(parents=True)` (`hermes_llmwiki/writer.py`:37-41). `backup_paths()` "
+        "(:588-593) names the vault, so the turns it writes there are declared; what is not is "
+        "`~/Documents`, which it creates where the home has none."
+    ),
+    ("llmwiki", "PLUGIN-13"): (
+        f"By design: {_WIKI}:185-225, `sync_turn` appends each turn to the day's chronicle "
+        "note (`chronicle/daily/`), and `prefetch` (:239-252) searches only the compiled layer "
+        "(`entities`, `concepts`, `comparisons`, `projects`, `queries`: "
+        "`hermes_llmwiki/search.py`:30); a turn reaches it once `hermes llmwiki curate` "
+        "(`hermes_llmwiki/cli.py`:111) or the model's `create_entity` writes it there. The "
+        "SHOULD's stated deviation."
+    ),
+    ("okf", "PLUGIN-8"): (
+        f"{_OKF}:79-130, `initialize` never reads `agent_context`, and `sync_turn` (:238-256) "
+        "and `on_memory_write` (:338-349) write to the bundle whatever it was "
+        f"({_OKF_WRITE}, `write_concept` under `okf_memory/hermes/observations`): a "
+        f"subagent's turns land in the user's memory. The interface ({_ABC}:74-76): \"Providers "
+        'should skip writes for non-primary contexts".'
+    ),
+    ("okf", "PLUGIN-13"): (
+        f'{_OKF}:250-256, `sync_turn` passes the user\'s words to `on_memory_write("user", '
+        f"...)`, which writes them as the day's one concept `user_profile_<date>` ({_OKF_WRITE}: "
+        "`write_concept` overwrites the file, `hermes_okf/bundle.py`:105-130), and the "
+        'assistant\'s to `on_memory_write("assistant", ...)`, which stores nothing: of the '
+        "turns of a day only the last is kept to be recalled."
+    ),
+    ("verbatim", "PLUGIN-13"): (
+        f"By design: {_VERBATIM}:93-99, the host's default scope is `conversation_scope` "
+        '(`verbatim/core/identity.py`:95-107: "missing identity stays conversation-private", '
+        "visibility `CONVERSATION`); `sync_turn` captures each turn in the session's partition "
+        "(`verbatim/adapters/hermes_v3.py`:373-400, `_scope` :753-763), and `prefetch` "
+        "(:357-376) recalls in the scope of the session asking (`_session_scope`, :758-767), "
+        "which `can_read` (`verbatim/core/identity.py`:44-60) lets read a conversation's "
+        "evidence only in that conversation: a turn is recalled in the session it was synced "
+        "in, not in the next one. The SHOULD's stated deviation."
+    ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
 (file and line in the version certified) and why the verdict is the code's own."""
@@ -289,13 +357,13 @@ NOTES: dict[tuple[str, str], str] = {
 ELSEWHERE: tuple[tuple[str, str], ...] = (
     (
         "byterover (bundled)",
-        "the `brv` command of ByteRover (`is_available`, "
-        "`plugins/memory/byterover/__init__.py`:235-237) and its account",
+        'the `brv` command of ByteRover (`is_available`, "\n        '
+        '"`plugins/memory/byterover/__init__.py`:235-237) and its account',
     ),
     (
         "hindsight (bundled)",
-        "a Hindsight server or its cloud (`mode`, default `cloud`, "
-        "`plugins/memory/hindsight/__init__.py`:720-730)",
+        'a Hindsight server or its cloud (`mode`, default `cloud`, "\n        '
+        '"`plugins/memory/hindsight/__init__.py`:720-730)',
     ),
     (
         "honcho (bundled)",
@@ -303,13 +371,13 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
     ),
     (
         "mem0 (bundled)",
-        "Mem0's platform (an API key), a Mem0 host, or a vector store server "
-        "(`plugins/memory/mem0/__init__.py`:226-233)",
+        "Mem0's platform (an API key), a Mem0 host, or a vector store server \"\n        "
+        '"(`plugins/memory/mem0/__init__.py`:226-233)',
     ),
     (
         "openviking (bundled)",
-        "an OpenViking server (`OPENVIKING_ENDPOINT`, "
-        "`plugins/memory/openviking/__init__.py`:1832-1841)",
+        'an OpenViking server (`OPENVIKING_ENDPOINT`, "\n        '
+        '"`plugins/memory/openviking/__init__.py`:1832-1841)',
     ),
     ("retaindb (bundled)", "RetainDB's API key (`plugins/memory/retaindb/__init__.py`:478-479)"),
     (
@@ -317,6 +385,20 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
         "Supermemory's API key (`plugins/memory/supermemory/__init__.py`:567-575)",
     ),
     ("aidumem 17.0.2", "its description: self-hosted, with Qdrant recall (a Qdrant server)"),
+    (
+        "atomicmemory-hermes 0.2.3",
+        "AtomicMemory's Cloud (an API key) or its Core server: `_runtime_sdk_config` "
+        "(`atomicmemory_hermes/__init__.py`:325-338) takes `ATOMICMEMORY_API_URL`, else the Cloud "
+        "when a key is set, else Core at `http://127.0.0.1:17350` (`python_sdk.py`:33-34); "
+        "`initialize` (:114-130) opens the SDK's client to it",
+    ),
+    (
+        "augmem-hermes 0.1.0",
+        "an embedding model from Hugging Face: `initialize` (`augmem/hermes/provider.py`:357-387) "
+        "builds `cortext.Cortext`, whose constructor (augmem.cortext 2.0.0 "
+        "`cortext/__init__.py`:1136-1142, `cortext/model.py`:170-184, :355-364) downloads the "
+        "AIST-87M model (141 MB) on first use; the wheel ships none",
+    ),
     ("betterdb-hermes-memory 0.1.0", "its description: Valkey with valkey-search (a server)"),
     ("chronalyn 1.1.0", "its description: orchestrates Hindsight (a server) with Mnemosyne"),
     (
@@ -326,15 +408,84 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
     ("colony-hermes 1.2.1", "its description: a Colony sidecar (a server process)"),
     ("colony-memory-hermes 0.2.0", "its description: The Colony's vault (a service)"),
     (
+        "forge-hermes-plugin 0.3.81",
+        "not a memory provider: `register(ctx)` (`forge_hermes/__init__.py`:88-106) registers "
+        "tools, hooks and skills, no `MemoryProvider`; its tools call the Forge runtime over HTTP "
+        "(`forge_hermes/tools.py`:709-750, a local server)",
+    ),
+    (
+        "fragmented-memory 2.1.0",
+        "a Redis server with RediSearch: `initialize` (`fragmented_memory/__init__.py`:307-341) "
+        "opens `RedisStorage` at `127.0.0.1:6379`, a Redis client "
+        "(`fragmented_memory/storage.py`:197-221)",
+    ),
+    (
+        "hermes-brain-memory 0.1.0",
+        "the `brain` command of the npm package brain-memory, run as a process for every hook: "
+        "`is_available` looks it up on `PATH` "
+        "(`hermes_brain_memory/_vendor/brain/provider.py`:522-527), `_run_brain` (:552-588) runs "
+        "it with `subprocess.run`; memspec's driver starts no process of a provider's",
+    ),
+    (
+        "hermes-cashew 0.10.2",
+        "an embedding model from Hugging Face: recall and each turn's graph embed with "
+        "`thenlper/gte-large` (`plugins/memory/cashew/config.py`:29, set in `initialize`, "
+        "`plugins/memory/cashew/__init__.py`:441-466), loaded by cashew-brain 1.2.1 as "
+        "`SentenceTransformer(model)` (`core/embedding_service.py`:123-126)",
+    ),
+    (
         "hermes-hy-memory 0.2.8, hyatlas-memory 1.4.2",
         "their descriptions: Tencent Hunyuan's HY Memory framework (a service)",
     ),
+    (
+        "hermes-itsuki 0.1.0",
+        "Itsuki's service: `is_available` needs `ITSUKI_API_KEY` "
+        "(`hermes_itsuki/provider.py`:118-121), `initialize` (:144-193) builds its `MemoryClient` "
+        "on `https://itsuki.app` (`hermes_itsuki/config.py`:19)",
+    ),
+    (
+        "hermes-kiokuko 0.1.25",
+        "a later Hermes: its host check (`_memory_sync_probe`, "
+        "`hermes_kiokuko/compatibility.py`:105-147) wants `MemoryManager.sync_all` to run "
+        "`sync_turn` in the caller's context, which Hermes 0.19.0's worker does not carry "
+        "(`agent/memory_manager.py`:628-684, `executor.submit(fn)` at :710), so `initialize` "
+        "(`hermes_kiokuko/provider.py`:24-26, `hermes_kiokuko/runtime.py`:18-20, "
+        "`compatibility.py`:251-254) raises `HOST_CONTRACT_MISMATCH` (memspec's run); it is "
+        "installed with `hermes plugins install` (its pip package's "
+        "`hermes_kiokuko/memory_plugin/__init__.py` names neither mark Hermes 0.19.0 looks for), "
+        "and runs only in a home `setup` configured (`hermes_kiokuko/config.py`:53-63, :114-150)",
+    ),
+    (
+        "hermes-local-rag 1.6.0",
+        "the EmbeddingGemma 300M model from Hugging Face (gated: a token and Gemma's terms, "
+        "`local_rag/dashboard/plugin_api.py`:43-44): `is_available` needs the model file "
+        "(`local_rag/provider.py`:59-66, `local_rag/embedder.py`:16-21), and `initialize` "
+        "(:106-124) talks to its inference daemon over a socket (`local_rag/inference.py`:258-285)",
+    ),
     ("hermes-maximem-vity 1.3.0", "its description: Vity by Maximem AI (a service)"),
     ("hermes-memanto 0.1.1", "its description: backed by Moorcheh (a service)"),
+    (
+        "hermes-membase 0.2.0",
+        "Membase's API (`membase_hermes/config.py`:11, `https://api.membase.so`) signed in with "
+        "OAuth (`hermes membase login`, `membase_hermes/provider.py`:203-206); `initialize` "
+        "(:243-275) builds its client with those tokens",
+    ),
     ("hermes-memori 0.1.8", "its description: Memori Labs' service"),
     ("hermes-memory-libravdb 0.7.0", "its description: LibraVDB over gRPC (a server)"),
     ("hermes-memory-pgvector 1.0.0, hexus 0.9.2", "their descriptions: Postgres with pgvector"),
     ("hermes-memoryrouter 0.1.1", "its description: MemoryRouter (a service)"),
+    (
+        "hermes-memra 4.5.0",
+        "Memra's API: its cloud (`https://usememra.com/api/v1`, an API key) or, in local mode, the "
+        "memra-local server at `http://127.0.0.1:8765/v1` (`hermes_memra/__init__.py`:78-80, "
+        ":155-168); `is_available` (:287-289) wants a key and a project",
+    ),
+    (
+        "hermes-mnemory 0.1.0",
+        "not a memory provider: `register(ctx)` (`hermes_mnemory/__init__.py`:25-52) registers "
+        "hooks and tools, no `MemoryProvider`; and a Mnemory server (`MNEMORY_URL` required, "
+        "`hermes_mnemory/config.py`:70-72)",
+    ),
     ("hermes-mnemostack 1.0.3", "its description: a mnemostack service or a Qdrant server"),
     ("hermes-mongodb-memory 0.2.0", "its description: MongoDB (a server)"),
     ("hermes-muninndb-plugin 0.3.0", "its description: MuninnDB (a server)"),
@@ -343,55 +494,103 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
     ("hermes-nexusyn 1.0.0", "its description: server-side distillation (a service)"),
     ("hermes-onemem 0.2.0", "its description: records sessions on the Sui chain (the network)"),
     ("hermes-plugin-qdrant-memory 0.5.1", "its description: Qdrant (a server)"),
+    (
+        "hermes-semantic-memory 0.1.0",
+        "an embedding backend: `initialize` (`hermes_semantic_memory/provider.py`:79-91) raises "
+        "without one of a vLLM server, sentence-transformers' `all-MiniLM-L6-v2` from Hugging Face "
+        "(the `embeddings` extra) or an embeddings API key "
+        "(`hermes_semantic_memory/capture.py`:55-101, :213-260)",
+    ),
     ("hermes-tiered-memory 1.0.2", "its description: Hindsight as its second tier (a server)"),
     ("hermes-xmemo 1.2.1", "its description: XMemo (a service)"),
     ("hindsight-hermes 0.5.0", "its description: Hindsight (a server or its cloud)"),
+    (
+        "hologram-cognitive 0.4.0",
+        "its `hologram` command, run as a process: the shim "
+        "(`hologram/data/hermes_plugin/__init__.py`:87) keeps a `hologram hook hermes serve` "
+        "worker (`subprocess.Popen`) and falls back to one call each (:174, `subprocess.run`); "
+        "memspec's driver starts no process of a provider's",
+    ),
     ("hydradb-hermes 1.0.2", "its description: HydraDB (a service)"),
+    (
+        "keepsake-memory 1.1.1",
+        "a Redis server with RediSearch: `initialize` (`keepsake/__init__.py`:286-320) opens "
+        "`RedisStorage` at `127.0.0.1:6379` (`keepsake/storage.py`:207-217)",
+    ),
+    (
+        "knos-hermes 0.1.0",
+        "a broken dependency: it requires `knos>=0.1.1`, which installs knos 0.4.0, a metering "
+        "tool without the `knos.memory` and `knos.answer` the plugin imports for every recall, "
+        "write and shutdown (`knos_hermes/plugin/__init__.py`:116, :136-137, :240-241)",
+    ),
     ("memex-hermes 0.2.2", "its description: the memex-mvp corpus (a service)"),
     ("memorylake-hermes 1.1.3", "its description: MemoryLake (a service, with web search)"),
     ("mnemopay-hermes 1.1.1", "its description: a micropayment wallet (an account)"),
+    (
+        "mowave-loci 0.1.0",
+        "not a memory provider: `register(ctx)` "
+        "(`loci/adapters/hermes_plugin/__init__.py`:128-135) registers three tools and the "
+        "`pre_llm_call` and `post_llm_call` hooks, no `MemoryProvider`",
+    ),
     ("next-wiki-hermes-memory 0.3.0", "its description: next-wiki's memory API (a server)"),
     ("pacomind-hermes 1.8.4", "its description: PacoMind (a service)"),
+    (
+        "plur-hermes 0.22.1",
+        "the `plur` command (Node), run as a process for every read and write "
+        "(`plur_hermes/bridge.py`:163-205), else `npx @plur-ai/cli` fetched from npm (:312-315); "
+        "memspec's driver starts no process of a provider's",
+    ),
+    (
+        "protagine-hermes 1.11.0",
+        "the Protagine sidecar server (`http://127.0.0.1:7777`) and its API key "
+        "(`protagine_memory/provider.py`:363-379, :477-490)",
+    ),
+    (
+        "rag-memory-plugin 1.0.0",
+        "not a memory provider: `register(context)` (`rag_memory/plugin.py`:67-151) builds its "
+        "store and registers hooks and tools, no `MemoryProvider`",
+    ),
+    (
+        "remnic-hermes 1.0.10",
+        "the Remnic daemon's HTTP API on `127.0.0.1:4318` with a bearer token "
+        "(`remnic_hermes/config.py`:13-59, `remnic_hermes/client.py`:66-101); `is_available` is "
+        "the token (`remnic_hermes/provider.py`:165-166)",
+    ),
     ("rushdb-hermes-memory 0.2.0", "its description: RushDB (a server or its cloud)"),
+    (
+        "sibyl-memory-hermes 0.5.0",
+        'an account: "Memory needs an activated account (`sibyl init`) holding a valid, '
+        'server-signed entitlement" (`sibyl_memory_hermes/_hermes_plugin/adapter.py`:35-41; '
+        "`sibyl_memory_hermes/provider.py`:94-96)",
+    ),
     ("sonzai-hermes 1.0.0", "its description: Sonzai (a service)"),
     ("soulchain-hermes 0.3.8", "its description: memory anchored on a chain (Base)"),
     ("spectron-hermes 0.3.0", "its description: SurrealDB (a server)"),
+    (
+        "tabularius 1.0.0",
+        "a language model's API: `is_available` (`tabularius/provider.py`:218-224) needs "
+        "`TABULARIUS_API_KEY` or `OPENAI_API_KEY` (`tabularius/llm.py`:63-68), for the OpenAI "
+        "client its extraction and recall agents call (:77-92)",
+    ),
 )
 """The other memory providers on the package index (``NAME VERSION``), each with why it is not
 certified here."""
 NOT_YET: tuple[str, ...] = (
-    "atomicmemory-hermes 0.2.3",
-    "augmem-hermes 0.1.0",
-    "forge-hermes-plugin 0.3.81",
-    "fragmented-memory 2.1.0",
-    "hermes-brain-memory 0.1.0",
-    "hermes-cashew 0.10.2",
-    "hermes-itsuki 0.1.0",
-    "hermes-kiokuko 0.1.25",
-    "hermes-llmwiki 0.1.1",
-    "hermes-local-rag 1.6.0",
-    "hermes-membase 0.2.0",
-    "hermes-memra 4.5.0",
-    "hermes-mnemory 0.1.0",
-    "hermes-okf 0.5.9",
     "hermes-scope-recall 3.15.1",
-    "hermes-semantic-memory 0.1.0",
-    "hologram-cognitive 0.4.0",
-    "keepsake-memory 1.1.1",
-    "knos-hermes 0.1.0",
-    "mowave-loci 0.1.0",
     "nyx-memory 7.16.0",
-    "plur-hermes 0.22.1",
-    "protagine-hermes 1.11.0",
-    "rag-memory-plugin 1.0.0",
     "recall-memory-hermes 0.3.0",
-    "remnic-hermes 1.0.10",
-    "sibyl-memory-hermes 0.5.0",
-    "tabularius 1.0.0",
-    "verbatim-memory 1.0.0",
 )
 """Memory providers on the index whose descriptions promise local use, not certified yet: each
-is for :data:`SUBJECTS` once its installation and its code are read."""
+is for :data:`SUBJECTS` once memspec can run it as its installation does. Their code is read, and
+each waits on memspec: nyx-memory 7.16.0 refuses to open its store in a process that carries
+pytest's variables (``nexsandglass/core/prodguard.py``:33-52), and the provider's process gets
+memspec's own; recall-memory-hermes 0.3.0 (recall-sqlite 0.2.0, ``recall/store.py``:80) calls
+``enable_load_extension``, which an interpreter built without loadable SQLite extensions (this
+machine's default) lacks, and its ``register`` calls Hermes' ``load_config``, whose first call in
+a process creates the Hermes home's folders (``hermes_cli/config.py``:922-969), as a running
+Hermes did at its start and memspec's driver never does; hermes-scope-recall 3.15.1 binds only
+to a home its installer (``scope-recall apply-install``) wrote a manifest into, and memspec gives
+every session a home of its own."""
 
 
 @dataclass
