@@ -21,11 +21,24 @@ PYTHONPATH_ADDED = "MEMSPEC_PYTHONPATH_ADDED"
 processes (the directory it was run from); :func:`backend_environment` takes it off again."""
 
 
+RUNNER_VARIABLES = (
+    "PYTEST_CURRENT_TEST",
+    "PYTEST_VERSION",
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+)
+"""What pytest and pytest-xdist set in the processes that run memspec's checks: a backend runs
+as it would for its users, never told it is under a test (a provider that refuses its data
+directory under pytest, as nyx-memory does, would otherwise fail for the harness's reasons)."""
+
+
 def backend_environment() -> dict[str, str]:
     """Returns the environment a command backend starts in: memspec's own, without the directory
     memspec added to ``PYTHONPATH``, so that the backend's imports, and the count of calls strace
-    injects faults by, do not vary with that directory's listing."""
-    environment = dict(os.environ)
+    injects faults by, do not vary with that directory's listing, and without the test runner's
+    variables (:data:`RUNNER_VARIABLES`)."""
+    environment = {k: v for k, v in os.environ.items() if k not in RUNNER_VARIABLES}
     added = environment.pop(PYTHONPATH_ADDED, None)
     paths = environment.get("PYTHONPATH", "").split(os.pathsep)
     if added and added in paths:

@@ -301,6 +301,18 @@ def test_a_command_backend_starts_with_the_callers_python_path(
     assert PYTHONPATH_ADDED not in environment and PYTHONPATH_ADDED not in os.environ
 
 
+def test_a_command_backend_is_not_told_it_runs_under_a_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pytest sets PYTEST_CURRENT_TEST in the process running a check: a backend that refuses its
+    # data under a test (nyx-memory) must not see it, nor xdist's worker names
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    assert "PYTEST_CURRENT_TEST" in os.environ
+    environment = backend_environment()
+    assert not {"PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"} & environment.keys()
+    assert environment["PATH"] == os.environ["PATH"]
+
+
 def test_serve_looks_in_its_directory_last(tmp_path: Path) -> None:
     """``memspec serve`` imports a backend from its directory, which it looks in after every
     other place on its path."""
