@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from memspec.conformance.core.registry import CheckContext
@@ -149,3 +149,24 @@ def stray_files(root: Path) -> dict[str, tuple[int, int]]:
                 info = entry.stat(follow_symlinks=False)
                 strays[entry.name] = (info.st_ino, info.st_mtime_ns)
     return strays
+
+
+def loaded_entries(
+    ctx: CheckContext, name: str, data: bytes | None, op: str, fields: Mapping[str, object]
+) -> list[str] | None:
+    """Returns the entries of ``memory`` that a session which loaded first leaves after sending
+    ``op`` with ``fields`` on a new root (``name``, beside the check's) whose MEMORY.md holds
+    ``data``; None when that session does not answer OK. A check that judges how a mutation is
+    made (in place or by rename, with or without a load) compares against what the store itself
+    does after a load: where that leaves the same entries, the difference is the operation's
+    own, which its examples judge, not the way it was made."""
+    root = ctx.scratch / name
+    root.mkdir()
+    if data is not None:
+        (root / FILENAMES["memory"]).write_bytes(data)
+    with ctx.session(root=root) as control:
+        control.request("load")
+        answer = control.request(op, target="memory", **fields)
+        if answer.get("code") != "OK":
+            return None
+        return list(control.request("entries", target="memory")["entries"])

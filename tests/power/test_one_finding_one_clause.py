@@ -153,3 +153,26 @@ def test_an_attack_accepted_at_write_time_and_blocked_at_load_is_not_scan_6s(
     backend: str, clause: str, tmp_path: Path
 ) -> None:
     assert blamed(backend, "scan.attack_corpus", tmp_path) == {clause}
+
+
+@pytest.mark.parametrize(
+    "check", ["atomic.write_replaces_by_rename", "contract.mutation_without_load"]
+)
+@pytest.mark.parametrize(
+    "backend",
+    ["tests.backends.wrappers:replaces_substring", "tests.backends.wrappers:replace_moves_to_end"],
+)
+def test_how_a_mutation_is_made_is_not_judged_on_what_it_makes(
+    backend: str, check: str, tmp_path: Path
+) -> None:
+    # a replace that edits a substring, or moves the entry, does the same after a load: the
+    # rename check (ATOMIC-1) and the check of a mutation without a load (CONTRACT-7) compare
+    # against what the store does after a load, and leave the replace to its examples
+    assert passes(backend, check, tmp_path)
+
+
+def test_a_mutation_without_a_load_that_ignores_the_file_is_still_contract_7s(
+    tmp_path: Path,
+) -> None:
+    stale = "tests.backends.naive_broken:StaleWithoutLoad"
+    assert blamed(stale, "contract.mutation_without_load", tmp_path) == {"CONTRACT-7"}
