@@ -23,6 +23,9 @@ Sections:
 - ``certify``: wall time of ``memspec certify`` of the reference per profile (smoke, ci; and
   thorough with ``--thorough``), each in its own process.
 - ``lin``: the linearizability checker's time by history size (``benchmarks.linearizability``).
+- ``scale``: time and memory of the reference store and of the spec's parse by the size of
+  MEMORY.md, up to 1 MiB, with the growth exponent, and a foreign file of 1 MiB
+  (``benchmarks.scaling``; ``--repeat`` rounds per figure).
 - ``zoo``: time to detection per zoo member, from the JSON that ``python -m tests.zoo --json``
   wrote (``--zoo FILE``).
 """
@@ -50,7 +53,7 @@ from memspec.reference_impl import open_store
 from memspec.spec.errors import UsageError
 
 REFERENCE = "memspec.reference_impl:open_store"
-SECTIONS = ("ops", "fsync", "certify", "lin", "zoo")
+SECTIONS = ("ops", "fsync", "certify", "lin", "scale", "zoo")
 LIN_SIZES = ("2x10", "4x25", "8x50", "8x100")
 OTHERS = 5
 """Entries already in MEMORY.md while the rounds run."""
@@ -438,6 +441,16 @@ def render_page(figures: dict[str, Any], args: argparse.Namespace) -> str:
             "`python -m benchmarks.linearizability` has more sizes.",
             render_lin(figures["lin"]),
         ]
+    if "scale" in figures:
+        from benchmarks.scaling import render_scale
+
+        parts += [
+            "## By the size of the memory file",
+            "The reference store in-process on a MEMORY.md of entries of about 100 code points "
+            "filling its limit, the median of the rounds; the spec's parse is what every judge "
+            "does to the file's bytes (`python -m benchmarks.scaling`).",
+            render_scale(figures["scale"]),
+        ]
     if "zoo" in figures:
         parts += [
             "## Time to detection per zoo area",
@@ -509,6 +522,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "lin" in sections:
             figures["lin"] = section_lin(sizes)
             print("\n## Linearizability checker\n\n" + render_lin(figures["lin"]), flush=True)
+        if "scale" in sections:
+            from benchmarks.scaling import render_scale, section_scale
+
+            figures["scale"] = section_scale(args.repeat)
+            print("\n## By file size\n\n" + render_scale(figures["scale"]), flush=True)
         if "zoo" in sections:
             figures["zoo"] = section_zoo(Path(args.zoo))
             print("\n## Time to detection\n\n" + render_zoo(figures["zoo"]), flush=True)

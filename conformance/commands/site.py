@@ -373,6 +373,42 @@ def _lin(sizes: dict[str, dict[str, float]]) -> list[str]:
     ]
 
 
+def _scale(scale: dict[str, Any]) -> list[str]:
+    sizes = scale["sizes"]
+    names = [f"{int(limit):,}" for limit in sizes]
+    rows = [
+        [f"{int(limit):,}", f"{f['bytes'] / 1024:,.0f} KiB", f"{f['entries']:,.0f}",
+         f"{f['load_ms']:.2f} ms", f"{f['add_ms']:.2f} ms", f"{f['replace_ms']:.2f} ms",
+         f"{f['remove_ms']:.2f} ms", f"{f['add_peak_kib']:,.0f} KiB", f"{f['parse_ms']:.2f} ms"]
+        for limit, f in sizes.items()
+    ]  # fmt: skip
+    exponents = ", ".join(f"{name} {k:.2f}" for name, k in scale["growth"].items())
+    return [
+        "<h2>By the size of the memory file</h2>",
+        bar_chart(
+            "milliseconds per add, by the limit the file fills (code points)",
+            names,
+            [float(f["add_ms"]) for f in sizes.values()],
+            "ms",
+        ),
+        _table(
+            [
+                "limit",
+                "file",
+                "entries",
+                "load",
+                "add",
+                "replace",
+                "remove",
+                "peak of an add",
+                "spec's parse",
+            ],
+            rows,
+        ),
+        f"<p>Growth exponents (time ∝ size^k): {esc(exponents)}.</p>",
+    ]
+
+
 def render_benchmarks(figures: Any) -> str:
     """Returns the benchmarks page's body from the figures ``python -m benchmarks.bench --json``
     saved: a chart and a table per section it measured."""
@@ -386,6 +422,7 @@ def render_benchmarks(figures: Any) -> str:
     parts += _section(figures, "fsync", _fsync)
     parts += _section(figures, "certify", _certify)
     parts += _section(figures, "lin", _lin)
+    parts += _section(figures, "scale", _scale)
     if "zoo" in figures:
         parts += ["<h2>Time to detection per zoo area</h2>", render_zoo(figures["zoo"])]
     return "\n".join(parts)

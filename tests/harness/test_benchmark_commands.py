@@ -72,3 +72,20 @@ def test_mutation_refuses_bad_arguments(tmp_path: Path, argv: list[str], capsys)
 def test_zoo_refuses_a_json_path_it_cannot_write(capsys) -> None:
     err = _refused(zoo.main, ["-k", "trailing", "--json", "/nonexistent-dir/zoo.json"], capsys)
     assert "no such directory" in err
+
+
+def test_the_scaling_section_measures_each_size_and_its_growth() -> None:
+    from benchmarks.scaling import growth, render_scale, section_scale
+    from memspec.conformance.commands.site import render_benchmarks
+
+    assert growth([1, 10], [2.0, 200.0]) == pytest.approx(2.0)  # quadratic reads as 2
+    assert growth([1, 10], [3.0, 30.0]) == pytest.approx(1.0)
+    scale = section_scale(1, sizes=(400, 4_000))
+    small, large = scale["sizes"]["400"], scale["sizes"]["4000"]
+    assert large["entries"] > 5 * small["entries"] and large["bytes"] > 5 * small["bytes"]
+    assert set(scale["growth"]) >= {"load_ms", "add_ms", "add_peak_kib", "parse_ms"}
+    assert scale["foreign"]["bytes"] >= 1_048_576 and scale["foreign"]["remove_ms"] > 0
+    assert "| 4,000 |" in render_scale(scale) and "quadratic" in render_scale(scale)
+    page = render_benchmarks({"cpus": 2, "load": 0.5, "scale": scale})
+    assert "By the size of the memory file" in page
+    assert "<svg" in page or "matplotlib" in page  # the chart, or how to get it
