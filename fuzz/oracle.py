@@ -107,7 +107,7 @@ def _decide(state: State, op: Mutation, *, scan: bool, guard: bool) -> tuple[Out
     limit = model.limit_of(state, op.target)
     met = classify_bytes(data, limit)
     file = FileState("cosmetic", met.entries) if met.kind == "foreign" and not guard else met
-    outcome, result = decide(op, file, limit)
+    outcome, result = decide(op, file, limit, scan=scan)
     # DRIFT-3, DRIFT-5: a refused or rewritten foreign file is kept in a backup, guard or not.
     if data is not None and model.needs_backup(met, outcome, result):
         state = replace(state, backups=state.backups | {(op.target, data)})

@@ -54,10 +54,11 @@ def preview(entry: str) -> str:
     return entry if len(entry) <= PREVIEW_LENGTH else entry[:PREVIEW_LENGTH] + "..."
 
 
-def content_error(content: object) -> Outcome | None:
+def content_error(content: object, *, scan: bool = True) -> Outcome | None:
     """Returns the refusal for new entry text, or ``None`` when it may be stored: in that order
     ENTRY-7 (``E_INVALID``), ENTRY-2 (``E_EMPTY``), ENTRY-3 and ENTRY-4 (``E_DELIMITER``), SCAN-1
-    (``E_THREAT``); every other character is stored as given (ENTRY-5)."""
+    (``E_THREAT``, only for a store that scans: ``scan``, the ``threat-scan`` feature); every
+    other character is stored as given (ENTRY-5)."""
     if not isinstance(content, str):
         return Outcome(codes.E_INVALID, rule="ENTRY-7")
     text = normalize_content(content)
@@ -67,7 +68,7 @@ def content_error(content: object) -> Outcome | None:
         return Outcome(codes.E_DELIMITER, rule="ENTRY-3")
     if not is_encodable(text):
         return Outcome(codes.E_DELIMITER, rule="ENTRY-4")
-    threats = find_threats(text)
+    threats = find_threats(text) if scan else ()
     if threats:
         # SCAN-1 for the content of add, replace and patch; a batch item's is BATCH-7's and a
         # patch's result PATCH-6's (their callers say so)
@@ -176,7 +177,7 @@ def span_starts(entry: str, span: str) -> int:
     return sum(entry.startswith(span, index) for index in range(len(entry) - len(span) + 1))
 
 
-def patch_entry(entry: str, old_text: str, content: str) -> str | Outcome:
+def patch_entry(entry: str, old_text: str, content: str, *, scan: bool = True) -> str | Outcome:
     """Returns ``entry`` with the span ``old_text`` replaced by ``content``, or the refusal
     (ENTRY-6, PATCH-3, PATCH-4, PATCH-5, PATCH-6): ``patch_entry("Drinks tea daily", "tea ",
     "coffee")`` is ``"Drinks coffee daily"``."""
@@ -187,13 +188,16 @@ def patch_entry(entry: str, old_text: str, content: str) -> str | Outcome:
     result = normalize_content(
         entry[:start] + normalize_content(content) + entry[start + len(span) :]
     )
-    refusal = content_error(result)
+    refusal = content_error(result, scan=scan)
     return result if refusal is None else replace(refusal, rule="PATCH-6")
 
 
-def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> Entries | Outcome:
+def _apply_one(
+    entries: Entries, action: str, content: str, old_text: str, *, scan: bool = True
+) -> Entries | Outcome:
     """Returns the entries after one add, replace, remove or patch, or its refusal (DUP-1, DUP-3,
-    REPLACE-1, REPLACE-4, REMOVE-1, PATCH-2, PATCH-4)."""
+    REPLACE-1, REPLACE-4, REMOVE-1, PATCH-2, PATCH-4; a patch's result scanned only when
+    ``scan``, PATCH-6)."""
     if action == "add":
         text = normalize_content(content)
         return entries if text in entries else (*entries, text)
@@ -204,7 +208,7 @@ def _apply_one(entries: Entries, action: str, content: str, old_text: str) -> En
     if action == "replace":
         return (*entries[:index], normalize_content(content), *entries[index + 1 :])
     if action == "patch":
-        patched = patch_entry(entries[index], old_text, content)
+        patched = patch_entry(entries[index], old_text, content, scan=scan)
         if isinstance(patched, Outcome):
             return patched
         return (*entries[:index], patched, *entries[index + 1 :])
@@ -249,12 +253,12 @@ def grows(result: Sequence[str], current: Sequence[str]) -> bool:
     return usage_of(result) > usage_of(current)
 
 
-def _apply_all(op: Mutation, current: Entries) -> Entries | Outcome:
+def _apply_all(op: Mutation, current: Entries, *, scan: bool = True) -> Entries | Outcome:
     """Returns the entries after every step of ``op`` applied in order to a working copy
     (BATCH-3), or the refusal of the first step that does not apply (BATCH-2)."""
     result = current
     for index, (action, content, old_text) in enumerate(steps(op)):
-        applied = _apply_one(result, action, content, old_text)
+        applied = _apply_one(result, action, content, old_text, scan=scan)
         if isinstance(applied, Outcome):
             item = index if isinstance(op, Batch) else None
             return replace(applied, item=item)
@@ -288,10 +292,17 @@ def limit_rule(
 
 
 def decide(
-    op: Mutation, file: FileState, limit: int, other_limit: int | None = None
+    op: Mutation,
+    file: FileState,
+    limit: int,
+    other_limit: int | None = None,
+    *,
+    scan: bool = True,
 ) -> tuple[Outcome, Entries | None]:
     """Returns the outcome of a mutation whose arguments passed, and the entries to write (``None``
-    when nothing is to be written: a refusal, or an unchanged result, FORMAT-6).
+    when nothing is to be written: a refusal, or an unchanged result, FORMAT-6); ``scan`` says
+    whether the store scans for threats (the ``threat-scan`` feature: a patch's result is scanned
+    only then, PATCH-6, as content is, SCAN-1).
 
     Rules decided here: the no-op duplicate add (DUP-1, DUP-2); the ``usage`` label as the operation
     leaves the target (SNAP-11); unreadable files (READ-6, READ-7); working on the file's entries as
@@ -304,7 +315,7 @@ def decide(
     if file.entries is None:
         return Outcome(codes.E_UNREADABLE, rule="READ-6"), None
     current: Entries = file.entries
-    result = _apply_all(op, current)
+    result = _apply_all(op, current, scan=scan)
     if file.kind == "foreign" and (isinstance(result, Outcome) or grows(result, current)):
         return Outcome(codes.E_DRIFT, rule="DRIFT-2"), None
     if isinstance(result, Outcome):

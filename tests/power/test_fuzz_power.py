@@ -157,6 +157,21 @@ def test_the_model_round_trips_an_entry_that_begins_with_a_bom() -> None:
     allowed_answers(state, Add("memory", "Editor: vim"), {"core"})
 
 
+def test_a_patch_result_is_scanned_only_for_a_store_that_scans() -> None:
+    """An outside port that claims no threat-scan was failed on PATCH-6 by the state machine: a
+    patch removing the black flag of a subdivision flag leaves its tag characters, which the
+    model scanned as a threat (SCAN-4) although the store stores text as given (ENTRY-5)."""
+    from memspec.spec.operations import Patch
+
+    flag = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    _, state = model.step(model.initial_state(64, 64), Add("memory", f"Flag {flag}"))
+    patch = Patch("memory", "\U0001f3f4", "User prefers tabs")
+    plain = [a.outcome.code for a in allowed_answers(state, patch, {"core", "patch"})]
+    scans = {"core", "patch", "threat-scan"}
+    scanning = [a.outcome.code for a in allowed_answers(state, patch, scans)]
+    assert "OK" in plain and scanning == ["E_THREAT"]
+
+
 def test_a_patch_is_not_judged_as_a_whole_entry(tmp_path: Path) -> None:
     """A patch's content replaces a span of an entry: the round trip must not look for it as a
     whole entry (an outside port at thorough was blamed on ENTRY-1 for a correct patch)."""
