@@ -163,3 +163,26 @@ def test_a_provider_certification_writes_only_the_report_the_cache_and_temporary
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (places.report / "report.html").is_file()
     assert places.untouched(), (listing(places.home), listing(places.cwd))
+
+
+@pytest.mark.parametrize(
+    ("target", "wrote"),
+    [
+        ("tests.backends.providers:RestrictsItsFiles", None),
+        ("tests.backends.providers_broken:LoosensItsFiles", "os.chmod"),
+        ("tests.backends.providers_broken:WritesInEveryContext", "os.mkdir"),  # then its turns
+    ],
+)
+def test_a_chmod_that_changes_no_mode_is_no_write_in_a_subagent(
+    target: str, wrote: str | None
+) -> None:
+    # PLUGIN-8: a provider that sets, at shutdown, the mode its files have (or chmods one that
+    # is not there) writes nothing; one that changes a mode, or writes bytes, writes
+    result = provider(target, "-k", "secondary_contexts_write_nothing", "-q")
+    shown = result.stdout[-3000:] + result.stderr[-3000:]
+    if wrote is None:
+        assert result.returncode == 0, shown
+        assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), shown
+    else:
+        assert result.returncode == 1, shown
+        assert "PLUGIN-8" in result.stdout and f"it wrote: {wrote} " in result.stdout, shown
