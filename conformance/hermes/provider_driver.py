@@ -643,6 +643,7 @@ class Driver:
         except Exception:
             core = []
         bundled_dir()  # Hermes' plugins package, imported before the watching begins
+        hermes_start_up()  # the home Hermes sets up before it loads any plugin
         self.trace_sqlite()
         self.baseline = {thread.ident or 0 for thread in threading.enumerate()}
         started = time.monotonic()
@@ -848,6 +849,23 @@ def in_profile(home: str | None, function: Callable[..., Any], *args: Any, **kwa
         return function(*args, **kwargs)
     finally:
         resetter(token)
+
+
+def hermes_start_up() -> None:
+    """Sets up the Hermes home as Hermes does when it starts, before it loads any plugin:
+    hermes-agent 0.19.0's ``load_config``, the first thing its command line and gateway do,
+    runs ``hermes_cli.config.ensure_hermes_home``, which creates the home's folders and
+    ``SOUL.md`` once per home and process. A provider whose ``register`` loads Hermes' config
+    then finds it done, as in Hermes, and what loading writes is its own (PLUGIN-1). A release
+    without that function, or whose function fails, is left as it is."""
+    try:
+        config = importlib.import_module("hermes_cli.config")
+    except Exception:
+        return
+    setup = getattr(config, "ensure_hermes_home", None)
+    if callable(setup):
+        with contextlib.suppress(Exception):
+            setup()
 
 
 @functools.cache

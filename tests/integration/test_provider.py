@@ -186,3 +186,22 @@ def test_a_chmod_that_changes_no_mode_is_no_write_in_a_subagent(
     else:
         assert result.returncode == 1, shown
         assert "PLUGIN-8" in result.stdout and f"it wrote: {wrote} " in result.stdout, shown
+
+
+@pytest.mark.parametrize(
+    ("plugin", "wrote"), [("loads_hermes_config", None), ("writes_at_register", "eager-state.json")]
+)
+def test_loading_is_judged_on_the_home_hermes_set_up_at_its_start(
+    plugin: str, wrote: str | None
+) -> None:
+    # PLUGIN-1: the folders and SOUL.md Hermes' load_config creates are Hermes' own, made at
+    # its start before any plugin loads; a file the provider writes at register is its own
+    result = provider(f"{PROVIDERS}/{plugin}", "-k", "loads_as_hermes_does", "-v")
+    shown = result.stdout[-3000:] + result.stderr[-3000:]
+    assert "SOUL.md" not in result.stdout and "/cron" not in result.stdout, shown
+    if wrote is None:
+        assert result.returncode == 0, shown
+        assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), shown
+    else:
+        assert result.returncode == 1, shown
+        assert "loading wrote: open of " in result.stdout and wrote in result.stdout, shown
