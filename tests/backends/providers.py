@@ -159,3 +159,29 @@ class RestrictsItsFiles(FileProvider):
                 os.chmod(path, self.MODE)
             except FileNotFoundError:
                 continue
+
+
+DATA_HOME = "MEMSPEC_FILE_PROVIDER_HOME"
+"""The variable that names ``KeepsItsDataHome``'s data directory."""
+
+
+class KeepsItsDataHome(FileProvider):
+    """The sound provider with its records in a data directory of its own that a variable names
+    (``MEMSPEC_FILE_PROVIDER_HOME``, else ``~/.memspec-file-provider``), outside
+    ``hermes_home``, as nyx-memory 7.16.0 keeps its under ``NEXSANDBASE_HOME``: it makes that
+    directory, names it in ``backup_paths()``, and silences a library's output into
+    ``/dev/null``. Every write is where PLUGIN-7 allows it."""
+
+    @staticmethod
+    def _home() -> Path:
+        return Path(os.environ.get(DATA_HOME) or Path.home() / ".memspec-file-provider")
+
+    def backup_paths(self) -> list[str]:
+        return [str(self._home())]
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        super().initialize(session_id, **kwargs)
+        self._home().mkdir(parents=True, exist_ok=True)
+        self._path = self._home() / RECORDS
+        with open(os.devnull, "w", encoding="utf-8") as silenced:
+            print("loading the index", file=silenced)

@@ -205,3 +205,11 @@ def test_loading_is_judged_on_the_home_hermes_set_up_at_its_start(
     else:
         assert result.returncode == 1, shown
         assert "loading wrote: open of " in result.stdout and wrote in result.stdout, shown
+
+
+def test_a_data_home_of_its_own_that_backup_paths_names_is_no_stray_write() -> None:
+    # PLUGIN-7: the variable naming it points to a folder not made yet in one that exists (as
+    # ~/.its-home's parent exists), so the provider makes only its own; /dev/null is no file
+    result = provider("tests.backends.providers:KeepsItsDataHome", "-k", "writes_stay_at_home")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), result.stdout

@@ -187,6 +187,8 @@ def test_what_counts_as_a_write() -> None:
     chmod = {**write("/h/db-wal"), "op": "os.chmod", "mode": 0o600}
     assert not is_write({**chmod, "was": 0o600}) and not is_write({**chmod, "was": None})
     assert is_write({**chmod, "was": 0o644}) and is_write(chmod)
+    # what is written to the null device is discarded: no file is written
+    assert not is_write(write("/dev/null")) and is_write(write("/dev/shm/notes"))
     events = [write("/h/a", 1.0), write("/h/b", 2.0), write("/h/c", 3.0, kind="hook")]
     assert [e["path"] for e in writes_from(events, 2.0)] == ["/h/b"]
 
