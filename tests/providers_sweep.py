@@ -82,7 +82,9 @@ class Subject:
     the package index, or ``bundled``, the folder of a provider hermes-agent ships under
     ``plugins/memory``. ``installer`` is the package's own command that writes its plugin folder
     into a Hermes home (``{home}`` stands for it), ``plugin`` that folder below the home;
-    ``environment`` holds the variables the user sets; ``how`` says how it is installed."""
+    ``environment`` holds the variables the user sets; ``python`` is the interpreter its
+    environment is built with (``memspec provider --python``) where the one running the sweep
+    lacks what the provider needs; ``how`` says how it is installed."""
 
     key: str
     title: str
@@ -92,6 +94,7 @@ class Subject:
     installer: tuple[str, ...] = ()
     plugin: str = ""
     environment: Mapping[str, str] = field(default_factory=dict)
+    python: str | None = None
 
 
 SUBJECTS: tuple[Subject, ...] = (
@@ -157,6 +160,28 @@ SUBJECTS: tuple[Subject, ...] = (
         "`pip install verbatim-memory`)",
         package="verbatim-memory==1.0.0",
     ),
+    Subject(
+        "nyx",
+        "nyx-memory 7.16.0",
+        "`--package`: the package its `hermes_agent.memory_providers` entry point names "
+        "(`nexsandglass_hermes`), whose `register(ctx)` registers `NexSandglassProvider()`; "
+        "for hermes-agent 0.19.x its README has `pip install nyx-memory` and `python3 -m "
+        "nexsandglass_hermes install` write an entry file into `$HERMES_HOME/plugins/nyx` "
+        "whose `register` does the same",
+        package="nyx-memory==7.16.0",
+    ),
+    Subject(
+        "recall",
+        "recall-memory-hermes 0.3.0",
+        "`--package`: its top-level package `recall_memory_hermes`, the same `__init__.py` and "
+        "`memory_policy.py` as the root of its Git repository, which its README's `hermes "
+        "plugins install Jnocode/recall-memory-hermes` puts into "
+        "`$HERMES_HOME/plugins/recall-memory-hermes`; built with `--python /usr/bin/python3`, "
+        "whose SQLite loads extensions (recall-sqlite 0.2.0 calls `enable_load_extension` for "
+        "sqlite-vec, `recall/store.py`:80; the sweep's default interpreter lacks it)",
+        package="recall-memory-hermes==0.3.0",
+        python="/usr/bin/python3",
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -169,6 +194,8 @@ _WIKI = "hermes-llmwiki 0.1.1 `hermes_llmwiki/__init__.py`"
 _OKF = "hermes-okf 0.5.9 `hermes_okf/memory_plugin.py`"
 _OKF_WRITE = "`hermes_okf/hermes_integration.py`:291-312"
 _VERBATIM = "verbatim-memory 1.0.0 `verbatim/provider.py`"
+_RECALL = "recall-memory-hermes 0.3.0 `recall_memory_hermes/__init__.py`"
+_POLICY = "`recall_memory_hermes/memory_policy.py`"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -349,6 +376,32 @@ NOTES: dict[tuple[str, str], str] = {
         "which `can_read` (`verbatim/core/identity.py`:44-60) lets read a conversation's "
         "evidence only in that conversation: a turn is recalled in the session it was synced "
         "in, not in the next one. The SHOULD's stated deviation."
+    ),
+    ("recall", "PLUGIN-5"): (
+        f'{_RECALL}:546-572, `handle_tool_call` answers prose in every case: "No relevant '
+        'memories found." (:564), "Found N relevant memories:" and a numbered list (:566-569), '
+        '"Unknown memory tool: ..." (:554), "Query must not be empty." (:560), "Recall search '
+        'failed: ..." (:572); none is JSON. Hermes 0.19.0 passes any text to the model '
+        "(Deviations, PLUGIN-5)."
+    ),
+    ("recall", "PLUGIN-10"): (
+        f"{_RECALL}:449-466, `sync_turn` stores a turn whose user text asks to be remembered "
+        f'("remember this", {_POLICY}:48, admitted by `should_store_turn`, :112-119) as a card '
+        "holding the user's words as they are (`build_semantic_content`, :153-159; `_bounded`, "
+        ":98-102, only drops NUL and shortens), and `prefetch` (`__init__.py`:371-398) puts each "
+        "recalled "
+        "card, up to 800 characters, into its text unchanged (`__init__.py`:392-394): a turn "
+        "that held "
+        "`</memory-context>` comes back with the tag, and closes the host's fence (FENCE-1) "
+        "early (#33248)."
+    ),
+    ("recall", "PLUGIN-13"): (
+        f"By design: {_RECALL}:449-466, `sync_turn` stores a turn only when "
+        f"`should_store_turn` ({_POLICY}:112-119) finds in the user's words one of its markers "
+        'of explicit, durable intent (:27-56: "remember this", "my preference", "from now '
+        'on", "decision:", ...); its system prompt says so ("Ordinary chat is not persisted", '
+        "`__init__.py`:578). The plain statements the clause syncs hold none, so none is stored. "
+        "The SHOULD's stated deviation."
     ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
@@ -642,18 +695,43 @@ class Outcome:
 
 
 def interpreter(subject: Subject, cache: Path) -> Path:
-    """Returns the interpreter of the environment ``subject`` runs in, building it if needed."""
+    """Returns the interpreter of the environment ``subject`` runs in, building it if needed
+    (with ``subject.python`` where it names one); raises UsageError when the environment the
+    cache holds was built with another interpreter than ``subject.python``."""
     beside = None
     if subject.package is not None:
         name, _, version = subject.package.partition("==")
         beside = Release(name, version)
-    return ensure_venv(HERMES, cache, beside=beside)
+    python = ensure_venv(HERMES, cache, subject.python, beside=beside)
+    if subject.python is not None:
+        built_with(python, subject.python)
+    return python
+
+
+def built_with(python: Path, wanted: str) -> None:
+    """Raises UsageError unless the environment of ``python`` was built with the interpreter
+    ``wanted`` (the same base installation): memspec's cache names an environment by the
+    releases it holds, not by the interpreter that built it."""
+    ask = "import sys; print(sys.base_prefix)"
+    bases = [
+        subprocess.run(
+            [str(command), "-I", "-c", ask], capture_output=True, text=True, check=True, timeout=60
+        ).stdout.strip()
+        for command in (python, wanted)
+    ]
+    if bases[0] != bases[1]:
+        raise UsageError(
+            f"{python.parent.parent} was built with the Python of {bases[0]}, not {wanted}: "
+            "remove it (memspec builds it again) or give --cache another directory"
+        )
 
 
 def certify_arguments(subject: Subject, python: Path, scratch: Path) -> list[str]:
     """Returns the arguments of ``memspec provider`` for ``subject``, running its installer into
     ``scratch`` first where it has one."""
     arguments = ["--package", subject.package] if subject.package else []
+    if subject.python is not None:
+        arguments += ["--python", subject.python]
     if subject.bundled is not None:
         found = subprocess.run(
             [str(python), "-I", "-c", "import plugins.memory as m; print(m.__path__[0])"],

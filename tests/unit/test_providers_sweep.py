@@ -95,3 +95,29 @@ def test_a_run_with_some_subjects_adds_to_the_run_kept_there(tmp_path) -> None:
         ("demo", 1, 30.0),
         ("other", 0, 12.0),
     ]
+
+
+def test_a_subject_built_with_its_own_python(tmp_path) -> None:
+    import sys
+    import venv
+    from pathlib import Path
+
+    from memspec.spec.errors import UsageError
+
+    # its interpreter is given to memspec provider, which builds the environment with it
+    own = Subject("own", "own 1.0", "`--package`", package="own==1.0", python="/usr/bin/python3")
+    arguments = providers_sweep.certify_arguments(own, Path(sys.executable), tmp_path)
+    assert arguments == ["--package", "own==1.0", "--python", "/usr/bin/python3"]
+    assert providers_sweep.certify_arguments(SUBJECT, Path(sys.executable), tmp_path) == [
+        "--package",
+        "demo-provider==1.0",
+    ]
+    # an environment of the cache built with another interpreter is said, never used
+    venv.create(tmp_path / "env", with_pip=False)
+    built = tmp_path / "env" / "bin" / "python"
+    providers_sweep.built_with(built, sys.executable)
+    other = tmp_path / "other-python"
+    other.write_text("#!/bin/sh\necho /elsewhere\n", encoding="utf-8")
+    other.chmod(0o755)
+    with pytest.raises(UsageError, match=r"was built with the Python of .*, not .*other-python"):
+        providers_sweep.built_with(built, str(other))
