@@ -195,6 +195,8 @@ _OKF = "hermes-okf 0.5.9 `hermes_okf/memory_plugin.py`"
 _OKF_WRITE = "`hermes_okf/hermes_integration.py`:291-312"
 _VERBATIM = "verbatim-memory 1.0.0 `verbatim/provider.py`"
 _RECALL = "recall-memory-hermes 0.3.0 `recall_memory_hermes/__init__.py`"
+_NYX = "nyx-memory 7.16.0 `nexsandglass/core/memory_provider.py`"
+_NYX_HERMES = "`nexsandglass_hermes/__init__.py`"
 _POLICY = "`recall_memory_hermes/memory_policy.py`"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
@@ -388,12 +390,11 @@ NOTES: dict[tuple[str, str], str] = {
         f"{_RECALL}:449-466, `sync_turn` stores a turn whose user text asks to be remembered "
         f'("remember this", {_POLICY}:48, admitted by `should_store_turn`, :112-119) as a card '
         "holding the user's words as they are (`build_semantic_content`, :153-159; `_bounded`, "
-        ":98-102, only drops NUL and shortens), and `prefetch` (`__init__.py`:371-398) puts each "
-        "recalled "
-        "card, up to 800 characters, into its text unchanged (`__init__.py`:392-394): a turn "
-        "that held "
-        "`</memory-context>` comes back with the tag, and closes the host's fence (FENCE-1) "
-        "early (#33248)."
+        ":98-102, only drops NUL and shortens), as `on_memory_write` (`__init__.py`:468-523) "
+        "keeps the built-in tool's write (`build_builtin_content`, :162-168); `prefetch` "
+        "(`__init__.py`:371-398) puts each recalled card, up to 800 characters, into its text "
+        "unchanged (`__init__.py`:392-394): a turn that held `</memory-context>` comes back with "
+        "the tag, and closes the host's fence (FENCE-1) early (#33248)."
     ),
     ("recall", "PLUGIN-13"): (
         f"By design: {_RECALL}:449-466, `sync_turn` stores a turn only when "
@@ -402,6 +403,28 @@ NOTES: dict[tuple[str, str], str] = {
         'on", "decision:", ...); its system prompt says so ("Ordinary chat is not persisted", '
         "`__init__.py`:578). The plain statements the clause syncs hold none, so none is stored. "
         "The SHOULD's stated deviation."
+    ),
+    ("nyx", "PLUGIN-10"): (
+        f"{_NYX}:699-752, `sync_turn` logs each side of a turn as it is (its secrets masked, "
+        "`_scrub_turn` :755-765, nothing else), as `on_memory_write` (:1141-1150) logs the "
+        "built-in tool's write, and `prefetch` (:622-660) puts each recalled memory, up to 300 "
+        "characters, into its text unchanged (:646-649): a turn that held `</memory-context>` "
+        "comes back with the tag, and closes the host's fence (FENCE-1) early (#33248)."
+    ),
+    ("nyx", "PLUGIN-14"): (
+        f"{_NYX}:1141-1150, `on_memory_write` logs every write it is given "
+        '(`log_message(f"[{action}] {target}: ..."`, `nexsandglass/core/sandglass_log.py`:52) '
+        "without looking whether the same entry is already there: the built-in tool's add given "
+        "twice is stored, and recalled, twice (#110682)."
+    ),
+    ("nyx", "PLUGIN-19"): (
+        f"By design: nyx-memory 7.16.0 {_NYX_HERMES}:71-82, the data directory is "
+        "`NEXSANDBASE_HOME`, else `data_dir` of the profile's `nyx.json`, else `~/.neurobase` "
+        '(:24), "one memory per person, not split per agent" (its comment, :74); and it is '
+        "fixed for the process when nexsandglass is first imported "
+        "(`nexsandglass/core/sandglass_paths.py`:10, `_NB`): a second profile's own `data_dir` "
+        'only logs "takes effect after a restart" (`apply_data_dir`, :85-94). Two profiles one '
+        "gateway serves share one memory, each recalling what the other was told."
     ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
