@@ -39,7 +39,7 @@ renders (:func:`run_json`)::
         "unjudged": [{"clause": "PLUGIN-12", "why": "unchecked: not judged"}],
         "figures": {"initialize_s": 0.18, "prefetch_max_s": ..., "sync_turn_max_s": ...},
         "output": "the last lines memspec printed, when it left no report" or null}],
-     "elsewhere": [{"package": ..., "why": ...}], "not_yet": ["NAME VERSION", ...],
+     "elsewhere": [{"package": ..., "why": ...}], "not_yet": [{"package": ..., "why": ...}],
      "unsettled": ["what a person must settle", ...]}
 
 ``verdicts`` are the clause rows of the subject's ``report.json`` (``pass``, ``fail``, ``expected
@@ -651,22 +651,20 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
 )
 """The other memory providers on the package index (``NAME VERSION``), each with why it is not
 certified here."""
-NOT_YET: tuple[str, ...] = (
-    "hermes-scope-recall 3.15.1",
-    "nyx-memory 7.16.0",
-    "recall-memory-hermes 0.3.0",
+NOT_YET: tuple[tuple[str, str], ...] = (
+    (
+        "hermes-scope-recall 3.15.1",
+        "its code is read, and it runs only as its installation leaves a Hermes home: its "
+        "`initialize` binds to the installation manifest and `memory.sqlite3` that `scope-recall "
+        'apply-install` writes into that home, and raises `HermesIdentityError` ("installation '
+        'manifest is required") in any other (`scope_recall/adapters/hermes/identity.py`:606-613, '
+        "`shared_entries.py`:230-245, `installation.py`:607); memspec gives every session, and "
+        "PLUGIN-19's second profile, a fresh home of its own, and the sweep runs a package's "
+        "installer once, before the run",
+    ),
 )
-"""Memory providers on the index whose descriptions promise local use, not certified yet: each
-is for :data:`SUBJECTS` once memspec can run it as its installation does. Their code is read, and
-each waits on memspec: nyx-memory 7.16.0 refuses to open its store in a process that carries
-pytest's variables (``nexsandglass/core/prodguard.py``:33-52), and the provider's process gets
-memspec's own; recall-memory-hermes 0.3.0 (recall-sqlite 0.2.0, ``recall/store.py``:80) calls
-``enable_load_extension``, which an interpreter built without loadable SQLite extensions (this
-machine's default) lacks, and its ``register`` calls Hermes' ``load_config``, whose first call in
-a process creates the Hermes home's folders (``hermes_cli/config.py``:922-969), as a running
-Hermes did at its start and memspec's driver never does; hermes-scope-recall 3.15.1 binds only
-to a home its installer (``scope-recall apply-install``) wrote a manifest into, and memspec gives
-every session a home of its own."""
+"""Memory providers on the index whose descriptions promise local use, not certified yet, each
+with why: each is for :data:`SUBJECTS` once memspec can run it as its installation does."""
 
 
 @dataclass
@@ -882,9 +880,13 @@ def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
     lines += [f"| {package} | {why} |" for package, why in ELSEWHERE]
     lines += [
         "",
-        "Not certified yet, though their descriptions promise local use (each is for the sweep "
-        "once its installation and its code are read): " + ", ".join(NOT_YET) + ".",
+        "Not certified yet, though their descriptions promise local use, each for the reason "
+        "beside it:",
+        "",
+        "| package | why not yet |",
+        "|---|---|",
     ]
+    lines += [f"| {package} | {why} |" for package, why in NOT_YET]
     return "\n".join(lines)
 
 
@@ -933,7 +935,7 @@ def run_json(outcomes: Sequence[Outcome], profile: str) -> dict[str, Any]:
         "clauses": [{"clause": clause.id, "level": clause.level} for clause in clauses],
         "subjects": subjects,
         "elsewhere": [{"package": package, "why": why} for package, why in ELSEWHERE],
-        "not_yet": list(NOT_YET),
+        "not_yet": [{"package": package, "why": why} for package, why in NOT_YET],
         "unsettled": unsettled(outcomes),
     }
 

@@ -55,6 +55,9 @@ def test_failures_notes_and_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     page = render_page([outcome], "ci")
     assert "| demo-provider 1.0 | safe | 1 | 1 | 1 | PLUGIN-11 | 0.25 s |" in page
     assert "- **PLUGIN-11** fails: sync_turn() raised\n  demo.py:7 takes no messages." in page
+    # each provider not certified yet says why
+    for package, why in providers_sweep.NOT_YET:
+        assert f"| {package} | {why} |" in page
     # a subject that left no report is said so, never read as passing
     lost = Outcome(SUBJECT, None, 0.0, "timed out")
     assert unsettled([lost]) == ["demo: no report (timed out)"]
