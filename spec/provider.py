@@ -532,9 +532,9 @@ def crossed_problem(word: str, text: object, own: str, other: str) -> Problem | 
 def is_write(event: Mapping[str, Any]) -> bool:
     """Whether a driver event is a write (SPEC.md, PLUGIN, "A write"): a file operation that
     writes (to a file: opening ``/dev/null`` is none), or an SQL statement that changes a
-    database. A ``chmod`` changes a mode only when it
-    sets another mode than the file had: one that finds the mode it sets, or no file at all (the
-    call fails), is no write (:func:`mode_unchanged`)."""
+    database. A ``chmod`` changes a mode only when it sets another mode than the file had: one
+    that finds the mode it sets, or no file at all (the call fails), is no write
+    (:func:`mode_unchanged`)."""
     if event.get("kind") == "write":
         # the null device is no file: what is written there is discarded
         return event.get("path") != os.devnull and not mode_unchanged(event)
