@@ -531,13 +531,29 @@ def crossed_problem(word: str, text: object, own: str, other: str) -> Problem | 
 
 def is_write(event: Mapping[str, Any]) -> bool:
     """Whether a driver event is a write (SPEC.md, PLUGIN, "A write"): a file operation that
-    writes, or an SQL statement that changes a database."""
+    writes (to a file: opening ``/dev/null`` is none), or an SQL statement that changes a
+    database. A ``chmod`` changes a mode only when it sets another mode than the file had: one
+    that finds the mode it sets, or no file at all (the call fails), is no write
+    (:func:`mode_unchanged`)."""
     if event.get("kind") == "write":
-        return True
+        # the null device is no file: what is written there is discarded
+        return event.get("path") != os.devnull and not mode_unchanged(event)
     if event.get("kind") == "sql":
         statement = str(event.get("detail") or "")
         return bool(SQL_WRITE.match(statement) or SQL_CREATE.match(statement))
     return False
+
+
+def mode_unchanged(event: Mapping[str, Any]) -> bool:
+    """Whether the driver's event is a ``chmod`` that changed no mode: the driver read the
+    file's mode before the call (``was``), and it was the mode set (``mode``), or there was no
+    file (``was`` is ``None``). Verbatim-memory 1.0.0, for one, restricts its SQLite ``-wal`` and
+    ``-shm`` files to 0600 at close, after its last connection removed them: no mode changes.
+    An event without ``was`` (the mode could not be read) is a change."""
+    if event.get("op") != "os.chmod" or "was" not in event:
+        return False
+    was = event.get("was")
+    return was is None or was == event.get("mode")
 
 
 def under(path: str, roots: Iterable[str]) -> bool:

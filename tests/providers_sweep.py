@@ -39,7 +39,7 @@ renders (:func:`run_json`)::
         "unjudged": [{"clause": "PLUGIN-12", "why": "unchecked: not judged"}],
         "figures": {"initialize_s": 0.18, "prefetch_max_s": ..., "sync_turn_max_s": ...},
         "output": "the last lines memspec printed, when it left no report" or null}],
-     "elsewhere": [{"package": ..., "why": ...}], "not_yet": ["NAME VERSION", ...],
+     "elsewhere": [{"package": ..., "why": ...}], "not_yet": [{"package": ..., "why": ...}],
      "unsettled": ["what a person must settle", ...]}
 
 ``verdicts`` are the clause rows of the subject's ``report.json`` (``pass``, ``fail``, ``expected
@@ -82,7 +82,9 @@ class Subject:
     the package index, or ``bundled``, the folder of a provider hermes-agent ships under
     ``plugins/memory``. ``installer`` is the package's own command that writes its plugin folder
     into a Hermes home (``{home}`` stands for it), ``plugin`` that folder below the home;
-    ``environment`` holds the variables the user sets; ``how`` says how it is installed."""
+    ``environment`` holds the variables the user sets; ``python`` is the interpreter its
+    environment is built with (``memspec provider --python``) where the one running the sweep
+    lacks what the provider needs; ``how`` says how it is installed."""
 
     key: str
     title: str
@@ -92,6 +94,7 @@ class Subject:
     installer: tuple[str, ...] = ()
     plugin: str = ""
     environment: Mapping[str, str] = field(default_factory=dict)
+    python: str | None = None
 
 
 SUBJECTS: tuple[Subject, ...] = (
@@ -157,6 +160,28 @@ SUBJECTS: tuple[Subject, ...] = (
         "`pip install verbatim-memory`)",
         package="verbatim-memory==1.0.0",
     ),
+    Subject(
+        "nyx",
+        "nyx-memory 7.16.0",
+        "`--package`: the package its `hermes_agent.memory_providers` entry point names "
+        "(`nexsandglass_hermes`), whose `register(ctx)` registers `NexSandglassProvider()`; "
+        "for hermes-agent 0.19.x its README has `pip install nyx-memory` and `python3 -m "
+        "nexsandglass_hermes install` write an entry file into `$HERMES_HOME/plugins/nyx` "
+        "whose `register` does the same",
+        package="nyx-memory==7.16.0",
+    ),
+    Subject(
+        "recall",
+        "recall-memory-hermes 0.3.0",
+        "`--package`: its top-level package `recall_memory_hermes`, the same `__init__.py` and "
+        "`memory_policy.py` as the root of its Git repository, which its README's `hermes "
+        "plugins install Jnocode/recall-memory-hermes` puts into "
+        "`$HERMES_HOME/plugins/recall-memory-hermes`; built with `--python /usr/bin/python3`, "
+        "whose SQLite loads extensions (recall-sqlite 0.2.0 calls `enable_load_extension` for "
+        "sqlite-vec, `recall/store.py`:80; the sweep's default interpreter lacks it)",
+        package="recall-memory-hermes==0.3.0",
+        python="/usr/bin/python3",
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -169,6 +194,10 @@ _WIKI = "hermes-llmwiki 0.1.1 `hermes_llmwiki/__init__.py`"
 _OKF = "hermes-okf 0.5.9 `hermes_okf/memory_plugin.py`"
 _OKF_WRITE = "`hermes_okf/hermes_integration.py`:291-312"
 _VERBATIM = "verbatim-memory 1.0.0 `verbatim/provider.py`"
+_RECALL = "recall-memory-hermes 0.3.0 `recall_memory_hermes/__init__.py`"
+_NYX = "nyx-memory 7.16.0 `nexsandglass/core/memory_provider.py`"
+_NYX_HERMES = "`nexsandglass_hermes/__init__.py`"
+_POLICY = "`recall_memory_hermes/memory_policy.py`"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -349,6 +378,53 @@ NOTES: dict[tuple[str, str], str] = {
         "which `can_read` (`verbatim/core/identity.py`:44-60) lets read a conversation's "
         "evidence only in that conversation: a turn is recalled in the session it was synced "
         "in, not in the next one. The SHOULD's stated deviation."
+    ),
+    ("recall", "PLUGIN-5"): (
+        f'{_RECALL}:546-572, `handle_tool_call` answers prose in every case: "No relevant '
+        'memories found." (:564), "Found N relevant memories:" and a numbered list (:566-569), '
+        '"Unknown memory tool: ..." (:554), "Query must not be empty." (:560), "Recall search '
+        'failed: ..." (:572); none is JSON. Hermes 0.19.0 passes any text to the model '
+        "(Deviations, PLUGIN-5)."
+    ),
+    ("recall", "PLUGIN-10"): (
+        f"{_RECALL}:449-466, `sync_turn` stores a turn whose user text asks to be remembered "
+        f'("remember this", {_POLICY}:48, admitted by `should_store_turn`, :112-119) as a card '
+        "holding the user's words as they are (`build_semantic_content`, :153-159; `_bounded`, "
+        ":98-102, only drops NUL and shortens), as `on_memory_write` (`__init__.py`:468-523) "
+        "keeps the built-in tool's write (`build_builtin_content`, :162-168); `prefetch` "
+        "(`__init__.py`:371-398) puts each recalled card, up to 800 characters, into its text "
+        "unchanged (`__init__.py`:392-394): a turn that held `</memory-context>` comes back with "
+        "the tag, and closes the host's fence (FENCE-1) early (#33248)."
+    ),
+    ("recall", "PLUGIN-13"): (
+        f"By design: {_RECALL}:449-466, `sync_turn` stores a turn only when "
+        f"`should_store_turn` ({_POLICY}:112-119) finds in the user's words one of its markers "
+        'of explicit, durable intent (:27-56: "remember this", "my preference", "from now '
+        'on", "decision:", ...); its system prompt says so ("Ordinary chat is not persisted", '
+        "`__init__.py`:578). The plain statements the clause syncs hold none, so none is stored. "
+        "The SHOULD's stated deviation."
+    ),
+    ("nyx", "PLUGIN-10"): (
+        f"{_NYX}:699-752, `sync_turn` logs each side of a turn as it is (its secrets masked, "
+        "`_scrub_turn` :755-765, nothing else), as `on_memory_write` (:1141-1150) logs the "
+        "built-in tool's write, and `prefetch` (:622-660) puts each recalled memory, up to 300 "
+        "characters, into its text unchanged (:646-649): a turn that held `</memory-context>` "
+        "comes back with the tag, and closes the host's fence (FENCE-1) early (#33248)."
+    ),
+    ("nyx", "PLUGIN-14"): (
+        f"{_NYX}:1141-1150, `on_memory_write` logs every write it is given "
+        '(`log_message(f"[{action}] {target}: ..."`, `nexsandglass/core/sandglass_log.py`:52) '
+        "without looking whether the same entry is already there: the built-in tool's add given "
+        "twice is stored, and recalled, twice (#110682)."
+    ),
+    ("nyx", "PLUGIN-19"): (
+        f"By design: nyx-memory 7.16.0 {_NYX_HERMES}:71-82, the data directory is "
+        "`NEXSANDBASE_HOME`, else `data_dir` of the profile's `nyx.json`, else `~/.neurobase` "
+        '(:24), "one memory per person, not split per agent" (its comment, :74); and it is '
+        "fixed for the process when nexsandglass is first imported "
+        "(`nexsandglass/core/sandglass_paths.py`:10, `_NB`): a second profile's own `data_dir` "
+        'only logs "takes effect after a restart" (`apply_data_dir`, :85-94). Two profiles one '
+        "gateway serves share one memory, each recalling what the other was told."
     ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
@@ -575,22 +651,20 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
 )
 """The other memory providers on the package index (``NAME VERSION``), each with why it is not
 certified here."""
-NOT_YET: tuple[str, ...] = (
-    "hermes-scope-recall 3.15.1",
-    "nyx-memory 7.16.0",
-    "recall-memory-hermes 0.3.0",
+NOT_YET: tuple[tuple[str, str], ...] = (
+    (
+        "hermes-scope-recall 3.15.1",
+        "its code is read, and it runs only as its installation leaves a Hermes home: its "
+        "`initialize` binds to the installation manifest and `memory.sqlite3` that `scope-recall "
+        'apply-install` writes into that home, and raises `HermesIdentityError` ("installation '
+        'manifest is required") in any other (`scope_recall/adapters/hermes/identity.py`:606-613, '
+        "`shared_entries.py`:230-245, `installation.py`:607); memspec gives every session, and "
+        "PLUGIN-19's second profile, a fresh home of its own, and the sweep runs a package's "
+        "installer once, before the run",
+    ),
 )
-"""Memory providers on the index whose descriptions promise local use, not certified yet: each
-is for :data:`SUBJECTS` once memspec can run it as its installation does. Their code is read, and
-each waits on memspec: nyx-memory 7.16.0 refuses to open its store in a process that carries
-pytest's variables (``nexsandglass/core/prodguard.py``:33-52), and the provider's process gets
-memspec's own; recall-memory-hermes 0.3.0 (recall-sqlite 0.2.0, ``recall/store.py``:80) calls
-``enable_load_extension``, which an interpreter built without loadable SQLite extensions (this
-machine's default) lacks, and its ``register`` calls Hermes' ``load_config``, whose first call in
-a process creates the Hermes home's folders (``hermes_cli/config.py``:922-969), as a running
-Hermes did at its start and memspec's driver never does; hermes-scope-recall 3.15.1 binds only
-to a home its installer (``scope-recall apply-install``) wrote a manifest into, and memspec gives
-every session a home of its own."""
+"""Memory providers on the index whose descriptions promise local use, not certified yet, each
+with why: each is for :data:`SUBJECTS` once memspec can run it as its installation does."""
 
 
 @dataclass
@@ -642,18 +716,43 @@ class Outcome:
 
 
 def interpreter(subject: Subject, cache: Path) -> Path:
-    """Returns the interpreter of the environment ``subject`` runs in, building it if needed."""
+    """Returns the interpreter of the environment ``subject`` runs in, building it if needed
+    (with ``subject.python`` where it names one); raises UsageError when the environment the
+    cache holds was built with another interpreter than ``subject.python``."""
     beside = None
     if subject.package is not None:
         name, _, version = subject.package.partition("==")
         beside = Release(name, version)
-    return ensure_venv(HERMES, cache, beside=beside)
+    python = ensure_venv(HERMES, cache, subject.python, beside=beside)
+    if subject.python is not None:
+        built_with(python, subject.python)
+    return python
+
+
+def built_with(python: Path, wanted: str) -> None:
+    """Raises UsageError unless the environment of ``python`` was built with the interpreter
+    ``wanted`` (the same base installation): memspec's cache names an environment by the
+    releases it holds, not by the interpreter that built it."""
+    ask = "import sys; print(sys.base_prefix)"
+    bases = [
+        subprocess.run(
+            [str(command), "-I", "-c", ask], capture_output=True, text=True, check=True, timeout=60
+        ).stdout.strip()
+        for command in (python, wanted)
+    ]
+    if bases[0] != bases[1]:
+        raise UsageError(
+            f"{python.parent.parent} was built with the Python of {bases[0]}, not {wanted}: "
+            "remove it (memspec builds it again) or give --cache another directory"
+        )
 
 
 def certify_arguments(subject: Subject, python: Path, scratch: Path) -> list[str]:
     """Returns the arguments of ``memspec provider`` for ``subject``, running its installer into
     ``scratch`` first where it has one."""
     arguments = ["--package", subject.package] if subject.package else []
+    if subject.python is not None:
+        arguments += ["--python", subject.python]
     if subject.bundled is not None:
         found = subprocess.run(
             [str(python), "-I", "-c", "import plugins.memory as m; print(m.__path__[0])"],
@@ -781,9 +880,13 @@ def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
     lines += [f"| {package} | {why} |" for package, why in ELSEWHERE]
     lines += [
         "",
-        "Not certified yet, though their descriptions promise local use (each is for the sweep "
-        "once its installation and its code are read): " + ", ".join(NOT_YET) + ".",
+        "Not certified yet, though their descriptions promise local use, each for the reason "
+        "beside it:",
+        "",
+        "| package | why not yet |",
+        "|---|---|",
     ]
+    lines += [f"| {package} | {why} |" for package, why in NOT_YET]
     return "\n".join(lines)
 
 
@@ -832,7 +935,7 @@ def run_json(outcomes: Sequence[Outcome], profile: str) -> dict[str, Any]:
         "clauses": [{"clause": clause.id, "level": clause.level} for clause in clauses],
         "subjects": subjects,
         "elsewhere": [{"package": package, "why": why} for package, why in ELSEWHERE],
-        "not_yet": list(NOT_YET),
+        "not_yet": [{"package": package, "why": why} for package, why in NOT_YET],
         "unsettled": unsettled(outcomes),
     }
 

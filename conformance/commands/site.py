@@ -527,11 +527,26 @@ def _providers(saved: dict[str, Any]) -> str:
             "network refused does not have:</p>",
             '<div class="scroll"><table><thead><tr><th>package</th><th>why</th></tr></thead>'
             f"<tbody>{elsewhere}</tbody></table></div>",
-            "<p>Not certified yet, though their descriptions promise local use (each is for the "
-            "sweep once its installation and its code are read): "
-            f"{esc(', '.join(saved['not_yet']) or 'none')}.</p>",
+            "<p>Not certified yet, though their descriptions promise local use, each for the "
+            "reason beside it:</p>",
+            '<div class="scroll"><table><thead><tr><th>package</th><th>why not yet</th></tr>'
+            f"</thead><tbody>{_not_yet(saved['not_yet'])}</tbody></table></div>",
         ]
     )  # fmt: skip
+
+
+def _not_yet(entries: list[Any]) -> str:
+    """Returns the rows of the providers not certified yet, each with why: an entry is
+    ``{"package", "why"}``, or the bare ``NAME VERSION`` of a sweep that listed those whose
+    installation and code were not read yet."""
+    rows = []
+    for entry in entries:
+        if isinstance(entry, str):
+            entry = {"package": entry, "why": "its installation and its code not read yet"}
+        rows.append(
+            f"<tr><td>{_inline(entry['package'])}</td><td>{_inline(entry['why'])}</td></tr>"
+        )
+    return "".join(rows) or '<tr><td colspan="2">none</td></tr>'
 
 
 def _counts(subject: dict[str, Any]) -> list[object]:

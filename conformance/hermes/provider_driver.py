@@ -20,6 +20,7 @@ import os
 import queue
 import re
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -144,6 +145,21 @@ def _path_of(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     return os.path.realpath(value)
+
+
+def _mode_change(path: str, args: tuple[Any, ...]) -> dict[str, int | None]:
+    """Returns what a ``chmod`` of ``path`` (the audit event's ``args``) asks and finds, read
+    before the call: ``mode``, the permission bits it sets, and ``was``, the file's own
+    (``None``: there is no such file, and the call fails). PLUGIN: a ``chmod`` that sets the
+    mode a file has changes no mode, and is no write. Empty when the mode is not a number."""
+    mode = args[1] if len(args) > 1 else None
+    if not isinstance(mode, int):
+        return {}
+    try:
+        was: int | None = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        was = None
+    return {"mode": stat.S_IMODE(mode), "was": was}
 
 
 def portable(value: object, depth: int = 0) -> object:
@@ -304,9 +320,11 @@ class Driver:
             return
         blocked = not self.permitted(path)
         if self.watching:
-            self._guarded(
-                self.record, {"kind": "write", "op": event, "path": path, "blocked": blocked}
-            )
+            write = {"kind": "write", "op": event, "path": path, "blocked": blocked}
+            if event == "os.chmod":
+                # its mode before the call: a chmod that changes none is no write (PLUGIN)
+                self._guarded(lambda: write.update(_mode_change(path, args)))
+            self._guarded(self.record, write)
         if blocked:
             raise PermissionError(
                 errno.EACCES,
@@ -625,6 +643,7 @@ class Driver:
         except Exception:
             core = []
         bundled_dir()  # Hermes' plugins package, imported before the watching begins
+        hermes_start_up()  # the home Hermes sets up before it loads any plugin
         self.trace_sqlite()
         self.baseline = {thread.ident or 0 for thread in threading.enumerate()}
         started = time.monotonic()
@@ -830,6 +849,23 @@ def in_profile(home: str | None, function: Callable[..., Any], *args: Any, **kwa
         return function(*args, **kwargs)
     finally:
         resetter(token)
+
+
+def hermes_start_up() -> None:
+    """Sets up the Hermes home as Hermes does when it starts, before it loads any plugin:
+    hermes-agent 0.19.0's ``load_config``, the first thing its command line and gateway do,
+    runs ``hermes_cli.config.ensure_hermes_home``, which creates the home's folders and
+    ``SOUL.md`` once per home and process. A provider whose ``register`` loads Hermes' config
+    then finds it done, as in Hermes, and what loading writes is its own (PLUGIN-1). A release
+    without that function, or whose function fails, is left as it is."""
+    try:
+        config = importlib.import_module("hermes_cli.config")
+    except Exception:
+        return
+    setup = getattr(config, "ensure_hermes_home", None)
+    if callable(setup):
+        with contextlib.suppress(Exception):
+            setup()
 
 
 @functools.cache

@@ -43,6 +43,9 @@ from memspec.spec.provider import HOOK_CLAUSES, Call, limit_of
 EXCHANGE_MARGIN = 15.0
 """Seconds the harness waits for the driver's answer beyond the limit the driver waits for the
 provider: the driver always answers, even for a call that hung."""
+HOMES = ".memspec-homes"
+"""The folder of the scratch ``HOME`` every other ``*_HOME`` variable points into (the driver
+points the names in the provider's source there too)."""
 XDG = {
     "XDG_CONFIG_HOME": ".config",
     "XDG_DATA_HOME": ".local/share",
@@ -66,7 +69,7 @@ def provider_environment(root: Path, home: Path, temporary: Path) -> dict[str, s
     environment = backend_environment()
     for name in list(environment):
         if name.endswith("_HOME"):
-            environment[name] = str(home / ".memspec-homes" / name)
+            environment[name] = str(home / HOMES / name)
     environment.update({name: str(home / below) for name, below in XDG.items()})
     environment.update(
         HOME=str(home),
@@ -109,6 +112,9 @@ class ProviderSession(Session):
         self.home, self.temporary = scratch_of(self.root)
         self.home.mkdir(exist_ok=True)
         self.temporary.mkdir(exist_ok=True)
+        # the folder the other *_HOME variables point into exists, as a real home does: a
+        # provider that makes its own home makes only that (PLUGIN-7)
+        (self.home / HOMES).mkdir(exist_ok=True)
         try:
             self.process = prestart.start(
                 argv, str(self.home), provider_environment(self.root, self.home, self.temporary)

@@ -13,6 +13,7 @@ letters, digits and plain punctuation, so that no fence tag or system note can b
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -131,3 +132,56 @@ class FileProvider(MemoryProvider):
 
     def system_prompt_block(self) -> str:
         return f"Earlier conversations can be searched with {TOOL}."
+
+
+class RestrictsItsFiles(FileProvider):
+    """The sound provider that keeps its files to its owner, as verbatim-memory 1.0.0 does:
+    ``initialize`` creates a lock file (0600) beside its records, and ``shutdown()``, in every
+    context, sets 0600 on the records, the lock and an SQLite-style ``-wal`` side file, each
+    of which has that mode already or is not there. No mode changes, so in a non-primary
+    context it writes nothing (PLUGIN-8); ``LoosensItsFiles``
+    (``tests/backends/providers_broken.py``) changes one."""
+
+    MODE = 0o600
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        super().initialize(session_id, **kwargs)
+        assert self._path is not None
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_file = self._path.with_name("records.lock")
+        self._lock_file.touch(mode=0o600)
+        self._lock_file.chmod(0o600)
+
+    def shutdown(self) -> None:
+        assert self._path is not None
+        for path in (self._path, self._lock_file, self._path.with_name(RECORDS + "-wal")):
+            try:
+                os.chmod(path, self.MODE)
+            except FileNotFoundError:
+                continue
+
+
+DATA_HOME = "MEMSPEC_FILE_PROVIDER_HOME"
+"""The variable that names ``KeepsItsDataHome``'s data directory."""
+
+
+class KeepsItsDataHome(FileProvider):
+    """The sound provider with its records in a data directory of its own that a variable names
+    (``MEMSPEC_FILE_PROVIDER_HOME``, else ``~/.memspec-file-provider``), outside
+    ``hermes_home``, as nyx-memory 7.16.0 keeps its under ``NEXSANDBASE_HOME``: it makes that
+    directory, names it in ``backup_paths()``, and silences a library's output into
+    ``/dev/null``. Every write is where PLUGIN-7 allows it."""
+
+    @staticmethod
+    def _home() -> Path:
+        return Path(os.environ.get(DATA_HOME) or Path.home() / ".memspec-file-provider")
+
+    def backup_paths(self) -> list[str]:
+        return [str(self._home())]
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        super().initialize(session_id, **kwargs)
+        self._home().mkdir(parents=True, exist_ok=True)
+        self._path = self._home() / RECORDS
+        with open(os.devnull, "w", encoding="utf-8") as silenced:
+            print("loading the index", file=silenced)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.backends.providers import FileProvider
+from tests.backends.providers import FileProvider, RestrictsItsFiles
 
 HANG_S = 30.0
 """How long a hang lasts: past every limit at which memspec's driver counts a call hung."""
@@ -104,6 +104,13 @@ class WritesThroughAnOpenFile(FileProvider):
         file = getattr(self, "_file", None)
         if file is not None:
             file.close()
+
+
+class LoosensItsFiles(RestrictsItsFiles):
+    """At shutdown, in every context, it opens its lock file (0600) to everyone's reading: a
+    mode changed where no byte is, in a subagent's context as well (PLUGIN-8)."""
+
+    MODE = 0o644
 
 
 class ChecksTheNetwork(FileProvider):

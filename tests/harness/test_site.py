@@ -139,7 +139,19 @@ def test_the_providers_page_shows_the_sweep(tmp_path: Path, capsys) -> None:
     certified = shown[shown.index("Not certified here") :]
     for package, why in providers_sweep.ELSEWHERE:
         assert f"{package}{why.replace('`', '')}" in certified
-    assert ", ".join(providers_sweep.NOT_YET) in certified
+    for package, why in providers_sweep.NOT_YET:
+        assert f"{package}{why.replace('`', '')}" in certified
+
+
+def test_the_providers_not_certified_yet_each_say_why() -> None:
+    from memspec.conformance.commands.site import render_providers
+
+    saved = {"clauses": [], "subjects": [], "elsewhere": []}
+    page = render_providers({**saved, "not_yet": [{"package": "a 1.0", "why": "needs `x`"}]})
+    assert "<td>a 1.0</td><td>needs <code>x</code></td>" in page
+    # a run saved before the reasons were kept lists bare names: their reason is that one
+    page = render_providers({**saved, "not_yet": ["b 2.0"]})
+    assert "<td>b 2.0</td><td>its installation and its code not read yet</td>" in page
 
 
 def test_providers_json_is_the_one_the_sweep_writes(tmp_path: Path, capsys) -> None:

@@ -163,3 +163,53 @@ def test_a_provider_certification_writes_only_the_report_the_cache_and_temporary
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (places.report / "report.html").is_file()
     assert places.untouched(), (listing(places.home), listing(places.cwd))
+
+
+@pytest.mark.parametrize(
+    ("target", "wrote"),
+    [
+        ("tests.backends.providers:RestrictsItsFiles", None),
+        ("tests.backends.providers_broken:LoosensItsFiles", "os.chmod"),
+        ("tests.backends.providers_broken:WritesInEveryContext", "os.mkdir"),  # then its turns
+    ],
+)
+def test_a_chmod_that_changes_no_mode_is_no_write_in_a_subagent(
+    target: str, wrote: str | None
+) -> None:
+    # PLUGIN-8: a provider that sets, at shutdown, the mode its files have (or chmods one that
+    # is not there) writes nothing; one that changes a mode, or writes bytes, writes
+    result = provider(target, "-k", "secondary_contexts_write_nothing", "-q")
+    shown = result.stdout[-3000:] + result.stderr[-3000:]
+    if wrote is None:
+        assert result.returncode == 0, shown
+        assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), shown
+    else:
+        assert result.returncode == 1, shown
+        assert "PLUGIN-8" in result.stdout and f"it wrote: {wrote} " in result.stdout, shown
+
+
+@pytest.mark.parametrize(
+    ("plugin", "wrote"), [("loads_hermes_config", None), ("writes_at_register", "eager-state.json")]
+)
+def test_loading_is_judged_on_the_home_hermes_set_up_at_its_start(
+    plugin: str, wrote: str | None
+) -> None:
+    # PLUGIN-1: the folders and SOUL.md Hermes' load_config creates are Hermes' own, made at
+    # its start before any plugin loads; a file the provider writes at register is its own
+    result = provider(f"{PROVIDERS}/{plugin}", "-k", "loads_as_hermes_does", "-v")
+    shown = result.stdout[-3000:] + result.stderr[-3000:]
+    assert "SOUL.md" not in result.stdout and "/cron" not in result.stdout, shown
+    if wrote is None:
+        assert result.returncode == 0, shown
+        assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), shown
+    else:
+        assert result.returncode == 1, shown
+        assert "loading wrote: open of " in result.stdout and wrote in result.stdout, shown
+
+
+def test_a_data_home_of_its_own_that_backup_paths_names_is_no_stray_write() -> None:
+    # PLUGIN-7: the variable naming it points to a folder not made yet in one that exists (as
+    # ~/.its-home's parent exists), so the provider makes only its own; /dev/null is no file
+    result = provider("tests.backends.providers:KeepsItsDataHome", "-k", "writes_stay_at_home")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), result.stdout

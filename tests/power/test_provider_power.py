@@ -23,6 +23,7 @@ BROKEN = {
     "AnswersPlainText": "PLUGIN-5",
     "WritesInEveryContext": "PLUGIN-8",
     "WritesThroughAnOpenFile": "PLUGIN-8",
+    "LoosensItsFiles": "PLUGIN-8",
     "HangsInShutdown": "PLUGIN-17",
     "LeavesAThread": "PLUGIN-18",
     "ForgetsTurns": "PLUGIN-13",

@@ -45,6 +45,20 @@ def test_writes_are_recorded_and_refused_outside_the_homes(tmp_path: Path) -> No
     assert [Path(e["path"]).name for e in watched.events[2:]] == ["new.db"]
 
 
+def test_a_chmod_is_recorded_with_the_mode_the_file_had(tmp_path: Path) -> None:
+    watched = driver(tmp_path)
+    (tmp_path / "notes.db").write_bytes(b"x")
+    (tmp_path / "notes.db").chmod(0o600)
+    watched.audit("os.chmod", (str(tmp_path / "notes.db"), 0o100600, None))
+    watched.audit("os.chmod", (str(tmp_path / "notes.db-wal"), 0o600, None))  # no such file
+    watched.audit("os.chmod", (str(tmp_path / "notes.db"), 0o644, None))
+    assert [(Path(e["path"]).name, e["mode"], e["was"]) for e in watched.events] == [
+        ("notes.db", 0o600, 0o600),
+        ("notes.db-wal", 0o600, None),
+        ("notes.db", 0o644, 0o600),
+    ]
+
+
 def test_the_network_and_processes_are_refused_and_recorded(tmp_path: Path) -> None:
     watched = driver(tmp_path)
     with pytest.raises(socket.gaierror):

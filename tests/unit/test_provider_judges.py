@@ -182,6 +182,13 @@ def test_what_counts_as_a_write() -> None:
     assert not is_write(write("/h/db", kind="sql", detail="CREATE TABLE IF NOT EXISTS t (x)"))
     assert not is_write(write("/h/db", kind="sql", detail="SELECT * FROM notes"))
     assert not is_write({"kind": "network", "address": "('x', 443)"})
+    # a chmod changes a mode only when the file had another: one that finds the mode it sets,
+    # or no file (it fails), is none; one whose mode before is unknown counts
+    chmod = {**write("/h/db-wal"), "op": "os.chmod", "mode": 0o600}
+    assert not is_write({**chmod, "was": 0o600}) and not is_write({**chmod, "was": None})
+    assert is_write({**chmod, "was": 0o644}) and is_write(chmod)
+    # what is written to the null device is discarded: no file is written
+    assert not is_write(write("/dev/null")) and is_write(write("/dev/shm/notes"))
     events = [write("/h/a", 1.0), write("/h/b", 2.0), write("/h/c", 3.0, kind="hook")]
     assert [e["path"] for e in writes_from(events, 2.0)] == ["/h/b"]
 

@@ -55,6 +55,9 @@ def test_failures_notes_and_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     page = render_page([outcome], "ci")
     assert "| demo-provider 1.0 | safe | 1 | 1 | 1 | PLUGIN-11 | 0.25 s |" in page
     assert "- **PLUGIN-11** fails: sync_turn() raised\n  demo.py:7 takes no messages." in page
+    # each provider not certified yet says why
+    for package, why in providers_sweep.NOT_YET:
+        assert f"| {package} | {why} |" in page
     # a subject that left no report is said so, never read as passing
     lost = Outcome(SUBJECT, None, 0.0, "timed out")
     assert unsettled([lost]) == ["demo: no report (timed out)"]
@@ -95,3 +98,29 @@ def test_a_run_with_some_subjects_adds_to_the_run_kept_there(tmp_path) -> None:
         ("demo", 1, 30.0),
         ("other", 0, 12.0),
     ]
+
+
+def test_a_subject_built_with_its_own_python(tmp_path) -> None:
+    import sys
+    import venv
+    from pathlib import Path
+
+    from memspec.spec.errors import UsageError
+
+    # its interpreter is given to memspec provider, which builds the environment with it
+    own = Subject("own", "own 1.0", "`--package`", package="own==1.0", python="/usr/bin/python3")
+    arguments = providers_sweep.certify_arguments(own, Path(sys.executable), tmp_path)
+    assert arguments == ["--package", "own==1.0", "--python", "/usr/bin/python3"]
+    assert providers_sweep.certify_arguments(SUBJECT, Path(sys.executable), tmp_path) == [
+        "--package",
+        "demo-provider==1.0",
+    ]
+    # an environment of the cache built with another interpreter is said, never used
+    venv.create(tmp_path / "env", with_pip=False)
+    built = tmp_path / "env" / "bin" / "python"
+    providers_sweep.built_with(built, sys.executable)
+    other = tmp_path / "other-python"
+    other.write_text("#!/bin/sh\necho /elsewhere\n", encoding="utf-8")
+    other.chmod(0o755)
+    with pytest.raises(UsageError, match=r"was built with the Python of .*, not .*other-python"):
+        providers_sweep.built_with(built, str(other))
