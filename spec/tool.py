@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memspec.spec import codes
-from memspec.spec.codec import FileState
+from memspec.spec.codec import FileState, normalize_content
 from memspec.spec.codec import usage as usage_of
 from memspec.spec.operations import Add, Batch, Mutation, Patch, Remove, Replace
 from memspec.spec.problems import Problem
@@ -359,20 +359,33 @@ def shown(entry: str, target: str, scan: bool) -> str:
     return blocked_placeholder(target, names) if names else entry
 
 
-def shown_matches(outcome: Outcome, entries: Sequence[str], target: str, scan: bool) -> list[str]:
+def shown_matches(
+    outcome: Outcome, entries: Sequence[str], operation: Mutation, target: str, scan: bool
+) -> list[str]:
     """Returns the ``matches`` of an ambiguity as a result shows them: the preview of each
     distinct entry (MATCH-5, MATCH-6), a blocked entry's placeholder instead (TOOL-9, TOOL-13)."""
     found = []
-    for entry in matched_entries(outcome, entries):
+    for entry in matched_entries(outcome, entries, operation):
         text = shown(entry, target, scan)
         found.append(preview(entry) if text == entry else text)
     return found
 
 
-def matched_entries(outcome: Outcome, entries: Sequence[str]) -> list[str]:
-    """Returns the distinct entries behind an outcome's previews, in entry order (MATCH-5)."""
-    distinct = list(dict.fromkeys(entries))
-    return [entry for entry in distinct if preview(entry) in outcome.matches]
+def matched_entries(outcome: Outcome, entries: Sequence[str], operation: Mutation) -> list[str]:
+    """Returns the distinct entries the ``old_text`` of the step ``operation`` was refused at
+    holds, in entry order (MATCH-5), among ``entries`` as that step saw them: in a batch, the
+    working copy after its earlier items (BATCH-3). An entry that only shares a candidate's
+    preview is none of them (TOOL-9: one item per distinct matching entry)."""
+    chosen = steps(operation)
+    at = outcome.item if outcome.item is not None else 0
+    working = tuple(entries)
+    for action, content, old_text in chosen[:at]:
+        applied = apply_step(working, action, content, old_text)
+        if isinstance(applied, Outcome):
+            return []  # not met: a batch refused at an item applied every item before it
+        working = applied
+    needle = normalize_content(chosen[at][2]) if at < len(chosen) else ""
+    return list(dict.fromkeys(entry for entry in working if needle and needle in entry))
 
 
 def overwritten_entries(operation: Mutation, before: Sequence[str]) -> list[str]:
@@ -440,7 +453,7 @@ def normative_result(
     if outcome.code != codes.E_UNREADABLE:
         result |= _live(after, limit)
     if outcome.code == codes.E_AMBIGUOUS:
-        result["matches"] = shown_matches(outcome, before, target, scan)
+        result["matches"] = shown_matches(outcome, before, parsed.operation, target, scan)
     if outcome.code == codes.E_LIMIT:
         result[LISTING] = [shown(entry, target, scan) for entry in after]
     return result
@@ -622,7 +635,7 @@ def _shown_fields(
 ) -> list[ResultProblem]:
     problems = []
     if outcome.code == codes.E_AMBIGUOUS:
-        wanted = matched_entries(outcome, before)
+        wanted = matched_entries(outcome, before, call.operation)
         problems += _listing_problems(result, "matches", wanted, seen, "TOOL-9", preview)
     if outcome.code == codes.E_LIMIT:
         problems += _listing_problems(result, LISTING, seen.live_after, seen, "TOOL-10")

@@ -277,3 +277,24 @@ def test_a_check_records_each_clause_a_result_breaks(tmp_path: Path) -> None:
         run_in_budget(check, CheckContext(backend, root, tmp_path, PROFILES["ci"], None))
     assert [f.clause for f in failure.value.failures] == ["TOOL-13", "TOOL-7"], failure.value
     assert failure.value.completed
+
+
+def test_matches_are_the_entries_old_text_matched_as_the_step_saw_them() -> None:
+    from memspec.spec.operations import Batch, Remove
+    from memspec.spec.rules import Outcome, preview
+    from memspec.spec.tool import matched_entries
+
+    # an entry sharing a candidate's 80-code-point preview but not holding old_text is no match
+    # (TOOL-9: one item per distinct matching entry)
+    long = "x" * 80
+    entries = [f"{long} tabs in Go", f"{long} tabs in C", f"{long} Shell: fish"]
+    ambiguous = Outcome("E_AMBIGUOUS", matches=(preview(long),) * 2, rule="MATCH-5")
+    assert matched_entries(ambiguous, entries, Remove("memory", "tabs")) == entries[:2]
+    # a batch's item sees the working copy after the items before it (BATCH-3)
+    batch = Batch(
+        "memory",
+        ({"action": "add", "content": "tabs in C"}, {"action": "remove", "old_text": "tabs"}),
+    )
+    at_item = Outcome("E_AMBIGUOUS", matches=("tabs in Go", "tabs in C"), item=1, rule="MATCH-5")
+    found = matched_entries(at_item, ["tabs in Go", "Shell: fish"], batch)
+    assert found == ["tabs in Go", "tabs in C"]
