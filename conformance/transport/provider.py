@@ -172,7 +172,8 @@ def setup_words(command: str) -> list[str]:
 
 
 def _last_line(stderr: str) -> str:
-    """Returns ``: LINE``, the last line ``stderr`` holds that is not blank, or nothing."""
+    """Returns ``: LINE``, the last line ``stderr`` holds that is not blank, or `` (nothing on
+    stderr)``."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return f": {lines[-1][:300]}" if lines else " (nothing on stderr)"
 
@@ -424,8 +425,8 @@ class ProviderBackend:
         return f"provider {self.target}"
 
     def address(self) -> Address:
-        """Returns the driver's command, the directory it resolves the target from and the
-        subject ``provider``."""
+        """Returns the driver's command, the directory it resolves the target from, the
+        subject ``provider`` and the ``--home-setup`` command (what a worker rebuilds it from)."""
         return Address(
             command=self.command, cwd=self.cwd, subject=PROVIDER, home_setup=self.home_setup
         )
