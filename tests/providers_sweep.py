@@ -53,6 +53,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -82,6 +83,9 @@ class Subject:
     the package index, or ``bundled``, the folder of a provider hermes-agent ships under
     ``plugins/memory``. ``installer`` is the package's own command that writes its plugin folder
     into a Hermes home (``{home}`` stands for it), ``plugin`` that folder below the home;
+    ``home_setup`` is the package's own command that prepares each Hermes home the provider is
+    given (``memspec provider --home-setup``: ``{home}`` stands for the home, ``{python}`` for
+    the environment's interpreter, and its first word is a script of that environment);
     ``environment`` holds the variables the user sets; ``python`` is the interpreter its
     environment is built with (``memspec provider --python``) where the one running the sweep
     lacks what the provider needs; ``how`` says how it is installed."""
@@ -95,6 +99,7 @@ class Subject:
     plugin: str = ""
     environment: Mapping[str, str] = field(default_factory=dict)
     python: str | None = None
+    home_setup: tuple[str, ...] = ()
 
 
 SUBJECTS: tuple[Subject, ...] = (
@@ -182,6 +187,31 @@ SUBJECTS: tuple[Subject, ...] = (
         package="recall-memory-hermes==0.3.0",
         python="/usr/bin/python3",
     ),
+    Subject(
+        "scope-recall",
+        "hermes-scope-recall 3.15.1",
+        "`--package`: the package its `hermes_agent.memory_providers` entry point names "
+        "(`scope_recall.distribution.hermes`), with `--home-setup` running its README's "
+        "installer in each Hermes home memspec gives it: `scope-recall apply-install --host "
+        "hermes --target-plugin-dir HOME/plugins/scope-recall --instance-root HOME --agent-id "
+        "default --python PYTHON` (the profile `default`, as on an isolated home), which writes "
+        "the installation manifest and `memory.sqlite3` its `initialize` binds to",
+        package="hermes-scope-recall==3.15.1",
+        home_setup=(
+            "scope-recall",
+            "apply-install",
+            "--host",
+            "hermes",
+            "--target-plugin-dir",
+            "{home}/plugins/scope-recall",
+            "--instance-root",
+            "{home}",
+            "--agent-id",
+            "default",
+            "--python",
+            "{python}",
+        ),
+    ),
 )
 """The providers certified, in the order of the page."""
 
@@ -198,6 +228,7 @@ _RECALL = "recall-memory-hermes 0.3.0 `recall_memory_hermes/__init__.py`"
 _NYX = "nyx-memory 7.16.0 `nexsandglass/core/memory_provider.py`"
 _NYX_HERMES = "`nexsandglass_hermes/__init__.py`"
 _POLICY = "`recall_memory_hermes/memory_policy.py`"
+_SCOPE = "hermes-scope-recall 3.15.1 `scope_recall"
 _EMBED = (
     "mnemosyne-memory 4.0.0b6 (its dependency) `mnemosyne/core/embeddings.py`:347-385, `_get_model`"
 )
@@ -426,6 +457,16 @@ NOTES: dict[tuple[str, str], str] = {
         'only logs "takes effect after a restart" (`apply_data_dir`, :85-94). Two profiles one '
         "gateway serves share one memory, each recalling what the other was told."
     ),
+    ("scope-recall", "PLUGIN-9"): (
+        f"{_SCOPE}/adapters/hermes/prefetch.py`:30-75, `prefetch` (`Prefetch.recall`) hands the "
+        "query to `core.recall_packet` as it came and catches nothing; "
+        "`scope_recall/core/composition.py`:439 validates it against "
+        "`contracts/recall_request.schema.json`, whose `query` has `maxLength` 8192 (:17-21), "
+        "and a longer one raises `ContractError` (`INPUT_INVALID: invalid query`; "
+        "`core/retrieval.py`:132-134 refuses it again). A turn of 20,000 characters (a pasted "
+        'log) makes `prefetch` raise instead of returning `""`; Hermes 0.19.0\'s manager logs '
+        "it at debug level (`agent/memory_manager.py`:530-531) and the turn goes without recall."
+    ),
 }
 """For each (subject key, clause) the sweep finds failing: where the provider's code does it
 (file and line in the version certified) and why the verdict is the code's own."""
@@ -651,18 +692,7 @@ ELSEWHERE: tuple[tuple[str, str], ...] = (
 )
 """The other memory providers on the package index (``NAME VERSION``), each with why it is not
 certified here."""
-NOT_YET: tuple[tuple[str, str], ...] = (
-    (
-        "hermes-scope-recall 3.15.1",
-        "its code is read, and it runs only as its installation leaves a Hermes home: its "
-        "`initialize` binds to the installation manifest and `memory.sqlite3` that `scope-recall "
-        'apply-install` writes into that home, and raises `HermesIdentityError` ("installation '
-        'manifest is required") in any other (`scope_recall/adapters/hermes/identity.py`:606-613, '
-        "`shared_entries.py`:230-245, `installation.py`:607); memspec gives every session, and "
-        "PLUGIN-19's second profile, a fresh home of its own, and the sweep runs a package's "
-        "installer once, before the run",
-    ),
-)
+NOT_YET: tuple[tuple[str, str], ...] = ()
 """Memory providers on the index whose descriptions promise local use, not certified yet, each
 with why: each is for :data:`SUBJECTS` once memspec can run it as its installation does."""
 
@@ -753,6 +783,10 @@ def certify_arguments(subject: Subject, python: Path, scratch: Path) -> list[str
     arguments = ["--package", subject.package] if subject.package else []
     if subject.python is not None:
         arguments += ["--python", subject.python]
+    if subject.home_setup:
+        setup = [part.replace("{python}", str(python)) for part in subject.home_setup]
+        setup[0] = str(python.parent / setup[0])
+        arguments += ["--home-setup", shlex.join(setup)]
     if subject.bundled is not None:
         found = subprocess.run(
             [str(python), "-I", "-c", "import plugins.memory as m; print(m.__path__[0])"],
@@ -886,7 +920,7 @@ def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
         "| package | why not yet |",
         "|---|---|",
     ]
-    lines += [f"| {package} | {why} |" for package, why in NOT_YET]
+    lines += [f"| {package} | {why} |" for package, why in NOT_YET] or ["| none | – |"]
     return "\n".join(lines)
 
 

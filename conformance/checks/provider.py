@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext, check
-from memspec.conformance.transport.provider import XDG, ProviderSession, open_provider
+from memspec.conformance.transport.provider import (
+    XDG,
+    HomeSetupError,
+    ProviderSession,
+    open_provider,
+)
 from memspec.conformance.verdict.findings import Unverified, Violation
 from memspec.spec.problems import Problem
 from memspec.spec.provider import (
@@ -80,8 +85,13 @@ REPEATED_QUERY = "What is the user's bicycle called? Pomegranate-Axiom-31"
 @contextmanager
 def provider(ctx: CheckContext, root: Path | None = None) -> Iterator[ProviderSession]:
     """Yields a new session of the provider on the check's root (or ``root``), its process
-    ended when the block ends."""
-    with open_provider(ctx.backend, ctx.root if root is None else root) as session:
+    ended when the block ends; raises Unverified when ``--home-setup``'s command failed in that
+    root (the user's command, not the provider, is at fault)."""
+    try:
+        opened = open_provider(ctx.backend, ctx.root if root is None else root)
+    except HomeSetupError as error:
+        raise Unverified(str(error)) from None
+    with opened as session:
         yield session
 
 
@@ -784,6 +794,11 @@ def profiles_never_cross(ctx: CheckContext) -> None:
     facts = (FACTS[0], FACTS[1])
     with provider(ctx) as session:
         indexes = (0, session.instance())
+        try:
+            # the second profile's home is prepared as the first was (--home-setup)
+            session.prepare_home(homes[1])
+        except HomeSetupError as error:
+            raise Unverified(str(error)) from None
         for index, home in zip(indexes, homes, strict=True):
             started(session, instance=index, home=home)
         for own, other in ((0, 1), (1, 0)):

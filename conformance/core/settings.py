@@ -106,7 +106,12 @@ def backend_at(address: Address, timeout: float | None) -> Backend:
     """Returns the backend found at ``address`` (a command, or a ``MODULE:FACTORY``), waiting at
     most ``timeout`` seconds for one call."""
     if address.subject == PROVIDER:
-        return ProviderBackend(address.command, timeout or RELEASE_CALL_TIMEOUT, cwd=address.cwd)
+        return ProviderBackend(
+            address.command,
+            timeout or RELEASE_CALL_TIMEOUT,
+            cwd=address.cwd,
+            home_setup=address.home_setup,
+        )
     if address.command:
         return CommandBackend(address.command, timeout or CALL_TIMEOUT, cwd=address.cwd)
     return InProcessBackend(address.factory, timeout)
@@ -190,6 +195,7 @@ def make_settings(
     backend: str | None = None,
     backend_cmd: str | None = None,
     provider_cmd: str | None = None,
+    home_setup: str | None = None,
     given: Backend | None = None,
     require_backend: bool = True,
     profile: str | None = None,
@@ -210,8 +216,8 @@ def make_settings(
     """Returns the settings of a run started in directory ``base``, every path resolved against
     it and the SPEC.md ``spec`` names read (the installed one when ``None``), as the view of the
     subject the backend is (SPEC.md, "Subjects": ``provider_cmd`` names a provider plugin's
-    driver, ``memspec provider``); raises UsageError, naming what was given and what is
-    expected."""
+    driver, ``memspec provider``, and ``home_setup`` the command run in each new Hermes home
+    before it starts); raises UsageError, naming what was given and what is expected."""
     named = [bool(backend), bool(backend_cmd), bool(provider_cmd), given is not None]
     if sum(named) > 1 or (require_backend and sum(named) != 1):
         raise UsageError(ONE_BACKEND)
@@ -221,6 +227,8 @@ def make_settings(
         raise UsageError(f"workers must be a positive int or 'auto', got {workers!r}")
     if given is not None and workers:
         raise UsageError(NAMELESS)
+    if home_setup and not provider_cmd:
+        raise UsageError("--home-setup prepares a provider's Hermes home: give it with a provider")
     seconds = timeout or CALL_TIMEOUT
     chosen: Backend | None = given
     if backend:
@@ -228,7 +236,12 @@ def make_settings(
     elif backend_cmd:
         chosen = CommandBackend(backend_cmd, seconds)
     elif provider_cmd:
-        chosen = ProviderBackend(provider_cmd, timeout or RELEASE_CALL_TIMEOUT, cwd=str(base))
+        chosen = ProviderBackend(
+            provider_cmd,
+            timeout or RELEASE_CALL_TIMEOUT,
+            cwd=str(base),
+            home_setup=home_setup or "",
+        )
     resolved = resolve_profile(profile)
     subject = subject_of(chosen) if chosen is not None else STORE
     the_spec = spec_of((base / spec).absolute()).of_subject(subject) if spec else None

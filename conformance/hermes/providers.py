@@ -108,9 +108,11 @@ def _cmd_provider(args: argparse.Namespace) -> int:
     from memspec.conformance.commands.certify import run_certification
     from memspec.conformance.commands.terminal import print_result
     from memspec.conformance.transport.backend import BackendDefect
-    from memspec.conformance.transport.provider import provider_label
+    from memspec.conformance.transport.provider import provider_label, setup_words
 
     base = Path.cwd()
+    if args.home_setup is not None:
+        setup_words(args.home_setup)  # refused before any environment is built
     if args.target is not None:
         problem = target_problem(args.target, base)
         if problem is not None:
@@ -121,7 +123,9 @@ def _cmd_provider(args: argparse.Namespace) -> int:
     # a package's own plugin folder is named to the driver as NAME==VERSION (found there)
     target = args.target if args.target is not None else package.label if package else ""
     command = provider_command(target, args.hermes_version, args.cache, args.python, package)
-    settings = release_settings(args, provider_cmd=command, verbose=args.verbose)
+    settings = release_settings(
+        args, provider_cmd=command, verbose=args.verbose, home_setup=args.home_setup
+    )
     backend = settings.backend
     assert backend is not None  # make_settings made the provider's backend
     try:
@@ -160,6 +164,13 @@ def add_parser(commands: Any) -> None:
         metavar="VERSION",
         help=f"the hermes-agent release whose environment runs the provider (default "
         f"{DEFAULT_HERMES})",
+    )
+    parser.add_argument(
+        "--home-setup",
+        metavar="CMD",
+        help="a command run once in each new Hermes home before the provider starts there "
+        "({home} stands for it; in it, with the provider's environment, within --timeout): "
+        "the installer of a provider that runs only in a home it prepared",
     )
     add_options(parser.add_argument, (CACHE, PYTHON))
     parser.add_argument(

@@ -137,12 +137,15 @@ class Runs(Enum):
 class Address:
     """Where a backend is found again by a later run: a Python backend's ``MODULE:FACTORY``
     (``factory``), or a ``command`` and the directory it runs in (``cwd``); ``subject`` is
-    ``provider`` for a command that drives a provider plugin (SPEC.md, "Subjects")."""
+    ``provider`` for a command that drives a provider plugin (SPEC.md, "Subjects"), whose
+    ``home_setup`` is the command run in each new Hermes home before it starts (``--home-setup``;
+    empty: none)."""
 
     factory: str = ""
     command: str = ""
     cwd: str = ""
     subject: str = STORE
+    home_setup: str = ""
 
 
 class Backend(Protocol):

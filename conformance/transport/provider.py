@@ -14,9 +14,12 @@ running (``spec/provider.py``, ``HOOK_CLAUSES``).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
 import shlex
+import signal
 import subprocess
 from collections import deque
 from collections.abc import Mapping
@@ -82,6 +85,99 @@ def provider_environment(root: Path, home: Path, temporary: Path) -> dict[str, s
     return environment
 
 
+class HomeSetupError(UsageError):
+    """The command ``--home-setup`` names failed in a Hermes home: it could not start, ended with
+    a status other than 0 or outlived its budget. The user's command is wrong, not the provider
+    nor memspec: give one that prepares a home as the provider's installer does."""
+
+
+@dataclass
+class HomeSetup:
+    """A HomeSetup is the command ``memspec provider --home-setup CMD`` names, run once in each
+    new Hermes home the provider is given (a session's root, PLUGIN-19's second profile) before
+    the provider's process starts there: the provider's own installer, for a provider that runs
+    only in a home it prepared. ``{home}`` in its words stands for the home; it runs in the home,
+    with the provider's environment (:func:`provider_environment`), at most ``timeout`` seconds.
+    What it writes is there before the provider's process starts, so no judge counts it as the
+    provider's (PLUGIN-1, PLUGIN-7). The driver refuses the network inside its own process only:
+    the setup's network is not refused."""
+
+    command: str
+    timeout: float
+    prepared: set[str] = field(default_factory=set, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        setup_words(self.command)
+
+    def argv(self, home: Path) -> list[str]:
+        """Returns the command's words with ``{home}`` replaced by ``home``."""
+        return [word.replace("{home}", str(home)) for word in setup_words(self.command)]
+
+    def prepare(self, home: Path, environment: Mapping[str, str]) -> None:
+        """Runs the command in ``home`` unless it ran there already; raises HomeSetupError (one
+        line: the command, what went wrong, its last line on stderr) when it fails."""
+        key = os.path.realpath(home)
+        if key in self.prepared:
+            return
+        argv = self.argv(home)
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                cwd=home,
+                env=dict(environment),
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise HomeSetupError(
+                f"--home-setup {self.command!r} could not start {argv[0]!r}: "
+                f"{error.strerror or error}"
+            ) from None
+        try:
+            _, stderr = process.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            # the setup's own children end with it: it runs in a process group of its own
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            try:
+                _, stderr = process.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # a child of its own session holds the pipe
+                stderr = ""
+            raise HomeSetupError(
+                f"--home-setup {self.command!r} did not finish within {self.timeout:g} s in "
+                f"{home}{_last_line(stderr)}; raise --timeout if it is slow, not hung"
+            ) from None
+        if process.returncode != 0:
+            raise HomeSetupError(
+                f"--home-setup {self.command!r} ended with status {process.returncode} in "
+                f"{home}{_last_line(stderr)}"
+            )
+        self.prepared.add(key)
+
+
+def setup_words(command: str) -> list[str]:
+    """Returns the words of the ``--home-setup`` command ``command`` (split as a shell does);
+    raises UsageError for one that cannot be split or names nothing."""
+    try:
+        words = shlex.split(command)
+    except ValueError as error:
+        raise UsageError(f"--home-setup {command!r} is no command: {error}") from None
+    if not words:
+        raise UsageError("--home-setup names no command; give the command that prepares a home")
+    return words
+
+
+def _last_line(stderr: str) -> str:
+    """Returns ``: LINE``, the last line ``stderr`` holds that is not blank, or `` (nothing on
+    stderr)``."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return f": {lines[-1][:300]}" if lines else " (nothing on stderr)"
+
+
 @dataclass
 class ProviderSession(Session):
     """A session that drives one provider plugin in the driver's process: ``info`` is what
@@ -96,6 +192,7 @@ class ProviderSession(Session):
     features: frozenset[str] = frozenset()
     name: str = ""
     version: str = ""
+    setup: HomeSetup | None = None
     info: dict[str, Any] = field(default_factory=dict)
     home: Path = field(init=False)
     temporary: Path = field(init=False)
@@ -115,6 +212,7 @@ class ProviderSession(Session):
         # the folder the other *_HOME variables point into exists, as a real home does: a
         # provider that makes its own home makes only that (PLUGIN-7)
         (self.home / HOMES).mkdir(exist_ok=True)
+        self.prepare_home(self.root)
         try:
             self.process = prestart.start(
                 argv, str(self.home), provider_environment(self.root, self.home, self.temporary)
@@ -141,6 +239,13 @@ class ProviderSession(Session):
         self.features = frozenset(str(f) for f in loaded.get("features") or ())
         self.name = str(loaded.get("name") or loaded.get("class") or "")
         self.version = str(loaded.get("version") or "")
+
+    def prepare_home(self, home: Path) -> None:
+        """Runs ``--home-setup``'s command in the Hermes home ``home`` (this session's root, or
+        another profile's home it is given) unless it ran there already; raises HomeSetupError
+        when it fails. Without ``--home-setup`` it does nothing."""
+        if self.setup is not None:
+            self.setup.prepare(home, provider_environment(home, self.home, self.temporary))
 
     def _exchange(self, request: dict[str, Any], method: str, limit: float) -> dict[str, Any]:
         """Sends one request to the driver and returns its answer (raises BackendDefect, of the
@@ -294,12 +399,20 @@ class ProviderBackend:
     """A provider plugin, named by the command that starts memspec's driver on it in a Hermes
     environment (its last argument is the provider's target: a plugin folder or
     ``MODULE:CLASS``). ``cwd`` is the directory a relative target and ``MODULE`` are found
-    from; ``timeout`` bounds loading the provider (import, ``register``, constructor)."""
+    from; ``timeout`` bounds loading the provider (import, ``register``, constructor) and
+    ``home_setup``'s command, run once in each new Hermes home (:class:`HomeSetup`; empty:
+    none)."""
 
     command: str
     timeout: float = RELEASE_CALL_TIMEOUT
     cwd: str = field(default_factory=invocation_dir)
+    home_setup: str = ""
     runs: ClassVar[Runs] = Runs.PROVIDER
+    setup: HomeSetup | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.home_setup:
+            self.setup = HomeSetup(self.home_setup, self.timeout)
 
     @property
     def target(self) -> str:
@@ -312,14 +425,17 @@ class ProviderBackend:
         return f"provider {self.target}"
 
     def address(self) -> Address:
-        """Returns the driver's command, the directory it resolves the target from and the
-        subject ``provider``."""
-        return Address(command=self.command, cwd=self.cwd, subject=PROVIDER)
+        """Returns the driver's command, the directory it resolves the target from, the
+        subject ``provider`` and the ``--home-setup`` command (what a worker rebuilds it from)."""
+        return Address(
+            command=self.command, cwd=self.cwd, subject=PROVIDER, home_setup=self.home_setup
+        )
 
     def open(self, root: Path, limits: Mapping[str, int] | None = None) -> ProviderSession:
-        """Starts the driver with ``root`` as the provider's ``hermes_home`` and loads the
-        provider (raises BackendDefect, of PLUGIN-1, when it cannot be loaded)."""
-        return ProviderSession(self.command, root, self.timeout, self.cwd)
+        """Starts the driver with ``root`` as the provider's ``hermes_home`` (run ``home_setup``
+        in it first, if it is new) and loads the provider (raises BackendDefect, of PLUGIN-1,
+        when it cannot be loaded; HomeSetupError when the setup fails)."""
+        return ProviderSession(self.command, root, self.timeout, self.cwd, setup=self.setup)
 
 
 def open_provider(backend: object, root: Path) -> ProviderSession:

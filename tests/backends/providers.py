@@ -185,3 +185,21 @@ class KeepsItsDataHome(FileProvider):
         self._path = self._home() / RECORDS
         with open(os.devnull, "w", encoding="utf-8") as silenced:
             print("loading the index", file=silenced)
+
+
+INSTALLED = "memspec-installed.txt"
+"""The file ``NeedsItsInstaller`` runs only beside: its installer's record, holding the home."""
+
+
+class NeedsItsInstaller(FileProvider):
+    """The sound provider that runs only in a Hermes home its installer prepared, as
+    hermes-scope-recall 3.15.1 binds to the manifest ``scope-recall apply-install`` writes:
+    ``initialize`` raises unless ``hermes_home`` holds ``memspec-installed.txt`` naming that very
+    home (what ``memspec provider --home-setup`` runs in each new home writes)."""
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["hermes_home"])
+        record = home / INSTALLED
+        if not record.is_file() or record.read_text(encoding="utf-8") != str(home):
+            raise RuntimeError(f"{home} was not installed into: run the installer first")
+        super().initialize(session_id, **kwargs)

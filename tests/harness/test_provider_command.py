@@ -64,3 +64,23 @@ def test_no_provider_named_is_refused_before_the_index_is_asked(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"memspec: error: {said}")
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("setup", "said"),
+    [
+        ("'unbalanced {home}", '--home-setup "\'unbalanced {home}" is no command'),
+        ("", "--home-setup names no command"),
+    ],
+)
+def test_a_home_setup_that_is_no_command_is_refused_before_any_environment(
+    setup: str, said: str, tmp_path: Path
+) -> None:
+    result = memspec(
+        "provider", "tests/data/providers/file_plugin", "--home-setup", setup,
+        "--cache", str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"memspec: error: {said}"), result.stderr
+    assert not (tmp_path / "cache").exists()

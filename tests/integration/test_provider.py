@@ -7,6 +7,7 @@ never a traceback or a hang."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,48 @@ def test_a_data_home_of_its_own_that_backup_paths_names_is_no_stray_write() -> N
     result = provider("tests.backends.providers:KeepsItsDataHome", "-k", "writes_stay_at_home")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.rstrip().endswith("1 passed, 0 failed, 0 skipped"), result.stdout
+
+
+INSTALLER_CHECKS = (
+    "initialize_takes or writes_stay_at_home or secondary_contexts or profiles_never_cross"
+)
+"""The checks that open homes of every kind: a check's root (PLUGIN-6, PLUGIN-7), a session's
+on each secondary context's (PLUGIN-8) and a second profile's (PLUGIN-19)."""
+
+
+def test_a_provider_that_needs_its_installer_runs_in_every_home_the_setup_prepared() -> None:
+    target = "tests.backends.providers:NeedsItsInstaller"
+    # without its installer, initialize raises in every fresh home memspec gives it (PLUGIN-6)
+    bare = provider(target, "-k", INSTALLER_CHECKS, "-q")
+    assert bare.returncode == 1, bare.stdout[-3000:] + bare.stderr[-3000:]
+    assert "PLUGIN-6" in bare.stdout and "was not installed into" in bare.stdout, bare.stdout
+    # the setup writes, in each new home and with that home as HERMES_HOME, the record it needs;
+    # what it writes is not the provider's (PLUGIN-7, PLUGIN-8, PLUGIN-19)
+    record = (
+        "import os, pathlib, sys; "
+        "pathlib.Path(sys.argv[1], 'memspec-installed.txt').write_text(os.environ['HERMES_HOME'])"
+    )
+    setup = f"{sys.executable} -c {shlex.quote(record)} {{home}}"
+    installed = provider(target, "--home-setup", setup, "-k", INSTALLER_CHECKS, "-q")
+    shown = installed.stdout[-3000:] + installed.stderr[-3000:]
+    assert installed.returncode == 0, shown
+    assert installed.stdout.rstrip().endswith("4 passed, 0 failed, 0 skipped"), shown
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        ("import sys; sys.exit('no manifest to write here')", "ended with status 1 in "),
+        ("import sys, time; print('installing', file=sys.stderr, flush=True); time.sleep(120)",
+         "did not finish within 20 s in "),
+    ],
+)  # fmt: skip
+def test_a_home_setup_that_fails_or_hangs_is_one_line_and_status_2(code: str, said: str) -> None:
+    setup = f"{sys.executable} -c {shlex.quote(code)}"
+    result = provider(
+        f"{PROVIDERS}/file_plugin", "--home-setup", setup, "--timeout", "20", timeout=300
+    )
+    one_line_status_2(result, said)
+    assert f"--home-setup {setup!r}" in result.stderr
+    last = "no manifest to write here" if "exit" in code else "installing"
+    assert f": {last}" in result.stderr, result.stderr

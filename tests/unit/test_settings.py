@@ -106,3 +106,16 @@ def test_a_backend_is_found_again_at_its_address(tmp_path: Path) -> None:
     assert command.timeout == 4.0
     factory = backend_at(Address(factory=REFERENCE), None)
     assert isinstance(factory, InProcessBackend) and factory.address().factory == REFERENCE
+
+
+def test_a_provider_home_setup_travels_to_a_worker(tmp_path: Path) -> None:
+    from memspec.conformance.transport.provider import ProviderBackend
+
+    setup = "installer apply --home {home}"
+    settings = make_settings(base=tmp_path, provider_cmd="python driver.py x:Y", home_setup=setup)
+    again = Settings.from_json(json.loads(json.dumps(settings.to_json())))
+    assert isinstance(again.backend, ProviderBackend) and again.backend.home_setup == setup
+    assert again.backend.setup is not None
+    assert again.backend.setup.argv(tmp_path) == ["installer", "apply", "--home", str(tmp_path)]
+    with pytest.raises(UsageError, match="--home-setup prepares a provider's Hermes home"):
+        make_settings(base=tmp_path, backend=REFERENCE, home_setup=setup)
