@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import traceback
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib import metadata
@@ -145,6 +146,24 @@ def _path_of(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     return os.path.realpath(value)
+
+
+def _sqlite_path(database: object, uri: bool = False) -> tuple[str | None, bool]:
+    """Returns the absolute path of the file an SQLite connection to ``database`` opens
+    (``None``: an in-memory database) and whether it may write there: a ``file:`` URI (which
+    Python's audit event gives as it is, ``uri=True`` or not) names its file in its path, and
+    ``mode=ro`` opens it read-only."""
+    text = os.fsdecode(database) if isinstance(database, bytes) else database
+    if isinstance(text, str) and (uri or text.startswith("file:")):
+        parsed = urllib.parse.urlsplit(text)
+        mode = urllib.parse.parse_qs(parsed.query).get("mode", [""])[-1]
+        name = urllib.parse.unquote(parsed.path)
+        if mode == "memory" or name in ("", ":memory:"):
+            return None, False
+        return _path_of(name), mode != "ro"
+    if database == ":memory:":
+        return None, False
+    return _path_of(database), True
 
 
 def _mode_change(path: str, args: tuple[Any, ...]) -> dict[str, int | None]:
@@ -304,9 +323,8 @@ class Driver:
             index = FILE_EVENTS[event][0]
             path = _path_of(args[index]) if len(args) > index else None
         elif event == "sqlite3.connect":
-            database = args[0] if args else None
-            path = _path_of(database)
-            if path is None or database == ":memory:" or os.path.exists(path):
+            path, writes = _sqlite_path(args[0] if args else None)
+            if path is None or not writes or os.path.exists(path):
                 return
         elif event in NETWORK_EVENTS:
             self._refuse_network(event, args)
@@ -367,7 +385,7 @@ class Driver:
         @functools.wraps(original)
         def connect(database: Any, *args: Any, **kwargs: Any) -> Any:
             connection = original(database, *args, **kwargs)
-            path = _path_of(database) if database != ":memory:" else None
+            path, _ = _sqlite_path(database, bool(kwargs.get("uri")))
             if path is not None:
 
                 def statement(text: str) -> None:

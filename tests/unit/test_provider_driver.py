@@ -253,3 +253,16 @@ def test_a_hook_runs_in_the_profile_of_its_hermes_home(monkeypatch: pytest.Monke
     assert provider_driver.in_profile(None, override.get) is None
     monkeypatch.delitem(sys.modules, "hermes_constants")
     assert provider_driver.in_profile("/profiles/b", lambda: 7) == 7  # a release without it
+
+
+def test_an_sqlite_uri_names_its_file_and_read_only_is_no_write(tmp_path: Path) -> None:
+    # scope-recall opens its database as file:/…?mode=ro (uri=True): its path is the URI's, and
+    # a read-only connection creates nothing, whether the file exists or not
+    home = tmp_path / "home"
+    home.mkdir()
+    watched = driver(home)
+    watched.audit("sqlite3.connect", (f"file:{home / 'gone.sqlite3'}?mode=ro",))
+    watched.audit("sqlite3.connect", (f"file:{home / 'made.sqlite3'}?mode=rwc",))
+    watched.audit("sqlite3.connect", ("file::memory:?cache=shared",))
+    assert [Path(e["path"]).name for e in watched.events] == ["made.sqlite3"]
+    assert all(not e["blocked"] for e in watched.events)
