@@ -574,6 +574,10 @@ def synced_turns_are_recalled(ctx: CheckContext) -> None:
         manager, _ = first.manager()
         first.manager_call(manager, "initialize_all", **keywords)
         for index, (user, reply) in enumerate(turns):
+            # each turn as Hermes drives it: on_turn_start first (a provider may key the turn
+            # by it), then the sync, done before the next turn starts (a model's reply between
+            # two turns takes longer than a background sync)
+            first.manager_call(manager, "on_turn_start", index + 1, user)
             first.manager_call(
                 manager,
                 "sync_all",
@@ -582,6 +586,7 @@ def synced_turns_are_recalled(ctx: CheckContext) -> None:
                 session_id="memspec-recall-1",
                 messages=messages_of(turns[: index + 1]),
             )
+            first.manager_call(manager, "flush_pending", 5.0)
         first.manager_call(manager, "on_session_end", messages_of(turns))
         closed = first.manager_call(manager, "shutdown_all", limit=SHUTDOWN_ALL_LIMIT)
         why = _depends(first.events())
@@ -598,7 +603,8 @@ def synced_turns_are_recalled(ctx: CheckContext) -> None:
         manager, _ = second.manager()
         second.manager_call(manager, "initialize_all", **keywords)
         missing = []
-        for fact in FACTS:
+        for number, fact in enumerate(FACTS, start=1):
+            second.manager_call(manager, "on_turn_start", number, fact.question)
             second.manager_call(
                 manager, "queue_prefetch_all", fact.question, session_id="memspec-recall-2"
             )

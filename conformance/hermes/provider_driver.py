@@ -54,6 +54,7 @@ HOOKS = (
 """The provider's methods the driver may call, and times whoever calls them (PLUGIN)."""
 MANAGER_METHODS = (
     "initialize_all",
+    "on_turn_start",
     "sync_all",
     "queue_prefetch_all",
     "prefetch_all",

@@ -176,11 +176,13 @@ class CommandSession(Session):
         )
         if not opened.get("ok"):
             why = f": {opened.get('message')}" if opened.get("message") else ""
+            self.kill()  # a session that never opened leaves no process behind
             raise BackendDefect(
                 f"the backend refused to open the root{why}", {"op": "open"}, opened
             )
         claimed = opened.get("features") or ["core"]
         if not isinstance(claimed, list) or not all(isinstance(f, str) for f in claimed):
+            self.kill()
             raise BackendDefect(
                 "open answered features that are not a list of str", {"op": "open"}, opened
             )

@@ -171,8 +171,14 @@ def test_command_backend_faults_are_defects(tmp_path: Path, mode: str, message: 
 
 @pytest.mark.parametrize("mode", ["silent-start", "no-open"])
 def test_command_backend_that_cannot_open(tmp_path: Path, mode: str) -> None:
+    processes: list[subprocess.Popen[str]] = []
+    backend = CommandBackend(
+        f"{FAULTS} {mode}", timeout=2, prestart=False, started=processes.append
+    )
     with pytest.raises(BackendDefect):
-        CommandBackend(f"{FAULTS} {mode}", timeout=2).open(tmp_path)
+        backend.open(tmp_path)
+    # the process it started is gone too: a refused open leaves nothing running
+    assert processes and all(process.poll() is not None for process in processes)
 
 
 @pytest.mark.parametrize("command", ["", "'unbalanced", "/nonexistent/program"])
