@@ -90,10 +90,14 @@ def test_killed_worker_leaves_its_operation_info(tmp_path: Path) -> None:
 def test_hung_backend_times_out(tmp_path: Path) -> None:
     """A mutation that never returns is killed at the deadline and recorded as ``info``."""
     started = time.monotonic()
-    result = run_session(Job(InProcessBackend(HANGS), tmp_path, _adds("x")), 1.0)
-    assert time.monotonic() - started < 8
+    result = run_session(Job(InProcessBackend(HANGS), tmp_path, _adds("x")), 3.0)
+    assert time.monotonic() - started < 15
     assert result.status == "timeout"
-    assert result.ops[1].type == "info" and "1 s" in result.ops[1].message
+    # the add hangs (at a load average of 9 the load before it can take a second: the deadline
+    # leaves it room, and the op recorded as info is the one in flight, whichever it is)
+    hung = result.ops[-1]
+    assert hung.type == "info" and "3 s" in hung.message, result.ops
+    assert all(op.type == "ok" for op in result.ops[:-1])
 
 
 def test_workers_start_together(tmp_path: Path) -> None:
