@@ -597,9 +597,10 @@ def stray_write_problems(
 ) -> list[Problem]:
     """Returns the PLUGIN-7 problems of a provider's writes: each path written outside the
     ``hermes_home``s it was given (``homes``), the paths ``backup_paths()`` named (``backups``)
-    and the user's cache directory (``caches``: a model downloaded is no profile's memory),
-    except a file under ``temporary`` that is not among the files ``left`` there once
-    ``shutdown()`` returned. One problem per path, the first write of each."""
+    and the user's cache directory (``caches``: a model downloaded is no profile's memory), or
+    the folders made on the way to a named path (a vault under ``~/Documents`` makes that folder
+    where a home lacks it), except a file under ``temporary`` that is not among the files
+    ``left`` there once ``shutdown()`` returned. One problem per path, the first write of each."""
     problems = []
     seen: set[str] = set()
     for event in events:
@@ -608,6 +609,8 @@ def stray_write_problems(
             continue
         if under(path, homes) or under(path, backups) or under(path, caches):
             continue
+        if event.get("op") == "os.mkdir" and any(under(backup, [path]) for backup in backups):
+            continue  # a folder on the way to a path backup_paths() names is that path's
         if under(path, [temporary]) and path not in left:
             continue
         seen.add(path)

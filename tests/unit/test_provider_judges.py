@@ -261,3 +261,14 @@ def test_a_database_is_judged_by_what_it_holds(tmp_path: Path) -> None:
     assert _database_state(database) != open_state
     (tmp_path / "notes.txt").write_text("not a database")
     assert _database_state(tmp_path / "notes.txt") is None
+
+
+def test_a_folder_made_on_the_way_to_a_declared_path_is_that_paths() -> None:
+    # hermes-llmwiki declares ~/Documents/selfwiki and makes ~/Documents where the home lacks it
+    vault = "/run/scratch-home/Documents/selfwiki"
+    made = {**write("/run/scratch-home/Documents"), "op": "os.mkdir"}
+    assert not stray_write_problems([made], [], [vault], "/t", ())
+    # a file written there, or a folder off the way, is still outside
+    assert stray_write_problems([write("/run/scratch-home/Documents/x")], [], [vault], "/t", ())
+    aside = {**write("/run/scratch-home/Music"), "op": "os.mkdir"}
+    assert stray_write_problems([aside], [], [vault], "/t", ())
