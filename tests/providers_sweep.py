@@ -371,13 +371,6 @@ NOTES: dict[tuple[str, str], str] = {
         "fact is drawn from it (its tools, its maintenance review). The SHOULD's stated "
         "deviation."
     ),
-    ("llmwiki", "PLUGIN-7"): (
-        f"{_WIKI}:626 puts the vault at `~/Documents/selfwiki` unless `config.yaml` names "
-        "another, outside `hermes_home`, and `initialize` (:152-159) makes its folders with "
-        "`ensure_dir`, `mkdir(parents=True)` (`hermes_llmwiki/writer.py`:37-41). `backup_paths()` "
-        "(:588-593) names the vault, so the turns it writes there are declared; what is not is "
-        "`~/Documents`, which it creates where the home has none."
-    ),
     ("llmwiki", "PLUGIN-13"): (
         f"By design: {_WIKI}:185-225, `sync_turn` appends each turn to the day's chronicle "
         "note (`chronicle/daily/`), and `prefetch` (:239-252) searches only the compiled layer "
