@@ -905,6 +905,13 @@ def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
         "|---|---|",
     ]
     lines += [f"| {package} | {why} |" for package, why in ELSEWHERE]
+    if not NOT_YET:
+        lines += [
+            "",
+            "Every other memory provider on the index whose description promises local use is "
+            "certified above.",
+        ]
+        return "\n".join(lines)
     lines += [
         "",
         "Not certified yet, though their descriptions promise local use, each for the reason "
@@ -913,7 +920,7 @@ def render_page(outcomes: Sequence[Outcome], profile: str) -> str:
         "| package | why not yet |",
         "|---|---|",
     ]
-    lines += [f"| {package} | {why} |" for package, why in NOT_YET] or ["| none | – |"]
+    lines += [f"| {package} | {why} |" for package, why in NOT_YET]
     return "\n".join(lines)
 
 
