@@ -68,10 +68,13 @@ def ready() -> subprocess.Popen[str] | None:
     return None if _spare is None else _spare[1]
 
 
-def discard() -> None:
-    """Ends the spare, if there is one."""
+def discard(*, forget: bool = False) -> None:
+    """Ends the spare, if there is one; with ``forget``, also forgets which commands were
+    opened, so that none gets a spare before it is opened twice again."""
     with _lock:
         _discard()
+        if forget:
+            _opened.clear()
 
 
 def _discard() -> None:
