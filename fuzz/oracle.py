@@ -14,7 +14,7 @@ from memspec.spec import codes, model
 from memspec.spec.codec import FileState, classify_bytes, encode_entries
 from memspec.spec.model import State
 from memspec.spec.operations import Batch, ExternalWrite, Mutation, Remove
-from memspec.spec.rules import Outcome, argument_error, batch_item_error, decide
+from memspec.spec.rules import Outcome, argument_error, decide
 from memspec.spec.snapshot import (
     BLOCKED_PREFIX,
     block_clause,
@@ -82,25 +82,11 @@ def _has_content(op: Mutation) -> bool:
     return not isinstance(op, Remove)
 
 
-def _argument_error_without_scan(op: Mutation) -> Outcome | None:
-    """Returns the argument refusal of a store that does not scan for threats."""
-    refusal = argument_error(op)
-    if refusal is None or refusal.code != codes.E_THREAT:
-        return refusal
-    if not isinstance(op, Batch) or refusal.item is None:
-        return None
-    for index in range(refusal.item + 1, len(op.operations)):
-        error = batch_item_error(op.operations[index])
-        if error is not None and error.code != codes.E_THREAT:
-            return Outcome(error.code, item=index)
-    return None
-
-
 def _decide(state: State, op: Mutation, *, scan: bool, guard: bool) -> tuple[Outcome, State]:
     """Returns the model's decision for a store that scans (or not) and guards drift (or not)."""
     if scan and guard:
         return model.step(state, op)
-    refusal = argument_error(op) if scan else _argument_error_without_scan(op)
+    refusal = argument_error(op, scan=scan)
     if refusal is not None:
         return refusal, state
     data = model.disk(state, op.target)

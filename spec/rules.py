@@ -87,19 +87,19 @@ def old_text_error(old_text: object) -> Outcome | None:
     return None
 
 
-def patch_content_error(content: object) -> Outcome | None:
+def patch_content_error(content: object, *, scan: bool = True) -> Outcome | None:
     """Returns the refusal for the ``content`` of a patch, or ``None``: not a string is
     ``E_INVALID`` (ENTRY-7); empty after normalisation is allowed, since it deletes the span;
     anything else is checked like the content of ``add`` (PATCH-5)."""
     if not isinstance(content, str):
         return Outcome(codes.E_INVALID, rule="ENTRY-7")
-    return content_error(content) if normalize_content(content) else None
+    return content_error(content, scan=scan) if normalize_content(content) else None
 
 
 _ITEM_FIELDS = {"add": ("content",), "replace": ("old_text", "content"), "remove": ("old_text",)}
 
 
-def batch_item_error(item: object) -> Outcome | None:
+def batch_item_error(item: object, *, scan: bool = True) -> Outcome | None:
     """Returns the refusal for one batch item's arguments, or ``None``: an object with a known
     ``action`` and string fields (BATCH-5), its contents checked like those of ``add``
     (BATCH-7), the first code of ``E_INVALID``, ``E_EMPTY``, ``E_DELIMITER``, ``E_THREAT``
@@ -114,7 +114,7 @@ def batch_item_error(item: object) -> Outcome | None:
         return Outcome(codes.E_INVALID, rule="BATCH-5")
     errors = [old_text_error(item.get("old_text"))] if "old_text" in fields else []
     if "content" in fields:
-        errors.append(content_error(item.get("content")))
+        errors.append(content_error(item.get("content"), scan=scan))
     refusals = [error for error in errors if error is not None]
     if not refusals:
         return None
@@ -123,30 +123,31 @@ def batch_item_error(item: object) -> Outcome | None:
     return replace(first, rule="BATCH-7") if first.code == codes.E_THREAT else first
 
 
-def argument_error(op: Mutation) -> Outcome | None:
+def argument_error(op: Mutation, *, scan: bool = True) -> Outcome | None:
     """Returns the refusal decided from the arguments alone, before the disk is touched, in the
     precedence order of CONTRACT-5 (REPLACE-2, PATCH-5, PATCH-10, BATCH-5; the first bad batch item
-    decides, BATCH-6)."""
+    decides, BATCH-6); contents are scanned for threats only when ``scan`` (the store claims
+    ``threat-scan``, SCAN-1)."""
     if not is_target(op.target):
         return Outcome(codes.E_TARGET, rule="CONTRACT-4")
     if isinstance(op, Add):
-        return content_error(op.content)
+        return content_error(op.content, scan=scan)
     if isinstance(op, Replace):
         if not isinstance(op.old_text, str) or not isinstance(op.new_content, str):
             return Outcome(codes.E_INVALID, rule="ENTRY-7")
-        return old_text_error(op.old_text) or content_error(op.new_content)
+        return old_text_error(op.old_text) or content_error(op.new_content, scan=scan)
     if isinstance(op, Remove):
         return old_text_error(op.old_text)
     if isinstance(op, Patch):
         if not isinstance(op.old_text, str) or not isinstance(op.content, str):
             return Outcome(codes.E_INVALID, rule="ENTRY-7")
-        return old_text_error(op.old_text) or patch_content_error(op.content)
+        return old_text_error(op.old_text) or patch_content_error(op.content, scan=scan)
     if not isinstance(op.operations, tuple):
         return Outcome(codes.E_INVALID, rule="BATCH-5")
     if not op.operations:
         return Outcome(codes.E_EMPTY, rule="BATCH-5")
     for index, item in enumerate(op.operations):
-        error = batch_item_error(item)
+        error = batch_item_error(item, scan=scan)
         if error is not None:
             return replace(error, matches=(), item=index)
     return None

@@ -42,17 +42,6 @@ def blamed(backend: str, check: str, tmp_path: Path) -> set[str]:
         # a forged note kept: FENCE-4, not FENCE-5
         ("tests.backends.naive_broken:KeepsForgedNotes", "fence.forged_notes_are_removed",
          "FENCE-4"),
-    ],
-)  # fmt: skip
-def test_a_fence_broken_one_way_fails_one_clause(
-    backend: str, check: str, clause: str, tmp_path: Path
-) -> None:
-    assert blamed(backend, check, tmp_path) == {clause}
-
-
-@pytest.mark.parametrize(
-    ("backend", "check", "clause"),
-    [
         # a marker lock a crash left holds the next session until it times out: CRASH-3, not
         # CONTRACT-6 (the hang is what the crash left, not the backend's at large)
         ("tests.backends.procs:open_marker_lock", "crashstates.every_crash_state_recovers",
@@ -70,7 +59,7 @@ def test_a_fence_broken_one_way_fails_one_clause(
          "LIMIT-6"),
     ],
 )  # fmt: skip
-def test_a_defect_seen_through_another_clause_is_its_own(
+def test_a_backend_broken_one_way_fails_one_clause(
     backend: str, check: str, clause: str, tmp_path: Path
 ) -> None:
     assert blamed(backend, check, tmp_path) == {clause}
