@@ -36,6 +36,7 @@ from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.hermes.matrix import (
     GENERATED_NOTE,
     Matrix,
+    change_place,
     columns_from_json,
     spec_version_of,
     timeline,
@@ -219,12 +220,13 @@ def render_grid(matrix: Matrix) -> str:
     )
 
 
-def render_changes(matrix: Matrix) -> str:
-    """Returns the verdicts that changed from one column (release) to the next."""
-    changes = timeline(matrix)
+def render_changes(matrix: Matrix, base: str | None) -> str:
+    """Returns the verdicts that changed from one column (release) to the next, each later
+    line's against the ``base`` release."""
+    changes = timeline(matrix, base)
     items = "".join(
         f"<li><b>{c.clause}</b> {mark(c.before.status)} → {mark(c.after.status)} in "
-        f"{esc(c.release)}{' †' if c.generated else ''}: {esc(c.why)}</li>"
+        f"{esc(change_place(c))}{' †' if c.generated else ''}: {esc(c.why)}</li>"
         for c in changes
     )
     note = f"<p>† {esc(GENERATED_NOTE)}</p>" if any(c.generated for c in changes) else ""
@@ -595,7 +597,8 @@ def _argued(subject: dict[str, Any]) -> str:
 def _body(source: Source, payload: Any, where: Path) -> str:
     if source.name in ("matrix", "sweep"):
         matrix = Matrix.build(columns_from_json(payload, str(where)))
-        changes = render_changes(matrix) if source.name == "sweep" else ""
+        base = payload.get("base") if isinstance(payload.get("base"), str) else None
+        changes = render_changes(matrix, base) if source.name == "sweep" else ""
         return changes + render_grid(matrix)
     if source.name == "zoo":
         return render_zoo(payload)

@@ -378,7 +378,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         _certified_column(["--backend-cmd", command], report, _certify_options(args, True))
         columns.append(Column.load(report, label))
     matrix = Matrix.build(columns)
-    changes = timeline(matrix)
+    base = versions[-1] if later else None
+    changes = timeline(matrix, base)
     last = releases[-1][1]
     title = f"{args.package} {versions[0]} to {last}: memspec release sweep"
     _write(out / "timeline.md", f"## {title}\n\n" + render_timeline_markdown(matrix, changes))
@@ -387,7 +388,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(changes)} clause verdicts changed across {len(releases)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
     if args.json:
-        _write(Path(args.json), scrub_paths(json.dumps(matrix_json(matrix, title), indent=1)))
+        saved = matrix_json(matrix, title, base)
+        _write(Path(args.json), scrub_paths(json.dumps(saved, indent=1)))
         print(f"saved matrix: {args.json}")
     if run:
         body = sweep_page(matrix, changes, args.package, args.profile, later)

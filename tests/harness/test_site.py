@@ -50,6 +50,24 @@ def test_the_grid_holds_the_verdict_of_every_clause_and_backend(tmp_path: Path) 
     assert "<td>sample 1</td><td>none</td>" in page and "<td>clean 1</td><td>full</td>" in page
 
 
+def test_the_sweep_page_compares_each_later_line_with_its_base(tmp_path: Path) -> None:
+    # sweep --json with --then saves the base release; a fork that fails what its base fails
+    # shows no change, though the fork before it passed
+    from memspec.conformance.hermes.matrix import matrix_json
+
+    results = sample_results(tmp_path / "results")
+    saved = json.loads((results / "matrix.json").read_text(encoding="utf-8"))
+    sample, clean = columns_from_json(saved, "matrix.json")
+    columns = [sample, Column("clean==1", clean.run, clean.checks), sample]
+    columns[2] = Column("again==1", sample.run, sample.checks)
+    sweep = matrix_json(Matrix.build(columns), "Release sweep", sample.label)
+    (results / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
+    assert cli.main(["site", "--results", str(results), "--out", str(tmp_path / "site")]) == 0
+    page = (tmp_path / "site" / "sweep.html").read_text(encoding="utf-8")
+    assert "in clean==1 (against sample 1)" in page
+    assert "again==1" not in page.split("<h2>Verdicts that changed</h2>", 1)[1].split("</ul>")[0]
+
+
 def test_matrix_saves_the_json_the_site_renders(tmp_path: Path, monkeypatch) -> None:
     # matrix --json keeps the records; read back they judge every clause as the reports do
     saved = tmp_path / "saved"
