@@ -241,6 +241,19 @@ def isolate(home: str, variables: Iterable[str]) -> None:
         os.environ[name] = home
 
 
+TOKEN_CACHE = "memspec-tiktoken"
+"""The folder under ``sys.prefix`` where ``memspec hermes`` fetched the token encodings the
+agent downloads on first use (``releases.TOKEN_CACHE``, restated: memspec is not installed
+here). ``TIKTOKEN_CACHE_DIR`` points at it, so the agent's first turn needs no network."""
+
+
+def use_fetched_encodings() -> None:
+    """Points ``TIKTOKEN_CACHE_DIR`` at the environment's fetched encodings, when there are."""
+    fetched = Path(sys.prefix) / TOKEN_CACHE
+    if fetched.is_dir():
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(fetched)
+
+
 def recorded() -> dict[str, Any]:
     """Returns what ``memspec hermes`` recorded of this environment when it prepared it (its
     ready file, ``memspec-ready`` under ``sys.prefix``): home variables, whether an agent was
@@ -476,7 +489,7 @@ def build_agent(agent: Any) -> str:
     providers, its system prompt) and has it take one turn as ``agent_turn`` does; returns
     ``""``, or why not: the exception its code raised, as one line (an import that exits on a
     missing dependency, a policy that refuses the model's endpoint, a turn that reaches for the
-    network, as simplicio-agent's token counter fetching its encoding)."""
+    network for something memspec did not fetch beforehand)."""
     stage = "building the agent"
     try:
         agent.start(PROBE_BASE, [])
@@ -610,6 +623,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not isinstance(variables, list):
         variables = home_variables(_sources())
     isolate(home, variables)
+    use_fetched_encodings()
     try:
         if argv[:1] in (["--probe-agent"], ["--probe-write"]):
             protocol, sys.stdout = sys.stdout, sys.stderr  # what the build prints is not ours

@@ -47,10 +47,24 @@ PACKAGES = ("hermes-agent", "async-hermes-agent")  # the upstream lines; any for
 PIP_TIMEOUT = 900.0
 LOCK_TIMEOUT = 1800.0
 READY = "memspec-ready"
-READY_FORMAT = 2
+READY_FORMAT = 3
 """The ready file's format: 2 records what the agent's build needs from the distribution's own
 ``Requires-Dist`` lines, the variables the build reads for a home, whether an agent was built
-and what a write does; an environment of an earlier format is completed before it is used."""
+and what a write does; 3 the token encodings fetched for it (:func:`_fetch_token_encodings`).
+An environment of an earlier format is completed before it is used."""
+TOKEN_CACHE = "memspec-tiktoken"
+"""The folder, under an environment, of the token encodings fetched for its agent; the adapter
+points ``TIKTOKEN_CACHE_DIR`` at it (``adapter.TOKEN_CACHE`` says the same)."""
+TOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
+"""The encodings tiktoken fetches on first use that Hermes builds count tokens with."""
+_FETCH_ENCODINGS = """\
+import importlib.util, sys
+if importlib.util.find_spec("tiktoken") is None:
+    sys.exit(3)
+import tiktoken
+for name in sys.argv[1:]:
+    tiktoken.get_encoding(name)
+"""
 PROBE_TIMEOUT = 300.0
 ADAPTER = Path(__file__).resolve().parent / "adapter.py"
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([ab]|rc|\.post|\.dev)?[0-9]*$")
@@ -191,7 +205,8 @@ class Ready(TypedDict, total=False):
     (:data:`READY_FORMAT`) the evidence the adapter claims by: ``home_variables`` (every one
     points at the session's scratch directory), ``agent_built`` (and why not,
     ``agent_declined``) and ``writes``, the features a recorded write showed (or why no write
-    could be recorded, ``writes_unknown``)."""
+    could be recorded, ``writes_unknown``); from format 3 ``encodings``, the token encodings
+    fetched for the agent (or why not)."""
 
     build: str
     installed: str
@@ -203,6 +218,7 @@ class Ready(TypedDict, total=False):
     agent_declined: str
     writes: list[str]
     writes_unknown: str
+    encodings: str
 
 
 NOTHING_NEEDED = Needs((), ())
@@ -388,6 +404,8 @@ def describe_venv(python: Path) -> str:
     if "installed" not in ready:
         return "an environment built by an earlier memspec"
     agent = f"; for the agent: {ready['agent']}" if "agent" in ready else ""
+    if "encodings" in ready:
+        agent += f"; token encodings {ready['encodings']}"
     homes = ready.get("home_variables")
     home = f"; homes pointed at a scratch directory: {', '.join(homes)}" if homes else ""
     built = ""
@@ -462,6 +480,28 @@ def _install_agent_needs(venv: Path, installed: Installed, ready: Ready) -> None
     ready["agent"] = f"not installed: {failed}"
 
 
+def _fetch_token_encodings(venv: Path, ready: Ready) -> None:
+    """Fetches, when the agent's requirements brought tiktoken, the encodings it downloads on
+    first use (:data:`TOKEN_ENCODINGS`) into the environment's :data:`TOKEN_CACHE`, as pip
+    fetched the requirements themselves: the certified code then finds them there and never
+    reaches for the network (simplicio-agent counts a turn's tokens with ``cl100k_base``).
+    Records what was fetched, or why not, in ``ready`` (``encodings``); an environment without
+    tiktoken records nothing."""
+    command = [str(venv_python(venv)), "-I", "-c", _FETCH_ENCODINGS, *TOKEN_ENCODINGS]
+    environment = {**os.environ, "TIKTOKEN_CACHE_DIR": str(venv / TOKEN_CACHE)}
+    try:
+        done = subprocess.run(
+            command, env=environment, capture_output=True, text=True, timeout=PROBE_TIMEOUT
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        ready["encodings"] = f"not fetched: {error}"
+        return
+    if done.returncode == 0:
+        ready["encodings"] = f"{', '.join(TOKEN_ENCODINGS)} fetched"
+    elif done.returncode != 3:
+        ready["encodings"] = f"not fetched: {last_line(done.stderr)[:200]}"
+
+
 def _install_beside(venv: Path, beside: Release, ready: Ready) -> None:
     """Installs ``beside`` with its dependencies into the environment ``venv`` (whose Hermes
     build is installed) and records it in ``ready``; removes the environment and raises
@@ -507,6 +547,7 @@ def _complete(venv: Path, label: str, ready: Ready) -> None:
         return
     installed = _inspect(venv, label)
     _install_agent_needs(venv, installed, ready)
+    _fetch_token_encodings(venv, ready)
     _gather_evidence(venv, installed, ready)
     (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
 
@@ -644,6 +685,7 @@ def _ensure(
         _install_agent_needs(venv, installed, ready)
         if beside is not None:
             _install_beside(venv, beside, ready)
+        _fetch_token_encodings(venv, ready)
         _gather_evidence(venv, installed, ready)
         (venv / READY).write_text(json.dumps(ready) + "\n", encoding="utf-8")
         return venv_python(venv)

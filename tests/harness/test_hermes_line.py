@@ -350,6 +350,52 @@ def _call(name: str, path: str, kind: str = "temp", source: str | None = None) -
     return CallRecord(name, path, kind, Details(source=source))
 
 
+def _stub_venv(venv: Path, script: str) -> Path:
+    """Returns ``venv`` with ``bin/python`` a shell script standing in for its interpreter."""
+    python = venv / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+    python.chmod(0o755)
+    return venv
+
+
+def test_the_token_encodings_the_agent_needs_are_fetched_with_its_requirements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # simplicio-agent's first turn counts tokens with tiktoken, which downloads cl100k_base on
+    # first use: the network refused, no agent was built. The encodings are fetched into the
+    # environment as it is prepared, and the adapter points tiktoken's cache there.
+    from memspec.conformance.hermes.releases import TOKEN_CACHE, Ready, _fetch_token_encodings
+
+    fetched = _stub_venv(
+        tmp_path / "a", 'mkdir -p "$TIKTOKEN_CACHE_DIR" && echo "$@" > "$TIKTOKEN_CACHE_DIR/asked"'
+    )
+    ready: Ready = {}
+    _fetch_token_encodings(fetched, ready)
+    assert ready == {"encodings": "cl100k_base, o200k_base fetched"}
+    assert (fetched / TOKEN_CACHE / "asked").read_text().split()[-2:] == [
+        "cl100k_base",
+        "o200k_base",
+    ]
+    without = _stub_venv(tmp_path / "b", "exit 3")  # no tiktoken in the environment
+    ready = {}
+    _fetch_token_encodings(without, ready)
+    assert ready == {}
+    offline = _stub_venv(tmp_path / "c", "echo 'ConnectionError: unreachable' >&2; exit 1")
+    _fetch_token_encodings(offline, ready)
+    assert ready == {"encodings": "not fetched: ConnectionError: unreachable"}
+    # the adapter, run in the environment, uses them; the two names of the folder agree
+    assert hermes_adapter.TOKEN_CACHE == TOKEN_CACHE
+    monkeypatch.setattr(sys, "prefix", str(fetched))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    hermes_adapter.use_fetched_encodings()
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(fetched / TOKEN_CACHE)
+    monkeypatch.setattr(sys, "prefix", str(without))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    hermes_adapter.use_fetched_encodings()
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ
+
+
 def test_crash_safe_and_durable_come_from_the_recorded_write() -> None:
     target = "/r/MEMORY.md"
     in_place = [_call("open", target, "data"), _call("write", target, "data")]
