@@ -156,7 +156,9 @@ _BY_GROUP: dict[tuple[str, ...], str] = {
         "(releases without a drift guard rewrite the file with no backup instead)."
     ),
     ("ENTRY-1",): (
-        "from 0.15.0 to 0.17.0 the new drift guard takes an entry with Unicode spaces around it "
+        "`add` strips only the content's ends (`content.strip()`), so an entry with CR LF inside "
+        "is written with CR LF, and a file that mixes line ends follows (a Deviations row); from "
+        "0.15.0 to 0.17.0 the new drift guard also takes an entry with Unicode spaces around it "
         "for foreign text and refuses an ordinary `add` with `E_DRIFT`."
     ),
     ("SCAN-1",): (
