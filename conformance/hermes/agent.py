@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import copy
 import inspect
 import json
@@ -15,7 +16,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,6 +30,9 @@ ASYNC_START = "__aenter__"
 REBUILD_HOOK = "_invalidate_system_prompt"
 MODEL_HOST = "memspec-model.invalid"
 MODEL_URL = f"https://{MODEL_HOST}/v1"
+SCRIPTED_PROVIDER_SETTING = "memspec-scripted"
+"""The ``memory.provider`` setting of a release that offers its providers' tools in its init:
+a name no plugin has (the session's manager holds the scripted providers)."""
 """The stand-in model's endpoint, which the agent is built with and never reaches (its one
 model call is replaced at :attr:`Line.seam`). Not a loopback, private or single-label host:
 a local-inference policy (simplicio-agent's refuses ``127.0.0.1``) lets it through; ``.invalid``
@@ -502,29 +506,61 @@ class HermesAgentSession:
             self.loop = asyncio.new_event_loop()
         return self.loop.run_until_complete(value)
 
-    def _configure(self, base: str) -> None:
-        """Writes the identity and the memory settings the agent reads at its start."""
+    def _configure(self, base: str, provider: bool) -> None:
+        """Writes the identity and the memory settings the agent reads at its start; with
+        ``provider``, a configured provider (:meth:`_manager_at_init` says why)."""
         memory, user = self.limits
         (self.home / "SOUL.md").write_text(base, encoding="utf-8")
         (self.home / "config.yaml").write_text(
             "memory:\n  memory_enabled: true\n  user_profile_enabled: true\n"
-            f"  memory_char_limit: {memory}\n  user_char_limit: {user}\n",
+            f"  memory_char_limit: {memory}\n  user_char_limit: {user}\n"
+            + (f"  provider: {SCRIPTED_PROVIDER_SETTING}\n" if provider else ""),
             encoding="utf-8",
         )
+
+    def _takes_tools_at_init(self) -> bool:
+        """Whether the release's ``AIAgent`` offers its providers' tools only in its own
+        ``__init__`` (before 0.17.0: no ``inject_memory_provider_tools`` to call after it)."""
+        return self.parts is not None and self.parts.inject_tools is None
+
+    @contextlib.contextmanager
+    def _manager_at_init(self) -> Iterator[None]:
+        """Has the release's ``AIAgent.__init__`` take the session's manager as the one it
+        builds for its configured provider, so that its own code offers the providers' tools:
+        before 0.17.0 it builds a ``MemoryManager`` when ``memory.provider`` is set, adds the
+        provider ``plugins.memory.load_memory_provider`` loads, initialises it and appends its
+        tools to the agent's (each lazily imported, so replaced here for the call). The manager
+        is the session's, its providers already added and initialised (:meth:`_activate`):
+        the loader loads none, and the init's second ``initialize_all`` does nothing."""
+        import plugins.memory as loader
+        from agent import memory_manager
+
+        manager = self.manager
+        build, load = memory_manager.MemoryManager, loader.load_memory_provider
+        memory_manager.MemoryManager = lambda *_, **__: manager
+        loader.load_memory_provider = lambda *_, **__: None
+        manager.initialize_all = lambda *_, **__: None
+        try:
+            yield
+        finally:
+            memory_manager.MemoryManager, loader.load_memory_provider = build, load
+            del manager.initialize_all
 
     def _new_agent(self) -> Any:
         """Returns a new ``AIAgent`` with the session's manager and the model seam in place."""
         assert self.parts is not None
-        agent = self.parts.AIAgent(
-            api_key="memspec-no-key",
-            base_url=MODEL_URL,
-            model="memspec-scripted",
-            provider="custom",
-            quiet_mode=True,
-            skip_context_files=True,
-            load_soul_identity=True,
-            enabled_toolsets=["memory"],
-        )
+        at_init = self._takes_tools_at_init() and self.manager is not None
+        with self._manager_at_init() if at_init else contextlib.nullcontext():
+            agent = self.parts.AIAgent(
+                api_key="memspec-no-key",
+                base_url=MODEL_URL,
+                model="memspec-scripted",
+                provider="custom",
+                quiet_mode=True,
+                skip_context_files=True,
+                load_soul_identity=True,
+                enabled_toolsets=["memory"],
+            )
 
         setattr(agent, self.line.seam, self._seam())
         agent._disable_streaming = True
@@ -618,7 +654,7 @@ class HermesAgentSession:
             refuse_model_host()
             self.parts = import_parts()
             self.provider_class = scripted_provider_class(self.parts.MemoryProvider, self.line)
-        self._configure(base)
+        self._configure(base, bool(scripts) and self._takes_tools_at_init())
         os.chdir(self.home)  # the agent describes its working directory: an empty one, not ours
         statuses = self._activate(scripts)
         self.history = []

@@ -241,3 +241,92 @@ def test_the_adapter_reads_the_agents_needs_from_the_ready_file(tmp_path: Path) 
 def test_malformed_scripts_are_refused(script: dict[str, object]) -> None:
     with pytest.raises(BadRequest):
         parse_provider(script, 0)
+
+
+_AGENT_OF_0_16 = '''
+import yaml, os
+from pathlib import Path
+
+
+class AIAgent:
+    """hermes-agent 0.13.0 to 0.16.0's init, cut to its provider branch (agent_init.py:1088-1184
+    of 0.16.0): the configured provider's manager is built, loaded, initialised and its tools
+    appended, each import made in the call."""
+
+    def __init__(self, enabled_toolsets=None, **_):
+        self.enabled_toolsets = enabled_toolsets
+        self.tools = [{"type": "function", "function": {"name": "memory"}}]
+        self.valid_tool_names = {"memory"}
+        home = Path(os.environ["HERMES_HOME"])
+        config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+        name = config["memory"].get("provider", "")
+        self._memory_manager = None
+        if name:
+            from agent.memory_manager import MemoryManager
+            from plugins.memory import load_memory_provider
+
+            self._memory_manager = MemoryManager()
+            provider = load_memory_provider(name)
+            if provider and provider.is_available():
+                self._memory_manager.add_provider(provider)
+            if self._memory_manager.providers:
+                self._memory_manager.initialize_all(session_id="init")
+            else:
+                self._memory_manager = None
+        if self._memory_manager and ("memory" in (self.enabled_toolsets or ["memory"])):
+            for schema in self._memory_manager.get_all_tool_schemas():
+                self.tools.append({"type": "function", "function": schema})
+                self.valid_tool_names.add(schema["name"])
+'''
+
+
+def test_a_release_that_takes_provider_tools_at_init_offers_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before 0.17.0 the agent appends its provider's tools in its own __init__, from the
+    # manager it builds for memory.provider; memspec gave it its manager after the init, so
+    # PROV-5 failed on 0.13.0 to 0.16.0 (and sentinelos-agent, a 0.16.0 copy) for memspec's
+    # sake: the init must build the session's manager, its providers initialised once.
+    package = tmp_path / "release"
+    (package / "agent").mkdir(parents=True)
+    (package / "plugins" / "memory").mkdir(parents=True)
+    (package / "agent" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "plugins" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "agent" / "memory_manager.py").write_text(
+        "class MemoryManager:\n"
+        "    def __init__(self):\n        self.providers = []\n        self.inits = 0\n"
+        "    def add_provider(self, p):\n        self.providers.append(p)\n"
+        "    def initialize_all(self, **_):\n        self.inits += 1\n"
+        "    def get_all_tool_schemas(self):\n"
+        "        return [{'name': n} for p in self.providers for n in p.tools]\n",
+        encoding="utf-8",
+    )
+    (package / "plugins" / "memory" / "__init__.py").write_text(
+        "def load_memory_provider(name):\n    return None\n", encoding="utf-8"
+    )
+    (package / "run_agent.py").write_text(_AGENT_OF_0_16, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(package))
+    for name in ("agent", "agent.memory_manager", "plugins", "plugins.memory", "run_agent"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import run_agent  # type: ignore[import-not-found]
+    from agent import memory_manager  # type: ignore[import-not-found]
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    session = hermes_agent.HermesAgentSession(home, (2200, 1375))
+    session.parts = hermes_agent.Parts(
+        run_agent.AIAgent, memory_manager.MemoryManager, object, None
+    )
+    session.manager = memory_manager.MemoryManager()
+    session.manager.add_provider(SimpleNamespace(tools=["first_search", "first_store"]))
+    session.manager.initialize_all()
+    session._configure("base", provider=True)
+    monkeypatch.setattr(hermes_agent.HermesAgentSession, "_seam", lambda self: None)
+    agent = session._new_agent()
+    names = [t["function"]["name"] for t in agent.tools]
+    assert names == ["memory", "first_search", "first_store"]
+    assert agent._memory_manager is session.manager and session.manager.inits == 1
+    # what was replaced for the init is back
+    assert memory_manager.MemoryManager().providers == []
+    assert "initialize_all" not in vars(session.manager)
