@@ -30,13 +30,13 @@ ASYNC_START = "__aenter__"
 REBUILD_HOOK = "_invalidate_system_prompt"
 MODEL_HOST = "memspec-model.invalid"
 MODEL_URL = f"https://{MODEL_HOST}/v1"
-SCRIPTED_PROVIDER_SETTING = "memspec-scripted"
-"""The ``memory.provider`` setting of a release that offers its providers' tools in its init:
-a name no plugin has (the session's manager holds the scripted providers)."""
 """The stand-in model's endpoint, which the agent is built with and never reaches (its one
 model call is replaced at :attr:`Line.seam`). Not a loopback, private or single-label host:
 a local-inference policy (simplicio-agent's refuses ``127.0.0.1``) lets it through; ``.invalid``
 never resolves (RFC 2606), and :func:`refuse_model_host` answers its look-ups at once."""
+SCRIPTED_PROVIDER_SETTING = "memspec-scripted"
+"""The ``memory.provider`` setting of a release that offers its providers' tools in its init:
+a name no plugin has (the session's manager holds the scripted providers)."""
 
 
 class BadRequest(Exception):
@@ -532,9 +532,12 @@ class HermesAgentSession:
         tools to the agent's (each lazily imported, so replaced here for the call). The manager
         is the session's, its providers already added and initialised (:meth:`_activate`):
         the loader loads none, and the init's second ``initialize_all`` does nothing."""
-        import plugins.memory as loader
-        from agent import memory_manager
-
+        try:
+            import plugins.memory as loader
+            from agent import memory_manager
+        except ImportError:  # a build of another shape: its init is left as it is
+            yield
+            return
         manager = self.manager
         build, load = memory_manager.MemoryManager, loader.load_memory_provider
         memory_manager.MemoryManager = lambda *_, **__: manager
