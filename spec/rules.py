@@ -16,6 +16,7 @@ from memspec.spec.codec import (
     has_delimiter_line,
     is_encodable,
     normalize_content,
+    serialize,
     starts_with_bom,
 )
 from memspec.spec.codec import usage as usage_of
@@ -330,7 +331,27 @@ def decide(
         # how usage is counted (LIMIT-1) is told by the examples that cite it
         rule = limit_rule(op, result, current, other_limit)
         return Outcome(codes.E_LIMIT, usage=usage_label(usage_of(current), limit), rule=rule), None
-    return Outcome(codes.OK, usage=usage_label(usage_of(result), limit)), result
+    # a batch's limit is its final result's (BATCH-4), whatever refused it on the way
+    rule = "" if isinstance(op, Batch) else acceptance_limit_rule(result, current, limit)
+    return Outcome(codes.OK, usage=usage_label(usage_of(result), limit), rule=rule), result
+
+
+def acceptance_limit_rule(result: Sequence[str], current: Sequence[str], limit: int) -> str:
+    """Returns the clause a store breaks by refusing with ``E_LIMIT`` a mutation that grows the
+    target to ``result`` within ``limit``: LIMIT-2 when the result uses exactly the limit (which
+    is accepted), LIMIT-1 when it fits in code points but not in UTF-8 bytes or in UTF-16 code
+    units (the store counted usage otherwise); "" for any other result, whose refusal the
+    operation's limit clause owns. For example, with a limit of 6, ``["😀😀", "é"]`` (6 code
+    points) is LIMIT-2's and ``["😀", "é"]`` (5 code points, 8 bytes) LIMIT-1's."""
+    used = usage_of(result)
+    if used <= usage_of(current):
+        return ""  # a refusal of a result no larger is LIMIT-4's or LIMIT-5's
+    if used == limit:
+        return "LIMIT-2"
+    text = serialize(result)
+    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    counted = max(len(text.encode("utf-8", "surrogatepass")), units)
+    return "LIMIT-1" if used < limit < counted else ""
 
 
 ACTION_CLAUSES = {

@@ -544,7 +544,7 @@ def _misordered(view: TargetView) -> list[Problem]:
 
 def check_limits(analysis: Analysis) -> list[CheckerFinding]:
     """No sample is over its limit, unless the file started over it and has not grown since
-    (LIMIT-2, LIMIT-4)."""
+    (LIMIT-2, LIMIT-4; LIMIT-6 when the sample fits the other target's limit)."""
     findings: list[CheckerFinding] = []
     for view in analysis.targets.values():
         bound = max(view.limit, usage(view.start or ()))
@@ -557,14 +557,18 @@ def check_limits(analysis: Analysis) -> list[CheckerFinding]:
             continue
         run, used = over[0]
         started = usage(view.start or ())
-        # LIMIT-2: a mutation whose result exceeds the limit (and the current usage) is refused.
+        # LIMIT-2: a mutation whose result exceeds the limit (and the current usage) is refused;
+        # one that another target's limit would allow was counted against it (LIMIT-6, as the
+        # model's limit_rule decides)
+        other = [n for t, n in analysis.limits.items() if t != view.target and used <= n]
+        why = f", which the {other[0]:,} of the other target allows" if other else ""
         findings.append(
             make_finding(
                 analysis,
                 "limits",
-                "LIMIT-2",
+                "LIMIT-6" if other else "LIMIT-2",
                 f"{sample_at(run.first)} uses {used:,} code points, over the "
-                f"{view.target} limit of {view.limit:,} (the file started at {started:,}): "
+                f"{view.target} limit of {view.limit:,}{why} (the file started at {started:,}): "
                 f"some mutation grew the file past its limit; it holds "
                 f"{sample_text(run.first)}",
                 run.first.call,

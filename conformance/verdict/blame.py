@@ -123,6 +123,8 @@ def code_clause(seen: Answered) -> str | tuple[str, ...]:
         return drifted
     cited = set(seen.cited)
     limit_clause = _limit_clause(seen)
+    if limit_clause and expected.code == codes.OK:
+        return limit_clause  # what the result itself shows, whichever limit clause is cited
     if limit_clause and limit_clause not in cited:
         return _cited_for(codes.E_LIMIT, cited) or limit_clause
     if expected.code == codes.OK and answered == codes.E_THREAT:
@@ -133,13 +135,13 @@ def code_clause(seen: Answered) -> str | tuple[str, ...]:
         return "DUP-2" if answered == codes.E_LIMIT else "DUP-1"
     if expected.code == codes.OK and op == "batch" and answered == codes.E_LIMIT:
         return "BATCH-4"
+    if op == "batch" and answered == codes.E_LIMIT and expected.code not in (codes.OK, answered):
+        # the limit judged before the items' own conditions: not the final result's, whether or
+        # not the judging example is one of the order of conditions
+        return "BATCH-4"
     ordering = tuple(sorted(cited & codes.PRECEDENCE_CLAUSES))
     if ordering and answered != codes.OK and expected.code != codes.OK:
         return ordering  # an example of the order of conditions owns another condition's code
-    if op == "batch" and answered == codes.E_LIMIT and expected.code not in (codes.OK, answered):
-        return (
-            "BATCH-4"  # the limit judged before the items' own conditions: not the final result's
-        )
     order = codes.PRECEDENCE
     earlier = answered in order and expected.code in order
     if expected.code == codes.OK or (
@@ -154,6 +156,9 @@ def _limit_clause(seen: Answered) -> str | None:
     """Returns the clause of a limit decision the backend made otherwise than the model (one of
     the two answered ``E_LIMIT``, the other ``OK``), by the limit the answer's ``usage`` label
     states: LIMIT-6 when it is not the target's own (the store counted against another limit),
+    the clause the model gives a refused acceptance (LIMIT-2 for a result of exactly the limit,
+    LIMIT-1 for one that fits in code points only:
+    :func:`~memspec.spec.rules.acceptance_limit_rule`),
     the operation's own limit clause (:data:`~memspec.spec.rules.LIMIT_RULES_BY_OP`) when the
     model refused only because the result would fit the other target's limit (its rule LIMIT-6)
     and nothing shows the store used that limit; None for any other answer."""
@@ -164,6 +169,8 @@ def _limit_clause(seen: Answered) -> str | None:
     own, stated = label_limit(expected.usage), label_limit(seen.answer.get("usage"))
     if own is not None and stated is not None and stated != own:
         return "LIMIT-6"
+    if expected.code == codes.OK and expected.rule:
+        return expected.rule  # a result of exactly the limit, or one counted otherwise
     if expected.rule == "LIMIT-6":
         return LIMIT_RULES_BY_OP.get(str(seen.request.get("op")))
     return None

@@ -159,6 +159,43 @@ def test_a_batch_refused_for_the_limit_before_its_items_conditions_is_batch_4s()
     missing = Outcome(codes.E_NOMATCH, rule="MATCH-2")
     assert clauses(missing, codes.E_LIMIT, "batch") == ("BATCH-4",)
     assert clauses(missing, codes.E_LIMIT, "add") != ("BATCH-4",)
-    # an example of the order of conditions keeps what it cites
+    # in an example of the order of conditions too: the batch's limit clause, not the order's
     ordered = clauses(missing, codes.E_LIMIT, "batch", cited=("CONTRACT-5", "BATCH-4"))
-    assert ordered == ("CONTRACT-5",)
+    assert ordered == ("BATCH-4",)
+    # another condition's code there stays the order's
+    assert clauses(missing, codes.E_EMPTY, "batch", cited=("CONTRACT-5",)) == ("CONTRACT-5",)
+
+
+@pytest.mark.parametrize(
+    ("limit", "given", "add", "clause"),
+    [
+        # 17 + 3 + 20 = 40: a result of exactly the limit is LIMIT-2's, even where the
+        # delimiter's two UTF-8 bytes make it 41 bytes
+        (40, "User prefers tabs", "Project uses Go 1.22", "LIMIT-2"),
+        # 1 + 3 + 1 = 5 code points under a limit of 6, 8 UTF-8 bytes: counted otherwise
+        (6, "😀", "é", "LIMIT-1"),
+        # 5 code points under a limit of 6 whatever is counted: the add's limit clause (the
+        # judging example's, where it cites one)
+        (6, "a", "b", "LIMIT-2"),
+    ],
+)
+def test_a_refused_acceptance_names_what_its_result_shows(
+    limit: int, given: str, add: str, clause: str
+) -> None:
+    state = model.initial_state(limit, 30)
+    _, state = model.step(state, Add("memory", given))
+    accepted, _ = model.step(state, Add("memory", add))
+    assert accepted.ok
+    refused = {"ok": False, "code": codes.E_LIMIT}
+    # whichever limit clause the judging example cites, a result that shows the broken rule
+    for cited in ((), ("REPLACE-3",), ("LIMIT-6",)) if accepted.rule else ((),):
+        seen = Answered({"op": "add", "target": "memory"}, refused, accepted, "canonical", cited)
+        assert [p.clause for p in blame(seen)] == [clause], cited
+
+
+def test_a_batch_refused_at_exactly_the_limit_is_batch_4s() -> None:
+    state = model.initial_state(40, 30)
+    _, state = model.step(state, Add("memory", "User prefers tabs"))
+    accepted, _ = model.step(state, Batch("memory", ({"action": "add", "content": "x" * 20},)))
+    assert accepted.ok and not accepted.rule
+    assert clauses(accepted, codes.E_LIMIT, "batch") == ("BATCH-4",)

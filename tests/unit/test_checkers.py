@@ -234,6 +234,19 @@ def test_a_sample_over_the_limit() -> None:
     assert ("limits", "LIMIT-2") in [(f.checker, f.clause) for f in findings]
 
 
+def test_a_sample_within_the_other_targets_limit_is_limit_6s() -> None:
+    # 7 + 3 + 7 = 17 code points, over memory's 10 but within user's 20: the store counted
+    # memory against user's limit (LIMIT-6), as the model's limit rule decides
+    findings = judged(
+        add(0, "[a] one", 1, 2),
+        add(1, "[b] two", 1.5, 2.5),
+        read(3, ["[a] one", "[b] two"]),
+        limits={"memory": 10, "user": 20},
+    )
+    assert ("limits", "LIMIT-6") in [(f.checker, f.clause) for f in findings]
+    assert "LIMIT-2" not in [f.clause for f in findings]
+
+
 def test_a_refusal_only_the_search_can_judge() -> None:
     # LOCK-3: E_LIMIT with room to spare: every sample is fine, no order explains the refusal.
     findings = judged(
