@@ -227,10 +227,30 @@ def activation(scripts: Sequence[Script]) -> tuple[int | None, tuple[str, ...]]:
     return active, tuple(reasons)
 
 
-def offered_tools(scripts: Sequence[Script]) -> list[str]:
+def answered_active(answer: Mapping[str, Any], scripts: Sequence[Script]) -> int | None:
+    """Returns the index of the script an ``agent_start`` answer says is active, when it
+    answered one status per script, in order, with exactly one active; ``None`` otherwise. A
+    check goes on from the provider the agent activated, so that activating the wrong one
+    (PROV-2, PROV-3) is judged once, not again in its tools (PROV-5) and recalls (FENCE-6)."""
+    statuses = answer.get("providers")
+    if not isinstance(statuses, list) or len(statuses) != len(scripts):
+        return None
+    active = [
+        index
+        for index, (script, status) in enumerate(zip(scripts, statuses, strict=True))
+        if isinstance(status, Mapping)
+        and status.get("name") == script.name
+        and status.get("active") is True
+    ]
+    return active[0] if len(active) == 1 else None
+
+
+def offered_tools(scripts: Sequence[Script], active: int | None = None) -> list[str]:
     """Returns the tool names the agent offers: ``memory`` first, then the active provider's tools
-    in order, without one named ``memory`` and without repeats (PROV-1, PROV-5)."""
-    active, _ = activation(scripts)
+    in order, without one named ``memory`` and without repeats (PROV-1, PROV-5); ``active``, when
+    given, is the index of the script the agent activated (:func:`answered_active`)."""
+    if active is None:
+        active, _ = activation(scripts)
     tools = [BUILTIN_TOOL]
     for name in scripts[active].tools if active is not None else ():
         if name not in tools:
@@ -266,11 +286,18 @@ class AgentState:
     sent: tuple[tuple[int, str], ...] = ()
     """(index in the history, content) of each user message sent at its own turn with a block:
     the bytes a later turn may send again for it (AGENT-4)."""
+    unknown: bool = False
+    """Whether a turn broke since, so that what the agent stored of it is not known: the next
+    turn's answer tells (:func:`resynced`)."""
 
 
-def start_state(base: str, blocks: Sequence[str | None], scripts: Sequence[Script]) -> AgentState:
-    """Returns the state after ``agent_start``: a new session, so a rebuild point (AGENT-3)."""
-    active, _ = activation(scripts)
+def start_state(
+    base: str, blocks: Sequence[str | None], scripts: Sequence[Script], active: int | None = None
+) -> AgentState:
+    """Returns the state after ``agent_start``: a new session, so a rebuild point (AGENT-3);
+    ``active`` is the provider the agent activated, when known (:func:`answered_active`)."""
+    if active is None:
+        active, _ = activation(scripts)
     provider = scripts[active] if active is not None else None
     return AgentState(base, build_prompt(base, blocks), (), provider)
 
@@ -293,18 +320,22 @@ def after_turn(
     prefetches: int,
     started: float,
     sent: str | None = None,
+    kept: Sequence[Message] | None = None,
 ) -> AgentState:
-    """Returns the state after a turn that made ``prefetches`` calls (0 or 1), begun at
-    ``started`` on the caller's clock, and sent ``sent`` as the current user message: the
-    history gains the user text and the reply (AGENT-5), and a later turn may send that message
-    again with exactly those bytes (AGENT-4)."""
+    """Returns the state after a turn that made ``prefetches`` calls, begun at ``started`` on
+    the caller's clock, and sent ``sent`` as the current user message: the history gains the
+    user text and the reply (AGENT-5), and a later turn may send that message again with exactly
+    those bytes (AGENT-4). ``kept`` is the history the agent answered it stored, when it gave
+    one: the next turn sends copies of that (AGENT-4), whatever this turn's AGENT-5 verdict, so a
+    history stored wrongly is judged once, at the turn that stored it."""
     index = len(state.history)
     resent = ((index, sent),) if sent is not None and sent != user else ()
     step = state.provider.step(state.calls) if state.provider and prefetches else None
     hang_ends = started + step.seconds if step and step.kind == "hang" else state.hang_ends
+    history = (*state.history, ("user", user), ("assistant", reply)) if kept is None else kept
     return replace(
         state,
-        history=(*state.history, ("user", user), ("assistant", reply)),
+        history=tuple(history),
         calls=state.calls + (prefetches if state.provider else 0),
         hang_ends=hang_ends,
         sent=(*state.sent, *resent),
@@ -316,6 +347,26 @@ def with_answered(state: AgentState, answer: Mapping[str, Any]) -> AgentState:
     the one every turn until the next rebuild point repeats (AGENT-2)."""
     system = answer.get("system")
     return replace(state, answered=system if isinstance(system, str) else None)
+
+
+def kept_history(answer: Mapping[str, Any] | None) -> tuple[Message, ...] | None:
+    """Returns the history a turn's answer says the agent stored, when it has the shape of one
+    (a list of ``{"role", "content"}`` string objects), else ``None``."""
+    history = None if answer is None else answer.get("history")
+    if not isinstance(history, list) or _messages_problem(history, "history"):
+        return None
+    return tuple((m["role"], m["content"]) for m in history)
+
+
+def resynced(state: AgentState, answer: Mapping[str, Any], user: str, reply: str) -> AgentState:
+    """Returns ``state`` with the history before this turn read off the turn's answer, when an
+    earlier turn broke so that what the agent kept of it is not known: the answer's stored
+    history without this turn's user text and reply, when it ends with them; ``state`` as it
+    is otherwise."""
+    kept = kept_history(answer)
+    if kept is None or kept[-2:] != (("user", user), ("assistant", reply)):
+        return state
+    return replace(state, history=kept[:-2], sent=(), unknown=False)
 
 
 def sent_user_content(answer: Mapping[str, Any], user: str) -> str | None:
@@ -390,22 +441,26 @@ def judge_start(
                         "the first in place, an unavailable one is not started",
                     )
                 )
-    problem = tools_problem(answer.get("tools"), scripts)
+    problem = tools_problem(answer.get("tools"), scripts, answered_active(answer, scripts))
     if problem:
         problems.append(problem)
     return problems
 
 
-def tools_problem(tools: object, scripts: Sequence[Script]) -> Problem | None:
+def tools_problem(
+    tools: object, scripts: Sequence[Script], active: int | None = None
+) -> Problem | None:
     """Returns what is wrong with the tools ``agent_start`` answered, a problem of PROV-5
     (``None`` when nothing): each name once, ``memory`` before every tool of the active provider,
     those in the order :func:`offered_tools` gives, no tool of a refused or unavailable
-    provider, and any tools of the agent's own before, between or after them."""
-    wanted = offered_tools(scripts)
+    provider, and any tools of the agent's own before, between or after them; ``active`` is the
+    provider the agent activated, when known (:func:`answered_active`)."""
+    if active is None:
+        active, _ = activation(scripts)
+    wanted = offered_tools(scripts, active)
     if not isinstance(tools, list) or not all(isinstance(name, str) for name in tools):
         text = f"agent_start answered tools={tools!r}; expected a list of tool names"
         return Problem("PROV-5", text)
-    active, _ = activation(scripts)
     offered_by_active = set(scripts[active].tools) if active is not None else set()
     foreign = {
         name
@@ -453,13 +508,16 @@ def recalled_so_far(state: AgentState) -> list[str]:
     return texts
 
 
-def _later_recalls(state: AgentState, calls: int = 3) -> set[str]:
-    """The recalled texts (``""`` for a failing step) of the provider's next ``calls`` prefetch
-    calls after this turn's: what a turn that prefetched more than once would carry."""
+def _later_call(state: AgentState, got: str, calls: int = 3) -> int | None:
+    """Returns which of the provider's next ``calls`` prefetch calls after this turn's (1 for
+    the next) recalls ``got`` (``""`` for a failing step), the first that does, or ``None``:
+    what a turn that prefetched more than once would carry, and how many calls it used."""
     if state.provider is None:
-        return set()
-    steps = (state.provider.step(n) for n in range(state.calls + 1, state.calls + 1 + calls))
-    return {(step.raw() or "").strip() for step in steps}
+        return None
+    for later in range(1, calls + 1):
+        if (state.provider.step(state.calls + later).raw() or "").strip() == got:
+            return later
+    return None
 
 
 def judge_turn(
@@ -501,8 +559,9 @@ def judge_turn(
         problems.append(Problem("AGENT-2", f"the turn answered system={system!r}, not the prompt"))
         return problems, int(prefetches or 0)
     frozen = state.answered if state.answered is not None else state.prompt
+    misplaced = bool(recalled) and recalled in system and recalled not in frozen
     # FENCE-6: recalled text never enters the system prompt.
-    if recalled and recalled in system and recalled not in frozen:
+    if misplaced:
         problems.append(
             Problem(
                 "FENCE-6",
@@ -535,7 +594,9 @@ def judge_turn(
     expected_history = as_messages((*state.history, ("user", user), ("assistant", reply)))
     messages = answer.get("messages")
     if isinstance(messages, list) and not _messages_problem(messages, "messages"):
-        problems += _judge_messages(messages, state, user, recalled, step, prefetches)
+        found, used = _judge_messages(messages, state, user, recalled, step, prefetches, misplaced)
+        problems += found
+        prefetches = used or prefetches  # a turn that recalled a later call used them all
     if isinstance(history, list) and history != expected_history:
         stored = any(
             isinstance(m, Mapping) and FENCE_OPEN in str(m.get("content", "")) for m in history
@@ -558,8 +619,11 @@ def _judge_messages(
     recalled: str,
     step: Recall | None,
     prefetches: int,
-) -> list[Problem]:
-    """The problems of a turn's API messages (AGENT-4, FENCE-6, AGENT-6, PROV-3)."""
+    misplaced: bool = False,
+) -> tuple[list[Problem], int | None]:
+    """Returns the problems of a turn's API messages (AGENT-4, FENCE-6, AGENT-6, PROV-3), and
+    the prefetch calls the turn used when it recalled a later call's text (``None`` otherwise);
+    ``misplaced`` says the turn's recalled text is in the system prompt (FENCE-6, found)."""
     expected_before = [{"role": "system", "content": state.prompt}, *as_messages(state.history)]
     if len(messages) != len(expected_before) + 1 or messages[0].get("role") != "system":
         return [
@@ -568,7 +632,7 @@ def _judge_messages(
                 f"the turn sent {len(messages)} API messages {messages!r}; expected the system "
                 f"message, the {len(state.history)} stored messages and the current user message",
             )
-        ]
+        ], None
     problems: list[Problem] = []
     earlier = [dict(m) for m in messages[1:-1]]
     resent = dict(state.sent)
@@ -588,8 +652,11 @@ def _judge_messages(
     current = messages[-1]
     got = _recalled_in(current["content"], user) if current.get("role") == "user" else None
     if got == recalled.strip():
-        return problems
-    if got is not None and got in _later_recalls(state):
+        return problems, None
+    if got == "" and misplaced:
+        return problems, None  # the block went into the system prompt: FENCE-6, judged there
+    later = _later_call(state, got) if got is not None else None
+    if later is not None:
         problems.append(
             Problem(
                 "AGENT-6",
@@ -618,7 +685,7 @@ def _judge_messages(
                 f"text, and the recalled block after a blank line when there is one: {want!r}",
             )
         )
-    return problems
+    return problems, (1 + later if later is not None else None)
 
 
 def judge_rebuild(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,14 @@ from memspec.spec.agent import (
     REBUILD_POINTS,
     AgentState,
     after_turn,
+    answered_active,
     judge_rebuild,
     judge_start,
     judge_turn,
+    kept_history,
     parse_scripts,
     rebuilt,
+    resynced,
     sent_user_content,
     start_state,
     with_answered,
@@ -109,7 +113,8 @@ class AgentRun:
         answer = self._ask(clause, "agent_start", base=BASE, providers=providers)
         self.started = answer is not None
         blocks = self.blocks()
-        self.state = start_state(BASE, blocks, scripts)
+        active = answered_active(answer, scripts) if answer is not None else None
+        self.state = start_state(BASE, blocks, scripts, active)
         if answer is not None:
             self.fail(judge_start(answer, BASE, blocks, scripts))
             self.state = with_answered(self.state, answer)
@@ -122,17 +127,22 @@ class AgentRun:
         if not self.started:
             return
         started = time.monotonic()
-        answer = self._ask(clause, "agent_turn", user=user, reply=reply)
+        answer = self._ask(_break_clause(self.state, clause), "agent_turn", user=user, reply=reply)
         elapsed = time.monotonic() - started
         prefetches = 1 if self.state.provider and self.state.hang_ends <= started else 0
         sent = None
         if answer is not None:
+            if self.state.unknown:  # an earlier turn broke: its answer says what was kept
+                self.state = resynced(self.state, answer, user, reply)
             problems, prefetches = judge_turn(
                 answer, self.state, user, reply, started=started, elapsed=elapsed
             )
             self.fail(problems)
             sent = sent_user_content(answer, user)
-        self.state = after_turn(self.state, user, reply, prefetches, started, sent)
+        kept = kept_history(answer)
+        state = after_turn(self.state, user, reply, prefetches, started, sent, kept)
+        # a turn that broke kept what nobody knows: the next turn's answer tells (resynced)
+        self.state = replace(state, unknown=answer is None or state.unknown)
 
     def write(self, content: str, other: Session | None = None) -> None:
         """Adds an entry to memory in this session, or in ``other``, between turns."""
@@ -159,6 +169,19 @@ class AgentRun:
         """Sleeps until the provider's last hang has ended (so the next turn must prefetch)."""
         assert self.state is not None
         time.sleep(max(0.0, self.state.hang_ends - time.monotonic()) + 0.2)
+
+
+def _break_clause(state: AgentState, clause: str) -> str:
+    """Returns the clause a turn that breaks instead of answering breaks: PROV-3 when this
+    turn's prefetch raises (a failing provider never breaks the turn), PROV-4 when it hangs past
+    the timeout, ``clause`` otherwise."""
+    provider, running = state.provider, state.hang_ends > time.monotonic()
+    step = provider.step(state.calls) if provider is not None and not running else None
+    if step is not None and step.kind == "raise":
+        return "PROV-3"
+    if step is not None and step.kind == "hang" and step.seconds >= PREFETCH_TIMEOUT_S:
+        return "PROV-4"
+    return clause
 
 
 @contextmanager

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from memspec.spec.agent import (
     AgentState,
+    Recall,
     Script,
     after_turn,
+    answered_active,
+    api_user_content,
     holds_parts,
     judge_rebuild,
     judge_start,
     judge_turn,
+    kept_history,
     prompt_parts,
+    resynced,
     start_state,
     tools_problem,
     with_answered,
 )
+from memspec.spec.fence import FENCE_OPEN, frame
 from memspec.spec.problems import Problem
 
 BASE = "You are terse."
@@ -135,3 +141,82 @@ def test_tools_of_the_agents_own_may_stand_around_memory_and_the_providers() -> 
     ):
         problem = tools_problem(wrong, scripts)
         assert problem is not None and problem.clause == "PROV-5", wrong
+
+
+def _messages(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"role": role, "content": content} for role, content in pairs]
+
+
+def test_the_next_turn_is_judged_on_the_history_the_agent_kept() -> None:
+    # a history stored without the reply is AGENT-5's at its own turn; the next turn that sends
+    # copies of what was stored breaks nothing more (AGENT-4 holds)
+    state = _started(BASE)
+    sent = _messages(("system", BASE), ("user", "hi"))
+    answer = {
+        "system": BASE,
+        "messages": sent,
+        "history": _messages(("user", "hi")),
+        "prefetches": 0,
+    }
+    first, _ = judge_turn(answer, state, "hi", "ok", started=0.0, elapsed=0.0)
+    assert [p.clause for p in first] == ["AGENT-5"]
+    state = after_turn(state, "hi", "ok", 0, 0.0, kept=kept_history(answer))
+    sent = _messages(("system", BASE), ("user", "hi"), ("user", "more"))
+    kept = _messages(("user", "hi"), ("user", "more"), ("assistant", "ok"))
+    answer = {"system": BASE, "messages": sent, "history": kept, "prefetches": 0}
+    assert judge_turn(answer, state, "more", "ok", started=0.0, elapsed=0.0)[0] == []
+    # the model's history, had it been kept, would have blamed AGENT-4 too
+    model = after_turn(_started(BASE), "hi", "ok", 0, 0.0)
+    found, _ = judge_turn(answer, model, "more", "ok", started=0.0, elapsed=0.0)
+    assert "AGENT-4" in [p.clause for p in found]
+
+
+def test_after_a_turn_that_broke_the_next_answer_says_what_was_kept() -> None:
+    state = after_turn(_started(BASE), "lost", "never", 0, 0.0)  # the model's guess
+    answer = {"history": _messages(("user", "next"), ("assistant", "ok"))}
+    assert resynced(state, answer, "next", "ok").history == ()
+    # an answer that does not end with this turn tells nothing: the state stays
+    assert resynced(state, {"history": []}, "next", "ok") == state
+
+
+def test_a_turn_that_recalled_a_later_call_used_those_calls() -> None:
+    recall = tuple(Recall("text", f"fact {n}") for n in range(4))
+    state = start_state(BASE, [], [Script("p", (), recall)])
+    state = with_answered(state, {"system": BASE})
+    twice = api_user_content("q", frame("fact 1"))
+    answer = {
+        "system": BASE,
+        "messages": _messages(("system", BASE), ("user", twice)),
+        "history": _messages(("user", "q"), ("assistant", "ok")),
+        "prefetches": 1,
+    }
+    problems, used = judge_turn(answer, state, "q", "ok", started=0.0, elapsed=0.0)
+    assert [p.clause for p in problems] == ["AGENT-6"] and used == 2
+    # the next turn then recalls the call after those two: no FENCE-6 for it
+    state = after_turn(state, "q", "ok", used, 0.0, kept=kept_history(answer))
+    assert state.calls == 2
+
+
+def test_a_block_put_in_the_system_prompt_is_judged_there_alone() -> None:
+    state = start_state(BASE, [], [Script("p", (), (Recall("text", "likes Go"),))])
+    state = with_answered(state, {"system": BASE})
+    system = BASE + "\n\nRecalled: likes Go"
+    answer = {
+        "system": system,
+        "messages": _messages(("system", system), ("user", "q")),
+        "history": _messages(("user", "q"), ("assistant", "ok")),
+        "prefetches": 1,
+    }
+    problems, _ = judge_turn(answer, state, "q", "ok", started=0.0, elapsed=0.0)
+    assert [p.clause for p in problems] == ["FENCE-6"], problems
+    assert FENCE_OPEN not in problems[0].text
+
+
+def test_the_provider_the_agent_activated_decides_its_tools() -> None:
+    scripts = [Script("first", ("first_search",)), Script("second", ("second_search",))]
+    wrong = {"providers": [{"name": "first", "active": False}, {"name": "second", "active": True}]}
+    assert answered_active(wrong, scripts) == 1
+    answer = {**wrong, "tools": ["memory", "second_search"], "system": BASE}
+    clauses = [p.clause for p in judge_start(answer, BASE, [], scripts)]
+    assert clauses == ["PROV-2", "PROV-2"], clauses  # both statuses; the tools follow them
+    assert answered_active({"providers": []}, scripts) is None
