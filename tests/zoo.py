@@ -185,10 +185,11 @@ ZOO: tuple[Member, ...] = (
        "LOCK-1 LOCK-3", "locking.lock_spans_read_to_rename"),
     _m(f"{PROCS}:open_read_before_lock", "locking", "reads the file before locking",
        "LOCK-2 LOCK-3", "locking.lock_spans_read_to_rename"),
+    # twins: deciding on the list held since the last load breaks the same three clauses
     _m(f"{PROCS}:open_loaded_list", "locking", "writes the list loaded at start",
-       "LOCK-2 LOCK-3", "lock-no-lost-update"),
+       "LOCK-2 LOCK-3 CONTRACT-7", "lock-no-lost-update"),
     _m(f"{NAIVE}:StaleWithoutLoad", "locking", "mutates its stale view, no re-read",
-       "CONTRACT-7 LOCK-2", "contract.mutation_without_load"),
+       "CONTRACT-7 LOCK-2 LOCK-3", "contract.mutation_without_load"),
     _m(f"{PROCS}:open_marker_lock", "locking", "an O_EXCL marker file as the lock",
        "CRASH-3", "crash.kill_at_each_write_step"),
     # atomicity

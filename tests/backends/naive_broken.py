@@ -58,7 +58,8 @@ class InPlaceWriter(NaiveStore):
     """Writes the data file in place with ``open("w")``-style truncation (ATOMIC-1, ATOMIC-2)."""
 
     def write_file(self, path: Path, data: bytes) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # O_NOFOLLOW refuses a symlinked file as the sound store does (FILES-4 is not its rule)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             self.write_chunks(fd, data)
         finally:
@@ -150,8 +151,11 @@ class LeavesTemps(NaiveStore):
 
     def write_file(self, path: Path, data: bytes) -> None:
         old = self.read_bytes(path)
-        if old is not None:
-            path.with_name(f".{path.name}.{time.monotonic_ns()}.old").write_bytes(old)
+        if old is not None:  # created 0600 as every file the store makes: FILES-1 is not its rule
+            kept = path.with_name(f".{path.name}.{time.monotonic_ns()}.old")
+            fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(old)
         super().write_file(path, data)
 
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memspec.reference_impl import open_store
+from memspec.reference_impl import files, open_store
 from memspec.spec import codes
 from memspec.spec.codec import (
     DELIMITER,
@@ -162,9 +162,15 @@ class AcceptsDelimiterLine(Wrapper):
             return answer
         if not has_delimiter_line(content):
             return answer  # a lone surrogate (ENTRY-4) is refused with the same code
-        current = self.read(op.target) or b""
-        raw = content.strip(WHITESPACE).encode("utf-8", "replace")
-        self.path(op.target).write_bytes(current + (b"\n\xc2\xa7\n" if current else b"") + raw)
+        path = self.path(op.target)
+        with files.locked(path) as lock:
+            current = self.read(op.target) or b""
+            raw = content.strip(WHITESPACE).encode("utf-8", "replace")
+            new = current + (b"\n\xc2\xa7\n" if current else b"") + raw
+            files.atomic_write(path, new)
+            # recorded as the store's own write, as the store records its own: only the
+            # delimiter line is wrong here, not who wrote the file (no backups, DRIFT-5)
+            files.record_digest(lock, files.digest(new))
         return {"ok": True, "code": codes.OK}
 
 
