@@ -480,6 +480,35 @@ def refuse_model_host() -> None:
     socket.getaddrinfo = getaddrinfo
 
 
+AGENT_SETTINGS: dict[str, Any] = {
+    "api_key": "memspec-no-key",
+    "base_url": MODEL_URL,
+    "model": "memspec-scripted",
+    "provider": "custom",
+    "quiet_mode": True,
+    "skip_context_files": True,
+    "load_soul_identity": True,
+    "enabled_toolsets": ["memory"],
+}
+"""What the session's ``AIAgent`` is built with: the stand-in model, quiet, no context files,
+its identity file loaded (AGENT-1's prompt holds it), the memory toolset alone."""
+
+
+def accepted_keywords(build: Callable[..., Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """Returns the ``settings`` that ``build`` takes as keywords: all of them when it takes
+    ``**kwargs`` (or its signature cannot be read), else those it names. A fork whose ``AIAgent``
+    lacks one of them (famteam 0.9.0 has no ``load_soul_identity``, and loads its identity
+    anyway) builds with its own default for it."""
+    try:
+        parameters = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):
+        return dict(settings)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return dict(settings)
+    named = {p.name for p in parameters if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    return {name: value for name, value in settings.items() if name in named}
+
+
 class HermesAgentSession:
     """The agent ops over one contract session, served by the release's ``AIAgent``."""
 
@@ -553,17 +582,13 @@ class HermesAgentSession:
         """Returns a new ``AIAgent`` with the session's manager and the model seam in place."""
         assert self.parts is not None
         at_init = self._takes_tools_at_init() and self.manager is not None
+        settings = accepted_keywords(self.parts.AIAgent, AGENT_SETTINGS)
+        if "load_soul_identity" not in settings:
+            # such a build reads SOUL.md as its identity only with its context files, which it
+            # looks for in the working directory: the session's home, which holds no other
+            settings["skip_context_files"] = False
         with self._manager_at_init() if at_init else contextlib.nullcontext():
-            agent = self.parts.AIAgent(
-                api_key="memspec-no-key",
-                base_url=MODEL_URL,
-                model="memspec-scripted",
-                provider="custom",
-                quiet_mode=True,
-                skip_context_files=True,
-                load_soul_identity=True,
-                enabled_toolsets=["memory"],
-            )
+            agent = self.parts.AIAgent(**settings)
 
         setattr(agent, self.line.seam, self._seam())
         agent._disable_streaming = True

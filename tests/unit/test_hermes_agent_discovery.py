@@ -330,3 +330,21 @@ def test_a_release_that_takes_provider_tools_at_init_offers_them(
     # what was replaced for the init is back
     assert memory_manager.MemoryManager().providers == []
     assert "initialize_all" not in vars(session.manager)
+
+
+def test_an_agent_init_without_a_setting_builds_with_its_own_default() -> None:
+    # famteam 0.9.0's AIAgent takes no load_soul_identity; passing it failed the build
+    def forks_init(
+        api_key: str, base_url: str, *, model: str = "", quiet_mode: bool = False
+    ) -> None:
+        del api_key, base_url, model, quiet_mode
+
+    taken = hermes_agent.accepted_keywords(forks_init, hermes_agent.AGENT_SETTINGS)
+    assert set(taken) == {"api_key", "base_url", "model", "quiet_mode"}
+    forks_init(**taken)  # builds
+
+    def open_init(api_key: str, **rest: object) -> None:
+        del api_key, rest
+
+    settings = hermes_agent.AGENT_SETTINGS
+    assert hermes_agent.accepted_keywords(open_init, settings) == settings
