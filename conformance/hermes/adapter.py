@@ -333,6 +333,42 @@ def detect_features(
     return features
 
 
+class MemoriesAt:
+    """A build's storage provider with its ``memories`` directory at the session's root: a path
+    ``memories/NAME`` names ``NAME`` in the root, through a provider of the build's own class
+    rooted at the root's parent; every other path is the build's provider's."""
+
+    def __init__(self, storage: Any, moved: Any, name: str) -> None:
+        self.storage, self.moved, self.name = storage, moved, name
+
+    def __getattr__(self, attribute: str) -> Any:
+        own = getattr(self.storage, attribute)
+        if not callable(own):
+            return own
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            path = args[0] if args else None
+            if isinstance(path, str) and path.split("/", 1)[0] == "memories":
+                moved = self.name + path[len("memories") :]
+                return getattr(self.moved, attribute)(moved, *args[1:], **kwargs)
+            return own(*args, **kwargs)
+
+        return call
+
+
+def storage_at(storage: Any, root: Path) -> Callable[[], Any]:
+    """Returns the ``get_storage`` of a session on ``root``: a build whose memory tool writes
+    its files in ``get_memory_dir()`` and reads them through a storage provider rooted at its
+    home (hermes-cld 0.1.2: ``memories/MEMORY.md``) must read them where it writes them. The
+    build's own provider when its class cannot be rooted elsewhere."""
+    try:
+        moved = type(storage)(root.parent)
+    except Exception:  # a provider of another shape: left as it is
+        return lambda: storage
+    view = MemoriesAt(storage, moved, root.name)
+    return lambda: view
+
+
 class HermesSession:
     """One contract session on a root, served by one Hermes ``MemoryStore``."""
 
@@ -344,6 +380,9 @@ class HermesSession:
         except ImportError:
             fence = None
         module.get_memory_dir = lambda: root  # Hermes' profile-directory indirection.
+        storage = getattr(module, "get_storage", None)
+        if callable(storage):  # a build that reads its files through a storage provider
+            module.get_storage = storage_at(storage(), root)
         self.module = module
         self.fence_builder = fence
         self.store = module.MemoryStore(memory_char_limit=memory_limit, user_char_limit=user_limit)

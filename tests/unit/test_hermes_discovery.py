@@ -160,3 +160,35 @@ REFUSALS_0_22 = [
 def test_refusals_of_the_0_22_line_map_by_their_words(error: str, code: str) -> None:
     outcome = hermes_adapter.classify({"success": False, "error": error})
     assert (outcome["ok"], outcome["code"]) == (False, code)
+
+
+def test_a_store_read_through_a_storage_provider_reads_the_root(tmp_path: Path) -> None:
+    # hermes-cld 0.1.2 writes get_memory_dir()/MEMORY.md and reads memories/MEMORY.md through
+    # a provider rooted at its home: both must be the session's root
+    class Provider:
+        def __init__(self, root: Path) -> None:
+            self.root = root
+
+        def read_text(self, path: str) -> str:
+            return (self.root / path).read_text(encoding="utf-8")
+
+        def exists(self, path: str) -> bool:
+            return (self.root / path).exists()
+
+    home, root = tmp_path / "home", tmp_path / "session-root"
+    (home / "memories").mkdir(parents=True)
+    (home / "memories" / "MEMORY.md").write_text("the home's", encoding="utf-8")
+    (home / "config.yaml").write_text("kept", encoding="utf-8")
+    root.mkdir()
+    (root / "MEMORY.md").write_text("the root's", encoding="utf-8")
+    storage = hermes_adapter.storage_at(Provider(home), root)()
+    assert storage.read_text("memories/MEMORY.md") == "the root's"
+    assert storage.exists("memories") and not storage.exists("memories/USER.md")
+    assert storage.read_text("config.yaml") == "kept"  # every other path is the home's
+
+    class Unmovable(Provider):
+        def __init__(self) -> None:
+            super().__init__(home)
+
+    fixed = Unmovable()
+    assert hermes_adapter.storage_at(fixed, root)() is fixed
