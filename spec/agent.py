@@ -229,9 +229,11 @@ def activation(scripts: Sequence[Script]) -> tuple[int | None, tuple[str, ...]]:
 
 def answered_active(answer: Mapping[str, Any], scripts: Sequence[Script]) -> int | None:
     """Returns the index of the script an ``agent_start`` answer says is active, when it
-    answered one status per script, in order, with exactly one active; ``None`` otherwise. A
-    check goes on from the provider the agent activated, so that activating the wrong one
-    (PROV-2, PROV-3) is judged once, not again in its tools (PROV-5) and recalls (FENCE-6)."""
+    answered one status per script, in order, with exactly one active, or with several active
+    of which one alone has its tools among those offered (the one that replaced the others);
+    ``None`` otherwise. A check goes on from the provider the agent activated, so that
+    activating the wrong one (PROV-2, PROV-3) is judged once, not again in its tools (PROV-5)
+    and recalls (FENCE-6)."""
     statuses = answer.get("providers")
     if not isinstance(statuses, list) or len(statuses) != len(scripts):
         return None
@@ -242,6 +244,12 @@ def answered_active(answer: Mapping[str, Any], scripts: Sequence[Script]) -> int
         and status.get("name") == script.name
         and status.get("active") is True
     ]
+    tools = answer.get("tools")
+    offered = (
+        set(tools) if isinstance(tools, list) and all(isinstance(t, str) for t in tools) else set()
+    )
+    if len(active) > 1:
+        active = [n for n in active if scripts[n].tools and set(scripts[n].tools) <= offered]
     return active[0] if len(active) == 1 else None
 
 

@@ -220,3 +220,7 @@ def test_the_provider_the_agent_activated_decides_its_tools() -> None:
     clauses = [p.clause for p in judge_start(answer, BASE, [], scripts)]
     assert clauses == ["PROV-2", "PROV-2"], clauses  # both statuses; the tools follow them
     assert answered_active({"providers": []}, scripts) is None
+    # both answered active: the one whose tools the agent offers is the one it runs
+    both = [{"name": "first", "active": True}, {"name": "second", "active": True}]
+    assert answered_active({"providers": both, "tools": ["memory", "second_search"]}, scripts) == 1
+    assert answered_active({"providers": both, "tools": ["memory"]}, scripts) is None
