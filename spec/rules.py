@@ -349,7 +349,7 @@ def acceptance_limit_rule(result: Sequence[str], current: Sequence[str], limit: 
     if used == limit:
         return "LIMIT-2"
     text = serialize(result)
-    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    units = used + sum(1 for c in text if ord(c) > 0xFFFF)  # UTF-16: astral ones take two
     counted = max(len(text.encode("utf-8", "surrogatepass")), units)
     return "LIMIT-1" if used < limit < counted else ""
 

@@ -232,10 +232,9 @@ def test_a_given_step_is_marked_in_the_json_dump() -> None:
         # a refusal that the other target's limit would not make is LIMIT-6's (each target has
         # its own limit), not the limit rule's in general
         ("wrappers:shared_limit", "limit-per-target", ("LIMIT-6",)),
-        # where the order of conditions is judged, another refusal is the ordering clause's
-        # when the store judges the expected condition at all (a batch's limit judged per item,
-        # before a later item's match)
-        ("wrappers:batch_limit_per_item", "precedence-batch-match-before-limit", ("CONTRACT-5",)),
+        # a batch's limit judged per item, before a later item's match, is the batch's limit
+        # clause (BATCH-4: the final result's), which the example of the order cites too
+        ("wrappers:batch_limit_per_item", "precedence-batch-match-before-limit", ("BATCH-4",)),
         # external bytes in no backup and no longer in the file are lost (DRIFT-5); the same
         # content backed up twice is DRIFT-4's
         ("naive_broken:NoRewriteBackup", "drift-pasted-entry-removed-with-a-backup", ("DRIFT-5",)),
@@ -382,8 +381,9 @@ no_target_check = factory_of(NoTargetCheck)
         # that does not scan its result (PATCH-6)
         ("patches_every_occurrence", "patch-precedence", ("PATCH-3",)),
         ("patch_skips_result_scan", "patch-precedence-of-threats", ("PATCH-6",)),
-        # a store that knows the condition and checks it after the limit: the order's
-        ("batch_limit_per_item", "precedence-batch-match-before-limit", ("CONTRACT-5",)),
+        # a store that knows the condition and checks it after a limit judged per item: the
+        # batch's limit clause (BATCH-4), not the order's
+        ("batch_limit_per_item", "precedence-batch-match-before-limit", ("BATCH-4",)),
     ],
 )
 def test_a_condition_missing_altogether_is_not_blamed_on_the_order(
