@@ -528,6 +528,19 @@ def _later_call(state: AgentState, got: str, calls: int = 3) -> int | None:
     return None
 
 
+def broken_turn_clause(state: AgentState, started: float, clause: str) -> str:
+    """Returns the clause a turn begun at ``started`` (on the caller's clock) breaks when it
+    breaks instead of answering: PROV-3 when its prefetch raises (a failing provider never breaks
+    the turn), PROV-4 when it hangs past the timeout, ``clause`` otherwise."""
+    running = state.hang_ends > started
+    step = state.provider.step(state.calls) if state.provider and not running else None
+    if step is not None and step.kind == "raise":
+        return "PROV-3"
+    if step is not None and step.kind == "hang" and step.seconds >= PREFETCH_TIMEOUT_S:
+        return "PROV-4"
+    return clause
+
+
 def judge_turn(
     answer: Mapping[str, Any],
     state: AgentState,

@@ -343,12 +343,14 @@ def acceptance_limit_rule(result: Sequence[str], current: Sequence[str], limit: 
     units (the store counted usage otherwise); "" for any other result, whose refusal the
     operation's limit clause owns. For example, with a limit of 6, ``["😀😀", "é"]`` (6 code
     points) is LIMIT-2's and ``["😀", "é"]`` (5 code points, 8 bytes) LIMIT-1's."""
-    used = usage_of(result)
+    text = serialize(result)
+    used = len(text)
     if used <= usage_of(current):
         return ""  # a refusal of a result no larger is LIMIT-4's or LIMIT-5's
     if used == limit:
         return "LIMIT-2"
-    text = serialize(result)
+    if 4 * used <= limit:
+        return ""  # no count of it, in bytes or UTF-16 units, reaches the limit
     units = used + sum(1 for c in text if ord(c) > 0xFFFF)  # UTF-16: astral ones take two
     counted = max(len(text.encode("utf-8", "surrogatepass")), units)
     return "LIMIT-1" if used < limit < counted else ""

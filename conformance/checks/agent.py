@@ -37,6 +37,7 @@ from memspec.spec.agent import (
     AgentState,
     after_turn,
     answered_active,
+    broken_turn_clause,
     judge_rebuild,
     judge_start,
     judge_turn,
@@ -127,7 +128,8 @@ class AgentRun:
         if not self.started:
             return
         started = time.monotonic()
-        answer = self._ask(_break_clause(self.state, clause), "agent_turn", user=user, reply=reply)
+        broke = broken_turn_clause(self.state, started, clause)
+        answer = self._ask(broke, "agent_turn", user=user, reply=reply)
         elapsed = time.monotonic() - started
         prefetches = 1 if self.state.provider and self.state.hang_ends <= started else 0
         sent = None
@@ -169,19 +171,6 @@ class AgentRun:
         """Sleeps until the provider's last hang has ended (so the next turn must prefetch)."""
         assert self.state is not None
         time.sleep(max(0.0, self.state.hang_ends - time.monotonic()) + 0.2)
-
-
-def _break_clause(state: AgentState, clause: str) -> str:
-    """Returns the clause a turn that breaks instead of answering breaks: PROV-3 when this
-    turn's prefetch raises (a failing provider never breaks the turn), PROV-4 when it hangs past
-    the timeout, ``clause`` otherwise."""
-    provider, running = state.provider, state.hang_ends > time.monotonic()
-    step = provider.step(state.calls) if provider is not None and not running else None
-    if step is not None and step.kind == "raise":
-        return "PROV-3"
-    if step is not None and step.kind == "hang" and step.seconds >= PREFETCH_TIMEOUT_S:
-        return "PROV-4"
-    return clause
 
 
 @contextmanager

@@ -582,7 +582,8 @@ class HermesAgentSession:
         """Returns a new ``AIAgent`` with the session's manager and the model seam in place."""
         assert self.parts is not None
         at_init = self._takes_tools_at_init() and self.manager is not None
-        settings = accepted_keywords(self.parts.AIAgent, AGENT_SETTINGS)
+        # a copy per agent: an init may keep (and change) the toolset list it is given
+        settings = accepted_keywords(self.parts.AIAgent, copy.deepcopy(AGENT_SETTINGS))
         if "load_soul_identity" not in settings:
             # such a build reads SOUL.md as its identity only with its context files, which it
             # looks for in the working directory: the session's home, which holds no other

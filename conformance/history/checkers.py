@@ -30,7 +30,7 @@ from memspec.conformance.history.spec_search import check_linearizable
 from memspec.conformance.verdict.blame import Answered, blame
 from memspec.spec.codec import usage
 from memspec.spec.requests import MUTATIONS
-from memspec.spec.rules import Outcome
+from memspec.spec.rules import Outcome, exceeds_limit
 
 __all__ = [
     "CHECKERS",
@@ -560,7 +560,12 @@ def check_limits(analysis: Analysis) -> list[CheckerFinding]:
         # LIMIT-2: a mutation whose result exceeds the limit (and the current usage) is refused;
         # one that another target's limit would allow was counted against it (LIMIT-6, as the
         # model's limit_rule decides)
-        other = [n for t, n in analysis.limits.items() if t != view.target and used <= n]
+        start = view.start or ()
+        other = [
+            n
+            for t, n in analysis.limits.items()
+            if t != view.target and not exceeds_limit(run.entries or (), start, n)
+        ]
         why = f", which the {other[0]:,} of the other target allows" if other else ""
         findings.append(
             make_finding(

@@ -223,28 +223,25 @@ def test_entries_in_an_order_no_appends_explain() -> None:
     assert "no order of appends" in findings[0].message
 
 
-def test_a_sample_over_the_limit() -> None:
-    # LIMIT-2: the store grew past its limit of 10 code points.
+@pytest.mark.parametrize(
+    ("user_limit", "clause", "not_clause"),
+    [
+        # LIMIT-2: the store grew past its limit of 10 code points
+        (10, "LIMIT-2", "LIMIT-6"),
+        # 7 + 3 + 7 = 17 code points, over memory's 10 but within user's 20: the store counted
+        # memory against user's limit (LIMIT-6), as the model's limit rule decides
+        (20, "LIMIT-6", "LIMIT-2"),
+    ],
+)
+def test_a_sample_over_the_limit(user_limit: int, clause: str, not_clause: str) -> None:
     findings = judged(
         add(0, "[a] one", 1, 2),
         add(1, "[b] two", 1.5, 2.5),
         read(3, ["[a] one", "[b] two"]),
-        limits={"memory": 10, "user": 10},
+        limits={"memory": 10, "user": user_limit},
     )
-    assert ("limits", "LIMIT-2") in [(f.checker, f.clause) for f in findings]
-
-
-def test_a_sample_within_the_other_targets_limit_is_limit_6s() -> None:
-    # 7 + 3 + 7 = 17 code points, over memory's 10 but within user's 20: the store counted
-    # memory against user's limit (LIMIT-6), as the model's limit rule decides
-    findings = judged(
-        add(0, "[a] one", 1, 2),
-        add(1, "[b] two", 1.5, 2.5),
-        read(3, ["[a] one", "[b] two"]),
-        limits={"memory": 10, "user": 20},
-    )
-    assert ("limits", "LIMIT-6") in [(f.checker, f.clause) for f in findings]
-    assert "LIMIT-2" not in [f.clause for f in findings]
+    assert ("limits", clause) in [(f.checker, f.clause) for f in findings]
+    assert not_clause not in [f.clause for f in findings]
 
 
 def test_a_refusal_only_the_search_can_judge() -> None:
