@@ -2,7 +2,7 @@
 
 Run from the project root (figures, not tests; each section prints a Markdown table)::
 
-    python -m benchmarks.certify_time                       # the four default backends, twice
+    python -m benchmarks.certify_time                       # the default backends, twice
     python -m benchmarks.certify_time --repeat 1 --backend memspec.reference_impl:open_store
     python -m benchmarks.certify_time --page docs/results/certify-time.md
 
@@ -13,11 +13,17 @@ Sections:
   and the slowest checks of the first run (from its ``junit.xml``); for a backend that fails,
   the time to its first failure: when the progress line showed the first ``F``, against the
   run's whole wall time. The default backends are the
-  reference in-process, the reference through ``memspec serve``, and the two racy stores of
+  reference in-process, the reference through ``memspec serve``, the two racy stores of
   ``tests/backends/procs.py``: ``open_no_lock`` (takes no lock) and ``open_data_file_lock``
-  (locks ``MEMORY.md`` itself, whose inode each rename replaces).
-- ``sessions``: for each ``--backend-cmd``, one more run through a wrapper that counts the
-  processes the checks start (each session of a command backend is one), per check.
+  (locks ``MEMORY.md`` itself, whose inode each rename replaces), and where this machine runs
+  them, the Node.js backend and the native one (``tests/backends/native``, built with ``cc``).
+- ``usage``: where the time of each backend's first run goes, from the kernel's process
+  accounting (:mod:`benchmarks.accounting`, which needs root): the processor time of the
+  backend's own processes, of their starts, of ``strace`` and of the harness, the time the
+  workers left idle, and the floor: the backend's own time spread over the workers.
+- ``sessions``: for each ``--backend-cmd``, one more run, one check at a time (``-n 1 -v``),
+  through a wrapper that logs each process start (each session of a command backend is one);
+  a start belongs to the check whose line ends next.
 - ``serve``: the median wall time of one ``memspec serve`` session of the reference (start,
   open, load, one add, end of input), and the modules its start-up imports.
 """
@@ -29,6 +35,7 @@ import os
 import re
 import selectors
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.accounting import Usage, accounting, read_records, tree_usage
 from memspec.conformance.core.results_page import PageRun, writable_page
 
 PROG = "python -m benchmarks.certify_time"
@@ -51,16 +59,20 @@ DEFAULT_BACKENDS = (
     ("--backend", "tests.backends.procs:open_no_lock"),
     ("--backend", "tests.backends.procs:open_data_file_lock"),
 )
+NODE = "node backends/node/memspec_backend.js"
+NATIVE_SOURCE = Path(__file__).resolve().parent.parent / "tests/backends/native/memspec_backend.c"
 SLOWEST = 6
 """Checks listed per backend, slowest first."""
 TIMEOUT = 1800.0
 """Seconds one certification may take before it is reported as timed out."""
 COUNTER = """#!/bin/sh
-echo "${PYTEST_CURRENT_TEST%% (*}" >> "$MEMSPEC_SESSION_LOG"
+date +%%s.%%N >> "$MEMSPEC_SESSION_LOG"
 exec %s
 """
-"""The wrapper that counts a command backend's process starts, by the check that started them
-(pytest names the running test in ``PYTEST_CURRENT_TEST``, which the processes inherit)."""
+"""The wrapper that counts a command backend's process starts: the time of each (a backend's
+environment carries none of the test runner's variables, so nothing names the check)."""
+CHECK_ENDED = re.compile(r"(?:PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS) \S*::test_\w+\[([^\]]+)\]")
+"""A line of ``certify -v`` that says a check or example ended, with its id."""
 
 
 PROGRESS = re.compile(r"[.FsExX]*")
@@ -78,18 +90,29 @@ class Run:
     summary: str
     slowest: tuple[tuple[str, float, str], ...]
     first_failure: float | None = None
+    usage: Usage | None = None
 
 
-def read_progress(
-    command: list[str], env: dict[str, str], timeout: float
-) -> tuple[str, int, float | None]:
-    """Runs ``command`` (a certification that prints its progress) and returns its output, its
-    exit status and the seconds after its start at which a progress line first showed ``F``
-    (``None``: never). Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds, the
-    process killed."""
+@dataclass
+class Progress:
+    """What :func:`read_progress` read of a certification: its output, exit status and process
+    id, the seconds after its start at which a progress line first showed ``F`` (``None``:
+    never), and each whole line with the time (``time.time()``) it ended."""
+
+    output: str
+    status: int
+    pid: int
+    first_failure: float | None
+    lines: list[tuple[float, str]]
+
+
+def read_progress(command: list[str], env: dict[str, str], timeout: float) -> Progress:
+    """Runs ``command`` (a certification that prints its progress) and returns what it read.
+    Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds, the process killed."""
     started = time.monotonic()
     first: float | None = None
     output, line = bytearray(), bytearray()
+    lines: list[tuple[float, str]] = []
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         env={**env, "PYTHONUNBUFFERED": "1"},
@@ -108,6 +131,7 @@ def read_progress(
                 break
             for byte in chunk:
                 if byte == ord("\n"):
+                    lines.append((time.time(), line.decode("utf-8", "replace")))
                     line.clear()
                     continue
                 line.append(byte)
@@ -115,7 +139,7 @@ def read_progress(
                     first = time.monotonic() - started
             output += chunk
         status = process.wait()
-    return output.decode("utf-8", "replace"), status, first
+    return Progress(output.decode("utf-8", "replace"), status, process.pid, first, lines)
 
 
 def slowest_checks(junit: str, count: int) -> tuple[tuple[str, float, str], ...]:
@@ -129,41 +153,98 @@ def slowest_checks(junit: str, count: int) -> tuple[tuple[str, float, str], ...]
     return tuple(sorted(cases, key=lambda case: -case[1])[:count])
 
 
-def certify_once(flag: str, backend: str, workers: int, env: dict[str, str]) -> Run:
-    """Certifies ``backend`` once (profile ci) and returns the Run."""
+def certify_once(
+    flag: str, backend: str, workers: int, env: dict[str, str], *, verbose: bool = False
+) -> tuple[Run, Progress | None]:
+    """Certifies ``backend`` once (profile ci) and returns the Run, with the processor time of
+    its processes by kind where process accounting can be turned on, and what was read of it
+    (``None``: it timed out)."""
     with tempfile.TemporaryDirectory(prefix="memspec-bench-") as report:
-        command = ["memspec", "certify", flag, backend, "-n", str(workers)]
+        command = ["memspec", "certify", flag, backend, "-n", str(workers), "--report", report]
         before = os.getloadavg()[0]
         started = time.monotonic()
-        first: float | None = None
-        try:
-            output, status, first = read_progress(
-                [*command, "--report", report], {**env, "CI": "true"}, TIMEOUT
-            )
-            lines = output.strip().splitlines()
-            summary = lines[-1] if lines else f"no output (status {status})"
-        except subprocess.TimeoutExpired:
-            summary = f"timed out after {TIMEOUT:g} s"
-        seconds = time.monotonic() - started
+        progress: Progress | None = None
+        usage: Usage | None = None
+        with accounting(Path(report, "pacct")) as recorded:
+            try:
+                progress = read_progress(
+                    [*command, *(["-v"] if verbose else [])], {**env, "CI": "true"}, TIMEOUT
+                )
+                lines = progress.output.strip().splitlines()
+                summary = lines[-1] if lines else f"no output (status {progress.status})"
+            except subprocess.TimeoutExpired:
+                summary = f"timed out after {TIMEOUT:g} s"
+            seconds = time.monotonic() - started
+        if recorded is not None and progress is not None:
+            records = read_records(recorded.read_bytes())
+            usage = tree_usage(records, progress.pid, backend_name(flag, backend))
         junit = Path(report, "junit.xml")
         slowest = (
             slowest_checks(junit.read_text(encoding="utf-8"), SLOWEST) if junit.is_file() else ()
         )
-    return Run(seconds, (before, os.getloadavg()[0]), summary, slowest, first)
+    first = progress.first_failure if progress else None
+    load = (before, os.getloadavg()[0])
+    return Run(seconds, load, summary, slowest, first, usage), progress
 
 
-def count_sessions(command: str, workers: int) -> tuple[int, Counter[str]]:
-    """Certifies the command backend ``command`` once through the counting wrapper; returns the
-    number of processes started and how many each check started."""
+def other_languages() -> list[tuple[str, str]]:
+    """Returns the default command backends in other languages that this machine can run: the
+    Node.js backend where ``node`` is on PATH, the native one (``tests/backends/native``) where
+    ``cc`` builds it, into ``memspec-native`` under the temporary directory."""
+    found = [("--backend-cmd", NODE)] if shutil.which("node") else []
+    binary = Path(tempfile.gettempdir(), "memspec-native", "memspec_backend")
+    binary.parent.mkdir(exist_ok=True)
+    build = ["cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-o", str(binary), str(NATIVE_SOURCE)]
+    if shutil.which("cc") and subprocess.run(build, capture_output=True).returncode == 0:
+        found.append(("--backend-cmd", str(binary)))
+    return found
+
+
+def backend_name(flag: str, backend: str) -> str | None:
+    """Returns the command name the kernel gives the processes of a command backend (its
+    program's file name), ``None`` for a Python backend, which runs inside the harness."""
+    return Path(shlex.split(backend)[0]).name if flag == "--backend-cmd" else None
+
+
+def count_sessions(command: str) -> tuple[int, Counter[str]]:
+    """Certifies the command backend ``command`` once more, one check at a time, through the
+    counting wrapper; returns the number of processes started and how many each check started
+    (a process belongs to the check whose line ``-v`` prints next after it started)."""
     with tempfile.TemporaryDirectory(prefix="memspec-sessions-") as folder:
         wrapper, log = Path(folder, "counting.sh"), Path(folder, "sessions.log")
         wrapper.write_text(COUNTER % command, encoding="utf-8")
         wrapper.chmod(0o755)
         log.touch()
         env = {**os.environ, "MEMSPEC_SESSION_LOG": str(log)}
-        certify_once("--backend-cmd", shlex.quote(str(wrapper)), workers, env)
-        lines = [line.strip() for line in log.read_text(encoding="utf-8").splitlines()]
-    return len(lines), Counter(line.rsplit("::", 1)[-1] or "(certify)" for line in lines)
+        _, progress = certify_once("--backend-cmd", shlex.quote(str(wrapper)), 1, env, verbose=True)
+        starts = sorted(float(line) for line in log.read_text(encoding="utf-8").split())
+    return len(starts), starts_by_check(starts, progress.lines if progress else [])
+
+
+def starts_by_check(starts: Sequence[float], lines: Sequence[tuple[float, str]]) -> Counter[str]:
+    """Returns how many of the process ``starts`` (times) each check made: a start belongs to
+    the first check whose ``-v`` line (with the time it ended) ends after it."""
+    ended = [(at, match.group(1)) for at, line in lines if (match := CHECK_ENDED.search(line))]
+    per_check: Counter[str] = Counter()
+    for start in starts:
+        check = next((name for at, name in ended if at >= start), "(after the last check)")
+        per_check[check] += 1
+    return per_check
+
+
+def start_cpu(command: str, runs: int) -> float:
+    """Returns the median processor seconds (user and system) of ``command`` started with an
+    empty standard input, run to its end: what one process start of the backend costs."""
+    spent = []
+    for _ in range(runs):
+        process = subprocess.Popen(
+            shlex.split(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _, _, usage = os.wait4(process.pid, 0)
+        process.returncode = 0  # reaped here; Popen must not wait for it again
+        spent.append(usage.ru_utime + usage.ru_stime)
+    return statistics.median(spent)
 
 
 def serve_session_ms(runs: int) -> float:
@@ -226,6 +307,49 @@ def render_certify(results: dict[str, list[Run]]) -> str:
     return "\n".join(lines)
 
 
+USAGE_NOTE = """\
+The first run of each backend, its processes' processor time from the kernel's process
+accounting (`benchmarks/accounting.py`; it needs root, and is left out without it): the
+backend's own processes (each session of a command backend is one; a Python backend runs inside
+the harness's), of that the time its process starts take (their number times the processor
+time of one start with an empty input, measured apart), `strace` (the sessions the harness
+traces), and the harness (certify, its workers and every other process it started). Idle is
+the processor time the run's workers left unused (workers × wall time − all processes' time):
+waiting for answers, sleeps, timeouts. The floor is the backend's own processor time spread
+over the workers: the wall time its processes need alone."""
+
+
+def render_usage(results: dict[str, list[Run]], starts: dict[str, float], workers: int) -> str:
+    """Returns the section on where each backend's time goes (:data:`USAGE_NOTE`)."""
+    lines = [
+        USAGE_NOTE,
+        "",
+        "| backend | wall time | all processes | backend | of it starts | strace | harness "
+        "| idle | floor |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for backend, runs in results.items():
+        run, usage = runs[0], runs[0].usage
+        if usage is None:
+            lines.append(f"| `{backend}` | {run.seconds:.0f} s | not recorded |||||||")
+            continue
+        idle = max(0.0, workers * run.seconds - usage.total)
+        if backend in starts:
+            own = f"{usage.backend:.0f} s in {usage.backend_processes} processes"
+            started = f"{usage.backend_processes * starts[backend]:.0f} s"
+            floor = f"{usage.backend / workers:.0f} s"
+        else:
+            own, started, floor = "in the harness", "—", "—"
+        lines.append(
+            f"| `{backend}` | {run.seconds:.0f} s | {usage.total:.0f} s | {own} | {started} "
+            f"| {usage.tracing:.0f} s | {usage.harness:.0f} s | {idle:.0f} s | {floor} |"
+        )
+    if starts:
+        lines += ["", "The processor time of one process start (median of `--serve-runs`):", ""]
+        lines += [f"- {backend}: {seconds * 1000:.0f} ms" for backend, seconds in starts.items()]
+    return "\n".join(lines)
+
+
 def render_sessions(counts: dict[str, tuple[int, Counter[str]]]) -> str:
     """Returns the sessions section: processes started per command backend and per check."""
     lines = []
@@ -239,7 +363,7 @@ def render_sessions(counts: dict[str, tuple[int, Counter[str]]]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", action="append", default=[], metavar="MODULE:FACTORY",
-                        help="certify this Python backend (repeatable; default: four)")  # fmt: skip
+                        help="certify this Python backend (repeatable)")  # fmt: skip
     parser.add_argument("--backend-cmd", action="append", default=[], metavar="CMD",
                         help="certify this command backend (repeatable)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=2, help="certifications per backend")
@@ -261,18 +385,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [("--backend", b) for b in args.backend] + [
         ("--backend-cmd", c) for c in args.backend_cmd
     ]
-    backends = chosen or list(DEFAULT_BACKENDS)
+    backends = chosen or [*DEFAULT_BACKENDS, *other_languages()]
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[str, list[Run]] = {}
     for flag, backend in backends:
         label = backend if flag == "--backend" else f"--backend-cmd '{backend}'"
-        results[label] = [certify_once(flag, backend, args.workers, dict(os.environ))
+        results[label] = [certify_once(flag, backend, args.workers, dict(os.environ))[0]
                           for _ in range(args.repeat)]  # fmt: skip
         print(f"{label}: " + ", ".join(f"{r.seconds:.0f} s" for r in results[label]), flush=True)
     parts = ["## Certification wall time", render_certify(results)]
     commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
+    starts = {f"--backend-cmd '{c}'": start_cpu(c, args.serve_runs) for c in commands}
+    parts += ["## Where the time goes", render_usage(results, starts, args.workers)]
     if commands and not args.no_sessions:
-        counts = {command: count_sessions(command, args.workers) for command in commands}
+        counts = {command: count_sessions(command) for command in commands}
         parts += ["## Processes a command backend starts", render_sessions(counts)]
     ms = serve_session_ms(args.serve_runs)
     modules, own, harness = serve_imports()
