@@ -229,7 +229,7 @@ def _cmd_examples(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from memspec.conformance.transport.backend import InProcessBackend
-    from memspec.conformance.transport.jsonlines import serve
+    from memspec.conformance.transport.served import serve
 
     return serve(InProcessBackend(args.backend), sys.stdin, sys.stdout)
 

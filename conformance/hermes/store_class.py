@@ -590,7 +590,7 @@ def _protocol_stream() -> IO[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serves one Hermes-shaped class over JSON Lines until stdin closes."""
     from memspec.conformance.transport.backend import InProcessBackend
-    from memspec.conformance.transport.jsonlines import serve
+    from memspec.conformance.transport.served import serve
 
     parser = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__)
     parser.add_argument("--class", dest="target", required=True, metavar="TARGET")

@@ -12,7 +12,6 @@ import functools
 import importlib
 import queue
 import sys
-import tempfile
 import threading
 import traceback
 import weakref
@@ -21,17 +20,19 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, NotRequired, Protocol, Self, TypedDict, cast
+from typing import TYPE_CHECKING, Any, ClassVar, NotRequired, Protocol, Self, TypedDict, cast
 
 from memspec.conformance.transport.wire import Answer, Fields, Request
 from memspec.conformance.verdict.blame import Answered, blame, refused_core_action
 from memspec.conformance.verdict.findings import DEFECT_CLAUSE, Finding, Kind, Refusal
-from memspec.conformance.verdict.records import BackendInfo
 from memspec.spec import codes
 from memspec.spec.clauses import PROVIDER, STORE
 from memspec.spec.errors import UsageError
 from memspec.spec.requests import OP_FIELDS
 from memspec.spec.targets import DEFAULT_LIMITS
+
+if TYPE_CHECKING:  # describe() imports it when it runs: memspec serve never does
+    from memspec.conformance.verdict.records import BackendInfo
 
 OP_FEATURES = {
     "batch": "batch",
@@ -186,6 +187,10 @@ def describe(backend: Backend) -> BackendInfo:
     """Returns what a report says of ``backend``: its label, and the name, version and claimed
     features one session on a scratch root gives (when none can be opened, the features are
     one item saying why)."""
+    import tempfile
+
+    from memspec.conformance.verdict.records import BackendInfo
+
     name, version = backend.label, ""
     features: tuple[str, ...] = ("?",)
     with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:

@@ -2,8 +2,9 @@
 
 :class:`CommandBackend` starts the command per session, sends ``open`` and one request per line, and
 reads one answer per request; output that is not JSON, another ``id``, a death or silence past the
-timeout is a ``BackendDefect`` and the process is killed (CONTRACT-*). :func:`serve` exposes any
-Python backend over the same protocol.
+timeout is a ``BackendDefect`` and the process is killed (CONTRACT-*).
+:func:`~memspec.conformance.transport.served.serve` exposes any Python backend over the same
+protocol.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import queue
 import re
 import shlex
 import subprocess
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -28,8 +28,6 @@ from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import (
     Address,
     BackendDefect,
-    InProcessBackend,
-    InProcessSession,
     Runs,
     Session,
     check_answer,
@@ -37,9 +35,7 @@ from memspec.conformance.transport.backend import (
 )
 from memspec.conformance.transport.wire import Answer, Request
 from memspec.conformance.verdict.findings import ADAPTER_GAP_MARK, AdapterGap
-from memspec.spec import codes
 from memspec.spec.errors import UsageError
-from memspec.spec.requests import OPS
 from memspec.spec.targets import DEFAULT_LIMITS
 
 STDERR_TAIL = 20
@@ -317,84 +313,3 @@ class CommandBackend:
             prestart=self.prestart,
             started=self.started,
         )
-
-
-def _error(request_id: Any, code: str, message: str) -> Answer:
-    return {"id": request_id, "ok": False, "code": code, "message": message}
-
-
-def _open_request(backend: InProcessBackend, request: Mapping[str, Any]) -> InProcessSession:
-    root = request.get("root")
-    limits = {
-        "memory": request.get("memory_char_limit", DEFAULT_LIMITS["memory"]),
-        "user": request.get("user_char_limit", DEFAULT_LIMITS["user"]),
-    }
-    if not isinstance(root, str) or not os.path.isdir(root):
-        raise ValueError(f"open needs 'root', an existing directory; got {root!r}")
-    return backend.open(Path(root), limits)
-
-
-def handle_line(
-    backend: InProcessBackend,
-    session: InProcessSession | None,
-    line: str,
-) -> tuple[Answer, InProcessSession | None]:
-    """Returns the answer to one request line and the session after it (serve's core): a malformed
-    request gets ``E_INVALID``; a :class:`BackendDefect` propagates and :func:`serve` exits, so the
-    harness reports it as it would in-process."""
-    try:
-        request = json.loads(line)
-    except json.JSONDecodeError as error:
-        return _error(None, codes.E_INVALID, f"not a JSON object: {error.msg}"), session
-    if not isinstance(request, dict):
-        return _error(None, codes.E_INVALID, "a request is a JSON object"), session
-    request_id, op = request.get("id"), request.get("op")
-    if op == "open":
-        try:
-            session = _open_request(backend, request)
-        except (ValueError, BackendDefect) as error:
-            return _error(request_id, codes.E_INVALID, str(error)), session
-        return {
-            "id": request_id,
-            "ok": True,
-            "code": codes.OK,
-            "features": sorted(session.features),
-            "backend": backend.spec,
-            "version": session.version,
-        }, session
-    if op not in OPS:
-        return _error(request_id, codes.E_UNSUPPORTED, f"unknown op {op!r}"), session
-    if session is None:
-        return _error(request_id, codes.E_INVALID, "send 'open' first"), session
-    # the line is any JSON object, not yet a Request: the session checks its fields (UsageError)
-    fields = {key: value for key, value in request.items() if key not in ("op", "id")}
-    try:
-        answer = session.request(op, **fields)
-    except UsageError as error:
-        return _error(request_id, codes.E_INVALID, str(error)), session
-    return {"id": request_id, **answer}, session
-
-
-def serve(backend: InProcessBackend, stdin: IO[str], stdout: IO[str]) -> int:
-    """Serves the Python backend over JSON Lines until stdin closes.
-
-    Returns 0, or 1 when the backend raised (the defect is described on stderr).
-    """
-    session: InProcessSession | None = None
-    for line in stdin:
-        if not line.strip():
-            continue
-        try:
-            answer, session = handle_line(backend, session, line)
-        except BackendDefect as defect:
-            print(
-                f"memspec serve: backend defect: {defect}\nsent: {defect.sent!r}\n"
-                f"received: {defect.received}",
-                file=sys.stderr,
-            )
-            return 1
-        stdout.write(json.dumps(answer) + "\n")
-        stdout.flush()
-    if session is not None:
-        session.close()
-    return 0

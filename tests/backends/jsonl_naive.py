@@ -12,7 +12,7 @@ import json
 import sys
 
 from memspec.conformance.transport.backend import InProcessBackend
-from memspec.conformance.transport.jsonlines import handle_line
+from memspec.conformance.transport.served import handle_line
 from memspec.spec import codes
 
 MODES = ("correct", "counts-ids", "unknown-op-invalid")

@@ -13,7 +13,7 @@ import sys
 import time
 
 from memspec.conformance.transport.backend import InProcessBackend
-from memspec.conformance.transport.jsonlines import handle_line
+from memspec.conformance.transport.served import handle_line
 
 
 def main(mode: str) -> int:

@@ -17,7 +17,8 @@ import pytest
 from memspec.conformance.core.locations import PYTHONPATH_ADDED, backend_environment, import_from
 from memspec.conformance.transport import prestart
 from memspec.conformance.transport.backend import BackendDefect, InProcessBackend, check_answer
-from memspec.conformance.transport.jsonlines import CommandBackend, handle_line, serve
+from memspec.conformance.transport.jsonlines import CommandBackend
+from memspec.conformance.transport.served import handle_line, serve
 from memspec.spec.errors import UsageError
 
 REFERENCE = "memspec.reference_impl:open_store"
