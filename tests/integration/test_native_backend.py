@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.integration.certify_command import assert_certified
 
 PROJECT = Path(__file__).resolve().parents[2]
 NATIVE = PROJECT / "tests" / "backends" / "native"
@@ -50,21 +51,4 @@ def test_native_backend_is_certified(tmp_path: Path) -> None:
     assert build.returncode == 0, build.stdout + build.stderr
     assert build.stderr == "", build.stderr  # no warnings at all
 
-    args = [
-        sys.executable,
-        "-m",
-        "memspec.conformance",
-        "certify",
-        "--backend-cmd",
-        str(binary),
-        "-q",
-        "-n",
-        "2",
-    ]
-    if EXPECTED_FAILURES.exists():
-        args += ["--expected-failures", str(EXPECTED_FAILURES)]
-    result = subprocess.run(
-        args, cwd=PROJECT, capture_output=True, text=True, timeout=1800, check=False
-    )
-    # CONTRACT-16: exit status 0 means nothing failed unexpectedly.
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert_certified(str(binary), EXPECTED_FAILURES)

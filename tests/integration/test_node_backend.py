@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.integration.certify_command import assert_certified
 
 PROJECT = Path(__file__).resolve().parents[2]
 BACKEND = PROJECT / "backends" / "node" / "memspec_backend.js"
@@ -29,24 +29,7 @@ pytestmark = pytest.mark.skipif(
 def test_node_backend_is_certified() -> None:
     # A relative path, as a user types it in the project folder.
     command = f"node {shlex.quote(str(BACKEND.relative_to(PROJECT)))}"
-    args = [
-        sys.executable,
-        "-m",
-        "memspec.conformance",
-        "certify",
-        "--backend-cmd",
-        command,
-        "-q",
-        "-n",
-        "2",
-    ]
-    if EXPECTED_FAILURES.exists():
-        args += ["--expected-failures", str(EXPECTED_FAILURES)]
-    result = subprocess.run(
-        args, cwd=PROJECT, capture_output=True, text=True, timeout=1800, check=False
-    )
-    # CONTRACT-16: exit status 0 means nothing failed unexpectedly.
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert_certified(command, EXPECTED_FAILURES)
 
 
 def test_node_names_an_unknown_batch_item_member_as_one_to_drop(tmp_path: Path) -> None:
