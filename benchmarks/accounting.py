@@ -102,18 +102,18 @@ def tree_usage(records: Sequence[Ended], root: int, backend_command: str | None)
     for record in last.values():
         children.setdefault(record.ppid, []).append(record)
     name = backend_command[:15] if backend_command else None
-    backend = tracing = harness = 0.0
+    backend = tracing = 0.0
+    harness = last[root].cpu if root in last else 0.0
     count = 0
-    stack = [last[root]] if root in last else []
-    stack += children.get(root, []) if root not in last else []
-    seen: set[int] = set()
+    stack = list(children.get(root, []))
+    seen: set[int] = {root}
     while stack:
         record = stack.pop()
         if record.pid in seen:
             continue
         seen.add(record.pid)
         stack.extend(children.get(record.pid, []))
-        if record.pid != root and record.command == name:
+        if record.command == name:
             backend += record.cpu
             count += 1
         elif record.command == "strace":

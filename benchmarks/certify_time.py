@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import selectors
 import shlex
 import shutil
@@ -237,13 +238,10 @@ def start_cpu(command: str, runs: int) -> float:
     empty standard input, run to its end: what one process start of the backend costs."""
     spent = []
     for _ in range(runs):
-        process = subprocess.Popen(
-            shlex.split(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        _, _, usage = os.wait4(process.pid, 0)
-        process.returncode = 0  # reaped here; Popen must not wait for it again
-        spent.append(usage.ru_utime + usage.ru_stime)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(shlex.split(command), stdin=subprocess.DEVNULL, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return statistics.median(spent)
 
 
