@@ -154,14 +154,18 @@ def write_backup(data_path: Path, data: bytes) -> Path:
     """Saves ``data`` byte-exactly as a backup of ``data_path`` and returns the backup's path
     (DRIFT-3, FILES-1). An existing backup holding ``data`` is reused; on a 16-digit prefix
     collision the full name is used, and when both hold other bytes ``FileExistsError`` is raised
-    rather than overwrite a backup (DRIFT-4)."""
+    rather than overwrite a backup (DRIFT-4). A failed directory sync after the rename raises
+    :class:`NotDurableError` whose ``filename`` is the backup, in place (ATOMIC-3)."""
     short = backup_path(data_path, data)
     for candidate in (short, short.with_name(f"{data_path.name}.bak.{digest(data)}")):
         existing = read_file(candidate)
         if existing == data:
             return candidate
         if existing is None:
-            _replace_via_temp(candidate, data, temp_prefix(data_path), keep_mode=False)
+            try:
+                _replace_via_temp(candidate, data, temp_prefix(data_path), keep_mode=False)
+            except NotDurableError as error:
+                raise NotDurableError(error.errno, error.strerror, str(candidate)) from error
             return candidate
     raise FileExistsError(
         errno.EEXIST,

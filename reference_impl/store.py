@@ -91,6 +91,16 @@ def _failure(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"ok": False, "code": code, "message": message, **extra}
 
 
+def _save_backup(path: Path, data: bytes) -> tuple[Path, str | None]:
+    """Saves the byte-exact backup of ``data``, the bytes of ``path`` (DRIFT-3), and returns its
+    path, with a note when the directory could not be synced after it: the backup is in place
+    all the same, so the answer stays the one owed without the failure (ATOMIC-3)."""
+    try:
+        return files.write_backup(path, data), None
+    except files.NotDurableError as error:
+        return Path(error.filename), f"backed up, but not confirmed durable: {error.strerror}"
+
+
 class Store:
     """A Store is one session on a memory root, with the methods of CONTRACT-2: ``entries`` reflects
     the disk as of its last load or mutation (CONTRACT-8), ``snapshot`` the blocks frozen by the
@@ -273,10 +283,7 @@ class Store:
         self.last_decision = (outcome, state.entries)
         if outcome.code == codes.E_DRIFT:
             assert data is not None
-            try:
-                backup = files.write_backup(path, data)
-            except files.NotDurableError:
-                backup = files.backup_path(path, data)  # in place, just not confirmed durable
+            backup, _ = _save_backup(path, data)
             return _failure(
                 codes.E_DRIFT,
                 f"{path.name} holds text written outside the store: an entry longer than the "
@@ -297,13 +304,18 @@ class Store:
                 "file (FILES-4). Write to the link's target yourself, or replace the link.",
             )
         extra: dict[str, Any] = {}
+        notes: list[str] = []
         if data and (state.kind == "foreign" or self._is_external(state, lock_fd)):
-            extra["backup"] = str(files.write_backup(path, data))
+            backup, note = _save_backup(path, data)
+            extra["backup"] = str(backup)
+            notes.extend([note] if note else [])
         new = encode_entries(result)
         try:
             files.atomic_write(path, new)
         except files.NotDurableError as error:
-            extra["message"] = f"written, but not confirmed durable: {error.strerror}"
+            notes.append(f"written, but not confirmed durable: {error.strerror}")
+        if notes:
+            extra["message"] = "; ".join(notes)
         # The write is done; losing the record costs at most one extra backup later (DRIFT-5).
         with contextlib.suppress(OSError):
             files.record_digest(lock_fd, files.digest(new))

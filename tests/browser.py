@@ -12,6 +12,7 @@ colours (a small PNG).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -47,7 +48,9 @@ def missing() -> str | None:
 
 def chromium(profile: Path, javascript: bool = True, width: int = 1100, height: int = 900) -> Any:
     """Returns a selenium driver of a headless Chromium on the fresh profile ``profile``,
-    logging the browser console, with JavaScript off unless ``javascript``."""
+    logging the browser console, with JavaScript off unless ``javascript``; ``HOME`` and the
+    XDG directories point into the profile, so the browser writes nothing in the real home
+    (its crash reports go to ``$XDG_CONFIG_HOME/chromium`` whatever the profile)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -60,7 +63,13 @@ def chromium(profile: Path, javascript: bool = True, width: int = 1100, height: 
         options.add_experimental_option(
             "prefs", {"profile.managed_default_content_settings.javascript": 2}
         )
-    return webdriver.Chrome(service=Service(str(shutil.which("chromedriver"))), options=options)
+    home = {
+        "HOME": str(profile),
+        "XDG_CONFIG_HOME": str(profile / ".config"),
+        "XDG_CACHE_HOME": str(profile / ".cache"),
+    }
+    service = Service(str(shutil.which("chromedriver")), env={**os.environ, **home})
+    return webdriver.Chrome(service=service, options=options)
 
 
 def screenshot(page: Path, target: Path, clause: str | None) -> None:

@@ -21,8 +21,8 @@ from memspec.conformance.tamper.strace import restore_root
 from memspec.conformance.transport.wire import Request
 from memspec.conformance.verdict.findings import HarnessError, Unverified, Violation
 from memspec.spec import codes
-from memspec.spec.codec import classify_bytes
-from memspec.spec.drift_refusal import judge_drift_refusal
+from memspec.spec.codec import classify_bytes, encode_entries
+from memspec.spec.drift_refusal import judge_drift_refusal, judge_rewrite_backup
 from memspec.spec.root_files import NAMED_KINDS, file_kind
 from memspec.spec.targets import FILENAMES
 
@@ -339,9 +339,10 @@ def read_errors_are_not_empty(ctx: CheckContext) -> None:
 def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
     """When the fsync of the directory after the rename fails once (EIO), the add still answers
     OK with a message — the new file is already what every reader sees, and E_IO would promise
-    an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3). For
-    ``drift-guard`` backends, an E_DRIFT whose backup's directory sync fails still names the
-    backup, in place (DRIFT-3)."""
+    an intact old file — MEMORY.md holds the new entry, and the next add works (ATOMIC-3). A
+    remove that drops another writer's entry still answers OK naming its backup when the
+    directory sync after that backup fails (ATOMIC-3, DRIFT-5); for ``drift-guard`` backends, an
+    E_DRIFT whose backup's directory sync fails still names the backup, in place (DRIFT-3)."""
     first, second, faulty, after = _entries("Directory sync")
     ops = _faulty_add_between(first, second, faulty, after)
     fault = Fault(_faulty("fsync", "fdatasync", kinds=("dir",)), errno=errno.EIO)
@@ -373,22 +374,59 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
             f"after {label} on one add, a reload finds {entries}; expected "
             f"{[first, second, faulty, after]}",
         )
+    _backup_with_failed_dir_sync(ctx, fault)
     if "drift-guard" in ctx.claimed_features():
         _drift_backup_with_failed_dir_sync(ctx, fault)
+
+
+def _backup_ops(put: bytes, mutation: Request) -> tuple[Request, ...]:
+    """Returns a job that puts ``put`` in MEMORY.md as another writer, then runs ``mutation``
+    as the faulty step (FAULTY), observed before and after."""
+    return (
+        {"op": "load"},
+        _add("Directory sync: kept entry"),
+        {"op": "put", "target": "memory", "hex": put.hex()},
+        {"op": "observe"},
+        mutation,
+        {"op": "observe"},
+    )
+
+
+def _backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
+    """A remove that drops another writer's entry saves the external bytes first (DRIFT-5);
+    when the directory fsync after that backup fails, the backup is in place all the same, so
+    the remove still answers OK naming it, and MEMORY.md loses the entry (ATOMIC-3)."""
+    external = encode_entries(["Directory sync: kept entry", "Directory sync: pasted by hand"])
+    removal: Request = {"op": "remove", "target": "memory", "old_text": "pasted by hand"}
+    ops = _backup_ops(external, removal)
+    result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-backup")
+    if not [call for call in result.calls if call.effect]:
+        return
+    answer: Mapping[str, object] = result.answer(FAULTY) or {}
+    files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
+    label = "with EIO on the first directory fsync of a remove that drops another writer's entry"
+    # ATOMIC-3: E_IO promises that nothing changed, but the backup (or the new file) is in place.
+    if answer.get("code") != codes.OK:
+        raise Violation(
+            "ATOMIC-3",
+            f"{label}, the remove answered {dict(answer)}; expected OK naming the backup, which "
+            f"is in place; files after: {sorted(files)}",
+        )
+    problem = judge_rewrite_backup(answer, external, files, root=ctx.root, clause="ATOMIC-3")
+    # ATOMIC-3: the OK owed without the failure names the byte-exact backup (DRIFT-5).
+    if problem is not None:
+        raise Violation.of(problem, label)
+    left = files.get("MEMORY.md", b"")
+    # ATOMIC-3: the acknowledged remove is in the file readers see.
+    if b"pasted by hand" in left:
+        raise Violation("ATOMIC-3", f"{label}, the remove answered OK but MEMORY.md holds {left!r}")
 
 
 def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     """An E_DRIFT whose backup's directory fsync fails still answers E_DRIFT, naming the backup,
     which holds the foreign bytes (DRIFT-3; the backup is in place, only not confirmed durable)."""
     foreign = ("Pasted by hand, no delimiter line. " * 70).encode()
-    ops: tuple[Request, ...] = (
-        {"op": "load"},
-        _add("Directory sync: kept entry"),
-        {"op": "put", "target": "memory", "hex": foreign.hex()},
-        {"op": "observe"},
-        _add("Directory sync: refused entry"),
-        {"op": "observe"},
-    )
+    ops = _backup_ops(foreign, _add("Directory sync: refused entry"))
     result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-drift")
     if not [call for call in result.calls if call.effect]:
         return

@@ -31,6 +31,8 @@ factory                  defect                                                c
 ``open_keeps_failed_temp`` leaves its temp behind when the write fails         ATOMIC-4
 ``open_raises_on_write_error`` raises out of the add when the write fails      ATOMIC-4
 ``open_dir_sync_error_is_io`` answers E_IO when the directory fsync fails      ATOMIC-3
+``open_backup_sync_error_is_io`` answers E_IO when the directory fsync after   ATOMIC-3
+                         a backup fails
 ``open_socket_lock_after_read`` reads the file, then takes its lock, an        LOCK-2, LOCK-3
                          abstract Unix socket (a lock off the root)
 =======================  ====================================================  ==============
@@ -152,7 +154,7 @@ class FileStore:
         outcome, result = decide(op, state, self.limits[op.target])
         if outcome.code == codes.E_DRIFT and data is not None:
             # DRIFT-3: a byte-exact backup first, named in the answer
-            saved = files.write_backup(path, data)
+            saved = self.save_backup(path, data)
             message = f"{path.name} is not this store's; saved as {saved.name}, edit it by hand"
             return {"ok": False, "code": codes.E_DRIFT, "backup": str(saved), "message": message}
         if outcome.code == codes.E_UNREADABLE:
@@ -165,7 +167,7 @@ class FileStore:
             if state.entries and (
                 state.kind == "foreign" or files.read_recorded_digest(record) != files.digest(data)
             ):
-                answer["backup"] = str(files.write_backup(path, data))
+                answer["backup"] = str(self.save_backup(path, data))
             try:
                 self.write(path, result)
             except NotDurable as error:
@@ -250,6 +252,15 @@ class FileStore:
 
     def sync_file(self, fd: int) -> None:
         os.fsync(fd)
+
+    def save_backup(self, path: Path, data: bytes) -> Path:
+        """Saves ``data`` byte-exactly beside ``path`` and returns the backup (DRIFT-3); a failed
+        directory sync after it leaves the backup in place, only not confirmed durable
+        (ATOMIC-3)."""
+        try:
+            return files.write_backup(path, data)
+        except files.NotDurableError as error:
+            return Path(error.filename)
 
     def sync_directory(self) -> None:
         fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
@@ -484,6 +495,17 @@ class DirSyncErrorIsIo(FileStore):
             raise OSError(error.errno, error.strerror) from error
 
 
+class BackupSyncErrorIsIo(FileStore):
+    """Answers E_IO when the directory fsync after a backup fails, although the backup is in
+    place and the answer owed names it (ATOMIC-3), as the reference did until 2026-12-07."""
+
+    def save_backup(self, path: Path, data: bytes) -> Path:
+        try:
+            return files.write_backup(path, data)
+        except files.NotDurableError as error:
+            raise OSError(error.errno, error.strerror) from error
+
+
 class SocketLock(FileStore):
     """Sound, with its lock off the root: a Unix socket bound in the abstract namespace under
     the root's device and inode and the file's name, tried until the bind succeeds (the kernel
@@ -529,5 +551,6 @@ open_eio_as_empty = factory_of(EioAsEmpty)
 open_ok_on_write_error = factory_of(OkOnWriteError)
 open_keeps_failed_temp = factory_of(KeepsFailedTemp)
 open_dir_sync_error_is_io = factory_of(DirSyncErrorIsIo)
+open_backup_sync_error_is_io = factory_of(BackupSyncErrorIsIo)
 open_socket_lock = factory_of(SocketLock)
 open_socket_lock_after_read = factory_of(SocketLockAfterRead)

@@ -51,6 +51,7 @@ CAUGHT = [
     ("open_keeps_failed_temp", "faults.failed_write_keeps_old_file", "ATOMIC-4", False),
     ("open_in_place", "faults.failed_write_keeps_old_file", "ATOMIC-4", False),
     ("open_dir_sync_error_is_io", "faults.failed_dir_sync_is_acknowledged", "ATOMIC-3", False),
+    ("open_backup_sync_error_is_io", "faults.failed_dir_sync_is_acknowledged", "ATOMIC-3", False),
 ]
 
 

@@ -53,6 +53,7 @@ CAUGHT = [
     ("open_no_lock", "locking.lock_spans_read_to_rename", "LOCK-1"),
     ("open_data_file_lock", "locking.lock_spans_read_to_rename", "LOCK-1"),
     ("open_read_before_lock", "locking.lock_spans_read_to_rename", "LOCK-2"),
+    ("open_backup_sync_error_is_io", "faults.failed_dir_sync_is_acknowledged", "ATOMIC-3"),
 ]
 
 pytestmark = pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem()))
