@@ -50,15 +50,18 @@ def refuses_worked_on_file(kind: str, answer: Answer) -> bool:
     return answer.get("code") == codes.E_DRIFT and kind in WORKED_ON
 
 
-def wrong_drift_clause(kind: str, answer: Answer, expected: str) -> str | None:
-    """Returns the clause an ``E_DRIFT`` in ``answer`` breaks where the spec answers ``expected``
-    for a file of ``kind``: DRIFT-1 on a file a mutation works on (:func:`refuses_worked_on_file`),
-    DRIFT-7 on a foreign file the spec lets the mutation through (a remove, a replace or batch no
-    larger is never refused for the file's state); ``None`` otherwise."""
+def wrong_drift_clause(kind: str, answer: Answer, expected: str, op: str) -> str | None:
+    """Returns the clause an ``E_DRIFT`` in ``answer`` to ``op`` breaks where the spec answers
+    ``expected`` for a file of ``kind``: DRIFT-1 on a file a mutation works on
+    (:func:`refuses_worked_on_file`); on a foreign file the spec lets the mutation through,
+    DRIFT-2 for an ``add`` (a duplicate, which makes the target no larger) and DRIFT-7 for the
+    rest (a remove, a replace or batch no larger is never refused for the file's state);
+    ``None`` otherwise."""
     if refuses_worked_on_file(kind, answer):
         return "DRIFT-1"
-    refused = answer.get("code") == codes.E_DRIFT
-    return "DRIFT-7" if refused and kind == "foreign" and expected == codes.OK else None
+    if answer.get("code") != codes.E_DRIFT or kind != "foreign" or expected != codes.OK:
+        return None
+    return "DRIFT-2" if op == "add" else "DRIFT-7"
 
 
 Root = str | os.PathLike[str]

@@ -229,12 +229,13 @@ def duplicates_difference(
 
 
 def state_difference(expected: str | None, actual: object, live: str | None) -> tuple[str, ...]:
-    """Returns the clause that owns a block's difference when the block shows another state than
-    the one frozen at the last load: SNAP-9 for null where an unreadable file's block belongs;
+    """Returns the clauses that own a block's difference when the block shows another state than
+    the one frozen at the last load: SNAP-9 for null where an unreadable file's block belongs,
+    with CONTRACT-9, which says the same of the contract's ``snapshot`` ("instead of None");
     SNAP-1 when it is ``live``, the block of the file as it is now, which ``expected`` is not;
     SNAP-3 when a block with no entries stands where no block belongs; else ``()``."""
     if actual is None and isinstance(expected, str) and UNREADABLE_PREFIX in expected:
-        return ("SNAP-9",)  # an unreadable file's block, never null
+        return ("SNAP-9", "CONTRACT-9")  # an unreadable file's block, never null
     if actual == live and expected != live:
         return ("SNAP-1",)
     if expected is None and isinstance(actual, str) and not serialize(_segments(actual)[1]):

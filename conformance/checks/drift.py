@@ -11,6 +11,7 @@ entry another writer added is still in the file.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -170,18 +171,37 @@ def _refused_with_backup(session: Session, ctx: CheckContext, external: bytes, s
     return ctx.root / str(backup_name_of(answer, str(ctx.root)))
 
 
+CLOCK_TICK = 1.1
+"""Seconds between two refusals of the same foreign file: more than the second a clock-named
+backup's suffix counts (DRIFT-4)."""
+
+
 @check("DRIFT-4", "DRIFT-3", features=("drift-guard",), id="drift.taken_backup_name_is_kept")
 def taken_backup_name_is_kept(ctx: CheckContext) -> None:
-    """A backup name that already holds other bytes is never overwritten: when the name a
-    store would give a backup is taken (a user's file, a clash of the suffix), the foreign file
-    is still backed up byte-exactly under another ``MEMORY.md.bak.<suffix>`` name (DRIFT-4,
-    DRIFT-3)."""
+    """Backups are named by their bytes: the same foreign file refused again, over a second
+    later, names the same backup, so a suffix taken from the clock is told apart however fast
+    the store answers (DRIFT-4). A backup name that already holds other bytes is never
+    overwritten: when the name a store would give a backup is taken (a user's file, a clash of
+    the suffix), the foreign file is still backed up byte-exactly under another
+    ``MEMORY.md.bak.<suffix>`` name (DRIFT-4, DRIFT-3)."""
     external = b"User prefers tabs\n" + b"pasted by hand without any delimiter line " * 2
     other = b"a file the user keeps under this name\n"
     with ctx.session({"memory": 40, "user": 30}) as session:
         session.request("load")
         put(ctx.root, "memory", external)
         first = _refused_with_backup(session, ctx, external, "on a foreign MEMORY.md")
+        time.sleep(CLOCK_TICK)
+        again = _refused_with_backup(
+            session, ctx, external, f"on the same foreign MEMORY.md {CLOCK_TICK} s later"
+        )
+        # DRIFT-4: the suffix is derived from the bytes: the same content, the same backup.
+        if again != first:
+            raise Violation(
+                "DRIFT-4",
+                f"the same foreign MEMORY.md refused twice, {CLOCK_TICK} s apart, was backed up "
+                f"as {first.name} and again as {again.name}; a backup's suffix is derived from "
+                "its bytes, so the same content is backed up once, under one name",
+            )
         first.write_bytes(other)
         sent = (
             f"with the name {first.name} taken by a file with other bytes (the check wrote "

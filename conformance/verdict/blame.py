@@ -118,7 +118,7 @@ def code_clause(seen: Answered) -> str | tuple[str, ...]:
     assert seen.expected is not None and isinstance(seen.answer, Mapping)
     expected, answered = seen.expected, str(seen.answer.get("code"))
     op = str(seen.request.get("op"))
-    drifted = wrong_drift_clause(seen.file_kind, seen.answer, expected.code)
+    drifted = wrong_drift_clause(seen.file_kind, seen.answer, expected.code, op)
     if drifted:
         return drifted
     cited = set(seen.cited)

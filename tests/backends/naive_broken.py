@@ -468,6 +468,14 @@ class TimestampBackup(NaiveStore):
         return path.with_name(f"{path.name}.bak.{time.time_ns()}")
 
 
+class SecondsBackup(NaiveStore):
+    """Names backups by the second, as hermes-agent 0.15 and 0.16 do: within one second a new
+    backup overwrites the last, across seconds the same content is backed up again (DRIFT-4)."""
+
+    def backup_path(self, path: Path, data: bytes) -> Path:
+        return path.with_name(f"{path.name}.bak.{int(time.time())}")
+
+
 class OverwritesTakenBackup(NaiveStore):
     """Writes a backup under its content-addressed name even when other bytes hold that name,
     overwriting them (DRIFT-4)."""

@@ -61,6 +61,7 @@ CAUGHT = [
     ("FixedNameBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("TimestampBackup", "drift.external_bytes_survive_rewrite", "DRIFT-5"),
     ("FixedNameBackup", "drift.taken_backup_name_is_kept", "DRIFT-4"),
+    ("SecondsBackup", "drift.taken_backup_name_is_kept", "DRIFT-4"),
     ("SessionDigestRecord", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
     ("UnrecordedIsOwn", "drift.own_bytes_are_what_a_store_last_wrote", "DRIFT-5"),
     ("NoFollowRead", "files.symlinked_data_file_is_kept", "FILES-4"),

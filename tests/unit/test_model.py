@@ -1082,7 +1082,7 @@ def test_a_block_of_another_state_names_the_clause_of_that_state() -> None:
     empty = f"{BAR}\nMEMORY (your personal notes) [0% — 0/2,200 chars]\n{BAR}\n"
     assert state_difference(None, empty, None) == ("SNAP-3",)
     # SNAP-9: null where an unreadable file's block belongs (an outside port's verdict)
-    assert state_difference(render_unreadable("user"), None, None) == ("SNAP-9",)
+    assert state_difference(render_unreadable("user"), None, None) == ("SNAP-9", "CONTRACT-9")
     # any other difference stays the example's
     assert state_difference(frozen, live.replace("vim", "emacs"), live) == ()
 
@@ -1090,12 +1090,15 @@ def test_a_block_of_another_state_names_the_clause_of_that_state() -> None:
 def test_a_drift_refusal_where_the_spec_goes_on_names_the_clause_it_breaks() -> None:
     refused = {"ok": False, "code": codes.E_DRIFT}
     # DRIFT-1: a canonical or cosmetic file is worked on as it is
-    assert wrong_drift_clause("cosmetic", refused, codes.OK) == "DRIFT-1"
+    assert wrong_drift_clause("cosmetic", refused, codes.OK, "add") == "DRIFT-1"
     # DRIFT-7: a remove or a shrinking replace of a foreign file is never refused for its state
-    assert wrong_drift_clause("foreign", refused, codes.OK) == "DRIFT-7"
+    assert wrong_drift_clause("foreign", refused, codes.OK, "remove") == "DRIFT-7"
+    assert wrong_drift_clause("foreign", refused, codes.OK, "replace") == "DRIFT-7"
+    # DRIFT-2: a duplicate add makes a foreign file no larger, so it is not refused either
+    assert wrong_drift_clause("foreign", refused, codes.OK, "add") == "DRIFT-2"
     # the refusal DRIFT-2 asks for, and any other answer, is nobody's here
-    assert wrong_drift_clause("foreign", refused, codes.E_DRIFT) is None
-    assert wrong_drift_clause("foreign", {"ok": True, "code": codes.OK}, codes.OK) is None
+    assert wrong_drift_clause("foreign", refused, codes.E_DRIFT, "add") is None
+    assert wrong_drift_clause("foreign", {"ok": True, "code": codes.OK}, codes.OK, "add") is None
 
 
 def test_snapshot_difference_says_what_differs_besides_the_header() -> None:

@@ -722,14 +722,36 @@ def test_drift_backup_not_confirmed_durable_is_still_e_drift(
     real = files.write_backup
 
     def written_but_not_synced(path: Path, data: bytes) -> Path:
-        real(path, data)
-        raise NotDurableError(errno.EIO, os.strerror(errno.EIO))
+        raise NotDurableError(errno.EIO, os.strerror(errno.EIO), str(real(path, data)))
 
     monkeypatch.setattr(files, "write_backup", written_but_not_synced)
     outcome = store.add("memory", "x")
     # DRIFT-3: the backup is in place, so the answer is E_DRIFT naming it, not E_IO.
     assert outcome["code"] == codes.E_DRIFT
     assert Path(outcome["backup"]).read_bytes() == foreign
+
+
+def test_a_rewrite_whose_backup_is_not_confirmed_durable_is_still_ok(
+    store: Store, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign = b"Pasted by hand, no delimiter line. " * 70
+    (root / "MEMORY.md").write_bytes(foreign)
+    synced = files._fsync_directory
+
+    def backup_not_synced(directory: Path) -> None:
+        if any(name.startswith("MEMORY.md.bak.") for name in os.listdir(directory)):
+            monkeypatch.setattr(files, "_fsync_directory", synced)  # only the backup's sync fails
+            raise NotDurableError(errno.EIO, os.strerror(errno.EIO), str(directory))
+        synced(directory)
+
+    monkeypatch.setattr(files, "_fsync_directory", backup_not_synced)
+    outcome = store.remove("memory", "Pasted by hand")
+    # ATOMIC-3: the backup is in place, so the remove DRIFT-7 lets through is OK, naming it, with
+    # a message; never E_IO, whose promise is that nothing changed.
+    assert outcome["code"] == codes.OK, outcome
+    assert Path(outcome["backup"]).read_bytes() == foreign
+    assert "not confirmed durable" in outcome["message"]
+    assert (root / "MEMORY.md").read_bytes() == b""
 
 
 def test_a_symlinked_lock_file_is_e_io(
