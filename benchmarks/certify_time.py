@@ -26,11 +26,22 @@ Sections:
   a start belongs to the check whose line ends next.
 - ``serve``: the median wall time of one ``memspec serve`` session of the reference (start,
   open, load, one add, end of input), and the modules its start-up imports.
+
+``--json FILE`` saves the runs, with the command and the commit; ``--before FILE`` reads such a
+file, written by an earlier version on the same machine, and the page shows its wall times and
+results beside this run's: before and after a change, each from its own command::
+
+    git worktree add /tmp/before REV   # then, in its own venv:
+    python -m benchmarks.certify_time --repeat 1 --no-sessions --json /tmp/before.json
+    python -m benchmarks.certify_time --repeat 1 --no-sessions --before /tmp/before.json \
+        --page docs/results/certify-time.md
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import re
 import resource
@@ -274,6 +285,80 @@ def serve_imports() -> tuple[int, int, list[str]]:
     return len(rows), own, sorted(names & {"pytest", "_pytest", "hypothesis"})
 
 
+BEFORE_FORMAT = 1
+"""The version of the file ``--json`` writes and ``--before`` reads."""
+
+
+def runs_json(command: str, results: dict[str, list[Run]]) -> dict[str, object]:
+    """Returns what ``--json`` saves: the command, the commit of this checkout and each
+    backend's runs."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        cwd=Path(__file__).resolve().parent,
+    ).stdout.strip()  # fmt: skip
+    return {
+        "format": BEFORE_FORMAT,
+        "command": command,
+        "commit": commit or "unknown",
+        "runs": {
+            label: [dataclasses.asdict(run) for run in runs] for label, runs in results.items()
+        },
+    }
+
+
+def read_before(path: str) -> dict[str, object]:
+    """Returns the runs file ``path`` that ``--json`` wrote; raises ValueError saying what is
+    wrong with it."""
+    try:
+        saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"--before {path}: {error.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"--before {path}: not JSON ({error})") from None
+    if not isinstance(saved, dict) or saved.get("format") != BEFORE_FORMAT:
+        raise ValueError(f"--before {path}: not a file of --json (format {BEFORE_FORMAT})")
+    runs = saved.get("runs")
+    if not isinstance(runs, dict) or not all(map(_runs_shape, runs.values())):
+        raise ValueError(f"--before {path}: 'runs' must map each backend to its runs")
+    return saved
+
+
+def _runs_shape(rows: object) -> bool:
+    """Whether ``rows`` are a backend's runs as ``--json`` saves them (seconds, summary)."""
+    return (
+        isinstance(rows, list)
+        and bool(rows)
+        and all(
+            isinstance(row, dict)
+            and isinstance(row.get("seconds"), int | float)
+            and isinstance(row.get("summary"), str)
+            for row in rows
+        )
+    )
+
+
+def render_before(before: dict[str, object], results: dict[str, list[Run]]) -> str:
+    """Returns the section that sets the first run of each backend beside its first run in
+    ``before`` (a file of ``--json``), for the backends both have."""
+    runs = before["runs"]
+    assert isinstance(runs, dict)
+    lines = [
+        f"Before: `{before.get('command')}` at `{before.get('commit')}`, on this machine; "
+        "after: this page's command. The first run of each backend in both.",
+        "",
+        "| backend | before: wall time, result | after: wall time, result |",
+        "|---|---|---|",
+    ]
+    for backend, after in results.items():
+        if backend in runs:
+            old = runs[backend][0]
+            lines.append(
+                f"| `{backend}` | {old['seconds']:.0f} s, {old['summary']} "
+                f"| {after[0].seconds:.0f} s, {after[0].summary} |"
+            )
+    return "\n".join(lines)
+
+
 def render_certify(results: dict[str, list[Run]]) -> str:
     """Returns the certify section: one row per run, then the slowest checks per backend."""
     lines = [
@@ -369,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--serve-runs", type=int, default=15, help="serve sessions timed")
     parser.add_argument("--no-sessions", action="store_true", help="skip counting processes")
     parser.add_argument("--page", metavar="FILE", help="also write the results page")
+    parser.add_argument("--json", metavar="FILE", help="also save the runs, for a later --before")
+    parser.add_argument("--before", metavar="FILE",
+                        help="an earlier version's --json file, shown beside this run")  # fmt: skip
     return parser
 
 
@@ -378,8 +466,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = PageRun.start(PROG, argv)
     if min(args.repeat, args.workers, args.serve_runs) < 1:
         parser.error("--repeat, --workers and --serve-runs must be positive")
-    if args.page and writable_page(args.page):
-        parser.error(str(writable_page(args.page)))
+    for page in (args.page, args.json):
+        if page and writable_page(page):
+            parser.error(str(writable_page(page)).replace("--page", "--page/--json"))
+    before = None
+    if args.before:
+        try:
+            before = read_before(args.before)
+        except ValueError as error:
+            parser.error(str(error))
     chosen = [("--backend", b) for b in args.backend] + [
         ("--backend-cmd", c) for c in args.backend_cmd
     ]
@@ -392,6 +487,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                           for _ in range(args.repeat)]  # fmt: skip
         print(f"{label}: " + ", ".join(f"{r.seconds:.0f} s" for r in results[label]), flush=True)
     parts = ["## Certification wall time", render_certify(results)]
+    if before is not None:
+        parts += ["## Before and after", render_before(before, results)]
     commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
     starts = {f"--backend-cmd '{c}'": start_cpu(c, args.serve_runs) for c in commands}
     parts += ["## Where the time goes", render_usage(results, starts, args.workers)]
@@ -409,6 +506,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     body = "\n\n".join(parts) + "\n"
     print("\n" + body, flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs_json(run.command, results), indent=1) + "\n")
+        print(f"runs: {args.json}")
     if args.page:
         print(f"page: {run.write(args.page, 'Certification time', body)}")
     return 0

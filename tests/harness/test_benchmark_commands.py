@@ -53,10 +53,49 @@ def test_bench_refuses_bad_arguments(argv: list[str], capsys) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--repeat", "0"], ["-n", "0"], ["--serve-runs", "x"], ["--page", "/nonexistent-dir/p.md"]],
+    [
+        ["--repeat", "0"],
+        ["-n", "0"],
+        ["--serve-runs", "x"],
+        ["--page", "/nonexistent-dir/p.md"],
+        ["--json", "/nonexistent-dir/runs.json"],
+        ["--before", "/nonexistent-dir/runs.json"],
+    ],
 )
 def test_certify_time_refuses_bad_arguments(argv: list[str], capsys) -> None:
     _refused(certify_time.main, argv, capsys)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        '["a list"]',
+        '{"format": 2, "runs": {}}',
+        '{"format": 1, "runs": {"x": []}}',
+        '{"format": 1, "runs": {"x": [{"seconds": "10", "summary": "1 passed"}]}}',
+    ],
+)
+def test_certify_time_refuses_a_before_file_it_did_not_write(text: str, tmp_path, capsys) -> None:
+    before = tmp_path / "before.json"
+    before.write_text(text, encoding="utf-8")
+    _refused(certify_time.main, ["--before", str(before)], capsys)
+
+
+def test_the_runs_json_saves_are_the_before_of_a_later_page(tmp_path) -> None:
+    """What --json saves, --before reads back; the page sets each backend's first runs side by
+    side, for the backends both runs have."""
+    old = {"ref": [certify_time.Run(34.4, (0.1, 1.0), "199 passed, 0 failed, 2 skipped", ())]}
+    new = {
+        "ref": [certify_time.Run(30.2, (0.2, 0.9), "199 passed, 0 failed, 2 skipped", ())],
+        "node": [certify_time.Run(400.0, (0.2, 0.9), "201 passed, 0 failed, 0 skipped", ())],
+    }
+    saved = tmp_path / "before.json"
+    saved.write_text(json.dumps(certify_time.runs_json("python -m benchmarks.certify_time", old)))
+    section = certify_time.render_before(certify_time.read_before(str(saved)), new)
+    assert "| `ref` | 34 s, 199 passed, 0 failed, 2 skipped | 30 s, 199 passed" in section
+    assert "`node`" not in section
+    assert "Before: `python -m benchmarks.certify_time` at `" in section
 
 
 @pytest.mark.parametrize("argv", [["--work", "{file}/under", "--groups", "0"], ["--groups", "7"]])
