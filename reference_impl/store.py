@@ -308,7 +308,8 @@ class Store:
         if data and (state.kind == "foreign" or self._is_external(state, lock_fd)):
             backup, note = _save_backup(path, data)
             extra["backup"] = str(backup)
-            notes.extend([note] if note else [])
+            if note:
+                notes.append(note)
         new = encode_entries(result)
         try:
             files.atomic_write(path, new)
