@@ -379,10 +379,13 @@ def failed_dir_sync_is_acknowledged(ctx: CheckContext) -> None:
         _drift_backup_with_failed_dir_sync(ctx, fault)
 
 
-def _backup_ops(put: bytes, mutation: Request) -> tuple[Request, ...]:
-    """Returns a job that puts ``put`` in MEMORY.md as another writer, then runs ``mutation``
-    as the faulty step (FAULTY), observed before and after."""
-    return (
+def _faulted_after_put(
+    ctx: CheckContext, fault: Fault, put: bytes, mutation: Request, name: str
+) -> tuple[Mapping[str, object], dict[str, bytes]] | None:
+    """Puts ``put`` in MEMORY.md as another writer, runs ``mutation`` with ``fault`` injected
+    and returns its answer and the root's files after it (name -> bytes); ``None`` when the
+    mutation made no call the fault could fail."""
+    ops: tuple[Request, ...] = (
         {"op": "load"},
         _add("Directory sync: kept entry"),
         {"op": "put", "target": "memory", "hex": put.hex()},
@@ -390,6 +393,11 @@ def _backup_ops(put: bytes, mutation: Request) -> tuple[Request, ...]:
         mutation,
         {"op": "observe"},
     )
+    result = _run(ctx, ops, Plan(faults=(fault,), trace=False), name)
+    if not [call for call in result.calls if call.effect]:
+        return None
+    files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
+    return result.answer(FAULTY) or {}, files
 
 
 def _backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
@@ -398,12 +406,10 @@ def _backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     the remove still answers OK naming it, and MEMORY.md loses the entry (ATOMIC-3)."""
     external = encode_entries(["Directory sync: kept entry", "Directory sync: pasted by hand"])
     removal: Request = {"op": "remove", "target": "memory", "old_text": "pasted by hand"}
-    ops = _backup_ops(external, removal)
-    result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-backup")
-    if not [call for call in result.calls if call.effect]:
+    faulted = _faulted_after_put(ctx, fault, external, removal, "dirsync-backup")
+    if faulted is None:
         return
-    answer: Mapping[str, object] = result.answer(FAULTY) or {}
-    files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
+    answer, files = faulted
     label = "with EIO on the first directory fsync of a remove that drops another writer's entry"
     # ATOMIC-3: E_IO promises that nothing changed, but the backup (or the new file) is in place.
     if answer.get("code") != codes.OK:
@@ -426,12 +432,11 @@ def _drift_backup_with_failed_dir_sync(ctx: CheckContext, fault: Fault) -> None:
     """An E_DRIFT whose backup's directory fsync fails still answers E_DRIFT, naming the backup,
     which holds the foreign bytes (DRIFT-3; the backup is in place, only not confirmed durable)."""
     foreign = ("Pasted by hand, no delimiter line. " * 70).encode()
-    ops = _backup_ops(foreign, _add("Directory sync: refused entry"))
-    result = _run(ctx, ops, Plan(faults=(fault,), trace=False), "dirsync-drift")
-    if not [call for call in result.calls if call.effect]:
+    refused = _add("Directory sync: refused entry")
+    faulted = _faulted_after_put(ctx, fault, foreign, refused, "dirsync-drift")
+    if faulted is None:
         return
-    answer: Mapping[str, object] = result.answer(FAULTY) or {}
-    files = {name: bytes.fromhex(data) for name, data in _files(result, AFTER).items()}
+    answer, files = faulted
     problem = judge_drift_refusal(answer, foreign, files, root=ctx.root)
     # DRIFT-3: the refusal names its byte-exact backup even when syncing the directory failed.
     if problem is not None:
