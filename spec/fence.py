@@ -268,7 +268,8 @@ def judge_fence(
     """Judges a backend's ``fence`` (called with ``raw``, then with the clean text of a correct
     frame) by :func:`fence_problems`: the one judge of every fence check.
 
-    A tag or note left in the recalled text breaks FENCE-3 when the backend changed the text
+    A tag or note left in the recalled text breaks FENCE-3 when the backend removed characters
+    of the text and changed none (a store that writes brackets neutrally rejoins nothing, FENCE-7)
     and ``clause`` is FENCE-3 (the reassembly corpus) or one pass removing every tag and note of
     ``raw`` joins a new one, else the problem's own clause: FENCE-2 for a tag, FENCE-4 for a
     note. A wrong frame breaks FENCE-1. Each problem fails that one clause: CONTRACT-10
@@ -283,9 +284,11 @@ def judge_fence(
         # FENCE-1, CONTRACT-10: without the frame's shape nothing else can be judged.
         said = "; ".join(problem.text for problem in problems)
         return FenceJudgement(block, (("FENCE-1", f"fence({raw!r}) returned {block!r}: {said}"),))
-    # a store that left the recalled text as it came removed nothing: nothing it kept was rejoined
-    removed = clean != raw.strip(WHITESPACE)
-    reassembled = removed and (clause == "FENCE-3" or _joins_when_removed(raw))
+    # only a store that removed characters and changed none can have rejoined what it kept: one
+    # that left the text as it came, or wrote a span's brackets neutrally (FENCE-7), left a tag
+    reassembled = _removed_only(raw.strip(WHITESPACE), clean) and (
+        clause == "FENCE-3" or _joins_when_removed(raw)
+    )
 
     def blamed(problem: FenceProblem) -> str:
         return "FENCE-3" if reassembled and problem.clause != "FENCE-1" else problem.clause
@@ -305,6 +308,14 @@ def judge_fence(
                 f"{again!r}: sanitising did not reach a fixed point",
             ))  # fmt: skip
     return FenceJudgement(block, tuple(failures))
+
+
+def _removed_only(raw: str, clean: str) -> bool:
+    """Whether ``clean`` is ``raw`` with some characters removed and none changed or added."""
+    if len(clean) >= len(raw):
+        return False
+    remaining = iter(raw)
+    return all(character in remaining for character in clean)
 
 
 def _joins_when_removed(raw: str) -> bool:

@@ -186,3 +186,20 @@ def test_the_data_file_names_its_clauses() -> None:
     # Every set in spec/data/unicode.json says which clauses use it, and they exist.
     for key in ("white_space", "invisible_threats", "invisible_content", "emoji_tag_sequence"):
         assert DATA[key]["clauses"] and set(DATA[key]["clauses"]) <= set(CLAUSES)
+
+
+def test_every_scan_2_example_is_in_the_corpora() -> None:
+    """The two corpora fix what SCAN-2 means (SCAN-2): each add an example of SCAN-2 alone expects
+    refused with E_THREAT is an attack of the corpus, and each it expects OK an ordinary entry, so
+    a port that covers the corpora passes the examples too."""
+    attacks = {item.text for item in ATTACKS}
+    ordinary = {item.text for item in ORDINARY}
+    missing = [
+        (example.id, step.args[1])
+        for example in installed_spec().examples
+        if example.clauses == ("SCAN-2",)
+        for step in example.steps
+        if step.op == "add"
+        and step.args[1] not in (attacks if step.expect.get("code") == codes.E_THREAT else ordinary)
+    ]
+    assert missing == []
