@@ -26,7 +26,7 @@ import json
 import os
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,10 +220,10 @@ def render_grid(matrix: Matrix) -> str:
     )
 
 
-def render_changes(matrix: Matrix, base: str | None) -> str:
+def render_changes(matrix: Matrix, base: str | None, bases: Mapping[str, str] | None = None) -> str:
     """Returns the verdicts that changed from one column (release) to the next, each later
-    line's against the ``base`` release."""
-    changes = timeline(matrix, base)
+    line's against its base release (``bases``, else ``base``)."""
+    changes = timeline(matrix, base, bases)
     items = "".join(
         f"<li><b>{c.clause}</b> {mark(c.before.status)} → {mark(c.after.status)} in "
         f"{esc(change_place(c))}{' †' if c.generated else ''}: {esc(c.why)}</li>"
@@ -598,7 +598,8 @@ def _body(source: Source, payload: Any, where: Path) -> str:
     if source.name in ("matrix", "sweep"):
         matrix = Matrix.build(columns_from_json(payload, str(where)))
         base = payload.get("base") if isinstance(payload.get("base"), str) else None
-        changes = render_changes(matrix, base) if source.name == "sweep" else ""
+        bases = payload.get("bases") if isinstance(payload.get("bases"), dict) else None
+        changes = render_changes(matrix, base, bases) if source.name == "sweep" else ""
         return changes + render_grid(matrix)
     if source.name == "zoo":
         return render_zoo(payload)

@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from memspec.conformance.core.results_page import PageRun, scrub_paths, writable
 from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
 from memspec.conformance.hermes.failure_notes import NO_EXPLANATION, explain
+from memspec.conformance.hermes.lineage import Base, Sources, memory_sources, nearest_release
 from memspec.conformance.hermes.matrix import (
     Change,
     Column,
@@ -274,11 +275,12 @@ def sweep_page(
     package: str,
     profile: str,
     later: Sequence[Release] = (),
+    bases: Mapping[str, Base] | None = None,
 ) -> str:
     """Returns the body of the sweep's results page: clause counts per release, each verdict
     change with why, the clause table of every release (columns in release order), then why
     each failing clause fails. ``later`` are the releases of later lines (``--then``) after the
-    package's own."""
+    package's own, each compared with its base in ``bases`` (by label), listed first."""
     own = matrix.columns[: len(matrix.columns) - len(later)]
     first, last = own[0].label, own[-1].label
     then = (
@@ -291,6 +293,7 @@ def sweep_page(
             f"Every release of {package} on the package index from {first} to {last}{then}, "
             f"each certified in its own environment (profile `{profile}`), and for each clause "
             "the release where its verdict changed.",
+            *_render_bases(bases or {}),
             "## Timeline",
             render_timeline_markdown(matrix, changes).strip(),
             render_markdown(matrix, "Every clause, every release").split("\n### ")[0].strip(),
@@ -300,6 +303,31 @@ def sweep_page(
             render_explanations(matrix),
         ]
     )
+
+
+def _bases(
+    sources: Mapping[str, Sources], own: Sequence[str], later: Sequence[str]
+) -> dict[str, Base]:
+    """Returns the base of each later line: the package's release whose memory modules share the
+    most lines with its own (:func:`~memspec.conformance.hermes.lineage.nearest_release`)."""
+    releases = [(label, sources[label]) for label in own]
+    found = {label: nearest_release(sources[label], releases) for label in later}
+    return {label: base for label, base in found.items() if base is not None}
+
+
+def _render_bases(bases: Mapping[str, Base]) -> list[str]:
+    """Returns the section of the sweep page that names each later line's base release."""
+    if not bases:
+        return []
+    rows = [f"| {label} | {base.label} | {base.shared:.1%} |" for label, base in bases.items()]
+    return [
+        "## Later lines and their bases",
+        "Each later line is compared with the release whose memory modules "
+        "(`tools/memory_tool.py`, `tools/memory_tool_store.py`, `agent/memory_manager.py`) "
+        "share the most lines with its own, the later of two that share as many: the release it "
+        "was copied from, or the nearest one when it was rewritten.",
+        "\n".join(["| later line | base | lines shared |", "|---|---|---|", *rows]),
+    ]
 
 
 def _cmd_hermes(args: argparse.Namespace) -> int:
@@ -366,20 +394,25 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
     releases = [(Release(args.package, v), v) for v in versions] + [(r, r.label) for r in later]
     print(f"memspec: sweeping {', '.join(label for _, label in releases)}", flush=True)
-    columns = []
+    columns: list[Column] = []
+    sources: dict[str, Sources] = {}
     for release, label in releases:
         report = out / _slug(release.label)
+        python = prepare(release, args.cache, args.python)
+        sources[label] = memory_sources(python)
         if args.reuse and (report / "report.json").exists():
             column = Column.load(report, label)
             if column.run.get("profile") == args.profile:
                 columns.append(column)
                 continue
-        command = hermes_command(release, args.cache, args.python)
-        _certified_column(["--backend-cmd", command], report, _certify_options(args, True))
+        options = _certify_options(args, True)
+        _certified_column(["--backend-cmd", adapter_command(python)], report, options)
         columns.append(Column.load(report, label))
     matrix = Matrix.build(columns)
     base = versions[-1] if later else None
-    changes = timeline(matrix, base)
+    bases = _bases(sources, versions, [release.label for release in later])
+    against = {label: of.label for label, of in bases.items()}
+    changes = timeline(matrix, base, against)
     last = releases[-1][1]
     title = f"{args.package} {versions[0]} to {last}: memspec release sweep"
     _write(out / "timeline.md", f"## {title}\n\n" + render_timeline_markdown(matrix, changes))
@@ -388,11 +421,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(changes)} clause verdicts changed across {len(releases)} releases")
     print(f"timeline: {out / 'timeline.md'}, {out / 'timeline.html'}; matrix: {out / 'matrix.md'}")
     if args.json:
-        saved = matrix_json(matrix, title, base)
+        saved = matrix_json(matrix, title, base, against)
         _write(Path(args.json), scrub_paths(json.dumps(saved, indent=1)))
         print(f"saved matrix: {args.json}")
     if run:
-        body = sweep_page(matrix, changes, args.package, args.profile, later)
+        body = sweep_page(matrix, changes, args.package, args.profile, later, bases)
         page_title = f"Release sweep: {args.package} {versions[0]} to {last}"
         print(f"page: {run.write(args.page, page_title, body)}")
     return 0
@@ -500,7 +533,8 @@ def add_parsers(commands: Any) -> None:
         action="append",
         default=[],
         metavar="PKG==VER",
-        help="a release of a later line (a fork) to append to the timeline, in the order given",
+        help="a release of a later line (a fork) to append to the timeline, in the order given; "
+        "compared with the release whose memory modules are nearest its own",
     )
     sweep.add_argument(
         "--reuse", action="store_true", help="keep a release's saved report of the same profile"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -131,12 +131,15 @@ SAVED_FORMAT = "memspec-matrix"
 """The ``format`` of the JSON a matrix or sweep saves (``--json FILE``)."""
 
 
-def matrix_json(matrix: Matrix, title: str, base: str | None = None) -> dict[str, Any]:
+def matrix_json(
+    matrix: Matrix, title: str, base: str | None = None, bases: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Returns what ``matrix --json`` and ``sweep --json`` save of a matrix: per column its
     label, its run and its records (each message cut to its first line, without evidence,
     figures or fields at their default: the verdicts are data, :meth:`Matrix.build` judges
     them again), so a page can be rendered again from it (:func:`columns_from_json`). A sweep
-    with later lines saves the label of their ``base`` release (:func:`timeline`)."""
+    with later lines saves the label of their ``base`` release and each one's own ``bases``
+    (:func:`timeline`)."""
 
     def kept(record: CheckRecord) -> dict[str, Any]:
         lines = [line for line in record.message.splitlines() if line.strip()]
@@ -158,6 +161,8 @@ def matrix_json(matrix: Matrix, title: str, base: str | None = None) -> dict[str
             for c in matrix.columns
         ],
     }
+    if bases:
+        saved["bases"] = dict(bases)
     return {**saved, "base": base} if base else saved
 
 
@@ -297,17 +302,21 @@ class Change:
         return bool(groups & set(GENERATED_GROUPS))
 
 
-def timeline(matrix: Matrix, base: str | None = None) -> list[Change]:
+def timeline(
+    matrix: Matrix, base: str | None = None, bases: Mapping[str, str] | None = None
+) -> list[Change]:
     """Returns, for columns in release order, every clause verdict that changed, oldest first:
     the release where a clause started or stopped passing (or started being checked). With
     ``base``, the label of a column, each column after it (a later line, ``sweep --then``) is
-    compared with that base release, not with the fork before it."""
+    compared with a base release, not with the fork before it: the one ``bases`` names for its
+    label (:mod:`~memspec.conformance.hermes.lineage`), else ``base``."""
     labels = [column.label for column in matrix.columns]
     pivot = labels.index(base) if base in labels else len(labels)
+    chosen = {label: labels.index(of) for label, of in (bases or {}).items() if of in labels}
     changes = []
     for clause, row in zip(matrix.clauses, matrix.cells, strict=True):
         for index in range(1, len(row)):
-            before = index - 1 if index <= pivot else pivot
+            before = index - 1 if index <= pivot else chosen.get(labels[index], pivot)
             if row[index].status != row[before].status:
                 against = labels[before] if index > pivot else ""
                 changes.append(Change(clause.id, labels[index], row[before], row[index], against))
@@ -331,8 +340,8 @@ def render_timeline_markdown(matrix: Matrix, changes: Sequence[Change]) -> str:
             f"{', '.join(f for f in column.run.get('features', ()) if f != 'core')} |"
         )
     first = matrix.columns[0].label if matrix.columns else ""
-    base = next((change.against for change in changes if change.against), "")
-    later = f"; each later line's against {base}'s" if base else ""
+    compared = any(change.against for change in changes)
+    later = "; each later line's against its base release's, named beside it" if compared else ""
     lines += ["", f"Clauses whose verdict changed after {first}{later}:", ""]
     if not changes:
         lines.append("- none")

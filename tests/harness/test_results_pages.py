@@ -212,7 +212,37 @@ def test_each_later_line_is_compared_with_the_base_release(tmp_path: Path) -> No
         ("two==2.0", "0.19.0"),
     ]
     text = render_timeline_markdown(matrix, changes)
-    assert "after 0.19.0; each later line's against 0.19.0's:" in text
+    assert "after 0.19.0; each later line's against its base release's, named beside it:" in text
     assert "- **SNAP-6** n/a → fail in two==2.0 (against 0.19.0)" in text
     assert matrix_json(matrix, "t", "0.19.0")["base"] == "0.19.0"
     assert "base" not in matrix_json(matrix, "t")
+
+
+def test_each_later_line_is_compared_with_its_own_base(tmp_path: Path) -> None:
+    # A fork of 0.18.0 is judged against 0.18.0, the release its memory modules came from (the
+    # sweep names it), not against the last release: a verdict it shares with 0.18.0 is no change.
+    from memspec.conformance.hermes.cli import sweep_page
+    from memspec.conformance.hermes.lineage import Base
+    from memspec.conformance.hermes.matrix import Column, Matrix, matrix_json, timeline
+    from memspec.conformance.hermes.releases import Release
+
+    older = Column.load(_saved_report(tmp_path / "a", "h", ["SNAP-6"]), "0.18.0")
+    newer = Column.load(_saved_report(tmp_path / "b", "h", []), "0.19.0")
+    forks = [Release("old-fork", "1.0"), Release("new-fork", "2.0")]
+    first = Column.load(_saved_report(tmp_path / "c", "h", ["SNAP-6"]), forks[0].label)
+    second = Column.load(_saved_report(tmp_path / "d", "h", ["SNAP-6"]), forks[1].label)
+    matrix = Matrix.build([older, newer, first, second])
+    bases = {forks[0].label: Base("0.18.0", 0.994), forks[1].label: Base("0.19.0", 0.5)}
+    against = {label: base.label for label, base in bases.items()}
+    changes = timeline(matrix, "0.19.0", against)
+    assert [(c.release, c.against) for c in changes] == [
+        ("0.19.0", ""),
+        ("new-fork==2.0", "0.19.0"),
+    ]
+    body = sweep_page(matrix, changes, "hermes-agent", "smoke", forks, bases)
+    assert "## Later lines and their bases" in body
+    assert "| old-fork==1.0 | 0.18.0 | 99.4% |" in body
+    assert "| new-fork==2.0 | 0.19.0 | 50.0% |" in body
+    assert matrix_json(matrix, "t", "0.19.0", against)["bases"] == against
+    mixed = timeline(matrix, "0.19.0", {**against, forks[1].label: "0.18.0"})
+    assert [(c.release, c.against) for c in mixed] == [("0.19.0", "")]

@@ -66,6 +66,12 @@ def test_the_sweep_page_compares_each_later_line_with_its_base(tmp_path: Path) -
     page = (tmp_path / "site" / "sweep.html").read_text(encoding="utf-8")
     assert "in clean==1 (against sample 1)" in page
     assert "again==1" not in page.split("<h2>Verdicts that changed</h2>", 1)[1].split("</ul>")[0]
+    # each later line's own base, as the sweep saves it, is the one it is compared with
+    sweep["bases"] = {"again==1": "clean==1"}
+    (results / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
+    assert cli.main(["site", "--results", str(results), "--out", str(tmp_path / "site2")]) == 0
+    page = (tmp_path / "site2" / "sweep.html").read_text(encoding="utf-8")
+    assert "in again==1 (against clean==1)" in page
 
 
 def test_matrix_saves_the_json_the_site_renders(tmp_path: Path, monkeypatch) -> None:
