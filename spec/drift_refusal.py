@@ -54,14 +54,15 @@ def wrong_drift_clause(kind: str, answer: Answer, expected: str, op: str) -> str
     """Returns the clause an ``E_DRIFT`` in ``answer`` to ``op`` breaks where the spec answers
     ``expected`` for a file of ``kind``: DRIFT-1 on a file a mutation works on
     (:func:`refuses_worked_on_file`); on a foreign file the spec lets the mutation through,
-    DRIFT-2 for an ``add`` (a duplicate, which makes the target no larger) and DRIFT-7 for the
+    DRIFT-2 for an ``add`` (a duplicate, which makes the target no larger), PATCH-9 for a
+    ``patch`` (one that applies and makes the target no larger goes through) and DRIFT-7 for the
     rest (a remove, a replace or batch no larger is never refused for the file's state);
     ``None`` otherwise."""
     if refuses_worked_on_file(kind, answer):
         return "DRIFT-1"
     if answer.get("code") != codes.E_DRIFT or kind != "foreign" or expected != codes.OK:
         return None
-    return "DRIFT-2" if op == "add" else "DRIFT-7"
+    return {"add": "DRIFT-2", "patch": "PATCH-9"}.get(op, "DRIFT-7")
 
 
 Root = str | os.PathLike[str]

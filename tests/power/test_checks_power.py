@@ -38,6 +38,7 @@ CAUGHT = [
     ("UmaskModes", "files.created_files_are_private", "FILES-1"),
     ("ModeReset", "files.rewrite_keeps_the_mode", "FILES-2"),
     ("FollowsLockLink", "files.symlinked_lock_is_refused", "FILES-3"),
+    ("RaisesOnLockLink", "files.symlinked_lock_is_refused", "FILES-3"),
     ("ReplacesDataLink", "files.symlinked_data_file_is_kept", "FILES-4"),
     ("LeavesTemps", "files.file_count_stays_bounded", "FILES-5"),
     ("LockBesideRoot", "files.nothing_outside_root", "FILES-5"),

@@ -503,3 +503,13 @@ def test_a_block_of_the_sessions_entries_is_not_snap_1s_when_nothing_was_written
 
     step = parse_step("snapshot memory == null")
     assert _shows_the_session(None, "a block", None, step, Unasked(), 2200) == ()  # type: ignore[arg-type]
+
+
+def test_a_null_block_stops_the_example_whose_clause_is_in_the_block(tmp_path: Path) -> None:
+    # null where the block of an unreadable file belongs fails SNAP-9 and CONTRACT-9, and no
+    # part of the block was compared: SNAP-12's line was never judged, so the example stopped
+    store = InProcessBackend("tests.backends.naive_broken:NullUnreadableBlock")
+    example = BY_ID["snap-unreadable-line-is-matched-by-its-prefix"]
+    failure = run_on_backend(example, store, tmp_path)
+    assert failure is not None and failure.blamed == ("SNAP-9", "CONTRACT-9"), failure
+    assert not failure.completed

@@ -1094,6 +1094,8 @@ def test_a_drift_refusal_where_the_spec_goes_on_names_the_clause_it_breaks() -> 
     # DRIFT-7: a remove or a shrinking replace of a foreign file is never refused for its state
     assert wrong_drift_clause("foreign", refused, codes.OK, "remove") == "DRIFT-7"
     assert wrong_drift_clause("foreign", refused, codes.OK, "replace") == "DRIFT-7"
+    # PATCH-9 owns a patch on a foreign file: DRIFT-7 names removes, replaces and batches
+    assert wrong_drift_clause("foreign", refused, codes.OK, "patch") == "PATCH-9"
     # DRIFT-2: a duplicate add makes a foreign file no larger, so it is not refused either
     assert wrong_drift_clause("foreign", refused, codes.OK, "add") == "DRIFT-2"
     # the refusal DRIFT-2 asks for, and any other answer, is nobody's here
