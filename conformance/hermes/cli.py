@@ -54,8 +54,10 @@ from memspec.conformance.hermes.releases import (
     describe_venv,
     ensure_venv,
     index_versions,
+    read_ready,
     versions_between,
 )
+from memspec.conformance.verdict.findings import shorten
 from memspec.spec.errors import UsageError
 
 if TYPE_CHECKING:
@@ -276,11 +278,13 @@ def sweep_page(
     profile: str,
     later: Sequence[Release] = (),
     bases: Mapping[str, Base] | None = None,
+    agents: Mapping[str, str] | None = None,
 ) -> str:
     """Returns the body of the sweep's results page: clause counts per release, each verdict
     change with why, the clause table of every release (columns in release order), then why
     each failing clause fails. ``later`` are the releases of later lines (``--then``) after the
-    package's own, each compared with its base in ``bases`` (by label), listed first."""
+    package's own, each compared with its base in ``bases`` (by label), listed first with what
+    became of its agent (``agents``, :func:`agent_state`)."""
     own = matrix.columns[: len(matrix.columns) - len(later)]
     first, last = own[0].label, own[-1].label
     then = (
@@ -293,7 +297,7 @@ def sweep_page(
             f"Every release of {package} on the package index from {first} to {last}{then}, "
             f"each certified in its own environment (profile `{profile}`), and for each clause "
             "the release where its verdict changed.",
-            *_render_bases(bases or {}),
+            *_render_bases(bases or {}, agents or {}),
             "## Timeline",
             render_timeline_markdown(matrix, changes).strip(),
             render_markdown(matrix, "Every clause, every release").split("\n### ")[0].strip(),
@@ -315,18 +319,34 @@ def _bases(
     return {label: base for label, base in found.items() if base is not None}
 
 
-def _render_bases(bases: Mapping[str, Base]) -> list[str]:
-    """Returns the section of the sweep page that names each later line's base release."""
+def agent_state(ready: Mapping[str, Any] | None) -> str:
+    """Returns, from an environment's ready file, whether an agent was built there, or why not
+    (its first line, its paths written as ``~`` and ``$TMPDIR``); "" when the file says
+    neither."""
+    if ready is None or "agent_built" not in ready:
+        return ""
+    if ready["agent_built"]:
+        return "built"
+    why = scrub_paths(str(ready.get("agent_declined") or "no reason recorded")).splitlines()
+    return "not built: " + shorten(why[0] if why else "").replace("|", "/")
+
+
+def _render_bases(bases: Mapping[str, Base], agents: Mapping[str, str]) -> list[str]:
+    """Returns the section of the sweep page that names each later line's base release and what
+    became of its agent (the clauses of ``agent`` read skip where none was built)."""
     if not bases:
         return []
-    rows = [f"| {label} | {base.label} | {base.shared:.1%} |" for label, base in bases.items()]
+    rows = [
+        f"| {label} | {base.label} | {base.shared:.1%} | {agents.get(label, '')} |"
+        for label, base in bases.items()
+    ]
     return [
         "## Later lines and their bases",
         "Each later line is compared with the release whose memory modules "
         "(`tools/memory_tool.py`, `tools/memory_tool_store.py`, `agent/memory_manager.py`) "
         "share the most lines with its own, the later of two that share as many: the release it "
         "was copied from, or the nearest one when it was rewritten.",
-        "\n".join(["| later line | base | lines shared |", "|---|---|---|", *rows]),
+        "\n".join(["| later line | base | lines shared | agent |", "|---|---|---|---|", *rows]),
     ]
 
 
@@ -396,10 +416,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"memspec: sweeping {', '.join(label for _, label in releases)}", flush=True)
     columns: list[Column] = []
     sources: dict[str, Sources] = {}
+    agents: dict[str, str] = {}
     for release, label in releases:
         report = out / _slug(release.label)
         python = prepare(release, args.cache, args.python)
         sources[label] = memory_sources(python)
+        agents[label] = agent_state(read_ready(python.parent.parent))
         if args.reuse and (report / "report.json").exists():
             column = Column.load(report, label)
             if column.run.get("profile") == args.profile:
@@ -425,7 +447,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         _write(Path(args.json), scrub_paths(json.dumps(saved, indent=1)))
         print(f"saved matrix: {args.json}")
     if run:
-        body = sweep_page(matrix, changes, args.package, args.profile, later, bases)
+        body = sweep_page(matrix, changes, args.package, args.profile, later, bases, agents)
         page_title = f"Release sweep: {args.package} {versions[0]} to {last}"
         print(f"page: {run.write(args.page, page_title, body)}")
     return 0

@@ -239,10 +239,24 @@ def test_each_later_line_is_compared_with_its_own_base(tmp_path: Path) -> None:
         ("0.19.0", ""),
         ("new-fork==2.0", "0.19.0"),
     ]
-    body = sweep_page(matrix, changes, "hermes-agent", "smoke", forks, bases)
+    agents = {forks[0].label: "built", forks[1].label: "not built: ImportError: no toolsets"}
+    body = sweep_page(matrix, changes, "hermes-agent", "smoke", forks, bases, agents)
     assert "## Later lines and their bases" in body
-    assert "| old-fork==1.0 | 0.18.0 | 99.4% |" in body
-    assert "| new-fork==2.0 | 0.19.0 | 50.0% |" in body
+    assert "| old-fork==1.0 | 0.18.0 | 99.4% | built |" in body
+    assert "| new-fork==2.0 | 0.19.0 | 50.0% | not built: ImportError: no toolsets |" in body
     assert matrix_json(matrix, "t", "0.19.0", against)["bases"] == against
     mixed = timeline(matrix, "0.19.0", {**against, forks[1].label: "0.18.0"})
     assert [(c.release, c.against) for c in mixed] == [("0.19.0", "")]
+
+
+def test_the_sweep_says_whether_an_agent_was_built_and_why_not() -> None:
+    from memspec.conformance.hermes.cli import agent_state
+
+    assert agent_state(None) == "" and agent_state({"build": "x"}) == ""
+    assert agent_state({"agent_built": True}) == "built"
+    home = str(Path.home())
+    said = agent_state(
+        {"agent_built": False, "agent_declined": f"ImportError | from {home}/x.py\nmore"}
+    )
+    assert said == "not built: ImportError / from ~/x.py"
+    assert agent_state({"agent_built": False}) == "not built: no reason recorded"
