@@ -595,8 +595,8 @@ class HermesAgentSession:
         agent._disable_streaming = True
         agent._memory_manager = self.manager
         inject = self.parts.inject_tools
-        if inject is not None and self.manager is not None:
-            inject(agent)
+        if inject is not None:
+            inject(agent)  # as the agent's start does, with its manager or without one
         if self.line.agent_async:
             self._settle(getattr(agent, ASYNC_START)())
         return agent
@@ -647,6 +647,10 @@ class HermesAgentSession:
             statuses.append(status)
         if self.manager.providers:
             self._settle(self.manager.initialize_all(session_id="memspec"))
+        else:
+            # the agent's start keeps no manager when no provider became active (0.19.0's
+            # agent_init sets it to None), and offers no provider tools without one
+            self.manager = None
         return statuses
 
     def _prompt(self) -> str:
@@ -704,7 +708,8 @@ class HermesAgentSession:
             raise BadRequest(
                 f"agent_turn needs 'user' and 'reply', strings; got {user!r}, {reply!r}"
             )
-        scripted = [p for p in self.manager.providers if isinstance(p, _Script)]
+        active = self.manager.providers if self.manager is not None else []
+        scripted = [p for p in active if isinstance(p, _Script)]
         before = sum(p.calls for p in scripted)
         self.sent, self.reply = [], reply
         result = self._settle(

@@ -47,10 +47,12 @@ PACKAGES = ("hermes-agent", "async-hermes-agent")  # the upstream lines; any for
 PIP_TIMEOUT = 900.0
 LOCK_TIMEOUT = 1800.0
 READY = "memspec-ready"
-READY_FORMAT = 3
+READY_FORMAT = 4
 """The ready file's format: 2 records what the agent's build needs from the distribution's own
 ``Requires-Dist`` lines, the variables the build reads for a home, whether an agent was built
-and what a write does; 3 the token encodings fetched for it (:func:`_fetch_token_encodings`).
+and what a write does; 3 the token encodings fetched for it (:func:`_fetch_token_encodings`);
+4 whether an agent is built when, as at the agent's own start, no provider keeps a memory
+manager (matrix-agent-symphony's provider tools cannot be imported, and need not be).
 An environment of an earlier format is completed before it is used."""
 TOKEN_CACHE = "memspec-tiktoken"
 """The folder, under an environment, of the token encodings fetched for its agent; the adapter
