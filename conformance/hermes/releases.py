@@ -567,6 +567,7 @@ def _gather_evidence(venv: Path, installed: Installed, ready: Ready) -> None:
         ready["agent_built"], ready["agent_declined"] = False, built
     else:
         ready["agent_built"] = built.get("agent_built") is True
+        ready.pop("agent_declined", None)  # an earlier probe's reason
         if not ready["agent_built"]:
             ready["agent_declined"] = str(built.get("agent_declined") or "no agent was built")
     writes = record_write(python)

@@ -530,3 +530,19 @@ def test_the_wheel_of_a_source_is_built_with_the_python_given(
         "/opt/py399/bin/python is Python 3.99.1: install a Python that fits and give it with "
         "--python PATH"
     )
+
+
+def test_a_probe_that_builds_the_agent_drops_an_earlier_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an environment probed again (a newer ready format) whose agent is now built keeps no
+    # reason of the probe before, which said it was not
+    from memspec.conformance.hermes import releases
+
+    monkeypatch.setattr(releases, "_probe", lambda python, argv: {"agent_built": True})
+    monkeypatch.setattr(releases, "record_write", lambda python: ["crash-safe"])
+    ready: Any = {"agent_built": False, "agent_declined": "the release's AIAgent has no x"}
+    installed = SimpleNamespace(homes=("HOME",))
+    releases._gather_evidence(tmp_path, installed, ready)
+    assert ready["agent_built"] is True and "agent_declined" not in ready
+    assert ready["format"] == releases.READY_FORMAT
