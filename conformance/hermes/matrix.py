@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,8 @@ class Matrix:
         return counts
 
 
+XDIST_HEADER = re.compile(r"\[gw\d+\] \S+ -- Python \S+ ")
+"""The line pytest-xdist puts before a worker's failure (its interpreter's path): no verdict."""
 SAVED_FORMAT = "memspec-matrix"
 """The ``format`` of the JSON a matrix or sweep saves (``--json FILE``)."""
 
@@ -142,7 +145,11 @@ def matrix_json(
     (:func:`timeline`)."""
 
     def kept(record: CheckRecord) -> dict[str, Any]:
-        lines = [line for line in record.message.splitlines() if line.strip()]
+        lines = [
+            line
+            for line in record.message.splitlines()
+            if line.strip() and not XDIST_HEADER.match(line)
+        ]
         fields = {**record.to_json(), "message": shorten(lines[0]) if lines else ""}
         dropped = {"evidence", "figures"}
         return {

@@ -260,3 +260,19 @@ def test_the_sweep_says_whether_an_agent_was_built_and_why_not() -> None:
     )
     assert said == "not built: ImportError / from ~/x.py"
     assert agent_state({"agent_built": False}) == "not built: no reason recorded"
+
+
+def test_a_saved_message_is_the_failures_first_line_not_the_workers_header(
+    tmp_path: Path,
+) -> None:
+    # pytest-xdist opens a worker's failure with its interpreter's path: no verdict, a path of
+    # the machine that ran it
+    from dataclasses import replace
+
+    from memspec.conformance.hermes.matrix import Column, Matrix, matrix_json
+
+    column = Column.load(_saved_report(tmp_path / "a", "h", ["SNAP-6"]), "0.19.0")
+    header = "[gw1] linux -- Python 3.11.7 /somewhere/venv/bin/python\n"
+    checks = [replace(c, message=header + "SNAP-6: wrong") for c in column.checks]
+    saved = matrix_json(Matrix.build([Column(column.label, column.run, checks)]), "t")
+    assert {c.get("message") for c in saved["columns"][0]["checks"]} == {"SNAP-6: wrong"}
