@@ -154,11 +154,14 @@ def requests(
     patch: bool = False,
     limits: Sequence[int] = (),
     content: st.SearchStrategy[str] | None = None,
+    malformed: bool = True,
 ) -> st.SearchStrategy[Request]:
     """Returns a strategy for one mutation request as protocol fields (CONTRACT-13); ``content``
     replaces the default :func:`contents` of adds, replaces and patches. ``batch`` and
     ``patch`` add those ops, for a backend that claims them (BATCH-1, PATCH-1); a patch's
-    content is sometimes empty, which deletes the span (PATCH-5)."""
+    content is sometimes empty, which deletes the span (PATCH-5). ``malformed=False`` leaves
+    out the malformed batch items (:func:`batch_items`), for a search whose clauses bind
+    accepted operations only."""
     target = st.sampled_from(tuple(targets))
     content = contents(limits) if content is None else content
     # a batch's operations are sometimes malformed on purpose, so that a Request is the shape
@@ -180,14 +183,16 @@ def requests(
     if batch:
         choices.append(
             st.fixed_dictionaries({"op": st.just("batch"), "target": target,
-                                   "operations": batch_items(limits)})
+                                   "operations": batch_items(limits, malformed=malformed)})
         )  # fmt: skip
     return st.one_of(*choices)
 
 
-def batch_items(limits: Sequence[int] = ()) -> st.SearchStrategy[list[Any]]:
+def batch_items(
+    limits: Sequence[int] = (), *, malformed: bool = True
+) -> st.SearchStrategy[list[Any]]:
     """Returns a strategy for a batch's ``operations``: mostly well formed, sometimes empty or
-    malformed (BATCH-5, BATCH-6)."""
+    malformed (BATCH-5, BATCH-6); with ``malformed`` false, one to four well-formed items."""
     content = contents(limits)
     item = st.one_of(
         st.fixed_dictionaries({"action": st.just("add"), "content": content}),
@@ -196,13 +201,15 @@ def batch_items(limits: Sequence[int] = ()) -> st.SearchStrategy[list[Any]]:
         ),
         st.fixed_dictionaries({"action": st.just("remove"), "old_text": old_texts()}),
     )
-    malformed = st.sampled_from(
+    if not malformed:
+        return st.lists(item, min_size=1, max_size=4)
+    broken = st.sampled_from(
         ({"action": "add"}, {"action": "append", "content": "x"}, {"action": "add", "content": 7},
          "add x", {"action": "remove", "content": "tabs"})
     )  # fmt: skip
     return st.one_of(
         st.lists(item, min_size=1, max_size=4),
-        st.lists(st.one_of(item, malformed), max_size=3),
+        st.lists(st.one_of(item, broken), max_size=3),
     )
 
 

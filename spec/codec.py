@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from memspec.spec.problems import Problem
 from memspec.spec.unicode_sets import WHITE_SPACE
 
 DELIMITER: Final = "\n§\n"
@@ -120,6 +121,30 @@ def only_not_canonical(expected: bytes | None, actual: bytes | None) -> bool:
     if want is None or got is None or encode_entries(parse_text(want)) != expected:
         return False
     return parse_text(got) == parse_text(want)
+
+
+def read_back_problem(reported: Sequence[str], read_back: Sequence[str]) -> Problem | None:
+    """Returns what is wrong when a store reports ``reported`` where its file reads back as
+    ``read_back``, or ``None`` when they are the same entries in the same order (FORMAT-5).
+
+    A store that holds content as it was given, not normalised, reports entries its own file
+    does not read back as; the one fault is then ENTRY-1's (content is stored normalised),
+    never FORMAT-5's as well.
+
+    >>> read_back_problem(["a\\r\\nb"], ["a\\nb"]).clause
+    'ENTRY-1'
+    """
+    reported, read_back = list(reported), list(read_back)
+    if reported == read_back:
+        return None
+    if [normalize_content(entry) for entry in reported] == read_back:
+        return Problem(
+            "ENTRY-1",
+            f"the store holds {reported!r}, not normalised; its file reads back as {read_back!r}",
+        )
+    return Problem(
+        "FORMAT-5", f"the store reports {reported!r}, but its file reads back as {read_back!r}"
+    )
 
 
 def usage(entries: Sequence[str]) -> int:

@@ -103,6 +103,8 @@ ZOO: tuple[Member, ...] = (
        "FORMAT-3 FORMAT-5", "properties.delimiter_round_trip"),
     _m(f"{WRAP}:accepts_delimiter_line", "format", "stores content holding a § line (#54403)",
        "ENTRY-3 FORMAT-5", "properties.delimiter_round_trip"),
+    _m(f"{WRAP}:keeps_carriage_returns", "format", "holds content's CR LF as given",
+       "ENTRY-1", "entry-normalised"),
     _m(f"{WRAP}:keeps_bom_on_read", "format", "glues a BOM to the first entry (#10878)",
        "READ-1", "read-bom-dropped"),
     _m(f"{WRAP}:dedup_on_read", "format", "drops duplicates when reading",

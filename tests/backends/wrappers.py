@@ -151,6 +151,26 @@ class SplitsOnBareSection(Wrapper):
         return [piece for piece in pieces if piece]
 
 
+class KeepsCarriageReturns(Wrapper):
+    """Holds added content with its CR LF and lone CR, as given (Hermes does, a Deviations
+    row): it reports such an entry so while its file reads back with line feeds. That is one
+    fault, ENTRY-1's (content is stored normalised), not FORMAT-5's beside it."""
+
+    def __init__(self, root: Path, **limits: int) -> None:
+        super().__init__(root, **limits)
+        self.as_given: dict[str, str] = {}
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        answer = super().mutate(op)
+        content = op.content if isinstance(op, Add) else None
+        if answer["ok"] and isinstance(content, str) and "\r" in content:
+            self.as_given[normalize_content(content)] = content.strip(WHITESPACE)
+        return answer
+
+    def entries(self, target: str) -> list[str]:
+        return [self.as_given.get(entry, entry) for entry in self.inner.entries(target)]
+
+
 class AcceptsDelimiterLine(Wrapper):
     """Adds content holding a line that is ``§`` alone as it is (hermes-agent #54403): the file
     then reads back as several entries (ENTRY-3, FORMAT-5)."""
@@ -750,6 +770,7 @@ def _contents(op: Mutation) -> list[str]:
 
 splits_on_bare_section = factory_of(SplitsOnBareSection)
 accepts_delimiter_line = factory_of(AcceptsDelimiterLine)
+keeps_carriage_returns = factory_of(KeepsCarriageReturns)
 keeps_bom_on_read = factory_of(KeepsBomOnRead)
 dedup_on_read = factory_of(DedupOnRead)
 raises_on_surrogate = factory_of(RaisesOnSurrogate)

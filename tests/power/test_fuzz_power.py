@@ -21,9 +21,11 @@ from memspec.conformance.core.profiles import PROFILES
 from memspec.conformance.core.registry import CheckContext, all_checks
 from memspec.conformance.core.search import plan, search_seed
 from memspec.conformance.transport.backend import InProcessBackend
-from memspec.conformance.verdict.findings import HarnessError
+from memspec.conformance.verdict.findings import HarnessError, Violation
 from memspec.fuzz.machine import MemoryMachine
 from memspec.fuzz.oracle import allowed_answers
+from memspec.fuzz.properties import _round_trip_step
+from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import AddBOM, AppendParagraph, Concatenate
 from memspec.spec import model
 from memspec.spec.operations import Add
@@ -263,3 +265,17 @@ def test_the_machine_blames_the_rule_a_zoo_member_breaks(tmp_path: Path) -> None
             m.add(content="User tabs", session="b", store="memory"),
             m.remove(old_text="tabs", session="a", store="memory")))  # fmt: skip
     assert stale == "LOCK-2"  # was MATCH-1: a remove decided on the session's stale copy
+
+
+def test_the_round_trip_blames_content_held_as_given_on_entry_one(tmp_path: Path) -> None:
+    # The step Hermes failed at ci: content with CR LF inside, held as given, reported so and
+    # read back from the file with a line feed. FORMAT-5 was blamed before; the one fault is
+    # ENTRY-1's.
+    context = CheckContext(InProcessBackend(f"{BROKEN}:keeps_carriage_returns", 10.0),
+                           tmp_path, tmp_path, PROFILES["ci"])  # fmt: skip
+    with FuzzRoot(context) as world, pytest.raises(Violation) as failure:
+        _round_trip_step(world, {"op": "add", "target": "memory", "content": "a§b\r\na§b"})
+    assert failure.value.clause == "ENTRY-1"
+    reference = CheckContext(InProcessBackend(REFERENCE, 10.0), tmp_path, tmp_path, PROFILES["ci"])
+    with FuzzRoot(reference) as world:
+        _round_trip_step(world, {"op": "add", "target": "memory", "content": "a§b\r\na§b"})

@@ -17,6 +17,7 @@ from memspec.spec.codec import (
     is_encodable,
     normalize_content,
     parse_text,
+    read_back_problem,
     serialize,
     starts_with_bom,
     usage,
@@ -118,3 +119,13 @@ def test_round_trip(entries: list[str]) -> None:
 def test_line_end_conversion_is_cosmetic(entries: list[str], newline: str) -> None:
     data = ("\ufeff" + serialize(entries).replace("\n", newline) + newline).encode()
     assert parse_text(data.decode()) == entries
+
+
+def test_reported_entries_against_the_file_blame_one_clause() -> None:
+    assert read_back_problem(["a", "a"], ["a", "a"]) is None
+    # held as given, CR LF kept: ENTRY-1's alone (FORMAT-5 holds for stored normalised content)
+    kept = read_back_problem(["Shell: zsh\r\nEditor: vim"], ["Shell: zsh\nEditor: vim"])
+    assert kept is not None and kept.clause == "ENTRY-1"
+    lost = read_back_problem(["Fee: 5", "per unit"], ["Fee: 5 § per unit"])
+    assert lost is not None and lost.clause == "FORMAT-5"
+    assert read_back_problem(["a"], ["a", "a"]).clause == "FORMAT-5"  # type: ignore[union-attr]

@@ -8,7 +8,14 @@ from itertools import product
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memspec.fuzz.strategies import SURROGATES, entry_texts, fence_payloads, lone_surrogates
+from memspec.conformance.transport.wire import Request
+from memspec.fuzz.strategies import (
+    SURROGATES,
+    entry_texts,
+    fence_payloads,
+    lone_surrogates,
+    requests,
+)
 
 
 def test_a_high_surrogate_before_a_low_one_is_kept_apart() -> None:
@@ -53,3 +60,13 @@ def test_the_scheduler_draws_one_strategy_whoever_is_enabled() -> None:
     picks = [chooser(decision) for decision in decisions]
     assert picks == ["p0", "p0", "p2", "p1"]
     assert len(data.drawn) == len(decisions) and len(set(map(repr, data.drawn))) == 1
+
+
+@given(requests(batch=True, patch=True, malformed=False))
+def test_a_search_of_accepted_operations_draws_no_malformed_batch_item(request: Request) -> None:
+    # The round trip drew {"action": "add", "content": 7}, on which every Hermes release with
+    # batches dies (CONTRACT-6): its search ended there, before any delimiter was tried.
+    for item in request.get("operations", [{"action": "add", "content": "x"}]):
+        assert isinstance(item, dict) and item["action"] in ("add", "replace", "remove")
+        assert all(isinstance(item[key], str) for key in ("content", "old_text") if key in item)
+    assert request.get("operations", [None]) != []
