@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from memspec.conformance.verdict.findings import shorten
-from memspec.conformance.verdict.records import CheckRecord
+from memspec.conformance.verdict.records import XDIST_HEADER, CheckRecord
 from memspec.conformance.verdict.standing import (
     ClauseVerdict,
     Level,
@@ -128,8 +127,6 @@ class Matrix:
         return counts
 
 
-XDIST_HEADER = re.compile(r"\[gw\d+\] \S+ -- Python \S+ ")
-"""The line pytest-xdist puts before a worker's failure (its interpreter's path): no verdict."""
 SAVED_FORMAT = "memspec-matrix"
 """The ``format`` of the JSON a matrix or sweep saves (``--json FILE``)."""
 

@@ -8,6 +8,7 @@ check (``verdict/report.py`` writes it) and a saved report reads back into recor
 from __future__ import annotations
 
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -125,12 +126,18 @@ class CheckRecord:
         )
 
 
+XDIST_HEADER = re.compile(r"\[gw\d+\] \S+ -- Python \S+ ")
+"""The line pytest-xdist puts before a worker's failure (its interpreter's path): no verdict."""
+
+
 def _failure_text(report: Any) -> str:
+    """Returns the failure's text, without the header line of an xdist worker."""
     crash = getattr(report.longrepr, "reprcrash", None)
     text = report.longreprtext if hasattr(report, "longreprtext") else str(report.longrepr)
     if crash is not None and len(text) > 4000:
         return crash.message
-    return text
+    first, _, rest = text.partition("\n")
+    return rest if XDIST_HEADER.match(first) else text
 
 
 @dataclass(frozen=True)

@@ -377,3 +377,16 @@ def test_a_clause_nothing_judged_says_its_own_reason_before_another_checks_featu
     ]  # fmt: skip
     verdict = clause_verdict("DRIFT-2", records)
     assert verdict.status == "skip" and "did not set up" in verdict.reason, verdict
+
+
+def test_a_worker_failure_is_recorded_without_the_worker_header() -> None:
+    # pytest-xdist opens a worker's failure with its interpreter's path: report.json carried it
+    # as the first line of every failed check's message.
+    longrepr = type("Longrepr", (), {"reprcrash": None})()
+    report = type("Report", (), {
+        "nodeid": "test_conformance.py::test_check[DRIFT/drift.x]", "failed": True,
+        "skipped": False, "longrepr": longrepr, "duration": 0.1,
+        "longreprtext": "[gw1] linux -- Python 3.11.7 /home/u/venv/bin/python3\nDRIFT-5: lost",
+    })()  # fmt: skip
+    record = CheckRecord.from_report(report, ("DRIFT-5",), ("core",), None, {})
+    assert record.message == "DRIFT-5: lost"
