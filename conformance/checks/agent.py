@@ -91,6 +91,8 @@ class AgentRun:
         try:
             answer = self.session.request(op, **fields)
         except BackendDefect as defect:
+            if op == "agent_start" and clause == "AGENT-1" and fields.get("providers"):
+                clause = self._start_without_providers()
             self.fail([Problem(clause, f"{op} {fields} broke instead of answering: {defect}")])
             return None
         if answer.get("code") == codes.E_UNSUPPORTED:  # of a claimed feature: AGENT-7's
@@ -101,6 +103,19 @@ class AgentRun:
             self.fail([Problem(clause, f"{op} {fields} answered {answer}, expected OK")])
             return None
         return answer
+
+    def _start_without_providers(self) -> str:
+        """Returns the clause an ``agent_start`` that broke with providers configured breaks:
+        PROV-1 when the agent starts without any, in a session of its own (configuring a
+        provider took the store away: no prompt holds its blocks), else AGENT-1 (it does not
+        start at all; matrix-agent-symphony 0.1.0 dies only with a provider)."""
+        try:
+            with self.ctx.session() as bare:
+                bare.request("load")
+                answer = bare.request("agent_start", base=BASE, providers=[])
+        except BackendDefect:
+            return "AGENT-1"
+        return "PROV-1" if answer.get("code") == codes.OK else "AGENT-1"
 
     def blocks(self) -> list[str | None]:
         """The blocks of a fresh load of the store, memory then user: what the agent loads at a

@@ -241,6 +241,23 @@ class BuiltinDroppedOnFailure(AgentSession):
         return answer
 
 
+class DiesWithAProvider(AgentSession):
+    """PROV-1: ``agent_start`` raises whenever a provider is configured, as matrix-agent-symphony
+    0.1.0's does on its own ``ImportError``; without one it starts."""
+
+    def start(self, base: object, providers: object) -> dict[str, Any]:
+        if providers:
+            raise ImportError("cannot import name '_CORE_TOOLS' from 'toolsets'")
+        return super().start(base, providers)
+
+
+class DiesAtStart(AgentSession):
+    """AGENT-1: ``agent_start`` raises, with providers or without."""
+
+    def start(self, base: object, providers: object) -> dict[str, Any]:
+        raise ImportError("cannot import name '_CORE_TOOLS' from 'toolsets'")
+
+
 class RefusesWhatItClaims(AgentSession):
     """AGENT-7: claims ``agent`` but answers ``agent_start`` ``E_UNSUPPORTED``."""
 
@@ -324,5 +341,7 @@ second_provider_replaces_the_first = _factory(SecondProviderReplacesTheFirst)
 shadowing_tools = _factory(ShadowingTools)
 builtin_dropped_on_failure = _factory(BuiltinDroppedOnFailure)
 refuses_what_it_claims = _factory(RefusesWhatItClaims)
+dies_with_a_provider = _factory(DiesWithAProvider)
+dies_at_start = _factory(DiesAtStart)
 resends_what_it_sent = _factory(ResendsWhatItSent)
 resends_with_the_current_block = _factory(ResendsWithTheCurrentBlock)

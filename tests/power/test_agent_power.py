@@ -43,6 +43,10 @@ CAUGHT = [
         "FENCE-6",
     ),
     ("builtin_dropped_on_failure", "agent.failing_providers_are_isolated", "PROV-1"),
+    # a start that dies only with a provider configured: the provider took the store away
+    ("dies_with_a_provider", "agent.prompt_is_frozen_between_rebuild_points", "PROV-1"),
+    ("dies_with_a_provider", "agent.failing_providers_are_isolated", "PROV-1"),
+    ("dies_at_start", "agent.prompt_is_frozen_between_rebuild_points", "AGENT-1"),
     ("second_provider_replaces_the_first", "agent.one_external_provider", "PROV-2"),
     ("raising_provider_breaks_the_turn", "agent.failing_providers_are_isolated", "PROV-3"),
     ("non_string_passed_through", "agent.failing_providers_are_isolated", "PROV-3"),
