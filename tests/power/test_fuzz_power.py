@@ -265,6 +265,9 @@ def test_the_machine_blames_the_rule_a_zoo_member_breaks(tmp_path: Path) -> None
             m.add(content="User tabs", session="b", store="memory"),
             m.remove(old_text="tabs", session="a", store="memory")))  # fmt: skip
     assert stale == "LOCK-2"  # was MATCH-1: a remove decided on the session's stale copy
+    kept = replayed_blame(f"{BROKEN}:keeps_carriage_returns", tmp_path / "f", lambda m: (
+        m.add(content="Shell: zsh\r\nEditor: vim", session="a", store="memory")))  # fmt: skip
+    assert kept == "ENTRY-1"  # was FORMAT-5: content held as given, CR LF and all
 
 
 def test_the_round_trip_blames_content_held_as_given_on_entry_one(tmp_path: Path) -> None:
