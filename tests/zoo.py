@@ -589,8 +589,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--from-json",
         metavar="FILE",
+        action="append",
         help="certify nothing: read the detections an earlier --json wrote (to render the page "
-        "again after tests/data/zoo-consequences.json changed)",
+        "again after tests/data/zoo-consequences.json changed); repeatable, a later file's "
+        "member replacing an earlier's (a member certified again after a fix)",
     )
     return parser
 
@@ -615,7 +617,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out).absolute() if args.out else None
     if args.from_json:
         try:
-            detections = read_detections(Path(args.from_json), members)
+            detections = read_detections([Path(name) for name in args.from_json], members)
         except (OSError, ValueError, KeyError) as error:
             print(f"python -m tests.zoo: error: --from-json: {error}", file=sys.stderr)
             return 2
@@ -647,14 +649,19 @@ def certify_members(
     return detections
 
 
-def read_detections(path: Path, members: Sequence[Member]) -> list[Detection]:
-    """Returns the detections of ``members`` an earlier ``--json`` wrote to ``path`` (raises
-    ValueError naming a member it lacks)."""
-    saved = {item["backend"]: item for item in json.loads(path.read_text(encoding="utf-8"))}
+def read_detections(paths: Sequence[Path], members: Sequence[Member]) -> list[Detection]:
+    """Returns the detections of ``members`` that earlier ``--json`` runs wrote to ``paths``, a
+    later file's detection of a member replacing an earlier's (raises ValueError naming a
+    member none holds)."""
+    saved = {
+        item["backend"]: item
+        for path in paths
+        for item in json.loads(path.read_text(encoding="utf-8"))
+    }
     detections = []
     for member in members:
         if member.backend not in saved:
-            raise ValueError(f"{path} has no detection of {member.backend}")
+            raise ValueError(f"{', '.join(map(str, paths))} hold no detection of {member.backend}")
         item = saved[member.backend]
         detection = Detection(member, item["status"], wall=item["wall"], note=item["note"])
         detection.failures = [(check, tuple(clauses)) for check, clauses in item["failures"]]

@@ -113,6 +113,26 @@ def test_zoo_refuses_a_json_path_it_cannot_write(capsys) -> None:
     assert "no such directory" in err
 
 
+def test_zoo_renders_a_member_certified_again_over_an_earlier_run(tmp_path: Path, capsys) -> None:
+    # A member certified again after a fix (-k NAME --json) replaces its detection in the
+    # whole run's, the later file winning; every other member stays as the earlier run found it.
+    def detection(clauses: list[str], wall: float) -> dict[str, object]:
+        return {"backend": "tests.backends.naive_broken:trailing_newline", "area": "format",
+                "clauses": ["FORMAT-4"], "verdict": "caught", "wall": wall, "status": 1,
+                "failures": [["FORMAT/format-writer-is-canonical", clauses]],
+                "to_first_failure": 0.5, "note": ""}  # fmt: skip
+
+    earlier, again, out = tmp_path / "run.json", tmp_path / "again.json", tmp_path / "out.json"
+    earlier.write_text(json.dumps([detection(["FORMAT-4", "FORMAT-5"], 9.0)]))
+    again.write_text(json.dumps([detection(["FORMAT-4"], 3.0)]))
+    argv = ["-k", "trailing_newline", "--from-json", str(earlier), "--from-json", str(again)]
+    assert zoo.main([*argv, "--json", str(out)]) == 0
+    (kept,) = json.loads(out.read_text())
+    assert kept["failures"] == [["FORMAT/format-writer-is-canonical", ["FORMAT-4"]]]
+    assert kept["wall"] == 3.0
+    capsys.readouterr()
+
+
 def test_the_scaling_section_measures_each_size_and_its_growth() -> None:
     from benchmarks.scaling import growth, render_scale, section_scale
     from memspec.conformance.commands.site import render_benchmarks
