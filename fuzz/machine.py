@@ -32,7 +32,7 @@ from memspec.fuzz.oracle import (
 from memspec.fuzz.roots import FuzzRoot
 from memspec.fuzz.strategies import WORDS, batch_items, contents, external_edits, old_texts
 from memspec.spec import codes, model
-from memspec.spec.codec import classify_bytes, encode_entries, read_back_problem
+from memspec.spec.codec import classify_bytes, encode_entries, held_as_given
 from memspec.spec.drift_refusal import judge_drift_refusal
 from memspec.spec.operations import ExternalWrite, Load, Mutation
 from memspec.spec.problems import Problem
@@ -374,8 +374,7 @@ class MemoryMachine(RuleBasedStateMachine):
             if any(tuple(dict.fromkeys(v)) == reported for v in allowed):
                 clause = "READ-5"
             # ENTRY-1: a version the session may report, but held as given, not normalised
-            if any(getattr(read_back_problem(reported, v), "clause", "") == "ENTRY-1"
-                   for v in allowed):  # fmt: skip
+            if any(held_as_given(reported, v) for v in allowed):
                 clause = "ENTRY-1"
         # CONTRACT-8, LOCK-2: entries are at least as fresh as the last load or accepted write.
         raise Violation(

@@ -201,16 +201,14 @@ def batch_items(
         ),
         st.fixed_dictionaries({"action": st.just("remove"), "old_text": old_texts()}),
     )
+    well_formed = st.lists(item, min_size=1, max_size=4)
     if not malformed:
-        return st.lists(item, min_size=1, max_size=4)
+        return well_formed
     broken = st.sampled_from(
         ({"action": "add"}, {"action": "append", "content": "x"}, {"action": "add", "content": 7},
          "add x", {"action": "remove", "content": "tabs"})
     )  # fmt: skip
-    return st.one_of(
-        st.lists(item, min_size=1, max_size=4),
-        st.lists(st.one_of(item, broken), max_size=3),
-    )
+    return st.one_of(well_formed, st.lists(st.one_of(item, broken), max_size=3))
 
 
 # --- external edits -------------------------------------------------------------------------

@@ -137,7 +137,7 @@ def read_back_problem(reported: Sequence[str], read_back: Sequence[str]) -> Prob
     reported, read_back = list(reported), list(read_back)
     if reported == read_back:
         return None
-    if [normalize_content(entry) for entry in reported] == read_back:
+    if held_as_given(reported, read_back):
         return Problem(
             "ENTRY-1",
             f"the store holds {reported!r}, not normalised; its file reads back as {read_back!r}",
@@ -145,6 +145,14 @@ def read_back_problem(reported: Sequence[str], read_back: Sequence[str]) -> Prob
     return Problem(
         "FORMAT-5", f"the store reports {reported!r}, but its file reads back as {read_back!r}"
     )
+
+
+def held_as_given(reported: Sequence[str], read_back: Sequence[str]) -> bool:
+    """Whether ``reported`` differs from ``read_back`` only in content held as it was given,
+    not normalised (ENTRY-1): normalising each reported entry gives the entries read back."""
+    return list(reported) != list(read_back) and [
+        normalize_content(entry) for entry in reported
+    ] == list(read_back)
 
 
 def usage(entries: Sequence[str]) -> int:

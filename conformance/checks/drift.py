@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memspec.conformance.checks._disk import backups, put, read_or_none
-from memspec.conformance.core.plain_run import confirm_plain_run, send_rewriting
+from memspec.conformance.core.plain_run import confirm_plain_run, send_rewriting, shown
 from memspec.conformance.core.registry import CheckContext, check
 from memspec.conformance.transport.backend import Session
 from memspec.conformance.transport.wire import Answer, Fields
@@ -81,10 +81,6 @@ def _short(data: bytes | None, keep: int = 60) -> str:
     return f"{data[:keep]!r}… ({len(data):,} bytes)"
 
 
-def _fields_shown(request: dict[str, object]) -> dict[str, object]:
-    return {key: value for key, value in request.items() if key not in ("op", "target")}
-
-
 def _edit_and_rewrite(
     ctx: CheckContext, session: Session, external: bytes, edit: Edit
 ) -> tuple[Answer, bool]:
@@ -96,7 +92,7 @@ def _edit_and_rewrite(
     added = [entry for entry in _entries(external) if entry not in own]
     put(ctx.root, "memory", external)
     request, answer = send_rewriting(session, {"op": edit.op, "target": "memory", **edit.fields})
-    sent = f"{request['op']} memory {_fields_shown(request)} after another writer {edit.what}"
+    sent = f"{shown(request)} after another writer {edit.what}"
     after = read_or_none(path)
     lost = [entry for entry in added if entry not in _entries(after)]
     found = {backup.name: data for backup, data in backups(ctx.root, "memory").items()}
@@ -231,7 +227,7 @@ def taken_backup_name_is_kept(ctx: CheckContext) -> None:
 
 def _ok(session: Session, sent: str, op: str, target: str = "memory", **fields: str) -> None:
     request, answer = send_rewriting(session, {"op": op, "target": target, **fields})
-    sent = sent if request["op"] == op else f"{sent}, sent as patch {_fields_shown(request)}"
+    sent = sent if request["op"] == op else f"{sent}, sent as {shown(request)}"
     # DRIFT-5: the operation the check relies on answers OK.
     if answer["code"] != codes.OK:
         raise Violation("DRIFT-5", f"{sent} answered {answer}, expected OK")

@@ -45,13 +45,14 @@ BATCH: dict[str, Any] = {
 }
 
 
-def _shown(request: dict[str, Any]) -> str:
+def shown(request: dict[str, Any]) -> str:
+    """Returns ``request`` as a message shows it: its op, target and fields, long values cut."""
     fields = {
         key: value if len(str(value)) <= 80 else f"{str(value)[:40]}... ({len(value)} chars)"
         for key, value in request.items()
         if key not in ("op", "target")
     }
-    return f"{request['op']} memory {fields}"
+    return f"{request['op']} {request.get('target', 'memory')} {fields}"
 
 
 def send_rewriting(session: Session, request: dict[str, Any]) -> tuple[dict[str, Any], Answer]:
@@ -111,7 +112,7 @@ def confirm_plain_run(ctx: CheckContext, stressed: str) -> None:
             kept = request is AFTER_EXTERNAL or tuple(found or ()) == tuple(expected)
             if answer.get("code") != outcome.code or not kept:
                 raise Unverified(
-                    f"with nothing else going on, {_shown(request)} answered "
+                    f"with nothing else going on, {shown(request)} answered "
                     f"{answer.get('code')} and left {FILENAMES['memory']} with {list(found or [])}"
                     f", where the spec gives {outcome.code} and {list(expected)}: what {stressed} "
                     "would be judged against is unknown (the operation's own clauses judge it)"
