@@ -653,11 +653,14 @@ def read_detections(paths: Sequence[Path], members: Sequence[Member]) -> list[De
     """Returns the detections of ``members`` that earlier ``--json`` runs wrote to ``paths``, a
     later file's detection of a member replacing an earlier's (raises ValueError naming a
     member none holds)."""
-    saved = {
-        item["backend"]: item
-        for path in paths
-        for item in json.loads(path.read_text(encoding="utf-8"))
-    }
+    saved: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        items = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(items, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("backend"), str) for item in items
+        ):
+            raise ValueError(f"{path} is not a list of detections, as --json writes them")
+        saved.update((item["backend"], item) for item in items)
     detections = []
     for member in members:
         if member.backend not in saved:

@@ -133,6 +133,13 @@ def test_zoo_renders_a_member_certified_again_over_an_earlier_run(tmp_path: Path
     capsys.readouterr()
 
 
+@pytest.mark.parametrize("text", ['{"a": 1}', "[1]", "not json"])
+def test_zoo_refuses_a_detections_file_it_cannot_read(tmp_path: Path, text: str, capsys) -> None:
+    (tmp_path / "run.json").write_text(text)
+    err = _refused(zoo.main, ["-k", "trailing", "--from-json", str(tmp_path / "run.json")], capsys)
+    assert "--from-json" in err
+
+
 def test_the_scaling_section_measures_each_size_and_its_growth() -> None:
     from benchmarks.scaling import growth, render_scale, section_scale
     from memspec.conformance.commands.site import render_benchmarks
