@@ -410,8 +410,8 @@ def _kill(
     recovery: Recovery, tamper: Tampering, fault: Fault, where: str, label: str
 ) -> str | None:
     """Kills a round's add at the step ``fault`` selects; its crash is judged by the next
-    round, also when the kill landed on another step of the add, which is then tried again
-    (:attr:`Tampering.kill_attempts`). Returns None, or why the kill missed its step every
+    round, also when the kill landed on another step of the add or on none, which is then tried
+    again (:attr:`Tampering.kill_attempts`). Returns None, or why the kill missed its step every
     time. A kill that landed outside the add (in the opening, whose probe it would fail) is
     never judged: the check is then not applicable."""
     problem: str | None = None

@@ -547,8 +547,8 @@ def run_planned(job: Job, directory: Path, drive: Drive) -> WorkerResult:
 @dataclass(frozen=True)
 class Killed:
     """A Killed is one run of a job killed at a planned step: ``missed`` says where the kill landed
-    instead (still judged), ``unplaced`` that no step was selected (run as it is), ``outside`` that
-    it landed outside the fault's operation (not judged)."""
+    instead, or that strace killed nothing (still judged), ``unplaced`` that no step was selected
+    (run as it is), ``outside`` that it landed outside the fault's operation (not judged)."""
 
     result: WorkerResult
     missed: str | None = None
@@ -568,10 +568,23 @@ def kill_planned(job: Job, fault: Fault, directory: Path, drive: Drive) -> Kille
     if injection is None:
         return Killed(run_traced(job, directory, drive)[0], unplaced=True)
     result, killed = run_traced(job, directory, drive, injection.options())
-    record, words = acted_on(killed, result.calls, injection)
+    return killed_where(result, killed, injection, fault)
+
+
+def killed_where(
+    result: WorkerResult, trace: StraceTrace, injection: Injection, fault: Fault
+) -> Killed:
+    """Returns what became of a run ``injection`` was to kill (``trace``: strace's record of it).
+    A run strace did not kill missed its step: it ran as it is (to its end, or until the harness
+    stopped it), and is judged so. A kill outside the fault's operation is not judged."""
+    record, words = acted_on(trace, result.calls, injection)
+    if not trace.killed:
+        ended = "ran to its end" if result.status == "done" else f"ended {result.status}"
+        planned = describe_call(injection.target)
+        return Killed(result, missed=f"strace did not kill it at {planned}, the session {ended}")
     if record is None or record.op != fault.match.op:
         return Killed(result, outside=words)
-    return Killed(result, missed=landed(killed, result.calls, injection))
+    return Killed(result, missed=landed(trace, result.calls, injection))
 
 
 def record_session(job: Job, directory: Path) -> tuple[list[CallRecord], list[Any]]:

@@ -209,3 +209,42 @@ def test_a_kill_is_placed_by_the_injected_invocation_not_a_bystander_thread() ->
     injection = Injection("rename", 1, "kill-before", 0, target, 10)
     record, words = acted_on(trace, trace.records, injection)
     assert record is target and words == "rename #1"
+
+
+RAN_TO_ITS_END = r"""
+10  openat(AT_FDCWD</w>, "/r/MEMORY.md", O_RDONLY|O_CLOEXEC) = 3</r/MEMORY.md>
+10  rename("/r/.t1", "/r/MEMORY.md") = 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "missed", "outside"),
+    [
+        (KILLED_WITH_A_BYSTANDER, 3, None, None),
+        (KILLED_WITH_A_BYSTANDER, 2, None, "rename #1"),
+        (
+            RAN_TO_ITS_END,
+            3,
+            "strace did not kill it at replace .t1 -> MEMORY.md, the session ran to its end",
+            None,
+        ),
+    ],
+)
+def test_a_run_strace_did_not_kill_missed_its_step_and_is_judged(
+    text: str, op: int, missed: str | None, outside: str | None
+) -> None:
+    # A run the injection never reached (its calls differed from the recording's) is not a
+    # kill outside the operation, which is never judged: it ran as it is, and is tried again.
+    from dataclasses import replace
+
+    from memspec.conformance.processes.workers import WorkerResult, WorkerStatus
+    from memspec.conformance.tamper.interpose import Fault, Match
+    from memspec.conformance.tamper.strace import Injection, killed_where
+
+    trace = read_strace(text, "/r", {"MEMORY.md": 1})
+    calls = [replace(record, op=op) for record in trace.records]
+    status = WorkerStatus.KILLED if trace.killed else WorkerStatus.DONE
+    result = WorkerResult("round", status, [], calls)
+    injection = Injection("rename", 1, "kill-before", 0, calls[-1], 10)
+    killed = killed_where(result, trace, injection, Fault(Match(op=3), action="kill-before"))
+    assert (killed.missed, killed.outside) == (missed, outside)
