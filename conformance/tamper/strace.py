@@ -219,14 +219,17 @@ def acted_on(
 def landed(trace: StraceTrace, records: Sequence[CallRecord], injection: Injection) -> str | None:
     """Returns None when the injected run shows the fault on the planned call, else what it
     shows instead."""
+    return _missed(*acted_on(trace, records, injection), injection)
+
+
+def _missed(record: CallRecord | None, words: str, injection: Injection) -> str | None:
+    """Returns None when strace acted on ``record``, the planned call, else where it acted."""
     planned = describe_call(injection.target)
-    record, words = acted_on(trace, records, injection)
     if record is None:
         return f"{words} (planned: {planned})"
-    at = [record]
-    if not _same_call(at[0], injection.target):
+    if not _same_call(record, injection.target):
         return (
-            f"strace acted on {describe_call(at[0])} during operation {at[0].op} "
+            f"strace acted on {describe_call(record)} during operation {record.op} "
             f"(planned: {planned} during operation {injection.target.op})"
         )
     return None
@@ -577,14 +580,14 @@ def killed_where(
     """Returns what became of a run ``injection`` was to kill (``trace``: strace's record of it).
     A run strace did not kill missed its step: it ran as it is (to its end, or until the harness
     stopped it), and is judged so. A kill outside the fault's operation is not judged."""
-    record, words = acted_on(trace, result.calls, injection)
     if not trace.killed:
         ended = "ran to its end" if result.status == "done" else f"ended {result.status}"
         planned = describe_call(injection.target)
         return Killed(result, missed=f"strace did not kill it at {planned}, the session {ended}")
+    record, words = acted_on(trace, result.calls, injection)
     if record is None or record.op != fault.match.op:
         return Killed(result, outside=words)
-    return Killed(result, missed=landed(trace, result.calls, injection))
+    return Killed(result, missed=_missed(record, words, injection))
 
 
 def record_session(job: Job, directory: Path) -> tuple[list[CallRecord], list[Any]]:
