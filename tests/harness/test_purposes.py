@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import PURPOSES, TESTS
+from tests.conftest import FIRST_TO_LAST, PURPOSES, TESTS
 
 pytest_plugins = ["pytester"]
 
@@ -16,6 +16,15 @@ def test_every_collected_test_has_the_purpose_of_its_folder(request: pytest.Fixt
     for item in request.session.items:
         purposes = [mark.name for mark in item.iter_markers() if mark.name in PURPOSES]
         assert purposes == [item.path.resolve().relative_to(TESTS).parts[0]], item.nodeid
+
+
+def test_the_slowest_purposes_run_first(request: pytest.FixtureRequest) -> None:
+    """Under ``pytest -n``, no test of minutes is started last while the other worker idles."""
+    ranks = [
+        FIRST_TO_LAST.index(item.path.resolve().relative_to(TESTS).parts[0])
+        for item in request.session.items
+    ]
+    assert ranks == sorted(ranks)
 
 
 def test_a_test_outside_the_purposes_or_marked_by_hand_fails(pytester: pytest.Pytester) -> None:

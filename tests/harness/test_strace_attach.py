@@ -25,7 +25,10 @@ from memspec.conformance.verdict.findings import HarnessError
 
 SERVE = f"{sys.executable} -m memspec.conformance serve --backend memspec.reference_impl:open_store"
 
-pytestmark = pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem()))
+pytestmark = [
+    pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem())),
+    pytest.mark.usefixtures("unmeasured_backends"),
+]
 
 
 def _tracer(pid: int) -> int:

@@ -37,6 +37,7 @@ def _context(tmp_path: Path, backend: CommandBackend) -> CheckContext:
 needs_strace = pytest.mark.skipif(
     strace.strace_problem() is not None, reason=str(strace.strace_problem())
 )
+pytestmark = pytest.mark.usefixtures("unmeasured_backends")
 
 
 @needs_strace

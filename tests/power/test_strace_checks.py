@@ -56,7 +56,10 @@ CAUGHT = [
     ("open_backup_sync_error_is_io", "faults.failed_dir_sync_is_acknowledged", "ATOMIC-3"),
 ]
 
-pytestmark = pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem()))
+pytestmark = [
+    pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem())),
+    pytest.mark.usefixtures("unmeasured_backends"),
+]
 
 
 @pytest.fixture(autouse=True)

@@ -54,7 +54,10 @@ CAUGHT = [
     ("open_data_file_lock", TWO[1]),
 ]
 
-pytestmark = pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem()))
+pytestmark = [
+    pytest.mark.skipif(strace_problem() is not None, reason=str(strace_problem())),
+    pytest.mark.usefixtures("unmeasured_backends"),
+]
 
 
 @pytest.fixture(autouse=True)
