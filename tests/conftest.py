@@ -31,7 +31,8 @@ from hypothesis import settings
 
 TESTS = Path(__file__).resolve().parent
 PURPOSES = ("unit", "harness", "power", "integration")
-"""The folders of ``tests/`` that hold tests; each folder's name is the marker of its tests."""
+"""The folders of ``tests/`` that hold tests, from the fastest to the slowest; each folder's name
+is the marker of its tests."""
 
 settings.register_profile("thorough", max_examples=2000, derandomize=False, deadline=None)
 if not os.environ.get("CI"):
@@ -67,7 +68,7 @@ def purpose_of(item: pytest.Item) -> str | None:
     return folder
 
 
-FIRST_TO_LAST = ("integration", "power", "harness", "unit")
+FIRST_TO_LAST = PURPOSES[::-1]
 """The order the purposes run in: the slowest first, so that under ``pytest -n`` a test of
 minutes is never started last, while the other worker has nothing left to do."""
 
