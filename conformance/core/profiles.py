@@ -26,7 +26,10 @@ class Profile:
     ``adds_per_session`` bound the preemption-bounded schedules, ``schedule_sessions`` x
     ``schedule_operations`` the random ones. ``crash_states``, ``crash_states_per_point`` and
     ``command_states_per_point`` bound the crash states; ``every_crash_state`` judges each on its
-    own instead of once per shape. ``budgets`` are the seconds each check may run, by check id
+    own instead of once per shape. ``shrinks`` says whether a search shrinks the failure it
+    found; without it (``smoke``, a quick look) the first failure ends the search and is shown as
+    found, blamed on the same clauses (:class:`~memspec.conformance.core.budgets.SearchWatch`).
+    ``budgets`` are the seconds each check may run, by check id
     (:data:`memspec.conformance.core.budgets.BUDGETS`); ``example_budget`` those of one example.
     """
 
@@ -45,6 +48,7 @@ class Profile:
     crash_states_per_point: int
     command_states_per_point: int
     every_crash_state: bool
+    shrinks: bool
     budgets: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
     example_budget: float = EXAMPLE_BUDGET.ci
 
@@ -76,7 +80,7 @@ PROFILES: dict[str, Profile] = {
         preemption_bound=1, schedule_budget=30, adds_per_session=(1, 1),
         schedule_sessions=2, schedule_operations=3,
         crash_states=150, crash_states_per_point=16, command_states_per_point=8,
-        every_crash_state=False, budgets=column("smoke"),
+        every_crash_state=False, shrinks=False, budgets=column("smoke"),
         example_budget=EXAMPLE_BUDGET.smoke,
     ),
     "ci": Profile(
@@ -84,7 +88,7 @@ PROFILES: dict[str, Profile] = {
         preemption_bound=1, schedule_budget=200, adds_per_session=(1, 1),
         schedule_sessions=3, schedule_operations=4,
         crash_states=400, crash_states_per_point=32, command_states_per_point=8,
-        every_crash_state=False, budgets=column("ci"),
+        every_crash_state=False, shrinks=True, budgets=column("ci"),
         example_budget=EXAMPLE_BUDGET.ci,
     ),
     "thorough": Profile(
@@ -92,7 +96,7 @@ PROFILES: dict[str, Profile] = {
         preemption_bound=2, schedule_budget=5000, adds_per_session=(2, 1),
         schedule_sessions=3, schedule_operations=8,
         crash_states=4000, crash_states_per_point=128, command_states_per_point=128,
-        every_crash_state=True, budgets=column("thorough"),
+        every_crash_state=True, shrinks=True, budgets=column("thorough"),
         example_budget=EXAMPLE_BUDGET.thorough,
     ),
 }  # fmt: skip

@@ -155,8 +155,10 @@ def plan(ctx: CheckContext, *, shrink: bool = True, **extra: Any) -> PropertyRun
     # spec's and the check's seed, which the same command derives again.
     runs_from = search_seed(check_id) if derandomize else seed
     # The loaded Hypothesis profile's phases, but not explain: its notes cost runs; nor shrink
-    # for a search not shrunk under fixed work: the failure it finds ends it.
-    left_out = {Phase.explain} | ({Phase.shrink} if not shrink and profile.derandomize else set())
+    # for a profile that does not shrink, or a search not shrunk under fixed work: the failure
+    # it finds ends it.
+    unshrunk = not profile.shrinks or (not shrink and profile.derandomize)
+    left_out = {Phase.explain} | ({Phase.shrink} if unshrunk else set())
     chosen = settings(
         **{
             "max_examples": profile.examples,

@@ -217,15 +217,41 @@ def test_a_search_not_shrunk_ends_at_its_first_failure_under_fixed_work(tmp_path
     assert "Draw 1:" in message  # a run's draws are shown unless it says otherwise
 
 
-def test_only_a_hunting_profile_shrinks_a_search_that_is_not_shrunk(tmp_path: Path) -> None:
+def test_smoke_shows_the_failure_its_search_found_blamed_as_ci_blames_it(tmp_path: Path) -> None:
+    # The same property under smoke and ci: ci shrinks the failure to BIG, smoke stops at the one
+    # it found; both blame LOCK-3, so the verdict does not depend on shrinking.
+    def failure(profile: str) -> tuple[list[int], str]:
+        run = plan(_context(tmp_path, profile, None, "interleavings.random_schedules"))
+        runs: list[int] = []
+
+        @given(st.integers(0, 10**6))
+        def property_(number: int) -> None:
+            runs.append(number)
+            if number >= BIG:
+                raise Violation("LOCK-3", f"{number} is too big")
+
+        with pytest.raises(AssertionError) as raised:
+            run.run(run.apply(property_))
+        return runs, str(raised.value)
+
+    smoke_runs, smoke = failure("smoke")
+    ci_runs, ci = failure("ci")
+    found = next(number for number in smoke_runs if number >= BIG)
+    assert smoke_runs[-1] == found and smoke.startswith(f"LOCK-3: {found} is too big"), smoke
+    assert found != BIG and ci.startswith(f"LOCK-3: {BIG} is too big"), ci
+    assert len(ci_runs) > len(smoke_runs)
+
+
+def test_only_hunting_shrinks_a_search_not_shrunk_and_smoke_shrinks_none(tmp_path: Path) -> None:
     def phases(profile: str, shrink: bool) -> tuple[Phase, ...]:
         context = _context(tmp_path, profile, None, "interleavings.random_schedules")
         return tuple(plan(context, shrink=shrink).settings.phases)
 
-    for profile in ("smoke", "ci"):
-        assert Phase.shrink not in phases(profile, False)
-        assert Phase.shrink in phases(profile, True)
+    assert Phase.shrink not in phases("ci", False)
+    assert Phase.shrink in phases("ci", True)
     assert Phase.shrink in phases("thorough", False)
+    # smoke, a quick look, shrinks no search: the failure found is shown as found
+    assert Phase.shrink not in phases("smoke", True) + phases("smoke", False)
     # explain's notes cost runs, under every profile
     assert not any(Phase.explain in phases(name, True) for name in PROFILES)
 
