@@ -433,6 +433,38 @@ def render_usage(results: dict[str, list[Run]], starts: dict[str, float], worker
     return "\n".join(lines)
 
 
+BOUNDS_NOTE = """\
+Each figure of this run against the reference certified in-process, which is the harness
+alone: the reference through `memspec serve` (the same store, one process per session), each
+store that fails (its time to its verdict), and each command backend against its ideal, the
+harness alone plus its floor (the backend's own processor time over the workers): what the run
+would take if the harness added nothing to the backend's own work."""
+
+
+def render_bounds(results: dict[str, list[Run]], workers: int) -> str:
+    """Returns the section that sets this run's times against the in-process reference's
+    (:data:`BOUNDS_NOTE`), or an empty string when the reference was not certified in-process."""
+    if REFERENCE not in results:
+        return ""
+    alone = results[REFERENCE][0].seconds
+    lines = [BOUNDS_NOTE, "", "| backend | wall time | against | ratio |", "|---|---|---|---|"]
+    for backend, runs in results.items():
+        run = runs[0]
+        if backend == REFERENCE:
+            continue
+        if backend == f"--backend-cmd '{SERVE}'":
+            lines.append(f"| `{backend}` | {run.seconds:.0f} s | in-process {alone:.0f} s "
+                         f"| {run.seconds / alone:.1f}× |")  # fmt: skip
+        if run.first_failure is not None:
+            lines.append(f"| `{backend}` | {run.seconds:.0f} s | in-process {alone:.0f} s "
+                         f"| {run.seconds / alone:.1f}× |")  # fmt: skip
+        if backend.startswith("--backend-cmd") and run.usage is not None:
+            ideal = alone + run.usage.backend / workers
+            lines.append(f"| `{backend}` | {run.seconds:.0f} s | ideal {ideal:.0f} s "
+                         f"| {run.seconds / ideal:.1f}× |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def render_sessions(counts: dict[str, tuple[int, Counter[str]]]) -> str:
     """Returns the sessions section: processes started per command backend and per check."""
     lines = []
@@ -492,6 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
     starts = {f"--backend-cmd '{c}'": start_cpu(c, args.serve_runs) for c in commands}
     parts += ["## Where the time goes", render_usage(results, starts, args.workers)]
+    bounds = render_bounds(results, args.workers)
+    if bounds:
+        parts += ["## Against the harness alone", bounds]
     if commands and not args.no_sessions:
         counts = {command: count_sessions(command) for command in commands}
         parts += ["## Processes a command backend starts", render_sessions(counts)]

@@ -85,3 +85,26 @@ def test_a_process_start_belongs_to_the_check_that_ends_next() -> None:
         "LOCK/locking.concurrent_adds_are_all_kept": 2,
         "(after the last check)": 1,
     }
+
+
+def test_the_bounds_set_each_run_against_the_harness_alone() -> None:
+    # serve and a failing store against the in-process reference; a command backend against
+    # the harness alone plus its floor (its own processor time over the workers)
+    from benchmarks.accounting import Usage
+    from benchmarks.certify_time import REFERENCE, SERVE, Run, render_bounds
+
+    def run(seconds: float, failed_at: float | None = None, backend: float = 0.0) -> Run:
+        usage = Usage(backend, 100, 0.0, 10.0)
+        return Run(seconds, (0.0, 0.0), "", (), first_failure=failed_at, usage=usage)
+
+    results = {
+        REFERENCE: [run(15)],
+        f"--backend-cmd '{SERVE}'": [run(60, backend=70)],
+        "tests.backends.procs:open_no_lock": [run(12, failed_at=3)],
+    }
+    rows = render_bounds(results, workers=2).splitlines()
+    assert f"| `--backend-cmd '{SERVE}'` | 60 s | in-process 15 s | 4.0× |" in rows
+    assert f"| `--backend-cmd '{SERVE}'` | 60 s | ideal 50 s | 1.2× |" in rows
+    assert "| `tests.backends.procs:open_no_lock` | 12 s | in-process 15 s | 0.8× |" in rows
+    assert not any(row.startswith(f"| `{REFERENCE}` |") for row in rows)
+    assert render_bounds({SERVE: [run(60)]}, workers=2) == ""
