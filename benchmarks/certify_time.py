@@ -212,6 +212,12 @@ def other_languages() -> list[tuple[str, str]]:
     return found
 
 
+def command_label(command: str) -> str:
+    """Returns how the page names a command backend: its ``--backend-cmd`` option, with this
+    machine's temporary directory (where the native backend is built) written ``$TMPDIR``."""
+    return f"--backend-cmd '{command.replace(tempfile.gettempdir(), '$TMPDIR')}'"
+
+
 def backend_name(flag: str, backend: str) -> str | None:
     """Returns the command name the kernel gives the processes of a command backend (its
     program's file name), ``None`` for a Python backend, which runs inside the harness."""
@@ -514,7 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[str, list[Run]] = {}
     for flag, backend in backends:
-        label = backend if flag == "--backend" else f"--backend-cmd '{backend}'"
+        label = backend if flag == "--backend" else command_label(backend)
         results[label] = [certify_once(flag, backend, args.workers, dict(os.environ))[0]
                           for _ in range(args.repeat)]  # fmt: skip
         print(f"{label}: " + ", ".join(f"{r.seconds:.0f} s" for r in results[label]), flush=True)
@@ -522,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if before is not None:
         parts += ["## Before and after", render_before(before, results)]
     commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
-    starts = {f"--backend-cmd '{c}'": start_cpu(c, args.serve_runs) for c in commands}
+    starts = {command_label(c): start_cpu(c, args.serve_runs) for c in commands}
     parts += ["## Where the time goes", render_usage(results, starts, args.workers)]
     bounds = render_bounds(results, args.workers)
     if bounds:

@@ -108,3 +108,13 @@ def test_the_bounds_set_each_run_against_the_harness_alone() -> None:
     assert "| `tests.backends.procs:open_no_lock` | 12 s | in-process 15 s | 0.8× |" in rows
     assert not any(row.startswith(f"| `{REFERENCE}` |") for row in rows)
     assert render_bounds({SERVE: [run(60)]}, workers=2) == ""
+
+
+def test_a_command_built_in_the_temporary_directory_is_named_without_this_machines_path() -> None:
+    import tempfile
+
+    from benchmarks.certify_time import command_label
+
+    built = f"{tempfile.gettempdir()}/memspec-native/memspec_backend"
+    assert command_label(built) == "--backend-cmd '$TMPDIR/memspec-native/memspec_backend'"
+    assert command_label("node x.js") == "--backend-cmd 'node x.js'"
