@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.locations import cache_dir
 from memspec.conformance.core.results_page import read_stamp
 from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.hermes.matrix import (
@@ -103,7 +104,10 @@ def _read_json(path: Path) -> Any:
 
 def bar_chart(title: str, labels: Sequence[str], values: Sequence[float], unit: str) -> str:
     """Returns a horizontal bar chart as inline SVG (its text kept as text), drawn by matplotlib;
-    without matplotlib, a line saying how to get it (the table beside it holds the figures)."""
+    without matplotlib, a line saying how to get it (the table beside it holds the figures).
+    matplotlib keeps its font cache in memspec's cache directory (``MPLCONFIGDIR``, unless the
+    user set it), not in a folder of its own in the home."""
+    os.environ.setdefault("MPLCONFIGDIR", str(cache_dir() / "matplotlib"))
     try:
         import matplotlib
 

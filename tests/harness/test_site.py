@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from memspec.conformance.commands import cli
@@ -210,3 +213,19 @@ def test_providers_json_is_the_one_the_sweep_writes(tmp_path: Path, capsys) -> N
         assert providers_sweep.main(["--from", str(run), "--json", str(tmp_path / "p.json")]) == 2
         err = capsys.readouterr().err
         assert "cannot read the run" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_chart_keeps_matplotlibs_font_cache_in_memspecs_cache(tmp_path: Path) -> None:
+    # matplotlib builds a font cache on its first chart: under the cache directory memspec
+    # documents, never a folder of matplotlib's own in the home or the user cache directory
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    environment = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(cache)}
+    environment.pop("MPLCONFIGDIR", None)
+    environment.pop("MEMSPEC_CACHE_DIR", None)
+    script = (
+        "from memspec.conformance.commands.site import bar_chart; bar_chart('t', ['a'], [1], 's')"
+    )
+    subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=120)
+    assert list((cache / "memspec" / "matplotlib").glob("fontlist-*.json"))
+    assert sorted(p.name for p in cache.iterdir()) == ["memspec"] and not any(home.iterdir())
