@@ -5,7 +5,7 @@ Run from the project root (figures, not tests; each section prints a Markdown ta
     python -m benchmarks.bench                          # every section but thorough certify
     python -m benchmarks.bench --only ops,fsync         # some sections
     python -m benchmarks.bench --thorough --zoo zoo.json --json figures.json
-    python -m benchmarks.bench --only ops,fsync,certify,lin --page docs/results/benchmarks.md
+    python -m benchmarks.bench --only ops,fsync,certify,lin,scale --page docs/results/benchmarks.md
 
 Sections:
 
