@@ -458,10 +458,7 @@ def render_bounds(results: dict[str, list[Run]], workers: int) -> str:
         run = runs[0]
         if backend == REFERENCE:
             continue
-        if backend == f"--backend-cmd '{SERVE}'":
-            lines.append(f"| `{backend}` | {run.seconds:.0f} s | in-process {alone:.0f} s "
-                         f"| {run.seconds / alone:.1f}× |")  # fmt: skip
-        if run.first_failure is not None:
+        if backend == command_label(SERVE) or run.first_failure is not None:
             lines.append(f"| `{backend}` | {run.seconds:.0f} s | in-process {alone:.0f} s "
                          f"| {run.seconds / alone:.1f}× |")  # fmt: skip
         if backend.startswith("--backend-cmd") and run.usage is not None:
