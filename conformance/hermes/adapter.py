@@ -650,6 +650,18 @@ def _sources() -> list[str]:
     return texts
 
 
+def private_home() -> str:
+    """Points every home the build reads (:func:`home_variables`, as recorded when the
+    environment was prepared, else found now) at a new scratch directory and returns it, for the
+    caller to remove: nothing Hermes writes under a home reaches the user's."""
+    home = tempfile.mkdtemp(prefix="memspec-hermes-home-")
+    variables = recorded().get("home_variables")
+    if not isinstance(variables, list):
+        variables = home_variables(_sources())
+    isolate(home, variables)
+    return home
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs one session; Hermes' exceptions end it with status 1 and a traceback on stderr.
     Every home the build reads (:func:`home_variables`, as recorded when the environment was
@@ -657,11 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--probe-agent`` or ``--probe-write ROOT`` it prints one JSON line of evidence instead
     (:func:`probe_agent`, :func:`probe_write`)."""
     argv = sys.argv[1:] if argv is None else argv
-    home = tempfile.mkdtemp(prefix="memspec-hermes-home-")
-    variables = recorded().get("home_variables")
-    if not isinstance(variables, list):
-        variables = home_variables(_sources())
-    isolate(home, variables)
+    home = private_home()
     use_fetched_encodings()
     try:
         if argv[:1] in (["--probe-agent"], ["--probe-write"]):

@@ -155,3 +155,18 @@ def test_the_scaling_section_measures_each_size_and_its_growth() -> None:
     page = render_benchmarks({"cpus": 2, "load": 0.5, "scale": scale})
     assert "By the size of the memory file" in page
     assert "<svg" in page or "matplotlib" in page  # the chart, or how to get it
+
+
+def test_the_hermes_timing_script_writes_nothing_in_the_home(tmp_path: Path, monkeypatch) -> None:
+    # Hermes makes its home (~/.hermes) when its memory tool is imported: the benchmark's
+    # in-process rounds run with every home Hermes reads in a scratch directory
+    from tests.hermes_env import hermes_python
+
+    python = hermes_python()
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    figures = bench.hermes_in_process(python, 2)
+    assert figures["ops_per_s"] > 0
+    assert list(home.iterdir()) == []
