@@ -106,13 +106,14 @@ def hermes_python(version: str) -> Path:
 
 
 HERMES_IN_PROCESS = """
-import importlib.util, json, shutil, sys, tempfile, time
+import atexit, importlib.util, json, shutil, sys, tempfile, time
 from pathlib import Path
 spec = importlib.util.spec_from_file_location("hermes_adapter", sys.argv[1])
 adapter = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(adapter)
 rounds, others = int(sys.argv[2]), int(sys.argv[3])
 home = adapter.private_home()  # Hermes' imports make its home: never the user's
+atexit.register(shutil.rmtree, home, True)  # removed however the rounds end
 with tempfile.TemporaryDirectory(prefix="memspec-bench-") as scratch:
     session = adapter.HermesSession(Path(scratch), 2200, 1375)
     session.handle("load", {})
@@ -133,7 +134,6 @@ with tempfile.TemporaryDirectory(prefix="memspec-bench-") as scratch:
             spent["cpu"] += time.process_time() - cpu
             if answer.get("code") != "OK":
                 raise SystemExit(f"{op} {fields} answered {answer}")
-shutil.rmtree(home, ignore_errors=True)
 print(json.dumps(spent))
 """
 """The rounds of :func:`time_rounds`, run inside Hermes' environment on the adapter's session
