@@ -437,6 +437,7 @@ class InProcessBackend:
     timeout: float | None = None
     factory: Callable[..., Any] = field(init=False, repr=False)
     named: bool = field(default=True, repr=False)
+    _version: str | None = field(default=None, init=False, repr=False, compare=False)
     runs: ClassVar[Runs] = Runs.PYTHON
 
     def __post_init__(self) -> None:
@@ -477,8 +478,13 @@ class InProcessBackend:
         self._version = state["version"]
 
     def _version_of(self) -> str:
-        """Returns the version of the backend's module or distribution ("" when unknown)."""
-        return getattr(self, "_version", None) or _module_version(self.spec)
+        """Returns the version of the backend's module or distribution ("" when unknown), looked
+        up once: a worker gets it with the pickled backend, "" included (looking up a version
+        that is not there imports ``importlib.metadata`` and scans every installed package)."""
+        known = self._version
+        if known is None:
+            known = self._version = _module_version(self.spec)
+        return known
 
     @property
     def label(self) -> str:

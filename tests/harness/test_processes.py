@@ -47,6 +47,24 @@ def test_backends_pickle_by_name() -> None:
     assert command.command == "memspec serve --backend x:y"
 
 
+def test_a_worker_takes_an_unknown_version_with_the_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend with no version travels with ``""`` as its version, and the worker's sessions do
+    not look it up again: that lookup imports ``importlib.metadata`` and scans every installed
+    package, once in every worker (about 60 ms each, most of a scheduled run's start)."""
+    unversioned = "tests.backends.procs:open_no_lock"
+    backend = pickle.loads(pickle.dumps(InProcessBackend(unversioned)))
+    looked_up: list[str] = []
+    monkeypatch.setattr(
+        "memspec.conformance.transport.backend._module_version",
+        lambda spec: looked_up.append(spec) or "",
+    )
+    with backend.open(tmp_path) as session:
+        assert session.version == ""
+    assert looked_up == []
+
+
 def test_worker_records_every_operation(tmp_path: Path) -> None:
     """Each operation gets invoke and ok/fail records with monotonic times, in order."""
     ops = (*_adds("User prefers tabs"), {"op": "add", "target": "notes", "content": "x"})
