@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from memspec.conformance.core.locations import cache_dir, writable_dir
+from memspec.conformance.core.locations import cache_dir, scratch_root, writable_dir
 from memspec.conformance.core.settings import ONE_BACKEND, Settings, make_settings
 from memspec.conformance.suite.plugin import GivenSettings, recorder_key
 from memspec.conformance.transport.backend import (
@@ -173,8 +173,8 @@ def claims(backend: Backend) -> tuple[frozenset[str], tuple[str, ...]]:
     it said why it does not claim others (``agent feature not claimed: ...``, read from its
     stderr), both from one session opened and closed on a scratch root (raises BackendDefect
     when it cannot be started)."""
-    with tempfile.TemporaryDirectory(prefix="memspec-probe-") as scratch:
-        session = backend.open(Path(scratch))
+    with scratch_root("memspec-probe-") as root:
+        session = backend.open(root)
         try:
             features = frozenset(session.features)
         finally:

@@ -96,6 +96,19 @@ def shadows_memspec(directory: str | os.PathLike[str]) -> bool:
 
 
 @contextlib.contextmanager
+def scratch_root(prefix: str) -> Iterator[Path]:
+    """Yields a new empty root, ``root`` in a new temporary directory, and removes that directory
+    whole afterwards: what a transport keeps beside a root (a provider's scratch home and
+    temporary directory, ``transport.provider.scratch_of``) goes with it."""
+    import tempfile  # here: ``memspec serve`` imports this module at each session's start
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        root = Path(scratch) / "root"
+        root.mkdir()
+        yield root
+
+
+@contextlib.contextmanager
 def import_from(directory: str | os.PathLike[str], last: bool = False) -> Iterator[None]:
     """Lets ``--backend MODULE:FACTORY`` name a module of ``directory`` (the one memspec or pytest
     was started in), in this process and its workers, as ``python -m`` would; ``sys.path`` and

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.locations import scratch_root
 from memspec.conformance.core.options import PROFILE, TIMEOUT, WORKERS, add_options
 from memspec.conformance.core.subcommands import add_command
 from memspec.conformance.core.waits import RELEASE_CALL_TIMEOUT
@@ -129,11 +129,8 @@ def _cmd_provider(args: argparse.Namespace) -> int:
     backend = settings.backend
     assert backend is not None  # make_settings made the provider's backend
     try:
-        with tempfile.TemporaryDirectory(prefix="memspec-provider-") as scratch:
-            root = Path(scratch) / "root"
-            root.mkdir()
-            with backend.open(root) as session:
-                print(f"memspec: provider {provider_label(session)}", flush=True)
+        with scratch_root("memspec-provider-") as root, backend.open(root) as session:
+            print(f"memspec: provider {provider_label(session)}", flush=True)
     except BackendDefect as defect:
         raise UsageError(str(defect).splitlines()[0]) from None
     return print_result(run_certification(settings))

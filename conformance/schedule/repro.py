@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memspec.conformance.core.locations import scratch_root
 from memspec.conformance.core.registry import CheckContext
 from memspec.conformance.core.settings import backend_at
 from memspec.conformance.schedule.exploration import (
@@ -212,9 +212,9 @@ def replay(repro: Repro, backend: Any = None, timeout: float = 10.0) -> Replay:
     """Replays ``repro`` once on a fresh root (``backend`` overrides the file's)."""
     backend = backend or repro.open_backend(timeout)
     chosen = follow(repro.schedule)
-    with tempfile.TemporaryDirectory(prefix="memspec-repro-") as root:
+    with scratch_root("memspec-repro-") as root:
         try:
-            return Replay(execute(backend, Path(root), repro.program, chosen, tampering(backend)))
+            return Replay(execute(backend, root, repro.program, chosen, tampering(backend)))
         except ScheduleDiverged as diverged:
             return Replay(None, str(diverged))
 

@@ -187,15 +187,14 @@ def describe(backend: Backend) -> BackendInfo:
     """Returns what a report says of ``backend``: its label, and the name, version and claimed
     features one session on a scratch root gives (when none can be opened, the features are
     one item saying why)."""
-    import tempfile
-
+    from memspec.conformance.core.locations import scratch_root
     from memspec.conformance.verdict.records import BackendInfo
 
     name, version = backend.label, ""
     features: tuple[str, ...] = ("?",)
-    with tempfile.TemporaryDirectory(prefix="memspec-info-") as scratch:
+    with scratch_root("memspec-info-") as root:
         try:
-            session = backend.open(Path(scratch))
+            session = backend.open(root)
         except (BackendDefect, UsageError) as error:
             features = (f"could not open a session: {error}",)
         else:

@@ -14,10 +14,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+import weakref
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -116,7 +119,10 @@ def fork_wheel(directory: Path) -> Path:
     return wheel
 
 
-def listing(directory: Path) -> list[tuple[str, int, bytes]]:
+Listing = list[tuple[str, int, bytes]]
+
+
+def listing(directory: Path) -> Listing:
     """Returns every path under ``directory`` with its mode and, for a file, its bytes."""
     found = []
     for path in sorted(directory.rglob("*")):
@@ -127,13 +133,17 @@ def listing(directory: Path) -> list[tuple[str, int, bytes]]:
 
 class Places:
     """A run's places: a "real home" and an invocation directory, each holding a file of the
-    user's, and the cache and report directories certification may write."""
+    user's, the cache and report directories certification may write, and a temporary
+    directory of the run's own, which it must leave empty."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.home, self.cwd = tmp_path / "home", tmp_path / "cwd"
         self.cache, self.report = tmp_path / "cache", tmp_path / "report"
         for directory in (self.home, self.cwd, self.cache):
             directory.mkdir()
+        # in the system's temporary directory: socket paths made under it must stay short
+        self.temp = Path(tempfile.mkdtemp(prefix="memspec-places-"))
+        weakref.finalize(self, shutil.rmtree, self.temp, ignore_errors=True)
         (self.home / ".profile").write_text("the user's own\n", encoding="utf-8")
         (self.cwd / "notes.txt").write_text("the user's own\n", encoding="utf-8")
         self.before = (listing(self.home), listing(self.cwd))
@@ -143,11 +153,10 @@ class Places:
         self.before = (listing(self.home), listing(self.cwd))
 
     def environment(self) -> dict[str, str]:
-        """The run's environment: this home and this cache (temporary files go to the system's
-        temporary directory, whose socket paths must stay short)."""
+        """The run's environment: this home, this cache and this temporary directory."""
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMSPEC_"))}
         return {**keep, "HOME": str(self.home), "MEMSPEC_CACHE_DIR": str(self.cache),
-                "PYTHONPATH": str(PROJECT)}  # fmt: skip
+                "TMPDIR": str(self.temp), "PYTHONPATH": str(PROJECT)}  # fmt: skip
 
     def memspec(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -161,8 +170,14 @@ class Places:
         )
 
     def untouched(self) -> bool:
-        """Whether the home and the invocation directory are byte for byte as they were."""
-        return (listing(self.home), listing(self.cwd)) == self.before
+        """Whether the home and the invocation directory are byte for byte as they were, and the
+        temporary directory is empty again."""
+        return self.listings() == (*self.before, [])
+
+    def listings(self) -> tuple[Listing, Listing, list[str]]:
+        """The home's and the invocation directory's listings, and what the temporary directory
+        holds."""
+        return listing(self.home), listing(self.cwd), sorted(p.name for p in self.temp.iterdir())
 
 
 # -- the home variables a build reads --------------------------------------------------------
@@ -209,7 +224,7 @@ def test_a_fork_with_a_renamed_home_writes_nothing_in_the_real_home(tmp_path: Pa
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     # The fork's FAKEFORK_HOME is the private home memspec made (HERMES_HOME), not ~/.fakefork.
     assert answers[2]["message"] == "Entry added to the private home.", answers
-    assert places.untouched(), listing(places.home)
+    assert places.untouched(), places.listings()
 
 
 # -- no writes outside the report, the cache and temporary files, for every transport ---------
@@ -231,7 +246,7 @@ def test_certification_writes_only_the_report_the_cache_and_temporary_files(
     result = places.memspec(*args, "--report", str(places.report))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert (places.report / "report.json").exists()
-    assert places.untouched(), (listing(places.home), listing(places.cwd))
+    assert places.untouched(), places.listings()
 
 
 def test_the_check_of_what_is_written_sees_a_backend_that_writes_in_the_home(
@@ -273,7 +288,7 @@ def test_memspec_hermes_on_a_fork_with_a_renamed_home_writes_only_where_it_may(
         "agent feature not claimed",
     ], declined
     assert declined[1] == "agent feature not claimed: the release ships no run_agent.py"
-    assert places.untouched(), (listing(places.home), listing(places.cwd))
+    assert places.untouched(), places.listings()
 
 
 # -- the agent, claimed on evidence ------------------------------------------------------------

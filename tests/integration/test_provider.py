@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memspec.conformance.core.locations import cache_dir
-from tests.harness.test_hermes_line import Places, listing
+from tests.harness.test_hermes_line import Places
 from tests.hermes_env import PROJECT, hermes_python, needs_index, package_python
 
 PROVIDERS = "tests/data/providers"
@@ -163,7 +163,7 @@ def test_a_provider_certification_writes_only_the_report_the_cache_and_temporary
     result = places.memspec(*args, "--profile", "smoke", "-q")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (places.report / "report.html").is_file()
-    assert places.untouched(), (listing(places.home), listing(places.cwd))
+    assert places.untouched(), places.listings()
 
 
 @pytest.mark.parametrize(
