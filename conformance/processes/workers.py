@@ -259,11 +259,19 @@ def harness_step(root: Path, request: Request) -> Answer:
     return {"ok": True, "code": "OK", "files": files}
 
 
-def run_job(job: Job, sender: Any, barrier: Any = None, turnstile: Any = None) -> None:
+def run_job(
+    job: Job, sender: Any, barrier: Any = None, turnstile: Any = None, temp: str = ""
+) -> None:
     """The worker's body: runs ``job`` and sends its records through ``sender``.
 
     With a ``turnstile`` (the receiving end of the scheduler's pipe) every interposed call
-    waits for its turn (:mod:`memspec.conformance.processes.turns`)."""
+    waits for its turn (:mod:`memspec.conformance.processes.turns`). ``temp`` is the temporary
+    directory of the harness process that started the worker: the session's, and a command
+    backend's, temporary files go there, not to that of the fork server the worker comes from,
+    which outlives the run."""
+    if temp:
+        os.environ["TMPDIR"] = temp
+        tempfile.tempdir = None
     outbox = _Outbox(sender)
     interposer: Interposer | None = None
     hook: PlanHook | TurnHook | None = None
@@ -445,7 +453,7 @@ class Worker:
         turnstile, self._turns_out = context.Pipe(duplex=False) if scheduled else (None, None)
         self.process = context.Process(
             target=run_job,
-            args=(job, sender, barrier, turnstile),
+            args=(job, sender, barrier, turnstile, tempfile.gettempdir()),
             name=f"memspec-{job.name}",
             daemon=True,
         )

@@ -11,8 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,11 +26,13 @@ from memspec.conformance.processes.workers import (
     history,
     run_session,
     run_together,
+    start_process_server,
 )
 from memspec.conformance.tamper.interpose import Fault, Match, Plan
 from memspec.conformance.transport.backend import BackendDefect, InProcessBackend
 from memspec.conformance.transport.jsonlines import CommandBackend
 from memspec.conformance.verdict.findings import HarnessError
+from memspec.reference_impl import open_store
 
 REFERENCE = "memspec.reference_impl:open_store"
 PROCS = "tests.backends.procs"
@@ -63,6 +67,31 @@ def test_a_worker_takes_an_unknown_version_with_the_backend(
     with backend.open(tmp_path) as session:
         assert session.version == ""
     assert looked_up == []
+
+
+def open_after_a_temporary_file(root: Path, **limits: int) -> Any:
+    """The reference store, opened after leaving a file in the temporary directory."""
+    (Path(tempfile.gettempdir()) / "left-by-the-session").touch()
+    return open_store(root, **limits)
+
+
+def test_a_worker_keeps_temporary_files_in_the_temporary_directory_of_its_harness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker comes from the fork server, which keeps the environment it started in (it
+    outlives runs); the session still writes its temporary files to the directory of the run
+    that started it, which the run removes (a killed Hermes session's home was left in the
+    system's temporary directory)."""
+    start_process_server()
+    temp, root = tmp_path / "temp", tmp_path / "root"
+    temp.mkdir()
+    root.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    backend = InProcessBackend(f"{__name__}:open_after_a_temporary_file")
+    result = run_session(Job(backend, root, ({"op": "load"},)))
+    assert result.status == "done", result.message
+    assert [path.name for path in temp.iterdir()] == ["left-by-the-session"]
 
 
 def test_worker_records_every_operation(tmp_path: Path) -> None:
