@@ -444,12 +444,20 @@ Each figure of this run against the reference certified in-process, which is the
 alone: the reference through `memspec serve` (the same store, one process per session), each
 store that fails (its time to its verdict), and each command backend against its ideal, the
 harness alone plus its floor (the backend's own processor time over the workers): what the run
-would take if the harness added nothing to the backend's own work."""
+would take if the harness added nothing to the backend's own work. The last row is the least
+`memspec serve` could take, its sessions kept one process each: the harness alone plus its
+processes, each costing only what a Python that imports the reference and does nothing else
+costs (`python -c 'import memspec.reference_impl'`, its median processor time), over the
+workers."""
+IMPORT_REFERENCE = f"{sys.executable} -c 'import {REFERENCE.partition(':')[0]}'"
+"""A Python that starts, imports the reference and ends: the least one serve session costs."""
 
 
-def render_bounds(results: dict[str, list[Run]], workers: int) -> str:
+def render_bounds(results: dict[str, list[Run]], workers: int, least_start: float = 0.0) -> str:
     """Returns the section that sets this run's times against the in-process reference's
-    (:data:`BOUNDS_NOTE`), or an empty string when the reference was not certified in-process."""
+    (:data:`BOUNDS_NOTE`), or an empty string when the reference was not certified in-process;
+    ``least_start`` is the processor time of :data:`IMPORT_REFERENCE` (no last row without
+    it)."""
     if REFERENCE not in results:
         return ""
     alone = results[REFERENCE][0].seconds
@@ -465,6 +473,13 @@ def render_bounds(results: dict[str, list[Run]], workers: int) -> str:
             ideal = alone + run.usage.backend / workers
             lines.append(f"| `{backend}` | {run.seconds:.0f} s | ideal {ideal:.0f} s "
                          f"| {run.seconds / ideal:.1f}× |")  # fmt: skip
+    served = results.get(command_label(SERVE))
+    usage = served[0].usage if served else None
+    if usage is not None and least_start > 0:
+        least = alone + usage.backend_processes * least_start / workers
+        lines.append(f"| at least, {usage.backend_processes} processes × {least_start * 1000:.0f} "
+                     f"ms | {least:.0f} s | in-process {alone:.0f} s "
+                     f"| {least / alone:.1f}× |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -527,7 +542,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
     starts = {command_label(c): start_cpu(c, args.serve_runs) for c in commands}
     parts += ["## Where the time goes", render_usage(results, starts, args.workers)]
-    bounds = render_bounds(results, args.workers)
+    served = command_label(SERVE) in results
+    least_start = start_cpu(IMPORT_REFERENCE, args.serve_runs) if served else 0.0
+    bounds = render_bounds(results, args.workers, least_start)
     if bounds:
         parts += ["## Against the harness alone", bounds]
     if commands and not args.no_sessions:

@@ -107,7 +107,11 @@ def test_the_bounds_set_each_run_against_the_harness_alone() -> None:
     assert f"| `--backend-cmd '{SERVE}'` | 60 s | ideal 50 s | 1.2× |" in rows
     assert "| `tests.backends.procs:open_no_lock` | 12 s | in-process 15 s | 0.8× |" in rows
     assert not any(row.startswith(f"| `{REFERENCE}` |") for row in rows)
+    assert not any(row.startswith("| at least") for row in rows)
     assert render_bounds({SERVE: [run(60)]}, workers=2) == ""
+    # at least: the harness alone plus 100 processes of 0.3 s each over the 2 workers
+    least = render_bounds(results, workers=2, least_start=0.3).splitlines()[-1]
+    assert least == "| at least, 100 processes × 300 ms | 30 s | in-process 15 s | 2.0× |"
 
 
 def test_a_command_built_in_the_temporary_directory_is_named_without_this_machines_path() -> None:
