@@ -21,6 +21,10 @@ Sections:
   accounting (:mod:`benchmarks.accounting`, which needs root): the processor time of the
   backend's own processes, of their starts, of ``strace`` and of the harness, the time the
   workers left idle, and the floor: the backend's own time spread over the workers.
+- ``bounds``: each run against the reference certified in-process, the harness alone: serve and
+  each failing store against it, each command backend against it plus its floor, and the least
+  serve could take, one process per session, each costing what a Python that only imports the
+  reference costs (:data:`IMPORT_REFERENCE`).
 - ``sessions``: for each ``--backend-cmd``, one more run, one check at a time (``-n 1 -v``),
   through a wrapper that logs each process start (each session of a command backend is one);
   a start belongs to the check whose line ends next.
