@@ -453,7 +453,7 @@ would take if the harness added nothing to the backend's own work. The last row 
 processes, each costing only what a Python that imports the reference and does nothing else
 costs (`python -c 'import memspec.reference_impl'`, its median processor time), over the
 workers."""
-IMPORT_REFERENCE = f"{sys.executable} -c 'import {REFERENCE.partition(':')[0]}'"
+IMPORT_REFERENCE = f"{shlex.quote(sys.executable)} -c 'import {REFERENCE.partition(':')[0]}'"
 """A Python that starts, imports the reference and ends: the least one serve session costs."""
 
 
@@ -546,8 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = [backend for flag, backend in backends if flag == "--backend-cmd"]
     starts = {command_label(c): start_cpu(c, args.serve_runs) for c in commands}
     parts += ["## Where the time goes", render_usage(results, starts, args.workers)]
-    served = command_label(SERVE) in results
-    least_start = start_cpu(IMPORT_REFERENCE, args.serve_runs) if served else 0.0
+    least_start = start_cpu(IMPORT_REFERENCE, args.serve_runs) if SERVE in commands else 0.0
     bounds = render_bounds(results, args.workers, least_start)
     if bounds:
         parts += ["## Against the harness alone", bounds]
